@@ -1,0 +1,52 @@
+#include "collectives/communicator.h"
+
+#include <utility>
+
+namespace gradsync {
+namespace {
+
+class DoneWork : public Work {
+ public:
+  explicit DoneWork(absl::Status status) : status_(std::move(status)) {}
+  absl::Status Wait(absl::Time) override { return status_; }
+  bool Done() override { return true; }
+
+ private:
+  absl::Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<Work> MakeDoneWork(absl::Status status) {
+  return std::make_unique<DoneWork>(std::move(status));
+}
+
+absl::Status Communicator::WaitDefault(std::unique_ptr<Work> work) {
+  return work->Wait(absl::Now() + timeout());
+}
+
+absl::Status Communicator::AllReduce(const void* send, void* recv,
+                                     size_t count, DataType type,
+                                     ReduceOp op) {
+  return WaitDefault(AllReduceAsync(send, recv, count, type, op));
+}
+
+absl::Status Communicator::ReduceScatter(const void* send, void* recv,
+                                         size_t recv_count, DataType type,
+                                         ReduceOp op) {
+  return WaitDefault(ReduceScatterAsync(send, recv, recv_count, type, op));
+}
+
+absl::Status Communicator::AllGather(const void* send, void* recv,
+                                     size_t send_count, DataType type) {
+  return WaitDefault(AllGatherAsync(send, recv, send_count, type));
+}
+
+absl::Status Communicator::Broadcast(const void* send, void* recv,
+                                     size_t count, DataType type, int root) {
+  return WaitDefault(BroadcastAsync(send, recv, count, type, root));
+}
+
+absl::Status Communicator::Barrier() { return WaitDefault(BarrierAsync()); }
+
+}  // namespace gradsync
