@@ -5,6 +5,8 @@
 namespace gradsync {
 namespace {
 
+constexpr absl::Duration kSyncWaitGrace = absl::Seconds(1);
+
 class DoneWork : public Work {
  public:
   explicit DoneWork(absl::Status status) : status_(std::move(status)) {}
@@ -22,12 +24,13 @@ std::unique_ptr<Work> MakeDoneWork(absl::Status status) {
 }
 
 absl::Status Communicator::WaitDefault(std::unique_ptr<Work> work) {
-  return work->Wait(absl::Now() + timeout());
+  // A little grace past timeout(): a backend that enforces timeout() itself
+  // then reports which peer it waited for, instead of a bare expiry here.
+  return work->Wait(absl::Now() + timeout() + kSyncWaitGrace);
 }
 
-absl::Status Communicator::AllReduce(const void* send, void* recv,
-                                     size_t count, DataType type,
-                                     ReduceOp op) {
+absl::Status Communicator::AllReduce(const void* send, void* recv, size_t count,
+                                     DataType type, ReduceOp op) {
   return WaitDefault(AllReduceAsync(send, recv, count, type, op));
 }
 
@@ -42,8 +45,8 @@ absl::Status Communicator::AllGather(const void* send, void* recv,
   return WaitDefault(AllGatherAsync(send, recv, send_count, type));
 }
 
-absl::Status Communicator::Broadcast(const void* send, void* recv,
-                                     size_t count, DataType type, int root) {
+absl::Status Communicator::Broadcast(const void* send, void* recv, size_t count,
+                                     DataType type, int root) {
   return WaitDefault(BroadcastAsync(send, recv, count, type, root));
 }
 

@@ -66,8 +66,7 @@ class Communicator {
   virtual std::unique_ptr<Work> AllReduceAsync(const void* send, void* recv,
                                                size_t count, DataType type,
                                                ReduceOp op) = 0;
-  virtual std::unique_ptr<Work> ReduceScatterAsync(const void* send,
-                                                   void* recv,
+  virtual std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv,
                                                    size_t recv_count,
                                                    DataType type,
                                                    ReduceOp op) = 0;
@@ -83,7 +82,8 @@ class Communicator {
   // and unblocks peers waiting on this rank.
   virtual void Abort(const absl::Status& reason) = 0;
 
-  // Synchronous forms: the asynchronous call waited for timeout().
+  // Synchronous forms: the asynchronous call waited for timeout() (plus a
+  // second of grace, so that the backend names the late peer itself).
   [[nodiscard]] absl::Status AllReduce(const void* send, void* recv,
                                        size_t count, DataType type,
                                        ReduceOp op);

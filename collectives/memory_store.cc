@@ -1,9 +1,9 @@
 #include "collectives/memory_store.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 
 namespace gradsync {
 
@@ -20,22 +20,23 @@ absl::StatusOr<std::string> MemoryStore::Get(absl::string_view key,
     return data_.contains(key);
   };
   if (!mu_.AwaitWithDeadline(absl::Condition(&is_set), deadline)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "store key '", key, "' was not set before the deadline; the rank "
-        "that should publish it has not started or has failed"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("store key '", key,
+                     "' was not set before the deadline; the rank "
+                     "that should publish it has not started or has failed"));
   }
   return data_.at(key);
 }
 
-absl::StatusOr<int64_t> MemoryStore::Add(absl::string_view key,
-                                         int64_t delta) {
+absl::StatusOr<int64_t> MemoryStore::Add(absl::string_view key, int64_t delta) {
   absl::MutexLock lock(&mu_);
   int64_t value = 0;
   auto it = data_.find(key);
   if (it != data_.end() && !absl::SimpleAtoi(it->second, &value)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "store key '", key, "' holds a non-integer value; Add needs a key "
-        "written only by Add"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("store key '", key,
+                     "' holds a non-integer value; Add needs a key "
+                     "written only by Add"));
   }
   value += delta;
   data_[key] = absl::StrCat(value);
@@ -52,9 +53,8 @@ absl::Status MemoryStore::Wait(const std::vector<std::string>& keys,
     return true;
   };
   if (!mu_.AwaitWithDeadline(absl::Condition(&all_set), deadline)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("store keys still missing at the deadline: ",
-                     MissingLocked(keys)));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "store keys still missing at the deadline: ", MissingLocked(keys)));
   }
   return absl::OkStatus();
 }

@@ -20,8 +20,7 @@ absl::StatusOr<std::string> PrefixStore::Get(absl::string_view key,
   return base_->Get(Key(key), deadline);
 }
 
-absl::StatusOr<int64_t> PrefixStore::Add(absl::string_view key,
-                                         int64_t delta) {
+absl::StatusOr<int64_t> PrefixStore::Add(absl::string_view key, int64_t delta) {
   return base_->Add(Key(key), delta);
 }
 

@@ -10,8 +10,7 @@ namespace gradsync {
 namespace {
 
 template <typename T>
-void ReduceTyped(ReduceOp op, T* dst, const T* a,
-                 const T* b, size_t n) {
+void ReduceTyped(ReduceOp op, T* dst, const T* a, const T* b, size_t n) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
@@ -103,8 +102,8 @@ absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name) {
       absl::StrCat("unknown reduction '", name, "'; use sum, avg, max or min"));
 }
 
-void Reduce(DataType type, ReduceOp op, void* dst, const void* a,
-            const void* b, size_t count) {
+void Reduce(DataType type, ReduceOp op, void* dst, const void* a, const void* b,
+            size_t count) {
   switch (type) {
     case DataType::kFloat32:
       ReduceTyped<float>(op, static_cast<float*>(dst),

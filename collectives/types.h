@@ -27,8 +27,8 @@ bool IsValid(ReduceOp op);
 
 // dst[i] = a[i] (op) b[i] for i < count. kAvg reduces as kSum: averaging is
 // a final division (see DivideInPlace). `dst` may alias `a` or `b`.
-void Reduce(DataType type, ReduceOp op, void* dst, const void* a,
-            const void* b, size_t count);
+void Reduce(DataType type, ReduceOp op, void* dst, const void* a, const void* b,
+            size_t count);
 
 // buf[i] /= divisor, for the final step of kAvg. Integers divide truncating.
 void DivideInPlace(DataType type, void* buf, size_t count, int divisor);

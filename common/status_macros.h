@@ -13,10 +13,10 @@
 #define GRADSYNC_CONCAT_(a, b) GRADSYNC_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` yields a non-OK status.
-#define RETURN_IF_ERROR(expr)                                    \
-  do {                                                           \
-    ::absl::Status gradsync_status_ = (expr);                    \
-    if (!gradsync_status_.ok()) return gradsync_status_;         \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status gradsync_status_ = (expr);            \
+    if (!gradsync_status_.ok()) return gradsync_status_; \
   } while (0)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status,

@@ -35,9 +35,9 @@
 namespace gradsync {
 
 enum class AllReduceAlgorithm {
-  kAuto,              // halving-doubling below the threshold, ring above
-  kRing,              // bandwidth-optimal: 2(N-1) steps, 2(N-1)/N * S bytes
-  kHalvingDoubling,   // latency-optimal: 2 log2(N) steps (Rabenseifner)
+  kAuto,             // halving-doubling below the threshold, ring above
+  kRing,             // bandwidth-optimal: 2(N-1) steps, 2(N-1)/N * S bytes
+  kHalvingDoubling,  // latency-optimal: 2 log2(N) steps (Rabenseifner)
 };
 absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
     absl::string_view name);

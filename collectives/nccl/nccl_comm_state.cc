@@ -1,0 +1,302 @@
+#include "collectives/nccl/nccl_comm_state.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "collectives/nccl/cuda_util.h"
+
+namespace gradsync {
+namespace nccl_internal {
+namespace {
+
+constexpr int kSpinPolls = 64;
+constexpr absl::Duration kFirstPause = absl::Microseconds(20);
+constexpr absl::Duration kMaxPause = absl::Milliseconds(1);
+
+// The handle of one enqueued collective: done when its CUDA event is.
+class NcclWork : public Work {
+ public:
+  NcclWork(std::shared_ptr<NcclCommState> state, cudaEvent_t event,
+           std::string what, absl::Time issued)
+      : state_(std::move(state)),
+        event_(event),
+        what_(std::move(what)),
+        issued_(issued) {}
+
+  ~NcclWork() override {
+    ScopedCudaDevice scoped(state_->device());
+    (void)cudaEventDestroy(event_);
+  }
+
+  absl::Status Wait(absl::Time deadline) override {
+    absl::MutexLock lock(&mu_);
+    for (int polls = 0; !done_; ++polls) {
+      if (std::optional<absl::Status> status = state_->Poll(event_, what_)) {
+        FinishLocked(*std::move(status));
+        break;
+      }
+      const absl::Time now = absl::Now();
+      if (now >= deadline) {
+        FinishLocked(state_->TimeOut(what_, now - issued_));
+        break;
+      }
+      const absl::Duration pause = PollPause(polls, deadline - now);
+      if (pause == absl::ZeroDuration()) {
+        std::this_thread::yield();
+      } else {
+        absl::SleepFor(pause);
+      }
+    }
+    return result_;
+  }
+
+  bool Done() override {
+    absl::MutexLock lock(&mu_);
+    if (!done_) {
+      if (std::optional<absl::Status> status = state_->Poll(event_, what_)) {
+        FinishLocked(*std::move(status));
+      }
+    }
+    return done_;
+  }
+
+ private:
+  void FinishLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    done_ = true;
+    result_ = std::move(status);
+  }
+
+  const std::shared_ptr<NcclCommState> state_;
+  const cudaEvent_t event_;
+  const std::string what_;
+  const absl::Time issued_;
+
+  absl::Mutex mu_;  // Taken before state_->mu_.
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status result_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::Duration PollPause(int polls, absl::Duration remaining) {
+  if (polls < kSpinPolls) return absl::ZeroDuration();
+  const int doublings = std::min((polls - kSpinPolls) / 8, 6);
+  absl::Duration pause = std::min(kFirstPause * (1 << doublings), kMaxPause);
+  return std::max(std::min(pause, remaining), absl::ZeroDuration());
+}
+
+NcclCommState::NcclCommState(int rank, int size, int device,
+                             absl::Duration timeout, ncclComm_t comm,
+                             cudaStream_t stream, void* barrier_buffer)
+    : rank_(rank),
+      size_(size),
+      device_(device),
+      timeout_(timeout),
+      stream_(stream),
+      barrier_buffer_(barrier_buffer),
+      comm_(comm) {}
+
+NcclCommState::~NcclCommState() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (comm_ != nullptr) {
+      // Shutdown was not called: do not risk blocking in a destructor.
+      ScopedCudaDevice scoped(device_);
+      (void)ncclCommAbort(comm_);
+      comm_ = nullptr;
+    }
+  }
+  ScopedCudaDevice scoped(device_);
+  (void)cudaStreamDestroy(stream_);
+  (void)cudaFree(barrier_buffer_);
+}
+
+std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
+                                           absl::string_view detail,
+                                           Launch launch) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + timeout_;
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&IssueSlotFree, this),
+                             deadline)) {
+    return MakeDoneWork(absl::DeadlineExceededError(absl::StrCat(
+        name, " on rank ", rank_, " could not be issued within ",
+        absl::FormatDuration(timeout_),
+        ": another collective of this communicator is still waiting for "
+        "NCCL to connect to the peers (check the other ranks' logs)")));
+  }
+  if (failed_) return MakeDoneWork(AbortedLocked());
+
+  const uint64_t seq = next_seq_++;
+  std::string what = absl::StrCat(name, " #", seq, " ", detail);
+  ScopedCudaDevice scoped(device_);
+  if (!scoped.status().ok()) {
+    absl::Status status = absl::InternalError(absl::StrCat(
+        what, " on rank ", rank_, ": ", scoped.status().message()));
+    FailLocked(status);
+    return MakeDoneWork(status);
+  }
+
+  ncclResult_t result = launch(comm_, stream_);
+  if (result == ncclInProgress) {
+    // Non-blocking communicator: NCCL is still enqueueing (typically
+    // connecting to the peers for the first collectives).
+    issuing_ = true;
+    result = AwaitEnqueuedLocked(deadline);
+    issuing_ = false;
+    if (failed_) return MakeDoneWork(AbortedLocked());
+    if (result == ncclInProgress) {
+      absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+          what, " on rank ", rank_, " timed out after ",
+          absl::FormatDuration(absl::Now() - start),
+          " while NCCL connected to the peers; a peer rank did not join "
+          "(check the other ranks' logs)"));
+      FailLocked(status);
+      return MakeDoneWork(status);
+    }
+  }
+  if (result != ncclSuccess) {
+    absl::Status status =
+        NcclStatus(result, absl::StrCat(what, " on rank ", rank_), comm_);
+    FailLocked(status);
+    return MakeDoneWork(status);
+  }
+
+  cudaEvent_t event = nullptr;
+  absl::Status status = CudaStatus(
+      cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+      absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
+  if (status.ok()) {
+    status = CudaStatus(cudaEventRecord(event, stream_),
+                        absl::StrCat(what, " on rank ", rank_,
+                                     ": cudaEventRecord"));
+    if (!status.ok()) (void)cudaEventDestroy(event);
+  }
+  if (!status.ok()) {
+    // The collective is enqueued but cannot be tracked: fail loudly rather
+    // than let the caller read a buffer that is still being written.
+    FailLocked(status);
+    return MakeDoneWork(status);
+  }
+  return std::make_unique<NcclWork>(shared_from_this(), event,
+                                    std::move(what), start);
+}
+
+ncclResult_t NcclCommState::AwaitEnqueuedLocked(absl::Time deadline) {
+  for (int polls = 0;; ++polls) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t result = ncclCommGetAsyncError(comm_, &state);
+    if (result != ncclSuccess) return result;
+    if (state != ncclInProgress) return state;
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return ncclInProgress;
+    // Release mu_ while pausing (so Abort and Work::Wait can run), waking
+    // at once if the communicator fails.
+    const absl::Duration pause =
+        std::max(PollPause(polls, deadline - now), kFirstPause);
+    if (mu_.AwaitWithTimeout(absl::Condition(&failed_), pause)) {
+      return ncclInProgress;
+    }
+  }
+}
+
+std::optional<absl::Status> NcclCommState::Poll(cudaEvent_t event,
+                                                 absl::string_view what) {
+  absl::MutexLock lock(&mu_);
+  if (failed_) return AbortedLocked();
+  ScopedCudaDevice scoped(device_);
+  const cudaError_t query = cudaEventQuery(event);
+  if (query == cudaSuccess) return absl::OkStatus();
+  if (query != cudaErrorNotReady) {
+    absl::Status status = CudaStatus(
+        query, absl::StrCat(what, " on rank ", rank_, " failed on device ",
+                            device_));
+    FailLocked(status);
+    return status;
+  }
+  ncclResult_t state = ncclSuccess;
+  ncclResult_t result = ncclCommGetAsyncError(comm_, &state);
+  if (result == ncclSuccess && state != ncclInProgress) result = state;
+  if (result != ncclSuccess) {
+    absl::Status status = NcclStatus(
+        result,
+        absl::StrCat(what, " on rank ", rank_,
+                     " failed (NCCL reported an asynchronous error; check "
+                     "the other ranks' logs)"),
+        comm_);
+    FailLocked(status);
+    return status;
+  }
+  return std::nullopt;
+}
+
+absl::Status NcclCommState::TimeOut(absl::string_view what,
+                                    absl::Duration waited) {
+  absl::MutexLock lock(&mu_);
+  if (failed_) return AbortedLocked();
+  absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+      what, " on rank ", rank_, " timed out after ",
+      absl::FormatDuration(waited),
+      "; a peer rank did not join (check the other ranks' logs)"));
+  FailLocked(status);
+  return status;
+}
+
+void NcclCommState::Abort(const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  FailLocked(reason.ok() ? absl::AbortedError("Abort called") : reason);
+}
+
+void NcclCommState::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  if (comm_ != nullptr) {
+    ScopedCudaDevice scoped(device_);
+    const absl::Time deadline = absl::Now() + timeout_;
+    // Finalize flushes this rank's pending work; on a non-blocking
+    // communicator it returns ncclInProgress until that is done.
+    ncclResult_t state = ncclCommFinalize(comm_);
+    for (int polls = 0; state == ncclInProgress; ++polls) {
+      const absl::Time now = absl::Now();
+      if (now >= deadline) break;
+      absl::SleepFor(std::max(PollPause(polls, deadline - now), kFirstPause));
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) {
+        state = ncclInternalError;
+      }
+    }
+    if (state == ncclSuccess) {
+      (void)ncclCommDestroy(comm_);
+    } else {
+      (void)ncclCommAbort(comm_);
+    }
+    comm_ = nullptr;
+  }
+  if (!failed_) {
+    failed_ = true;
+    error_ = absl::AbortedError("the communicator was destroyed");
+  }
+}
+
+void NcclCommState::FailLocked(const absl::Status& status) {
+  if (!failed_) {
+    failed_ = true;
+    error_ = status;
+  }
+  if (comm_ != nullptr) {
+    ScopedCudaDevice scoped(device_);
+    (void)ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+}
+
+absl::Status NcclCommState::AbortedLocked() const {
+  return absl::AbortedError(absl::StrCat(
+      "NCCL communicator of rank ", rank_, " of ", size_,
+      " failed earlier and stays failed (",
+      absl::StatusCodeToString(error_.code()), ": ", error_.message(),
+      "); create a new communicator"));
+}
+
+}  // namespace nccl_internal
+}  // namespace gradsync

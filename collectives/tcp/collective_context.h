@@ -1,0 +1,65 @@
+// CollectiveContext: what one running collective needs from the TCP
+// communicator: the connections to its peers, its header and deadline, and
+// the communicator's preallocated scratch memory. The algorithms
+// (ring.h, halving_doubling.h) are plain functions over it.
+//
+// Used by one thread at a time (the one running the collective).
+#ifndef GRADSYNC_COLLECTIVES_TCP_COLLECTIVE_CONTEXT_H_
+#define GRADSYNC_COLLECTIVES_TCP_COLLECTIVE_CONTEXT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "collectives/tcp/connection.h"
+#include "collectives/tcp/tcp_communicator.h"
+#include "collectives/tcp/wire.h"
+#include "collectives/types.h"
+
+namespace gradsync {
+
+struct CollectiveContext {
+  int rank = 0;
+  int size = 1;
+  // Indexed by rank; nullptr for this rank.
+  absl::Span<Connection* const> peers;
+  const TcpOptions* options = nullptr;
+  // This rank's header for the running collective (sent to every peer it
+  // talks to; must stay alive until the collective returns).
+  CollectiveHeader header{};
+  absl::Time deadline;
+  // Receive buffer for one sub-block, reduced from while it is in cache.
+  char* scratch = nullptr;
+  size_t scratch_bytes = 0;
+  // Slots that hold reduce-scatter partial sums until they are sent.
+  char* staging = nullptr;
+  size_t staging_bytes = 0;
+
+  DataType type() const { return static_cast<DataType>(header.type); }
+  ReduceOp op() const { return static_cast<ReduceOp>(header.op); }
+  size_t element_size() const { return DataTypeSize(type()); }
+  // Elements per pipelined segment (at least 1).
+  size_t segment_elements() const;
+  int Mod(int r) const { return ((r % size) + size) % size; }
+
+  // Sends this collective's header to every rank in `send_to`, then reads
+  // and checks the header of every rank in `recv_from`, so that ranks that
+  // disagree fail before any data moves.
+  absl::Status ExchangeHeaders(absl::Span<const int> send_to,
+                               absl::Span<const int> recv_from);
+
+  uint64_t Send(int peer, const void* data, size_t bytes);
+  absl::Status WaitSent(int peer, uint64_t ticket);
+  absl::Status Drain(int peer);
+  absl::Status Recv(int peer, void* data, size_t bytes);
+  // Receives `count` elements from `peer` in cache-sized sub-blocks and
+  // stores dst[i] = local[i] (op) received[i]. dst may alias local.
+  absl::Status RecvReduce(int peer, void* dst, const void* local, size_t count);
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COLLECTIVES_TCP_COLLECTIVE_CONTEXT_H_

@@ -1,0 +1,86 @@
+// Connection: one persistent TCP connection between this rank and a peer,
+// with a dedicated sender thread so that sending overlaps the collective's
+// own receiving and reducing (the calling thread receives).
+//
+// Sends are queued in order and identified by a ticket; the caller must
+// keep the bytes alive until WaitSent(ticket) returns. A send that the
+// kernel can take at once is written inline (no thread hand-off), which
+// keeps small messages fast.
+//
+// Lock order: Connection::mu_ is a leaf lock.
+// Errors carry the peer rank; a failed connection stays failed.
+#ifndef GRADSYNC_COLLECTIVES_TCP_CONNECTION_H_
+#define GRADSYNC_COLLECTIVES_TCP_CONNECTION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collectives/tcp/socket.h"
+
+namespace gradsync {
+
+class Connection {
+ public:
+  // `aborted` is the communicator-wide abort flag (must outlive this).
+  Connection(Socket socket, int peer_rank, int spin_polls,
+             const std::atomic<bool>* aborted);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  int peer() const { return peer_; }
+
+  // Queues `len` bytes at `data` after everything queued before. Returns
+  // the ticket to wait on. `deadline` bounds the send itself.
+  uint64_t Send(const void* data, size_t len, absl::Time deadline);
+  // Blocks until the send with `ticket` (and all before it) left, the
+  // connection failed, or `deadline` passed.
+  absl::Status WaitSent(uint64_t ticket, absl::Time deadline);
+  // Ticket of the last queued send (0 if none): waiting on it drains.
+  uint64_t LastTicket();
+
+  // Receives exactly `len` bytes (calling thread).
+  absl::Status Recv(void* data, size_t len, absl::Time deadline);
+
+  // True if the peer has closed its side (polled without blocking).
+  bool PeerClosed() const;
+
+  // Fails queued sends and wakes blocked calls (abort path).
+  void Shutdown();
+
+ private:
+  struct Item {
+    const char* data;
+    size_t len;
+    uint64_t ticket;
+    absl::Time deadline;
+  };
+
+  void SenderLoop();
+  void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WithPeer(const absl::Status& status, absl::string_view what);
+
+  Socket socket_;
+  const int peer_;
+  const int spin_polls_;
+  const std::atomic<bool>* const aborted_;
+
+  absl::Mutex mu_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;  // every ticket <= sent_ left
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // sender thread mid-write
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::thread sender_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COLLECTIVES_TCP_CONNECTION_H_

@@ -1,0 +1,79 @@
+// Socket: a move-only owner of a TCP socket, with the blocking I/O the TCP
+// backend needs: every call has a deadline and notices an abort flag, so a
+// dead or silent peer can never block a rank forever.
+//
+// Sockets are blocking with short kernel timeouts (SO_RCVTIMEO/SO_SNDTIMEO
+// slices) so that loops can re-check the deadline and the abort flag;
+// Shutdown() from another thread wakes a blocked call at once.
+//
+// Errors: DEADLINE_EXCEEDED (deadline passed), UNAVAILABLE (connection
+// refused, closed or reset by the peer), ABORTED (the abort flag was set),
+// INTERNAL (other socket errors, with errno text).
+#ifndef GRADSYNC_COLLECTIVES_TCP_SOCKET_H_
+#define GRADSYNC_COLLECTIVES_TCP_SOCKET_H_
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gradsync {
+
+// Splits "host:port" into its parts (INVALID_ARGUMENT if malformed).
+absl::Status SplitHostPort(const std::string& address, std::string* host,
+                           int* port);
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() { Close(); }
+  Socket(Socket&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  Socket& operator=(Socket&& other) noexcept;
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+
+  // A listening socket bound to host:port (port 0 picks a free one).
+  static absl::StatusOr<Socket> Listen(const std::string& host, int port);
+  // Connects to host:port, retrying refused connections (the peer may not
+  // listen yet) until `deadline`.
+  static absl::StatusOr<Socket> Connect(const std::string& host, int port,
+                                        absl::Time deadline);
+
+  // Accepts one connection (listening sockets only).
+  absl::StatusOr<Socket> Accept(absl::Time deadline);
+
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  absl::StatusOr<int> LocalPort() const;
+  // "ip:port" of the peer, or "?" if unknown.
+  std::string PeerAddress() const;
+
+  // TCP_NODELAY, kernel buffer sizes (0 = keep default) and the timeout
+  // slice after which blocked calls re-check deadline and abort flag.
+  absl::Status Configure(int buffer_bytes, absl::Duration slice);
+
+  // Sends / receives exactly `len` bytes. `spin_polls` non-blocking tries
+  // (with sched_yield) precede blocking, for low latency on small messages.
+  absl::Status SendAll(const void* data, size_t len, absl::Time deadline,
+                       const std::atomic<bool>* aborted) const;
+  absl::Status RecvAll(void* data, size_t len, absl::Time deadline,
+                       const std::atomic<bool>* aborted,
+                       int spin_polls = 0) const;
+  // Sends what the kernel takes without blocking; returns the byte count.
+  absl::StatusOr<size_t> SendNonBlocking(const void* data, size_t len) const;
+
+  // Wakes any blocked call; later calls fail. Safe from any thread.
+  void Shutdown() const;
+  void Close();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COLLECTIVES_TCP_SOCKET_H_

@@ -1,0 +1,384 @@
+#include "collectives/tcp/tcp_communicator.h"
+
+#include <deque>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "collectives/tcp/collective_context.h"
+#include "collectives/tcp/halving_doubling.h"
+#include "collectives/tcp/rendezvous.h"
+#include "collectives/tcp/ring.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+
+absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
+    absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  if (n == "auto") return AllReduceAlgorithm::kAuto;
+  if (n == "ring") return AllReduceAlgorithm::kRing;
+  if (n == "hd" || n == "halving-doubling" || n == "rhd") {
+    return AllReduceAlgorithm::kHalvingDoubling;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown all-reduce algorithm '", name, "'; use auto, ring or hd"));
+}
+
+absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algo) {
+  switch (algo) {
+    case AllReduceAlgorithm::kAuto:
+      return "auto";
+    case AllReduceAlgorithm::kRing:
+      return "ring";
+    case AllReduceAlgorithm::kHalvingDoubling:
+      return "hd";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// State shared by the communicator and its outstanding Work handles, so
+// that a handle can abort the communicator even after it was destroyed.
+class Core {
+ public:
+  Core(int rank, int size, const TcpOptions& options,
+       std::vector<Socket> sockets)
+      : rank_(rank), size_(size), options_(options) {
+    conns_.resize(size);
+    for (int p = 0; p < size; ++p) {
+      if (p == rank) continue;
+      conns_[p] = std::make_unique<Connection>(std::move(sockets[p]), p,
+                                               options.spin_polls, &aborted_);
+    }
+    for (auto& c : conns_) peers_.push_back(c.get());
+  }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const TcpOptions& options() const { return options_; }
+  absl::Span<Connection* const> peers() const { return peers_; }
+
+  // First failure wins; later calls fail with ABORTED quoting it.
+  void Abort(const absl::Status& reason) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (error_.ok()) error_ = reason;
+    }
+    aborted_.store(true);
+    for (auto& c : conns_) {
+      if (c) c->Shutdown();
+    }
+  }
+
+  absl::Status CheckUsable() {
+    if (!aborted_.load()) return absl::OkStatus();
+    absl::MutexLock lock(&mu_);
+    return absl::AbortedError(
+        absl::StrCat("rank ", rank_,
+                     ": the communicator failed earlier and cannot be "
+                     "used any more (create a new one); first error: ",
+                     error_.message()));
+  }
+
+  // Ranks whose connections are already closed, for error messages.
+  std::string ClosedPeers() const {
+    std::vector<int> closed;
+    for (const auto& c : conns_) {
+      if (c && c->PeerClosed()) closed.push_back(c->peer());
+    }
+    if (closed.empty()) return "";
+    return absl::StrCat("; connections already closed by rank(s) ",
+                        absl::StrJoin(closed, ", "),
+                        " (a rank that dies or fails closes all of them)");
+  }
+
+ private:
+  const int rank_;
+  const int size_;
+  const TcpOptions options_;
+  std::atomic<bool> aborted_{false};
+  std::vector<std::unique_ptr<Connection>> conns_;
+  std::vector<Connection*> peers_;
+  absl::Mutex mu_;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+class TcpWork : public Work {
+ public:
+  TcpWork(std::shared_ptr<Core> core, std::string what)
+      : core_(std::move(core)), what_(std::move(what)) {}
+
+  void Finish(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    status_ = std::move(status);
+    done_ = true;
+  }
+
+  absl::Status Wait(absl::Time deadline) override {
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
+      return status_;
+    }
+    const absl::Status expired = absl::DeadlineExceededError(absl::StrCat(
+        "rank ", core_->rank(), ": ", what_,
+        " did not complete before the caller's deadline; aborting the "
+        "communicator",
+        core_->ClosedPeers()));
+    mu_.Unlock();
+    core_->Abort(expired);
+    mu_.Lock();
+    // Aborting shuts the sockets, so the collective ends promptly.
+    mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(10));
+    return expired;
+  }
+
+  bool Done() override {
+    absl::MutexLock lock(&mu_);
+    return done_;
+  }
+
+ private:
+  std::shared_ptr<Core> core_;
+  const std::string what_;
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+class TcpCommunicator final : public Communicator {
+ public:
+  TcpCommunicator(std::shared_ptr<Core> core)
+      : core_(std::move(core)),
+        scratch_(core_->options().sub_block_bytes),
+        staging_(4 * core_->options().segment_bytes) {
+    progress_ = std::thread([this] { ProgressLoop(); });
+  }
+
+  ~TcpCommunicator() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    progress_.join();
+  }
+
+  int rank() const override { return core_->rank(); }
+  int size() const override { return core_->size(); }
+  absl::Duration timeout() const override { return core_->options().timeout; }
+
+  std::unique_ptr<Work> AllReduceAsync(const void* send, void* recv,
+                                       size_t count, DataType type,
+                                       ReduceOp op) override {
+    AllReduceAlgorithm algo = core_->options().algorithm;
+    if (algo == AllReduceAlgorithm::kAuto && IsValid(type)) {
+      algo = count * DataTypeSize(type) <=
+                     core_->options().halving_doubling_max_bytes
+                 ? AllReduceAlgorithm::kHalvingDoubling
+                 : AllReduceAlgorithm::kRing;
+    }
+    return Enqueue(CollectiveKind::kAllReduce, send, recv, count, count, type,
+                   op, 0, algo);
+  }
+
+  std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv,
+                                           size_t recv_count, DataType type,
+                                           ReduceOp op) override {
+    return Enqueue(CollectiveKind::kReduceScatter, send, recv, recv_count,
+                   recv_count * size(), type, op, 0, AllReduceAlgorithm::kRing);
+  }
+
+  std::unique_ptr<Work> AllGatherAsync(const void* send, void* recv,
+                                       size_t send_count,
+                                       DataType type) override {
+    return Enqueue(CollectiveKind::kAllGather, send, recv, send_count,
+                   send_count * size(), type, ReduceOp::kSum, 0,
+                   AllReduceAlgorithm::kRing);
+  }
+
+  std::unique_ptr<Work> BroadcastAsync(const void* send, void* recv,
+                                       size_t count, DataType type,
+                                       int root) override {
+    return Enqueue(CollectiveKind::kBroadcast, send, recv, count, count, type,
+                   ReduceOp::kSum, root, AllReduceAlgorithm::kRing);
+  }
+
+  std::unique_ptr<Work> BarrierAsync() override {
+    // A one-element halving-doubling all-reduce: log2(N) dependent rounds.
+    return Enqueue(CollectiveKind::kBarrier, nullptr, nullptr, 1, 1,
+                   DataType::kInt32, ReduceOp::kSum, 0,
+                   AllReduceAlgorithm::kHalvingDoubling);
+  }
+
+  void Abort(const absl::Status& reason) override {
+    core_->Abort(absl::AbortedError(absl::StrCat(
+        "rank ", rank(), ": communicator aborted: ", reason.message())));
+  }
+
+ private:
+  struct Op {
+    CollectiveHeader header;
+    const void* send;
+    void* recv;
+    std::shared_ptr<TcpWork> work;
+  };
+
+  std::unique_ptr<Work> Enqueue(CollectiveKind kind, const void* send,
+                                void* recv, size_t count, size_t buffer_count,
+                                DataType type, ReduceOp op, int root,
+                                AllReduceAlgorithm algo) {
+    const std::string name(CollectiveName(kind));
+    if (!IsValid(type) || !IsValid(op)) {
+      return MakeDoneWork(absl::InvalidArgumentError(
+          absl::StrCat(name, ": invalid data type or reduction op (", int(type),
+                       ", ", int(op), ")")));
+    }
+    if (kind != CollectiveKind::kBarrier && buffer_count > 0 &&
+        (send == nullptr || recv == nullptr)) {
+      return MakeDoneWork(absl::InvalidArgumentError(
+          absl::StrCat(name, ": null buffer for ", buffer_count, " elements")));
+    }
+    if (root < 0 || root >= size()) {
+      return MakeDoneWork(absl::InvalidArgumentError(absl::StrCat(
+          name, ": root ", root, " is not a rank of this communicator (size ",
+          size(), ")")));
+    }
+    if (absl::Status s = core_->CheckUsable(); !s.ok()) {
+      return MakeDoneWork(s);
+    }
+    Op item;
+    std::memset(&item.header, 0, sizeof(item.header));
+    item.header.magic = kHeaderMagic;
+    item.header.kind = static_cast<uint8_t>(kind);
+    item.header.type = static_cast<uint8_t>(type);
+    item.header.op = static_cast<uint8_t>(op);
+    item.header.algorithm = static_cast<uint8_t>(algo);
+    item.header.count = count;
+    item.header.root = root;
+    item.header.from_rank = rank();
+    item.send = send;
+    item.recv = recv;
+    absl::MutexLock lock(&mu_);
+    item.header.seq = next_seq_++;
+    item.work = std::make_shared<TcpWork>(
+        core_, absl::StrCat(DescribeCollective(item.header)));
+    auto handle = std::make_unique<WorkHandle>(item.work);
+    queue_.push_back(std::move(item));
+    return handle;
+  }
+
+  // Keeps the shared TcpWork alive for the caller.
+  class WorkHandle : public Work {
+   public:
+    explicit WorkHandle(std::shared_ptr<TcpWork> w) : w_(std::move(w)) {}
+    absl::Status Wait(absl::Time deadline) override {
+      return w_->Wait(deadline);
+    }
+    bool Done() override { return w_->Done(); }
+
+   private:
+    std::shared_ptr<TcpWork> w_;
+  };
+
+  void ProgressLoop() {
+    while (true) {
+      Op op;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](TcpCommunicator* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
+              return c->stop_ || !c->queue_.empty();
+            },
+            this));
+        if (queue_.empty()) return;  // stop_ and nothing left
+        op = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      op.work->Finish(Run(op));
+    }
+  }
+
+  absl::Status Run(Op& op) {
+    RETURN_IF_ERROR(core_->CheckUsable());
+    CollectiveContext ctx;
+    ctx.rank = rank();
+    ctx.size = size();
+    ctx.peers = core_->peers();
+    ctx.options = &core_->options();
+    ctx.header = op.header;
+    ctx.deadline = absl::Now() + core_->options().timeout;
+    ctx.scratch = scratch_.data();
+    ctx.scratch_bytes = scratch_.size();
+    ctx.staging = staging_.data();
+    ctx.staging_bytes = staging_.size();
+    const size_t count = op.header.count;
+    absl::Status s;
+    switch (static_cast<CollectiveKind>(op.header.kind)) {
+      case CollectiveKind::kAllReduce:
+        s = static_cast<AllReduceAlgorithm>(op.header.algorithm) ==
+                    AllReduceAlgorithm::kHalvingDoubling
+                ? HalvingDoublingAllReduce(ctx, op.send, op.recv, count)
+                : RingAllReduce(ctx, op.send, op.recv, count);
+        break;
+      case CollectiveKind::kReduceScatter:
+        s = RingReduceScatter(ctx, op.send, op.recv, count);
+        break;
+      case CollectiveKind::kAllGather:
+        s = RingAllGather(ctx, op.send, op.recv, count);
+        break;
+      case CollectiveKind::kBroadcast:
+        s = ChainBroadcast(ctx, op.send, op.recv, count, op.header.root);
+        break;
+      case CollectiveKind::kBarrier: {
+        int32_t token = 1;
+        s = HalvingDoublingAllReduce(ctx, &token, &token, 1);
+        break;
+      }
+    }
+    if (s.ok()) return s;
+    const absl::Status failed(
+        s.code(),
+        absl::StrCat("rank ", rank(), ": ", DescribeCollective(op.header),
+                     " failed: ", s.message(), core_->ClosedPeers()));
+    core_->Abort(failed);
+    return failed;
+  }
+
+  std::shared_ptr<Core> core_;
+  // Preallocated once: a sub-block receive buffer and reduce-scatter slots.
+  std::vector<char> scratch_;
+  std::vector<char> staging_;
+
+  absl::Mutex mu_;
+  std::deque<Op> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread progress_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
+    Store* store, int rank, int size, const TcpOptions& options) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is not in a world of size ", size));
+  }
+  if (options.segment_bytes < 64 || options.sub_block_bytes < 64) {
+    return absl::InvalidArgumentError(
+        "segment_bytes and sub_block_bytes must be at least 64");
+  }
+  ASSIGN_OR_RETURN(std::vector<Socket> sockets,
+                   ConnectAllPeers(store, rank, size, options));
+  auto core = std::make_shared<Core>(rank, size, options, std::move(sockets));
+  return std::unique_ptr<Communicator>(new TcpCommunicator(std::move(core)));
+}
+
+}  // namespace gradsync

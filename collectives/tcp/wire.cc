@@ -1,0 +1,142 @@
+#include "collectives/tcp/wire.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gradsync {
+
+absl::string_view HandshakeReplyName(HandshakeReply reply) {
+  switch (reply) {
+    case HandshakeReply::kAccepted:
+      return "accepted";
+    case HandshakeReply::kBadMagic:
+      return "not a gradsync connection (bad magic or version)";
+    case HandshakeReply::kWrongJob:
+      return "job/generation id differs";
+    case HandshakeReply::kWrongRank:
+      return "rank numbers do not match this connection";
+    case HandshakeReply::kWrongWorldSize:
+      return "world size differs";
+    case HandshakeReply::kDuplicate:
+      return "that rank is already connected";
+  }
+  return "unknown reply";
+}
+
+Handshake MakeHandshake(absl::string_view job_id, int from_rank, int to_rank,
+                        int world_size) {
+  Handshake hs;
+  std::memset(&hs, 0, sizeof(hs));
+  hs.magic = kHandshakeMagic;
+  hs.version = kWireVersion;
+  hs.from_rank = from_rank;
+  hs.to_rank = to_rank;
+  hs.world_size = world_size;
+  hs.job_id_len =
+      static_cast<uint32_t>(std::min(job_id.size(), kMaxJobIdBytes));
+  std::memcpy(hs.job_id, job_id.data(), hs.job_id_len);
+  return hs;
+}
+
+HandshakeReply CheckHandshake(const Handshake& hs, absl::string_view job_id,
+                              int my_rank, int world_size) {
+  if (hs.magic != kHandshakeMagic || hs.version != kWireVersion ||
+      hs.job_id_len > kMaxJobIdBytes) {
+    return HandshakeReply::kBadMagic;
+  }
+  const absl::string_view theirs(hs.job_id, hs.job_id_len);
+  if (theirs != job_id.substr(0, kMaxJobIdBytes)) {
+    return HandshakeReply::kWrongJob;
+  }
+  if (hs.world_size != world_size) return HandshakeReply::kWrongWorldSize;
+  if (hs.to_rank != my_rank || hs.from_rank <= my_rank ||
+      hs.from_rank >= world_size) {
+    return HandshakeReply::kWrongRank;
+  }
+  return HandshakeReply::kAccepted;
+}
+
+std::string DescribeHandshake(const Handshake& hs) {
+  if (hs.magic != kHandshakeMagic) {
+    return absl::StrFormat("garbage (magic 0x%08x)", hs.magic);
+  }
+  return absl::StrCat(
+      "rank ", hs.from_rank, " of ", hs.world_size, " for rank ", hs.to_rank,
+      " in job '",
+      absl::string_view(hs.job_id,
+                        std::min<size_t>(hs.job_id_len, kMaxJobIdBytes)),
+      "'");
+}
+
+absl::string_view CollectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "allreduce";
+    case CollectiveKind::kReduceScatter:
+      return "reducescatter";
+    case CollectiveKind::kAllGather:
+      return "allgather";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kBarrier:
+      return "barrier";
+  }
+  return "unknown-collective";
+}
+
+std::string DescribeCollective(const CollectiveHeader& h) {
+  const auto kind = static_cast<CollectiveKind>(h.kind);
+  std::string s =
+      absl::StrCat(CollectiveName(kind), " #", h.seq, " (", h.count, " x ",
+                   DataTypeName(static_cast<DataType>(h.type)));
+  if (kind == CollectiveKind::kAllReduce ||
+      kind == CollectiveKind::kReduceScatter) {
+    absl::StrAppend(&s, " ", ReduceOpName(static_cast<ReduceOp>(h.op)));
+  }
+  if (kind == CollectiveKind::kBroadcast) {
+    absl::StrAppend(&s, " from root ", h.root);
+  }
+  absl::StrAppend(&s, ")");
+  return s;
+}
+
+absl::Status CheckHeader(const CollectiveHeader& want,
+                         const CollectiveHeader& got, int peer_rank) {
+  if (got.magic != kHeaderMagic) {
+    return absl::DataLossError(absl::StrFormat(
+        "garbage from rank %d where the header of %s was expected (magic "
+        "0x%08x, want 0x%08x); a foreign process may be writing to this "
+        "connection or a previous collective was cut short",
+        peer_rank, DescribeCollective(want), got.magic, kHeaderMagic));
+  }
+  std::string what;
+  if (got.seq != want.seq) {
+    what = "sequence number";
+  } else if (got.kind != want.kind) {
+    what = "collective";
+  } else if (got.count != want.count) {
+    what = "element count";
+  } else if (got.type != want.type) {
+    what = "data type";
+  } else if (got.op != want.op) {
+    what = "reduction op";
+  } else if (got.root != want.root) {
+    what = "root";
+  } else if (got.algorithm != want.algorithm) {
+    what = "algorithm";
+  } else if (got.from_rank != peer_rank) {
+    what = "sender rank";
+  } else {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "mismatched collectives (", what, " differs): rank ", peer_rank,
+      " called ", DescribeCollective(got), " but this rank (", want.from_rank,
+      ") called ", DescribeCollective(want),
+      "; every rank must issue the same collectives in the same order"));
+}
+
+}  // namespace gradsync

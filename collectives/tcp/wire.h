@@ -1,0 +1,88 @@
+// Wire formats of the TCP backend: the connection handshake and the header
+// that starts every collective on every connection it uses.
+//
+// Both are fixed-size structs sent as raw bytes (all ranks of a job run the
+// same build on little-endian x86-64 or arm64 hosts). A magic number and a
+// version catch stray connections and garbage; the fields below let a rank
+// name exactly what its peer disagrees about.
+#ifndef GRADSYNC_COLLECTIVES_TCP_WIRE_H_
+#define GRADSYNC_COLLECTIVES_TCP_WIRE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "collectives/types.h"
+
+namespace gradsync {
+
+inline constexpr uint32_t kHandshakeMagic = 0x47534843;  // "GSHC"
+inline constexpr uint32_t kHeaderMagic = 0x47534348;     // "GSCH"
+inline constexpr uint32_t kWireVersion = 1;
+inline constexpr size_t kMaxJobIdBytes = 96;
+
+// Sent by the connecting (higher) rank right after connect().
+struct Handshake {
+  uint32_t magic;
+  uint32_t version;
+  int32_t from_rank;
+  int32_t to_rank;
+  int32_t world_size;
+  uint32_t job_id_len;
+  char job_id[kMaxJobIdBytes];
+};
+
+// The accepting rank's answer.
+enum class HandshakeReply : uint32_t {
+  kAccepted = 0,
+  kBadMagic = 1,
+  kWrongJob = 2,
+  kWrongRank = 3,
+  kWrongWorldSize = 4,
+  kDuplicate = 5,
+};
+absl::string_view HandshakeReplyName(HandshakeReply reply);
+
+Handshake MakeHandshake(absl::string_view job_id, int from_rank, int to_rank,
+                        int world_size);
+// Checks a received handshake against what this rank expects; the
+// connecting rank learns the outcome from the reply code.
+HandshakeReply CheckHandshake(const Handshake& hs, absl::string_view job_id,
+                              int my_rank, int world_size);
+std::string DescribeHandshake(const Handshake& hs);
+
+enum class CollectiveKind : uint8_t {
+  kAllReduce = 0,
+  kReduceScatter = 1,
+  kAllGather = 2,
+  kBroadcast = 3,
+  kBarrier = 4,
+};
+absl::string_view CollectiveName(CollectiveKind kind);
+
+// Starts every collective on every connection it uses.
+struct CollectiveHeader {
+  uint32_t magic;
+  uint8_t kind;
+  uint8_t type;
+  uint8_t op;
+  uint8_t algorithm;
+  uint64_t seq;
+  uint64_t count;
+  int32_t root;
+  int32_t from_rank;
+};
+
+// "allreduce #17 (1024 x float sum)".
+std::string DescribeCollective(const CollectiveHeader& h);
+
+// OK if `got` (received from rank got.from_rank) matches `want` (this
+// rank's own call); otherwise FAILED_PRECONDITION naming both ranks and the
+// first field that differs, or DATA_LOSS for garbage (bad magic).
+absl::Status CheckHeader(const CollectiveHeader& want,
+                         const CollectiveHeader& got, int peer_rank);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COLLECTIVES_TCP_WIRE_H_

@@ -1,0 +1,270 @@
+// Exact tests of the TCP backend's collectives, ranks as threads: every
+// world size x element count x type x op, in-place and out-of-place, with
+// known results and bitwise-identical outputs on every rank.
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/collectives/rank_group.h"
+
+namespace gradsync::testing {
+namespace {
+
+std::vector<size_t> Counts(int n) {
+  std::vector<size_t> c = {0, 1, static_cast<size_t>(n), size_t(n) + 1, 20011};
+  if (n > 1) c.push_back(static_cast<size_t>(n - 1));
+  return c;
+}
+
+std::string Bytes(DataType type, size_t count) {
+  return std::string(count * DataTypeSize(type), '\0');
+}
+
+// Checks element i of every rank's output against the exact reduction and
+// that all ranks hold the same bits.
+void ExpectReduced(DataType type, ReduceOp op, int size,
+                   const std::vector<std::string>& out, size_t count,
+                   size_t first_index) {
+  const size_t es = DataTypeSize(type);
+  for (size_t i = 0; i < count; ++i) {
+    char want[8];
+    ExpectedReduction(type, op, size, first_index + i, want);
+    ASSERT_EQ(0, std::memcmp(want, out[0].data() + i * es, es))
+        << "rank 0 at index " << i << " (count " << count << ")";
+  }
+  for (size_t r = 1; r < out.size(); ++r) {
+    ASSERT_EQ(out[0], out[r]) << "rank " << r << " differs from rank 0";
+  }
+}
+
+using AllReduceParam = std::tuple<int, DataType, ReduceOp, AllReduceAlgorithm>;
+
+class AllReduceTest : public ::testing::TestWithParam<AllReduceParam> {};
+
+TEST_P(AllReduceTest, ExactAndIdenticalOnEveryRank) {
+  const auto [n, type, op, algo] = GetParam();
+  TcpOptions options = SmallPipelineOptions();
+  options.algorithm = algo;
+  RankGroup group(n, options);
+  for (size_t count : Counts(n)) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::string> in(n), out(n);
+      auto status = group.Run([&](int r) {
+        in[r] = Bytes(type, count);
+        out[r] = Bytes(type, count);
+        FillInput(type, in[r].data(), count, r);
+        if (in_place) {
+          out[r] = in[r];
+          return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
+                                         type, op);
+        }
+        return group.comm(r).AllReduce(in[r].data(), out[r].data(), count, type,
+                                       op);
+      });
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+      }
+      SCOPED_TRACE(::testing::Message()
+                   << "count " << count << (in_place ? " in-place" : ""));
+      ExpectReduced(type, op, n, out, count, 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, AllReduceTest,
+    ::testing::Combine(
+        ::testing::Values(1, 2, 3, 4, 5, 8),
+        ::testing::Values(DataType::kFloat32, DataType::kFloat64,
+                          DataType::kInt32),
+        ::testing::Values(ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax,
+                          ReduceOp::kMin),
+        ::testing::Values(AllReduceAlgorithm::kRing,
+                          AllReduceAlgorithm::kHalvingDoubling)));
+
+using TypeOpParam = std::tuple<int, DataType, ReduceOp>;
+class ReduceScatterTest : public ::testing::TestWithParam<TypeOpParam> {};
+
+TEST_P(ReduceScatterTest, RankGetsItsReducedBlock) {
+  const auto [n, type, op] = GetParam();
+  RankGroup group(n, SmallPipelineOptions());
+  const size_t es = DataTypeSize(type);
+  for (size_t block : Counts(n)) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::string> in(n), out(n);
+      auto status = group.Run([&](int r) {
+        in[r] = Bytes(type, block * n);
+        FillInput(type, in[r].data(), block * n, r);
+        if (in_place) {
+          absl::Status s = group.comm(r).ReduceScatter(
+              in[r].data(), in[r].data() + r * block * es, block, type, op);
+          out[r] = in[r].substr(r * block * es, block * es);
+          return s;
+        }
+        out[r] = Bytes(type, block);
+        return group.comm(r).ReduceScatter(in[r].data(), out[r].data(), block,
+                                           type, op);
+      });
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+        SCOPED_TRACE(::testing::Message() << "block " << block << " rank " << r
+                                          << (in_place ? " in-place" : ""));
+        ExpectReduced(type, op, n, {out[r]}, block, r * block);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, ReduceScatterTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8),
+                       ::testing::Values(DataType::kFloat32, DataType::kFloat64,
+                                         DataType::kInt32),
+                       ::testing::Values(ReduceOp::kSum, ReduceOp::kAvg,
+                                         ReduceOp::kMax, ReduceOp::kMin)));
+
+using TypeParam = std::tuple<int, DataType>;
+class GatherBroadcastTest : public ::testing::TestWithParam<TypeParam> {};
+
+TEST_P(GatherBroadcastTest, AllGatherConcatenatesRankBlocks) {
+  const auto [n, type] = GetParam();
+  RankGroup group(n, SmallPipelineOptions());
+  const size_t es = DataTypeSize(type);
+  for (size_t block : Counts(n)) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::string> out(n);
+      auto status = group.Run([&](int r) {
+        out[r] = Bytes(type, block * n);
+        std::string in = Bytes(type, block);
+        FillInput(type, in.data(), block, r);
+        if (in_place) {
+          char* mine = out[r].data() + r * block * es;
+          if (block > 0) std::memcpy(mine, in.data(), in.size());
+          return group.comm(r).AllGather(mine, out[r].data(), block, type);
+        }
+        return group.comm(r).AllGather(in.data(), out[r].data(), block, type);
+      });
+      std::string want = Bytes(type, block * n);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+        FillInput(type, want.data() + r * block * es, block, r);
+      }
+      for (int r = 0; r < n; ++r) {
+        ASSERT_EQ(want, out[r]) << "rank " << r << " block " << block;
+      }
+    }
+  }
+}
+
+TEST_P(GatherBroadcastTest, BroadcastCopiesRootFromEveryRoot) {
+  const auto [n, type] = GetParam();
+  RankGroup group(n, SmallPipelineOptions());
+  for (int root = 0; root < n; ++root) {
+    for (size_t count : Counts(n)) {
+      std::vector<std::string> out(n);
+      auto status = group.Run([&](int r) {
+        std::string in = Bytes(type, count);
+        FillInput(type, in.data(), count, r);
+        out[r] = Bytes(type, count);
+        return group.comm(r).Broadcast(in.data(), out[r].data(), count, type,
+                                       root);
+      });
+      std::string want = Bytes(type, count);
+      FillInput(type, want.data(), count, root);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+        ASSERT_EQ(want, out[r])
+            << "rank " << r << " root " << root << " count " << count;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, GatherBroadcastTest,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8),
+                       ::testing::Values(DataType::kFloat32, DataType::kFloat64,
+                                         DataType::kInt32)));
+
+TEST(CollectivesTest, AutoPicksBothAlgorithmsAndAgrees) {
+  TcpOptions options = SmallPipelineOptions();
+  options.halving_doubling_max_bytes = 4096;
+  RankGroup group(5, options);
+  for (size_t count : {size_t{100}, size_t{1025}, size_t{50001}}) {
+    std::vector<std::string> out(5);
+    auto status = group.Run([&](int r) {
+      out[r] = Bytes(DataType::kFloat32, count);
+      FillInput(DataType::kFloat32, out[r].data(), count, r);
+      return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
+                                     DataType::kFloat32, ReduceOp::kSum);
+    });
+    for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+    ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 5, out, count, 0);
+  }
+}
+
+TEST(CollectivesTest, LargeOddCountWithDefaultSegments) {
+  RankGroup group(4, TcpOptions());
+  const size_t count = (3 << 20) + 7;  // several 1 MiB segments per chunk
+  std::vector<std::string> out(4);
+  auto status = group.Run([&](int r) {
+    out[r] = Bytes(DataType::kFloat32, count);
+    FillInput(DataType::kFloat32, out[r].data(), count, r);
+    return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
+                                   DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 4, out, count, 0);
+}
+
+TEST(CollectivesTest, AsyncCallsCompleteInIssueOrder) {
+  RankGroup group(3, SmallPipelineOptions());
+  constexpr int kCalls = 6;
+  constexpr size_t kCount = 3001;
+  std::vector<std::vector<std::string>> bufs(3,
+                                             std::vector<std::string>(kCalls));
+  auto status = group.Run([&](int r) -> absl::Status {
+    std::vector<std::unique_ptr<Work>> work;
+    for (int k = 0; k < kCalls; ++k) {
+      bufs[r][k] = Bytes(DataType::kInt32, kCount);
+      FillInput(DataType::kInt32, bufs[r][k].data(), kCount, r, k);
+      work.push_back(group.comm(r).AllReduceAsync(
+          bufs[r][k].data(), bufs[r][k].data(), kCount, DataType::kInt32,
+          ReduceOp::kSum));
+    }
+    for (auto& w : work) {
+      absl::Status s = w->Wait(absl::Now() + absl::Seconds(20));
+      if (!s.ok()) return s;
+    }
+    return group.comm(r).Barrier();
+  });
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  for (int k = 0; k < kCalls; ++k) {
+    std::vector<std::string> out = {bufs[0][k], bufs[1][k], bufs[2][k]};
+    ExpectReduced(DataType::kInt32, ReduceOp::kSum, 3, out, kCount, k);
+  }
+}
+
+TEST(CollectivesTest, InvalidArgumentsFailWithoutSending) {
+  RankGroup group(2, SmallPipelineOptions());
+  float x = 1;
+  EXPECT_TRUE(absl::IsInvalidArgument(group.comm(0).AllReduce(
+      nullptr, &x, 4, DataType::kFloat32, ReduceOp::kSum)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      group.comm(0).Broadcast(&x, &x, 1, DataType::kFloat32, 2)));
+  EXPECT_TRUE(absl::IsInvalidArgument(group.comm(0).AllReduce(
+      &x, &x, 1, static_cast<DataType>(9), ReduceOp::kSum)));
+  // The communicator is still usable afterwards: nothing was sent.
+  auto status = group.Run([&](int r) {
+    float v = static_cast<float>(r + 1);
+    absl::Status s =
+        group.comm(r).AllReduce(&v, &v, 1, DataType::kFloat32, ReduceOp::kSum);
+    if (s.ok() && v != 3.0f) return absl::InternalError("wrong sum");
+    return s;
+  });
+  for (const auto& s : status) EXPECT_TRUE(s.ok()) << s;
+}
+
+}  // namespace
+}  // namespace gradsync::testing

@@ -1,0 +1,119 @@
+#include "tests/collectives/rank_group.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace gradsync::testing {
+
+TcpOptions SmallPipelineOptions() {
+  TcpOptions o;
+  o.segment_bytes = 4096;
+  o.sub_block_bytes = 1024;
+  o.connect_timeout = absl::Seconds(20);
+  o.timeout = absl::Seconds(20);
+  o.job_id = "test";
+  return o;
+}
+
+RankGroup::RankGroup(int size, const TcpOptions& options) {
+  comms_.resize(size);
+  std::vector<absl::Status> status(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      auto c = CreateTcpCommunicator(&store_, r, size, options);
+      if (c.ok()) {
+        comms_[r] = *std::move(c);
+      } else {
+        status[r] = c.status();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) {
+    EXPECT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+  }
+}
+
+std::vector<absl::Status> RankGroup::Run(
+    const std::function<absl::Status(int)>& fn) {
+  std::vector<absl::Status> status(size());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size(); ++r) {
+    threads.emplace_back([&, r] { status[r] = fn(r); });
+  }
+  for (auto& t : threads) t.join();
+  return status;
+}
+
+int InputValue(int rank, size_t i) {
+  return static_cast<int>((rank + 1) * (i % 13 + 1) % 17) - 8;
+}
+
+namespace {
+
+template <typename T>
+void FillTyped(T* buf, size_t count, int rank, size_t offset) {
+  for (size_t i = 0; i < count; ++i) {
+    buf[i] = static_cast<T>(InputValue(rank, i + offset));
+  }
+}
+
+template <typename T>
+T ExpectedTyped(ReduceOp op, int size, size_t i) {
+  int64_t sum = 0;
+  int mx = InputValue(0, i), mn = mx;
+  for (int r = 0; r < size; ++r) {
+    sum += InputValue(r, i);
+    mx = std::max(mx, InputValue(r, i));
+    mn = std::min(mn, InputValue(r, i));
+  }
+  switch (op) {
+    case ReduceOp::kSum:
+      return static_cast<T>(sum);
+    case ReduceOp::kAvg:
+      return static_cast<T>(static_cast<T>(sum) / static_cast<T>(size));
+    case ReduceOp::kMax:
+      return static_cast<T>(mx);
+    case ReduceOp::kMin:
+      return static_cast<T>(mn);
+  }
+  return T{};
+}
+
+}  // namespace
+
+void FillInput(DataType type, void* buf, size_t count, int rank,
+               size_t offset) {
+  switch (type) {
+    case DataType::kFloat32:
+      FillTyped(static_cast<float*>(buf), count, rank, offset);
+      return;
+    case DataType::kFloat64:
+      FillTyped(static_cast<double*>(buf), count, rank, offset);
+      return;
+    case DataType::kInt32:
+      FillTyped(static_cast<int32_t*>(buf), count, rank, offset);
+      return;
+  }
+}
+
+void ExpectedReduction(DataType type, ReduceOp op, int size, size_t i,
+                       void* out) {
+  switch (type) {
+    case DataType::kFloat32:
+      *static_cast<float*>(out) = ExpectedTyped<float>(op, size, i);
+      return;
+    case DataType::kFloat64:
+      *static_cast<double*>(out) = ExpectedTyped<double>(op, size, i);
+      return;
+    case DataType::kInt32:
+      *static_cast<int32_t*>(out) = ExpectedTyped<int32_t>(op, size, i);
+      return;
+  }
+}
+
+}  // namespace gradsync::testing

@@ -1,0 +1,251 @@
+// Failure cases of the TCP backend: each must end in a clear error within
+// its deadline — never a hang, a crash or silently wrong data.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "collectives/file_store.h"
+#include "collectives/tcp/socket.h"
+#include "collectives/tcp/wire.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/collectives/rank_group.h"
+
+namespace gradsync::testing {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+
+TcpOptions ShortOptions(absl::string_view job) {
+  TcpOptions o = SmallPipelineOptions();
+  o.job_id = std::string(job);
+  o.connect_timeout = absl::Seconds(2);
+  o.timeout = absl::Seconds(2);
+  return o;
+}
+
+TEST(TcpRendezvousTest, WrongJobId_RefusedWithReasonOnBothSides) {
+  MemoryStore store;
+  absl::Status s0, s1;
+  std::thread t0([&] {
+    s0 = CreateTcpCommunicator(&store, 0, 2, ShortOptions("job-a")).status();
+  });
+  std::thread t1([&] {
+    s1 = CreateTcpCommunicator(&store, 1, 2, ShortOptions("job-b")).status();
+  });
+  t0.join();
+  t1.join();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s1)) << s1;
+  EXPECT_THAT(std::string(s1.message()), HasSubstr("job/generation id"));
+  EXPECT_THAT(std::string(s1.message()), HasSubstr("rank 0"));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s0)) << s0;
+  EXPECT_THAT(std::string(s0.message()), HasSubstr("rank(s) 1 never"));
+  EXPECT_THAT(std::string(s0.message()), HasSubstr("job-b"));
+}
+
+TEST(TcpRendezvousTest, MissingRank_DeadlineNamesIt) {
+  MemoryStore store;
+  auto c = CreateTcpCommunicator(&store, 0, 3, ShortOptions("j"));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(c.status())) << c.status();
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("rank(s) 1, 2"));
+}
+
+// Connects to rank 0's published port with raw bytes of our choosing.
+absl::StatusOr<Socket> DialRank0(Store& store) {
+  auto addr = store.Get("tcp/addr/0", absl::Now() + absl::Seconds(5));
+  if (!addr.ok()) return addr.status();
+  std::string host;
+  int port;
+  if (auto s = SplitHostPort(*addr, &host, &port); !s.ok()) return s;
+  return Socket::Connect(host, port, absl::Now() + absl::Seconds(5));
+}
+
+TEST(TcpRendezvousTest, StrayConnection_IsRefusedAndRendezvousGoesOn) {
+  MemoryStore store;
+  absl::StatusOr<std::unique_ptr<Communicator>> c0, c1;
+  std::thread t0([&] {
+    c0 = CreateTcpCommunicator(&store, 0, 2, SmallPipelineOptions());
+  });
+  auto stray = DialRank0(store);
+  ASSERT_TRUE(stray.ok()) << stray.status();
+  std::string garbage(sizeof(Handshake), 'x');
+  ASSERT_TRUE(stray
+                  ->SendAll(garbage.data(), garbage.size(),
+                            absl::Now() + absl::Seconds(5), nullptr)
+                  .ok());
+  uint32_t reply = 0;
+  ASSERT_TRUE(stray
+                  ->RecvAll(&reply, sizeof(reply),
+                            absl::Now() + absl::Seconds(5), nullptr)
+                  .ok());
+  EXPECT_EQ(static_cast<uint32_t>(HandshakeReply::kBadMagic), reply);
+  std::thread t1([&] {
+    c1 = CreateTcpCommunicator(&store, 1, 2, SmallPipelineOptions());
+  });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(c0.ok()) << c0.status();
+  ASSERT_TRUE(c1.ok()) << c1.status();
+}
+
+TEST(TcpCollectiveTest, GarbagePacket_DataLossNamingTheRank) {
+  MemoryStore store;
+  absl::StatusOr<std::unique_ptr<Communicator>> c0;
+  std::thread t0(
+      [&] { c0 = CreateTcpCommunicator(&store, 0, 2, ShortOptions("job")); });
+  auto fake = DialRank0(store);  // plays rank 1, then misbehaves
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  Handshake hs = MakeHandshake("job", 1, 0, 2);
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  ASSERT_TRUE(fake->SendAll(&hs, sizeof(hs), deadline, nullptr).ok());
+  uint32_t reply = 1;
+  ASSERT_TRUE(fake->RecvAll(&reply, sizeof(reply), deadline, nullptr).ok());
+  ASSERT_EQ(0u, reply);
+  t0.join();
+  ASSERT_TRUE(c0.ok()) << c0.status();
+  std::string garbage(64, '\xab');
+  ASSERT_TRUE(
+      fake->SendAll(garbage.data(), garbage.size(), deadline, nullptr).ok());
+  std::vector<float> buf(10, 1.0f);
+  absl::Status s = (*c0)->AllReduce(buf.data(), buf.data(), buf.size(),
+                                    DataType::kFloat32, ReduceOp::kSum);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("garbage from rank 1"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("allreduce #1"));
+  EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](float v) {
+    return v == 1.0f;
+  })) << "garbage must not reach the user's buffer";
+  // A failed communicator stays failed and says why.
+  absl::Status again = (*c0)->Barrier();
+  EXPECT_TRUE(absl::IsAborted(again)) << again;
+  EXPECT_THAT(std::string(again.message()), HasSubstr("garbage"));
+}
+
+TEST(TcpCollectiveTest, MismatchedCounts_FailNamingBothRanks) {
+  RankGroup group(2, ShortOptions("job"));
+  auto status = group.Run([&](int r) {
+    std::vector<float> buf(100 + r, 1.0f);
+    return group.comm(r).AllReduce(buf.data(), buf.data(), buf.size(),
+                                   DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(absl::IsFailedPrecondition(status[r])) << status[r];
+    EXPECT_THAT(std::string(status[r].message()),
+                HasSubstr("element count differs"));
+    EXPECT_THAT(std::string(status[r].message()),
+                ContainsRegex("rank [01] called allreduce #1 \\(10[01] x"));
+  }
+}
+
+TEST(TcpCollectiveTest, MismatchedOps_FailWithinDeadline) {
+  RankGroup group(3, ShortOptions("job"));
+  const absl::Time start = absl::Now();
+  auto status = group.Run([&](int r) {
+    std::vector<float> buf(1000, 1.0f);
+    return group.comm(r).AllReduce(buf.data(), buf.data(), buf.size(),
+                                   DataType::kFloat32,
+                                   r == 2 ? ReduceOp::kMax : ReduceOp::kSum);
+  });
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  int named = 0;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(status[r].ok()) << "rank " << r;
+    if (absl::StrContains(status[r].message(), "reduction op differs")) {
+      ++named;
+    }
+  }
+  EXPECT_GE(named, 1);
+}
+
+TEST(TcpCollectiveTest, PeerNeverCalls_DeadlineNamesRankAndSequence) {
+  RankGroup group(2, ShortOptions("job"));
+  float v = 1;
+  absl::Status s =
+      group.comm(0).AllReduce(&v, &v, 1, DataType::kFloat32, ReduceOp::kSum);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("rank 1"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("allreduce #1"));
+}
+
+TEST(TcpCollectiveTest, WaitDeadline_AbortsAndReturnsPromptly) {
+  RankGroup group(2, SmallPipelineOptions());
+  float v = 1;
+  auto work = group.comm(0).AllReduceAsync(&v, &v, 1, DataType::kFloat32,
+                                           ReduceOp::kSum);
+  const absl::Time start = absl::Now();
+  absl::Status s = work->Wait(absl::Now() + absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsAborted(group.comm(0).Barrier()));
+}
+
+// Ranks as processes (fork) over a FileStore; rank 2 is SIGKILLed in the
+// middle of a stream of all-reduces. Every survivor must fail well inside
+// the collective timeout, naming rank 2, the op and its sequence number.
+TEST(TcpProcessTest, RankKilledMidCollective_SurvivorsNameIt) {
+  char tmpl[] = "/tmp/gradsync-kill-XXXXXX";
+  ASSERT_NE(nullptr, mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  constexpr int kRanks = 4;
+  constexpr int kVictim = 2;
+  const absl::Duration timeout = absl::Seconds(30);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < kRanks; ++r) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      FileStore store(dir);
+      TcpOptions o;
+      o.job_id = "kill-test";
+      o.timeout = timeout;
+      auto comm = CreateTcpCommunicator(&store, r, kRanks, o);
+      if (!comm.ok()) _exit(3);
+      std::vector<float> buf(1 << 20, 1.0f);
+      for (int it = 0; it < 100000; ++it) {
+        if (r == kVictim && it == 5) raise(SIGKILL);
+        absl::Status s = (*comm)->AllReduce(buf.data(), buf.data(), buf.size(),
+                                            DataType::kFloat32, ReduceOp::kMax);
+        if (!s.ok()) {
+          std::ofstream(dir + "/err." + std::to_string(r)) << s.message();
+          _exit(0);
+        }
+      }
+      _exit(4);  // never noticed the death
+    }
+    pids.push_back(pid);
+  }
+  const absl::Time start = absl::Now();
+  for (int r = 0; r < kRanks; ++r) {
+    int status = 0;
+    while (waitpid(pids[r], &status, WNOHANG) == 0) {
+      if (absl::Now() - start > timeout) {
+        for (pid_t p : pids) kill(p, SIGKILL);
+        FAIL() << "rank " << r << " hung after the peer died";
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (r == kVictim) continue;
+    ASSERT_TRUE(WIFEXITED(status)) << "rank " << r;
+    ASSERT_EQ(0, WEXITSTATUS(status)) << "rank " << r;
+    std::ifstream in(dir + "/err." + std::to_string(r));
+    std::stringstream msg;
+    msg << in.rdbuf();
+    EXPECT_THAT(msg.str(), ContainsRegex("rank(\\(s\\))? ([0-9]+, )*2[^0-9]"))
+        << "rank " << r;
+    EXPECT_THAT(msg.str(), ContainsRegex("allreduce #[0-9]+")) << "rank " << r;
+  }
+  EXPECT_LT(absl::Now() - start, timeout / 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
