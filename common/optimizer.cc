@@ -1,0 +1,341 @@
+#include "common/optimizer.h"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+// This file is compiled with -ffp-contract=off (see common/CMakeLists.txt):
+// a fused multiply-add would round differently from the separate multiply
+// and add that other builds (and the tests) perform.
+
+namespace gradsync {
+namespace {
+
+bool Finite(double x) { return std::isfinite(x); }
+
+absl::Status CheckRange(absl::string_view field, double value, double lo,
+                        bool lo_open, double hi, bool hi_open) {
+  const bool ok = Finite(value) && (lo_open ? value > lo : value >= lo) &&
+                  (hi_open ? value < hi : value <= hi);
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "optimizer ", field, " = ", value, " is out of range: expected ",
+      lo_open ? "(" : "[", lo, ", ", hi, hi_open ? ")" : "]"));
+}
+
+// x^n by repeated squaring: only IEEE multiplications, so the result is the
+// same on every platform (std::pow's last bit is library-defined).
+double PowInt(double x, uint64_t n) {
+  double result = 1.0;
+  while (n > 0) {
+    if (n & 1) result *= x;
+    x *= x;
+    n >>= 1;
+  }
+  return result;
+}
+
+bool Overlap(const float* a, size_t na, const float* b, size_t nb) {
+  const std::less<const float*> lt;
+  return na > 0 && nb > 0 && lt(a, b + nb) && lt(b, a + na);
+}
+
+void SgdStep(const OptimizerConfig& c, float* p, const float* g, size_t n) {
+  const float neg_lr = static_cast<float>(-c.lr);
+  const float wd = static_cast<float>(c.weight_decay);
+  if (wd != 0.0f) {
+    for (size_t i = 0; i < n; ++i) p[i] = p[i] + neg_lr * (g[i] + wd * p[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) p[i] = p[i] + neg_lr * g[i];
+  }
+}
+
+void MomentumStep(const OptimizerConfig& c, bool first_step, float* p,
+                  const float* g, float* buf, size_t n) {
+  const float neg_lr = static_cast<float>(-c.lr);
+  const float wd = static_cast<float>(c.weight_decay);
+  const float mu = static_cast<float>(c.momentum);
+  const float keep = static_cast<float>(1.0 - c.dampening);
+  for (size_t i = 0; i < n; ++i) {
+    float d = g[i];
+    if (wd != 0.0f) d = d + wd * p[i];
+    // PyTorch starts the buffer as a copy of the first gradient.
+    buf[i] = first_step ? d : mu * buf[i] + keep * d;
+    if (c.nesterov) {
+      d = d + mu * buf[i];
+    } else {
+      d = buf[i];
+    }
+    p[i] = p[i] + neg_lr * d;
+  }
+}
+
+void AdamStep(const OptimizerConfig& c, uint64_t t, float* p, const float* g,
+              float* m, float* v, size_t n) {
+  const bool decoupled = c.kind == OptimizerKind::kAdamW;
+  const double bc1 = 1.0 - PowInt(c.beta1, t);
+  const double bc2 = 1.0 - PowInt(c.beta2, t);
+  const float neg_step_size = static_cast<float>(-(c.lr / bc1));
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  const float w = static_cast<float>(1.0 - c.beta1);  // lerp weight
+  const float b2 = static_cast<float>(c.beta2);
+  const float one_minus_b2 = static_cast<float>(1.0 - c.beta2);
+  const float eps = static_cast<float>(c.eps);
+  const float wd = static_cast<float>(c.weight_decay);
+  const float decay = static_cast<float>(1.0 - c.lr * c.weight_decay);
+  for (size_t i = 0; i < n; ++i) {
+    float grad = g[i];
+    if (decoupled) {
+      p[i] = p[i] * decay;
+    } else if (wd != 0.0f) {
+      grad = grad + wd * p[i];
+    }
+    // torch.lerp's two-sided formula, exact at both ends.
+    m[i] =
+        w < 0.5f ? m[i] + w * (grad - m[i]) : grad - (grad - m[i]) * (1.0f - w);
+    v[i] = b2 * v[i] + (one_minus_b2 * grad) * grad;
+    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+    p[i] = p[i] + neg_step_size * (m[i] / denom);
+  }
+}
+
+}  // namespace
+
+absl::string_view OptimizerKindName(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kMomentum:
+      return "momentum";
+    case OptimizerKind::kAdam:
+      return "adam";
+    case OptimizerKind::kAdamW:
+      return "adamw";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum,
+                             OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+    if (lower == OptimizerKindName(kind)) return kind;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown optimizer \"", name,
+                   "\": expected one of sgd, momentum, adam, adamw"));
+}
+
+size_t NumStateBuffers(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd:
+      return 0;
+    case OptimizerKind::kMomentum:
+      return 1;
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      return 2;
+  }
+  return 0;
+}
+
+absl::Status ValidateOptimizerConfig(const OptimizerConfig& c) {
+  if (OptimizerKindName(c.kind) == "unknown") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer kind ", static_cast<int>(c.kind), " is not a known kind"));
+  }
+  constexpr double kInf = HUGE_VAL;
+  RETURN_IF_ERROR(CheckRange("lr", c.lr, 0, false, kInf, true));
+  RETURN_IF_ERROR(
+      CheckRange("weight_decay", c.weight_decay, 0, false, kInf, true));
+  if (c.kind == OptimizerKind::kMomentum) {
+    RETURN_IF_ERROR(CheckRange("momentum", c.momentum, 0, true, 1, true));
+    RETURN_IF_ERROR(CheckRange("dampening", c.dampening, 0, false, 1, false));
+    if (c.nesterov && c.dampening != 0) {
+      return absl::InvalidArgumentError(
+          "optimizer nesterov momentum requires dampening = 0");
+    }
+  } else if (c.nesterov) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer nesterov = true needs kind momentum, not ",
+                     OptimizerKindName(c.kind)));
+  }
+  if (c.kind == OptimizerKind::kAdam || c.kind == OptimizerKind::kAdamW) {
+    RETURN_IF_ERROR(CheckRange("beta1", c.beta1, 0, false, 1, true));
+    RETURN_IF_ERROR(CheckRange("beta2", c.beta2, 0, false, 1, true));
+    RETURN_IF_ERROR(CheckRange("eps", c.eps, 0, false, kInf, true));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptimizerState(const OptimizerState& state) {
+  if (OptimizerKindName(state.kind) == "unknown") {
+    return absl::InvalidArgumentError("optimizer state has an unknown kind");
+  }
+  const size_t want = NumStateBuffers(state.kind);
+  if (state.buffers.size() != want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer state for ", OptimizerKindName(state.kind),
+                     " needs ", want, " buffers, got ", state.buffers.size()));
+  }
+  for (size_t i = 0; i < want; ++i) {
+    if (state.buffers[i].size() != state.size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "optimizer state buffer ", i, " holds ", state.buffers[i].size(),
+          " floats, expected size ", state.size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OptimizerState> SliceOptimizerState(const OptimizerState& state,
+                                                   size_t begin, size_t end) {
+  RETURN_IF_ERROR(ValidateOptimizerState(state));
+  if (begin > end || end > state.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer state slice [", begin, ", ", end,
+                     ") is not inside [0, ", state.size, ")"));
+  }
+  OptimizerState out;
+  out.kind = state.kind;
+  out.step = state.step;
+  out.size = end - begin;
+  for (const std::vector<float>& buf : state.buffers) {
+    out.buffers.emplace_back(buf.begin() + begin, buf.begin() + end);
+  }
+  return out;
+}
+
+absl::StatusOr<OptimizerState> ConcatOptimizerStates(
+    absl::Span<const OptimizerState> parts) {
+  if (parts.empty()) {
+    return absl::InvalidArgumentError("no optimizer states to concatenate");
+  }
+  OptimizerState out;
+  out.kind = parts[0].kind;
+  out.step = parts[0].step;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    RETURN_IF_ERROR(ValidateOptimizerState(parts[k]));
+    if (parts[k].kind != out.kind || parts[k].step != out.step) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "optimizer state part ", k, " is ", OptimizerKindName(parts[k].kind),
+          " at step ", parts[k].step, " but part 0 is ",
+          OptimizerKindName(out.kind), " at step ", out.step));
+    }
+    out.size += parts[k].size;
+  }
+  out.buffers.resize(NumStateBuffers(out.kind));
+  for (size_t i = 0; i < out.buffers.size(); ++i) {
+    out.buffers[i].reserve(out.size);
+    for (const OptimizerState& part : parts) {
+      out.buffers[i].insert(out.buffers[i].end(), part.buffers[i].begin(),
+                            part.buffers[i].end());
+    }
+  }
+  return out;
+}
+
+Optimizer::Optimizer(const OptimizerConfig& config, size_t size)
+    : config_(config), size_(size) {}
+
+absl::StatusOr<Optimizer> Optimizer::Create(const OptimizerConfig& config,
+                                            size_t size) {
+  RETURN_IF_ERROR(ValidateOptimizerConfig(config));
+  Optimizer opt(config, size);
+  try {
+    opt.buffers_.assign(NumStateBuffers(config.kind),
+                        std::vector<float>(size, 0.0f));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate optimizer state for ", size, " parameters"));
+  }
+  return opt;
+}
+
+absl::StatusOr<Optimizer> Optimizer::CreateByName(absl::string_view name,
+                                                  OptimizerConfig config,
+                                                  size_t size) {
+  ASSIGN_OR_RETURN(config.kind, ParseOptimizerKind(name));
+  return Create(config, size);
+}
+
+absl::Status Optimizer::Step(absl::Span<float> params,
+                             absl::Span<const float> grads) {
+  if (params.size() != size_ || grads.size() != size_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer step over ", size_, " parameters got ", params.size(),
+        " parameters and ", grads.size(), " gradients"));
+  }
+  if (Overlap(params.data(), params.size(), grads.data(), grads.size())) {
+    return absl::InvalidArgumentError(
+        "optimizer step: parameter and gradient buffers overlap");
+  }
+  float* p = params.data();
+  const float* g = grads.data();
+  switch (config_.kind) {
+    case OptimizerKind::kSgd:
+      SgdStep(config_, p, g, size_);
+      break;
+    case OptimizerKind::kMomentum:
+      MomentumStep(config_, step_ == 0, p, g, buffers_[0].data(), size_);
+      break;
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      AdamStep(config_, step_ + 1, p, g, buffers_[0].data(), buffers_[1].data(),
+               size_);
+      break;
+  }
+  ++step_;
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::SetLearningRate(double lr) {
+  OptimizerConfig next = config_;
+  next.lr = lr;
+  RETURN_IF_ERROR(ValidateOptimizerConfig(next));
+  config_ = next;
+  return absl::OkStatus();
+}
+
+absl::Span<const float> Optimizer::state_buffer(size_t i) const {
+  if (i >= buffers_.size()) return {};
+  return absl::MakeConstSpan(buffers_[i]);
+}
+
+OptimizerState Optimizer::ExportState() const {
+  OptimizerState state;
+  state.kind = config_.kind;
+  state.step = step_;
+  state.size = size_;
+  state.buffers = buffers_;
+  return state;
+}
+
+absl::Status Optimizer::ImportState(const OptimizerState& state) {
+  RETURN_IF_ERROR(ValidateOptimizerState(state));
+  if (state.kind != config_.kind || state.size != size_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer state is ", OptimizerKindName(state.kind),
+                     " over ", state.size, " parameters; this optimizer is ",
+                     OptimizerKindName(config_.kind), " over ", size_));
+  }
+  std::vector<std::vector<float>> copy;
+  try {
+    copy = state.buffers;
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate optimizer state for ", size_, " parameters"));
+  }
+  buffers_ = std::move(copy);
+  step_ = state.step;
+  return absl::OkStatus();
+}
+
+}  // namespace gradsync
