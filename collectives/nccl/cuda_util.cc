@@ -52,11 +52,11 @@ absl::Status NcclStatus(ncclResult_t result, absl::string_view context,
   }
   const char* last = ncclGetLastError(comm);
   return absl::Status(
-      code, absl::StrCat(context, ": NCCL error ", static_cast<int>(result),
-                         " (", ncclGetErrorString(result), ")",
-                         last != nullptr && last[0] != '\0'
-                             ? absl::StrCat(": ", last)
-                             : std::string()));
+      code,
+      absl::StrCat(context, ": NCCL error ", static_cast<int>(result), " (",
+                   ncclGetErrorString(result), ")",
+                   last != nullptr && last[0] != '\0' ? absl::StrCat(": ", last)
+                                                      : std::string()));
 }
 
 ScopedCudaDevice::ScopedCudaDevice(int device) {

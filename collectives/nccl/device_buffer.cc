@@ -45,10 +45,9 @@ absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device,
   ScopedCudaDevice scoped(device);
   RETURN_IF_ERROR(scoped.status());
   void* data = nullptr;
-  RETURN_IF_ERROR(
-      CudaStatus(cudaMalloc(&data, size_bytes),
-                 absl::StrCat("cudaMalloc of ", size_bytes,
-                              " bytes on device ", device)));
+  RETURN_IF_ERROR(CudaStatus(
+      cudaMalloc(&data, size_bytes),
+      absl::StrCat("cudaMalloc of ", size_bytes, " bytes on device ", device)));
   return DeviceBuffer(device, data, size_bytes);
 }
 
@@ -98,10 +97,10 @@ absl::Status DeviceBuffer::CopyFromHost(const void* src, size_t bytes,
   // Async + synchronise on the legacy stream: a plain cudaMemcpy from
   // pageable memory may return before the DMA lands, and a collective on a
   // non-blocking stream would not wait for it.
-  RETURN_IF_ERROR(CudaStatus(
-      cudaMemcpyAsync(static_cast<char*>(data_) + offset, src, bytes,
-                      cudaMemcpyHostToDevice, cudaStreamLegacy),
-      "CopyFromHost: cudaMemcpyAsync"));
+  RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(static_cast<char*>(data_) + offset, src, bytes,
+                                 cudaMemcpyHostToDevice, cudaStreamLegacy),
+                 "CopyFromHost: cudaMemcpyAsync"));
   return CudaStatus(cudaStreamSynchronize(cudaStreamLegacy),
                     "CopyFromHost: cudaStreamSynchronize");
 }

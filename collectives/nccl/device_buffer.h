@@ -46,8 +46,8 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   // Allocates `size_bytes` on `device` (0 bytes gives an empty buffer that
   // remembers its device). Contents are uninitialised.
-  [[nodiscard]] static absl::StatusOr<DeviceBuffer> Allocate(
-      int device, size_t size_bytes);
+  [[nodiscard]] static absl::StatusOr<DeviceBuffer> Allocate(int device,
+                                                             size_t size_bytes);
 
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;

@@ -119,8 +119,7 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + timeout_;
   absl::MutexLock lock(&mu_);
-  if (!mu_.AwaitWithDeadline(absl::Condition(&IssueSlotFree, this),
-                             deadline)) {
+  if (!mu_.AwaitWithDeadline(absl::Condition(&IssueSlotFree, this), deadline)) {
     return MakeDoneWork(absl::DeadlineExceededError(absl::StrCat(
         name, " on rank ", rank_, " could not be issued within ",
         absl::FormatDuration(timeout_),
@@ -130,7 +129,8 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   if (failed_) return MakeDoneWork(AbortedLocked());
 
   const uint64_t seq = next_seq_++;
-  std::string what = absl::StrCat(name, " #", seq, " ", detail);
+  std::string what =
+      absl::StrCat(name, " #", seq, detail.empty() ? "" : " ", detail);
   ScopedCudaDevice scoped(device_);
   if (!scoped.status().ok()) {
     absl::Status status = absl::InternalError(absl::StrCat(
@@ -165,13 +165,13 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   }
 
   cudaEvent_t event = nullptr;
-  absl::Status status = CudaStatus(
-      cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
-      absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
+  absl::Status status =
+      CudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                 absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
   if (status.ok()) {
-    status = CudaStatus(cudaEventRecord(event, stream_),
-                        absl::StrCat(what, " on rank ", rank_,
-                                     ": cudaEventRecord"));
+    status =
+        CudaStatus(cudaEventRecord(event, stream_),
+                   absl::StrCat(what, " on rank ", rank_, ": cudaEventRecord"));
     if (!status.ok()) (void)cudaEventDestroy(event);
   }
   if (!status.ok()) {
@@ -180,8 +180,8 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
     FailLocked(status);
     return MakeDoneWork(status);
   }
-  return std::make_unique<NcclWork>(shared_from_this(), event,
-                                    std::move(what), start);
+  return std::make_unique<NcclWork>(shared_from_this(), event, std::move(what),
+                                    start);
 }
 
 ncclResult_t NcclCommState::AwaitEnqueuedLocked(absl::Time deadline) {
@@ -203,7 +203,7 @@ ncclResult_t NcclCommState::AwaitEnqueuedLocked(absl::Time deadline) {
 }
 
 std::optional<absl::Status> NcclCommState::Poll(cudaEvent_t event,
-                                                 absl::string_view what) {
+                                                absl::string_view what) {
   absl::MutexLock lock(&mu_);
   if (failed_) return AbortedLocked();
   ScopedCudaDevice scoped(device_);
@@ -211,8 +211,8 @@ std::optional<absl::Status> NcclCommState::Poll(cudaEvent_t event,
   if (query == cudaSuccess) return absl::OkStatus();
   if (query != cudaErrorNotReady) {
     absl::Status status = CudaStatus(
-        query, absl::StrCat(what, " on rank ", rank_, " failed on device ",
-                            device_));
+        query,
+        absl::StrCat(what, " on rank ", rank_, " failed on device ", device_));
     FailLocked(status);
     return status;
   }
@@ -236,10 +236,10 @@ absl::Status NcclCommState::TimeOut(absl::string_view what,
                                     absl::Duration waited) {
   absl::MutexLock lock(&mu_);
   if (failed_) return AbortedLocked();
-  absl::Status status = absl::DeadlineExceededError(absl::StrCat(
-      what, " on rank ", rank_, " timed out after ",
-      absl::FormatDuration(waited),
-      "; a peer rank did not join (check the other ranks' logs)"));
+  absl::Status status = absl::DeadlineExceededError(
+      absl::StrCat(what, " on rank ", rank_, " timed out after ",
+                   absl::FormatDuration(waited),
+                   "; a peer rank did not join (check the other ranks' logs)"));
   FailLocked(status);
   return status;
 }
@@ -291,11 +291,11 @@ void NcclCommState::FailLocked(const absl::Status& status) {
 }
 
 absl::Status NcclCommState::AbortedLocked() const {
-  return absl::AbortedError(absl::StrCat(
-      "NCCL communicator of rank ", rank_, " of ", size_,
-      " failed earlier and stays failed (",
-      absl::StatusCodeToString(error_.code()), ": ", error_.message(),
-      "); create a new communicator"));
+  return absl::AbortedError(
+      absl::StrCat("NCCL communicator of rank ", rank_, " of ", size_,
+                   " failed earlier and stays failed (",
+                   absl::StatusCodeToString(error_.code()), ": ",
+                   error_.message(), "); create a new communicator"));
 }
 
 }  // namespace nccl_internal

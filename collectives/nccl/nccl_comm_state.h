@@ -64,8 +64,8 @@ class NcclCommState : public std::enable_shared_from_this<NcclCommState> {
   // sequence number ("allreduce", "(1024 x float sum)"). Returns a Work
   // that completes with the event, or a finished Work carrying the error.
   using Launch = absl::FunctionRef<ncclResult_t(ncclComm_t, cudaStream_t)>;
-  std::unique_ptr<Work> Issue(absl::string_view name,
-                              absl::string_view detail, Launch launch);
+  std::unique_ptr<Work> Issue(absl::string_view name, absl::string_view detail,
+                              Launch launch);
 
   // One non-blocking check of the collective behind `event`: OK once it
   // finished, an error if the communicator failed (which then stays
@@ -91,7 +91,8 @@ class NcclCommState : public std::enable_shared_from_this<NcclCommState> {
   }
 
   // Records `status` as the first failure and aborts the NCCL communicator.
-  void FailLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailLocked(const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The ABORTED status reported by calls after a failure.
   absl::Status AbortedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls ncclCommGetAsyncError until it leaves ncclInProgress, the

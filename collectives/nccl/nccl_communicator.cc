@@ -80,10 +80,11 @@ absl::Status CheckDeviceBuffer(const void* ptr, absl::string_view role,
           op, ": the ", role, " buffer lives on CUDA device ",
           attributes.device, " but the communicator uses device ", device));
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": the ", role, " buffer is host memory; the NCCL backend "
-          "needs device memory on CUDA device ", device,
-          " (see DeviceBuffer)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": the ", role,
+                       " buffer is host memory; the NCCL backend "
+                       "needs device memory on CUDA device ",
+                       device, " (see DeviceBuffer)"));
   }
 }
 
@@ -93,14 +94,14 @@ absl::Status CheckBuffers(absl::string_view op, const void* send,
                           bool check_send, void* recv, size_t count,
                           DataType type, int device) {
   if (!IsValid(type)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": invalid data type ", static_cast<int>(type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": invalid data type ", static_cast<int>(type)));
   }
   if (count == 0) return absl::OkStatus();
   if ((check_send && send == nullptr) || recv == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": null ", recv == nullptr ? "recv" : "send", " buffer with ",
-        count, " elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": null ", recv == nullptr ? "recv" : "send",
+                     " buffer with ", count, " elements"));
   }
   if (check_send) RETURN_IF_ERROR(CheckDeviceBuffer(send, "send", op, device));
   return CheckDeviceBuffer(recv, "recv", op, device);
@@ -143,13 +144,12 @@ class NcclCommunicator : public Communicator {
                            state_->device());
     }
     if (!valid.ok()) return MakeDoneWork(std::move(valid));
-    return state_->Issue(
-        "allreduce", Detail(count, type, ReduceOpName(op)),
-        [&](ncclComm_t comm, cudaStream_t stream) {
-          if (count == 0) return ncclSuccess;
-          return ncclAllReduce(send, recv, count, ToNccl(type), ToNccl(op),
-                               comm, stream);
-        });
+    return state_->Issue("allreduce", Detail(count, type, ReduceOpName(op)),
+                         [&](ncclComm_t comm, cudaStream_t stream) {
+                           if (count == 0) return ncclSuccess;
+                           return ncclAllReduce(send, recv, count, ToNccl(type),
+                                                ToNccl(op), comm, stream);
+                         });
   }
 
   std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv,
@@ -157,10 +157,12 @@ class NcclCommunicator : public Communicator {
                                            ReduceOp op) override {
     absl::Status valid = CheckOp("reducescatter", op);
     if (valid.ok()) {
-      valid = CheckBuffers("reducescatter", send, true, recv, recv_count,
-                           type, state_->device());
+      valid = CheckBuffers("reducescatter", send, true, recv, recv_count, type,
+                           state_->device());
     }
-    if (valid.ok()) valid = CheckBlocks("reducescatter", recv_count, type, size());
+    if (valid.ok()) {
+      valid = CheckBlocks("reducescatter", recv_count, type, size());
+    }
     if (!valid.ok()) return MakeDoneWork(std::move(valid));
     return state_->Issue(
         "reducescatter", Detail(recv_count, type, ReduceOpName(op)),
@@ -174,8 +176,8 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Work> AllGatherAsync(const void* send, void* recv,
                                        size_t send_count,
                                        DataType type) override {
-    absl::Status valid = CheckBuffers("allgather", send, true, recv,
-                                      send_count, type, state_->device());
+    absl::Status valid = CheckBuffers("allgather", send, true, recv, send_count,
+                                      type, state_->device());
     if (valid.ok()) valid = CheckBlocks("allgather", send_count, type, size());
     if (!valid.ok()) return MakeDoneWork(std::move(valid));
     return state_->Issue("allgather", Detail(send_count, type, ""),
@@ -209,11 +211,10 @@ class NcclCommunicator : public Communicator {
 
   std::unique_ptr<Work> BarrierAsync() override {
     void* flag = state_->barrier_buffer();
-    return state_->Issue("barrier", "",
-                         [flag](ncclComm_t comm, cudaStream_t stream) {
-                           return ncclAllReduce(flag, flag, 1, ncclInt32,
-                                                ncclSum, comm, stream);
-                         });
+    return state_->Issue(
+        "barrier", "", [flag](ncclComm_t comm, cudaStream_t stream) {
+          return ncclAllReduce(flag, flag, 1, ncclInt32, ncclSum, comm, stream);
+        });
   }
 
   void Abort(const absl::Status& reason) override { state_->Abort(reason); }
@@ -247,13 +248,14 @@ absl::Status CheckDevices(const std::vector<int>& devices) {
   for (int device : devices) {
     if (device < 0 || device >= count) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "CUDA device ", device, " does not exist; this process sees ",
-          count, " device(s) (check CUDA_VISIBLE_DEVICES)"));
+          "CUDA device ", device, " does not exist; this process sees ", count,
+          " device(s) (check CUDA_VISIBLE_DEVICES)"));
     }
     if (!seen.insert(device).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "CUDA device ", device, " is given to two local ranks; NCCL needs "
-          "one device per rank of a communicator"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("CUDA device ", device,
+                       " is given to two local ranks; NCCL needs "
+                       "one device per rank of a communicator"));
     }
   }
   return absl::OkStatus();
@@ -269,9 +271,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> Wrap(ncclComm_t comm, int rank,
   void* barrier = nullptr;
   absl::Status status = scoped.status();
   if (status.ok()) {
-    status = CudaStatus(
-        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-        absl::StrCat("rank ", rank, ": cudaStreamCreate"));
+    status =
+        CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                   absl::StrCat("rank ", rank, ": cudaStreamCreate"));
   }
   if (status.ok()) {
     status = CudaStatus(cudaMalloc(&barrier, sizeof(int32_t)),
@@ -340,8 +342,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> CreateLocalRanks(
     if (local > 1) {
       const ncclResult_t result = ncclGroupEnd();
       if (status.ok() && result != ncclSuccess && result != ncclInProgress) {
-        status = NcclStatus(result, absl::StrCat("NCCL grouped init of ", ranks),
-                            nullptr);
+        status = NcclStatus(
+            result, absl::StrCat("NCCL grouped init of ", ranks), nullptr);
       }
     }
   }
@@ -359,8 +361,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> CreateLocalRanks(
   std::vector<std::unique_ptr<Communicator>> result;
   for (int i = 0; i < local; ++i) {
     absl::StatusOr<std::unique_ptr<Communicator>> comm =
-        Wrap(comms[i], first_rank + i, world_size, devices[i],
-             options.timeout);
+        Wrap(comms[i], first_rank + i, world_size, devices[i], options.timeout);
     comms[i] = nullptr;  // Owned (or aborted) by Wrap now.
     if (!comm.ok()) {
       for (int j = i + 1; j < local; ++j) {
@@ -384,9 +385,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
         "NCCL communicator: rank ", rank, " is not in [0, ", size, ")"));
   }
   RETURN_IF_ERROR(CheckDevices({options.device}));
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Communicator>> comms,
-                   CreateLocalRanks(store, rank, size, {options.device},
-                                    options));
+  ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<Communicator>> comms,
+      CreateLocalRanks(store, rank, size, {options.device}, options));
   return std::move(comms.front());
 }
 
@@ -398,10 +399,12 @@ CreateNcclCommunicatorsInProcess(Store* store, int first_rank, int world_size,
   const int local = static_cast<int>(devices.size());
   if (local == 0 || world_size < 1 || first_rank < 0 ||
       first_rank > world_size - local) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "NCCL communicators: ranks ", first_rank, "..", first_rank + local - 1,
-        " (one per device, ", local, " device(s)) are not a non-empty range "
-        "of [0, ", world_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL communicators: ranks ", first_rank, "..",
+                     first_rank + local - 1, " (one per device, ", local,
+                     " device(s)) are not a non-empty range "
+                     "of [0, ",
+                     world_size, ")"));
   }
   RETURN_IF_ERROR(CheckDevices(devices));
   return CreateLocalRanks(store, first_rank, world_size, devices, options);

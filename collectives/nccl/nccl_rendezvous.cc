@@ -21,7 +21,7 @@ std::string JoinedKey(int rank) { return absl::StrCat("nccl/joined/", rank); }
 
 absl::Status DecodeUniqueId(absl::string_view value, absl::string_view job_id,
                             absl::string_view ranks, ncclUniqueId* id) {
-  const size_t newline = value.find('\n');
+  const size_t newline = value.rfind('\n');
   if (newline == absl::string_view::npos) {
     return absl::FailedPreconditionError(absl::StrCat(
         "store key '", kUniqueIdKey, "' seen by ", ranks,
@@ -39,8 +39,8 @@ absl::Status DecodeUniqueId(absl::string_view value, absl::string_view job_id,
   if (!absl::Base64Unescape(value.substr(newline + 1), &raw) ||
       raw.size() != sizeof(ncclUniqueId)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "store key '", kUniqueIdKey, "' seen by ", ranks, " holds ",
-        raw.size(), " bytes instead of a ", sizeof(ncclUniqueId),
+        "store key '", kUniqueIdKey, "' seen by ", ranks, " holds ", raw.size(),
+        " bytes instead of a ", sizeof(ncclUniqueId),
         "-byte NCCL unique id (NCCL version mismatch between ranks?)"));
   }
   std::memcpy(id, raw.data(), sizeof(ncclUniqueId));
@@ -73,10 +73,14 @@ absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store, bool is_root,
   absl::StatusOr<std::string> value = store->Get(kUniqueIdKey, deadline);
   if (!value.ok()) {
     if (absl::IsDeadlineExceeded(value.status())) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          ranks, " waited for the NCCL unique id that rank 0 publishes "
-          "under '", kUniqueIdKey, "' and it never came; rank 0 has not "
-          "started or failed (check its log): ", value.status().message()));
+      return absl::DeadlineExceededError(
+          absl::StrCat(ranks,
+                       " waited for the NCCL unique id that rank 0 publishes "
+                       "under '",
+                       kUniqueIdKey,
+                       "' and it never came; rank 0 has not "
+                       "started or failed (check its log): ",
+                       value.status().message()));
     }
     return Annotate(value.status(),
                     absl::StrCat(ranks, " fetching the NCCL unique id"));
@@ -139,8 +143,7 @@ absl::Status AwaitInit(std::vector<ncclComm_t>& comms,
       } else if (result != ncclSuccess) {
         status = NcclStatus(
             result,
-            absl::StrCat("NCCL init of ", ranks, " of ", world_size,
-                         " failed"),
+            absl::StrCat("NCCL init of ", ranks, " of ", world_size, " failed"),
             comm);
         break;
       }

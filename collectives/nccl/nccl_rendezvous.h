@@ -54,8 +54,7 @@ std::string DescribeMissingRanks(Store* store, int size);
 absl::Status AwaitInit(std::vector<ncclComm_t>& comms,
                        const std::vector<int>& devices, Store* store,
                        absl::string_view ranks, int world_size,
-                       absl::Duration timeout_for_message,
-                       absl::Time deadline);
+                       absl::Duration timeout_for_message, absl::Time deadline);
 
 // "rank 3" or "ranks 4-7".
 std::string RankRange(int first, int count);

@@ -1,0 +1,102 @@
+#include "server/store/store_server.h"
+
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace {
+
+// How long Shutdown lets calls in flight finish before gRPC cancels them.
+// Waiters return within a cancel-check slice anyway; this covers the
+// non-blocking calls.
+constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
+
+// Idle pollers kept for the next calls. A thread that picks up a call
+// starts a new poller when fewer than kMinPollers are left, so a blocked
+// call never leaves the server without a thread to accept the next one;
+// threads finishing a call exit when kMaxPollers are already polling.
+constexpr int kMinPollers = 2;
+constexpr int kMaxPollers = 8;
+
+// Splits "host:port" at its last colon; the port must be 0..65535.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store listen address '", address,
+        "' is not host:port (for example 127.0.0.1:29500, 0.0.0.0:0 or "
+        "[::]:29500)"));
+  }
+  return std::make_pair(address.substr(0, colon), port);
+}
+
+}  // namespace
+
+StoreServer::StoreServer(std::string host)
+    : host_(std::move(host)), service_(&store_) {}
+
+absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
+    const std::string& listen_address, const StoreServerOptions& options) {
+  ASSIGN_OR_RETURN(const auto host_port, SplitHostPort(listen_address));
+  if (options.max_threads < kMaxPollers + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store server max_threads is ", options.max_threads,
+        "; it needs at least ", kMaxPollers + 1, " (pollers plus one caller)"));
+  }
+  std::unique_ptr<StoreServer> server(new StoreServer(host_port.first));
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  // gRPC turns SO_REUSEPORT on by default on Linux, which would let two
+  // stores share one port and split the ranks between them.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::ResourceQuota quota("gradsync-store");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
+                              1);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  builder.RegisterService(&server->service_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "store server could not listen on ", listen_address,
+        "; is the port already in use, or the host not an address of this "
+        "machine?"));
+  }
+  return server;
+}
+
+StoreServer::~StoreServer() { Shutdown(); }
+
+std::string StoreServer::address() const {
+  return absl::StrCat(host_, ":", port_);
+}
+
+void StoreServer::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) return;
+  service_.BeginShutdown();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
+  server_->Wait();
+}
+
+}  // namespace gradsync
