@@ -34,9 +34,9 @@ struct CollectiveContext {
   // Receive buffer for one sub-block, reduced from while it is in cache.
   char* scratch = nullptr;
   size_t scratch_bytes = 0;
-  // Slots that hold reduce-scatter partial sums until they are sent.
-  char* staging = nullptr;
-  size_t staging_bytes = 0;
+  // Two blocks of memory for reduce-scatter partial sums (see ring.cc); the
+  // communicator grows it to the largest block seen and keeps it.
+  char* spare = nullptr;
 
   DataType type() const { return static_cast<DataType>(header.type); }
   ReduceOp op() const { return static_cast<ReduceOp>(header.op); }

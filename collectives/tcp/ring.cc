@@ -25,9 +25,9 @@
 //
 // Buffer reuse. A region that is being sent may not be overwritten: before
 // the all-gather receives into a chunk, it waits until that chunk's last
-// send (from the reduce-scatter) has left. Reduce-scatter partial sums that
-// have no room in the output live in fixed staging slots, each reused only
-// after its previous send completed. Nothing is allocated per call.
+// send (from the reduce-scatter) has left. The sender may run a whole chunk
+// behind the receiver (it begins with our own chunk), so partial sums need
+// chunk-sized homes; in the all-reduce that is the output buffer itself.
 #include "collectives/tcp/ring.h"
 
 #include <algorithm>
@@ -116,7 +116,13 @@ absl::Status RingAllReduce(CollectiveContext& ctx, const void* send, void* recv,
 
 // Same ring as the all-reduce's first phase, shifted by one so that rank r
 // ends with block r: step s sends block r-s-1 and receives block r-s-2.
-// Partial sums go to staging slots; the last step writes into `recv`.
+//
+// A partial sum must live until it has been sent, and the sender runs up to
+// a whole block behind the receiver (it starts with our own block). So the
+// partial sums alternate between two blocks of the communicator's spare
+// memory (`recv` may alias our own input block, read at the last step), and
+// a block is rewritten only after its sends from two steps earlier left.
+// The last step reduces straight into `recv`.
 absl::Status RingReduceScatter(CollectiveContext& ctx, const void* send,
                                void* recv, size_t recv_count) {
   const int n = ctx.size;
@@ -133,15 +139,16 @@ absl::Status RingReduceScatter(CollectiveContext& ctx, const void* send,
   RETURN_IF_ERROR(ctx.ExchangeHeaders(to, from));
 
   const char* local = static_cast<const char*>(send);
-  char* out = static_cast<char*>(recv);
+  char* regions[2] = {ctx.spare, ctx.spare + recv_count * es};
   auto block = [&](int c) {
     const size_t b = static_cast<size_t>(ctx.Mod(c)) * recv_count;
     return BlockRange{b, b + recv_count};
   };
-  const size_t slot_bytes = ctx.segment_elements() * es;
-  const size_t slots = std::max<size_t>(1, ctx.staging_bytes / slot_bytes);
-  std::vector<uint64_t> slot_sent(slots, 0);
-  size_t next_slot = 0;
+  const size_t segments =
+      (recv_count + ctx.segment_elements() - 1) / ctx.segment_elements();
+  // Ticket of the last send out of each segment of each region.
+  std::vector<uint64_t> sent[2] = {std::vector<uint64_t>(segments, 0),
+                                   std::vector<uint64_t>(segments, 0)};
 
   RETURN_IF_ERROR(
       ForEachSegment(ctx, block(r - 1), [&](size_t off, size_t len) {
@@ -150,21 +157,20 @@ absl::Status RingReduceScatter(CollectiveContext& ctx, const void* send,
       }));
   for (int s = 0; s < n - 1; ++s) {
     const BlockRange b = block(r - s - 2);
+    const int region = s % 2;
     const bool last = s == n - 2;
     RETURN_IF_ERROR(ForEachSegment(ctx, b, [&](size_t off, size_t len) {
-      if (last) {
-        char* dst = out + (off - b.begin) * es;
-        RETURN_IF_ERROR(ctx.RecvReduce(left, dst, local + off * es, len));
-        if (ctx.op() == ReduceOp::kAvg) {
-          DivideInPlace(ctx.type(), dst, len, n);
-        }
-        return absl::OkStatus();
-      }
-      const size_t slot = next_slot++ % slots;
-      char* dst = ctx.staging + slot * slot_bytes;
-      RETURN_IF_ERROR(ctx.WaitSent(right, slot_sent[slot]));
+      const size_t rel = off - b.begin;
+      uint64_t& ticket = sent[region][rel / ctx.segment_elements()];
+      RETURN_IF_ERROR(ctx.WaitSent(right, ticket));
+      char* dst =
+          (last ? static_cast<char*>(recv) : regions[region]) + rel * es;
       RETURN_IF_ERROR(ctx.RecvReduce(left, dst, local + off * es, len));
-      slot_sent[slot] = ctx.Send(right, dst, len * es);
+      if (!last) {
+        ticket = ctx.Send(right, dst, len * es);
+      } else if (ctx.op() == ReduceOp::kAvg) {
+        DivideInPlace(ctx.type(), dst, len, n);
+      }
       return absl::OkStatus();
     }));
   }

@@ -156,9 +156,7 @@ class TcpWork : public Work {
 class TcpCommunicator final : public Communicator {
  public:
   TcpCommunicator(std::shared_ptr<Core> core)
-      : core_(std::move(core)),
-        scratch_(core_->options().sub_block_bytes),
-        staging_(4 * core_->options().segment_bytes) {
+      : core_(std::move(core)), scratch_(core_->options().sub_block_bytes) {
     progress_ = std::thread([this] { ProgressLoop(); });
   }
 
@@ -316,9 +314,13 @@ class TcpCommunicator final : public Communicator {
     ctx.deadline = absl::Now() + core_->options().timeout;
     ctx.scratch = scratch_.data();
     ctx.scratch_bytes = scratch_.size();
-    ctx.staging = staging_.data();
-    ctx.staging_bytes = staging_.size();
     const size_t count = op.header.count;
+    if (op.header.kind ==
+        static_cast<uint8_t>(CollectiveKind::kReduceScatter)) {
+      const size_t bytes = 2 * count * DataTypeSize(ctx.type());
+      if (spare_.size() < bytes) spare_.resize(bytes);
+    }
+    ctx.spare = spare_.data();
     absl::Status s;
     switch (static_cast<CollectiveKind>(op.header.kind)) {
       case CollectiveKind::kAllReduce:
@@ -352,9 +354,10 @@ class TcpCommunicator final : public Communicator {
   }
 
   std::shared_ptr<Core> core_;
-  // Preallocated once: a sub-block receive buffer and reduce-scatter slots.
+  // A sub-block receive buffer, allocated once; and the reduce-scatter's
+  // two spare blocks, grown to the largest block seen and then reused.
   std::vector<char> scratch_;
-  std::vector<char> staging_;
+  std::vector<char> spare_;
 
   absl::Mutex mu_;
   std::deque<Op> queue_ ABSL_GUARDED_BY(mu_);

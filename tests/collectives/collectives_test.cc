@@ -218,6 +218,33 @@ TEST(CollectivesTest, LargeOddCountWithDefaultSegments) {
   ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 4, out, count, 0);
 }
 
+// Blocks of many default-sized segments: the sender runs a whole block
+// behind the receiver, which must neither deadlock nor clobber data.
+TEST(CollectivesTest, LargeReduceScatterAllGatherBroadcast) {
+  RankGroup group(4, TcpOptions());
+  const size_t block = (3 << 20) + 5;
+  const DataType f32 = DataType::kFloat32;
+  std::vector<std::string> in(4), rs(4), ag(4), bc(4);
+  auto status = group.Run([&](int r) -> absl::Status {
+    in[r] = Bytes(f32, block * 4);
+    FillInput(f32, in[r].data(), block * 4, r);
+    rs[r] = Bytes(f32, block);
+    absl::Status s = group.comm(r).ReduceScatter(in[r].data(), rs[r].data(),
+                                                 block, f32, ReduceOp::kSum);
+    if (!s.ok()) return s;
+    ag[r] = Bytes(f32, block * 4);
+    s = group.comm(r).AllGather(rs[r].data(), ag[r].data(), block, f32);
+    if (!s.ok()) return s;
+    bc[r] = Bytes(f32, block * 4);
+    return group.comm(r).Broadcast(in[r].data(), bc[r].data(), block * 4, f32,
+                                   3);
+  });
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  // All-gathering the reduce-scattered blocks is the all-reduce.
+  ExpectReduced(f32, ReduceOp::kSum, 4, ag, block * 4, 0);
+  for (int r = 0; r < 4; ++r) ASSERT_EQ(in[3], bc[r]) << "rank " << r;
+}
+
 TEST(CollectivesTest, AsyncCallsCompleteInIssueOrder) {
   RankGroup group(3, SmallPipelineOptions());
   constexpr int kCalls = 6;
