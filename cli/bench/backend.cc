@@ -1,0 +1,114 @@
+#include "cli/bench/backend.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cli/bench/verifiable.h"
+#include "common/status_macros.h"
+
+#if GRADSYNC_HAVE_NCCL
+#include "cli/bench/device_memory.h"
+#include "collectives/nccl/device_buffer.h"
+#include "collectives/nccl/nccl_communicator.h"
+#endif
+
+namespace gradsync {
+namespace bench {
+namespace {
+
+#if GRADSYNC_HAVE_NCCL
+absl::StatusOr<int> VisibleGpus() {
+  ASSIGN_OR_RETURN(const int gpus, CudaDeviceCount());
+  if (gpus == 0) {
+    return absl::FailedPreconditionError(
+        "--backend nccl needs a CUDA GPU and this host has none visible "
+        "(check nvidia-smi and CUDA_VISIBLE_DEVICES); use --backend ring");
+  }
+  return gpus;
+}
+
+absl::StatusOr<BenchBackend> CreateNcclBackend(Store* store,
+                                               const BenchOptions& options,
+                                               int rank, int world,
+                                               const std::string& job_id) {
+  ASSIGN_OR_RETURN(const int gpus, VisibleGpus());
+  const int device = options.device >= 0 ? options.device : rank % gpus;
+  if (device >= gpus) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", device, " is not one of the ", gpus, " visible GPUs"));
+  }
+  NcclOptions nccl;
+  nccl.job_id = job_id;
+  nccl.device = device;
+  nccl.connect_timeout = options.timeout;
+  nccl.timeout = options.timeout;
+  BenchBackend backend;
+  backend.memory = MakeDeviceMemory(device);
+  ASSIGN_OR_RETURN(backend.comm,
+                   CreateNcclCommunicator(store, rank, world, nccl));
+  backend.tolerance = PreScaledAvgTolerance(options.type, options.op, world);
+  return backend;
+}
+#endif  // GRADSYNC_HAVE_NCCL
+
+}  // namespace
+
+absl::Status CheckBackendAvailable(const BenchOptions& options) {
+  if (options.backend == Backend::kRing) {
+    return ParseAllReduceAlgorithm(options.algorithm).status();
+  }
+#if GRADSYNC_HAVE_NCCL
+  return VisibleGpus().status();
+#else
+  return absl::FailedPreconditionError(
+      "this gradsync was built without NCCL (CMake found no CUDA/NCCL, so "
+      "GRADSYNC_HAVE_NCCL is off); rebuild on a host with CUDA and NCCL, or "
+      "use --backend ring");
+#endif
+}
+
+absl::StatusOr<TcpOptions> MakeTcpOptions(const BenchOptions& options,
+                                          const std::string& job_id) {
+  TcpOptions tcp;
+  tcp.job_id = job_id;
+  tcp.listen_host = options.listen_host;
+  tcp.advertise_host = options.advertise_host;
+  tcp.connect_timeout = options.timeout;
+  tcp.timeout = options.timeout;
+  ASSIGN_OR_RETURN(tcp.algorithm, ParseAllReduceAlgorithm(options.algorithm));
+  if (options.segment_bytes) tcp.segment_bytes = *options.segment_bytes;
+  if (options.hd_threshold_bytes) {
+    tcp.halving_doubling_max_bytes = *options.hd_threshold_bytes;
+  }
+  if (options.sub_block_bytes) tcp.sub_block_bytes = *options.sub_block_bytes;
+  if (options.spin_polls) tcp.spin_polls = *options.spin_polls;
+  if (options.socket_buffer_bytes) {
+    if (*options.socket_buffer_bytes > (1u << 30)) {
+      return absl::InvalidArgumentError("--socket-buffer is above 1G");
+    }
+    tcp.socket_buffer_bytes = static_cast<int>(*options.socket_buffer_bytes);
+  }
+  return tcp;
+}
+
+absl::StatusOr<BenchBackend> CreateBenchBackend(Store* store,
+                                                const BenchOptions& options,
+                                                int rank, int world,
+                                                const std::string& job_id) {
+  if (options.backend == Backend::kNccl) {
+#if GRADSYNC_HAVE_NCCL
+    return CreateNcclBackend(store, options, rank, world, job_id);
+#else
+    return CheckBackendAvailable(options);
+#endif
+  }
+  ASSIGN_OR_RETURN(const TcpOptions tcp, MakeTcpOptions(options, job_id));
+  BenchBackend backend;
+  backend.memory = MakeHostMemory();
+  ASSIGN_OR_RETURN(backend.comm,
+                   CreateTcpCommunicator(store, rank, world, tcp));
+  return backend;
+}
+
+}  // namespace bench
+}  // namespace gradsync

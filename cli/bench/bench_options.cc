@@ -1,0 +1,491 @@
+#include "cli/bench/bench_options.h"
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/bench/verifiable.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace bench {
+namespace {
+
+// Options plus what was given explicitly, for the checks that need it.
+struct ParseState {
+  BenchOptions options;
+  bool factor_set = false;
+  bool increment_set = false;
+  bool ranks_set = false;
+  bool world_set = false;
+};
+
+using Setter = absl::Status (*)(absl::string_view value, ParseState* state);
+
+struct FlagSpec {
+  char short_name;         // 0: none
+  const char* long_name;   // without "--"
+  const char* value_name;  // nullptr: a switch that takes no value
+  const char* help;
+  Setter set;
+};
+
+absl::Status ParseInt(absl::string_view flag, absl::string_view value, int min,
+                      int* out) {
+  int parsed = 0;
+  if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " wants an integer >= ", min, ", got '", value, "'"));
+  }
+  *out = parsed;
+  return absl::OkStatus();
+}
+
+absl::Status ParseSizeFlag(absl::string_view flag, absl::string_view value,
+                           size_t* out) {
+  absl::StatusOr<size_t> size = ParseSize(value);
+  if (!size.ok()) return Annotate(size.status(), flag);
+  *out = *size;
+  return absl::OkStatus();
+}
+
+absl::Status ParseOptionalSize(absl::string_view flag, absl::string_view value,
+                               std::optional<size_t>* out) {
+  size_t size = 0;
+  RETURN_IF_ERROR(ParseSizeFlag(flag, value, &size));
+  *out = size;
+  return absl::OkStatus();
+}
+
+// Seconds ("30", "2.5") or an absl duration ("90s", "2m").
+absl::Status ParseSeconds(absl::string_view flag, absl::string_view value,
+                          absl::Duration* out) {
+  double seconds = 0;
+  absl::Duration duration;
+  if (absl::SimpleAtod(value, &seconds)) {
+    duration = absl::Seconds(seconds);
+  } else if (!absl::ParseDuration(value, &duration)) {
+    duration = absl::ZeroDuration();
+  }
+  if (duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " wants a positive number of seconds (or 90s, 2m), got '", value,
+        "'"));
+  }
+  *out = duration;
+  return absl::OkStatus();
+}
+
+// The flag table: one row per flag, nccl-tests' letters first.
+const FlagSpec kFlags[] = {
+    {'b', "minbytes", "SIZE", "smallest size in bytes, K/M/G suffixes (1M)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseSizeFlag("-b", v, &s->options.min_bytes);
+     }},
+    {'e', "maxbytes", "SIZE", "largest size in bytes (64M)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseSizeFlag("-e", v, &s->options.max_bytes);
+     }},
+    {'f', "stepfactor", "N", "multiply the size by N each step (2)",
+     [](absl::string_view v, ParseState* s) {
+       s->factor_set = true;
+       return ParseInt("-f", v, 2, &s->options.factor);
+     }},
+    {'i', "stepbytes", "SIZE", "add SIZE each step instead of -f",
+     [](absl::string_view v, ParseState* s) {
+       s->increment_set = true;
+       RETURN_IF_ERROR(ParseSizeFlag("-i", v, &s->options.increment));
+       if (s->options.increment == 0) {
+         return absl::InvalidArgumentError("-i wants a size > 0");
+       }
+       return absl::OkStatus();
+     }},
+    {'n', "iters", "N", "timed iterations per size (20)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseInt("-n", v, 1, &s->options.iters);
+     }},
+    {'w', "warmup_iters", "N", "untimed iterations per size (5)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseInt("-w", v, 0, &s->options.warmup);
+     }},
+    {'c', "check", "0|1", "verify every element of the results (1)",
+     [](absl::string_view v, ParseState* s) {
+       if (v != "0" && v != "1") {
+         return absl::InvalidArgumentError(
+             absl::StrCat("-c wants 0 or 1, got '", v, "'"));
+       }
+       s->options.check = v == "1";
+       return absl::OkStatus();
+     }},
+    {'o', "op", "OP", "sum, avg, max or min (sum)",
+     [](absl::string_view v, ParseState* s) {
+       ASSIGN_OR_RETURN(s->options.op, ParseReduceOp(v));
+       return absl::OkStatus();
+     }},
+    {'d', "datatype", "TYPE", "float, double or int32 (float)",
+     [](absl::string_view v, ParseState* s) {
+       ASSIGN_OR_RETURN(s->options.type, ParseDataType(v));
+       return absl::OkStatus();
+     }},
+    {'r', "root", "RANK", "broadcast root (0)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseInt("-r", v, 0, &s->options.root);
+     }},
+    {0, "json", nullptr, "print JSON lines (one per size, then a summary)",
+     [](absl::string_view, ParseState* s) {
+       s->options.json = true;
+       return absl::OkStatus();
+     }},
+    {0, "ranks", "N", "spawn N local ranks on 127.0.0.1 (2)",
+     [](absl::string_view v, ParseState* s) {
+       s->ranks_set = true;
+       return ParseInt("--ranks", v, 1, &s->options.ranks);
+     }},
+    {0, "backend", "NAME", "ring (TCP) or nccl (ring)",
+     [](absl::string_view v, ParseState* s) {
+       ASSIGN_OR_RETURN(s->options.backend, ParseBackend(v));
+       return absl::OkStatus();
+     }},
+    {0, "algo", "NAME", "ring backend: auto, ring or hd (auto)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.algorithm = std::string(v);
+       return absl::OkStatus();
+     }},
+    {0, "segment-bytes", "SIZE", "ring pipelining segment",
+     [](absl::string_view v, ParseState* s) {
+       return ParseOptionalSize("--segment-bytes", v,
+                                &s->options.segment_bytes);
+     }},
+    {0, "hd-threshold", "SIZE", "auto: halving-doubling up to SIZE",
+     [](absl::string_view v, ParseState* s) {
+       return ParseOptionalSize("--hd-threshold", v,
+                                &s->options.hd_threshold_bytes);
+     }},
+    {0, "sub-block-bytes", "SIZE", "ring receive/reduce sub-block",
+     [](absl::string_view v, ParseState* s) {
+       return ParseOptionalSize("--sub-block-bytes", v,
+                                &s->options.sub_block_bytes);
+     }},
+    {0, "socket-buffer", "SIZE", "SO_SNDBUF/SO_RCVBUF, 0 = kernel default",
+     [](absl::string_view v, ParseState* s) {
+       return ParseOptionalSize("--socket-buffer", v,
+                                &s->options.socket_buffer_bytes);
+     }},
+    {0, "spin-polls", "N", "ring: non-blocking polls before a receive blocks",
+     [](absl::string_view v, ParseState* s) {
+       int polls = 0;
+       RETURN_IF_ERROR(ParseInt("--spin-polls", v, 0, &polls));
+       s->options.spin_polls = polls;
+       return absl::OkStatus();
+     }},
+    {0, "device", "N", "nccl: CUDA device (rank % device count)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseInt("--device", v, 0, &s->options.device);
+     }},
+    {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseSeconds("--timeout", v, &s->options.timeout);
+     }},
+    {0, "deadline", "SECONDS", "launcher: stop the whole run after (3600)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseSeconds("--deadline", v, &s->options.deadline);
+     }},
+    {0, "world", "N", "join a run of N ranks (with --rank, --store)",
+     [](absl::string_view v, ParseState* s) {
+       s->world_set = true;
+       return ParseInt("--world", v, 1, &s->options.world);
+     }},
+    {0, "rank", "R", "this process's rank in --world",
+     [](absl::string_view v, ParseState* s) {
+       return ParseInt("--rank", v, 0, &s->options.rank);
+     }},
+    {0, "store", "HOST:PORT", "rendezvous store (gradsync-store --listen)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.store = std::string(v);
+       return absl::OkStatus();
+     }},
+    {0, "listen-host", "IP", "address this rank listens on (127.0.0.1)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.listen_host = std::string(v);
+       return absl::OkStatus();
+     }},
+    {0, "advertise-host", "IP", "address published to peers (listen-host)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.advertise_host = std::string(v);
+       return absl::OkStatus();
+     }},
+    {0, "job", "ID", "run id; ranks of one run share it (bench)",
+     [](absl::string_view v, ParseState* s) {
+       if (v.empty()) return absl::InvalidArgumentError("--job is empty");
+       s->options.job = std::string(v);
+       return absl::OkStatus();
+     }},
+    {'h', "help", nullptr, "print this help",
+     [](absl::string_view, ParseState* s) {
+       s->options.help = true;
+       return absl::OkStatus();
+     }},
+};
+
+const FlagSpec* FindFlag(absl::string_view arg, absl::string_view* inline_value,
+                         bool* has_inline) {
+  *has_inline = false;
+  if (absl::StartsWith(arg, "--")) {
+    absl::string_view name = arg.substr(2);
+    const size_t eq = name.find('=');
+    if (eq != absl::string_view::npos) {
+      *inline_value = name.substr(eq + 1);
+      *has_inline = true;
+      name = name.substr(0, eq);
+    }
+    for (const FlagSpec& flag : kFlags) {
+      if (name == flag.long_name) return &flag;
+    }
+    return nullptr;
+  }
+  if (arg.size() < 2 || arg[0] != '-') return nullptr;
+  for (const FlagSpec& flag : kFlags) {
+    if (flag.short_name == 0 || arg[1] != flag.short_name) continue;
+    if (arg.size() > 2) {
+      *inline_value = arg.substr(arg[2] == '=' ? 3 : 2);
+      *has_inline = true;
+    }
+    return &flag;
+  }
+  return nullptr;
+}
+
+absl::Status Validate(const ParseState& state) {
+  const BenchOptions& o = state.options;
+  if (o.min_bytes > o.max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-b ", o.min_bytes, " is larger than -e ", o.max_bytes));
+  }
+  if (state.factor_set && state.increment_set) {
+    return absl::InvalidArgumentError(
+        "-f (multiply) and -i (add) both set the step; use one");
+  }
+  if (o.increment == 0 && o.min_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "-b 0 never grows with -f; start at 1 or step with -i");
+  }
+  if (o.member()) {
+    if (state.ranks_set) {
+      return absl::InvalidArgumentError(
+          "--ranks launches local ranks, --rank joins a run; use one");
+    }
+    if (!state.world_set || o.rank >= o.world) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rank ", o.rank, " needs --world N with N > rank"));
+    }
+    if (o.store.empty()) {
+      return absl::InvalidArgumentError(
+          "--rank needs --store HOST:PORT (start one with gradsync-store "
+          "--listen 0.0.0.0:29500)");
+    }
+  } else if (state.world_set) {
+    return absl::InvalidArgumentError("--world needs --rank and --store");
+  }
+  const int world = o.member() ? o.world : o.ranks;
+  if (o.check && world > kMaxExactRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-c 1 checks exactly only up to ", kMaxExactRanks,
+                     " ranks; run with -c 0"));
+  }
+  if (HasRoot(o.collective) && o.root >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-r ", o.root, " is not a rank of ", world));
+  }
+  if (o.backend == Backend::kNccl && o.algorithm != "auto") {
+    return absl::InvalidArgumentError(
+        "--algo chooses the ring backend's algorithm; NCCL picks its own");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Backend> ParseBackend(absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  if (n == "ring" || n == "tcp") return Backend::kRing;
+  if (n == "nccl") return Backend::kNccl;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown backend '", name, "'; use ring or nccl"));
+}
+
+absl::string_view BackendName(Backend backend) {
+  return backend == Backend::kNccl ? "nccl" : "ring";
+}
+
+absl::StatusOr<BenchOptions> ParseBenchArgs(
+    const std::vector<std::string>& args) {
+  ParseState state;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      positional.push_back(arg);
+      continue;
+    }
+    absl::string_view value;
+    bool has_inline = false;
+    const FlagSpec* flag = FindFlag(arg, &value, &has_inline);
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag '", arg, "'; see gradsync bench --help"));
+    }
+    if (flag->value_name == nullptr) {
+      if (has_inline) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag->long_name, " takes no value"));
+      }
+    } else if (!has_inline) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(arg, " needs a value (", flag->value_name, ")"));
+      }
+      value = args[++i];
+    }
+    RETURN_IF_ERROR(flag->set(value, &state));
+  }
+  if (state.options.help) return state.options;
+  if (positional.size() != 1) {
+    return absl::InvalidArgumentError(
+        positional.empty()
+            ? "name a collective: allreduce, reducescatter, allgather or "
+              "broadcast"
+            : absl::StrCat("unexpected argument '", positional[1], "'"));
+  }
+  ASSIGN_OR_RETURN(state.options.collective, ParseCollective(positional[0]));
+  RETURN_IF_ERROR(Validate(state));
+  return state.options;
+}
+
+std::string BenchUsage() {
+  std::string usage =
+      "usage: gradsync bench allreduce|reducescatter|allgather|broadcast "
+      "[flags]\n\n"
+      "Measures a collective like nccl-tests: every rank's input is crafted "
+      "so the\nexact result is known; each size prints time, algbw, busbw "
+      "and #wrong.\nExit status: 0 all results right, 2 wrong elements, 1 "
+      "error.\n\n";
+  for (const FlagSpec& flag : kFlags) {
+    std::string name =
+        flag.short_name != 0
+            ? absl::StrFormat("-%c, --%s", flag.short_name, flag.long_name)
+            : absl::StrCat("    --", flag.long_name);
+    if (flag.value_name != nullptr)
+      absl::StrAppend(&name, " ", flag.value_name);
+    absl::StrAppendFormat(&usage, "  %-30s %s\n", name, flag.help);
+  }
+  absl::StrAppend(
+      &usage,
+      "\nLocal:      gradsync bench allreduce --ranks 4 -b 1M -e 256M\n"
+      "Multi-host: gradsync-store --listen 0.0.0.0:29500   (on one host)\n"
+      "            gradsync bench allreduce --world N --rank R \\\n"
+      "              --store HOST:29500 --listen-host THIS_HOST_IP   (each "
+      "rank)\n");
+  return usage;
+}
+
+absl::StatusOr<size_t> ParseSize(absl::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size() && absl::ascii_isdigit(text[pos])) ++pos;
+  if (pos == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "size '", text, "' is not a byte count such as 4096, 64K, 1M, 2G"));
+  }
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(text.substr(0, pos), &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("size '", text, "' is too large"));
+  }
+  absl::string_view suffix = text.substr(pos);
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (absl::ascii_toupper(suffix[0])) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
+    }
+    if (shift != 0) suffix.remove_prefix(1);
+  }
+  const std::string rest = absl::AsciiStrToLower(suffix);
+  const bool unit_ok =
+      rest.empty() || rest == "b" || (shift != 0 && rest == "ib");
+  if (!unit_ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("size '", text, "' has an unknown suffix; use K, M or G"));
+  }
+  if (shift != 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("size '", text, "' is too large"));
+  }
+  const uint64_t bytes = value << shift;
+  if (bytes > std::numeric_limits<size_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("size '", text, "' is too large"));
+  }
+  return static_cast<size_t>(bytes);
+}
+
+std::string FormatSize(size_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat("%g %s", value, kUnits[unit]);
+}
+
+std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
+                               size_t increment) {
+  std::vector<size_t> sizes;
+  if (increment == 0 && (factor < 2 || min_bytes == 0)) return sizes;
+  size_t size = min_bytes;
+  while (size <= max_bytes) {
+    sizes.push_back(size);
+    const size_t step =
+        increment > 0 ? increment : size * static_cast<size_t>(factor - 1);
+    if (size > std::numeric_limits<size_t>::max() - step) break;
+    size += step;
+  }
+  return sizes;
+}
+
+std::vector<std::string> StripFlag(const std::vector<std::string>& args,
+                                   absl::string_view name) {
+  std::vector<std::string> out;
+  const std::string with_value = absl::StrCat(name, "=");
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == name) {
+      ++i;  // and its value
+      continue;
+    }
+    if (absl::StartsWith(args[i], with_value)) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
+}  // namespace bench
+}  // namespace gradsync

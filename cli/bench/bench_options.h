@@ -1,0 +1,116 @@
+// Command line of `gradsync bench <collective>`: nccl-tests' flags
+// (-b -e -f -i -n -w -c -o -d -r, sizes with K/M/G suffixes) plus
+// gradsync's process and backend flags. Parsing is a pure function from
+// the arguments to BenchOptions, so that it is testable and no flag is a
+// global.
+//
+//   ASSIGN_OR_RETURN(BenchOptions options,
+//                    ParseBenchArgs({"allreduce", "-b", "1K", "-e", "1M"}));
+//
+// Errors: INVALID_ARGUMENT with a message naming the flag and what it
+// accepts.
+#ifndef GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_
+#define GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "cli/bench/collective.h"
+#include "collectives/types.h"
+
+namespace gradsync {
+namespace bench {
+
+enum class Backend { kRing, kNccl };
+[[nodiscard]] absl::StatusOr<Backend> ParseBackend(absl::string_view name);
+absl::string_view BackendName(Backend backend);
+
+struct BenchOptions {
+  Collective collective = Collective::kAllReduce;
+
+  // The sweep: sizes from min_bytes to max_bytes, multiplied by factor or,
+  // when increment > 0, increased by increment.
+  size_t min_bytes = size_t{1} << 20;
+  size_t max_bytes = size_t{64} << 20;
+  int factor = 2;
+  size_t increment = 0;
+  int iters = 20;
+  int warmup = 5;
+  bool check = true;
+  ReduceOp op = ReduceOp::kSum;
+  DataType type = DataType::kFloat32;
+  int root = 0;
+  bool json = false;
+
+  Backend backend = Backend::kRing;
+  // TCP ring knobs; unset keeps TcpOptions' defaults. `algorithm` is
+  // checked by ParseAllReduceAlgorithm when the communicator is made.
+  std::string algorithm = "auto";
+  std::optional<size_t> segment_bytes;
+  std::optional<size_t> hd_threshold_bytes;
+  std::optional<size_t> sub_block_bytes;
+  std::optional<size_t> socket_buffer_bytes;
+  std::optional<int> spin_polls;
+  std::string listen_host = "127.0.0.1";
+  std::string advertise_host;
+  // NCCL: CUDA device of this rank; -1 picks rank % device count.
+  int device = -1;
+
+  // Deadline of rendezvous and of each collective.
+  absl::Duration timeout = absl::Seconds(60);
+  // Launcher: how long it waits for the whole run before stopping it.
+  absl::Duration deadline = absl::Hours(1);
+
+  // Launcher mode: spawn this many local ranks (the default).
+  int ranks = 2;
+  // Member mode (set by the launcher, or by hand across hosts): this
+  // process is rank `rank` of `world`, rendezvousing through `store`.
+  int rank = -1;
+  int world = 0;
+  std::string store;
+  std::string job = "bench";
+
+  bool help = false;
+
+  bool member() const { return rank >= 0; }
+};
+
+// Parses "<collective> [flags]". Flags take their value as the next
+// argument, after '=' ("--iters=5"), or glued to a one-letter flag
+// ("-n5").
+[[nodiscard]] absl::StatusOr<BenchOptions> ParseBenchArgs(
+    const std::vector<std::string>& args);
+
+// The usage text listing every flag.
+std::string BenchUsage();
+
+// Parses a byte count: digits with an optional K, M, G or T suffix
+// (powers of 1024, either case), optionally followed by "B" or "iB":
+// "512", "1K", "64M", "1GiB". Rejects empty, negative, fractional and
+// overflowing values.
+[[nodiscard]] absl::StatusOr<size_t> ParseSize(absl::string_view text);
+
+// "1 KiB", "64 MiB", "1.5 GiB", or "N B" below 1 KiB.
+std::string FormatSize(size_t bytes);
+
+// The sizes of the sweep, ascending, min..max inclusive of max only when
+// reached exactly. Requires factor >= 2 (or increment > 0), min >= 1 for
+// factor sweeps.
+std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
+                               size_t increment);
+
+// Removes every occurrence of flag `name` and its value ("--ranks 3" or
+// "--ranks=3") from `args`: the launcher passes its own arguments on to
+// the ranks without it.
+std::vector<std::string> StripFlag(const std::vector<std::string>& args,
+                                   absl::string_view name);
+
+}  // namespace bench
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_

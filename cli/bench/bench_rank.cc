@@ -1,0 +1,164 @@
+#include "cli/bench/bench_rank.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "cli/bench/backend.h"
+#include "cli/bench/report.h"
+#include "cli/bench/runner.h"
+#include "collectives/prefix_store.h"
+#include "common/status_macros.h"
+#include "server/store/grpc_store.h"
+
+namespace gradsync {
+namespace bench {
+namespace {
+
+std::string Hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+// Reads every rank's info/<r> ("<pid>\t<host>\t<device>").
+absl::StatusOr<std::vector<RankInfo>> GatherRankInfo(Store* store, int world,
+                                                     absl::Time deadline) {
+  std::vector<RankInfo> infos;
+  for (int r = 0; r < world; ++r) {
+    ASSIGN_OR_RETURN(const std::string value,
+                     store->Get(absl::StrCat("info/", r), deadline));
+    std::vector<std::string> fields =
+        absl::StrSplit(value, absl::MaxSplits('\t', 2));
+    RankInfo info;
+    info.rank = r;
+    if (fields.size() != 3 || !absl::SimpleAtoi(fields[0], &info.pid)) {
+      return absl::InternalError(
+          absl::StrCat("rank ", r, " published malformed info '", value, "'"));
+    }
+    info.host = std::move(fields[1]);
+    info.device = std::move(fields[2]);
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+ReportHeader MakeHeader(const BenchOptions& options,
+                        const std::vector<size_t>& sizes) {
+  ReportHeader header;
+  header.collective = options.collective;
+  header.backend = std::string(BackendName(options.backend));
+  header.algorithm =
+      options.backend == Backend::kRing ? options.algorithm : "nccl";
+  header.ranks = options.world;
+  header.type = options.type;
+  header.op = options.op;
+  header.root = options.root;
+  header.min_bytes = sizes.front();
+  header.max_bytes = options.max_bytes;
+  header.factor = options.factor;
+  header.increment = options.increment;
+  header.warmup = options.warmup;
+  header.iters = options.iters;
+  header.check = options.check;
+  return header;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
+                                     std::ostream& out) {
+  const int rank = options.rank;
+  const int world = options.world;
+  const std::vector<size_t> sizes = SweepSizes(
+      options.min_bytes, options.max_bytes, options.factor, options.increment);
+  if (sizes.empty()) {
+    return absl::InvalidArgumentError("the size sweep is empty; check -b -e");
+  }
+
+  PrefixStore job_store(store, absl::StrCat("bench/", options.job));
+  ASSIGN_OR_RETURN(const int64_t joined, job_store.Add("joined", 1));
+  const int64_t generation = (joined - 1) / world;
+  const std::string run_id = absl::StrCat(options.job, "/gen-", generation);
+  PrefixStore run_store(&job_store, absl::StrCat("gen-", generation));
+
+  ASSIGN_OR_RETURN(
+      BenchBackend backend,
+      CreateBenchBackend(&run_store, options, rank, world, run_id));
+  RETURN_IF_ERROR(run_store.Set(absl::StrCat("info/", rank),
+                                absl::StrCat(getpid(), "\t", Hostname(), "\t",
+                                             backend.memory->Describe())));
+
+  SweepConfig config;
+  config.collective = options.collective;
+  config.type = options.type;
+  config.op = options.op;
+  config.root = options.root;
+  config.iters = options.iters;
+  config.warmup = options.warmup;
+  config.check = options.check;
+  config.tolerance = backend.tolerance;
+  config.max_bytes = sizes.back();
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<SweepRunner> runner,
+      SweepRunner::Create(backend.comm.get(), backend.memory.get(), config));
+
+  ReportHeader header = MakeHeader(options, sizes);
+  const bool printer = rank == 0;
+  if (printer) {
+    ASSIGN_OR_RETURN(
+        header.rank_info,
+        GatherRankInfo(&run_store, world, absl::Now() + options.timeout));
+    if (!options.json) out << FormatTextHeader(header) << std::flush;
+  }
+
+  std::vector<SizeResult> results;
+  for (const size_t bytes : sizes) {
+    ASSIGN_OR_RETURN(SizeResult result, runner->RunSize(bytes));
+    if (printer) {
+      out << (options.json ? FormatJsonRow(header, result)
+                           : FormatTextRow(header, result))
+          << std::flush;
+    }
+    results.push_back(result);
+  }
+  const Summary summary = Summarize(results);
+  if (printer) {
+    out << (options.json ? FormatJsonSummary(header, summary)
+                         : FormatTextFooter(summary))
+        << std::flush;
+  }
+  return summary.wrong;
+}
+
+int BenchRankMain(const BenchOptions& options) {
+  absl::StatusOr<std::unique_ptr<Store>> store =
+      ConnectGrpcStore(options.store, options.timeout);
+  absl::StatusOr<int64_t> wrong =
+      store.ok() ? RunBenchRank(store->get(), options, std::cout)
+                 : absl::StatusOr<int64_t>(store.status());
+  if (!wrong.ok()) {
+    std::cerr << "gradsync bench: rank " << options.rank << " of "
+              << options.world << ": " << wrong.status() << "\n";
+    return kExitError;
+  }
+  if (*wrong > 0) {
+    if (options.rank == 0) {
+      std::cerr << "gradsync bench: " << *wrong
+                << " wrong elements (see #wrong)\n";
+    }
+    return kExitWrongResults;
+  }
+  return kExitOk;
+}
+
+}  // namespace bench
+}  // namespace gradsync

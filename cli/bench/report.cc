@@ -1,0 +1,176 @@
+#include "cli/bench/report.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gradsync {
+namespace bench {
+namespace {
+
+// Row prefix (size, count, type, redop, root): 52 characters, and each
+// pass (time, algbw, busbw, #wrong): 33, in the header and in the rows.
+constexpr int kPrefixWidth = 52;
+constexpr int kPassWidth = 33;
+
+std::string Center(const std::string& text, int width) {
+  const int pad = width - static_cast<int>(text.size());
+  if (pad <= 0) return text;
+  return absl::StrCat(std::string(pad / 2, ' '), text,
+                      std::string(pad - pad / 2, ' '));
+}
+
+std::string PassColumns(const PassResult& pass) {
+  const std::string wrong = pass.wrong < 0 ? "N/A" : absl::StrCat(pass.wrong);
+  return absl::StrFormat("  %7s  %6.2f  %6.2f  %6s", FormatTime(pass.time_us),
+                         pass.algbw, pass.busbw, wrong);
+}
+
+// JSON numbers must be finite.
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  return absl::StrFormat("%.6g", value);
+}
+
+std::string JsonPass(const PassResult& pass) {
+  return absl::StrCat(
+      "{\"time_us\":", JsonNumber(pass.time_us),
+      ",\"algbw\":", JsonNumber(pass.algbw),
+      ",\"busbw\":", JsonNumber(pass.busbw), ",\"wrong\":",
+      pass.wrong < 0 ? std::string("null") : absl::StrCat(pass.wrong), "}");
+}
+
+// Values printed here are names from fixed tables (no quoting needed), but
+// escape anyway so that the output stays valid JSON whatever they hold.
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+}  // namespace
+
+Summary Summarize(const std::vector<SizeResult>& results) {
+  Summary summary;
+  double busbw_total = 0.0;
+  int passes = 0;
+  for (const SizeResult& result : results) {
+    for (const PassResult* pass : {&result.out_of_place, &result.in_place}) {
+      busbw_total += pass->busbw;
+      ++passes;
+      if (pass->wrong >= 0) {
+        summary.checked = true;
+        summary.wrong += pass->wrong;
+      }
+    }
+  }
+  summary.avg_busbw = passes > 0 ? busbw_total / passes : 0.0;
+  return summary;
+}
+
+std::string RedopLabel(const ReportHeader& header) {
+  return HasReduceOp(header.collective) ? std::string(ReduceOpName(header.op))
+                                        : std::string("none");
+}
+
+int RootLabel(const ReportHeader& header) {
+  return HasRoot(header.collective) ? header.root : -1;
+}
+
+std::string FormatTime(double time_us) {
+  if (time_us >= 10000.0) return absl::StrFormat("%7.0f", time_us);
+  if (time_us >= 100.0) return absl::StrFormat("%7.1f", time_us);
+  return absl::StrFormat("%7.2f", time_us);
+}
+
+std::string FormatTextHeader(const ReportHeader& header) {
+  std::string out =
+      absl::StrCat("# gradsync bench ", CollectiveName(header.collective),
+                   ": backend ", header.backend, ", algo ", header.algorithm,
+                   ", ", header.ranks, " ranks\n");
+  const std::string step = header.increment > 0
+                               ? absl::StrCat(header.increment, "(bytes)")
+                               : absl::StrCat(header.factor, "(factor)");
+  absl::StrAppend(&out, "# nThread 1 nRanks ", header.ranks, " minBytes ",
+                  header.min_bytes, " maxBytes ", header.max_bytes,
+                  " step: ", step, " warmup iters: ", header.warmup,
+                  " iters: ", header.iters,
+                  " validation: ", header.check ? 1 : 0, "\n");
+  absl::StrAppend(&out, "#\n# Using devices\n");
+  for (const RankInfo& info : header.rank_info) {
+    absl::StrAppendFormat(&out, "#  Rank %2d Pid %6d on %10s device %s\n",
+                          info.rank, info.pid, info.host, info.device);
+  }
+  absl::StrAppend(&out, "#\n");
+  absl::StrAppend(&out, "#", std::string(kPrefixWidth - 1, ' '),
+                  Center("out-of-place", kPassWidth),
+                  Center("in-place", kPassWidth), "\n");
+  const std::string pass_names = absl::StrFormat("  %7s  %6s  %6s  %6s", "time",
+                                                 "algbw", "busbw", "#wrong");
+  const std::string pass_units =
+      absl::StrFormat("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+  absl::StrAppendFormat(&out, "# %10s  %12s  %8s  %6s  %6s%s%s\n", "size",
+                        "count", "type", "redop", "root", pass_names,
+                        pass_names);
+  absl::StrAppendFormat(&out, "# %10s  %12s  %8s  %6s  %6s%s%s\n", "(B)",
+                        "(elements)", "", "", "", pass_units, pass_units);
+  return out;
+}
+
+std::string FormatTextRow(const ReportHeader& header,
+                          const SizeResult& result) {
+  return absl::StrCat(
+      absl::StrFormat("%12d  %12d  %8s  %6s  %6d", result.size_bytes,
+                      result.count, DataTypeName(header.type),
+                      RedopLabel(header), RootLabel(header)),
+      PassColumns(result.out_of_place), PassColumns(result.in_place), "\n");
+}
+
+std::string FormatTextFooter(const Summary& summary) {
+  std::string out = absl::StrCat("# Out of bounds values : ", summary.wrong,
+                                 summary.ok() ? " OK" : " FAILED");
+  if (!summary.checked) absl::StrAppend(&out, " (not checked: -c 0)");
+  absl::StrAppend(&out, "\n# Avg bus bandwidth : ",
+                  absl::StrFormat("%g", summary.avg_busbw), "\n#\n");
+  return out;
+}
+
+std::string FormatJsonRow(const ReportHeader& header,
+                          const SizeResult& result) {
+  return absl::StrCat(
+      "{\"collective\":",
+      JsonString(std::string(CollectiveName(header.collective))),
+      ",\"backend\":", JsonString(header.backend),
+      ",\"algo\":", JsonString(header.algorithm), ",\"ranks\":", header.ranks,
+      ",\"size\":", result.size_bytes, ",\"count\":", result.count,
+      ",\"type\":", JsonString(std::string(DataTypeName(header.type))),
+      ",\"redop\":", JsonString(RedopLabel(header)),
+      ",\"root\":", RootLabel(header),
+      ",\"out_of_place\":", JsonPass(result.out_of_place),
+      ",\"in_place\":", JsonPass(result.in_place), "}\n");
+}
+
+std::string FormatJsonSummary(const ReportHeader& header,
+                              const Summary& summary) {
+  return absl::StrCat(
+      "{\"summary\":true,\"collective\":",
+      JsonString(std::string(CollectiveName(header.collective))),
+      ",\"backend\":", JsonString(header.backend), ",\"ranks\":", header.ranks,
+      ",\"wrong\":", summary.wrong, ",\"ok\":", summary.ok() ? "true" : "false",
+      ",\"checked\":", summary.checked ? "true" : "false",
+      ",\"avg_busbw\":", JsonNumber(summary.avg_busbw), "}\n");
+}
+
+}  // namespace bench
+}  // namespace gradsync

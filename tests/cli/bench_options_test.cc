@@ -1,0 +1,233 @@
+#include "cli/bench/bench_options.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gradsync {
+namespace bench {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(ParseSizeTest, PlainBytes) {
+  EXPECT_EQ(*ParseSize("0"), 0u);
+  EXPECT_EQ(*ParseSize("512"), 512u);
+  EXPECT_EQ(*ParseSize("1000000"), 1000000u);
+}
+
+TEST(ParseSizeTest, SuffixesArePowersOf1024InEitherCase) {
+  EXPECT_EQ(*ParseSize("1K"), 1024u);
+  EXPECT_EQ(*ParseSize("1k"), 1024u);
+  EXPECT_EQ(*ParseSize("64M"), size_t{64} << 20);
+  EXPECT_EQ(*ParseSize("256m"), size_t{256} << 20);
+  EXPECT_EQ(*ParseSize("2G"), size_t{2} << 30);
+  EXPECT_EQ(*ParseSize("1T"), size_t{1} << 40);
+}
+
+TEST(ParseSizeTest, AcceptsByteUnitSpellings) {
+  EXPECT_EQ(*ParseSize("1KB"), 1024u);
+  EXPECT_EQ(*ParseSize("1KiB"), 1024u);
+  EXPECT_EQ(*ParseSize("8MiB"), size_t{8} << 20);
+  EXPECT_EQ(*ParseSize("100B"), 100u);
+}
+
+TEST(ParseSizeTest, BadInput_ReturnsInvalidArgument) {
+  for (const char* bad : {"", "-1", "1.5M", "1X", "K", "M1", "1 K", "1KK",
+                          "1iB", "0x10", "12Q"}) {
+    absl::StatusOr<size_t> size = ParseSize(bad);
+    ASSERT_FALSE(size.ok()) << "'" << bad << "' parsed as " << *size;
+    EXPECT_EQ(size.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(ParseSizeTest, Overflow_ReturnsInvalidArgument) {
+  EXPECT_FALSE(ParseSize("99999999999999999999").ok());
+  EXPECT_FALSE(ParseSize("16777216T").ok());  // 2^24 * 2^40
+  EXPECT_THAT(std::string(ParseSize("17179869184G").status().message()),
+              HasSubstr("too large"));
+}
+
+TEST(FormatSizeTest, BinaryUnits) {
+  EXPECT_EQ(FormatSize(100), "100 B");
+  EXPECT_EQ(FormatSize(1024), "1 KiB");
+  EXPECT_EQ(FormatSize(size_t{64} << 20), "64 MiB");
+  EXPECT_EQ(FormatSize(size_t{3} << 29), "1.5 GiB");
+}
+
+TEST(SweepSizesTest, FactorSweepIncludesBothEnds) {
+  EXPECT_THAT(SweepSizes(1024, 8192, 2, 0),
+              ElementsAre(1024, 2048, 4096, 8192));
+  EXPECT_THAT(SweepSizes(1024, 5000, 2, 0), ElementsAre(1024, 2048, 4096));
+  EXPECT_THAT(SweepSizes(1, 64, 4, 0), ElementsAre(1, 4, 16, 64));
+  EXPECT_THAT(SweepSizes(100, 100, 2, 0), ElementsAre(100));
+}
+
+TEST(SweepSizesTest, IncrementSweep) {
+  EXPECT_THAT(SweepSizes(1024, 3072, 2, 1024), ElementsAre(1024, 2048, 3072));
+  EXPECT_THAT(SweepSizes(0, 10, 0, 4), ElementsAre(0, 4, 8));
+}
+
+TEST(SweepSizesTest, NeverLoopsForever) {
+  EXPECT_TRUE(SweepSizes(0, 10, 2, 0).empty());
+  EXPECT_TRUE(SweepSizes(1, 10, 1, 0).empty());
+  const size_t max = ~size_t{0};
+  EXPECT_EQ(SweepSizes(max / 2 + 1, max, 2, 0).size(), 1u);
+}
+
+TEST(ParseBenchArgsTest, Defaults) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs({"allreduce"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->collective, Collective::kAllReduce);
+  EXPECT_EQ(o->min_bytes, size_t{1} << 20);
+  EXPECT_EQ(o->max_bytes, size_t{64} << 20);
+  EXPECT_EQ(o->factor, 2);
+  EXPECT_EQ(o->increment, 0u);
+  EXPECT_EQ(o->iters, 20);
+  EXPECT_EQ(o->warmup, 5);
+  EXPECT_TRUE(o->check);
+  EXPECT_EQ(o->op, ReduceOp::kSum);
+  EXPECT_EQ(o->type, DataType::kFloat32);
+  EXPECT_EQ(o->backend, Backend::kRing);
+  EXPECT_EQ(o->algorithm, "auto");
+  EXPECT_EQ(o->ranks, 2);
+  EXPECT_FALSE(o->member());
+  EXPECT_FALSE(o->json);
+}
+
+TEST(ParseBenchArgsTest, NcclTestsFlags) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs(
+      {"reducescatter", "-b", "1K", "-e", "256K", "-f", "4", "-n", "3", "-w",
+       "0", "-c", "0", "-o", "max", "-d", "double"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->collective, Collective::kReduceScatter);
+  EXPECT_EQ(o->min_bytes, 1024u);
+  EXPECT_EQ(o->max_bytes, 256u * 1024);
+  EXPECT_EQ(o->factor, 4);
+  EXPECT_EQ(o->iters, 3);
+  EXPECT_EQ(o->warmup, 0);
+  EXPECT_FALSE(o->check);
+  EXPECT_EQ(o->op, ReduceOp::kMax);
+  EXPECT_EQ(o->type, DataType::kFloat64);
+}
+
+TEST(ParseBenchArgsTest, GluedAndEqualsValuesAndLongNames) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs(
+      {"-n5", "--warmup_iters=2", "broadcast", "--root", "1", "--ranks=4",
+       "-dint32", "--json", "-i", "1M", "--minbytes", "1M", "--maxbytes=4M"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->collective, Collective::kBroadcast);
+  EXPECT_EQ(o->iters, 5);
+  EXPECT_EQ(o->warmup, 2);
+  EXPECT_EQ(o->root, 1);
+  EXPECT_EQ(o->ranks, 4);
+  EXPECT_EQ(o->type, DataType::kInt32);
+  EXPECT_TRUE(o->json);
+  EXPECT_EQ(o->increment, size_t{1} << 20);
+}
+
+TEST(ParseBenchArgsTest, RingKnobs) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs(
+      {"allreduce", "--algo", "hd", "--segment-bytes", "512K", "--hd-threshold",
+       "64K", "--sub-block-bytes", "128K", "--socket-buffer", "4M",
+       "--spin-polls", "0", "--timeout", "5", "--deadline", "2m"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->algorithm, "hd");
+  EXPECT_EQ(*o->segment_bytes, 512u * 1024);
+  EXPECT_EQ(*o->hd_threshold_bytes, 64u * 1024);
+  EXPECT_EQ(*o->sub_block_bytes, 128u * 1024);
+  EXPECT_EQ(*o->socket_buffer_bytes, 4u << 20);
+  ASSERT_TRUE(o->spin_polls.has_value());
+  EXPECT_EQ(*o->spin_polls, 0);
+  EXPECT_EQ(o->timeout, absl::Seconds(5));
+  EXPECT_EQ(o->deadline, absl::Minutes(2));
+}
+
+TEST(ParseBenchArgsTest, MemberMode) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs(
+      {"allgather", "--world", "4", "--rank", "3", "--store", "host:29500",
+       "--listen-host", "10.0.0.2", "--job", "j1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->member());
+  EXPECT_EQ(o->world, 4);
+  EXPECT_EQ(o->rank, 3);
+  EXPECT_EQ(o->store, "host:29500");
+  EXPECT_EQ(o->listen_host, "10.0.0.2");
+  EXPECT_EQ(o->job, "j1");
+}
+
+TEST(ParseBenchArgsTest, HelpNeedsNoCollective) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs({"--help"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->help);
+  EXPECT_THAT(BenchUsage(), HasSubstr("-b, --minbytes SIZE"));
+}
+
+struct BadArgs {
+  std::vector<std::string> args;
+  const char* message;
+};
+
+TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
+  const BadArgs cases[] = {
+      {{}, "name a collective"},
+      {{"allreduce", "extra"}, "unexpected argument 'extra'"},
+      {{"alltoall"}, "unknown collective"},
+      {{"allreduce", "--bogus"}, "unknown flag '--bogus'"},
+      {{"allreduce", "-b"}, "-b needs a value"},
+      {{"allreduce", "-b", "1X"}, "-b"},
+      {{"allreduce", "-b", "2M", "-e", "1M"}, "larger than -e"},
+      {{"allreduce", "-f", "3", "-i", "1M"}, "use one"},
+      {{"allreduce", "-f", "1"}, "-f wants an integer >= 2"},
+      {{"allreduce", "-i", "0"}, "-i wants a size > 0"},
+      {{"allreduce", "-b", "0"}, "-b 0 never grows"},
+      {{"allreduce", "-n", "0"}, "-n wants an integer >= 1"},
+      {{"allreduce", "-c", "2"}, "-c wants 0 or 1"},
+      {{"allreduce", "-o", "prod"}, "unknown reduction"},
+      {{"allreduce", "-d", "half"}, "unknown data type"},
+      {{"allreduce", "--json=1"}, "takes no value"},
+      {{"allreduce", "--backend", "mpi"}, "unknown backend"},
+      {{"allreduce", "--backend", "nccl", "--algo", "hd"}, "NCCL picks"},
+      {{"allreduce", "--rank", "0"}, "needs --world"},
+      {{"allreduce", "--rank", "2", "--world", "2", "--store", "h:1"},
+       "needs --world N with N > rank"},
+      {{"allreduce", "--rank", "0", "--world", "2"}, "needs --store"},
+      {{"allreduce", "--world", "2"}, "--world needs --rank"},
+      {{"allreduce", "--ranks", "2", "--rank", "0", "--world", "2", "--store",
+        "h:1"},
+       "use one"},
+      {{"broadcast", "--ranks", "2", "-r", "2"}, "not a rank of 2"},
+      {{"allreduce", "--ranks", "2000"}, "run with -c 0"},
+      {{"allreduce", "--timeout", "-1"}, "--timeout wants a positive"},
+      {{"allreduce", "--ranks", "0"}, "--ranks wants an integer >= 1"},
+  };
+  for (const BadArgs& c : cases) {
+    absl::StatusOr<BenchOptions> o = ParseBenchArgs(c.args);
+    ASSERT_FALSE(o.ok()) << "accepted: " << ::testing::PrintToString(c.args);
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr(c.message))
+        << ::testing::PrintToString(c.args);
+  }
+}
+
+TEST(StripFlagTest, RemovesBothSpellingsAndTheirValues) {
+  EXPECT_THAT(StripFlag({"allreduce", "--ranks", "3", "-n", "2", "--ranks=4",
+                         "--ranksx"},
+                        "--ranks"),
+              ElementsAre("allreduce", "-n", "2", "--ranksx"));
+  EXPECT_THAT(StripFlag({"--ranks"}, "--ranks"), ElementsAre());
+}
+
+TEST(BackendTest, Names) {
+  EXPECT_EQ(*ParseBackend("ring"), Backend::kRing);
+  EXPECT_EQ(*ParseBackend("TCP"), Backend::kRing);
+  EXPECT_EQ(*ParseBackend("nccl"), Backend::kNccl);
+  EXPECT_EQ(BackendName(Backend::kNccl), "nccl");
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace gradsync
