@@ -7,17 +7,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
-namespace {
-
-constexpr size_t kSpinMaxBytes = 64 << 10;
-
-}  // namespace
-
 Connection::Connection(Socket socket, int peer_rank, int spin_polls,
-                       const std::atomic<bool>* aborted)
+                       size_t spin_max_bytes, const std::atomic<bool>* aborted)
     : socket_(std::move(socket)),
       peer_(peer_rank),
       spin_polls_(spin_polls),
+      spin_max_bytes_(spin_max_bytes),
       aborted_(aborted) {
   sender_ = std::thread([this] { SenderLoop(); });
 }
@@ -111,7 +106,7 @@ absl::Status Connection::WaitSent(uint64_t ticket, absl::Time deadline) {
 absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline) {
   // Spinning pays off only for small, latency-bound receives; on large ones
   // it would steal the cores that the peers need to produce the data.
-  const int spins = len <= kSpinMaxBytes ? spin_polls_ : 0;
+  const int spins = len <= spin_max_bytes_ ? spin_polls_ : 0;
   absl::Status s = socket_.RecvAll(data, len, deadline, aborted_, spins);
   if (s.ok()) return s;
   if (absl::IsDeadlineExceeded(s)) {

@@ -29,7 +29,7 @@ class Connection {
  public:
   // `aborted` is the communicator-wide abort flag (must outlive this).
   Connection(Socket socket, int peer_rank, int spin_polls,
-             const std::atomic<bool>* aborted);
+             size_t spin_max_bytes, const std::atomic<bool>* aborted);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -69,6 +69,7 @@ class Connection {
   Socket socket_;
   const int peer_;
   const int spin_polls_;
+  const size_t spin_max_bytes_;
   const std::atomic<bool>* const aborted_;
 
   absl::Mutex mu_;

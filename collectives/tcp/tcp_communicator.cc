@@ -55,8 +55,9 @@ class Core {
     conns_.resize(size);
     for (int p = 0; p < size; ++p) {
       if (p == rank) continue;
-      conns_[p] = std::make_unique<Connection>(std::move(sockets[p]), p,
-                                               options.spin_polls, &aborted_);
+      conns_[p] = std::make_unique<Connection>(
+          std::move(sockets[p]), p, options.spin_polls, options.spin_max_bytes,
+          &aborted_);
     }
     for (auto& c : conns_) peers_.push_back(c.get());
   }

@@ -65,10 +65,11 @@ struct TcpOptions {
   size_t segment_bytes = 1 << 20;
   size_t sub_block_bytes = 256 << 10;
   // Kernel socket buffers (SO_SNDBUF / SO_RCVBUF); 0 keeps the default.
-  int socket_buffer_bytes = 1 << 20;
-  // Non-blocking polls (with sched_yield) before a receive blocks; small
-  // messages then skip a sleep/wake-up.
+  int socket_buffer_bytes = 256 << 10;
+  // Non-blocking polls (with sched_yield) before a receive of at most
+  // spin_max_bytes blocks; small messages then skip a sleep/wake-up.
   int spin_polls = 32;
+  size_t spin_max_bytes = 64 << 10;
 };
 
 // Connects rank `rank` of `size` to its peers through `store` and returns
