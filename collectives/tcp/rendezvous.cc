@@ -15,15 +15,42 @@ constexpr absl::Duration kIoSlice = absl::Milliseconds(100);
 
 std::string AddrKey(int rank) { return absl::StrCat("tcp/addr/", rank); }
 
+// Waits for the rendezvous in slices so that a cancellation is noticed.
+constexpr absl::Duration kCancelSlice = absl::Milliseconds(100);
+
+absl::Status CheckCancelled(const TcpOptions& options, int rank) {
+  if (options.cancelled != nullptr && options.cancelled->load()) {
+    return absl::CancelledError(
+        absl::StrCat("rank ", rank, ": rendezvous cancelled"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GetAddress(Store* store, int peer,
+                                       const TcpOptions& options, int rank,
+                                       absl::Time deadline) {
+  while (true) {
+    RETURN_IF_ERROR(CheckCancelled(options, rank));
+    const absl::Time slice = std::min(deadline, absl::Now() + kCancelSlice);
+    absl::StatusOr<std::string> addr = store->Get(AddrKey(peer), slice);
+    if (addr.ok() || !absl::IsDeadlineExceeded(addr.status()) ||
+        slice >= deadline) {
+      return addr;
+    }
+  }
+}
+
 // Connects to lower rank `peer` and has our handshake accepted.
 absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
                                  const TcpOptions& options,
                                  absl::Time deadline) {
-  ASSIGN_OR_RETURN(std::string addr, store->Get(AddrKey(peer), deadline));
+  ASSIGN_OR_RETURN(std::string addr,
+                   GetAddress(store, peer, options, rank, deadline));
   std::string host;
   int port = 0;
   RETURN_IF_ERROR(SplitHostPort(addr, &host, &port));
-  ASSIGN_OR_RETURN(Socket s, Socket::Connect(host, port, deadline));
+  ASSIGN_OR_RETURN(Socket s,
+                   Socket::Connect(host, port, deadline, options.cancelled));
   RETURN_IF_ERROR(s.Configure(options.socket_buffer_bytes, kIoSlice));
   const Handshake hs = MakeHandshake(options.job_id, rank, peer, size);
   RETURN_IF_ERROR(s.SendAll(&hs, sizeof(hs), deadline, nullptr));
@@ -39,11 +66,8 @@ absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
   return s;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Socket>> ConnectAllPeers(Store* store, int rank,
-                                                    int size,
-                                                    const TcpOptions& options) {
+absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
+    Store* store, int rank, int size, const TcpOptions& options) {
   const absl::Time deadline = absl::Now() + options.connect_timeout;
   std::vector<Socket> sockets(size);
   if (size == 1) return sockets;
@@ -68,7 +92,11 @@ absl::StatusOr<std::vector<Socket>> ConnectAllPeers(Store* store, int rank,
   std::vector<std::string> rejected;
   int pending = size - 1 - rank;
   while (pending > 0) {
-    auto conn = listener.Accept(deadline);
+    RETURN_IF_ERROR(CheckCancelled(options, rank));
+    auto conn = listener.Accept(std::min(deadline, absl::Now() + kCancelSlice));
+    if (absl::IsDeadlineExceeded(conn.status()) && absl::Now() < deadline) {
+      continue;
+    }
     if (!conn.ok()) {
       std::vector<int> missing;
       for (int p = rank + 1; p < size; ++p) {
@@ -109,6 +137,20 @@ absl::StatusOr<std::vector<Socket>> ConnectAllPeers(Store* store, int rank,
     if (!sent.ok()) continue;
     sockets[hs.from_rank] = std::move(s);
     --pending;
+  }
+  return sockets;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Socket>> ConnectAllPeers(Store* store, int rank,
+                                                    int size,
+                                                    const TcpOptions& options) {
+  auto sockets = ConnectAllPeersOnce(store, rank, size, options);
+  // A cancelled rendezvous also breaks the peers' half-open connections;
+  // what they then report is a consequence, the cause is the cancellation.
+  if (!sockets.ok() && !CheckCancelled(options, rank).ok()) {
+    return CheckCancelled(options, rank);
   }
   return sockets;
 }

@@ -101,7 +101,8 @@ absl::StatusOr<Socket> Socket::Listen(const std::string& host, int port) {
 }
 
 absl::StatusOr<Socket> Socket::Connect(const std::string& host, int port,
-                                       absl::Time deadline) {
+                                       absl::Time deadline,
+                                       const std::atomic<bool>* cancelled) {
   auto addr = Resolve(host, port);
   if (!addr.ok()) return addr.status();
   absl::Duration backoff = absl::Milliseconds(5);
@@ -115,6 +116,10 @@ absl::StatusOr<Socket> Socket::Connect(const std::string& host, int port,
     const int err = errno;
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != EINTR) {
       return ErrnoStatus(absl::StrCat("connect ", host, ":", port), err);
+    }
+    if (cancelled != nullptr && cancelled->load()) {
+      return absl::CancelledError(
+          absl::StrCat("connecting to ", host, ":", port, " cancelled"));
     }
     if (absl::Now() + backoff > deadline) {
       return absl::DeadlineExceededError(

@@ -39,9 +39,10 @@ class Socket {
   // A listening socket bound to host:port (port 0 picks a free one).
   static absl::StatusOr<Socket> Listen(const std::string& host, int port);
   // Connects to host:port, retrying refused connections (the peer may not
-  // listen yet) until `deadline`.
-  static absl::StatusOr<Socket> Connect(const std::string& host, int port,
-                                        absl::Time deadline);
+  // listen yet) until `deadline`, or CANCELLED once `*cancelled` is true.
+  static absl::StatusOr<Socket> Connect(
+      const std::string& host, int port, absl::Time deadline,
+      const std::atomic<bool>* cancelled = nullptr);
 
   // Accepts one connection (listening sockets only).
   absl::StatusOr<Socket> Accept(absl::Time deadline);

@@ -23,6 +23,7 @@
 #ifndef GRADSYNC_COLLECTIVES_TCP_TCP_COMMUNICATOR_H_
 #define GRADSYNC_COLLECTIVES_TCP_TCP_COMMUNICATOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -57,6 +58,9 @@ struct TcpOptions {
   // collective.
   absl::Duration connect_timeout = absl::Seconds(60);
   absl::Duration timeout = absl::Seconds(60);
+  // If set, rendezvous gives up with CANCELLED soon after it becomes true
+  // (checked every 100 ms while waiting for peers). Must outlive the call.
+  const std::atomic<bool>* cancelled = nullptr;
   AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
   // kAuto uses halving-doubling for messages up to this many bytes.
   size_t halving_doubling_max_bytes = 2 << 20;

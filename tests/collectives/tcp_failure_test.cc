@@ -59,6 +59,31 @@ TEST(TcpRendezvousTest, MissingRank_DeadlineNamesIt) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("rank(s) 1, 2"));
 }
 
+TEST(TcpRendezvousTest, Cancelled_ReturnsPromptlyWithCancelled) {
+  MemoryStore store;
+  std::atomic<bool> cancelled{false};
+  TcpOptions o = SmallPipelineOptions();
+  o.connect_timeout = absl::Seconds(30);
+  o.cancelled = &cancelled;
+  absl::Status s0, s2;
+  std::thread t0(
+      [&] { s0 = CreateTcpCommunicator(&store, 0, 3, o).status(); });
+  std::thread t2(
+      [&] { s2 = CreateTcpCommunicator(&store, 2, 3, o).status(); });
+  // Both wait for rank 1, which never comes: one accepting, one reading
+  // rank 1's address from the store.
+  ASSERT_TRUE(store.Wait({"tcp/addr/0", "tcp/addr/2"},
+                         absl::Now() + absl::Seconds(10))
+                  .ok());
+  const absl::Time start = absl::Now();
+  cancelled = true;
+  t0.join();
+  t2.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_TRUE(absl::IsCancelled(s0)) << s0;
+  EXPECT_TRUE(absl::IsCancelled(s2)) << s2;
+}
+
 // Connects to rank 0's published port with raw bytes of our choosing.
 absl::StatusOr<Socket> DialRank0(Store& store) {
   auto addr = store.Get("tcp/addr/0", absl::Now() + absl::Seconds(5));

@@ -1,0 +1,45 @@
+// CoordinatorConfig: everything the coordinator's logic reads, passed in by
+// main (from its flags) or by tests. Nothing below server/coordinator reads
+// flags or the environment.
+#ifndef GRADSYNC_SERVER_COORDINATOR_COORDINATOR_CONFIG_H_
+#define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_CONFIG_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace gradsync {
+
+struct CoordinatorConfig {
+  // A worker that has not heartbeated for this long is declared lost and
+  // its jobs fail.
+  absl::Duration lease = absl::Seconds(5);
+  // How often workers are told to heartbeat (RegisterWorkerResponse).
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  // How often the background lease check runs (StartLeaseChecks).
+  absl::Duration lease_check_interval = absl::Milliseconds(250);
+  // How often a blocked call (store get/wait, barrier, long-poll, watch)
+  // looks for its job ending, its caller going away or shutdown.
+  absl::Duration wait_slice = absl::Milliseconds(100);
+  // Ended jobs kept for status and metrics queries; older ones are dropped.
+  int retained_ended_jobs = 100;
+  // The clock of leases and of the times reported in JobStatus and
+  // WorkerInfo. Empty: absl::Now. Tests pass a fake one. Deadlines of
+  // blocking calls are always in real time (absl::Now).
+  std::function<absl::Time()> clock;
+  // Receives one line per notable event (worker registered or lost, job
+  // state changes). Empty: events are not reported. Called with the
+  // service's lock held: it must not call back into the service.
+  std::function<void(absl::string_view)> event_log;
+};
+
+// OK, or INVALID_ARGUMENT naming the first bad field: durations must be
+// positive, heartbeat_interval shorter than lease, retained_ended_jobs >= 0.
+[[nodiscard]] absl::Status ValidateCoordinatorConfig(
+    const CoordinatorConfig& config);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_COORDINATOR_COORDINATOR_CONFIG_H_

@@ -1,0 +1,149 @@
+#include "server/coordinator/coordinator_rpc.h"
+
+#include <utility>
+
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+namespace {
+
+absl::Time CallDeadline(const grpc::ServerContext& context) {
+  return absl::FromChrono(context.deadline());
+}
+
+// Moves the value of `result` into `*response`, or returns its error.
+template <typename T>
+grpc::Status Reply(absl::StatusOr<T> result, T* response) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response = *std::move(result);
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+CoordinatorRpc::CoordinatorRpc(CoordinatorService* service)
+    : service_(service) {}
+
+grpc::Status CoordinatorRpc::RegisterWorker(
+    grpc::ServerContext* context, const RegisterWorkerRequest* request,
+    RegisterWorkerResponse* response) {
+  return Reply(service_->RegisterWorker(*request), response);
+}
+
+grpc::Status CoordinatorRpc::Heartbeat(grpc::ServerContext* context,
+                                       const HeartbeatRequest* request,
+                                       HeartbeatResponse* response) {
+  return Reply(
+      service_->Heartbeat(*request, CallDeadline(*context),
+                          [context] { return context->IsCancelled(); }),
+      response);
+}
+
+grpc::Status CoordinatorRpc::ReportRank(grpc::ServerContext* context,
+                                        const ReportRankRequest* request,
+                                        ReportRankResponse* response) {
+  return ToGrpcStatus(service_->ReportRank(*request));
+}
+
+grpc::Status CoordinatorRpc::ReportMetrics(grpc::ServerContext* context,
+                                           const ReportMetricsRequest* request,
+                                           ReportMetricsResponse* response) {
+  return ToGrpcStatus(service_->ReportMetrics(*request));
+}
+
+grpc::Status CoordinatorRpc::StoreSet(grpc::ServerContext* context,
+                                      const StoreSetRequest* request,
+                                      StoreSetResponse* response) {
+  return ToGrpcStatus(service_->StoreSet(*request));
+}
+
+grpc::Status CoordinatorRpc::StoreGet(grpc::ServerContext* context,
+                                      const StoreGetRequest* request,
+                                      StoreGetResponse* response) {
+  return Reply(service_->StoreGet(*request, CallDeadline(*context),
+                                  [context] { return context->IsCancelled(); }),
+               response);
+}
+
+grpc::Status CoordinatorRpc::StoreAdd(grpc::ServerContext* context,
+                                      const StoreAddRequest* request,
+                                      StoreAddResponse* response) {
+  return Reply(service_->StoreAdd(*request), response);
+}
+
+grpc::Status CoordinatorRpc::StoreWait(grpc::ServerContext* context,
+                                       const StoreWaitRequest* request,
+                                       StoreWaitResponse* response) {
+  return ToGrpcStatus(
+      service_->StoreWait(*request, CallDeadline(*context),
+                          [context] { return context->IsCancelled(); }));
+}
+
+grpc::Status CoordinatorRpc::Barrier(grpc::ServerContext* context,
+                                     const BarrierRequest* request,
+                                     BarrierResponse* response) {
+  return ToGrpcStatus(
+      service_->Barrier(*request, CallDeadline(*context),
+                        [context] { return context->IsCancelled(); }));
+}
+
+grpc::Status CoordinatorRpc::SubmitJob(grpc::ServerContext* context,
+                                       const SubmitJobRequest* request,
+                                       SubmitJobResponse* response) {
+  return Reply(service_->SubmitJob(*request), response);
+}
+
+grpc::Status CoordinatorRpc::GetJob(grpc::ServerContext* context,
+                                    const GetJobRequest* request,
+                                    JobStatus* response) {
+  return Reply(service_->GetJob(*request), response);
+}
+
+grpc::Status CoordinatorRpc::ListJobs(grpc::ServerContext* context,
+                                      const ListJobsRequest* request,
+                                      ListJobsResponse* response) {
+  *response = service_->ListJobs();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorRpc::CancelJob(grpc::ServerContext* context,
+                                       const CancelJobRequest* request,
+                                       JobStatus* response) {
+  return Reply(service_->CancelJob(*request), response);
+}
+
+grpc::Status CoordinatorRpc::WatchJob(grpc::ServerContext* context,
+                                      const WatchJobRequest* request,
+                                      grpc::ServerWriter<JobEvent>* writer) {
+  JobWatchCursor cursor;
+  auto cancelled = [context] { return context->IsCancelled(); };
+  while (!cursor.done) {
+    absl::StatusOr<std::optional<JobEvent>> event = service_->WaitForJobEvent(
+        request->job_id(), &cursor,
+        std::min(CallDeadline(*context), absl::Now() + kWatchPoll), cancelled);
+    if (!event.ok()) return ToGrpcStatus(event.status());
+    if (event->has_value() && !writer->Write(**event)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the watcher went away");
+    }
+    if (context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "the watcher cancelled the stream");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorRpc::GetMetrics(grpc::ServerContext* context,
+                                        const GetMetricsRequest* request,
+                                        GetMetricsResponse* response) {
+  return Reply(service_->GetMetrics(*request), response);
+}
+
+grpc::Status CoordinatorRpc::ListWorkers(grpc::ServerContext* context,
+                                         const ListWorkersRequest* request,
+                                         ListWorkersResponse* response) {
+  *response = service_->ListWorkers();
+  return grpc::Status::OK;
+}
+
+}  // namespace gradsync

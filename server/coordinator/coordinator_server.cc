@@ -1,0 +1,105 @@
+#include "server/coordinator/coordinator_server.h"
+
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace {
+
+// How long Shutdown lets calls in flight finish before gRPC cancels them;
+// waiting calls return within a wait slice once the service shuts down.
+constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
+
+// Idle pollers kept for the next calls (as in server/store/store_server.cc):
+// a thread that picks up a call starts a new poller when fewer than
+// kMinPollers are left, so blocked long-polls and waits never leave the
+// server without a thread to accept the call that releases them.
+constexpr int kMinPollers = 2;
+constexpr int kMaxPollers = 8;
+
+absl::StatusOr<std::string> HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "coordinator listen address '", address,
+        "' is not host:port (for example 127.0.0.1:29400 or 0.0.0.0:29400)"));
+  }
+  return address.substr(0, colon);
+}
+
+}  // namespace
+
+CoordinatorServer::CoordinatorServer(
+    std::string host, std::unique_ptr<CoordinatorService> service)
+    : host_(std::move(host)),
+      service_(std::move(service)),
+      rpc_(service_.get()) {}
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    const std::string& listen_address, CoordinatorConfig config,
+    const CoordinatorServerOptions& options) {
+  ASSIGN_OR_RETURN(std::string host, HostOf(listen_address));
+  if (options.max_threads < kMaxPollers + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "coordinator max_threads is ", options.max_threads,
+        "; it needs at least ", kMaxPollers + 1, " (pollers plus one caller)"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorService> service,
+                   CoordinatorService::Create(std::move(config)));
+  std::unique_ptr<CoordinatorServer> server(
+      new CoordinatorServer(std::move(host), std::move(service)));
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  // Without this, a second coordinator on the same port would share it and
+  // split the workers between them.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::ResourceQuota quota("gradsync-coordinator");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
+                              1);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  builder.RegisterService(&server->rpc_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "coordinator could not listen on ", listen_address,
+        "; is the port already in use (another gradsync-coordinator?), or "
+        "the host not an address of this machine?"));
+  }
+  server->service_->StartLeaseChecks();
+  return server;
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+std::string CoordinatorServer::address() const {
+  return absl::StrCat(host_, ":", port_);
+}
+
+void CoordinatorServer::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  service_->Shutdown();
+  if (server_ == nullptr) return;
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
+  server_->Wait();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,276 @@
+// CoordinatorService: the coordinator's logic — worker registry with
+// leases, the job table and its state machine (job.h), FIFO scheduling onto
+// free devices, rendezvous (a key-value store and barriers scoped to a job
+// and a rendezvous generation) and step metrics. No gRPC in here: the RPC
+// adapter (coordinator_rpc.h) turns each RPC of proto/coordinator.proto
+// into one call below, and tests make the same calls directly.
+//
+//   ASSIGN_OR_RETURN(auto service, CoordinatorService::Create(config));
+//   ASSIGN_OR_RETURN(RegisterWorkerResponse worker,
+//                    service->RegisterWorker(request));
+//   ASSIGN_OR_RETURN(SubmitJobResponse job, service->SubmitJob(submit));
+//   ASSIGN_OR_RETURN(HeartbeatResponse news, service->Heartbeat(beat));
+//   // news.assignments() holds the job's ranks placed on this worker.
+//
+// Rank placement: a job's ranks take free devices of its spec's device kind
+// in (host, worker number, device index) order, so the ranks of one host
+// are neighbours in the ring. The ranks publish their ring endpoints and,
+// on GPUs, rank 0 the NCCL unique id, through the store below.
+//
+// Blocking calls (Heartbeat, StoreGet, StoreWait, Barrier,
+// WaitForJobEvent) wait until their condition holds or their deadline
+// passes. Every config.wait_slice they also check `cancelled` (CANCELLED),
+// shutdown (UNAVAILABLE), and for store calls and barriers whether the job
+// ended (FAILED_PRECONDITION with the job's message), so that a cancelled
+// or failed job releases its ranks within a slice.
+//
+// Threading: thread-safe; every method may be called from any thread.
+// Locking: one mutex `mu_` guards the registry and the job table; the store
+// has its own, taken after mu_ (never the other way round); nothing blocks
+// on the store with mu_ held.
+#ifndef GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
+#define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collectives/memory_store.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_config.h"
+#include "server/coordinator/job.h"
+#include "server/coordinator/worker_registry.h"
+
+namespace gradsync {
+
+// Polled by blocking calls; returning true abandons the wait (CANCELLED).
+using CancelledFn = absl::FunctionRef<bool()>;
+inline bool NeverCancelled() { return false; }
+
+// Where a watcher of one job is: what it has already been sent.
+struct JobWatchCursor {
+  int64_t version = 0;       // the job version of the last event sent
+  int64_t metrics_sent = 0;  // how many of the job's step metrics were sent
+  bool done = false;         // the job ended and everything was sent
+};
+
+class CoordinatorService {
+ public:
+  // Most step metrics in one JobEvent (keeps messages far below gRPC's
+  // 4 MiB); the rest follow in the next events.
+  static constexpr int kMaxStepsPerEvent = 4096;
+
+  // INVALID_ARGUMENT for a bad config (ValidateCoordinatorConfig).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<CoordinatorService>>
+  Create(CoordinatorConfig config);
+
+  CoordinatorService(const CoordinatorService&) = delete;
+  CoordinatorService& operator=(const CoordinatorService&) = delete;
+  // Shutdown(), then frees the state.
+  ~CoordinatorService();
+
+  // ---- worker daemons ----
+
+  // Adds a worker with a fresh id "w-<n>" and starts its lease; its devices
+  // are offered to pending jobs at once.
+  // INVALID_ARGUMENT: empty host or address, no devices, a device kind that
+  // is not "cpu"/"cuda", a negative or repeated device (nothing added).
+  [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
+      const RegisterWorkerRequest& request);
+
+  // Renews the worker's lease and returns its news: new assignments and
+  // jobs to cancel. Returns at once when there is news, otherwise when some
+  // arrives, after min(wait_ms, lease / 2), or at `deadline`, whichever is
+  // first (then with no news); the lease is renewed again on return.
+  // NOT_FOUND: unknown worker, or one declared lost (register again).
+  // CANCELLED: `cancelled` returned true (the news stays for the next
+  // heartbeat). UNAVAILABLE: shutting down.
+  [[nodiscard]] absl::StatusOr<HeartbeatResponse> Heartbeat(
+      const HeartbeatRequest& request,
+      absl::Time deadline = absl::InfiniteFuture(),
+      CancelledFn cancelled = NeverCancelled);
+
+  // A rank's lifecycle. READY from every rank: RENDEZVOUS → RUNNING.
+  // SUCCEEDED from every rank: → SUCCEEDED, devices freed (rank 0's
+  // test_accuracy/test_loss become the job's). FAILED from any rank: →
+  // FAILED with "rank R failed at step S during <operation>: <message>",
+  // the job's other workers are told to cancel, devices freed.
+  // INVALID_ARGUMENT: state UNSPECIFIED or negative step. NOT_FOUND: unknown
+  // job. PERMISSION_DENIED: the rank is not in the job or not on this
+  // worker. FAILED_PRECONDITION: the job already ended. Errors change
+  // nothing.
+  [[nodiscard]] absl::Status ReportRank(const ReportRankRequest& request);
+
+  // Appends step metrics (all or none).
+  // INVALID_ARGUMENT: a negative step. NOT_FOUND: unknown job.
+  // PERMISSION_DENIED: a rank not in the job or not on this worker.
+  // FAILED_PRECONDITION: the job is not RENDEZVOUS or RUNNING.
+  [[nodiscard]] absl::Status ReportMetrics(const ReportMetricsRequest& request);
+
+  // ---- rendezvous: keys live under "job/<id>/gen/<g>/" ----
+  // Common errors of the store calls and Barrier (checked in this order):
+  // INVALID_ARGUMENT: empty key or barrier name. NOT_FOUND: unknown job.
+  // PERMISSION_DENIED: the scope's worker hosts no rank of the job.
+  // FAILED_PRECONDITION: the job is not RENDEZVOUS or RUNNING (also when it
+  // ends while the call waits; the message says why it ended), or the
+  // scope's generation is not the job's.
+
+  [[nodiscard]] absl::Status StoreSet(const StoreSetRequest& request);
+
+  // Waits for the key until timeout_ms from now or `deadline`.
+  // DEADLINE_EXCEEDED naming the key; CANCELLED; UNAVAILABLE.
+  [[nodiscard]] absl::StatusOr<StoreGetResponse> StoreGet(
+      const StoreGetRequest& request,
+      absl::Time deadline = absl::InfiniteFuture(),
+      CancelledFn cancelled = NeverCancelled);
+
+  // FAILED_PRECONDITION also when the key holds a non-integer.
+  [[nodiscard]] absl::StatusOr<StoreAddResponse> StoreAdd(
+      const StoreAddRequest& request);
+
+  // DEADLINE_EXCEEDED naming the keys still missing; CANCELLED; UNAVAILABLE.
+  [[nodiscard]] absl::Status StoreWait(
+      const StoreWaitRequest& request,
+      absl::Time deadline = absl::InfiniteFuture(),
+      CancelledFn cancelled = NeverCancelled);
+
+  // Returns once every rank of the job has arrived at the barrier `name`
+  // (names can be reused: each completion starts a new round).
+  // PERMISSION_DENIED also when the rank is not on the scope's worker.
+  // DEADLINE_EXCEEDED naming the missing ranks and their workers (this
+  // rank's arrival is withdrawn); CANCELLED; UNAVAILABLE.
+  [[nodiscard]] absl::Status Barrier(
+      const BarrierRequest& request,
+      absl::Time deadline = absl::InfiniteFuture(),
+      CancelledFn cancelled = NeverCancelled);
+
+  // ---- users (the CLI) ----
+
+  // Validates the spec (ValidateJobSpec), adds the job as PENDING and
+  // schedules it (FIFO) if enough devices are free.
+  // INVALID_ARGUMENT: bad spec. RESOURCE_EXHAUSTED: more ranks than devices
+  // of the spec's kind on live workers. Errors add no job.
+  [[nodiscard]] absl::StatusOr<SubmitJobResponse> SubmitJob(
+      const SubmitJobRequest& request);
+
+  // NOT_FOUND: unknown job.
+  [[nodiscard]] absl::StatusOr<JobStatus> GetJob(
+      const GetJobRequest& request) const;
+
+  // Every job still kept, oldest first.
+  ListJobsResponse ListJobs() const;
+
+  // → CANCELLED; the job's workers are told to stop its ranks and its
+  // devices are freed. NOT_FOUND: unknown job. FAILED_PRECONDITION: the job
+  // already ended (nothing changed).
+  [[nodiscard]] absl::StatusOr<JobStatus> CancelJob(
+      const CancelJobRequest& request);
+
+  // For WatchJob: the job's status and the step metrics not sent yet, once
+  // the job has changed since `cursor` (at once for a fresh cursor), or
+  // nullopt when nothing changed by `deadline`. Advances `cursor`; sets
+  // cursor->done on the event that reports the end of the job with the
+  // last metrics, and returns nullopt at once after that.
+  // NOT_FOUND: unknown job (or dropped while watched). CANCELLED;
+  // UNAVAILABLE.
+  [[nodiscard]] absl::StatusOr<std::optional<JobEvent>> WaitForJobEvent(
+      absl::string_view job_id, JobWatchCursor* cursor, absl::Time deadline,
+      CancelledFn cancelled = NeverCancelled);
+
+  // Every step metric reported for the job, in arrival order (about 100
+  // bytes each: a long job's answer can pass gRPC's default 4 MiB receive
+  // limit, so clients raise theirs or follow WatchJob, which splits them).
+  // NOT_FOUND: unknown job.
+  [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
+      const GetMetricsRequest& request) const;
+
+  // Every worker, live and lost, in registration order.
+  ListWorkersResponse ListWorkers() const;
+
+  // ---- leases and lifecycle ----
+
+  // Declares lost every live worker whose last heartbeat is more than the
+  // lease before `now`: each job with ranks on it fails with "worker w-2 on
+  // host H (ranks 2, 3) lost: no heartbeat for 5.0 s; last step reported
+  // 37; ...", and the job's other workers are told to cancel. Returns the
+  // ids of the workers declared lost.
+  std::vector<std::string> CheckLeases(absl::Time now);
+
+  // Starts a thread that calls CheckLeases(clock()) every
+  // lease_check_interval until Shutdown. Later calls do nothing.
+  void StartLeaseChecks();
+
+  // Stops the lease thread and makes every blocked and later blocking call
+  // return UNAVAILABLE within a wait slice. Idempotent.
+  void Shutdown();
+
+  // The store behind the rendezvous calls (for tests and diagnostics).
+  MemoryStore* store() { return &store_; }
+
+ private:
+  explicit CoordinatorService(CoordinatorConfig config);
+
+  absl::Time Now() const { return config_.clock(); }
+
+  // Waits on mu_ until `ready()`, `deadline`, `cancelled()` or shutdown.
+  // OK when ready; DEADLINE_EXCEEDED (generic message; callers say what
+  // was missing), CANCELLED or UNAVAILABLE otherwise.
+  absl::Status AwaitLocked(absl::FunctionRef<bool()> ready, absl::Time deadline,
+                           CancelledFn cancelled)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // NOT_FOUND naming `job_id` when unknown.
+  absl::StatusOr<Job*> FindJobLocked(absl::string_view job_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The job of a store call or barrier, after the common checks listed
+  // above the store methods.
+  absl::StatusOr<Job*> CheckScopeLocked(const StoreScope& scope) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Moves `job` to the final state `state` with `message`; frees its
+  // devices, erases its store keys and barriers, queues cancellations
+  // (unless it succeeded) to its live workers, retires it and schedules
+  // pending jobs. Returns its final status. `job` must not be used after
+  // the call: retiring may have dropped it.
+  JobStatus EndJobLocked(Job& job, JobState state, const std::string& message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Places pending jobs, oldest first, while the oldest fits.
+  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  void LogLocked(absl::string_view line) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  void LeaseCheckLoop();
+
+  const CoordinatorConfig config_;
+  MemoryStore store_;
+
+  mutable absl::Mutex mu_;
+  WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
+  JobTable jobs_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Start and stop of the lease thread, apart from mu_ so that Shutdown can
+  // join it without holding mu_.
+  absl::Mutex thread_mu_;
+  std::thread lease_thread_ ABSL_GUARDED_BY(thread_mu_);
+};
+
+// The store key prefix of `job_id`'s generation `generation`:
+// "job/<id>/gen/<g>/".
+std::string JobStorePrefix(absl::string_view job_id, int64_t generation);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_

@@ -1,0 +1,232 @@
+#include "server/coordinator/job.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync {
+namespace {
+
+constexpr absl::string_view kJobIdPrefix = "job-";
+
+}  // namespace
+
+bool IsFinal(JobState state) {
+  return state == JOB_STATE_SUCCEEDED || state == JOB_STATE_FAILED ||
+         state == JOB_STATE_CANCELLED;
+}
+
+absl::string_view JobStateName(JobState state) {
+  switch (state) {
+    case JOB_STATE_PENDING:
+      return "PENDING";
+    case JOB_STATE_RENDEZVOUS:
+      return "RENDEZVOUS";
+    case JOB_STATE_RUNNING:
+      return "RUNNING";
+    case JOB_STATE_SUCCEEDED:
+      return "SUCCEEDED";
+    case JOB_STATE_FAILED:
+      return "FAILED";
+    case JOB_STATE_CANCELLED:
+      return "CANCELLED";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+absl::Status CheckTransition(JobState from, JobState to) {
+  bool allowed = false;
+  switch (from) {
+    case JOB_STATE_PENDING:
+      allowed = to == JOB_STATE_RENDEZVOUS || to == JOB_STATE_CANCELLED;
+      break;
+    case JOB_STATE_RENDEZVOUS:
+      allowed = to == JOB_STATE_RUNNING || to == JOB_STATE_FAILED ||
+                to == JOB_STATE_CANCELLED;
+      break;
+    case JOB_STATE_RUNNING:
+      allowed = to == JOB_STATE_SUCCEEDED || to == JOB_STATE_FAILED ||
+                to == JOB_STATE_CANCELLED;
+      break;
+    default:
+      break;
+  }
+  if (allowed) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "a job cannot go from ", JobStateName(from), " to ", JobStateName(to)));
+}
+
+Job::Job(std::string id, JobSpec spec, absl::Time submit_time)
+    : id_(std::move(id)), spec_(std::move(spec)), submit_time_(submit_time) {}
+
+absl::Status Job::TransitionTo(JobState to, std::string message,
+                               absl::Time now) {
+  if (absl::Status status = CheckTransition(state_, to); !status.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id_, ": ", status.message()));
+  }
+  state_ = to;
+  message_ = std::move(message);
+  if (to == JOB_STATE_RUNNING) start_time_ = now;
+  if (IsFinal(to)) end_time_ = now;
+  ++version_;
+  return absl::OkStatus();
+}
+
+absl::Status Job::Place(std::vector<DeviceSlot> slots, absl::Time now) {
+  if (absl::Status status =
+          TransitionTo(JOB_STATE_RENDEZVOUS, std::string(), now);
+      !status.ok()) {
+    return status;
+  }
+  ranks_.clear();
+  ranks_.reserve(slots.size());
+  for (DeviceSlot& slot : slots) {
+    RankRecord rank;
+    rank.slot = std::move(slot);
+    ranks_.push_back(std::move(rank));
+  }
+  generation_ = 1;
+  return absl::OkStatus();
+}
+
+void Job::SetMessage(std::string message) {
+  if (message == message_) return;
+  message_ = std::move(message);
+  ++version_;
+}
+
+bool Job::HostsRank(absl::string_view worker_id, int rank) const {
+  return rank >= 0 && rank < world_size() &&
+         ranks_[rank].slot.worker_id == worker_id;
+}
+
+std::vector<int> Job::RanksOn(absl::string_view worker_id) const {
+  std::vector<int> ranks;
+  for (int r = 0; r < world_size(); ++r) {
+    if (ranks_[r].slot.worker_id == worker_id) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+std::vector<std::string> Job::WorkerIds() const {
+  std::vector<std::string> ids;
+  for (const RankRecord& rank : ranks_) {
+    if (std::find(ids.begin(), ids.end(), rank.slot.worker_id) == ids.end()) {
+      ids.push_back(rank.slot.worker_id);
+    }
+  }
+  return ids;
+}
+
+void Job::AddMetrics(
+    const google::protobuf::RepeatedPtrField<StepMetrics>& steps) {
+  for (const StepMetrics& step : steps) {
+    RankRecord& rank = ranks_[step.rank()];
+    rank.last_step = std::max(rank.last_step, step.step());
+    metrics_.push_back(step);
+  }
+  ++version_;
+}
+
+int64_t Job::MinStep() const {
+  if (ranks_.empty()) return 0;
+  int64_t min_step = ranks_[0].last_step;
+  for (const RankRecord& rank : ranks_) {
+    min_step = std::min(min_step, rank.last_step);
+  }
+  return std::max<int64_t>(min_step, 0);
+}
+
+void Job::SetResult(double test_accuracy, double test_loss) {
+  test_accuracy_ = test_accuracy;
+  test_loss_ = test_loss;
+  ++version_;
+}
+
+JobStatus Job::Status() const {
+  JobStatus status;
+  status.set_job_id(id_);
+  *status.mutable_spec() = spec_;
+  status.set_state(state_);
+  status.set_message(message_);
+  for (int r = 0; r < world_size(); ++r) {
+    RankPlacement* placement = status.add_ranks();
+    placement->set_rank(r);
+    placement->set_worker_id(ranks_[r].slot.worker_id);
+    placement->set_host(ranks_[r].slot.host);
+    *placement->mutable_device() = ranks_[r].slot.device;
+  }
+  status.set_step(MinStep());
+  status.set_submit_time(UnixTimeSeconds(submit_time_));
+  if (start_time_ != absl::UnixEpoch()) {
+    status.set_start_time(UnixTimeSeconds(start_time_));
+  }
+  if (end_time_ != absl::UnixEpoch()) {
+    status.set_end_time(UnixTimeSeconds(end_time_));
+  }
+  status.set_test_accuracy(test_accuracy_);
+  status.set_test_loss(test_loss_);
+  return status;
+}
+
+Job* JobTable::Create(JobSpec spec, absl::Time now) {
+  const int64_t number = next_number_++;
+  std::string id = absl::StrCat(kJobIdPrefix, number);
+  auto job = std::make_unique<Job>(id, std::move(spec), now);
+  Job* raw = job.get();
+  jobs_[number] = std::move(job);
+  numbers_[id] = number;
+  pending_.push_back(std::move(id));
+  return raw;
+}
+
+Job* JobTable::Find(absl::string_view id) {
+  auto it = numbers_.find(id);
+  if (it == numbers_.end()) return nullptr;
+  return jobs_.at(it->second).get();
+}
+
+const Job* JobTable::Find(absl::string_view id) const {
+  return const_cast<JobTable*>(this)->Find(id);
+}
+
+void JobTable::RemovePending(absl::string_view id) {
+  pending_.erase(std::remove(pending_.begin(), pending_.end(), id),
+                 pending_.end());
+}
+
+std::vector<const Job*> JobTable::All() const {
+  std::vector<const Job*> all;
+  all.reserve(jobs_.size());
+  for (const auto& [number, job] : jobs_) all.push_back(job.get());
+  return all;
+}
+
+std::vector<Job*> JobTable::AllMutable() {
+  std::vector<Job*> all;
+  all.reserve(jobs_.size());
+  for (auto& [number, job] : jobs_) all.push_back(job.get());
+  return all;
+}
+
+std::vector<std::string> JobTable::Retire(absl::string_view id) {
+  RemovePending(id);
+  ended_.emplace_back(id);
+  std::vector<std::string> dropped;
+  while (static_cast<int>(ended_.size()) > retained_ended_jobs_) {
+    std::string old = std::move(ended_.front());
+    ended_.pop_front();
+    auto it = numbers_.find(old);
+    if (it != numbers_.end()) {
+      jobs_.erase(it->second);
+      numbers_.erase(it);
+    }
+    dropped.push_back(std::move(old));
+  }
+  return dropped;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,190 @@
+// Job and JobTable: the coordinator's record of each submitted training job:
+// its spec, state, rank placement, per-rank progress, barriers and step
+// metrics.
+//
+// Job states (JobState in proto/coordinator.proto):
+//
+//   SubmitJob
+//       │
+//       ▼
+//    PENDING ──────────────────────────────────────────────┐
+//       │ enough free devices (FIFO order)                 │
+//       ▼                                                  │
+//   RENDEZVOUS ─────────────────────────┐                  │ CancelJob
+//       │ every rank reported READY     │ a rank reported  │ (from any
+//       ▼                               │ FAILED, or a     │ state that
+//    RUNNING ───────────────────────────┤ worker hosting   │ is not final)
+//       │ every rank reported SUCCEEDED │ a rank was lost  │
+//       ▼                               ▼                  ▼
+//   SUCCEEDED                         FAILED           CANCELLED
+//
+// SUCCEEDED, FAILED and CANCELLED are final: the job's devices are free
+// again, its store keys are erased, and it stays in the table (read-only)
+// until JobTable::Retire drops it for newer ended jobs.
+//
+// A job keeps every step metric its ranks report (about 100 bytes per rank
+// and step) for as long as it is in the table.
+//
+// Every change that a watcher could see (state, message, placement, rank
+// progress, metrics) bumps version(), so that WatchJob can wait for news.
+//
+// Not thread-safe: CoordinatorService owns the table and guards it with its
+// mutex.
+#ifndef GRADSYNC_SERVER_COORDINATOR_JOB_H_
+#define GRADSYNC_SERVER_COORDINATOR_JOB_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/worker_registry.h"
+
+namespace gradsync {
+
+// True for SUCCEEDED, FAILED and CANCELLED.
+bool IsFinal(JobState state);
+
+// "PENDING", "RUNNING", ... (the enum name without its prefix).
+absl::string_view JobStateName(JobState state);
+
+// OK when the diagram above has an edge `from` → `to`; FAILED_PRECONDITION
+// naming both otherwise.
+absl::Status CheckTransition(JobState from, JobState to);
+
+// Progress of one rank.
+struct RankRecord {
+  DeviceSlot slot;
+  bool ready = false;
+  bool succeeded = false;
+  int64_t last_step = -1;  // highest step in its metrics or reports; -1: none
+};
+
+// A named barrier of one rendezvous generation. Ranks arrive in rounds: the
+// round completes when every rank has arrived, which lets a name be reused.
+struct BarrierRecord {
+  int64_t round = 0;
+  absl::flat_hash_set<int> arrived;  // ranks in the current round
+};
+
+class Job {
+ public:
+  Job(std::string id, JobSpec spec, absl::Time submit_time);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  const std::string& id() const { return id_; }
+  const JobSpec& spec() const { return spec_; }
+  JobState state() const { return state_; }
+  const std::string& message() const { return message_; }
+  int64_t generation() const { return generation_; }
+  int64_t version() const { return version_; }
+  int world_size() const { return static_cast<int>(ranks_.size()); }
+  const std::vector<RankRecord>& ranks() const { return ranks_; }
+  std::vector<RankRecord>& mutable_ranks() { return ranks_; }
+  const std::vector<StepMetrics>& metrics() const { return metrics_; }
+
+  // Moves to `to` along an edge of the diagram (FAILED_PRECONDITION
+  // otherwise, nothing changed), sets the message, and stamps the start
+  // (RUNNING) or end (final states) time with `now`.
+  [[nodiscard]] absl::Status TransitionTo(JobState to, std::string message,
+                                          absl::Time now);
+
+  // PENDING → RENDEZVOUS with rank i on slots[i]; starts generation 1.
+  [[nodiscard]] absl::Status Place(std::vector<DeviceSlot> slots,
+                                   absl::Time now);
+
+  // Replaces the message (e.g. why a pending job waits); bumps the version
+  // only when it changed.
+  void SetMessage(std::string message);
+
+  // Records news in rank state or progress made through mutable_ranks().
+  void Touch() { ++version_; }
+
+  // True when `rank` is in the job and placed on `worker_id`.
+  bool HostsRank(absl::string_view worker_id, int rank) const;
+  // Ranks placed on `worker_id`, ascending.
+  std::vector<int> RanksOn(absl::string_view worker_id) const;
+  // Workers hosting ranks, in rank order, without repeats.
+  std::vector<std::string> WorkerIds() const;
+
+  // Appends step metrics (ranks already checked by the caller) and raises
+  // each rank's last step.
+  void AddMetrics(const google::protobuf::RepeatedPtrField<StepMetrics>& steps);
+
+  // Lowest last step over the ranks (0 while some rank has none).
+  int64_t MinStep() const;
+
+  // Barriers of the current generation, by name.
+  BarrierRecord& Barrier(absl::string_view name) { return barriers_[name]; }
+  void ClearBarriers() { barriers_.clear(); }
+
+  // Final accuracy and loss (from rank 0's SUCCEEDED report).
+  void SetResult(double test_accuracy, double test_loss);
+
+  // The public view.
+  JobStatus Status() const;
+
+ private:
+  const std::string id_;
+  const JobSpec spec_;
+  JobState state_ = JOB_STATE_PENDING;
+  std::string message_;
+  int64_t generation_ = 0;  // 0 until placed
+  int64_t version_ = 1;
+  absl::Time submit_time_;
+  absl::Time start_time_ = absl::UnixEpoch();
+  absl::Time end_time_ = absl::UnixEpoch();
+  double test_accuracy_ = 0;
+  double test_loss_ = 0;
+  std::vector<RankRecord> ranks_;
+  std::vector<StepMetrics> metrics_;
+  absl::flat_hash_map<std::string, BarrierRecord> barriers_;
+};
+
+class JobTable {
+ public:
+  explicit JobTable(int retained_ended_jobs)
+      : retained_ended_jobs_(retained_ended_jobs) {}
+  JobTable(const JobTable&) = delete;
+  JobTable& operator=(const JobTable&) = delete;
+
+  // Adds a PENDING job "job-<n>" (n from 1) at the back of the FIFO queue.
+  Job* Create(JobSpec spec, absl::Time now);
+
+  // The job with `id`; null when unknown (or retired).
+  Job* Find(absl::string_view id);
+  const Job* Find(absl::string_view id) const;
+
+  // Jobs waiting for devices, oldest first.
+  const std::deque<std::string>& pending() const { return pending_; }
+  void RemovePending(absl::string_view id);
+
+  // Every job, in submission order.
+  std::vector<const Job*> All() const;
+  std::vector<Job*> AllMutable();
+
+  // Records that `id` ended, and drops the oldest ended jobs beyond the
+  // retention limit. Returns the ids dropped.
+  std::vector<std::string> Retire(absl::string_view id);
+
+ private:
+  const int retained_ended_jobs_;
+  int64_t next_number_ = 1;
+  std::map<int64_t, std::unique_ptr<Job>> jobs_;  // by number
+  absl::flat_hash_map<std::string, int64_t> numbers_;
+  std::deque<std::string> pending_;
+  std::deque<std::string> ended_;  // oldest first
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_COORDINATOR_JOB_H_

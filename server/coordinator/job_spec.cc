@@ -1,0 +1,211 @@
+#include "server/coordinator/job_spec.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/optimizer.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("job spec field ", field, " ", problem));
+}
+
+absl::Status ValidateModel(const JobSpec& spec) {
+  const ModelSpec& model = spec.model();
+  if (model.kind() == "mlp") {
+    if (model.layer_sizes_size() < 2) {
+      return Invalid("model.layerSizes",
+                     absl::StrCat("has ", model.layer_sizes_size(),
+                                  " entries; an mlp needs at least 2 (input "
+                                  "width first, classes last), e.g. "
+                                  "[784, 256, 10]"));
+    }
+    int64_t parameters = 0;
+    for (int i = 0; i < model.layer_sizes_size(); ++i) {
+      const int64_t width = model.layer_sizes(i);
+      if (width <= 0 || width > kMaxLayerWidth) {
+        return Invalid(absl::StrCat("model.layerSizes[", i, "]"),
+                       absl::StrCat("is ", width, "; widths must be in 1..",
+                                    kMaxLayerWidth));
+      }
+      if (i > 0) parameters += (model.layer_sizes(i - 1) + 1) * width;
+      if (parameters > kMaxModelParameters) {
+        return Invalid(
+            "model.layerSizes",
+            absl::StrCat("[", absl::StrJoin(model.layer_sizes(), ", "),
+                         "] gives more than ", kMaxModelParameters,
+                         " parameters; use narrower layers"));
+      }
+    }
+    if (spec.dataset().name() == "fashion-mnist" &&
+        (model.layer_sizes(0) != kFashionMnistFeatures ||
+         model.layer_sizes(model.layer_sizes_size() - 1) !=
+             kFashionMnistClasses)) {
+      return Invalid(
+          "model.layerSizes",
+          absl::StrCat("is [", absl::StrJoin(model.layer_sizes(), ", "),
+                       "]; fashion-mnist needs ", kFashionMnistFeatures,
+                       " inputs first and ", kFashionMnistClasses,
+                       " classes last"));
+    }
+    return absl::OkStatus();
+  }
+  if (model.kind() == "synthetic") {
+    if (model.synthetic_floats() <= 0 ||
+        model.synthetic_floats() > kMaxModelParameters) {
+      return Invalid("model.syntheticFloats",
+                     absl::StrCat("is ", model.synthetic_floats(),
+                                  "; it must be in 1..", kMaxModelParameters));
+    }
+    if (!(model.synthetic_compute_ms() >= 0) ||
+        !std::isfinite(model.synthetic_compute_ms())) {
+      return Invalid("model.syntheticComputeMs",
+                     absl::StrCat("is ", model.synthetic_compute_ms(),
+                                  "; it must be a finite number >= 0"));
+    }
+    return absl::OkStatus();
+  }
+  return Invalid("model.kind", absl::StrCat("is '", model.kind(),
+                                            "'; use \"mlp\" or \"synthetic\""));
+}
+
+absl::Status ValidateOptimizer(OptimizerSpec* optimizer) {
+  const std::string& name = optimizer->name();
+  if (name != "sgd" && name != "momentum" && name != "adam" &&
+      name != "adamw") {
+    return Invalid("optimizer.name",
+                   absl::StrCat("is '", name,
+                                "'; use \"sgd\", \"momentum\", \"adam\" or "
+                                "\"adamw\""));
+  }
+  if (!(optimizer->learning_rate() > 0) ||
+      !std::isfinite(optimizer->learning_rate())) {
+    return Invalid("optimizer.learningRate",
+                   absl::StrCat("is ", optimizer->learning_rate(),
+                                "; it must be a finite number > 0"));
+  }
+  if (name == "momentum" && optimizer->momentum() == 0) {
+    optimizer->set_momentum(kDefaultMomentum);
+  }
+  if (name == "adam" || name == "adamw") {
+    if (optimizer->beta1() == 0) optimizer->set_beta1(kDefaultAdamBeta1);
+    if (optimizer->beta2() == 0) optimizer->set_beta2(kDefaultAdamBeta2);
+    if (optimizer->epsilon() == 0) optimizer->set_epsilon(kDefaultAdamEpsilon);
+  }
+  // The ranges are those of the optimizer the ranks will build.
+  ASSIGN_OR_RETURN(OptimizerKind kind, ParseOptimizerKind(name));
+  OptimizerConfig config;
+  config.kind = kind;
+  config.lr = optimizer->learning_rate();
+  config.weight_decay = optimizer->weight_decay();
+  config.nesterov = optimizer->nesterov();
+  if (kind == OptimizerKind::kMomentum) config.momentum = optimizer->momentum();
+  if (kind == OptimizerKind::kAdam || kind == OptimizerKind::kAdamW) {
+    config.beta1 = optimizer->beta1();
+    config.beta2 = optimizer->beta2();
+    config.eps = optimizer->epsilon();
+  }
+  absl::Status status = ValidateOptimizerConfig(config);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec field optimizer: ", status.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NonNegative(absl::string_view field, int64_t value) {
+  if (value >= 0) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("is ", value, "; it must be >= 0"));
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
+  JobSpec out = spec;
+  if (spec.dataset().name() != "fashion-mnist" &&
+      spec.dataset().name() != "synthetic") {
+    return Invalid("dataset.name",
+                   absl::StrCat("is '", spec.dataset().name(),
+                                "'; use \"fashion-mnist\" or \"synthetic\""));
+  }
+  RETURN_IF_ERROR(ValidateModel(spec));
+  if (spec.num_workers() < 1 || spec.num_workers() > kMaxNumWorkers) {
+    return Invalid(
+        "numWorkers",
+        absl::StrCat("is ", spec.num_workers(), "; it must be in 1..",
+                     kMaxNumWorkers, " (one rank per device)"));
+  }
+  RETURN_IF_ERROR(
+      NonNegative("gradAccumulationSteps", spec.grad_accumulation_steps()));
+  if (out.grad_accumulation_steps() == 0) out.set_grad_accumulation_steps(1);
+  const int64_t min_batch =
+      int64_t{spec.num_workers()} * out.grad_accumulation_steps();
+  if (spec.batch_size() < min_batch) {
+    return Invalid(
+        "batchSize",
+        absl::StrCat("is ", spec.batch_size(),
+                     "; it is the global batch, "
+                     "split over numWorkers (",
+                     spec.num_workers(), ") and gradAccumulationSteps (",
+                     out.grad_accumulation_steps(),
+                     "), so it must be >= ", min_batch));
+  }
+  RETURN_IF_ERROR(NonNegative("steps", spec.steps()));
+  if (!(spec.epochs() >= 0) || !std::isfinite(spec.epochs())) {
+    return Invalid("epochs", absl::StrCat("is ", spec.epochs(),
+                                          "; it must be a finite number >= 0"));
+  }
+  if (spec.steps() == 0 && spec.epochs() == 0) {
+    return Invalid("steps", "and epochs are both 0; set steps (or epochs) > 0");
+  }
+  RETURN_IF_ERROR(ValidateOptimizer(out.mutable_optimizer()));
+  switch (spec.mode()) {
+    case SYNC_MODE_UNSPECIFIED:
+      out.set_mode(SYNC_MODE_RING);
+      break;
+    case SYNC_MODE_RING:
+    case SYNC_MODE_PS:
+      break;
+    default:
+      return Invalid("mode", absl::StrCat("is ", static_cast<int>(spec.mode()),
+                                          "; use SYNC_MODE_RING or "
+                                          "SYNC_MODE_PS"));
+  }
+  if (out.device().empty()) out.set_device(std::string(kDefaultDevice));
+  if (out.device() != "cpu" && out.device() != "cuda") {
+    return Invalid("device", absl::StrCat("is '", out.device(),
+                                          "'; use \"cpu\" or \"cuda\""));
+  }
+  RETURN_IF_ERROR(NonNegative("bucketBytes", spec.bucket_bytes()));
+  if (out.bucket_bytes() == 0) out.set_bucket_bytes(kDefaultBucketBytes);
+  RETURN_IF_ERROR(NonNegative("blasThreads", spec.blas_threads()));
+  if (out.blas_threads() == 0) out.set_blas_threads(1);
+  RETURN_IF_ERROR(NonNegative("evalEverySteps", spec.eval_every_steps()));
+  RETURN_IF_ERROR(
+      NonNegative("checkpoint.everySteps", spec.checkpoint().every_steps()));
+  return out;
+}
+
+absl::StatusOr<JobSpec> ParseJobSpecJson(absl::string_view json) {
+  JobSpec spec;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job spec JSON could not be parsed: ", std::string(status.message()),
+        "; see proto/job.proto for the fields (camelCase)"));
+  }
+  return spec;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,66 @@
+// JobSpec checks and defaults: what the coordinator accepts as a training
+// job (proto/job.proto), and the JSON form users write specs in.
+//
+//   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecJson(file_contents));
+//   ASSIGN_OR_RETURN(JobSpec full, ValidateJobSpec(spec));  // defaults in
+//
+// Error messages name fields by their JSON names ("numWorkers"), since that
+// is what users write, and say which values are allowed.
+//
+// Pure functions; thread-safe.
+#ifndef GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
+#define GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/job.pb.h"
+
+namespace gradsync {
+
+// Defaults filled in for fields left at 0 or empty.
+inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;  // DDP's
+inline constexpr absl::string_view kDefaultDevice = "cpu";
+inline constexpr double kDefaultMomentum = 0.9;
+inline constexpr double kDefaultAdamBeta1 = 0.9;
+inline constexpr double kDefaultAdamBeta2 = 0.999;
+inline constexpr double kDefaultAdamEpsilon = 1e-8;
+
+// Bounds that catch typos before a worker tries to allocate the model.
+inline constexpr int64_t kMaxLayerWidth = int64_t{1} << 20;
+inline constexpr int64_t kMaxModelParameters = int64_t{1} << 30;
+inline constexpr int32_t kMaxNumWorkers = 4096;
+
+// Fashion-MNIST: 28x28 grey images in 10 classes.
+inline constexpr int64_t kFashionMnistFeatures = 784;
+inline constexpr int64_t kFashionMnistClasses = 10;
+
+// Returns `spec` with defaults filled in (mode RING when unspecified,
+// bucketBytes 25 MiB, gradAccumulationSteps 1, blasThreads 1, device "cpu",
+// momentum 0.9, Adam betas 0.9/0.999 and epsilon 1e-8), or
+// INVALID_ARGUMENT naming the first bad field:
+//   model.kind          "mlp" (layerSizes: >= 2 positive widths; for
+//                       fashion-mnist 784 first and 10 last) or "synthetic"
+//                       (syntheticFloats > 0, syntheticComputeMs >= 0)
+//   dataset.name        "fashion-mnist" or "synthetic"
+//   numWorkers          1 .. 4096
+//   batchSize           >= numWorkers * gradAccumulationSteps
+//   steps, epochs       >= 0, and one of them > 0
+//   optimizer           "sgd", "momentum", "adam" or "adamw", learningRate
+//                       > 0, hyper-parameters in their ranges
+//   mode                RING or PS
+//   device              "cpu" or "cuda"
+//   counts              bucketBytes, gradAccumulationSteps, blasThreads,
+//                       evalEverySteps, checkpoint.everySteps >= 0
+[[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
+
+// Parses a JobSpec from JSON in protobuf's JSON mapping (camelCase or
+// proto field names; enums by name, e.g. "SYNC_MODE_RING"). Does not
+// validate (call ValidateJobSpec). INVALID_ARGUMENT, with the parser's
+// reason, for malformed JSON or unknown fields.
+[[nodiscard]] absl::StatusOr<JobSpec> ParseJobSpecJson(absl::string_view json);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_

@@ -1,0 +1,133 @@
+// WorkerRegistry: the worker daemons the coordinator knows, their devices,
+// which job holds each device, their leases and their mailboxes (news a
+// worker collects with its next heartbeat).
+//
+// Lifecycle of a worker:
+//
+//   Register ──► live (IDLE: no device held / BUSY: some device held)
+//                  │ no heartbeat for the lease time (CheckLeases)
+//                  ▼
+//                LOST (kept for ListWorkers; its id is never reused; the
+//                      daemon must register again under a new id)
+//
+// Device allocation takes free devices in (host, worker number, device
+// index) order, so that the ranks of one host are adjacent in the ring and
+// only the ring's host-to-host hops cross the network.
+//
+// Not thread-safe: CoordinatorService owns one and guards it with its
+// mutex.
+#ifndef GRADSYNC_SERVER_COORDINATOR_WORKER_REGISTRY_H_
+#define GRADSYNC_SERVER_COORDINATOR_WORKER_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.pb.h"
+
+namespace gradsync {
+
+// Where one rank runs.
+struct DeviceSlot {
+  std::string worker_id;
+  std::string host;
+  Device device;
+};
+
+// News for a worker, handed over (and emptied) by its next heartbeat.
+struct Mailbox {
+  std::vector<Assignment> assignments;
+  std::vector<std::string> cancel_job_ids;
+  std::vector<std::string> cancel_reasons;  // one per cancelled job
+
+  bool empty() const { return assignments.empty() && cancel_job_ids.empty(); }
+};
+
+struct WorkerRecord {
+  std::string id;      // "w-<number>"
+  int64_t number = 0;  // registration order, from 1
+  std::string host;
+  std::string address;
+  int32_t pid = 0;
+  std::vector<Device> devices;
+  // The job holding devices[i]; empty when free. Cleared when lost.
+  std::vector<std::string> device_jobs;
+  absl::Time last_heartbeat;
+  bool lost = false;
+  absl::Time lost_time;
+  Mailbox mailbox;
+
+  int FreeDevices(absl::string_view kind) const;
+  // Distinct jobs holding devices, in device order.
+  std::vector<std::string> JobIds() const;
+};
+
+class WorkerRegistry {
+ public:
+  WorkerRegistry() = default;
+  WorkerRegistry(const WorkerRegistry&) = delete;
+  WorkerRegistry& operator=(const WorkerRegistry&) = delete;
+
+  // Adds a live worker with a new id, its lease starting at `now`.
+  // INVALID_ARGUMENT (nothing added) when the host or address is empty,
+  // there are no devices, a device kind is not "cpu"/"cuda", an index is
+  // negative or a device is listed twice.
+  [[nodiscard]] absl::StatusOr<const WorkerRecord*> Register(
+      const RegisterWorkerRequest& request, absl::Time now);
+
+  // The worker with `id`, live or lost; null when unknown.
+  WorkerRecord* Find(absl::string_view id);
+  const WorkerRecord* Find(absl::string_view id) const;
+
+  // Moves the lease of live worker `worker` to `now` (never backwards).
+  static void Renew(WorkerRecord& worker, absl::Time now);
+
+  // Ids of live workers whose last heartbeat is more than `lease` before
+  // `now`.
+  std::vector<std::string> Expired(absl::Time now, absl::Duration lease) const;
+
+  // Marks `worker` lost at `now`: its devices are no longer offered (the
+  // caller ends the jobs that held them) and its mailbox is dropped.
+  static void MarkLost(WorkerRecord& worker, absl::Time now);
+
+  // Devices of `kind` on live workers: all of them, or the free ones.
+  int TotalDevices(absl::string_view kind) const;
+  int FreeDevices(absl::string_view kind) const;
+
+  // Takes `count` free devices of `kind` for `job_id`, in (host, worker
+  // number, device index) order: slot i is where rank i runs. nullopt (and
+  // nothing taken) when fewer are free.
+  std::optional<std::vector<DeviceSlot>> Allocate(absl::string_view job_id,
+                                                  absl::string_view kind,
+                                                  int count);
+
+  // Frees every device that `job_id` holds.
+  void Release(absl::string_view job_id);
+
+  // "w-1 on host a: 1 of 2 cpu free, w-3 on host b: 0 of 1 cpu free" over
+  // live workers, for error messages; "no live workers" when none.
+  std::string DescribeDevices(absl::string_view kind) const;
+
+  // Every worker, live and lost, in registration order.
+  std::vector<const WorkerRecord*> All() const;
+  std::vector<WorkerRecord*> AllMutable();
+
+  // The public view of `worker`.
+  static WorkerInfo Info(const WorkerRecord& worker);
+
+ private:
+  int64_t next_number_ = 1;
+  std::map<int64_t, WorkerRecord> workers_;  // by number
+};
+
+// Seconds since the Unix epoch, as JobStatus and WorkerInfo report times.
+double UnixTimeSeconds(absl::Time t);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_COORDINATOR_WORKER_REGISTRY_H_

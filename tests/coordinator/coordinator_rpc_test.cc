@@ -1,0 +1,245 @@
+// The coordinator over real gRPC on 127.0.0.1:0: registration, submission,
+// heartbeat delivery, watching a job to its end, status codes on the wire,
+// and blocked calls that leave threads for the call that releases them.
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "server/coordinator/coordinator_server.h"
+#include "tests/coordinator/coordinator_test_util.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
+
+class CoordinatorRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CoordinatorConfig config;
+    config.wait_slice = absl::Milliseconds(10);
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+        CoordinatorServer::Start("127.0.0.1:0", config);
+    ASSERT_THAT(server, IsOk());
+    server_ = *std::move(server);
+    stub_ = Coordinator::NewStub(grpc::CreateChannel(
+        server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  // A context whose deadline keeps a broken test from hanging.
+  static std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+    return context;
+  }
+
+  std::string Register(const std::string& host, int devices) {
+    RegisterWorkerRequest request;
+    request.set_host(host);
+    request.set_address("127.0.0.1");
+    for (int i = 0; i < devices; ++i) {
+      request.add_devices()->set_kind("cpu");
+      request.mutable_devices(i)->set_index(i);
+    }
+    RegisterWorkerResponse response;
+    EXPECT_TRUE(
+        stub_->RegisterWorker(Context().get(), request, &response).ok());
+    return response.worker_id();
+  }
+
+  std::string Submit(int num_workers) {
+    SubmitJobRequest request;
+    *request.mutable_spec() = ValidSpec(num_workers);
+    SubmitJobResponse response;
+    EXPECT_TRUE(stub_->SubmitJob(Context().get(), request, &response).ok());
+    return response.job_id();
+  }
+
+  grpc::Status Report(const std::string& worker, const std::string& job,
+                      int rank, RankState state) {
+    ReportRankRequest request;
+    request.set_worker_id(worker);
+    request.set_job_id(job);
+    request.set_rank(rank);
+    request.set_state(state);
+    ReportRankResponse response;
+    return stub_->ReportRank(Context().get(), request, &response);
+  }
+
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<Coordinator::Stub> stub_;
+};
+
+TEST_F(CoordinatorRpcTest, SubmitJob_HeartbeatLongPoll_DeliversAssignment) {
+  const std::string w1 = Register("host-a", 2);
+  EXPECT_EQ(w1, "w-1");
+  HeartbeatResponse news;
+  grpc::Status status;
+  std::thread poller([&] {
+    HeartbeatRequest request;
+    request.set_worker_id(w1);
+    request.set_wait_ms(2000);
+    status = stub_->Heartbeat(Context().get(), request, &news);
+  });
+  const std::string job = Submit(2);
+  poller.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  if (news.assignments().empty()) {
+    // The poll ended before the submission; the next one has it.
+    HeartbeatRequest request;
+    request.set_worker_id(w1);
+    ASSERT_TRUE(stub_->Heartbeat(Context().get(), request, &news).ok());
+  }
+  ASSERT_THAT(news.assignments(), SizeIs(1));
+  EXPECT_EQ(news.assignments(0).job_id(), job);
+  EXPECT_THAT(news.assignments(0).ranks(), ElementsAre(0, 1));
+
+  ListWorkersResponse workers;
+  ASSERT_TRUE(
+      stub_->ListWorkers(Context().get(), ListWorkersRequest(), &workers).ok());
+  ASSERT_THAT(workers.workers(), SizeIs(1));
+  EXPECT_EQ(workers.workers(0).state(), WORKER_STATE_BUSY);
+}
+
+TEST_F(CoordinatorRpcTest, WatchJob_StreamsStatesAndEndsWhenTheJobEnds) {
+  const std::string w1 = Register("host-a", 1);
+  const std::string job = Submit(1);
+  auto context = Context();
+  WatchJobRequest request;
+  request.set_job_id(job);
+  std::unique_ptr<grpc::ClientReader<JobEvent>> reader =
+      stub_->WatchJob(context.get(), request);
+  JobEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.status().state(), JOB_STATE_RENDEZVOUS);
+
+  ASSERT_TRUE(Report(w1, job, 0, RANK_STATE_READY).ok());
+  ReportMetricsRequest metrics;
+  metrics.set_worker_id(w1);
+  metrics.set_job_id(job);
+  metrics.add_metrics()->set_step(0);
+  ReportMetricsResponse metrics_response;
+  ASSERT_TRUE(
+      stub_->ReportMetrics(Context().get(), metrics, &metrics_response).ok());
+  ASSERT_TRUE(Report(w1, job, 0, RANK_STATE_SUCCEEDED).ok());
+
+  std::vector<JobState> states;
+  int steps = 0;
+  while (reader->Read(&event)) {
+    states.push_back(event.status().state());
+    steps += event.steps_size();
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  ASSERT_FALSE(states.empty());
+  EXPECT_EQ(states.back(), JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(steps, 1);
+}
+
+TEST_F(CoordinatorRpcTest, Errors_CrossTheWireWithTheirCodes) {
+  const std::string w1 = Register("host-a", 1);
+  const std::string w2 = Register("host-b", 1);
+
+  SubmitJobRequest bad;
+  *bad.mutable_spec() = ValidSpec(1);
+  bad.mutable_spec()->mutable_dataset()->set_name("mnist-but-not-fashion");
+  SubmitJobResponse submitted;
+  grpc::Status status = stub_->SubmitJob(Context().get(), bad, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("dataset.name"));
+
+  SubmitJobRequest too_big;
+  *too_big.mutable_spec() = ValidSpec(3);
+  status = stub_->SubmitJob(Context().get(), too_big, &submitted);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  GetJobRequest get;
+  get.set_job_id("job-404");
+  JobStatus job_status;
+  EXPECT_EQ(stub_->GetJob(Context().get(), get, &job_status).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  const std::string job = Submit(1);  // on w-1
+  StoreSetRequest set;
+  *set.mutable_scope() = Scope(w2, job);
+  set.set_key("k");
+  StoreSetResponse set_response;
+  EXPECT_EQ(stub_->StoreSet(Context().get(), set, &set_response).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  auto context = Context();
+  WatchJobRequest watch;
+  watch.set_job_id("job-404");
+  auto reader = stub_->WatchJob(context.get(), watch);
+  JobEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  (void)w1;
+}
+
+TEST_F(CoordinatorRpcTest, StoreGet_ManyBlockedGets_LeaveThreadsForTheSet) {
+  const std::string w1 = Register("host-a", 2);
+  const std::string job = Submit(2);
+  constexpr int kWaiters = 24;
+  std::vector<grpc::Status> statuses(kWaiters);
+  std::vector<std::string> values(kWaiters);
+  std::vector<std::thread> waiters;
+  waiters.reserve(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      StoreGetRequest get;
+      *get.mutable_scope() = Scope(w1, job);
+      get.set_key("nccl/unique_id");
+      get.set_timeout_ms(absl::ToInt64Milliseconds(kRpcTimeout));
+      StoreGetResponse response;
+      statuses[i] = stub_->StoreGet(Context().get(), get, &response);
+      values[i] = response.value();
+    });
+  }
+  StoreSetRequest set;
+  *set.mutable_scope() = Scope(w1, job);
+  set.set_key("nccl/unique_id");
+  set.set_value("the-id");
+  StoreSetResponse set_response;
+  ASSERT_TRUE(stub_->StoreSet(Context().get(), set, &set_response).ok());
+  for (std::thread& t : waiters) t.join();
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();
+    EXPECT_EQ(values[i], "the-id");
+  }
+}
+
+TEST_F(CoordinatorRpcTest, Shutdown_WithAWatchWaiting_ReturnsPromptly) {
+  Register("host-a", 1);
+  const std::string job = Submit(1);
+  auto context = Context();
+  WatchJobRequest watch;
+  watch.set_job_id(job);
+  auto reader = stub_->WatchJob(context.get(), watch);
+  JobEvent event;
+  // After the first event the handler waits for news on a server thread.
+  ASSERT_TRUE(reader->Read(&event));
+  const absl::Time start = absl::Now();
+  server_->Shutdown();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_FALSE(reader->Finish().ok());
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace gradsync

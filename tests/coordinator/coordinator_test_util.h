@@ -1,0 +1,172 @@
+// Helpers for the coordinator's logic tests: a fake clock for leases, a
+// fixture owning a CoordinatorService, and small builders for requests.
+#ifndef GRADSYNC_TESTS_COORDINATOR_COORDINATOR_TEST_UTIL_H_
+#define GRADSYNC_TESTS_COORDINATOR_COORDINATOR_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_service.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace testing {
+
+// A clock that moves only when told to.
+class FakeClock {
+ public:
+  absl::Time Now() const {
+    absl::MutexLock lock(&mu_);
+    return now_;
+  }
+  void Advance(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::Time now_ ABSL_GUARDED_BY(mu_) = absl::FromUnixSeconds(1700000000);
+};
+
+// A valid spec: an MLP on Fashion-MNIST with `num_workers` ranks.
+inline JobSpec ValidSpec(int num_workers, const std::string& device = "") {
+  JobSpec spec;
+  spec.set_name("test");
+  spec.mutable_model()->set_kind("mlp");
+  for (int width : {784, 32, 10}) spec.mutable_model()->add_layer_sizes(width);
+  spec.mutable_dataset()->set_name("fashion-mnist");
+  spec.set_num_workers(num_workers);
+  spec.mutable_optimizer()->set_name("sgd");
+  spec.mutable_optimizer()->set_learning_rate(0.1);
+  spec.set_batch_size(64);
+  spec.set_steps(10);
+  spec.set_device(device);
+  return spec;
+}
+
+inline StoreScope Scope(const std::string& worker_id, const std::string& job_id,
+                        int64_t generation = 1) {
+  StoreScope scope;
+  scope.set_worker_id(worker_id);
+  scope.set_job_id(job_id);
+  scope.set_generation(generation);
+  return scope;
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  static constexpr absl::Duration kLease = absl::Seconds(5);
+
+  void SetUp() override {
+    CoordinatorConfig config;
+    config.lease = kLease;
+    config.heartbeat_interval = absl::Milliseconds(500);
+    config.wait_slice = absl::Milliseconds(10);
+    config.retained_ended_jobs = retained_ended_jobs_;
+    config.clock = [this] { return clock_.Now(); };
+    absl::StatusOr<std::unique_ptr<CoordinatorService>> service =
+        CoordinatorService::Create(config);
+    ASSERT_THAT(service, IsOk());
+    service_ = *std::move(service);
+  }
+
+  // Registers a worker on `host` with `devices` devices of `kind`.
+  std::string Register(const std::string& host, int devices,
+                       const std::string& kind = "cpu") {
+    RegisterWorkerRequest request;
+    request.set_host(host);
+    request.set_address("10.0.0.1");
+    request.set_pid(1234);
+    for (int i = 0; i < devices; ++i) {
+      Device* device = request.add_devices();
+      device->set_kind(kind);
+      device->set_index(i);
+    }
+    absl::StatusOr<RegisterWorkerResponse> response =
+        service_->RegisterWorker(request);
+    EXPECT_THAT(response, IsOk());
+    return response.ok() ? response->worker_id() : "";
+  }
+
+  absl::StatusOr<std::string> Submit(const JobSpec& spec) {
+    SubmitJobRequest request;
+    *request.mutable_spec() = spec;
+    absl::StatusOr<SubmitJobResponse> response = service_->SubmitJob(request);
+    if (!response.ok()) return response.status();
+    return response->job_id();
+  }
+
+  // A heartbeat that does not wait.
+  HeartbeatResponse Poll(const std::string& worker_id) {
+    HeartbeatRequest request;
+    request.set_worker_id(worker_id);
+    absl::StatusOr<HeartbeatResponse> response = service_->Heartbeat(request);
+    EXPECT_THAT(response, IsOk());
+    return response.ok() ? *response : HeartbeatResponse();
+  }
+
+  JobStatus Status(const std::string& job_id) {
+    GetJobRequest request;
+    request.set_job_id(job_id);
+    absl::StatusOr<JobStatus> status = service_->GetJob(request);
+    EXPECT_THAT(status, IsOk());
+    return status.ok() ? *status : JobStatus();
+  }
+
+  absl::Status Report(const std::string& worker_id, const std::string& job_id,
+                      int rank, RankState state, int64_t step = 0,
+                      const std::string& operation = "",
+                      const std::string& message = "") {
+    ReportRankRequest request;
+    request.set_worker_id(worker_id);
+    request.set_job_id(job_id);
+    request.set_rank(rank);
+    request.set_state(state);
+    request.set_step(step);
+    request.set_operation(operation);
+    request.set_message(message);
+    return service_->ReportRank(request);
+  }
+
+  // Every rank of `job_id` reports `state` from the worker hosting it.
+  void ReportAll(const std::string& job_id, RankState state) {
+    const JobStatus status = Status(job_id);
+    for (const RankPlacement& rank : status.ranks()) {
+      ASSERT_THAT(Report(rank.worker_id(), job_id, rank.rank(), state), IsOk());
+    }
+  }
+
+  StepMetrics Step(int rank, int64_t step, double loss = 1.0) {
+    StepMetrics metrics;
+    metrics.set_rank(rank);
+    metrics.set_step(step);
+    metrics.set_loss(loss);
+    return metrics;
+  }
+
+  absl::Status ReportSteps(const std::string& worker_id,
+                           const std::string& job_id,
+                           const std::vector<StepMetrics>& steps) {
+    ReportMetricsRequest request;
+    request.set_worker_id(worker_id);
+    request.set_job_id(job_id);
+    for (const StepMetrics& step : steps) *request.add_metrics() = step;
+    return service_->ReportMetrics(request);
+  }
+
+  int retained_ended_jobs_ = 100;
+  FakeClock clock_;
+  std::unique_ptr<CoordinatorService> service_;
+};
+
+}  // namespace testing
+}  // namespace gradsync
+
+#endif  // GRADSYNC_TESTS_COORDINATOR_COORDINATOR_TEST_UTIL_H_

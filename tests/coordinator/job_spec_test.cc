@@ -1,0 +1,214 @@
+// ValidateJobSpec and ParseJobSpecJson: what the coordinator accepts as a
+// job, the defaults it fills in, and the errors users see.
+#include "server/coordinator/job_spec.h"
+
+#include <functional>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/coordinator/coordinator_test_util.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::gradsync::testing::ValidSpec;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(ValidateJobSpecTest, ValidSpec_FillsDefaults) {
+  absl::StatusOr<JobSpec> spec = ValidateJobSpec(ValidSpec(2));
+  ASSERT_THAT(spec, IsOk());
+  EXPECT_EQ(spec->mode(), SYNC_MODE_RING);
+  EXPECT_EQ(spec->bucket_bytes(), 25 << 20);
+  EXPECT_EQ(spec->grad_accumulation_steps(), 1);
+  EXPECT_EQ(spec->blas_threads(), 1);
+  EXPECT_EQ(spec->device(), "cpu");
+}
+
+TEST(ValidateJobSpecTest, ExplicitValues_AreKept) {
+  JobSpec in = ValidSpec(2, "cuda");
+  in.set_mode(SYNC_MODE_PS);
+  in.set_bucket_bytes(1024);
+  in.set_grad_accumulation_steps(2);
+  in.set_blas_threads(4);
+  absl::StatusOr<JobSpec> spec = ValidateJobSpec(in);
+  ASSERT_THAT(spec, IsOk());
+  EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+  EXPECT_EQ(spec->bucket_bytes(), 1024);
+  EXPECT_EQ(spec->grad_accumulation_steps(), 2);
+  EXPECT_EQ(spec->blas_threads(), 4);
+  EXPECT_EQ(spec->device(), "cuda");
+}
+
+TEST(ValidateJobSpecTest, OptimizerDefaults_AreFilledPerKind) {
+  JobSpec in = ValidSpec(1);
+  in.mutable_optimizer()->set_name("momentum");
+  absl::StatusOr<JobSpec> momentum = ValidateJobSpec(in);
+  ASSERT_THAT(momentum, IsOk());
+  EXPECT_DOUBLE_EQ(momentum->optimizer().momentum(), 0.9);
+
+  in.mutable_optimizer()->set_name("adam");
+  absl::StatusOr<JobSpec> adam = ValidateJobSpec(in);
+  ASSERT_THAT(adam, IsOk());
+  EXPECT_DOUBLE_EQ(adam->optimizer().beta1(), 0.9);
+  EXPECT_DOUBLE_EQ(adam->optimizer().beta2(), 0.999);
+  EXPECT_DOUBLE_EQ(adam->optimizer().epsilon(), 1e-8);
+}
+
+TEST(ValidateJobSpecTest, SyntheticModelAndEpochs_Accepted) {
+  JobSpec in = ValidSpec(4);
+  in.mutable_model()->Clear();
+  in.mutable_model()->set_kind("synthetic");
+  in.mutable_model()->set_synthetic_floats(1 << 20);
+  in.mutable_model()->set_synthetic_compute_ms(5);
+  in.mutable_dataset()->set_name("synthetic");
+  in.set_steps(0);
+  in.set_epochs(1.5);
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
+}
+
+struct BadSpecCase {
+  std::string name;
+  std::function<void(JobSpec*)> mutate;
+  std::string field;  // what the message must name
+};
+
+class BadJobSpecTest : public ::testing::TestWithParam<BadSpecCase> {};
+
+TEST_P(BadJobSpecTest, ValidateJobSpec_BadField_ReturnsInvalidArgument) {
+  JobSpec spec = ValidSpec(2);
+  GetParam().mutate(&spec);
+  EXPECT_THAT(ValidateJobSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(GetParam().field),
+                             HasSubstr("job spec field"))));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllFields, BadJobSpecTest,
+    ::testing::Values(
+        BadSpecCase{"UnknownModel",
+                    [](JobSpec* s) { s->mutable_model()->set_kind("resnet"); },
+                    "model.kind"},
+        BadSpecCase{"OneLayer",
+                    [](JobSpec* s) {
+                      s->mutable_model()->mutable_layer_sizes()->Truncate(1);
+                    },
+                    "model.layerSizes"},
+        BadSpecCase{
+            "ZeroWidth",
+            [](JobSpec* s) { s->mutable_model()->set_layer_sizes(1, 0); },
+            "model.layerSizes[1]"},
+        BadSpecCase{"HugeModel",
+                    [](JobSpec* s) {
+                      s->mutable_model()->clear_layer_sizes();
+                      for (int64_t w : {784, 1 << 20, 1 << 20, 10}) {
+                        s->mutable_model()->add_layer_sizes(w);
+                      }
+                    },
+                    "parameters"},
+        BadSpecCase{
+            "WrongInputWidthForFashionMnist",
+            [](JobSpec* s) { s->mutable_model()->set_layer_sizes(0, 100); },
+            "784"},
+        BadSpecCase{"SyntheticWithoutFloats",
+                    [](JobSpec* s) {
+                      s->mutable_model()->Clear();
+                      s->mutable_model()->set_kind("synthetic");
+                    },
+                    "model.syntheticFloats"},
+        BadSpecCase{
+            "UnknownDataset",
+            [](JobSpec* s) { s->mutable_dataset()->set_name("imagenet"); },
+            "dataset.name"},
+        BadSpecCase{"ZeroWorkers", [](JobSpec* s) { s->set_num_workers(0); },
+                    "numWorkers"},
+        BadSpecCase{"BatchSmallerThanWorkers",
+                    [](JobSpec* s) { s->set_batch_size(1); }, "batchSize"},
+        BadSpecCase{"NoStepsNorEpochs", [](JobSpec* s) { s->set_steps(0); },
+                    "steps"},
+        BadSpecCase{"NegativeSteps", [](JobSpec* s) { s->set_steps(-1); },
+                    "steps"},
+        BadSpecCase{"NegativeEpochs", [](JobSpec* s) { s->set_epochs(-1); },
+                    "epochs"},
+        BadSpecCase{
+            "UnknownOptimizer",
+            [](JobSpec* s) { s->mutable_optimizer()->set_name("lbfgs"); },
+            "optimizer.name"},
+        BadSpecCase{
+            "ZeroLearningRate",
+            [](JobSpec* s) { s->mutable_optimizer()->set_learning_rate(0); },
+            "optimizer.learningRate"},
+        BadSpecCase{"MomentumOutOfRange",
+                    [](JobSpec* s) {
+                      s->mutable_optimizer()->set_name("momentum");
+                      s->mutable_optimizer()->set_momentum(1.5);
+                    },
+                    "optimizer"},
+        BadSpecCase{"UnknownMode",
+                    [](JobSpec* s) { s->set_mode(static_cast<SyncMode>(7)); },
+                    "mode"},
+        BadSpecCase{"UnknownDevice", [](JobSpec* s) { s->set_device("tpu"); },
+                    "device"},
+        BadSpecCase{"NegativeBucket",
+                    [](JobSpec* s) { s->set_bucket_bytes(-1); }, "bucketBytes"},
+        BadSpecCase{"NegativeAccumulation",
+                    [](JobSpec* s) { s->set_grad_accumulation_steps(-2); },
+                    "gradAccumulationSteps"},
+        BadSpecCase{"BatchSmallerThanMicroBatches",
+                    [](JobSpec* s) {
+                      s->set_batch_size(4);
+                      s->set_grad_accumulation_steps(4);
+                    },
+                    "batchSize"},
+        BadSpecCase{"NegativeBlasThreads",
+                    [](JobSpec* s) { s->set_blas_threads(-1); }, "blasThreads"},
+        BadSpecCase{"NegativeEval",
+                    [](JobSpec* s) { s->set_eval_every_steps(-1); },
+                    "evalEverySteps"},
+        BadSpecCase{
+            "NegativeCheckpointEvery",
+            [](JobSpec* s) { s->mutable_checkpoint()->set_every_steps(-1); },
+            "checkpoint.everySteps"}),
+    [](const ::testing::TestParamInfo<BadSpecCase>& info) {
+      return info.param.name;
+    });
+
+TEST(ParseJobSpecJsonTest, ExampleFromJobProto_ParsesAndValidates) {
+  absl::StatusOr<JobSpec> spec = ParseJobSpecJson(R"json(
+    {"name": "fmnist", "numWorkers": 4, "mode": "SYNC_MODE_RING",
+     "model": {"kind": "mlp", "layerSizes": [784, 256, 256, 10]},
+     "dataset": {"name": "fashion-mnist"},
+     "optimizer": {"name": "momentum", "learningRate": 0.05, "momentum": 0.9},
+     "batchSize": 256, "steps": 500, "seed": 1})json");
+  ASSERT_THAT(spec, IsOk());
+  EXPECT_EQ(spec->num_workers(), 4);
+  EXPECT_THAT(spec->model().layer_sizes(),
+              ::testing::ElementsAre(784, 256, 256, 10));
+  EXPECT_EQ(spec->seed(), 1u);
+  EXPECT_THAT(ValidateJobSpec(*spec), IsOk());
+}
+
+TEST(ParseJobSpecJsonTest, MalformedJson_ReturnsInvalidArgument) {
+  EXPECT_THAT(ParseJobSpecJson("{\"numWorkers\": 4,"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("could not be parsed")));
+}
+
+TEST(ParseJobSpecJsonTest, UnknownField_ReturnsInvalidArgument) {
+  EXPECT_THAT(
+      ParseJobSpecJson(R"({"numWorkerz": 4})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("numWorkerz")));
+}
+
+TEST(ParseJobSpecJsonTest, WrongType_ReturnsInvalidArgument) {
+  EXPECT_THAT(ParseJobSpecJson(R"({"numWorkers": "many"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace gradsync

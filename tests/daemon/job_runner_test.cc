@@ -1,0 +1,272 @@
+// JobRunner (and the agent with the real runner) against an in-process
+// fake Coordinator: ranks rendezvous through the coordinator's store, train,
+// report READY / SUCCEEDED / FAILED and their step metrics; cancellation and
+// a vanished peer end the job promptly with messages naming the rank; one
+// agent runs two jobs in a row.
+#include "worker/daemon/job_runner.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/daemon/fake_coordinator.h"
+#include "tests/store/status_matchers.h"
+#include "worker/daemon/agent.h"
+#include "worker/daemon/devices.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::FakeCoordinator;
+using ::gradsync::testing::FakeCoordinatorServer;
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::testing::HasSubstr;
+
+JobSpec MlpSpec(int64_t steps) {
+  JobSpec spec;
+  spec.mutable_model()->set_kind("mlp");
+  for (int64_t w : {16, 12, 4}) spec.mutable_model()->add_layer_sizes(w);
+  spec.mutable_dataset()->set_name("synthetic");
+  spec.mutable_optimizer()->set_name("momentum");
+  spec.mutable_optimizer()->set_learning_rate(0.05);
+  spec.set_num_workers(2);
+  spec.set_batch_size(32);
+  spec.set_steps(steps);
+  spec.set_seed(3);
+  spec.set_bucket_bytes(256);
+  spec.set_eval_every_steps(3);
+  return spec;
+}
+
+JobSpec SyntheticSpec(int64_t steps, double compute_ms) {
+  JobSpec spec;
+  spec.mutable_model()->set_kind("synthetic");
+  spec.mutable_model()->set_synthetic_floats(20000);
+  spec.mutable_model()->set_synthetic_compute_ms(compute_ms);
+  spec.mutable_dataset()->set_name("synthetic");
+  spec.mutable_optimizer()->set_name("sgd");
+  spec.mutable_optimizer()->set_learning_rate(0.001);
+  spec.set_batch_size(4);
+  spec.set_steps(steps);
+  return spec;
+}
+
+Assignment MakeAssignment(const std::string& job, const JobSpec& spec,
+                          int world, std::vector<int> ranks) {
+  Assignment a;
+  a.set_job_id(job);
+  a.set_generation(1);
+  *a.mutable_spec() = spec;
+  a.set_world_size(world);
+  for (int r : ranks) {
+    a.add_ranks(r);
+    Device* d = a.add_devices();
+    d->set_kind("cpu");
+    d->set_index(r);
+  }
+  return a;
+}
+
+class JobRunnerTest : public ::testing::Test {
+ protected:
+  FakeCoordinator& fake() { return server_.fake(); }
+
+  JobRunnerConfig Config(const std::string& worker_id) {
+    JobRunnerConfig c;
+    c.worker_id = worker_id;
+    c.coordinator = server_.address();
+    c.rendezvous_timeout = absl::Seconds(20);
+    c.collective_timeout = absl::Seconds(20);
+    c.rpc_timeout = absl::Seconds(5);
+    c.blas = &blas_;
+    return c;
+  }
+
+  std::unique_ptr<JobRunner> Start(const Assignment& a,
+                                   const std::string& worker_id = "w-1") {
+    absl::StatusOr<std::unique_ptr<JobRunner>> runner =
+        JobRunner::Start(a, Config(worker_id), server_.NewStub());
+    EXPECT_THAT(runner, IsOk());
+    return runner.ok() ? *std::move(runner) : nullptr;
+  }
+
+  size_t CountReports(const std::string& job, RankState state) {
+    return fake().Reports(job, state).size();
+  }
+
+  FakeCoordinatorServer server_;
+  BlasThreadPolicy blas_;
+};
+
+TEST_F(JobRunnerTest, TwoLocalRanks_TrainAndReportEverything) {
+  std::unique_ptr<JobRunner> runner =
+      Start(MakeAssignment("job-1", MlpSpec(6), 2, {0, 1}));
+  ASSERT_NE(runner, nullptr);
+  ASSERT_TRUE(fake().WaitFor([&] { return runner->Done(); }));
+  runner->Join();
+  EXPECT_EQ(CountReports("job-1", RANK_STATE_READY), 2u);
+  const std::vector<ReportRankRequest> ok =
+      fake().Reports("job-1", RANK_STATE_SUCCEEDED);
+  ASSERT_EQ(ok.size(), 2u);
+  for (const ReportRankRequest& r : ok) {
+    EXPECT_EQ(r.worker_id(), "w-1");
+    EXPECT_EQ(r.step(), 5);
+    EXPECT_GT(r.test_accuracy(), 0.0);
+    EXPECT_EQ(r.test_accuracy(), ok[0].test_accuracy());
+  }
+  EXPECT_EQ(CountReports("job-1", RANK_STATE_FAILED), 0u);
+  // Every step of both ranks arrived before SUCCEEDED, with equal hashes.
+  std::map<int64_t, std::vector<StepMetrics>> by_step;
+  for (const StepMetrics& m : fake().metrics()) by_step[m.step()].push_back(m);
+  ASSERT_EQ(by_step.size(), 6u);
+  for (const auto& [step, ms] : by_step) {
+    ASSERT_EQ(ms.size(), 2u) << "step " << step;
+    EXPECT_EQ(ms[0].param_hash(), ms[1].param_hash()) << "step " << step;
+    EXPECT_EQ(ms[0].test_accuracy() > 0, step == 2 || step == 5);
+  }
+  for (const StoreScope& s : fake().store_scopes()) {
+    EXPECT_EQ(s.worker_id(), "w-1");
+    EXPECT_EQ(s.job_id(), "job-1");
+    EXPECT_EQ(s.generation(), 1);
+  }
+  EXPECT_FALSE(fake().store_scopes().empty());
+}
+
+TEST_F(JobRunnerTest, RanksOnTwoWorkers_RendezvousAndSucceed) {
+  std::unique_ptr<JobRunner> a =
+      Start(MakeAssignment("job-2", MlpSpec(4), 2, {0}), "w-a");
+  std::unique_ptr<JobRunner> b =
+      Start(MakeAssignment("job-2", MlpSpec(4), 2, {1}), "w-b");
+  ASSERT_TRUE(fake().WaitFor([&] { return a->Done() && b->Done(); }));
+  EXPECT_EQ(CountReports("job-2", RANK_STATE_SUCCEEDED), 2u);
+  for (const ReportRankRequest& r :
+       fake().Reports("job-2", RANK_STATE_SUCCEEDED)) {
+    EXPECT_EQ(r.worker_id(), r.rank() == 0 ? "w-a" : "w-b");
+  }
+}
+
+TEST_F(JobRunnerTest, BadSpec_FailsEveryRankNamingTheField) {
+  JobSpec spec = MlpSpec(4);
+  spec.mutable_optimizer()->set_name("lbfgs");
+  std::unique_ptr<JobRunner> runner =
+      Start(MakeAssignment("job-3", spec, 2, {0, 1}));
+  ASSERT_TRUE(fake().WaitFor([&] { return runner->Done(); }));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-3", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_EQ(r.operation(), "job spec");
+    EXPECT_THAT(r.message(), HasSubstr("optimizer.name"));
+  }
+  EXPECT_EQ(CountReports("job-3", RANK_STATE_READY), 0u);
+}
+
+TEST_F(JobRunnerTest, Cancel_MidTraining_EndsRanksPromptly) {
+  std::unique_ptr<JobRunner> runner =
+      Start(MakeAssignment("job-4", SyntheticSpec(1000000, 5), 2, {0, 1}));
+  ASSERT_TRUE(fake().WaitFor([&] { return fake().metrics().size() >= 4; }));
+  const absl::Time start = absl::Now();
+  runner->Cancel(absl::CancelledError("job cancelled by the user"));
+  runner->Join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-4", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_THAT(r.message(), HasSubstr("job cancelled by the user"));
+    EXPECT_GT(r.step(), 0);
+  }
+}
+
+TEST_F(JobRunnerTest, Cancel_DuringRendezvous_EndsPromptly) {
+  // World 3, but nobody hosts rank 2: the ranks wait in rendezvous.
+  std::unique_ptr<JobRunner> runner =
+      Start(MakeAssignment("job-5", MlpSpec(4), 3, {0, 1}));
+  ASSERT_TRUE(
+      fake().WaitFor([&] { return fake().store_scopes().size() >= 2; }));
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time start = absl::Now();
+  runner->Cancel(absl::CancelledError("job cancelled by the user"));
+  runner->Join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-5", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_EQ(r.operation(), "rendezvous");
+  }
+}
+
+// A worker that vanishes mid-job (its ranks' connections close): the other
+// worker's rank fails at once, and its report names the lost rank.
+TEST_F(JobRunnerTest, PeerWorkerVanishes_SurvivorReportsTheRank) {
+  std::unique_ptr<JobRunner> a =
+      Start(MakeAssignment("job-6", SyntheticSpec(1000000, 5), 2, {0}), "w-a");
+  std::unique_ptr<JobRunner> b =
+      Start(MakeAssignment("job-6", SyntheticSpec(1000000, 5), 2, {1}), "w-b");
+  ASSERT_TRUE(fake().WaitFor([&] { return fake().metrics().size() >= 4; }));
+  const absl::Time start = absl::Now();
+  b.reset();  // cancels and closes rank 1's connections
+  ASSERT_TRUE(fake().WaitFor([&] { return a->Done(); }, absl::Seconds(5)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  std::vector<ReportRankRequest> failed;
+  for (const ReportRankRequest& r :
+       fake().Reports("job-6", RANK_STATE_FAILED)) {
+    if (r.rank() == 0) failed.push_back(r);
+  }
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].worker_id(), "w-a");
+  EXPECT_EQ(failed[0].operation(), "gradient all-reduce");
+  EXPECT_THAT(failed[0].message(), HasSubstr("rank 1"));
+}
+
+TEST_F(JobRunnerTest, Start_MalformedAssignment_ReturnsInvalidArgument) {
+  Assignment a = MakeAssignment("job-7", MlpSpec(1), 2, {0, 2});
+  EXPECT_THAT(
+      JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 2")));
+  a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
+  a.add_ranks(1);  // two ranks, one device
+  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
+  a.mutable_devices(0)->set_kind("cuda");
+  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+              StatusIs(absl::StatusCode::kUnimplemented));
+  EXPECT_THAT(JobRunner::Start(MakeAssignment("job-7", MlpSpec(1), 1, {0}),
+                               JobRunnerConfig{}, server_.NewStub()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// The daemon's path end to end (minus the real coordinator): one agent
+// with the real runner takes two jobs in a row without restarting.
+TEST_F(JobRunnerTest, Agent_RunsTwoJobsInARow) {
+  AgentConfig config;
+  config.coordinator = server_.address();
+  config.host = "host-a";
+  config.address = "127.0.0.1";
+  config.devices = *ParseDevices("cpu:2");
+  config.min_backoff = absl::Milliseconds(20);
+  std::shared_ptr<Coordinator::StubInterface> stub = server_.NewStub();
+  Agent agent(config, stub, JobRunnerLauncher(Config(""), stub));
+  agent.Start();
+  ASSERT_TRUE(fake().WaitFor([&] { return !agent.worker_id().empty(); }));
+  for (const std::string job : {"job-a", "job-b"}) {
+    fake().Assign(agent.worker_id(),
+                  MakeAssignment(job, MlpSpec(3), 2, {0, 1}));
+    ASSERT_TRUE(fake().WaitFor([&] {
+      return CountReports(job, RANK_STATE_SUCCEEDED) == 2;
+    })) << job;
+    ASSERT_TRUE(fake().WaitFor([&] { return agent.jobs().empty(); })) << job;
+  }
+  EXPECT_EQ(agent.registrations(), 1);
+  agent.Stop(absl::CancelledError("test ends"));
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,189 @@
+// RingSync over real TCP communicators (ranks as threads): bucketed,
+// overlapped all-reduces produce exactly the sum of the ranks' gradients
+// (synthetic integer gradients, so the check is exact), every element is
+// reduced once whatever the bucket size, scalars ride along, and a broken
+// backward fails every rank instead of hanging.
+#include "worker/train/ring_sync.h"
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/collectives/rank_group.h"
+#include "tests/store/status_matchers.h"
+#include "worker/model/synthetic.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::RankGroup;
+using ::gradsync::testing::SmallPipelineOptions;
+using ::gradsync::testing::StatusIs;
+using ::testing::HasSubstr;
+
+absl::Time Deadline() { return absl::Now() + absl::Seconds(20); }
+
+// Every rank runs `steps` synthetic backward passes with buckets of
+// `bucket_bytes`; afterwards its gradient must equal the exact sum.
+void RunExactSum(int world, size_t floats, size_t chunk, size_t bucket_bytes,
+                 int steps) {
+  SCOPED_TRACE(absl::StrCat("world ", world, ", floats ", floats, ", chunk ",
+                            chunk, ", bucket bytes ", bucket_bytes));
+  RankGroup group(world, SmallPipelineOptions());
+  SyntheticConfig sc;
+  sc.num_floats = floats;
+  sc.chunk_floats = chunk;
+  absl::StatusOr<SyntheticWorkload> work = SyntheticWorkload::Create(sc);
+  ASSERT_THAT(work, IsOk());
+  std::vector<absl::Status> status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(floats);
+    RingSyncOptions options;
+    options.bucket_bytes = bucket_bytes;
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
+    if (!sync.ok()) return sync.status();
+    for (int step = 0; step < steps; ++step) {
+      if (absl::Status s = (*sync)->BeginStep(step); !s.ok()) return s;
+      absl::Status s = work->Backward(
+          r, step, absl::MakeSpan(grads), GradMode::kOverwrite,
+          [&](size_t b, size_t e) { (*sync)->OnGradReady(b, e); });
+      if (!s.ok()) return s;
+      double scalars[2] = {static_cast<double>(r), 1.0};
+      absl::StatusOr<SyncStats> stats =
+          (*sync)->FinishStep(absl::MakeSpan(scalars), Deadline());
+      if (!stats.ok()) return stats.status();
+      EXPECT_EQ(scalars[0], world * (world - 1) / 2.0);
+      EXPECT_EQ(scalars[1], static_cast<double>(world));
+      EXPECT_EQ(stats->operations,
+                static_cast<int64_t>((*sync)->bucketer().buckets().size()) + 1);
+      EXPECT_EQ(stats->bytes_sent, stats->bytes_received);
+      if (world == 1) {
+        EXPECT_EQ(stats->bytes_sent, 0);
+      }
+      size_t wrong = 0;
+      for (size_t i = 0; i < floats; ++i) {
+        if (grads[i] != SyntheticWorkload::ExpectedSum(world, step, i)) {
+          if (wrong++ == 0) {
+            ADD_FAILURE() << "rank " << r << " step " << step << " index " << i
+                          << ": got " << grads[i] << ", want "
+                          << SyntheticWorkload::ExpectedSum(world, step, i);
+          }
+        }
+      }
+      EXPECT_EQ(wrong, 0u) << "rank " << r << " step " << step;
+    }
+    return absl::OkStatus();
+  });
+  for (int r = 0; r < world; ++r) EXPECT_THAT(status[r], IsOk()) << r;
+}
+
+TEST(RingSyncTest, BucketedSum_IsExact_ForManyBucketSizes) {
+  // Buckets smaller than, equal to, straddling and larger than the chunks.
+  for (size_t bucket_bytes : {4, 28, 400, 4096, 1 << 20}) {
+    RunExactSum(3, 1000, 64, bucket_bytes, 2);
+  }
+}
+
+TEST(RingSyncTest, BucketedSum_IsExact_ForWorldSizes) {
+  for (int world : {1, 2, 4, 5}) RunExactSum(world, 777, 100, 256, 3);
+}
+
+TEST(RingSyncTest, BucketedSum_LargeBuffer_RingAlgorithm) {
+  // 1 MiB buckets above the halving-doubling threshold of the default
+  // options would use the ring; SmallPipelineOptions pipelines in 4 KiB.
+  RunExactSum(4, 600000, 1 << 16, 1 << 20, 1);
+}
+
+TEST(RingSyncTest, RingAllReduceBytes_FollowsTwoNMinusOneOverN) {
+  EXPECT_EQ(RingAllReduceBytes(1000, 1), 0);
+  EXPECT_EQ(RingAllReduceBytes(1000, 2), 1000);
+  EXPECT_EQ(RingAllReduceBytes(1000, 4), 1500);
+  EXPECT_EQ(RingAllReduceBytes(0, 4), 0);
+}
+
+TEST(RingSyncTest, Create_NullCommunicator_ReturnsInvalidArgument) {
+  std::vector<float> grads(4);
+  EXPECT_THAT(RingSync::Create(nullptr, absl::MakeSpan(grads), {}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(RingSyncTest, FinishStep_WithoutBeginStep_ReturnsFailedPrecondition) {
+  RankGroup group(1, SmallPipelineOptions());
+  std::vector<float> grads(4);
+  absl::StatusOr<std::unique_ptr<RingSync>> sync =
+      RingSync::Create(&group.comm(0), absl::MakeSpan(grads), {});
+  ASSERT_THAT(sync, IsOk());
+  EXPECT_THAT((*sync)->FinishStep({}, Deadline()),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_THAT((*sync)->BeginStep(0), IsOk());
+  EXPECT_THAT((*sync)->BeginStep(1),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// Rank 1's backward "forgets" the first layer: it fails with INTERNAL and
+// aborts, so rank 0, waiting for the missing bucket, fails promptly too.
+TEST(RingSyncTest, IncompleteBackward_FailsEveryRankPromptly) {
+  RankGroup group(2, SmallPipelineOptions());
+  const absl::Time start = absl::Now();
+  std::vector<absl::Status> status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(100, 1.0f);
+    RingSyncOptions options;
+    options.bucket_bytes = 40 * 4;
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
+    if (!sync.ok()) return sync.status();
+    if (absl::Status s = (*sync)->BeginStep(7); !s.ok()) return s;
+    (*sync)->OnGradReady(50, 100);
+    if (r == 0) (*sync)->OnGradReady(0, 50);
+    return (*sync)->FinishStep({}, Deadline()).status();
+  });
+  EXPECT_THAT(status[1], StatusIs(absl::StatusCode::kInternal,
+                                  HasSubstr("step 7: backward did not report "
+                                            "every gradient element")));
+  EXPECT_FALSE(status[0].ok());
+  EXPECT_THAT(std::string(status[0].message()), HasSubstr("step 7"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST(RingSyncTest, OverlappingRange_IsReportedByFinishStep) {
+  RankGroup group(1, SmallPipelineOptions());
+  std::vector<float> grads(10);
+  absl::StatusOr<std::unique_ptr<RingSync>> sync =
+      RingSync::Create(&group.comm(0), absl::MakeSpan(grads), {});
+  ASSERT_THAT(sync, IsOk());
+  ASSERT_THAT((*sync)->BeginStep(0), IsOk());
+  (*sync)->OnGradReady(5, 10);
+  (*sync)->OnGradReady(4, 6);
+  EXPECT_THAT(
+      (*sync)->FinishStep({}, Deadline()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overlaps")));
+}
+
+TEST(RingSyncTest, AllReduceScalars_SumsAcrossRanks) {
+  RankGroup group(3, SmallPipelineOptions());
+  std::vector<absl::Status> status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(4);
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&group.comm(r), absl::MakeSpan(grads), {});
+    if (!sync.ok()) return sync.status();
+    double v[3] = {1.0, static_cast<double>(r), 0.5};
+    if (absl::Status s =
+            (*sync)->AllReduceScalars(absl::MakeSpan(v), Deadline());
+        !s.ok()) {
+      return s;
+    }
+    EXPECT_EQ(v[0], 3.0);
+    EXPECT_EQ(v[1], 3.0);
+    EXPECT_EQ(v[2], 1.5);
+    return absl::OkStatus();
+  });
+  for (const absl::Status& s : status) EXPECT_THAT(s, IsOk());
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,177 @@
+// TrainerConfigFromJobSpec, the synthetic dataset and the parameter hash.
+#include "worker/train/train_config.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/store/status_matchers.h"
+#include "worker/train/param_hash.h"
+#include "worker/train/train_data.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::testing::HasSubstr;
+
+JobSpec MinimalSpec() {
+  JobSpec spec;
+  spec.mutable_model()->set_kind("mlp");
+  for (int64_t w : {784, 128, 10}) spec.mutable_model()->add_layer_sizes(w);
+  spec.mutable_dataset()->set_name("fashion-mnist");
+  spec.mutable_optimizer()->set_name("momentum");
+  spec.mutable_optimizer()->set_learning_rate(0.05);
+  spec.set_num_workers(4);
+  spec.set_batch_size(256);
+  spec.set_steps(100);
+  spec.set_seed(7);
+  return spec;
+}
+
+TEST(TrainConfigTest, FromJobSpec_FillsDefaults) {
+  absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(MinimalSpec());
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->model, ModelKind::kMlp);
+  EXPECT_EQ(c->layer_sizes, (std::vector<size_t>{784, 128, 10}));
+  EXPECT_EQ(c->dataset, DatasetKind::kFashionMnist);
+  EXPECT_EQ(c->optimizer.kind, OptimizerKind::kMomentum);
+  EXPECT_EQ(c->optimizer.momentum, 0.9);
+  EXPECT_EQ(c->global_batch_size, 256u);
+  EXPECT_EQ(c->steps, 100);
+  EXPECT_EQ(c->seed, 7u);
+  EXPECT_EQ(c->bucket_bytes, kDefaultAllReduceBucketBytes);
+  EXPECT_EQ(c->grad_accumulation_steps, 1);
+  EXPECT_EQ(c->blas_threads, 1);
+  EXPECT_EQ(c->eval_every_steps, 0);
+}
+
+TEST(TrainConfigTest, FromJobSpec_CopiesEveryField) {
+  JobSpec spec = MinimalSpec();
+  spec.mutable_optimizer()->set_name("adam");
+  spec.mutable_optimizer()->set_beta1(0.8);
+  spec.mutable_optimizer()->set_weight_decay(0.01);
+  spec.set_bucket_bytes(1 << 20);
+  spec.set_grad_accumulation_steps(4);
+  spec.set_eval_every_steps(10);
+  spec.set_blas_threads(2);
+  spec.mutable_dataset()->set_path("/data/fm");
+  absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(spec);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->optimizer.kind, OptimizerKind::kAdam);
+  EXPECT_EQ(c->optimizer.beta1, 0.8);
+  EXPECT_EQ(c->optimizer.beta2, 0.999);
+  EXPECT_EQ(c->optimizer.weight_decay, 0.01);
+  EXPECT_EQ(c->bucket_bytes, size_t{1} << 20);
+  EXPECT_EQ(c->grad_accumulation_steps, 4);
+  EXPECT_EQ(c->eval_every_steps, 10);
+  EXPECT_EQ(c->blas_threads, 2);
+  EXPECT_EQ(c->dataset_path, "/data/fm");
+}
+
+TEST(TrainConfigTest, FromJobSpec_Synthetic) {
+  JobSpec spec = MinimalSpec();
+  spec.mutable_model()->Clear();
+  spec.mutable_model()->set_kind("synthetic");
+  spec.mutable_model()->set_synthetic_floats(1000);
+  spec.mutable_model()->set_synthetic_compute_ms(2.5);
+  absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(spec);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->model, ModelKind::kSynthetic);
+  EXPECT_EQ(c->synthetic_floats, 1000u);
+  EXPECT_EQ(c->synthetic_compute, absl::Microseconds(2500));
+}
+
+TEST(TrainConfigTest, FromJobSpec_BadFields_NameTheField) {
+  struct Case {
+    void (*mutate)(JobSpec*);
+    const char* field;
+  };
+  const Case cases[] = {
+      {[](JobSpec* s) { s->mutable_model()->set_kind("cnn"); }, "model.kind"},
+      {[](JobSpec* s) { s->mutable_model()->set_layer_sizes(1, 0); },
+       "model.layerSizes[1]"},
+      {[](JobSpec* s) { s->mutable_model()->clear_layer_sizes(); },
+       "model.layerSizes"},
+      {[](JobSpec* s) { s->mutable_dataset()->set_name("cifar"); },
+       "dataset.name"},
+      {[](JobSpec* s) { s->mutable_optimizer()->set_name("lbfgs"); },
+       "optimizer.name"},
+      {[](JobSpec* s) { s->set_batch_size(0); }, "batchSize"},
+      {[](JobSpec* s) { s->set_steps(0); }, "steps"},
+      {[](JobSpec* s) { s->set_bucket_bytes(-1); }, "bucketBytes"},
+      {[](JobSpec* s) { s->set_bucket_bytes(3); }, "bucketBytes"},
+      {[](JobSpec* s) { s->set_grad_accumulation_steps(-2); },
+       "gradAccumulationSteps"},
+      {[](JobSpec* s) { s->set_blas_threads(-1); }, "blasThreads"},
+      {[](JobSpec* s) { s->mutable_optimizer()->set_learning_rate(-1); },
+       "optimizer"},
+  };
+  for (const Case& c : cases) {
+    JobSpec spec = MinimalSpec();
+    c.mutate(&spec);
+    EXPECT_THAT(
+        TrainerConfigFromJobSpec(spec),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.field)))
+        << c.field;
+  }
+}
+
+TEST(TrainConfigTest, FromJobSpec_PsModeAndCuda_AreUnimplemented) {
+  JobSpec spec = MinimalSpec();
+  spec.set_mode(SYNC_MODE_PS);
+  EXPECT_THAT(TrainerConfigFromJobSpec(spec),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("PS")));
+  spec = MinimalSpec();
+  spec.set_device("cuda");
+  EXPECT_THAT(TrainerConfigFromJobSpec(spec),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("cuda")));
+}
+
+TEST(TrainDataTest, SyntheticDataset_IsDeterministicAndShaped) {
+  absl::StatusOr<Dataset> a = MakeSyntheticDataset(100, 12, 5, 3, 0);
+  absl::StatusOr<Dataset> b = MakeSyntheticDataset(100, 12, 5, 3, 0);
+  absl::StatusOr<Dataset> test = MakeSyntheticDataset(100, 12, 5, 3, 1);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  ASSERT_THAT(test, IsOk());
+  EXPECT_EQ(a->features, b->features);
+  EXPECT_EQ(a->labels, b->labels);
+  EXPECT_NE(a->features, test->features);
+  EXPECT_EQ(a->features.size(), 1200u);
+  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(a->labels[i], int32_t(i % 5));
+  EXPECT_THAT(MakeSyntheticDataset(1 << 20, 1 << 20, 10, 0, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(TrainDataTest, LoadTrainData_ShapeMismatch_ReturnsInvalidArgument) {
+  TrainerConfig config;
+  config.layer_sizes = {100, 10};
+  config.dataset = DatasetKind::kFashionMnist;
+  config.dataset_path = "/nonexistent";
+  EXPECT_THAT(LoadTrainData(config), StatusIs(absl::StatusCode::kNotFound));
+  config.dataset = DatasetKind::kSynthetic;
+  absl::StatusOr<TrainData> data = LoadTrainData(config);
+  ASSERT_THAT(data, IsOk());
+  EXPECT_EQ(data->train->feature_size, 100u);
+  EXPECT_EQ(data->test->num_examples, kSyntheticTestExamples);
+}
+
+TEST(ParamHashTest, DetectsAnyChangeAndLength) {
+  std::vector<float> p(1001, 0.5f);
+  const uint64_t h = HashParameters(p);
+  EXPECT_EQ(h, HashParameters(p));
+  for (size_t i : {0, 1, 500, 999, 1000}) {
+    std::vector<float> q = p;
+    q[i] = std::nextafter(q[i], 1.0f);
+    EXPECT_NE(HashParameters(q), h) << i;
+  }
+  std::vector<float> shorter(p.begin(), p.end() - 1);
+  EXPECT_NE(HashParameters(shorter), h);
+  EXPECT_NE(HashParameters({}), HashParameters(std::vector<float>{0.0f}));
+}
+
+}  // namespace
+}  // namespace gradsync

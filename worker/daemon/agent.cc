@@ -1,0 +1,304 @@
+#include "worker/daemon/agent.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "server/store/grpc_status.h"
+#include "worker/daemon/devices.h"
+
+namespace gradsync {
+JobLauncher JobRunnerLauncher(
+    JobRunnerConfig config, std::shared_ptr<Coordinator::StubInterface> stub) {
+  return [config = std::move(config), stub = std::move(stub)](
+             const std::string& worker_id, const Assignment& assignment)
+             -> absl::StatusOr<std::unique_ptr<JobHandle>> {
+    JobRunnerConfig c = config;
+    c.worker_id = worker_id;
+    absl::StatusOr<std::unique_ptr<JobRunner>> runner =
+        JobRunner::Start(assignment, std::move(c), stub);
+    if (!runner.ok()) return runner.status();
+    return std::unique_ptr<JobHandle>(std::move(*runner));
+  };
+}
+
+Agent::Agent(AgentConfig config,
+             std::shared_ptr<Coordinator::StubInterface> stub,
+             JobLauncher launcher)
+    : config_(std::move(config)),
+      stub_(std::move(stub)),
+      launcher_(std::move(launcher)) {
+  absl::MutexLock lock(&mu_);
+  heartbeat_ = config_.default_heartbeat;
+}
+
+Agent::~Agent() {
+  Stop(absl::CancelledError("the worker agent was destroyed"));
+}
+
+void Agent::Log(absl::string_view line) const {
+  if (config_.log) config_.log(line);
+}
+
+void Agent::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (started_ || stopping_) return;
+    started_ = true;
+  }
+  absl::MutexLock lock(&thread_mu_);
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void Agent::Stop(const absl::Status& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  calls_.CancelAll(reason);
+  {
+    absl::MutexLock lock(&thread_mu_);
+    if (loop_.joinable()) loop_.join();
+  }
+  // The loop has ended: this thread now owns jobs_.
+  CancelAllJobs(reason);
+  std::map<std::string, std::unique_ptr<JobHandle>> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    jobs.swap(jobs_);
+  }
+  for (auto& [id, job] : jobs) job->Join();
+  if (!jobs.empty()) Log(absl::StrCat("stopped ", jobs.size(), " job(s)"));
+}
+
+std::string Agent::worker_id() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+int64_t Agent::registrations() const {
+  absl::MutexLock lock(&mu_);
+  return registrations_;
+}
+
+std::vector<std::string> Agent::jobs() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> ids;
+  for (const auto& [id, job] : jobs_) ids.push_back(id);
+  return ids;
+}
+
+bool Agent::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+bool Agent::Sleep(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+  return !stopping_;
+}
+
+void Agent::Loop() {
+  absl::Duration backoff = config_.min_backoff;
+  bool failing = false;
+  while (!stopping()) {
+    Reap();
+    const std::string id = worker_id();
+    const absl::Time start = absl::Now();
+    bool had_news = false;
+    const absl::Status status = id.empty() ? Register() : Heartbeat(&had_news);
+    if (stopping()) break;
+    if (status.ok()) {
+      if (failing) {
+        Log(absl::StrCat("coordinator at ", config_.coordinator,
+                         " is reachable again"));
+        failing = false;
+      }
+      backoff = config_.min_backoff;
+      if (!id.empty() && !had_news) {
+        // At most one heartbeat per interval, even if the coordinator
+        // answers a long-poll early.
+        absl::Duration interval;
+        {
+          absl::MutexLock lock(&mu_);
+          interval = heartbeat_;
+        }
+        Sleep(interval - (absl::Now() - start));
+      }
+      continue;
+    }
+    if (status.code() == absl::StatusCode::kNotFound && !id.empty()) {
+      Log(absl::StrCat(
+          "coordinator at ", config_.coordinator, " does not know worker ", id,
+          " (declared lost after missed heartbeats, or the coordinator "
+          "restarted): cancelling its jobs and registering again"));
+      CancelAllJobs(absl::AbortedError(absl::StrCat(
+          "worker ", id, " was declared lost by the coordinator")));
+      absl::MutexLock lock(&mu_);
+      worker_id_.clear();
+      continue;
+    }
+    Log(absl::StrCat(id.empty() ? "registration with" : "heartbeat to",
+                     " coordinator at ", config_.coordinator,
+                     " failed: ", status.ToString(), "; retrying in ",
+                     absl::FormatDuration(backoff)));
+    failing = true;
+    Sleep(backoff);
+    backoff = std::min(backoff * 2, config_.max_backoff);
+  }
+}
+
+absl::Status Agent::Register() {
+  RegisterWorkerRequest request;
+  request.set_host(config_.host);
+  request.set_address(config_.address);
+  for (const Device& d : config_.devices) *request.add_devices() = d;
+  request.set_pid(config_.pid);
+  RegisterWorkerResponse response;
+  grpc::ClientContext context;
+  SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
+  CancellableCalls::Scope scope(&calls_, &context);
+  if (!scope.ok()) return scope.status();
+  absl::Status status =
+      FromGrpcStatus(stub_->RegisterWorker(&context, request, &response));
+  if (!status.ok()) return status;
+  if (response.worker_id().empty()) {
+    return absl::InternalError("the coordinator answered without a worker id");
+  }
+  const absl::Duration heartbeat =
+      response.heartbeat_ms() > 0 ? absl::Milliseconds(response.heartbeat_ms())
+                                  : config_.default_heartbeat;
+  {
+    absl::MutexLock lock(&mu_);
+    worker_id_ = response.worker_id();
+    heartbeat_ = heartbeat;
+    ++registrations_;
+  }
+  Log(absl::StrCat("registered with coordinator at ", config_.coordinator,
+                   " as ", response.worker_id(), " (host ", config_.host,
+                   ", address ", config_.address, ", devices ",
+                   FormatDevices(config_.devices), ", lease ",
+                   response.lease_ms(), " ms, heartbeat ",
+                   absl::FormatDuration(heartbeat), ")"));
+  return absl::OkStatus();
+}
+
+absl::Status Agent::Heartbeat(bool* had_news) {
+  std::string id;
+  absl::Duration wait;
+  {
+    absl::MutexLock lock(&mu_);
+    id = worker_id_;
+    wait = heartbeat_;
+  }
+  HeartbeatRequest request;
+  request.set_worker_id(id);
+  request.set_wait_ms(absl::ToInt64Milliseconds(wait));
+  HeartbeatResponse response;
+  grpc::ClientContext context;
+  SetRpcDeadline(&context, absl::Now() + wait + config_.rpc_timeout);
+  {
+    CancellableCalls::Scope scope(&calls_, &context);
+    if (!scope.ok()) return scope.status();
+    absl::Status status =
+        FromGrpcStatus(stub_->Heartbeat(&context, request, &response));
+    if (!status.ok()) return status;
+  }
+  *had_news =
+      response.assignments_size() > 0 || response.cancel_job_ids_size() > 0;
+  // Cancellations first: a job may be cancelled and re-assigned (a new
+  // generation) in one response.
+  for (const std::string& job_id : response.cancel_job_ids()) {
+    CancelJob(job_id, absl::CancelledError(response.cancel_reason().empty()
+                                               ? "cancelled by the coordinator"
+                                               : response.cancel_reason()));
+  }
+  for (const Assignment& assignment : response.assignments()) {
+    Launch(id, assignment);
+  }
+  return absl::OkStatus();
+}
+
+void Agent::Launch(const std::string& worker_id, const Assignment& assignment) {
+  const std::string& job_id = assignment.job_id();
+  std::unique_ptr<JobHandle> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job_id);
+    if (it != jobs_.end()) {
+      previous = std::move(it->second);
+      jobs_.erase(it);
+    }
+  }
+  if (previous != nullptr) {
+    // A new generation of a job still running here (the coordinator
+    // restarted its rendezvous): the old ranks must be gone before the new
+    // ones bind. Cancelled ranks end within moments, so waiting here only
+    // briefly delays the next heartbeat.
+    previous->Cancel(absl::AbortedError(
+        absl::StrCat("job ", job_id, " was assigned again (generation ",
+                     assignment.generation(), ")")));
+    previous->Join();
+  }
+  Log(absl::StrCat("assigned job ", job_id, " generation ",
+                   assignment.generation(), ": ranks [",
+                   absl::StrJoin(assignment.ranks(), ", "), "] of ",
+                   assignment.world_size()));
+  absl::StatusOr<std::unique_ptr<JobHandle>> job =
+      launcher_(worker_id, assignment);
+  if (job.ok()) {
+    absl::MutexLock lock(&mu_);
+    jobs_[job_id] = *std::move(job);
+    return;
+  }
+  Log(absl::StrCat("job ", job_id,
+                   " could not start: ", job.status().ToString()));
+  for (int rank : assignment.ranks()) {
+    ReportRankRequest request;
+    request.set_worker_id(worker_id);
+    request.set_job_id(job_id);
+    request.set_rank(rank);
+    request.set_state(RANK_STATE_FAILED);
+    request.set_operation("job start");
+    request.set_message(job.status().ToString());
+    ReportRankResponse response;
+    grpc::ClientContext context;
+    SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
+    stub_->ReportRank(&context, request, &response);
+  }
+}
+
+void Agent::CancelJob(const std::string& job_id, const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;  // never started here, or already reaped
+  Log(absl::StrCat("cancelling job ", job_id, ": ", reason.message()));
+  it->second->Cancel(reason);
+}
+
+void Agent::CancelAllJobs(const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, job] : jobs_) job->Cancel(reason);
+}
+
+void Agent::Reap() {
+  std::vector<std::unique_ptr<JobHandle>> done;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->second->Done()) {
+        done.push_back(std::move(it->second));
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& job : done) job->Join();
+}
+
+}  // namespace gradsync

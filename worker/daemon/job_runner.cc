@@ -1,0 +1,305 @@
+#include "worker/daemon/job_runner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "collectives/tcp/tcp_communicator.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+namespace {
+
+// ReportRank attempts while the coordinator is unreachable.
+constexpr int kReportAttempts = 3;
+constexpr absl::Duration kReportRetryDelay = absl::Milliseconds(500);
+// How long a finishing rank waits for its metrics to reach the coordinator
+// before reporting its end (after which the job takes no more metrics).
+constexpr absl::Duration kMetricsFlushTimeout = absl::Seconds(10);
+// FinishStep's deadline beyond the per-collective timeout: the backend's
+// own deadline, which names the late peer, should expire first.
+constexpr absl::Duration kStepDeadlineSlack = absl::Seconds(30);
+// How often a rank in rendezvous looks for cancellation.
+constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
+
+absl::Status ValidateAssignment(const Assignment& a) {
+  if (a.job_id().empty()) {
+    return absl::InvalidArgumentError("assignment without a job id");
+  }
+  if (a.world_size() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "assignment of job ", a.job_id(), " has world size ", a.world_size()));
+  }
+  if (a.ranks_size() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment of job ", a.job_id(), " has no rank"));
+  }
+  if (a.devices_size() != 0 && a.devices_size() != a.ranks_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment of job ", a.job_id(), " has ", a.ranks_size(),
+                     " ranks but ", a.devices_size(), " devices"));
+  }
+  absl::flat_hash_set<int> seen;
+  for (int i = 0; i < a.ranks_size(); ++i) {
+    const int r = a.ranks(i);
+    if (r < 0 || r >= a.world_size() || !seen.insert(r).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("assignment of job ", a.job_id(), " has rank ", r,
+                       " (out of [0, ", a.world_size(), ") or repeated)"));
+    }
+    if (a.devices_size() != 0 && a.devices(i).kind() != "cpu") {
+      return absl::UnimplementedError(absl::StrCat(
+          "rank ", r, " of job ", a.job_id(), " is placed on device ",
+          a.devices(i).kind(), ":", a.devices(i).index(),
+          "; this worker runs CPU ranks only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StoreScope ScopeOf(const Assignment& a, const std::string& worker_id) {
+  StoreScope scope;
+  scope.set_worker_id(worker_id);
+  scope.set_job_id(a.job_id());
+  scope.set_generation(a.generation());
+  return scope;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Start(
+    const Assignment& assignment, JobRunnerConfig config,
+    std::shared_ptr<Coordinator::StubInterface> stub) {
+  if (config.worker_id.empty() || config.blas == nullptr || stub == nullptr) {
+    return absl::InvalidArgumentError(
+        "a job runner needs a worker id, a BLAS policy and a stub");
+  }
+  if (absl::Status s = ValidateAssignment(assignment); !s.ok()) return s;
+  std::unique_ptr<JobRunner> runner(
+      new JobRunner(assignment, std::move(config), std::move(stub)));
+  absl::MutexLock lock(&runner->join_mu_);
+  runner->main_ = std::thread([r = runner.get()] { r->Main(); });
+  return runner;
+}
+
+JobRunner::JobRunner(const Assignment& assignment, JobRunnerConfig config,
+                     std::shared_ptr<Coordinator::StubInterface> stub)
+    : assignment_(assignment),
+      config_(std::move(config)),
+      stub_(std::move(stub)),
+      store_(std::make_shared<CoordinatorStore>(
+          stub_, ScopeOf(assignment_, config_.worker_id), config_.coordinator)),
+      reporter_(
+          stub_, config_.worker_id, assignment_.job_id(),
+          [this] {
+            MetricsReporterOptions o;
+            o.rpc_timeout = config_.rpc_timeout;
+            return o;
+          }(),
+          config_.log) {}
+
+JobRunner::~JobRunner() {
+  Cancel(absl::CancelledError("the job runner was destroyed"));
+  Join();
+}
+
+void JobRunner::Log(absl::string_view line) const {
+  if (config_.log) {
+    config_.log(absl::StrCat("job ", assignment_.job_id(), ": ", line));
+  }
+}
+
+void JobRunner::Cancel(const absl::Status& reason) {
+  std::vector<Communicator*> comms;
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_.load()) return;
+    cancel_reason_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
+    cancelled_.store(true);
+    // Aborting only shuts sockets down; it does not block.
+    for (Communicator* comm : comms_) comm->Abort(cancel_reason_);
+  }
+  store_->Cancel(reason);
+}
+
+void JobRunner::Join() {
+  absl::MutexLock lock(&join_mu_);
+  if (main_.joinable()) main_.join();
+}
+
+std::string JobRunner::CancelMessage() {
+  absl::MutexLock lock(&mu_);
+  return absl::StrCat("the rank was cancelled: ", cancel_reason_.message());
+}
+
+bool JobRunner::Register(Communicator* comm) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_.load()) {
+    comm->Abort(cancel_reason_);
+    return false;
+  }
+  comms_.push_back(comm);
+  return true;
+}
+
+void JobRunner::Unregister(Communicator* comm) {
+  absl::MutexLock lock(&mu_);
+  comms_.erase(std::remove(comms_.begin(), comms_.end(), comm), comms_.end());
+}
+
+void JobRunner::Report(int rank, RankState state, int64_t step,
+                       absl::string_view operation, absl::string_view message,
+                       const TrainResult* result) {
+  ReportRankRequest request;
+  request.set_worker_id(config_.worker_id);
+  request.set_job_id(assignment_.job_id());
+  request.set_rank(rank);
+  request.set_state(state);
+  request.set_step(std::max<int64_t>(step, 0));
+  request.set_operation(std::string(operation));
+  request.set_message(std::string(message));
+  if (result != nullptr && result->evaluated) {
+    request.set_test_accuracy(result->test_accuracy);
+    request.set_test_loss(result->test_loss);
+  }
+  absl::Status status;
+  for (int attempt = 0; attempt < kReportAttempts; ++attempt) {
+    if (attempt > 0) absl::SleepFor(kReportRetryDelay);
+    grpc::ClientContext context;
+    SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
+    ReportRankResponse response;
+    status = FromGrpcStatus(stub_->ReportRank(&context, request, &response));
+    if (status.code() != absl::StatusCode::kUnavailable &&
+        status.code() != absl::StatusCode::kDeadlineExceeded) {
+      break;
+    }
+  }
+  // FAILED_PRECONDITION: the job already ended (cancelled, or another rank
+  // failed first); nothing to tell.
+  if (!status.ok() && status.code() != absl::StatusCode::kFailedPrecondition) {
+    Log(absl::StrCat("rank ", rank, ": ReportRank ", RankState_Name(state),
+                     " to ", config_.coordinator,
+                     " failed: ", status.ToString()));
+  }
+}
+
+void JobRunner::FailAll(absl::string_view operation,
+                        const absl::Status& status) {
+  Log(absl::StrCat(operation, " failed: ", status.ToString()));
+  for (int rank : assignment_.ranks()) {
+    Report(rank, RANK_STATE_FAILED, 0, operation, status.ToString());
+  }
+}
+
+void JobRunner::Main() {
+  absl::StatusOr<TrainerConfig> config =
+      TrainerConfigFromJobSpec(assignment_.spec());
+  if (!config.ok()) {
+    FailAll("job spec", config.status());
+    done_.store(true);
+    return;
+  }
+  train_config_ = *std::move(config);
+  train_config_.comm_timeout = config_.collective_timeout + kStepDeadlineSlack;
+  absl::StatusOr<int> blas = config_.blas->Acquire(train_config_.blas_threads);
+  if (!blas.ok()) {
+    FailAll("BLAS setup", blas.status());
+    done_.store(true);
+    return;
+  }
+  if (*blas != train_config_.blas_threads) {
+    Log(absl::StrCat("spec asks for ", train_config_.blas_threads,
+                     " BLAS threads per rank but another job on this worker "
+                     "set ",
+                     *blas, "; using ", *blas));
+  }
+  Log(absl::StrCat("starting ranks [", absl::StrJoin(assignment_.ranks(), ", "),
+                   "] of ", assignment_.world_size(), ", generation ",
+                   assignment_.generation()));
+  absl::StatusOr<TrainData> data = LoadTrainData(train_config_);
+  if (!data.ok()) {
+    FailAll("data loading", data.status());
+  } else if (cancelled_.load()) {
+    FailAll("job start", absl::CancelledError(CancelMessage()));
+  } else {
+    data_ = *std::move(data);
+    std::vector<std::thread> ranks;
+    for (int rank : assignment_.ranks()) {
+      ranks.emplace_back([this, rank] { RunRank(rank); });
+    }
+    for (std::thread& t : ranks) t.join();
+  }
+  config_.blas->Release();
+  Log("all local ranks ended; devices free");
+  done_.store(true);
+}
+
+// Rendezvous through the coordinator's store; a cancelled job interrupts
+// it (options.cancelled, and the store's Cancel for a blocked Get).
+absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
+  TcpOptions options;
+  options.job_id =
+      absl::StrCat(assignment_.job_id(), "/", assignment_.generation());
+  options.listen_host = config_.listen_host;
+  options.connect_timeout = config_.rendezvous_timeout;
+  options.timeout = config_.collective_timeout;
+  options.cancelled = &cancelled_;
+  return CreateTcpCommunicator(store_.get(), rank, assignment_.world_size(),
+                               options);
+}
+
+void JobRunner::RunRank(int rank) {
+  absl::StatusOr<std::unique_ptr<Communicator>> comm = Rendezvous(rank);
+  if (!comm.ok()) {
+    const std::string message =
+        cancelled_.load() ? CancelMessage() : comm.status().ToString();
+    Log(absl::StrCat("rank ", rank, ": rendezvous failed: ", message));
+    Report(rank, RANK_STATE_FAILED, 0, "rendezvous", message);
+    return;
+  }
+  std::unique_ptr<Communicator> communicator = *std::move(comm);
+  if (!Register(communicator.get())) {
+    Report(rank, RANK_STATE_FAILED, 0, "rendezvous", CancelMessage());
+    return;
+  }
+  Report(rank, RANK_STATE_READY, 0, "", "");
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
+      train_config_, data_, communicator.get(),
+      [this](const StepMetrics& m) { reporter_.Add(m); }, &cancelled_);
+  if (!trainer.ok()) {
+    Unregister(communicator.get());
+    communicator->Abort(trainer.status());
+    Log(absl::StrCat("rank ", rank,
+                     ": setup failed: ", trainer.status().ToString()));
+    Report(rank, RANK_STATE_FAILED, 0, "trainer setup",
+           trainer.status().ToString());
+    return;
+  }
+  absl::StatusOr<TrainResult> result = (*trainer)->Run();
+  Unregister(communicator.get());
+  if (absl::Status s = reporter_.Flush(absl::Now() + kMetricsFlushTimeout);
+      !s.ok()) {
+    Log(absl::StrCat("rank ", rank, ": ", s.message()));
+  }
+  if (result.ok()) {
+    Log(absl::StrCat(
+        "rank ", rank, ": succeeded after ", result->steps, " steps",
+        result->evaluated
+            ? absl::StrCat("; test accuracy ", result->test_accuracy,
+                           ", test loss ", result->test_loss)
+            : ""));
+    Report(rank, RANK_STATE_SUCCEEDED, result->steps - 1, "", "", &*result);
+    return;
+  }
+  const TrainFailure& failure = (*trainer)->failure();
+  const std::string message =
+      cancelled_.load() ? CancelMessage() : failure.cause.ToString();
+  Log(absl::StrCat("rank ", rank, ": failed at step ", failure.step, " during ",
+                   failure.operation, ": ", message));
+  Report(rank, RANK_STATE_FAILED, failure.step, failure.operation, message);
+}
+
+}  // namespace gradsync

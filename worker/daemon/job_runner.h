@@ -1,0 +1,148 @@
+// JobRunner: runs the ranks of one job placed on this worker (an
+// Assignment from the coordinator), one thread per rank, and reports their
+// lifecycle and step metrics to the coordinator.
+//
+// Lifecycle of the runner (its own thread):
+//   spec -> TrainerConfig (a bad spec fails every local rank at once)
+//   BLAS threads acquired (blas_policy.h), data loaded ONCE and shared
+//   one thread per local rank:
+//     rendezvous: a TCP communicator through a CoordinatorStore scoped to
+//       (worker, job, generation), TcpOptions.job_id "<job>/<generation>",
+//       listening on the worker's address
+//     ReportRank READY
+//     Trainer::Run, metrics queued to a MetricsReporter (never blocks)
+//     metrics flushed, then ReportRank SUCCEEDED (with the test accuracy
+//       and loss) or FAILED (step, operation, message)
+//   BLAS released, Done() becomes true: the devices are free again and the
+//   daemon can take the next job without restarting.
+//
+// Cancel(reason) (the coordinator cancelled the job, or the daemon stops)
+// sets the trainers' cancel flag, cancels rendezvous calls in flight and
+// aborts every communicator, so that ranks blocked in a collective return
+// at once; each rank then reports FAILED quoting the reason (the
+// coordinator ignores reports for jobs that already ended). A rank still
+// in the TCP rendezvous, which cannot be interrupted, is abandoned: its
+// helper thread ends on its own by the rendezvous timeout.
+//
+// Errors: Start returns INVALID_ARGUMENT for a malformed assignment (no
+// ranks, a rank outside [0, world_size), devices not matching the ranks)
+// or a config without a worker id / BLAS policy; every later error is
+// reported to the coordinator as the failure of a rank, and logged.
+// Threading: Cancel, Done and Join are thread-safe; the destructor cancels
+// and joins.
+#ifndef GRADSYNC_WORKER_DAEMON_JOB_RUNNER_H_
+#define GRADSYNC_WORKER_DAEMON_JOB_RUNNER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collectives/communicator.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "worker/daemon/blas_policy.h"
+#include "worker/daemon/coordinator_store.h"
+#include "worker/daemon/metrics_reporter.h"
+#include "worker/train/train_config.h"
+#include "worker/train/train_data.h"
+#include "worker/train/trainer.h"
+
+namespace gradsync {
+
+// A job running on this worker, as the agent sees it (tests fake it).
+class JobHandle {
+ public:
+  virtual ~JobHandle() = default;
+  // Stops the job's ranks as soon as possible; does not block.
+  virtual void Cancel(const absl::Status& reason) = 0;
+  // True once every rank thread has ended.
+  virtual bool Done() const = 0;
+  // Blocks until Done().
+  virtual void Join() = 0;
+};
+
+struct JobRunnerConfig {
+  std::string worker_id;
+  std::string coordinator;  // "host:port", for messages
+  // The worker's data-plane address: ranks listen and advertise here.
+  std::string listen_host = "127.0.0.1";
+  // Until every peer is connected.
+  absl::Duration rendezvous_timeout = absl::Seconds(120);
+  // Per collective (the TCP backend names the late peer when it expires).
+  absl::Duration collective_timeout = absl::Seconds(60);
+  // Unary RPCs to the coordinator (ReportRank, ReportMetrics).
+  absl::Duration rpc_timeout = absl::Seconds(10);
+  BlasThreadPolicy* blas = nullptr;  // required; owned by the daemon
+  LogFn log;
+};
+
+class JobRunner final : public JobHandle {
+ public:
+  // Validates `assignment` and starts the runner thread.
+  static absl::StatusOr<std::unique_ptr<JobRunner>> Start(
+      const Assignment& assignment, JobRunnerConfig config,
+      std::shared_ptr<Coordinator::StubInterface> stub);
+
+  ~JobRunner() override;
+
+  void Cancel(const absl::Status& reason) override;
+  bool Done() const override { return done_.load(); }
+  void Join() override;
+
+  const std::string& job_id() const { return assignment_.job_id(); }
+
+ private:
+  JobRunner(const Assignment& assignment, JobRunnerConfig config,
+            std::shared_ptr<Coordinator::StubInterface> stub);
+
+  void Main();
+  void RunRank(int rank);
+  // Connects `rank` to its peers; CANCELLED as soon as the job is
+  // cancelled, even while the TCP rendezvous waits for peers (see .cc).
+  absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(int rank);
+  // Reports `state` for `rank`, retrying briefly while the coordinator is
+  // unreachable; logs failures.
+  void Report(int rank, RankState state, int64_t step,
+              absl::string_view operation, absl::string_view message,
+              const TrainResult* result = nullptr);
+  // Reports FAILED at step 0 for every local rank.
+  void FailAll(absl::string_view operation, const absl::Status& status);
+  // Makes `comm` abortable by Cancel; false (and aborts it) if the job was
+  // cancelled already.
+  bool Register(Communicator* comm);
+  void Unregister(Communicator* comm);
+  // "the rank was cancelled: <reason>", once cancelled.
+  std::string CancelMessage();
+  void Log(absl::string_view line) const;
+
+  const Assignment assignment_;
+  const JobRunnerConfig config_;
+  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  // Shared with rendezvous helpers that may outlive the runner (RunRank).
+  const std::shared_ptr<CoordinatorStore> store_;
+  MetricsReporter reporter_;
+
+  // Written by Main before the rank threads start; read-only afterwards.
+  TrainerConfig train_config_;
+  TrainData data_;
+
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> done_{false};
+
+  absl::Mutex mu_;
+  absl::Status cancel_reason_ ABSL_GUARDED_BY(mu_);
+  std::vector<Communicator*> comms_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex join_mu_;
+  std::thread main_ ABSL_GUARDED_BY(join_mu_);
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_DAEMON_JOB_RUNNER_H_

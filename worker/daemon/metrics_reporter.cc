@@ -1,0 +1,133 @@
+#include "worker/daemon/metrics_reporter.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+
+MetricsReporter::MetricsReporter(
+    std::shared_ptr<Coordinator::StubInterface> stub, std::string worker_id,
+    std::string job_id, MetricsReporterOptions options, LogFn log)
+    : stub_(std::move(stub)),
+      worker_id_(std::move(worker_id)),
+      job_id_(std::move(job_id)),
+      options_(options),
+      log_(std::move(log)) {
+  sender_ = std::thread([this] { SendLoop(); });
+}
+
+MetricsReporter::~MetricsReporter() {
+  if (!Flush(absl::Now() + options_.close_timeout).ok()) {
+    calls_.CancelAll(absl::CancelledError("metrics reporter closed"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  sender_.join();
+  absl::MutexLock lock(&mu_);
+  if (dropped_ > 0) {
+    Log(absl::StrCat("job ", job_id_, ": ", dropped_, " of ", added_,
+                     " step metrics could not be sent to the coordinator"));
+  }
+}
+
+void MetricsReporter::Log(absl::string_view line) const {
+  if (log_) log_(line);
+}
+
+void MetricsReporter::Add(const StepMetrics& metrics) {
+  absl::MutexLock lock(&mu_);
+  if (queue_.size() >= options_.max_queued) {
+    queue_.pop_front();
+    ++dropped_;
+    ++done_;
+  }
+  queue_.push_back(metrics);
+  ++added_;
+}
+
+absl::Status MetricsReporter::Flush(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  const int64_t target = added_;
+  auto flushed = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return done_ >= target;
+  };
+  if (mu_.AwaitWithDeadline(absl::Condition(&flushed), deadline)) {
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("job ", job_id_, ": ", target - done_,
+                   " step metrics still unsent to the coordinator"));
+}
+
+int64_t MetricsReporter::sent() const {
+  absl::MutexLock lock(&mu_);
+  return sent_;
+}
+
+int64_t MetricsReporter::dropped() const {
+  absl::MutexLock lock(&mu_);
+  return dropped_;
+}
+
+absl::Status MetricsReporter::Send(const ReportMetricsRequest& request) {
+  absl::Status status;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt > 0) absl::SleepFor(options_.retry_delay);
+    grpc::ClientContext context;
+    SetRpcDeadline(&context, absl::Now() + options_.rpc_timeout);
+    CancellableCalls::Scope scope(&calls_, &context);
+    if (!scope.ok()) return scope.status();
+    ReportMetricsResponse response;
+    status = FromGrpcStatus(stub_->ReportMetrics(&context, request, &response));
+    if (status.code() != absl::StatusCode::kUnavailable &&
+        status.code() != absl::StatusCode::kDeadlineExceeded) {
+      break;
+    }
+  }
+  return status;
+}
+
+void MetricsReporter::SendLoop() {
+  while (true) {
+    ReportMetricsRequest request;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping, nothing left
+      request.set_worker_id(worker_id_);
+      request.set_job_id(job_id_);
+      const size_t n = std::min(queue_.size(), options_.max_batch);
+      for (size_t i = 0; i < n; ++i) {
+        *request.add_metrics() = std::move(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    const absl::Status status = Send(request);
+    const int64_t n = request.metrics_size();
+    absl::MutexLock lock(&mu_);
+    done_ += n;
+    if (status.ok()) {
+      sent_ += n;
+      continue;
+    }
+    dropped_ += n;
+    if (!logged_drop_) {
+      logged_drop_ = true;
+      Log(absl::StrCat("job ", job_id_,
+                       ": step metrics dropped, ReportMetrics "
+                       "failed: ",
+                       status.ToString(), " (later drops are only counted)"));
+    }
+  }
+}
+
+}  // namespace gradsync

@@ -1,0 +1,97 @@
+// MetricsReporter: sends a job's step metrics to the coordinator
+// (ReportMetrics) from its own thread, so that the ranks' step loops never
+// wait for the network. Add() only queues; the sender takes everything
+// queued (every local rank's metrics of a step, and of later steps if the
+// coordinator was slow) into one request.
+//
+//   MetricsReporter reporter(stub, "w-1", "job-3", {}, log);
+//   trainer sink: [&](const StepMetrics& m) { reporter.Add(m); }
+//   ...
+//   reporter.Flush(absl::Now() + absl::Seconds(10));  // before SUCCEEDED
+//
+// Metrics are best effort: a request that fails is retried once when the
+// coordinator was unavailable, otherwise dropped (counted, and logged once
+// per kind of error); a queue over max_queued drops its oldest entries.
+// They never fail the job.
+//
+// Errors: Flush returns DEADLINE_EXCEEDED when metrics added before it are
+// still unsent at its deadline.
+// Threading: thread-safe. The destructor flushes for up to
+// options.close_timeout, then stops the sender.
+#ifndef GRADSYNC_WORKER_DAEMON_METRICS_REPORTER_H_
+#define GRADSYNC_WORKER_DAEMON_METRICS_REPORTER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "worker/daemon/rpc_util.h"
+
+namespace gradsync {
+
+using LogFn = std::function<void(absl::string_view)>;
+
+struct MetricsReporterOptions {
+  absl::Duration rpc_timeout = absl::Seconds(10);
+  size_t max_batch = 4096;      // metrics per request
+  size_t max_queued = 1 << 20;  // beyond this the oldest are dropped
+  absl::Duration retry_delay = absl::Milliseconds(200);
+  absl::Duration close_timeout = absl::Seconds(5);
+};
+
+class MetricsReporter {
+ public:
+  MetricsReporter(std::shared_ptr<Coordinator::StubInterface> stub,
+                  std::string worker_id, std::string job_id,
+                  MetricsReporterOptions options, LogFn log);
+  ~MetricsReporter();
+
+  MetricsReporter(const MetricsReporter&) = delete;
+  MetricsReporter& operator=(const MetricsReporter&) = delete;
+
+  // Queues `metrics`; never blocks on the network.
+  void Add(const StepMetrics& metrics);
+
+  // Waits until every metric added before the call was sent or dropped.
+  [[nodiscard]] absl::Status Flush(absl::Time deadline);
+
+  int64_t sent() const;
+  int64_t dropped() const;
+
+ private:
+  void SendLoop();
+  // Sends one batch (one retry when the coordinator was unreachable).
+  absl::Status Send(const ReportMetricsRequest& request);
+  void Log(absl::string_view line) const;
+
+  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::string worker_id_;
+  const std::string job_id_;
+  const MetricsReporterOptions options_;
+  const LogFn log_;
+
+  mutable absl::Mutex mu_;
+  std::deque<StepMetrics> queue_ ABSL_GUARDED_BY(mu_);
+  int64_t added_ ABSL_GUARDED_BY(mu_) = 0;  // ever queued
+  int64_t done_ ABSL_GUARDED_BY(mu_) = 0;   // sent or dropped
+  int64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  bool logged_drop_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // The sender's RPC, cancelled when closing runs out of time.
+  CancellableCalls calls_;
+  std::thread sender_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_DAEMON_METRICS_REPORTER_H_

@@ -1,0 +1,165 @@
+#include "worker/train/ring_sync.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace {
+
+// How long the destructor waits for collectives left in flight (after
+// aborting them, they end at once).
+constexpr absl::Duration kDrainTimeout = absl::Seconds(10);
+
+}  // namespace
+
+int64_t RingAllReduceBytes(size_t bytes, int world) {
+  if (world <= 1) return 0;
+  const auto b = static_cast<long double>(bytes);
+  return static_cast<int64_t>(2.0L * (world - 1) / world * b);
+}
+
+absl::StatusOr<std::unique_ptr<RingSync>> RingSync::Create(
+    Communicator* comm, absl::Span<float> grads,
+    const RingSyncOptions& options) {
+  if (comm == nullptr) {
+    return absl::InvalidArgumentError("ring sync needs a communicator");
+  }
+  ASSIGN_OR_RETURN(Bucketer bucketer,
+                   Bucketer::Create(grads.size(), options.bucket_bytes));
+  return std::unique_ptr<RingSync>(
+      new RingSync(comm, grads, std::move(bucketer)));
+}
+
+RingSync::RingSync(Communicator* comm, absl::Span<float> grads,
+                   Bucketer bucketer)
+    : comm_(comm), grads_(grads), bucketer_(std::move(bucketer)) {}
+
+RingSync::~RingSync() {
+  if (in_flight_.empty()) return;
+  comm_->Abort(absl::CancelledError(
+      absl::StrCat("ring sync destroyed during step ", step_)));
+  WaitAll(absl::Now() + kDrainTimeout).IgnoreError();
+}
+
+absl::Status RingSync::BeginStep(int64_t step) {
+  if (in_step_) {
+    return absl::FailedPreconditionError(absl::StrCat("ring sync: step ", step,
+                                                      " begun before step ",
+                                                      step_, " was finished"));
+  }
+  step_ = step;
+  in_step_ = true;
+  error_ = absl::OkStatus();
+  bucketer_.Reset();
+  return absl::OkStatus();
+}
+
+void RingSync::OnGradReady(size_t begin, size_t end) {
+  if (!error_.ok()) return;
+  if (!in_step_) {
+    error_ = absl::FailedPreconditionError(
+        absl::StrCat("gradient range [", begin, ", ", end,
+                     ") reported outside a step (BeginStep not called)"));
+    return;
+  }
+  error_ = bucketer_.MarkReady(
+      begin, end, [this](const Bucket& bucket) { Launch(bucket); });
+}
+
+void RingSync::Launch(const Bucket& bucket) {
+  float* data = grads_.data() + bucket.begin;
+  in_flight_.push_back(
+      {bucket, comm_->AllReduceAsync(data, data, bucket.size(),
+                                     DataType::kFloat32, ReduceOp::kSum)});
+}
+
+absl::Status RingSync::WaitAll(absl::Time deadline) {
+  absl::Status first;
+  const size_t total = bucketer_.buckets().size();
+  for (InFlight& f : in_flight_) {
+    absl::Status s = f.work->Wait(deadline);
+    if (!s.ok() && first.ok()) {
+      first = Annotate(
+          s, absl::StrCat("step ", step_, ": allreduce of bucket ",
+                          f.bucket.index, " of ", total, " (elements [",
+                          f.bucket.begin, ", ", f.bucket.end, "))"));
+    }
+  }
+  in_flight_.clear();
+  return first;
+}
+
+absl::StatusOr<SyncStats> RingSync::FinishStep(absl::Span<double> scalars,
+                                               absl::Time deadline) {
+  const absl::Time start = absl::Now();
+  if (!in_step_) {
+    return absl::FailedPreconditionError(
+        "ring sync: FinishStep without BeginStep");
+  }
+  in_step_ = false;
+  SyncStats stats;
+  if (error_.ok() && !bucketer_.AllLaunched()) {
+    const Bucket& stuck = bucketer_.buckets()[bucketer_.num_launched()];
+    error_ = absl::InternalError(
+        absl::StrCat("step ", step_,
+                     ": backward did not report every gradient element; "
+                     "bucket ",
+                     stuck.index, " (elements [", stuck.begin, ", ", stuck.end,
+                     ")) never became complete"));
+  }
+  if (!error_.ok()) {
+    // The peers wait for buckets this rank will never send: fail them now.
+    comm_->Abort(error_);
+    WaitAll(deadline).IgnoreError();
+    return error_;
+  }
+  // Queued behind the buckets (collectives run in issue order), so it adds
+  // one small message, not a round trip, to the exposed time.
+  std::unique_ptr<Work> scalar_work;
+  if (!scalars.empty()) {
+    scalar_work =
+        comm_->AllReduceAsync(scalars.data(), scalars.data(), scalars.size(),
+                              DataType::kFloat64, ReduceOp::kSum);
+  }
+  const int world = comm_->size();
+  for (const InFlight& f : in_flight_) {
+    stats.bytes_sent +=
+        RingAllReduceBytes(f.bucket.size() * sizeof(float), world);
+    ++stats.operations;
+  }
+  absl::Status status = WaitAll(deadline);
+  if (scalar_work != nullptr) {
+    absl::Status s = scalar_work->Wait(deadline);
+    if (!s.ok() && status.ok()) {
+      status = Annotate(
+          s, absl::StrCat("step ", step_, ": allreduce of the step's loss"));
+    }
+    stats.bytes_sent +=
+        RingAllReduceBytes(scalars.size() * sizeof(double), world);
+    ++stats.operations;
+  }
+  RETURN_IF_ERROR(status);
+  stats.bytes_received = stats.bytes_sent;
+  stats.exposed = absl::Now() - start;
+  return stats;
+}
+
+absl::Status RingSync::AllReduceScalars(absl::Span<double> values,
+                                        absl::Time deadline) {
+  if (in_step_) {
+    return absl::FailedPreconditionError(
+        "ring sync: AllReduceScalars during a step");
+  }
+  if (values.empty()) return absl::OkStatus();
+  return comm_
+      ->AllReduceAsync(values.data(), values.data(), values.size(),
+                       DataType::kFloat64, ReduceOp::kSum)
+      ->Wait(deadline);
+}
+
+void RingSync::Abort(const absl::Status& reason) { comm_->Abort(reason); }
+
+}  // namespace gradsync

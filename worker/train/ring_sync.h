@@ -1,0 +1,106 @@
+// RingSync: the peer all-reduce strategy (GradientSync over a
+// Communicator, the TCP ring on CPU hosts or NCCL on GPUs). As backward
+// reports gradient ranges, complete buckets (bucketer.h) are all-reduced
+// asynchronously in place, so communication overlaps the rest of backward,
+// as in PyTorch DDP; FinishStep waits for them, and every rank then runs
+// the same optimizer step on the same summed gradient.
+//
+// The reduction is a SUM, not an average. Each rank computes its share's
+// gradient with loss_normalizer = B, the GLOBAL batch size (mlp.h):
+// g_r = (1/B) * sum over its examples of dloss_i. The sum over ranks is
+// then exactly the gradient of the global-batch mean loss, as a 1-rank run
+// with batch B computes it, whatever the share sizes (B need not divide by
+// N, and some ranks may hold no example). An average of per-share means
+// would weight unequal shares wrongly, and kAvg's final division would add
+// a rounding step a 1-rank run does not have.
+//
+// Bytes: an all-reduce of S bytes over N ranks sends and receives
+// 2(N-1)/N * S bytes per rank on the ring (the bandwidth-optimal volume;
+// halving-doubling moves the same for N a power of two); the reported bytes
+// use this formula (RingAllReduceBytes).
+//
+// Errors: as GradientSync; a bucket whose collective fails is named with
+// its index, its element range and the step. If backward does not report
+// every element (the model broke gradient_ready.h), FinishStep aborts the
+// communicator, so that the peers, which wait for the missing bucket, fail
+// at once too, and returns INTERNAL.
+// Threading: as GradientSync. The communicator must outlive the RingSync
+// and be used by nothing else while a step is in flight.
+//
+// Example:
+//   ASSIGN_OR_RETURN(std::unique_ptr<RingSync> sync,
+//                    RingSync::Create(comm, mlp.grads(), options));
+#ifndef GRADSYNC_WORKER_TRAIN_RING_SYNC_H_
+#define GRADSYNC_WORKER_TRAIN_RING_SYNC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "collectives/communicator.h"
+#include "worker/train/bucketer.h"
+#include "worker/train/sync_strategy.h"
+
+namespace gradsync {
+
+struct RingSyncOptions {
+  // Bucket cap in bytes (>= 4).
+  size_t bucket_bytes = kDefaultAllReduceBucketBytes;
+};
+
+// Bytes one rank sends (and receives) to all-reduce `bytes` over `world`
+// ranks: 2(world-1)/world * bytes, 0 for one rank.
+int64_t RingAllReduceBytes(size_t bytes, int world);
+
+class RingSync final : public GradientSync {
+ public:
+  // INVALID_ARGUMENT for a null communicator or a bad bucket size.
+  static absl::StatusOr<std::unique_ptr<RingSync>> Create(
+      Communicator* comm, absl::Span<float> grads,
+      const RingSyncOptions& options);
+
+  ~RingSync() override;
+
+  absl::string_view name() const override { return "ring"; }
+  absl::Status BeginStep(int64_t step) override;
+  void OnGradReady(size_t begin, size_t end) override;
+  absl::StatusOr<SyncStats> FinishStep(absl::Span<double> scalars,
+                                       absl::Time deadline) override;
+  bool optimizer_runs_locally() const override { return true; }
+  absl::Status AllReduceScalars(absl::Span<double> values,
+                                absl::Time deadline) override;
+  void Abort(const absl::Status& reason) override;
+
+  const Bucketer& bucketer() const { return bucketer_; }
+
+ private:
+  RingSync(Communicator* comm, absl::Span<float> grads, Bucketer bucketer);
+
+  // Starts the all-reduce of `bucket`.
+  void Launch(const Bucket& bucket);
+  // Waits for every launched collective (even after an error: their
+  // buffers must not be reused while they run); returns the first error.
+  absl::Status WaitAll(absl::Time deadline);
+
+  struct InFlight {
+    Bucket bucket;
+    std::unique_ptr<Work> work;
+  };
+
+  Communicator* const comm_;
+  const absl::Span<float> grads_;
+  Bucketer bucketer_;
+  int64_t step_ = -1;
+  bool in_step_ = false;
+  std::vector<InFlight> in_flight_;
+  // First error of OnGradReady in the current step.
+  absl::Status error_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_TRAIN_RING_SYNC_H_

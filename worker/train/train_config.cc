@@ -1,0 +1,199 @@
+#include "worker/train/train_config.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("training config field ", field, " ", problem));
+}
+
+// The coordinator's defaults (server/coordinator/job_spec.h).
+constexpr double kDefaultMomentum = 0.9;
+constexpr double kDefaultBeta1 = 0.9;
+constexpr double kDefaultBeta2 = 0.999;
+constexpr double kDefaultEpsilon = 1e-8;
+
+absl::Status ModelFromSpec(const ModelSpec& model, TrainerConfig* config) {
+  if (model.kind() == "mlp") {
+    config->model = ModelKind::kMlp;
+    for (int i = 0; i < model.layer_sizes_size(); ++i) {
+      if (model.layer_sizes(i) <= 0) {
+        return Invalid(absl::StrCat("model.layerSizes[", i, "]"),
+                       absl::StrCat("is ", model.layer_sizes(i),
+                                    "; widths must be positive"));
+      }
+      config->layer_sizes.push_back(static_cast<size_t>(model.layer_sizes(i)));
+    }
+    return absl::OkStatus();
+  }
+  if (model.kind() == "synthetic") {
+    config->model = ModelKind::kSynthetic;
+    if (model.synthetic_floats() <= 0) {
+      return Invalid(
+          "model.syntheticFloats",
+          absl::StrCat("is ", model.synthetic_floats(), "; it must be > 0"));
+    }
+    const double ms = model.synthetic_compute_ms();
+    if (!(ms >= 0) || !std::isfinite(ms)) {
+      return Invalid("model.syntheticComputeMs",
+                     absl::StrCat("is ", ms, "; it must be finite and >= 0"));
+    }
+    config->synthetic_floats = static_cast<size_t>(model.synthetic_floats());
+    config->synthetic_compute = absl::Microseconds(std::llround(ms * 1000));
+    return absl::OkStatus();
+  }
+  return Invalid("model.kind", absl::StrCat("is '", model.kind(),
+                                            "'; use \"mlp\" or \"synthetic\""));
+}
+
+absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
+                               OptimizerConfig* config) {
+  absl::StatusOr<OptimizerKind> kind = ParseOptimizerKind(spec.name());
+  if (!kind.ok()) {
+    return Invalid("optimizer.name",
+                   absl::StrCat("is '", spec.name(),
+                                "'; use \"sgd\", \"momentum\", \"adam\" or "
+                                "\"adamw\""));
+  }
+  config->kind = *kind;
+  config->lr = spec.learning_rate();
+  config->weight_decay = spec.weight_decay();
+  config->nesterov = spec.nesterov();
+  config->momentum = spec.momentum() == 0 ? kDefaultMomentum : spec.momentum();
+  config->beta1 = spec.beta1() == 0 ? kDefaultBeta1 : spec.beta1();
+  config->beta2 = spec.beta2() == 0 ? kDefaultBeta2 : spec.beta2();
+  config->eps = spec.epsilon() == 0 ? kDefaultEpsilon : spec.epsilon();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
+  if (config.model == ModelKind::kMlp) {
+    if (config.layer_sizes.size() < 2) {
+      return Invalid("model.layerSizes",
+                     absl::StrCat("has ", config.layer_sizes.size(),
+                                  " entries; an mlp needs at least 2"));
+    }
+    for (size_t w : config.layer_sizes) {
+      if (w == 0) return Invalid("model.layerSizes", "has a zero width");
+    }
+  } else if (config.synthetic_floats == 0) {
+    return Invalid("model.syntheticFloats", "is 0; it must be > 0");
+  }
+  if (config.synthetic_compute < absl::ZeroDuration() ||
+      config.synthetic_compute == absl::InfiniteDuration()) {
+    return Invalid("model.syntheticComputeMs", "must be finite and >= 0");
+  }
+  if (config.global_batch_size == 0) {
+    return Invalid("batchSize", "is 0; it must be > 0");
+  }
+  if (config.steps < 0) {
+    return Invalid("steps", absl::StrCat("is ", config.steps, "; need >= 0"));
+  }
+  if (!(config.epochs >= 0) || !std::isfinite(config.epochs)) {
+    return Invalid("epochs", "must be finite and >= 0");
+  }
+  if (config.steps == 0 && config.epochs == 0) {
+    return Invalid("steps", "and epochs are both 0; set one of them > 0");
+  }
+  if (config.steps == 0 && config.model == ModelKind::kSynthetic) {
+    return Invalid("steps",
+                   "is 0; a synthetic model has no dataset to count "
+                   "epochs over, so set steps");
+  }
+  if (config.bucket_bytes < sizeof(float)) {
+    return Invalid("bucketBytes",
+                   absl::StrCat("is ", config.bucket_bytes,
+                                "; a bucket holds at least one float (4)"));
+  }
+  if (config.grad_accumulation_steps < 1) {
+    return Invalid("gradAccumulationSteps",
+                   absl::StrCat("is ", config.grad_accumulation_steps,
+                                "; it must be >= 1"));
+  }
+  if (config.eval_every_steps < 0) {
+    return Invalid("evalEverySteps", "must be >= 0");
+  }
+  if (config.eval_batch_size == 0) {
+    return Invalid("eval_batch_size", "is 0; it must be > 0");
+  }
+  if (config.blas_threads < 1) {
+    return Invalid("blasThreads", absl::StrCat("is ", config.blas_threads,
+                                               "; it must be >= 1"));
+  }
+  if (config.comm_timeout <= absl::ZeroDuration()) {
+    return Invalid("comm_timeout", "must be positive");
+  }
+  absl::Status optimizer = ValidateOptimizerConfig(config.optimizer);
+  if (!optimizer.ok()) return Annotate(optimizer, "training config optimizer");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
+  TrainerConfig config;
+  RETURN_IF_ERROR(ModelFromSpec(spec.model(), &config));
+  const std::string& dataset = spec.dataset().name();
+  if (dataset == "fashion-mnist" || dataset.empty()) {
+    config.dataset = DatasetKind::kFashionMnist;
+  } else if (dataset == "synthetic") {
+    config.dataset = DatasetKind::kSynthetic;
+  } else {
+    return Invalid("dataset.name",
+                   absl::StrCat("is '", dataset,
+                                "'; use \"fashion-mnist\" or \"synthetic\""));
+  }
+  config.dataset_path = spec.dataset().path();
+  RETURN_IF_ERROR(OptimizerFromSpec(spec.optimizer(), &config.optimizer));
+  if (spec.batch_size() <= 0) {
+    return Invalid("batchSize",
+                   absl::StrCat("is ", spec.batch_size(), "; it must be > 0"));
+  }
+  config.global_batch_size = static_cast<size_t>(spec.batch_size());
+  config.steps = spec.steps();
+  config.epochs = spec.epochs();
+  config.seed = spec.seed();
+  if (spec.bucket_bytes() < 0) {
+    return Invalid("bucketBytes", "must be >= 0 (0: 25 MiB)");
+  }
+  if (spec.bucket_bytes() > 0) {
+    config.bucket_bytes = static_cast<size_t>(spec.bucket_bytes());
+  }
+  if (spec.grad_accumulation_steps() > 0) {
+    config.grad_accumulation_steps = spec.grad_accumulation_steps();
+  } else if (spec.grad_accumulation_steps() < 0) {
+    return Invalid("gradAccumulationSteps", "must be >= 0 (0: 1)");
+  }
+  config.eval_every_steps = spec.eval_every_steps();
+  if (spec.blas_threads() > 0) {
+    config.blas_threads = spec.blas_threads();
+  } else if (spec.blas_threads() < 0) {
+    return Invalid("blasThreads", "must be >= 0 (0: 1)");
+  }
+  if (spec.mode() == SYNC_MODE_PS) {
+    return absl::UnimplementedError(
+        "job spec mode SYNC_MODE_PS: the parameter-server path is not "
+        "available in this worker yet; use SYNC_MODE_RING");
+  }
+  if (spec.mode() != SYNC_MODE_RING && spec.mode() != SYNC_MODE_UNSPECIFIED) {
+    return Invalid("mode", absl::StrCat("is ", static_cast<int>(spec.mode()),
+                                        "; use SYNC_MODE_RING"));
+  }
+  if (!spec.device().empty() && spec.device() != "cpu") {
+    return absl::UnimplementedError(
+        absl::StrCat("job spec device '", spec.device(),
+                     "': this worker runs CPU ranks only; use \"cpu\""));
+  }
+  RETURN_IF_ERROR(ValidateTrainerConfig(config));
+  return config;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,76 @@
+// TrainerConfig: everything one rank's step loop reads, in plain C++ types,
+// and its translation from the JobSpec the coordinator hands to every rank
+// (proto/job.proto). Nothing below the daemon reads flags or protos; the
+// trainer sees only this struct.
+//
+//   ASSIGN_OR_RETURN(TrainerConfig config, TrainerConfigFromJobSpec(spec));
+//
+// Defaults for fields a spec leaves at 0 are the coordinator's
+// (server/coordinator/job_spec.h), so a spec that skipped validation still
+// trains the same way.
+//
+// Errors: INVALID_ARGUMENT naming the first bad field (by its JSON name,
+// as users write specs); UNIMPLEMENTED for what this worker cannot run yet
+// (PS mode, CUDA devices). Pure functions; thread-safe.
+#ifndef GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
+#define GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/optimizer.h"
+#include "proto/job.pb.h"
+#include "worker/train/bucketer.h"
+
+namespace gradsync {
+
+enum class ModelKind {
+  kMlp,        // worker/model/mlp.h
+  kSynthetic,  // worker/model/synthetic.h: emulated compute, no data
+};
+
+enum class DatasetKind {
+  kFashionMnist,  // worker/data/fashion_mnist.h
+  kSynthetic,     // a generated classification task (train_data.h)
+};
+
+struct TrainerConfig {
+  ModelKind model = ModelKind::kMlp;
+  std::vector<size_t> layer_sizes;  // kMlp: input first, classes last
+  size_t synthetic_floats = 0;      // kSynthetic: gradient length
+  absl::Duration synthetic_compute = absl::ZeroDuration();  // per step
+
+  DatasetKind dataset = DatasetKind::kFashionMnist;
+  std::string dataset_path;  // empty: kFashionMnistDir
+
+  OptimizerConfig optimizer;
+  size_t global_batch_size = 0;  // examples per step, over all ranks
+  int64_t steps = 0;             // > 0, or 0 to derive from epochs
+  double epochs = 0;             // used when steps == 0 (needs a dataset)
+  uint64_t seed = 0;             // model initialisation and data order
+  size_t bucket_bytes = kDefaultAllReduceBucketBytes;
+  int grad_accumulation_steps = 1;  // micro-batches per step
+  int64_t eval_every_steps = 0;     // 0: evaluate at the end only
+  size_t eval_batch_size = 1000;
+  // Process-wide BLAS threads per rank (applied by the daemon, blas.h).
+  int blas_threads = 1;
+  // Deadline of one step's communication and of each evaluation's
+  // reduction; past it the communicator is aborted.
+  absl::Duration comm_timeout = absl::Seconds(90);
+};
+
+// OK, or INVALID_ARGUMENT naming the first bad field.
+[[nodiscard]] absl::Status ValidateTrainerConfig(const TrainerConfig& config);
+
+// The config of `spec` (defaults filled in), validated.
+[[nodiscard]] absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(
+    const JobSpec& spec);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_

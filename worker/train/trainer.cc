@@ -1,0 +1,254 @@
+#include "worker/train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "worker/train/param_hash.h"
+#include "worker/train/ring_sync.h"
+
+namespace gradsync {
+namespace {
+
+// Indices of the step loop's scalar reduction.
+enum StepScalar { kLossSum = 0, kNumStepScalars };
+// Indices of the evaluation's reduction.
+enum EvalScalar { kEvalLossSum = 0, kEvalCorrect, kEvalCount, kNumEvalScalars };
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
+    const TrainerConfig& config, const TrainData& data, Communicator* comm,
+    MetricsSink sink, const std::atomic<bool>* cancelled) {
+  if (comm == nullptr) {
+    return absl::InvalidArgumentError("the trainer needs a communicator");
+  }
+  RETURN_IF_ERROR(ValidateTrainerConfig(config));
+  if (config.model == ModelKind::kMlp &&
+      (data.train == nullptr || data.test == nullptr)) {
+    return absl::InvalidArgumentError(
+        "an mlp needs training and test data (LoadTrainData)");
+  }
+  if (config.model == ModelKind::kMlp) {
+    for (const Dataset* d : {data.train.get(), data.test.get()}) {
+      if (d->feature_size != config.layer_sizes.front() ||
+          d->num_classes != config.layer_sizes.back()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the data has ", d->feature_size, " features and ", d->num_classes,
+            " classes, but the model's layerSizes start with ",
+            config.layer_sizes.front(), " and end with ",
+            config.layer_sizes.back()));
+      }
+    }
+  }
+  std::unique_ptr<Trainer> trainer(
+      new Trainer(config, data, comm, std::move(sink), cancelled));
+  RETURN_IF_ERROR(trainer->Init());
+  return trainer;
+}
+
+Trainer::Trainer(const TrainerConfig& config, const TrainData& data,
+                 Communicator* comm, MetricsSink sink,
+                 const std::atomic<bool>* cancelled)
+    : config_(config),
+      data_(data),
+      comm_(comm),
+      sink_(std::move(sink)),
+      cancelled_(cancelled),
+      rank_(comm->rank()),
+      world_(comm->size()) {}
+
+Trainer::~Trainer() = default;
+
+absl::Status Trainer::Init() {
+  ASSIGN_OR_RETURN(model_, CreateTrainModel(config_, rank_));
+  const size_t n = model_->params().size();
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(config_.optimizer, n));
+  optimizer_.emplace(std::move(optimizer));
+  RingSyncOptions ring;
+  ring.bucket_bytes = config_.bucket_bytes;
+  ASSIGN_OR_RETURN(sync_, RingSync::Create(comm_, model_->grads(), ring));
+  num_steps_ = config_.steps;
+  if (model_->uses_data()) {
+    BatcherConfig bc;
+    bc.global_batch_size = config_.global_batch_size;
+    bc.seed = config_.seed;
+    bc.num_ranks = static_cast<size_t>(world_);
+    bc.rank = static_cast<size_t>(rank_);
+    bc.drop_last = true;
+    ASSIGN_OR_RETURN(Batcher batcher,
+                     Batcher::Create(data_.train->num_examples, bc));
+    batcher_.emplace(std::move(batcher));
+    if (num_steps_ == 0) {
+      const double steps = std::ceil(
+          config_.epochs * static_cast<double>(batcher_->steps_per_epoch()));
+      if (!(steps < static_cast<double>(std::numeric_limits<int64_t>::max()))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("epochs ", config_.epochs, " gives too many steps"));
+      }
+      num_steps_ = static_cast<int64_t>(steps);
+    }
+  }
+  if (num_steps_ <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the job has no step to run (steps ", config_.steps,
+                     ", epochs ", config_.epochs, ")"));
+  }
+  return absl::OkStatus();
+}
+
+bool Trainer::Cancelled() const {
+  return cancelled_ != nullptr && cancelled_->load();
+}
+
+absl::Status Trainer::Fail(int64_t step, const absl::Status& cause) {
+  failure_.step = step;
+  failure_.operation = operation_;
+  failure_.cause =
+      Cancelled() ? absl::CancelledError("the rank was cancelled") : cause;
+  // The peers may be waiting in a collective for this rank: closing its
+  // connections makes them fail at once, naming this rank.
+  sync_->Abort(failure_.cause);
+  return absl::Status(
+      failure_.cause.code(),
+      absl::StrCat("rank ", rank_, ", step ", step, ", ", failure_.operation,
+                   ": ", failure_.cause.message()));
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  if (ran_) {
+    return absl::FailedPreconditionError("Trainer::Run may be called once");
+  }
+  ran_ = true;
+  TrainResult result;
+  for (int64_t step = 0; step < num_steps_; ++step) {
+    operation_ = "step start";
+    if (Cancelled()) return Fail(step, absl::CancelledError("cancelled"));
+    StepMetrics metrics;
+    absl::Status status = Step(step, &metrics);
+    if (!status.ok()) return Fail(step, status);
+    const bool last = step + 1 == num_steps_;
+    if (model_->uses_data() &&
+        (last || (config_.eval_every_steps > 0 &&
+                  (step + 1) % config_.eval_every_steps == 0))) {
+      operation_ = "evaluation";
+      status = Evaluate(&result.test_loss, &result.test_accuracy);
+      if (!status.ok()) return Fail(step, status);
+      result.evaluated = last;
+      metrics.set_test_accuracy(result.test_accuracy);
+    }
+    metrics.set_wall_time(
+        absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+    result.steps = step + 1;
+    result.final_loss = metrics.loss();
+    result.param_hash = metrics.param_hash();
+    if (sink_) sink_(metrics);
+  }
+  return result;
+}
+
+absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
+  const absl::Time start = absl::Now();
+  const size_t global_batch = config_.global_batch_size;
+  const int micro_batches = config_.grad_accumulation_steps;
+  std::vector<size_t> indices;
+  size_t share = Batcher::ShareOf(global_batch, static_cast<size_t>(world_),
+                                  static_cast<size_t>(rank_))
+                     .size();
+  if (batcher_.has_value()) {
+    operation_ = "batch selection";
+    ASSIGN_OR_RETURN(indices, batcher_->Indices(static_cast<uint64_t>(step)));
+    share = indices.size();
+  }
+  operation_ = "gradient sync setup";
+  RETURN_IF_ERROR(sync_->BeginStep(step));
+  double scalars[kNumStepScalars] = {0.0};
+  const GradReadyCallback on_ready = [this](size_t begin, size_t end) {
+    sync_->OnGradReady(begin, end);
+  };
+  const GradReadyCallback no_sync;
+  for (int m = 0; m < micro_batches; ++m) {
+    if (m > 0 && Cancelled()) return absl::CancelledError("cancelled");
+    const ShareRange part = Batcher::ShareOf(
+        share, static_cast<size_t>(micro_batches), static_cast<size_t>(m));
+    if (batcher_.has_value()) {
+      operation_ = "batch gathering";
+      RETURN_IF_ERROR(GatherExamples(
+          *data_.train,
+          absl::MakeConstSpan(indices).subspan(part.begin, part.size()),
+          &batch_));
+    }
+    operation_ = micro_batches == 1
+                     ? "forward/backward"
+                     : absl::StrCat("forward/backward of micro-batch ", m + 1,
+                                    " of ", micro_batches);
+    const bool sync_pass = m + 1 == micro_batches;
+    ASSIGN_OR_RETURN(
+        PassStats pass,
+        model_->ForwardBackward(
+            batch_, step, m == 0 ? GradMode::kOverwrite : GradMode::kAccumulate,
+            global_batch, sync_pass ? on_ready : no_sync));
+    scalars[kLossSum] += pass.loss_sum;
+  }
+  const absl::Time backward_done = absl::Now();
+
+  operation_ = "gradient all-reduce";
+  ASSIGN_OR_RETURN(SyncStats sync,
+                   sync_->FinishStep(absl::MakeSpan(scalars),
+                                     absl::Now() + config_.comm_timeout));
+  const absl::Time synced = absl::Now();
+  if (sync_->optimizer_runs_locally()) {
+    operation_ = "optimizer step";
+    RETURN_IF_ERROR(optimizer_->Step(model_->params(), model_->grads()));
+  }
+  const absl::Time updated = absl::Now();
+  const uint64_t hash = HashParameters(model_->params());
+  const absl::Time end = absl::Now();
+
+  metrics->set_rank(rank_);
+  metrics->set_step(step);
+  metrics->set_loss(scalars[kLossSum] / static_cast<double>(global_batch));
+  const absl::Duration compute = (backward_done - start) + (updated - synced);
+  metrics->set_compute_s(Seconds(compute));
+  metrics->set_comm_s(Seconds(sync.exposed));
+  metrics->set_step_s(Seconds(end - start));
+  metrics->set_idle_s(
+      std::max(0.0, Seconds(end - start - compute - sync.exposed)));
+  metrics->set_bytes_sent(sync.bytes_sent);
+  metrics->set_bytes_received(sync.bytes_received);
+  metrics->set_samples(static_cast<int64_t>(share));
+  metrics->set_param_hash(hash);
+  metrics->set_mode(SYNC_MODE_RING);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Evaluate(double* loss, double* accuracy) {
+  const Dataset& test = *data_.test;
+  const ShareRange mine =
+      Batcher::ShareOf(test.num_examples, static_cast<size_t>(world_),
+                       static_cast<size_t>(rank_));
+  ASSIGN_OR_RETURN(PassStats pass,
+                   model_->Evaluate(test, mine.begin, mine.end));
+  double sums[kNumEvalScalars];
+  sums[kEvalLossSum] = pass.loss_sum;
+  sums[kEvalCorrect] = static_cast<double>(pass.correct);
+  sums[kEvalCount] = static_cast<double>(pass.count);
+  RETURN_IF_ERROR(sync_->AllReduceScalars(absl::MakeSpan(sums),
+                                          absl::Now() + config_.comm_timeout));
+  if (sums[kEvalCount] <= 0) {
+    return absl::FailedPreconditionError("the test set is empty");
+  }
+  *loss = sums[kEvalLossSum] / sums[kEvalCount];
+  *accuracy = sums[kEvalCorrect] / sums[kEvalCount];
+  return absl::OkStatus();
+}
+
+}  // namespace gradsync
