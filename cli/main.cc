@@ -1,12 +1,16 @@
 // gradsync: the command-line client. `gradsync <command> [args]`; each
-// command is one row of kCommands, so adding one (submit, status,
-// local up, ...) is adding its Run function and a row.
+// command is one row of kCommands, so adding one is adding its Run
+// function and a row. The control commands (everything but bench) take
+// --coordinator HOST:PORT (else $GRADSYNC_COORDINATOR, else
+// 127.0.0.1:29400) and --json.
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "cli/bench/bench_command.h"
+#include "cli/control/job_commands.h"
+#include "cli/control/local_command.h"
 
 namespace {
 
@@ -18,6 +22,19 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"local", "start (up) or stop (down) a cluster on this machine",
+     &gradsync::control::LocalMain},
+    {"workers", "list the registered workers and their devices",
+     &gradsync::control::WorkersMain},
+    {"submit", "submit a training job (flags or --file job.json; --follow)",
+     &gradsync::control::SubmitMain},
+    {"watch", "follow a job's progress until it ends",
+     &gradsync::control::WatchMain},
+    {"status", "one job's state and placement, or all jobs",
+     &gradsync::control::StatusMain},
+    {"cancel", "cancel a job", &gradsync::control::CancelMain},
+    {"metrics", "a job's per-step metrics as CSV or JSON",
+     &gradsync::control::MetricsMain},
     {"bench",
      "measure allreduce/reducescatter/allgather/broadcast (nccl-tests table)",
      &gradsync::bench::RunBenchCommand},

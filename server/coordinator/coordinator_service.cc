@@ -108,7 +108,7 @@ absl::StatusOr<Job*> CoordinatorService::FindJobLocked(
   if (job == nullptr) {
     return absl::NotFoundError(absl::StrCat(
         "unknown job '", job_id,
-        "'; `gradsync list` shows the jobs the coordinator knows (it keeps "
+        "'; `gradsync status` lists the jobs the coordinator knows (it keeps "
         "the last ",
         config_.retained_ended_jobs, " ended jobs)"));
   }

@@ -299,7 +299,7 @@ TEST_F(JobsTest, CancelJob_UnknownJob_ReturnsNotFound) {
   cancel.set_job_id("job-7");
   EXPECT_THAT(
       service_->CancelJob(cancel),
-      StatusIs(absl::StatusCode::kNotFound, HasSubstr("gradsync list")));
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("gradsync status")));
 }
 
 TEST_F(JobsTest, ReportMetrics_KeepsEveryStepAndMinStepOverRanks) {

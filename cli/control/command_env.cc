@@ -1,0 +1,84 @@
+#include "cli/control/command_env.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/control/format.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+std::string GetEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+std::string ReadLink(const char* path) {
+  std::vector<char> buffer(4096);
+  const ssize_t n = readlink(path, buffer.data(), buffer.size() - 1);
+  if (n <= 0) return "";
+  return std::string(buffer.data(), static_cast<size_t>(n));
+}
+
+std::string CurrentDir() {
+  std::vector<char> buffer(4096);
+  if (getcwd(buffer.data(), buffer.size()) == nullptr) return ".";
+  return buffer.data();
+}
+
+}  // namespace
+
+CommandEnv ProcessCommandEnv() {
+  CommandEnv env;
+  env.out = &std::cout;
+  env.err = &std::cerr;
+  env.out_is_tty = isatty(STDOUT_FILENO) == 1;
+  env.coordinator_env = GetEnv("GRADSYNC_COORDINATOR");
+  env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
+  env.path_env = GetEnv("PATH");
+  env.self_exe = ReadLink("/proc/self/exe");
+  env.cwd = CurrentDir();
+  return env;
+}
+
+void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
+  flags->push_back(StringFlag(
+      "coordinator", "HOST:PORT",
+      "the coordinator ($GRADSYNC_COORDINATOR, else 127.0.0.1:29400)",
+      &options->coordinator));
+  flags->push_back(SecondsFlag("timeout",
+                               "deadline of each call to the coordinator (10)",
+                               &options->timeout));
+  flags->push_back(
+      SwitchFlag("json", "machine-readable output (JSON)", &options->json));
+  flags->push_back(SwitchFlag("help", "print this help", &options->help));
+}
+
+int ReportError(const CommandEnv& env, absl::string_view command, bool json,
+                const absl::Status& status) {
+  *env.err << "gradsync " << command << ": " << status.message() << "\n";
+  if (json) *env.out << StatusToJson(status) << "\n";
+  env.out->flush();
+  return status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage
+                                                             : kExitFailure;
+}
+
+int ReportUsageError(const CommandEnv& env, absl::string_view command,
+                     const std::vector<std::string>& args,
+                     const absl::Status& status) {
+  *env.err << "gradsync " << command << ": " << status.message()
+           << "\n(gradsync " << command << " --help lists the flags)\n";
+  if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+    *env.out << StatusToJson(status) << "\n" << std::flush;
+  }
+  return kExitUsage;
+}
+
+}  // namespace control
+}  // namespace gradsync

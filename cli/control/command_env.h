@@ -1,0 +1,74 @@
+// CommandEnv: what a control command reads from its process (output
+// streams, whether stdout is a terminal, the environment variables it
+// honours, the clock), gathered once by main's adapters and passed in, so
+// that tests run commands in-process with their own streams and variables.
+//
+// Exit statuses of every control command:
+//   0  done (for submit --follow / watch: the job SUCCEEDED)
+//   1  a runtime error (coordinator unreachable, unknown job, a daemon that
+//      would not start) or, when following, a FAILED or CANCELLED job
+//   2  bad input: a flag, a job spec file, or a spec the coordinator
+//      rejected as INVALID_ARGUMENT
+#ifndef GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_
+#define GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "cli/control/flags.h"
+
+namespace gradsync {
+namespace control {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CommandEnv {
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  bool out_is_tty = false;
+  std::string coordinator_env;  // $GRADSYNC_COORDINATOR
+  std::string run_dir_env;      // $GRADSYNC_RUN_DIR
+  std::string path_env;         // $PATH
+  std::string self_exe;         // this binary (from /proc/self/exe)
+  std::string cwd;              // the working directory
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+// The environment of this process: std::cout/std::cerr, isatty(1), the
+// variables above.
+CommandEnv ProcessCommandEnv();
+
+// Flags every command that talks to the coordinator takes.
+struct CommonOptions {
+  std::string coordinator;  // --coordinator; empty: env, then the default
+  absl::Duration timeout = absl::Seconds(10);  // per call
+  bool json = false;
+  bool help = false;
+};
+
+// Appends --coordinator, --timeout, --json and --help rows.
+void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags);
+
+// Prints "gradsync <command>: <message>" on env.err (and, with json, the
+// error as JSON on env.out); returns the exit status for `status`:
+// kExitUsage for INVALID_ARGUMENT, else kExitFailure.
+int ReportError(const CommandEnv& env, absl::string_view command, bool json,
+                const absl::Status& status);
+
+// For a bad command line: the message and a pointer to --help on env.err
+// (and the error as JSON on env.out when `args` hold --json); kExitUsage.
+int ReportUsageError(const CommandEnv& env, absl::string_view command,
+                     const std::vector<std::string>& args,
+                     const absl::Status& status);
+
+}  // namespace control
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_

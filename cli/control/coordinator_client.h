@@ -1,0 +1,105 @@
+// CoordinatorClient: the CLI's side of the Coordinator service
+// (proto/coordinator.proto). A thin wrapper over the generated stub that
+// puts a deadline on every call, turns grpc::Status into absl::Status and,
+// when the coordinator cannot be reached, says so in words that tell the
+// user what to do next.
+//
+//   CoordinatorClient client({.address = ResolveCoordinatorAddress(
+//                                 flag, env)});
+//   ASSIGN_OR_RETURN(std::string job_id, client.SubmitJob(spec));
+//   RETURN_IF_ERROR(client.WatchJob(job_id, absl::InfiniteDuration(),
+//                                   [](const JobEvent& e) { ...; }));
+//
+// Errors of every call: UNAVAILABLE "cannot reach the coordinator at X: is
+// it running? ..." when no connection could be made (fast: calls do not
+// wait for a coordinator to appear); DEADLINE_EXCEEDED when the
+// coordinator took longer than the deadline; otherwise the coordinator's
+// own status (its codes are listed in coordinator.proto).
+//
+// Threading: one client may be used by one thread at a time.
+#ifndef GRADSYNC_CLI_CONTROL_COORDINATOR_CLIENT_H_
+#define GRADSYNC_CLI_CONTROL_COORDINATOR_CLIENT_H_
+
+#include <grpcpp/channel.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace gradsync {
+namespace control {
+
+inline constexpr absl::string_view kDefaultCoordinatorAddress =
+    "127.0.0.1:29400";
+
+// The coordinator address: `flag_value` when given, else `env_value` (the
+// GRADSYNC_COORDINATOR variable, read once by the caller), else
+// kDefaultCoordinatorAddress.
+std::string ResolveCoordinatorAddress(absl::string_view flag_value,
+                                      absl::string_view env_value);
+
+// The message of the UNAVAILABLE error for `address` (exposed for tests).
+std::string UnreachableMessage(absl::string_view address);
+
+struct ClientConfig {
+  std::string address = std::string(kDefaultCoordinatorAddress);
+  // Deadline of each unary call.
+  absl::Duration rpc_timeout = absl::Seconds(10);
+};
+
+class CoordinatorClient {
+ public:
+  // Opens a channel to config.address (lazily: nothing is sent until the
+  // first call).
+  explicit CoordinatorClient(ClientConfig config);
+
+  CoordinatorClient(const CoordinatorClient&) = delete;
+  CoordinatorClient& operator=(const CoordinatorClient&) = delete;
+
+  const std::string& address() const { return config_.address; }
+
+  // Returns the new job's id. INVALID_ARGUMENT: the coordinator rejected the
+  // spec; RESOURCE_EXHAUSTED: more ranks than registered devices.
+  [[nodiscard]] absl::StatusOr<std::string> SubmitJob(const JobSpec& spec);
+  // NOT_FOUND: unknown job.
+  [[nodiscard]] absl::StatusOr<JobStatus> GetJob(absl::string_view job_id);
+  [[nodiscard]] absl::StatusOr<ListJobsResponse> ListJobs();
+  // NOT_FOUND: unknown job; FAILED_PRECONDITION: it already ended.
+  [[nodiscard]] absl::StatusOr<JobStatus> CancelJob(absl::string_view job_id);
+  // NOT_FOUND: unknown job.
+  [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
+      absl::string_view job_id);
+  [[nodiscard]] absl::StatusOr<ListWorkersResponse> ListWorkers();
+
+  // Follows the job's WatchJob stream, calling `on_event` for each event
+  // until the stream ends (the job ended and every metric was sent) or
+  // `on_event` returns an error (which is returned). `deadline` bounds the
+  // whole stream (InfiniteDuration: none; a coordinator that dies is still
+  // noticed, through the connection's keepalive). UNAVAILABLE naming the
+  // address when the connection breaks mid-stream.
+  [[nodiscard]] absl::Status WatchJob(
+      absl::string_view job_id, absl::Duration deadline,
+      const std::function<absl::Status(const JobEvent&)>& on_event);
+
+ private:
+  // Sets the call's deadline to now + rpc_timeout.
+  void PrepareContext(grpc::ClientContext* context) const;
+  // grpc::Status -> absl::Status, naming the coordinator when the
+  // connection (not the coordinator) failed.
+  absl::Status Convert(const grpc::Status& status, absl::string_view method);
+
+  ClientConfig config_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Coordinator::Stub> stub_;
+};
+
+}  // namespace control
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_CONTROL_COORDINATOR_CLIENT_H_

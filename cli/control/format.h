@@ -1,0 +1,64 @@
+// Output building blocks of the control commands: aligned text tables,
+// JSON and CSV from protobuf messages, and human units.
+//
+// JSON follows protobuf's JSON mapping (camelCase names, enums by name,
+// every field printed, defaults included) with one difference that scripts
+// want: 64-bit integers are JSON numbers, not strings. The output parses
+// back with JsonStringToMessage, so `gradsync status JOB --json` can feed
+// a spec into `gradsync submit --file`.
+//
+// Pure functions; thread-safe.
+#ifndef GRADSYNC_CLI_CONTROL_FORMAT_H_
+#define GRADSYNC_CLI_CONTROL_FORMAT_H_
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace gradsync {
+namespace control {
+
+// A text table: a header row, then the rows, columns padded to their
+// widest cell and separated by two spaces; no trailing spaces. Rows
+// shorter than the header get empty cells.
+std::string FormatTable(const std::vector<std::string>& header,
+                        const std::vector<std::vector<std::string>>& rows);
+
+// `text` as a JSON string literal, quotes included.
+std::string JsonQuote(absl::string_view text);
+
+// A JSON number for `value`: shortest round-trip form; NaN and infinities
+// become the strings "NaN", "Infinity", "-Infinity" (as protobuf does).
+std::string JsonNumber(double value);
+
+// `message` as one line of JSON (see the file comment).
+std::string MessageToJson(const google::protobuf::Message& message);
+
+// CSV of a flat message type: the header holds the proto field names of
+// its scalar fields (message and repeated fields are left out), each row
+// their values; enums by name.
+std::string CsvHeader(const google::protobuf::Descriptor& descriptor);
+std::string CsvRow(const google::protobuf::Message& message);
+
+// {"error":{"code":"UNAVAILABLE","message":"..."}}
+std::string StatusToJson(const absl::Status& status);
+
+// "512 B", "1.5 KiB", "64.0 MiB", "2.00 GiB".
+std::string FormatBytes(double bytes);
+// Milliseconds with 2 significant decimals: "12.34".
+std::string FormatMillis(double seconds);
+// "42 s", "3 min 5 s", "2 h 10 min"; "-" when negative.
+std::string FormatElapsed(double seconds);
+// A share in [0, 1] as "23.4%"; "-" when not finite.
+std::string FormatPercent(double share);
+
+}  // namespace control
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_CONTROL_FORMAT_H_

@@ -1,0 +1,348 @@
+#include "cli/control/job_commands.h"
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cli/control/coordinator_client.h"
+#include "cli/control/format.h"
+#include "cli/control/job_format.h"
+#include "cli/control/job_spec_builder.h"
+#include "cli/control/progress.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+// Flags of the commands that follow a job (submit --follow, watch).
+struct FollowOptions {
+  bool follow = false;
+  int64_t every = 0;
+  absl::Duration deadline = absl::InfiniteDuration();
+};
+
+void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
+  flags->push_back(IntFlag(
+      "every", "not a terminal: a progress line every N steps (total/20)", 1,
+      &options->every));
+  flags->push_back(SecondsFlag(
+      "deadline", "stop following after this long (the job keeps running)",
+      &options->deadline));
+}
+
+// Parses `args`; returns the exit status when the command is done already
+// (--help, or a bad command line), nullopt to go on.
+std::optional<int> Parse(const std::vector<std::string>& args,
+                         const std::vector<FlagSpec>& flags,
+                         absl::string_view command, absl::string_view usage,
+                         const CommonOptions& common, const CommandEnv& env,
+                         std::vector<std::string>* positional) {
+  absl::StatusOr<std::vector<std::string>> parsed = ParseFlags(args, flags);
+  if (!parsed.ok()) {
+    return ReportUsageError(env, command, args, parsed.status());
+  }
+  if (common.help) {
+    *env.out << usage << "\nflags:\n" << FlagsUsage(flags);
+    return kExitOk;
+  }
+  *positional = std::move(*parsed);
+  return std::nullopt;
+}
+
+// Checks that exactly `want` positional arguments (named `what`) came.
+std::optional<int> ExpectPositional(const std::vector<std::string>& args,
+                                    const std::vector<std::string>& positional,
+                                    size_t want, absl::string_view what,
+                                    absl::string_view command,
+                                    const CommandEnv& env) {
+  if (positional.size() == want) return std::nullopt;
+  const absl::Status status = absl::InvalidArgumentError(
+      positional.size() < want
+          ? absl::StrCat("name the ", what)
+          : absl::StrCat("unexpected argument '", positional[want], "'"));
+  return ReportUsageError(env, command, args, status);
+}
+
+std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
+                                              const CommandEnv& env) {
+  ClientConfig config;
+  config.address =
+      ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
+  config.rpc_timeout = common.timeout;
+  return std::make_unique<CoordinatorClient>(std::move(config));
+}
+
+double NowSeconds(const CommandEnv& env) {
+  return absl::ToDoubleSeconds(env.now() - absl::UnixEpoch());
+}
+
+// Follows the job to its end; exit 0 only if it SUCCEEDED.
+int Follow(CoordinatorClient& client, const std::string& job_id,
+           const FollowOptions& follow, bool json, absl::string_view command,
+           const CommandEnv& env) {
+  ProgressOptions options;
+  options.tty = env.out_is_tty;
+  options.every_steps = follow.every;
+  ProgressTracker tracker(options, json ? nullptr : env.out);
+  if (!json) {
+    *env.out << "following job " << job_id
+             << " (Ctrl-C stops following; the job keeps running)\n"
+             << std::flush;
+  }
+  const absl::Status status =
+      client.WatchJob(job_id, follow.deadline, [&](const JobEvent& event) {
+        tracker.OnEvent(event);
+        if (json) *env.out << MessageToJson(event) << "\n" << std::flush;
+        return absl::OkStatus();
+      });
+  tracker.Finish();
+  if (!status.ok()) return ReportError(env, command, json, status);
+  if (!tracker.has_status() || !IsTerminal(tracker.status().state())) {
+    return ReportError(env, command, json,
+                       absl::UnavailableError(absl::StrCat(
+                           "the coordinator closed the watch of job ", job_id,
+                           " before the job ended; `gradsync status ", job_id,
+                           "` shows where it is")));
+  }
+  const std::vector<StepMetrics>& metrics = tracker.metrics();
+  if (json) {
+    *env.out << "{\"final\":" << MessageToJson(tracker.status())
+             << ",\"breakdown\":" << BreakdownToJson(ComputeBreakdown(metrics))
+             << "}\n";
+  } else {
+    *env.out << FormatFinalReport(tracker.status(), metrics);
+  }
+  env.out->flush();
+  return tracker.status().state() == JOB_STATE_SUCCEEDED ? kExitOk
+                                                         : kExitFailure;
+}
+
+constexpr char kSubmitUsage[] =
+    "usage: gradsync submit [flags]   (or --file job.json [flags])\n\n"
+    "Submits a training job to the coordinator and prints its id; --follow\n"
+    "then shows its progress until it ends (exit 0 if it SUCCEEDED).\n"
+    "Flags override the fields of --file; unset fields get defaults.\n\n"
+    "  gradsync submit --workers 4 --model mlp --layers 784,256,256,10 \\\n"
+    "      --dataset fashion-mnist --optimizer momentum --lr 0.05 \\\n"
+    "      --batch-size 256 --steps 500 --mode ring --follow\n"
+    "  gradsync submit --model synthetic --synthetic-floats 25M \\\n"
+    "      --compute-ms 20 --workers 4 --steps 50 --follow\n";
+
+}  // namespace
+
+int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  FollowOptions follow;
+  JobSpecFlags spec_flags;
+  std::vector<FlagSpec> flags;
+  AddJobSpecFlags(&spec_flags, &flags);
+  flags.push_back(SwitchFlag(
+      "follow", "show progress until the job ends (like gradsync watch)",
+      &follow.follow));
+  AddFollowFlags(&follow, &flags);
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "submit", kSubmitUsage, common, env,
+                        &positional)) {
+    return *done;
+  }
+  if (auto done = ExpectPositional(args, positional, 0, "", "submit", env)) {
+    return *done;
+  }
+  absl::StatusOr<JobSpec> spec = BuildJobSpec(spec_flags);
+  if (!spec.ok()) return ReportError(env, "submit", common.json, spec.status());
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
+  if (!job_id.ok()) {
+    return ReportError(env, "submit", common.json, job_id.status());
+  }
+  if (common.json) {
+    *env.out << "{\"jobId\":" << JsonQuote(*job_id) << "}\n";
+  } else {
+    *env.out << "submitted job " << *job_id << " (" << spec->name() << ": "
+             << spec->num_workers() << " workers, "
+             << SyncModeName(spec->mode()) << ")\n";
+    if (!follow.follow) {
+      *env.out << "follow it with: gradsync watch " << *job_id << "\n";
+    }
+  }
+  env.out->flush();
+  if (!follow.follow) return kExitOk;
+  return Follow(*client, *job_id, follow, common.json, "submit", env);
+}
+
+int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  FollowOptions follow;
+  std::vector<FlagSpec> flags;
+  AddFollowFlags(&follow, &flags);
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "watch",
+                        "usage: gradsync watch JOB [flags]\n\n"
+                        "Follows a job until it ends: progress, then the "
+                        "final state and the\nper-step time breakdown. Exit "
+                        "0 if it SUCCEEDED, 1 otherwise.\n",
+                        common, env, &positional)) {
+    return *done;
+  }
+  if (auto done = ExpectPositional(args, positional, 1, "job", "watch", env)) {
+    return *done;
+  }
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  return Follow(*client, positional[0], follow, common.json, "watch", env);
+}
+
+int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  std::vector<FlagSpec> flags;
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "status",
+                        "usage: gradsync status [JOB] [flags]\n\n"
+                        "One job (state, step, accuracy, rank placement) or "
+                        "a table of all jobs.\n",
+                        common, env, &positional)) {
+    return *done;
+  }
+  if (positional.size() > 1) {
+    return ExpectPositional(args, positional, 1, "job", "status", env).value();
+  }
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  if (positional.size() == 1) {
+    absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
+    if (!job.ok()) return ReportError(env, "status", common.json, job.status());
+    *env.out << (common.json ? MessageToJson(*job) + "\n"
+                             : FormatJobDetail(*job, NowSeconds(env)));
+  } else {
+    absl::StatusOr<ListJobsResponse> jobs = client->ListJobs();
+    if (!jobs.ok()) {
+      return ReportError(env, "status", common.json, jobs.status());
+    }
+    *env.out << (common.json ? MessageToJson(*jobs) + "\n"
+                             : FormatJobsTable(*jobs, NowSeconds(env)));
+  }
+  env.out->flush();
+  return kExitOk;
+}
+
+int RunCancel(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  std::vector<FlagSpec> flags;
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "cancel",
+                        "usage: gradsync cancel JOB [flags]\n\n"
+                        "Cancels a job: its ranks stop and it ends "
+                        "CANCELLED.\n",
+                        common, env, &positional)) {
+    return *done;
+  }
+  if (auto done = ExpectPositional(args, positional, 1, "job", "cancel", env)) {
+    return *done;
+  }
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  absl::StatusOr<JobStatus> job = client->CancelJob(positional[0]);
+  if (!job.ok()) return ReportError(env, "cancel", common.json, job.status());
+  if (common.json) {
+    *env.out << MessageToJson(*job) << "\n";
+  } else {
+    *env.out << "cancelled job " << job->job_id() << " (now "
+             << JobStateName(job->state()) << ")\n";
+  }
+  env.out->flush();
+  return kExitOk;
+}
+
+int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  std::string format = "csv";
+  std::vector<FlagSpec> flags;
+  flags.push_back(FlagSpec{"format", "csv|json",
+                           "csv (a header, then a row per rank and step) or "
+                           "json (csv)",
+                           [&format](absl::string_view value) {
+                             if (value != "csv" && value != "json") {
+                               return absl::InvalidArgumentError(
+                                   absl::StrCat("--format is '", value,
+                                                "'; use csv or json"));
+                             }
+                             format = std::string(value);
+                             return absl::OkStatus();
+                           }});
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "metrics",
+                        "usage: gradsync metrics JOB [--format csv|json]\n\n"
+                        "Every step metric of every rank (times in seconds, "
+                        "bytes, loss),\nsorted by step then rank. --json is "
+                        "--format json.\n",
+                        common, env, &positional)) {
+    return *done;
+  }
+  if (auto done =
+          ExpectPositional(args, positional, 1, "job", "metrics", env)) {
+    return *done;
+  }
+  if (common.json) format = "json";
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  absl::StatusOr<GetMetricsResponse> response =
+      client->GetMetrics(positional[0]);
+  if (!response.ok()) {
+    return ReportError(env, "metrics", common.json, response.status());
+  }
+  const std::vector<StepMetrics> metrics = SortedMetrics(response->metrics());
+  *env.out << (format == "json" ? MetricsToJson(positional[0], metrics)
+                                : MetricsToCsv(metrics));
+  env.out->flush();
+  return kExitOk;
+}
+
+int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  std::vector<FlagSpec> flags;
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "workers",
+                        "usage: gradsync workers [flags]\n\n"
+                        "The registered workers: devices, state, free "
+                        "devices, jobs.\n",
+                        common, env, &positional)) {
+    return *done;
+  }
+  if (auto done = ExpectPositional(args, positional, 0, "", "workers", env)) {
+    return *done;
+  }
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  absl::StatusOr<ListWorkersResponse> workers = client->ListWorkers();
+  if (!workers.ok()) {
+    return ReportError(env, "workers", common.json, workers.status());
+  }
+  *env.out << (common.json ? MessageToJson(*workers) + "\n"
+                           : FormatWorkersTable(*workers, NowSeconds(env)));
+  env.out->flush();
+  return kExitOk;
+}
+
+int SubmitMain(const std::vector<std::string>& args) {
+  return RunSubmit(args, ProcessCommandEnv());
+}
+int WatchMain(const std::vector<std::string>& args) {
+  return RunWatch(args, ProcessCommandEnv());
+}
+int StatusMain(const std::vector<std::string>& args) {
+  return RunStatus(args, ProcessCommandEnv());
+}
+int CancelMain(const std::vector<std::string>& args) {
+  return RunCancel(args, ProcessCommandEnv());
+}
+int MetricsMain(const std::vector<std::string>& args) {
+  return RunMetrics(args, ProcessCommandEnv());
+}
+int WorkersMain(const std::vector<std::string>& args) {
+  return RunWorkers(args, ProcessCommandEnv());
+}
+
+}  // namespace control
+}  // namespace gradsync

@@ -1,0 +1,244 @@
+#include "cli/control/job_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "cli/control/format.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+// Long messages are cut in tables; `status JOB` prints them whole.
+constexpr size_t kTableMessageWidth = 60;
+
+std::string StripPrefix(const std::string& name, absl::string_view prefix) {
+  if (absl::StartsWith(name, prefix)) return name.substr(prefix.size());
+  return name;
+}
+
+std::string Truncate(const std::string& text, size_t width) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() <= width) return line;
+  return absl::StrCat(line.substr(0, width - 3), "...");
+}
+
+std::string FormatAccuracy(const JobStatus& job) {
+  if (job.state() != JOB_STATE_SUCCEEDED && job.test_accuracy() == 0) {
+    return "-";
+  }
+  return absl::StrFormat("%.4f", job.test_accuracy());
+}
+
+// How long the job has run (or ran), from its start, or its age while it
+// waits.
+std::string JobDuration(const JobStatus& job, double now) {
+  if (job.start_time() > 0) {
+    const double end = job.end_time() > 0 ? job.end_time() : now;
+    return FormatElapsed(end - job.start_time());
+  }
+  if (job.submit_time() > 0) {
+    const double end = job.end_time() > 0 ? job.end_time() : now;
+    return FormatElapsed(end - job.submit_time());
+  }
+  return "-";
+}
+
+// Steps completed. JobStatus.step is the last step index every rank
+// reported (0-based), and 0 before any report too: a running job at index
+// 0 shows 0 until its second step.
+int64_t StepsDone(const JobStatus& job) {
+  if (job.step() > 0 || job.state() == JOB_STATE_SUCCEEDED) {
+    return job.step() + 1;
+  }
+  return 0;
+}
+
+std::string TotalSteps(const JobSpec& spec) {
+  if (spec.steps() > 0) return absl::StrCat(spec.steps());
+  if (spec.epochs() > 0) return absl::StrFormat("%g epochs", spec.epochs());
+  return "?";
+}
+
+std::string FormatTime(double unix_seconds) {
+  if (unix_seconds <= 0) return "-";
+  return absl::FormatTime(
+      "%Y-%m-%d %H:%M:%S",
+      absl::FromUnixSeconds(static_cast<int64_t>(std::floor(unix_seconds))),
+      absl::LocalTimeZone());
+}
+
+}  // namespace
+
+std::string JobStateName(JobState state) {
+  return StripPrefix(JobState_Name(state), "JOB_STATE_");
+}
+
+std::string WorkerStateName(WorkerState state) {
+  return StripPrefix(WorkerState_Name(state), "WORKER_STATE_");
+}
+
+std::string SyncModeName(SyncMode mode) {
+  switch (mode) {
+    case SYNC_MODE_PS:
+      return "ps";
+    case SYNC_MODE_RING:
+    case SYNC_MODE_UNSPECIFIED:
+      return "ring";
+    default:
+      return absl::StrCat("mode ", static_cast<int>(mode));
+  }
+}
+
+bool IsTerminal(JobState state) {
+  return state == JOB_STATE_SUCCEEDED || state == JOB_STATE_FAILED ||
+         state == JOB_STATE_CANCELLED;
+}
+
+std::string FormatDevices(
+    const google::protobuf::RepeatedPtrField<Device>& devices) {
+  std::vector<std::pair<std::string, std::vector<int>>> kinds;
+  for (const Device& device : devices) {
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) {
+      return k.first == device.kind();
+    });
+    if (it == kinds.end()) {
+      kinds.push_back({device.kind(), {}});
+      it = kinds.end() - 1;
+    }
+    it->second.push_back(device.index());
+  }
+  std::vector<std::string> parts;
+  for (const auto& [kind, indices] : kinds) {
+    parts.push_back(absl::StrCat(kind, ":", absl::StrJoin(indices, ",")));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " ");
+}
+
+std::string FormatJobsTable(const ListJobsResponse& jobs, double now) {
+  std::vector<std::vector<std::string>> rows;
+  for (const JobStatus& job : jobs.jobs()) {
+    rows.push_back({job.job_id(), job.spec().name(), JobStateName(job.state()),
+                    SyncModeName(job.spec().mode()),
+                    absl::StrCat(job.spec().num_workers()),
+                    absl::StrCat(StepsDone(job), "/", TotalSteps(job.spec())),
+                    FormatAccuracy(job), JobDuration(job, now),
+                    Truncate(job.message(), kTableMessageWidth)});
+  }
+  if (rows.empty()) return "no jobs\n";
+  return FormatTable({"JOB", "NAME", "STATE", "MODE", "WORKERS", "STEP",
+                      "ACCURACY", "TIME", "MESSAGE"},
+                     rows);
+}
+
+std::string FormatJobDetail(const JobStatus& job, double now) {
+  const JobSpec& spec = job.spec();
+  std::string out;
+  auto line = [&out](absl::string_view key, absl::string_view value) {
+    absl::StrAppendFormat(&out, "%-10s %s\n", absl::StrCat(key, ":"), value);
+  };
+  line("job", job.job_id());
+  line("name", spec.name());
+  line("state", JobStateName(job.state()));
+  if (!job.message().empty()) line("message", job.message());
+  line("steps",
+       absl::StrCat(StepsDone(job), " of ", TotalSteps(spec), " done"));
+  std::string model = spec.model().kind();
+  if (spec.model().kind() == "mlp") {
+    absl::StrAppend(&model, " ",
+                    absl::StrJoin(spec.model().layer_sizes(), ","));
+  } else if (spec.model().kind() == "synthetic") {
+    absl::StrAppend(&model, " ", spec.model().synthetic_floats(), " floats, ",
+                    spec.model().synthetic_compute_ms(), " ms compute");
+  }
+  line("model", model);
+  line("dataset", spec.dataset().name());
+  line("training",
+       absl::StrFormat("%s, %d workers, batch %d, %s lr %g, seed %d",
+                       SyncModeName(spec.mode()), spec.num_workers(),
+                       spec.batch_size(), spec.optimizer().name(),
+                       spec.optimizer().learning_rate(), spec.seed()));
+  line("submitted", FormatTime(job.submit_time()));
+  if (job.start_time() > 0) line("started", FormatTime(job.start_time()));
+  if (job.end_time() > 0) line("ended", FormatTime(job.end_time()));
+  line("time", JobDuration(job, now));
+  if (job.state() == JOB_STATE_SUCCEEDED || job.test_accuracy() != 0) {
+    line("accuracy", absl::StrFormat("%.4f (test loss %.4f)",
+                                     job.test_accuracy(), job.test_loss()));
+  }
+  if (job.ranks().empty()) {
+    absl::StrAppend(&out, "\nno ranks placed yet\n");
+    return out;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const RankPlacement& rank : job.ranks()) {
+    rows.push_back(
+        {absl::StrCat(rank.rank()), rank.worker_id(), rank.host(),
+         absl::StrCat(rank.device().kind(), ":", rank.device().index())});
+  }
+  absl::StrAppend(&out, "\n",
+                  FormatTable({"RANK", "WORKER", "HOST", "DEVICE"}, rows));
+  return out;
+}
+
+std::string FormatWorkersTable(const ListWorkersResponse& workers, double now) {
+  std::vector<std::vector<std::string>> rows;
+  for (const WorkerInfo& worker : workers.workers()) {
+    const std::string heartbeat =
+        worker.last_heartbeat() > 0
+            ? absl::StrCat(FormatElapsed(now - worker.last_heartbeat()), " ago")
+            : "-";
+    rows.push_back(
+        {worker.worker_id(), worker.host(), worker.address(),
+         FormatDevices(worker.devices()), WorkerStateName(worker.state()),
+         absl::StrCat(worker.free_devices()),
+         worker.job_ids().empty() ? "-" : absl::StrJoin(worker.job_ids(), ","),
+         heartbeat});
+  }
+  if (rows.empty()) {
+    return "no workers registered (start some with `gradsync local up` or "
+           "gradsync-worker --coordinator ADDRESS)\n";
+  }
+  return FormatTable({"ID", "HOST", "ADDRESS", "DEVICES", "STATE", "FREE",
+                      "JOBS", "HEARTBEAT"},
+                     rows);
+}
+
+std::vector<StepMetrics> SortedMetrics(
+    const google::protobuf::RepeatedPtrField<StepMetrics>& metrics) {
+  std::vector<StepMetrics> sorted(metrics.begin(), metrics.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const StepMetrics& a, const StepMetrics& b) {
+                     if (a.step() != b.step()) return a.step() < b.step();
+                     return a.rank() < b.rank();
+                   });
+  return sorted;
+}
+
+std::string MetricsToCsv(const std::vector<StepMetrics>& metrics) {
+  std::string out = absl::StrCat(CsvHeader(*StepMetrics::descriptor()), "\n");
+  for (const StepMetrics& metric : metrics) {
+    absl::StrAppend(&out, CsvRow(metric), "\n");
+  }
+  return out;
+}
+
+std::string MetricsToJson(absl::string_view job_id,
+                          const std::vector<StepMetrics>& metrics) {
+  std::vector<std::string> items;
+  items.reserve(metrics.size());
+  for (const StepMetrics& metric : metrics) {
+    items.push_back(MessageToJson(metric));
+  }
+  return absl::StrCat("{\"jobId\":", JsonQuote(job_id), ",\"metrics\":[",
+                      absl::StrJoin(items, ","), "]}\n");
+}
+
+}  // namespace control
+}  // namespace gradsync

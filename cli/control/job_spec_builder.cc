@@ -1,0 +1,355 @@
+#include "cli/control/job_spec_builder.h"
+
+#include <google/protobuf/field_mask.pb.h>
+#include <google/protobuf/util/field_mask_util.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+constexpr int64_t kDefaultBatchSize = 256;
+constexpr int64_t kDefaultSteps = 100;
+
+using SpecSetter = absl::Status (*)(absl::string_view value, JobSpec* spec);
+
+struct SpecFlagRow {
+  const char* name;
+  const char* value_name;  // "": a switch
+  const char* help;
+  const char* path;  // the JobSpec field `set` writes
+  SpecSetter set;
+};
+
+absl::Status OneOf(absl::string_view flag, absl::string_view value,
+                   std::initializer_list<absl::string_view> allowed) {
+  for (absl::string_view name : allowed) {
+    if (value == name) return absl::OkStatus();
+  }
+  std::string list;
+  for (absl::string_view name : allowed) {
+    absl::StrAppend(&list, list.empty() ? "" : ", ", name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " is '", value, "'; use one of ", list));
+}
+
+// The rows: one per flag. Integer ranges here catch typos; the coordinator
+// checks the whole spec (batch >= ranks, fashion-mnist's widths, ...).
+const SpecFlagRow kSpecRows[] = {
+    {"name", "NAME", "job name (default <model>-<dataset>)", "name",
+     [](absl::string_view v, JobSpec* s) {
+       s->set_name(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"workers", "N", "ranks, one per device (1)", "num_workers",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--workers", v, 1));
+       if (n > INT32_MAX) {
+         return absl::InvalidArgumentError("--workers is too large");
+       }
+       s->set_num_workers(static_cast<int32_t>(n));
+       return absl::OkStatus();
+     }},
+    {"model", "KIND", "mlp or synthetic (mlp)", "model.kind",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--model", v, {"mlp", "synthetic"}));
+       s->mutable_model()->set_kind(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"layers", "W,W,...", "mlp widths, input first (784,256,256,10)",
+     "model.layer_sizes",
+     [](absl::string_view v, JobSpec* s) {
+       s->mutable_model()->clear_layer_sizes();
+       for (absl::string_view part : absl::StrSplit(v, ',')) {
+         ASSIGN_OR_RETURN(int64_t width,
+                          ParseIntValue("--layers (each width)", part, 1));
+         s->mutable_model()->add_layer_sizes(width);
+       }
+       return absl::OkStatus();
+     }},
+    {"synthetic-floats", "F", "synthetic model: gradient elements, e.g. 25M",
+     "model.synthetic_floats",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseCountValue("--synthetic-floats", v, 1));
+       s->mutable_model()->set_synthetic_floats(n);
+       return absl::OkStatus();
+     }},
+    {"compute-ms", "T", "synthetic model: emulated compute per step",
+     "model.synthetic_compute_ms",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double ms, ParseDoubleValue("--compute-ms", v, 0));
+       s->mutable_model()->set_synthetic_compute_ms(ms);
+       return absl::OkStatus();
+     }},
+    {"dataset", "NAME", "fashion-mnist or synthetic (fashion-mnist)",
+     "dataset.name",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--dataset", v, {"fashion-mnist", "synthetic"}));
+       s->mutable_dataset()->set_name(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"data-path", "DIR", "directory of the IDX files", "dataset.path",
+     [](absl::string_view v, JobSpec* s) {
+       s->mutable_dataset()->set_path(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"optimizer", "NAME", "sgd, momentum, adam or adamw (sgd)",
+     "optimizer.name",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(
+           OneOf("--optimizer", v, {"sgd", "momentum", "adam", "adamw"}));
+       s->mutable_optimizer()->set_name(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"lr", "X", "learning rate (sgd 0.1, momentum 0.05, adam 0.001)",
+     "optimizer.learning_rate",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double lr, ParseDoubleValue("--lr", v, 0));
+       if (lr == 0) return absl::InvalidArgumentError("--lr must be > 0");
+       s->mutable_optimizer()->set_learning_rate(lr);
+       return absl::OkStatus();
+     }},
+    {"momentum", "X", "momentum factor (0.9)", "optimizer.momentum",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double m, ParseDoubleValue("--momentum", v, 0));
+       s->mutable_optimizer()->set_momentum(m);
+       return absl::OkStatus();
+     }},
+    {"nesterov", "", "Nesterov momentum", "optimizer.nesterov",
+     [](absl::string_view, JobSpec* s) {
+       s->mutable_optimizer()->set_nesterov(true);
+       return absl::OkStatus();
+     }},
+    {"weight-decay", "X", "L2 weight decay (0)", "optimizer.weight_decay",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double wd, ParseDoubleValue("--weight-decay", v, 0));
+       s->mutable_optimizer()->set_weight_decay(wd);
+       return absl::OkStatus();
+     }},
+    {"batch-size", "N", "global batch per step, split over ranks (256)",
+     "batch_size",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--batch-size", v, 1));
+       s->set_batch_size(n);
+       return absl::OkStatus();
+     }},
+    {"steps", "N", "optimizer steps (100)", "steps",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--steps", v, 1));
+       s->set_steps(n);
+       return absl::OkStatus();
+     }},
+    {"epochs", "X", "passes over the data (instead of --steps)", "epochs",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double e, ParseDoubleValue("--epochs", v, 0));
+       if (e == 0) return absl::InvalidArgumentError("--epochs must be > 0");
+       s->set_epochs(e);
+       return absl::OkStatus();
+     }},
+    {"seed", "N", "seed of initialisation and shuffling (0)", "seed",
+     [](absl::string_view v, JobSpec* s) {
+       uint64_t seed = 0;
+       if (!absl::SimpleAtoi(v, &seed)) {
+         return absl::InvalidArgumentError(
+             absl::StrCat("--seed wants an unsigned integer, got '", v, "'"));
+       }
+       s->set_seed(seed);
+       return absl::OkStatus();
+     }},
+    {"bucket-mb", "MB", "all-reduce bucket size in MiB (25)", "bucket_bytes",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double mb, ParseDoubleValue("--bucket-mb", v, 0));
+       const double bytes = std::round(mb * 1024 * 1024);
+       if (bytes < 1 || bytes > 1e15) {
+         return absl::InvalidArgumentError(absl::StrCat(
+             "--bucket-mb wants a size in MiB > 0, got '", v, "'"));
+       }
+       s->set_bucket_bytes(static_cast<int64_t>(bytes));
+       return absl::OkStatus();
+     }},
+    {"accumulate", "N", "micro-batches per step (1)", "grad_accumulation_steps",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--accumulate", v, 1));
+       if (n > INT32_MAX) {
+         return absl::InvalidArgumentError("--accumulate is too large");
+       }
+       s->set_grad_accumulation_steps(static_cast<int32_t>(n));
+       return absl::OkStatus();
+     }},
+    {"eval-every", "N", "evaluate every N steps (0: at the end)",
+     "eval_every_steps",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--eval-every", v, 0));
+       s->set_eval_every_steps(n);
+       return absl::OkStatus();
+     }},
+    {"blas-threads", "N", "BLAS threads per rank (1)", "blas_threads",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--blas-threads", v, 1));
+       if (n > 1024) {
+         return absl::InvalidArgumentError("--blas-threads is above 1024");
+       }
+       s->set_blas_threads(static_cast<int32_t>(n));
+       return absl::OkStatus();
+     }},
+    {"mode", "MODE", "gradient sync: ring or ps (ring)", "mode",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--mode", v, {"ring", "ps"}));
+       s->set_mode(v == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING);
+       return absl::OkStatus();
+     }},
+    {"device", "KIND", "cpu or cuda (cpu)", "device",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--device", v, {"cpu", "cuda"}));
+       s->set_device(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"checkpoint-dir", "DIR", "write checkpoints here", "checkpoint.directory",
+     [](absl::string_view v, JobSpec* s) {
+       s->mutable_checkpoint()->set_directory(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"checkpoint-every", "N", "checkpoint every N steps (0: at the end)",
+     "checkpoint.every_steps",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--checkpoint-every", v, 0));
+       s->mutable_checkpoint()->set_every_steps(n);
+       return absl::OkStatus();
+     }},
+};
+
+bool Contains(const std::vector<std::string>& paths, absl::string_view path) {
+  return std::find(paths.begin(), paths.end(), path) != paths.end();
+}
+
+}  // namespace
+
+void AddJobSpecFlags(JobSpecFlags* out, std::vector<FlagSpec>* flags) {
+  flags->push_back(StringFlag("file", "JOB.json",
+                              "job spec in protobuf JSON (proto/job.proto); "
+                              "flags override its fields",
+                              &out->file));
+  for (const SpecFlagRow& row : kSpecRows) {
+    flags->push_back(FlagSpec{row.name, row.value_name, row.help,
+                              [out, &row](absl::string_view value) {
+                                RETURN_IF_ERROR(row.set(value, &out->values));
+                                if (!Contains(out->paths, row.path))
+                                  out->paths.push_back(row.path);
+                                return absl::OkStatus();
+                              }});
+  }
+}
+
+absl::StatusOr<JobSpec> JobSpecFromJson(absl::string_view json,
+                                        absl::string_view source) {
+  JobSpec spec;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source,
+        ": not a valid job spec (protobuf JSON of gradsync.JobSpec, see "
+        "proto/job.proto; fields in camelCase, e.g. {\"numWorkers\": 2, "
+        "\"model\": {\"kind\": \"mlp\"}}): ",
+        std::string(status.message())));
+  }
+  return spec;
+}
+
+absl::Status ApplyJobSpecFlags(const JobSpecFlags& flags, JobSpec* spec) {
+  if (flags.paths.empty()) return absl::OkStatus();
+  google::protobuf::FieldMask mask;
+  for (const std::string& path : flags.paths) mask.add_paths(path);
+  if (!google::protobuf::util::FieldMaskUtil::IsValidFieldMask<JobSpec>(mask)) {
+    return absl::InternalError(
+        absl::StrCat("the job-spec flag table names a field JobSpec lacks: ",
+                     google::protobuf::util::FieldMaskUtil::ToString(mask)));
+  }
+  google::protobuf::util::FieldMaskUtil::MergeOptions options;
+  options.set_replace_repeated_fields(true);
+  google::protobuf::util::FieldMaskUtil::MergeMessageTo(flags.values, mask,
+                                                        options, spec);
+  if (Contains(flags.paths, "epochs") && !Contains(flags.paths, "steps")) {
+    spec->set_steps(0);
+  }
+  return absl::OkStatus();
+}
+
+void FillJobSpecDefaults(JobSpec* spec) {
+  ModelSpec* model = spec->mutable_model();
+  if (model->kind().empty()) {
+    model->set_kind(model->synthetic_floats() > 0 ? "synthetic" : "mlp");
+  }
+  if (model->kind() == "mlp" && model->layer_sizes().empty()) {
+    for (int64_t width : {784, 256, 256, 10}) model->add_layer_sizes(width);
+  }
+  if (spec->dataset().name().empty()) {
+    spec->mutable_dataset()->set_name(
+        model->kind() == "synthetic" ? "synthetic" : "fashion-mnist");
+  }
+  if (spec->num_workers() == 0) spec->set_num_workers(1);
+  if (spec->mode() == SYNC_MODE_UNSPECIFIED) spec->set_mode(SYNC_MODE_RING);
+  OptimizerSpec* optimizer = spec->mutable_optimizer();
+  if (optimizer->name().empty()) optimizer->set_name("sgd");
+  if (optimizer->learning_rate() == 0) {
+    const std::string& name = optimizer->name();
+    optimizer->set_learning_rate(name == "adam" || name == "adamw" ? 0.001
+                                 : name == "momentum"              ? 0.05
+                                                                   : 0.1);
+  }
+  if (spec->batch_size() == 0) {
+    const int64_t micro = std::max(1, spec->grad_accumulation_steps());
+    spec->set_batch_size(std::max(
+        kDefaultBatchSize, int64_t{std::max(1, spec->num_workers())} * micro));
+  }
+  if (spec->steps() == 0 && spec->epochs() == 0) spec->set_steps(kDefaultSteps);
+  if (spec->name().empty()) {
+    spec->set_name(absl::StrCat(model->kind(), "-", spec->dataset().name()));
+  }
+}
+
+absl::StatusOr<JobSpec> BuildJobSpec(const JobSpecFlags& flags) {
+  JobSpec spec;
+  if (!flags.file.empty()) {
+    ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.file));
+    ASSIGN_OR_RETURN(spec, JobSpecFromJson(text, flags.file));
+  }
+  RETURN_IF_ERROR(ApplyJobSpecFlags(flags, &spec));
+  FillJobSpecDefaults(&spec);
+  return spec;
+}
+
+absl::StatusOr<std::string> ReadTextFile(absl::string_view path) {
+  const std::string name(path);
+  std::ifstream in(name, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", name, ": ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", name));
+  }
+  return text.str();
+}
+
+}  // namespace control
+}  // namespace gradsync

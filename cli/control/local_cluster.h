@@ -1,0 +1,144 @@
+// The local cluster of `gradsync local up` / `local down`: one
+// gradsync-coordinator and N gradsync-worker daemons on 127.0.0.1, started
+// in the background (each in its own session, stdout and stderr to
+// <run-dir>/<name>.log) and recorded in <run-dir>/cluster.json, which is
+// what `local down` and a second `local up` read.
+//
+//   LocalUpConfig config;
+//   config.run_dir = "/tmp/run";
+//   config.workers = 2;
+//   ASSIGN_OR_RETURN(LocalUpResult up, LocalUp(config));
+//   ...
+//   ASSIGN_OR_RETURN(LocalDownResult down, LocalDown("/tmp/run", ...));
+//
+// Pids read back from cluster.json are only signalled while
+// /proc/<pid>/cmdline still names the daemon's binary, so a recycled pid
+// is never killed.
+//
+// Threading: one thread at a time per run directory; two processes running
+// `local up` on the same directory at once are not coordinated.
+#ifndef GRADSYNC_CLI_CONTROL_LOCAL_CLUSTER_H_
+#define GRADSYNC_CLI_CONTROL_LOCAL_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace gradsync {
+namespace control {
+
+inline constexpr absl::string_view kCoordinatorBinary = "gradsync-coordinator";
+inline constexpr absl::string_view kWorkerBinary = "gradsync-worker";
+inline constexpr absl::string_view kClusterFile = "cluster.json";
+
+// One daemon of the cluster.
+struct DaemonRecord {
+  std::string name;    // "coordinator", "worker-0", ...
+  std::string binary;  // absolute path it was started from
+  int pid = 0;
+  std::string log;      // absolute path of its log
+  std::string address;  // coordinator: HOST:PORT; worker: its IP
+  std::string devices;  // workers: the --devices value
+};
+
+// cluster.json.
+struct ClusterRecord {
+  std::string run_dir;
+  std::string coordinator_address;
+  double started_at = 0;              // unix seconds
+  std::vector<DaemonRecord> daemons;  // the coordinator first
+};
+
+// JSON text of `record`, and back. Parsing errors are INVALID_ARGUMENT
+// naming `source`.
+std::string ClusterRecordToJson(const ClusterRecord& record);
+[[nodiscard]] absl::StatusOr<ClusterRecord> ClusterRecordFromJson(
+    absl::string_view json, absl::string_view source);
+
+// <run_dir>/cluster.json if present (nullopt if not); INVALID_ARGUMENT if
+// unreadable or malformed.
+[[nodiscard]] absl::StatusOr<std::optional<ClusterRecord>> ReadClusterRecord(
+    const std::string& run_dir);
+
+// Where a daemon binary is: the first executable among
+// <exe_dir>/<relative>/<name> for each of `relative_dirs`, then each
+// directory of `path_env` (colon-separated). NOT_FOUND listing the places
+// looked in.
+[[nodiscard]] absl::StatusOr<std::string> FindDaemonBinary(
+    absl::string_view name, const std::string& exe_dir,
+    const std::vector<std::string>& relative_dirs, absl::string_view path_env);
+
+// Whether `pid` is a live (not zombie) process whose command line names
+// `binary_name` as its program.
+bool IsDaemonAlive(int pid, absl::string_view binary_name);
+
+// Whether the daemon of `record` is still running: our own child that has
+// not exited (even before its exec), or a live process whose program is
+// record.binary's file name.
+bool IsRecordedDaemonAlive(const DaemonRecord& record);
+
+// Starts `binary` with `args` in a new session, stdin from /dev/null,
+// stdout and stderr appended to `log_path` (created or truncated). The
+// daemon outlives this process. INTERNAL if the log cannot be opened or
+// fork fails; an exec failure shows as exit status 127 and a line in the
+// log.
+[[nodiscard]] absl::StatusOr<pid_t> SpawnDaemon(
+    const std::string& binary, const std::vector<std::string>& args,
+    const std::string& log_path);
+
+// SIGTERM to each daemon still alive, wait up to `grace` for them to go,
+// then SIGKILL the rest. Returns the names of the daemons that had to be
+// killed.
+std::vector<std::string> StopDaemons(const std::vector<DaemonRecord>& daemons,
+                                     absl::Duration grace);
+
+struct LocalUpConfig {
+  std::string run_dir;  // created if missing
+  int workers = 1;
+  std::string devices_per_worker = "cpu:1";
+  int port = 29400;  // 0: the coordinator picks a free one
+  std::string coordinator_binary;
+  std::string worker_binary;
+  // How long the coordinator and every worker get to come up.
+  absl::Duration timeout = absl::Seconds(30);
+  absl::Duration stop_grace = absl::Seconds(10);
+};
+
+struct LocalUpResult {
+  ClusterRecord record;
+  bool already_up = false;  // a live cluster was found in run_dir
+  int registered_workers = 0;
+};
+
+// Brings the cluster up and waits until the coordinator answers and all
+// workers are registered. If run_dir holds a live cluster, returns it
+// (already_up). A stale cluster.json (its coordinator is gone) is cleaned
+// up first. Errors: FAILED_PRECONDITION when another coordinator already
+// answers on the port; UNAVAILABLE / DEADLINE_EXCEEDED naming the daemon
+// that exited or did not come up, with the tail of its log (whatever was
+// started is stopped again).
+[[nodiscard]] absl::StatusOr<LocalUpResult> LocalUp(
+    const LocalUpConfig& config);
+
+struct LocalDownResult {
+  bool was_up = false;               // cluster.json was there
+  std::vector<std::string> stopped;  // every daemon that was alive
+  std::vector<std::string> killed;   // those that needed SIGKILL
+};
+
+// Stops the daemons of <run_dir>/cluster.json (workers first) and removes
+// the file; logs stay. No cluster.json: was_up false, nothing done.
+[[nodiscard]] absl::StatusOr<LocalDownResult> LocalDown(
+    const std::string& run_dir, absl::Duration grace);
+
+}  // namespace control
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_CONTROL_LOCAL_CLUSTER_H_

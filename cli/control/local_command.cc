@@ -1,0 +1,220 @@
+#include "cli/control/local_command.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/control/format.h"
+#include "cli/control/local_cluster.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+constexpr char kLocalUsage[] =
+    "usage: gradsync local up --workers N [flags]\n"
+    "       gradsync local down [flags]\n\n"
+    "up: starts gradsync-coordinator and N gradsync-worker daemons on\n"
+    "127.0.0.1 in the background (logs and cluster.json in the run\n"
+    "directory), waits until every worker has registered, and prints the\n"
+    "line that points the CLI at it. Running it again on a live cluster\n"
+    "says so and changes nothing.\n"
+    "down: stops the daemons recorded in the run directory (SIGTERM, then\n"
+    "SIGKILL after --timeout) and removes cluster.json; logs stay.\n";
+
+struct LocalOptions {
+  int64_t workers = 1;
+  std::string devices = "cpu:1";
+  std::string run_dir;
+  int64_t port = 29400;
+  absl::Duration timeout;
+  bool timeout_set = false;
+  std::string coordinator_binary;
+  std::string worker_binary;
+  bool json = false;
+  bool help = false;
+};
+
+std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
+  std::vector<FlagSpec> flags = {
+      IntFlag("workers", "up: worker daemons to start (1)", 1, &o->workers),
+      StringFlag("devices-per-worker", "LIST",
+                 "up: each worker's --devices (cpu:1)", &o->devices),
+      StringFlag("run-dir", "DIR",
+                 "logs and cluster.json ($GRADSYNC_RUN_DIR, else ./.run)",
+                 &o->run_dir),
+      IntFlag("port", "up: the coordinator's port (29400; 0: any free)", 0,
+              &o->port),
+      FlagSpec{"timeout", "SECONDS",
+               "up: wait for the daemons (30); down: for them to exit (10)",
+               [o](absl::string_view value) {
+                 absl::StatusOr<absl::Duration> parsed =
+                     ParseSecondsValue("--timeout", value);
+                 if (!parsed.ok()) return parsed.status();
+                 o->timeout = *parsed;
+                 o->timeout_set = true;
+                 return absl::OkStatus();
+               }},
+      StringFlag("coordinator-binary", "PATH",
+                 "up: the gradsync-coordinator to run", &o->coordinator_binary),
+      StringFlag("worker-binary", "PATH", "up: the gradsync-worker to run",
+                 &o->worker_binary),
+      SwitchFlag("json", "machine-readable output (JSON)", &o->json),
+      SwitchFlag("help", "print this help", &o->help),
+  };
+  return flags;
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+absl::StatusOr<std::string> Binary(const std::string& flag,
+                                   absl::string_view name,
+                                   const std::vector<std::string>& relative,
+                                   const CommandEnv& env) {
+  if (!flag.empty()) return flag;
+  return FindDaemonBinary(name,
+                          env.self_exe.empty() ? "" : DirName(env.self_exe),
+                          relative, env.path_env);
+}
+
+int Up(const LocalOptions& o, const std::string& run_dir,
+       const CommandEnv& env) {
+  LocalUpConfig config;
+  config.run_dir = run_dir;
+  config.workers = static_cast<int>(o.workers);
+  config.devices_per_worker = o.devices;
+  config.port = static_cast<int>(o.port);
+  if (o.timeout_set) config.timeout = o.timeout;
+  absl::StatusOr<std::string> coordinator =
+      Binary(o.coordinator_binary, kCoordinatorBinary,
+             {"../server/coordinator", ""}, env);
+  if (!coordinator.ok()) {
+    return ReportError(env, "local up", o.json, coordinator.status());
+  }
+  absl::StatusOr<std::string> worker =
+      Binary(o.worker_binary, kWorkerBinary, {"../worker", ""}, env);
+  if (!worker.ok())
+    return ReportError(env, "local up", o.json, worker.status());
+  config.coordinator_binary = *coordinator;
+  config.worker_binary = *worker;
+
+  absl::StatusOr<LocalUpResult> up = LocalUp(config);
+  if (!up.ok()) return ReportError(env, "local up", o.json, up.status());
+  const ClusterRecord& record = up->record;
+  if (o.json) {
+    *env.out << "{\"alreadyUp\":" << (up->already_up ? "true" : "false")
+             << ",\"registeredWorkers\":" << up->registered_workers
+             << ",\"cluster\":" << ClusterRecordToJson(record) << "}\n";
+    env.out->flush();
+    return kExitOk;
+  }
+  int coordinator_pid = 0;
+  std::vector<std::string> logs;
+  for (const DaemonRecord& d : record.daemons) {
+    if (d.name == "coordinator") coordinator_pid = d.pid;
+    logs.push_back(d.log);
+  }
+  const int workers = static_cast<int>(record.daemons.size()) - 1;
+  if (up->already_up) {
+    *env.out << "a local cluster is already up in " << record.run_dir
+             << ": coordinator at " << record.coordinator_address << " (pid "
+             << coordinator_pid << "), " << up->registered_workers
+             << " workers registered; nothing started\n";
+  } else {
+    *env.out << "local cluster up in " << record.run_dir << ": coordinator at "
+             << record.coordinator_address << " (pid " << coordinator_pid
+             << "), " << workers << " workers (" << config.devices_per_worker
+             << " each), all registered\n";
+  }
+  *env.out << "logs: " << absl::StrJoin(logs, " ") << "\n"
+           << "stop it with: gradsync local down --run-dir " << record.run_dir
+           << "\n"
+           << "export GRADSYNC_COORDINATOR=" << record.coordinator_address
+           << "\n";
+  env.out->flush();
+  return kExitOk;
+}
+
+int Down(const LocalOptions& o, const std::string& run_dir,
+         const CommandEnv& env) {
+  absl::StatusOr<LocalDownResult> down =
+      LocalDown(run_dir, o.timeout_set ? o.timeout : absl::Seconds(10));
+  if (!down.ok()) return ReportError(env, "local down", o.json, down.status());
+  if (o.json) {
+    auto list = [](const std::vector<std::string>& names) {
+      std::vector<std::string> quoted;
+      for (const std::string& name : names) quoted.push_back(JsonQuote(name));
+      return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
+    };
+    *env.out << "{\"runDir\":" << JsonQuote(run_dir)
+             << ",\"wasUp\":" << (down->was_up ? "true" : "false")
+             << ",\"stopped\":" << list(down->stopped)
+             << ",\"killed\":" << list(down->killed) << "}\n";
+  } else if (!down->was_up) {
+    *env.out << "no local cluster in " << run_dir << " (no " << kClusterFile
+             << "); nothing to stop\n";
+  } else {
+    *env.out << "local cluster in " << run_dir << " stopped"
+             << (down->stopped.empty()
+                     ? std::string(" (its daemons had already exited)")
+                     : absl::StrCat(": ", absl::StrJoin(down->stopped, ", ")))
+             << "\n";
+    if (!down->killed.empty()) {
+      *env.out << "did not exit on SIGTERM, killed: "
+               << absl::StrJoin(down->killed, ", ") << "\n";
+    }
+  }
+  env.out->flush();
+  return kExitOk;
+}
+
+}  // namespace
+
+std::string ResolveRunDir(const std::string& flag, const std::string& env_value,
+                          const std::string& cwd) {
+  std::string dir = !flag.empty()        ? flag
+                    : !env_value.empty() ? env_value
+                                         : ".run";
+  if (!dir.empty() && dir.front() != '/') dir = absl::StrCat(cwd, "/", dir);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+int RunLocal(const std::vector<std::string>& args, const CommandEnv& env) {
+  LocalOptions options;
+  const std::vector<FlagSpec> flags = LocalFlags(&options);
+  absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
+  if (!positional.ok()) {
+    return ReportUsageError(env, "local", args, positional.status());
+  }
+  if (options.help) {
+    *env.out << kLocalUsage << "\nflags:\n" << FlagsUsage(flags);
+    return kExitOk;
+  }
+  if (positional->size() != 1 ||
+      ((*positional)[0] != "up" && (*positional)[0] != "down")) {
+    return ReportUsageError(
+        env, "local", args,
+        absl::InvalidArgumentError(
+            positional->empty()
+                ? "say `gradsync local up` or `gradsync local down`"
+                : absl::StrCat("unexpected '", absl::StrJoin(*positional, " "),
+                               "'; say up or down")));
+  }
+  const std::string run_dir =
+      ResolveRunDir(options.run_dir, env.run_dir_env, env.cwd);
+  return (*positional)[0] == "up" ? Up(options, run_dir, env)
+                                  : Down(options, run_dir, env);
+}
+
+int LocalMain(const std::vector<std::string>& args) {
+  return RunLocal(args, ProcessCommandEnv());
+}
+
+}  // namespace control
+}  // namespace gradsync

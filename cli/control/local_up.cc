@@ -1,0 +1,313 @@
+// LocalUp and LocalDown (local_cluster.h): bring the daemons up in order
+// (the coordinator, then the workers once it answers), record them, and
+// take them down workers first.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "cli/control/coordinator_client.h"
+#include "cli/control/local_cluster.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+constexpr absl::Duration kPoll = absl::Milliseconds(50);
+constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
+// What the coordinator prints on stdout once it serves.
+constexpr char kListeningLine[] = "listening on ";
+constexpr int kLogTailLines = 5;
+
+// The last `lines` non-empty lines of `path`, indented, or a note that the
+// log is empty.
+std::string LogTail(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) {
+    if (!absl::StripAsciiWhitespace(line).empty()) all.push_back(line);
+  }
+  if (all.empty()) return absl::StrCat("  (", path, " is empty)");
+  const auto keep =
+      std::min<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(all.size()), lines);
+  std::vector<std::string> tail(all.end() - keep, all.end());
+  return absl::StrCat("  ", absl::StrJoin(tail, "\n  "));
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) {
+    return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  }
+  if (WIFSIGNALED(status)) {
+    return absl::StrCat("was killed by signal ", WTERMSIG(status));
+  }
+  return absl::StrCat("ended with wait status ", status);
+}
+
+// UNAVAILABLE for the first of `daemons` (our children) that has exited.
+absl::Status CheckRunning(const std::vector<DaemonRecord>& daemons) {
+  for (const DaemonRecord& d : daemons) {
+    int status = 0;
+    if (waitpid(d.pid, &status, WNOHANG) == d.pid) {
+      return absl::UnavailableError(
+          absl::StrCat(d.name, " (pid ", d.pid, ") ", DescribeExit(status),
+                       " while starting; the end of ", d.log, ":\n",
+                       LogTail(d.log, kLogTailLines)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The address the coordinator printed in its log, once it has.
+std::string ListeningAddress(const std::string& log) {
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find(kListeningLine);
+    if (at != std::string::npos) {
+      return std::string(absl::StripAsciiWhitespace(
+          absl::string_view(line).substr(at + sizeof(kListeningLine) - 1)));
+    }
+  }
+  return "";
+}
+
+int LiveWorkers(const ListWorkersResponse& workers) {
+  return static_cast<int>(std::count_if(
+      workers.workers().begin(), workers.workers().end(),
+      [](const WorkerInfo& w) { return w.state() != WORKER_STATE_LOST; }));
+}
+
+absl::StatusOr<ListWorkersResponse> Probe(const std::string& address) {
+  ClientConfig config;
+  config.address = address;
+  config.rpc_timeout = kProbeTimeout;
+  CoordinatorClient client(config);
+  return client.ListWorkers();
+}
+
+absl::Status WriteClusterRecord(const ClusterRecord& record) {
+  const std::string path = absl::StrCat(record.run_dir, "/", kClusterFile);
+  const std::string temp = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << ClusterRecordToJson(record) << "\n";
+    if (!out) {
+      return absl::InternalError(absl::StrCat("cannot write ", temp));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", temp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+void RemoveClusterRecord(const std::string& run_dir) {
+  std::remove(absl::StrCat(run_dir, "/", kClusterFile).c_str());
+}
+
+// Workers first, so that they can still tell the coordinator why their
+// jobs end; then the coordinator.
+std::vector<std::string> StopWorkersThenCoordinator(
+    const std::vector<DaemonRecord>& daemons, absl::Duration grace) {
+  std::vector<DaemonRecord> workers, coordinators;
+  for (const DaemonRecord& d : daemons) {
+    (d.name == "coordinator" ? coordinators : workers).push_back(d);
+  }
+  std::vector<std::string> killed = StopDaemons(workers, grace);
+  for (std::string& name : StopDaemons(coordinators, grace)) {
+    killed.push_back(std::move(name));
+  }
+  return killed;
+}
+
+// The rest of LocalUp once the coordinator is spawned: its address, the
+// workers, the wait. On error the caller stops what `record` lists.
+absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
+                          ClusterRecord* record, int* registered) {
+  // A reference into record->daemons would dangle once workers are added.
+  const std::string coordinator_log = record->daemons.front().log;
+  std::string address = record->daemons.front().address;
+  // The address: known up front, or printed by the coordinator (port 0).
+  while (address.empty()) {
+    RETURN_IF_ERROR(CheckRunning(record->daemons));
+    address = ListeningAddress(coordinator_log);
+    if (!address.empty()) break;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the coordinator did not report its address within ",
+          absl::FormatDuration(config.timeout), "; the end of ",
+          coordinator_log, ":\n", LogTail(coordinator_log, kLogTailLines)));
+    }
+    absl::SleepFor(kPoll);
+  }
+  record->daemons.front().address = address;
+  record->coordinator_address = address;
+  RETURN_IF_ERROR(WriteClusterRecord(*record));
+  // The coordinator answers.
+  while (true) {
+    RETURN_IF_ERROR(CheckRunning(record->daemons));
+    if (Probe(address).ok()) break;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "the coordinator did not answer at ", address, " within ",
+          absl::FormatDuration(config.timeout), "; the end of ",
+          coordinator_log, ":\n", LogTail(coordinator_log, kLogTailLines)));
+    }
+    absl::SleepFor(kPoll);
+  }
+  // The workers.
+  for (int i = 0; i < config.workers; ++i) {
+    DaemonRecord worker;
+    worker.name = absl::StrCat("worker-", i);
+    worker.binary = config.worker_binary;
+    worker.log = absl::StrCat(record->run_dir, "/", worker.name, ".log");
+    worker.address = "127.0.0.1";
+    worker.devices = config.devices_per_worker;
+    ASSIGN_OR_RETURN(worker.pid,
+                     SpawnDaemon(worker.binary,
+                                 {"--coordinator", address, "--devices",
+                                  worker.devices, "--address", worker.address},
+                                 worker.log));
+    record->daemons.push_back(std::move(worker));
+  }
+  RETURN_IF_ERROR(WriteClusterRecord(*record));
+  // Every worker registered.
+  while (true) {
+    RETURN_IF_ERROR(CheckRunning(record->daemons));
+    absl::StatusOr<ListWorkersResponse> workers = Probe(address);
+    if (workers.ok()) {
+      *registered = LiveWorkers(*workers);
+      if (*registered >= config.workers) return absl::OkStatus();
+    }
+    if (absl::Now() > deadline) {
+      std::string tails;
+      for (const DaemonRecord& d : record->daemons) {
+        if (d.name == "coordinator") continue;
+        absl::StrAppend(&tails, "\n", d.log, ":\n", LogTail(d.log, 2));
+      }
+      return absl::DeadlineExceededError(absl::StrCat(
+          *registered, " of ", config.workers,
+          " workers registered with the coordinator within ",
+          absl::FormatDuration(config.timeout),
+          " (raise --timeout on a slow machine); the ends of their logs:",
+          tails));
+    }
+    absl::SleepFor(kPoll);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
+  if (config.workers < 1) {
+    return absl::InvalidArgumentError("--workers must be >= 1");
+  }
+  if (config.port < 0 || config.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--port ", config.port, " is not a TCP port"));
+  }
+  std::error_code error;
+  std::filesystem::create_directories(config.run_dir, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot create the run directory ",
+                                            config.run_dir, ": ",
+                                            error.message()));
+  }
+  ASSIGN_OR_RETURN(std::optional<ClusterRecord> existing,
+                   ReadClusterRecord(config.run_dir));
+  if (existing.has_value()) {
+    const auto coordinator = std::find_if(
+        existing->daemons.begin(), existing->daemons.end(),
+        [](const DaemonRecord& d) { return d.name == "coordinator"; });
+    if (coordinator != existing->daemons.end() &&
+        IsRecordedDaemonAlive(*coordinator)) {
+      absl::StatusOr<ListWorkersResponse> workers =
+          Probe(existing->coordinator_address);
+      if (workers.ok()) {
+        LocalUpResult result;
+        result.record = std::move(*existing);
+        result.already_up = true;
+        result.registered_workers = LiveWorkers(*workers);
+        return result;
+      }
+    }
+    // Stale: whatever is left of it goes before a fresh start.
+    StopWorkersThenCoordinator(existing->daemons, config.stop_grace);
+    RemoveClusterRecord(config.run_dir);
+  }
+  if (config.port != 0) {
+    const std::string address = absl::StrCat("127.0.0.1:", config.port);
+    if (Probe(address).ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "a coordinator already answers at ", address,
+          ", not one started from ", config.run_dir,
+          "; use it (export GRADSYNC_COORDINATOR=", address,
+          "), stop it, or pick another port with --port (0: any free one)"));
+    }
+  }
+
+  const absl::Time deadline = absl::Now() + config.timeout;
+  ClusterRecord record;
+  record.run_dir = config.run_dir;
+  record.started_at = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  DaemonRecord coordinator;
+  coordinator.name = "coordinator";
+  coordinator.binary = config.coordinator_binary;
+  coordinator.log = absl::StrCat(config.run_dir, "/coordinator.log");
+  if (config.port != 0) {
+    coordinator.address = absl::StrCat("127.0.0.1:", config.port);
+  }
+  ASSIGN_OR_RETURN(
+      coordinator.pid,
+      SpawnDaemon(coordinator.binary,
+                  {"--listen", absl::StrCat("127.0.0.1:", config.port)},
+                  coordinator.log));
+  record.daemons.push_back(std::move(coordinator));
+
+  LocalUpResult result;
+  absl::Status status =
+      StartAndWait(config, deadline, &record, &result.registered_workers);
+  if (!status.ok()) {
+    StopWorkersThenCoordinator(record.daemons, config.stop_grace);
+    RemoveClusterRecord(config.run_dir);
+    return Annotate(status, "the local cluster did not come up (stopped it)");
+  }
+  result.record = std::move(record);
+  return result;
+}
+
+absl::StatusOr<LocalDownResult> LocalDown(const std::string& run_dir,
+                                          absl::Duration grace) {
+  LocalDownResult result;
+  ASSIGN_OR_RETURN(std::optional<ClusterRecord> record,
+                   ReadClusterRecord(run_dir));
+  if (!record.has_value()) return result;
+  result.was_up = true;
+  for (const DaemonRecord& d : record->daemons) {
+    if (IsRecordedDaemonAlive(d)) {
+      result.stopped.push_back(d.name);
+    }
+  }
+  result.killed = StopWorkersThenCoordinator(record->daemons, grace);
+  RemoveClusterRecord(run_dir);
+  return result;
+}
+
+}  // namespace control
+}  // namespace gradsync

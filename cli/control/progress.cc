@@ -1,0 +1,257 @@
+#include "cli/control/progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "cli/control/format.h"
+#include "cli/control/job_format.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+// Clears the terminal line the cursor is on.
+constexpr char kClearLine[] = "\r\x1b[K";
+
+void Accumulate(const StepMetrics& m, StepBreakdown* row) {
+  ++row->steps;
+  row->compute_s += m.compute_s();
+  row->comm_s += m.comm_s();
+  row->idle_s += m.idle_s();
+  row->step_s += m.step_s();
+  row->bytes_sent += static_cast<double>(m.bytes_sent());
+  row->bytes_received += static_cast<double>(m.bytes_received());
+}
+
+void Average(StepBreakdown* row) {
+  if (row->steps == 0) return;
+  const double n = static_cast<double>(row->steps);
+  row->compute_s /= n;
+  row->comm_s /= n;
+  row->idle_s /= n;
+  row->step_s /= n;
+  row->bytes_sent /= n;
+  row->bytes_received /= n;
+}
+
+double Share(double part, double whole) {
+  return whole > 0 ? part / whole : std::nan("");
+}
+
+}  // namespace
+
+std::string FormatProgressLine(const ProgressSnapshot& s, int bar_width) {
+  std::string line;
+  if (bar_width > 0 && s.total_steps > 0) {
+    const double done = std::clamp(
+        static_cast<double>(s.steps_done) / static_cast<double>(s.total_steps),
+        0.0, 1.0);
+    const int filled = static_cast<int>(std::floor(done * bar_width));
+    absl::StrAppend(&line, "[", std::string(filled, '#'),
+                    std::string(bar_width - filled, '-'), "] ");
+  }
+  if (s.has_metrics) {
+    absl::StrAppend(&line, "step ", s.steps_done);
+    if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
+    absl::StrAppendFormat(&line, "  loss %.4f  %.0f samples/s  comm %s  ",
+                          s.loss, s.samples_per_s, FormatPercent(s.comm_share));
+  } else {
+    absl::StrAppend(&line, "step 0");
+    if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
+    absl::StrAppend(&line, "  ");
+  }
+  absl::StrAppend(&line, JobStateName(s.state));
+  return line;
+}
+
+ProgressTracker::ProgressTracker(ProgressOptions options, std::ostream* out)
+    : options_(options), out_(out) {}
+
+void ProgressTracker::OnEvent(const JobEvent& event) {
+  const bool state_changed =
+      !has_status_ || event.status().state() != status_.state();
+  status_ = event.status();
+  has_status_ = true;
+  for (const StepMetrics& metric : event.steps()) AddMetric(metric);
+  if (out_ == nullptr) return;
+  if (state_changed) {
+    std::string line = absl::StrCat("job ", status_.job_id(), ": ",
+                                    JobStateName(status_.state()));
+    if (status_.state() == JOB_STATE_RUNNING && !status_.ranks().empty()) {
+      absl::StrAppend(&line, " on ", status_.ranks_size(), " ranks");
+    }
+    if (!status_.message().empty() && !IsTerminal(status_.state())) {
+      absl::StrAppend(&line, " (", status_.message(), ")");
+    }
+    PrintLine(line);
+  }
+  PrintProgress();
+}
+
+void ProgressTracker::AddMetric(const StepMetrics& metric) {
+  metrics_.push_back(metric);
+  if (lead_rank_ < 0 || metric.rank() < lead_rank_) {
+    lead_rank_ = metric.rank();
+    window_.clear();
+  }
+  if (metric.rank() != lead_rank_) return;
+  window_.push_back(metric);
+  while (static_cast<int>(window_.size()) > std::max(1, options_.window)) {
+    window_.pop_front();
+  }
+}
+
+ProgressSnapshot ProgressTracker::Snapshot() const {
+  ProgressSnapshot s;
+  s.state = status_.state();
+  s.total_steps = std::max<int64_t>(0, status_.spec().steps());
+  if (window_.empty()) return s;
+  s.has_metrics = true;
+  s.steps_done = window_.back().step() + 1;
+  s.loss = window_.back().loss();
+  double samples = 0, step_s = 0, comm_s = 0;
+  for (const StepMetrics& m : window_) {
+    samples += static_cast<double>(m.samples());
+    step_s += m.step_s();
+    comm_s += m.comm_s();
+  }
+  const int world = status_.ranks_size() > 0 ? status_.ranks_size()
+                                             : status_.spec().num_workers();
+  s.samples_per_s = step_s > 0 ? samples * std::max(1, world) / step_s : 0;
+  s.comm_share = Share(comm_s, step_s);
+  return s;
+}
+
+void ProgressTracker::PrintLine(const std::string& line) {
+  if (bar_open_) {
+    *out_ << kClearLine;
+    bar_open_ = false;
+  }
+  *out_ << line << "\n" << std::flush;
+}
+
+void ProgressTracker::PrintProgress() {
+  const ProgressSnapshot snapshot = Snapshot();
+  if (options_.tty) {
+    const std::string line = FormatProgressLine(snapshot, options_.bar_width);
+    const absl::Time now = absl::Now();
+    if (bar_open_ && line == drawn_line_) return;
+    if (bar_open_ && !IsTerminal(snapshot.state) &&
+        now - drawn_at_ < options_.redraw_interval) {
+      return;
+    }
+    *out_ << kClearLine << line << std::flush;
+    bar_open_ = true;
+    drawn_line_ = line;
+    drawn_at_ = now;
+    return;
+  }
+  if (!snapshot.has_metrics || snapshot.steps_done == printed_steps_) return;
+  int64_t every = options_.every_steps;
+  if (every <= 0) {
+    every = snapshot.total_steps > 0
+                ? std::max<int64_t>(1, snapshot.total_steps / 20)
+                : 10;
+  }
+  const bool due = printed_steps_ < 0
+                       ? snapshot.steps_done >= every
+                       : snapshot.steps_done >= printed_steps_ + every;
+  const bool last =
+      IsTerminal(snapshot.state) ||
+      (snapshot.total_steps > 0 && snapshot.steps_done >= snapshot.total_steps);
+  if (!due && !last) return;
+  printed_steps_ = snapshot.steps_done;
+  *out_ << FormatProgressLine(snapshot, /*bar_width=*/0) << "\n" << std::flush;
+}
+
+void ProgressTracker::Finish() {
+  if (out_ != nullptr && bar_open_) {
+    *out_ << "\n" << std::flush;
+    bar_open_ = false;
+  }
+}
+
+std::vector<StepBreakdown> ComputeBreakdown(
+    const std::vector<StepMetrics>& metrics) {
+  std::map<int, StepBreakdown> by_rank;
+  StepBreakdown all;
+  all.label = "all";
+  for (const StepMetrics& m : metrics) {
+    StepBreakdown& row = by_rank[m.rank()];
+    row.label = absl::StrCat(m.rank());
+    Accumulate(m, &row);
+    Accumulate(m, &all);
+  }
+  std::vector<StepBreakdown> rows;
+  if (by_rank.empty()) return rows;
+  for (auto& [rank, row] : by_rank) {
+    Average(&row);
+    rows.push_back(row);
+  }
+  Average(&all);
+  rows.push_back(all);
+  return rows;
+}
+
+std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows) {
+  std::vector<std::vector<std::string>> cells;
+  for (const StepBreakdown& row : rows) {
+    cells.push_back(
+        {row.label, absl::StrCat(row.steps), FormatMillis(row.compute_s),
+         FormatMillis(row.comm_s), FormatMillis(row.idle_s),
+         FormatMillis(row.step_s), FormatPercent(Share(row.comm_s, row.step_s)),
+         FormatBytes(row.bytes_sent), FormatBytes(row.bytes_received)});
+  }
+  return FormatTable({"RANK", "STEPS", "COMPUTE_MS", "COMM_MS", "IDLE_MS",
+                      "STEP_MS", "COMM", "SENT/STEP", "RECV/STEP"},
+                     cells);
+}
+
+std::string BreakdownToJson(const std::vector<StepBreakdown>& rows) {
+  std::vector<std::string> items;
+  for (const StepBreakdown& row : rows) {
+    items.push_back(absl::StrCat(
+        "{\"rank\":", JsonQuote(row.label), ",\"steps\":", row.steps,
+        ",\"computeS\":", JsonNumber(row.compute_s), ",\"commS\":",
+        JsonNumber(row.comm_s), ",\"idleS\":", JsonNumber(row.idle_s),
+        ",\"stepS\":", JsonNumber(row.step_s),
+        ",\"bytesSent\":", JsonNumber(row.bytes_sent),
+        ",\"bytesReceived\":", JsonNumber(row.bytes_received), "}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(items, ","), "]");
+}
+
+std::string FormatFinalReport(const JobStatus& status,
+                              const std::vector<StepMetrics>& metrics) {
+  std::string out =
+      absl::StrCat("job ", status.job_id(), " ", JobStateName(status.state()));
+  int64_t steps = 0;
+  for (const StepMetrics& m : metrics) steps = std::max(steps, m.step() + 1);
+  if (status.state() == JOB_STATE_SUCCEEDED) {
+    absl::StrAppend(&out, " after ", steps, " steps");
+    if (status.start_time() > 0 && status.end_time() >= status.start_time()) {
+      absl::StrAppend(&out, " in ",
+                      FormatElapsed(status.end_time() - status.start_time()));
+    }
+    absl::StrAppendFormat(&out, ": test accuracy %.4f (loss %.4f)\n",
+                          status.test_accuracy(), status.test_loss());
+  } else {
+    absl::StrAppend(&out, status.message().empty() ? "" : ": ",
+                    status.message(), "\n");
+  }
+  const std::vector<StepBreakdown> rows = ComputeBreakdown(metrics);
+  if (!rows.empty()) {
+    absl::StrAppend(&out, "\nper-step breakdown (means):\n",
+                    FormatBreakdownTable(rows));
+  }
+  return out;
+}
+
+}  // namespace control
+}  // namespace gradsync

@@ -1,0 +1,319 @@
+// Output formatting of the control commands: tables, JSON (int64 as
+// numbers, parsable back), CSV, the progress line and the per-step
+// breakdown.
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/control/format.h"
+#include "cli/control/job_format.h"
+#include "cli/control/progress.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+StepMetrics Metric(int rank, int64_t step, double compute, double comm,
+                   double step_s) {
+  StepMetrics m;
+  m.set_rank(rank);
+  m.set_step(step);
+  m.set_loss(1.0 / (step + 1));
+  m.set_compute_s(compute);
+  m.set_comm_s(comm);
+  m.set_idle_s(step_s - compute - comm);
+  m.set_step_s(step_s);
+  m.set_bytes_sent(1024);
+  m.set_bytes_received(2048);
+  m.set_samples(32);
+  m.set_mode(SYNC_MODE_RING);
+  return m;
+}
+
+TEST(FormatTableTest, PadsColumnsToTheWidestCell) {
+  EXPECT_EQ(FormatTable({"ID", "STATE"}, {{"w-1", "IDLE"}, {"w-10", "BUSY"}}),
+            "ID    STATE\n"
+            "w-1   IDLE\n"
+            "w-10  BUSY\n");
+}
+
+TEST(FormatTableTest, ShortRowsAndNoTrailingSpaces) {
+  EXPECT_EQ(FormatTable({"A", "B", "C"}, {{"x"}}), "A  B  C\nx\n");
+}
+
+TEST(JsonTest, QuoteEscapes) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+}
+
+TEST(JsonTest, NumbersRoundTripAndNonFinite) {
+  EXPECT_EQ(JsonNumber(0.1), "0.1");
+  EXPECT_EQ(JsonNumber(3), "3");
+  EXPECT_EQ(JsonNumber(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(JsonNumber(std::nan("")), "\"NaN\"");
+}
+
+TEST(JsonTest, MessageToJson_Int64AsNumbersEnumsByNameAllFields) {
+  StepMetrics m = Metric(1, 12345678901, 0.5, 0.25, 1);
+  m.set_param_hash(18446744073709551615ull);
+  const std::string json = MessageToJson(m);
+  EXPECT_THAT(json, HasSubstr("\"step\":12345678901"));
+  EXPECT_THAT(json, HasSubstr("\"paramHash\":18446744073709551615"));
+  EXPECT_THAT(json, HasSubstr("\"mode\":\"SYNC_MODE_RING\""));
+  EXPECT_THAT(json, HasSubstr("\"testAccuracy\":0"));  // defaults printed
+  // And it parses back as protobuf JSON.
+  StepMetrics back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
+  EXPECT_EQ(back.step(), 12345678901);
+  EXPECT_EQ(back.param_hash(), 18446744073709551615ull);
+}
+
+TEST(JsonTest, NestedAndRepeatedMessages) {
+  JobStatus job;
+  job.set_job_id("j-1");
+  job.set_state(JOB_STATE_RUNNING);
+  job.mutable_spec()->mutable_model()->add_layer_sizes(784);
+  job.mutable_spec()->mutable_model()->add_layer_sizes(10);
+  RankPlacement* rank = job.add_ranks();
+  rank->set_rank(0);
+  rank->mutable_device()->set_kind("cpu");
+  const std::string json = MessageToJson(job);
+  EXPECT_THAT(json, StartsWith("{\"jobId\":\"j-1\",\"spec\":{"));
+  EXPECT_THAT(json, HasSubstr("\"layerSizes\":[784,10]"));
+  EXPECT_THAT(json, HasSubstr("\"ranks\":[{\"rank\":0,"));
+  EXPECT_THAT(json, HasSubstr("\"device\":{\"kind\":\"cpu\",\"index\":0}"));
+  JobStatus back;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &back).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equivalent(job, back))
+      << json;
+}
+
+TEST(JsonTest, StatusToJson) {
+  EXPECT_EQ(StatusToJson(absl::NotFoundError("no job \"x\"")),
+            "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no job "
+            "\\\"x\\\"\"}}");
+}
+
+TEST(MetricsFormatTest, CsvHasAHeaderAndOneRowPerMetric) {
+  google::protobuf::RepeatedPtrField<StepMetrics> raw;
+  *raw.Add() = Metric(1, 0, 0.5, 0.25, 1);
+  *raw.Add() = Metric(0, 1, 0.5, 0.25, 1);
+  *raw.Add() = Metric(0, 0, 0.5, 0.25, 1);
+  const std::string csv = MetricsToCsv(SortedMetrics(raw));
+  std::istringstream lines(csv);
+  std::string header, first, second, third;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  std::getline(lines, third);
+  EXPECT_EQ(header,
+            "rank,step,loss,compute_s,comm_s,idle_s,step_s,bytes_sent,"
+            "bytes_received,samples,param_hash,mode,test_accuracy,wall_time");
+  EXPECT_EQ(first, "0,0,1,0.5,0.25,0.25,1,1024,2048,32,0,SYNC_MODE_RING,0,0");
+  EXPECT_THAT(second, StartsWith("1,0,"));
+  EXPECT_THAT(third, StartsWith("0,1,0.5,"));
+}
+
+TEST(MetricsFormatTest, JsonHoldsTheJobAndEveryMetric) {
+  const std::string json = MetricsToJson("j-7", {Metric(0, 0, 0.5, 0.25, 1)});
+  EXPECT_THAT(json, StartsWith("{\"jobId\":\"j-7\",\"metrics\":[{\"rank\":0,"));
+  GetMetricsResponse back;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;  // jobId
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(json, &back, options).ok());
+  ASSERT_EQ(back.metrics_size(), 1);
+  EXPECT_DOUBLE_EQ(back.metrics(0).comm_s(), 0.25);
+}
+
+TEST(JobFormatTest, JobsTable) {
+  ListJobsResponse jobs;
+  JobStatus* job = jobs.add_jobs();
+  job->set_job_id("j-1");
+  job->mutable_spec()->set_name("fmnist");
+  job->mutable_spec()->set_num_workers(2);
+  job->mutable_spec()->set_steps(100);
+  job->set_state(JOB_STATE_RUNNING);
+  job->set_step(37);
+  job->set_start_time(1000);
+  const std::string table = FormatJobsTable(jobs, 1012);
+  EXPECT_THAT(table, StartsWith("JOB  NAME    STATE    MODE  WORKERS  STEP"));
+  EXPECT_THAT(table, HasSubstr("j-1  fmnist  RUNNING  ring  2        38/100"));
+  EXPECT_THAT(table, HasSubstr("12 s"));
+  EXPECT_EQ(FormatJobsTable(ListJobsResponse(), 0), "no jobs\n");
+}
+
+TEST(JobFormatTest, JobDetailHasThePlacement) {
+  JobStatus job;
+  job.set_job_id("j-2");
+  job.set_state(JOB_STATE_FAILED);
+  job.set_message("worker w-2 lost");
+  for (int r = 0; r < 2; ++r) {
+    RankPlacement* rank = job.add_ranks();
+    rank->set_rank(r);
+    rank->set_worker_id(absl::StrCat("w-", r + 1));
+    rank->set_host("node");
+    rank->mutable_device()->set_kind("cpu");
+    rank->mutable_device()->set_index(r);
+  }
+  const std::string detail = FormatJobDetail(job, 0);
+  EXPECT_THAT(detail, HasSubstr("state:     FAILED\n"));
+  EXPECT_THAT(detail, HasSubstr("message:   worker w-2 lost\n"));
+  EXPECT_THAT(detail, HasSubstr("RANK  WORKER  HOST  DEVICE\n"
+                                "0     w-1     node  cpu:0\n"
+                                "1     w-2     node  cpu:1\n"));
+}
+
+TEST(JobFormatTest, WorkersTable) {
+  ListWorkersResponse workers;
+  WorkerInfo* w = workers.add_workers();
+  w->set_worker_id("w-1");
+  w->set_host("node");
+  w->set_address("127.0.0.1");
+  for (int i = 0; i < 3; ++i) {
+    Device* d = w->add_devices();
+    d->set_kind("cpu");
+    d->set_index(i);
+  }
+  w->set_state(WORKER_STATE_BUSY);
+  w->set_free_devices(1);
+  w->add_job_ids("j-1");
+  w->set_last_heartbeat(99.5);
+  const std::string table = FormatWorkersTable(workers, 100);
+  EXPECT_THAT(table,
+              StartsWith("ID   HOST  ADDRESS    DEVICES    STATE  FREE"));
+  EXPECT_THAT(table,
+              HasSubstr("w-1  node  127.0.0.1  cpu:0,1,2  BUSY   1     j-1   "
+                        "0.5 s ago"));
+  EXPECT_THAT(FormatWorkersTable(ListWorkersResponse(), 0),
+              HasSubstr("no workers registered"));
+}
+
+TEST(ProgressTest, LineWithBar) {
+  ProgressSnapshot s;
+  s.state = JOB_STATE_RUNNING;
+  s.steps_done = 25;
+  s.total_steps = 100;
+  s.has_metrics = true;
+  s.loss = 0.43126;
+  s.samples_per_s = 5120.4;
+  s.comm_share = 0.231;
+  EXPECT_EQ(FormatProgressLine(s, 8),
+            "[##------] step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  "
+            "RUNNING");
+  EXPECT_EQ(FormatProgressLine(s, 0),
+            "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  RUNNING");
+}
+
+JobEvent Event(JobState state, std::vector<StepMetrics> steps) {
+  JobEvent event;
+  event.mutable_status()->set_job_id("j-1");
+  event.mutable_status()->set_state(state);
+  event.mutable_status()->mutable_spec()->set_steps(4);
+  event.mutable_status()->mutable_spec()->set_num_workers(2);
+  for (const StepMetrics& m : steps) *event.add_steps() = m;
+  return event;
+}
+
+TEST(ProgressTest, NotATerminal_OneLinePerEveryStepsAndStateChanges) {
+  std::ostringstream out;
+  ProgressOptions options;
+  options.every_steps = 2;
+  ProgressTracker tracker(options, &out);
+  tracker.OnEvent(Event(JOB_STATE_RUNNING, {}));
+  tracker.OnEvent(Event(JOB_STATE_RUNNING, {Metric(0, 0, 0.03, 0.01, 0.05),
+                                            Metric(1, 0, 0.03, 0.01, 0.05)}));
+  tracker.OnEvent(Event(JOB_STATE_RUNNING, {Metric(0, 1, 0.03, 0.01, 0.05)}));
+  tracker.OnEvent(Event(JOB_STATE_RUNNING, {Metric(0, 2, 0.03, 0.01, 0.05)}));
+  tracker.OnEvent(Event(JOB_STATE_SUCCEEDED, {Metric(0, 3, 0.03, 0.01, 0.05)}));
+  tracker.Finish();
+  EXPECT_EQ(out.str(),
+            "job j-1: RUNNING\n"
+            "step 2/4  loss 0.5000  1280 samples/s  comm 20.0%  RUNNING\n"
+            "job j-1: SUCCEEDED\n"
+            "step 4/4  loss 0.2500  1280 samples/s  comm 20.0%  SUCCEEDED\n");
+  EXPECT_EQ(tracker.metrics().size(), 5u);
+  EXPECT_EQ(tracker.status().state(), JOB_STATE_SUCCEEDED);
+}
+
+TEST(ProgressTest, Terminal_RedrawsInPlace) {
+  std::ostringstream out;
+  ProgressOptions options;
+  options.tty = true;
+  options.bar_width = 4;
+  ProgressTracker tracker(options, &out);
+  tracker.OnEvent(Event(JOB_STATE_RUNNING, {Metric(0, 1, 0.03, 0.01, 0.05)}));
+  tracker.Finish();
+  EXPECT_EQ(out.str(),
+            "job j-1: RUNNING\n"
+            "\r\x1b[K[##--] step 2/4  loss 0.5000  1280 samples/s  comm 20.0%  "
+            "RUNNING\n");
+}
+
+TEST(ProgressTest, BreakdownPerRankAndAll) {
+  const std::vector<StepBreakdown> rows = ComputeBreakdown(
+      {Metric(0, 0, 0.010, 0.004, 0.020), Metric(0, 1, 0.030, 0.004, 0.040),
+       Metric(1, 0, 0.010, 0.010, 0.020)});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].label, "0");
+  EXPECT_EQ(rows[0].steps, 2);
+  EXPECT_DOUBLE_EQ(rows[0].compute_s, 0.020);
+  EXPECT_DOUBLE_EQ(rows[0].step_s, 0.030);
+  EXPECT_EQ(rows[2].label, "all");
+  EXPECT_EQ(rows[2].steps, 3);
+  EXPECT_DOUBLE_EQ(rows[2].comm_s, 0.006);
+  const std::string table = FormatBreakdownTable(rows);
+  EXPECT_THAT(table, StartsWith("RANK  STEPS  COMPUTE_MS  COMM_MS  IDLE_MS  "
+                                "STEP_MS  COMM   SENT/STEP  RECV/STEP\n"));
+  EXPECT_THAT(table, HasSubstr("0     2      20.00       4.00     6.00     "
+                               "30.00    13.3%  1.00 KiB   2.00 KiB\n"));
+  EXPECT_THAT(BreakdownToJson(rows),
+              HasSubstr("{\"rank\":\"all\",\"steps\":3,"));
+}
+
+TEST(ProgressTest, FinalReport) {
+  JobStatus done;
+  done.set_job_id("j-1");
+  done.set_state(JOB_STATE_SUCCEEDED);
+  done.set_start_time(100);
+  done.set_end_time(112);
+  done.set_test_accuracy(0.84213);
+  done.set_test_loss(0.4312);
+  const std::string report =
+      FormatFinalReport(done, {Metric(0, 9, 0.01, 0.01, 0.02)});
+  EXPECT_THAT(report,
+              StartsWith("job j-1 SUCCEEDED after 10 steps in 12 s: test "
+                         "accuracy 0.8421 (loss 0.4312)\n"));
+  EXPECT_THAT(report, HasSubstr("per-step breakdown"));
+
+  JobStatus failed;
+  failed.set_job_id("j-2");
+  failed.set_state(JOB_STATE_FAILED);
+  failed.set_message("rank 1 failed at step 3: allreduce #3 timed out");
+  EXPECT_EQ(FormatFinalReport(failed, {}),
+            "job j-2 FAILED: rank 1 failed at step 3: allreduce #3 timed "
+            "out\n");
+  EXPECT_THAT(FormatFinalReport(failed, {}), Not(HasSubstr("breakdown")));
+}
+
+TEST(UnitsTest, Human) {
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(FormatBytes(64.0 * 1024 * 1024), "64.0 MiB");
+  EXPECT_EQ(FormatElapsed(3.25), "3.2 s");
+  EXPECT_EQ(FormatElapsed(185), "3 min 5 s");
+  EXPECT_EQ(FormatElapsed(7800), "2 h 10 min");
+  EXPECT_EQ(FormatPercent(0.2345), "23.4%");
+}
+
+}  // namespace
+}  // namespace control
+}  // namespace gradsync

@@ -1,0 +1,268 @@
+// The control commands' flag parser and the JobSpec built from flags, a
+// JSON file, or both (flags override the file; bad JSON is an error naming
+// the file).
+#include "cli/control/job_spec_builder.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/control/flags.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Parses `args` with the job-spec flags and builds the spec.
+absl::StatusOr<JobSpec> Build(const std::vector<std::string>& args) {
+  JobSpecFlags spec_flags;
+  std::vector<FlagSpec> flags;
+  AddJobSpecFlags(&spec_flags, &flags);
+  absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
+  if (!positional.ok()) return positional.status();
+  return BuildJobSpec(spec_flags);
+}
+
+// A file in the test's temporary directory, removed at the end.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& contents) {
+    const char* dir = std::getenv("TEST_TMPDIR");
+    path_ = std::string(dir != nullptr ? dir : "/tmp") + "/gradsync_spec_" +
+            std::to_string(getpid()) + "_" + std::to_string(counter_++) +
+            ".json";
+    std::ofstream(path_) << contents;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+TEST(ParseFlagsTest, ValuesSwitchesAndPositionals) {
+  std::string name;
+  bool json = false;
+  int64_t steps = 0;
+  std::vector<FlagSpec> flags = {StringFlag("name", "N", "", &name),
+                                 SwitchFlag("json", "", &json),
+                                 IntFlag("steps", "", 1, &steps)};
+  absl::StatusOr<std::vector<std::string>> positional =
+      ParseFlags({"job-1", "--name", "a", "--json", "--steps=7", "x"}, flags);
+  ASSERT_TRUE(positional.ok()) << positional.status();
+  EXPECT_THAT(*positional, ElementsAre("job-1", "x"));
+  EXPECT_EQ(name, "a");
+  EXPECT_TRUE(json);
+  EXPECT_EQ(steps, 7);
+}
+
+TEST(ParseFlagsTest, Errors_NameTheFlag) {
+  bool json = false;
+  int64_t steps = 0;
+  std::vector<FlagSpec> flags = {SwitchFlag("json", "", &json),
+                                 IntFlag("steps", "", 1, &steps)};
+  EXPECT_THAT(std::string(ParseFlags({"--nope"}, flags).status().message()),
+              HasSubstr("unknown flag '--nope'"));
+  EXPECT_THAT(std::string(ParseFlags({"--steps"}, flags).status().message()),
+              HasSubstr("--steps needs a value"));
+  EXPECT_THAT(
+      std::string(ParseFlags({"--steps", "0"}, flags).status().message()),
+      HasSubstr("--steps wants an integer >= 1, got '0'"));
+  EXPECT_THAT(std::string(ParseFlags({"--json=1"}, flags).status().message()),
+              HasSubstr("--json takes no value"));
+  EXPECT_EQ(ParseFlags({"-x"}, flags).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ParseFlagsTest, DoubleDashEndsFlags) {
+  bool json = false;
+  absl::StatusOr<std::vector<std::string>> positional =
+      ParseFlags({"--", "--json"}, {SwitchFlag("json", "", &json)});
+  ASSERT_TRUE(positional.ok());
+  EXPECT_THAT(*positional, ElementsAre("--json"));
+  EXPECT_FALSE(json);
+}
+
+TEST(ParseFlagsTest, CountsTakeSuffixes) {
+  EXPECT_EQ(*ParseCountValue("--f", "25M", 1), 25000000);
+  EXPECT_EQ(*ParseCountValue("--f", "4k", 1), 4000);
+  EXPECT_EQ(*ParseCountValue("--f", "17", 1), 17);
+  EXPECT_FALSE(ParseCountValue("--f", "1.5M", 1).ok());
+  EXPECT_FALSE(ParseCountValue("--f", "0", 1).ok());
+  EXPECT_FALSE(ParseCountValue("--f", "99999999999999G", 1).ok());
+}
+
+TEST(JobSpecBuilderTest, NoFlags_GivesTheDefaults) {
+  absl::StatusOr<JobSpec> spec = Build({});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model().kind(), "mlp");
+  EXPECT_THAT(spec->model().layer_sizes(), ElementsAre(784, 256, 256, 10));
+  EXPECT_EQ(spec->dataset().name(), "fashion-mnist");
+  EXPECT_EQ(spec->num_workers(), 1);
+  EXPECT_EQ(spec->mode(), SYNC_MODE_RING);
+  EXPECT_EQ(spec->optimizer().name(), "sgd");
+  EXPECT_DOUBLE_EQ(spec->optimizer().learning_rate(), 0.1);
+  EXPECT_EQ(spec->batch_size(), 256);
+  EXPECT_EQ(spec->steps(), 100);
+  EXPECT_EQ(spec->name(), "mlp-fashion-mnist");
+}
+
+TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
+  absl::StatusOr<JobSpec> spec = Build({"--name",         "run1",
+                                        "--workers",      "4",
+                                        "--model",        "mlp",
+                                        "--layers",       "784,128,10",
+                                        "--dataset",      "fashion-mnist",
+                                        "--optimizer",    "momentum",
+                                        "--lr",           "0.05",
+                                        "--momentum",     "0.8",
+                                        "--batch-size",   "512",
+                                        "--steps",        "300",
+                                        "--seed",         "7",
+                                        "--bucket-mb",    "1.5",
+                                        "--accumulate",   "2",
+                                        "--eval-every",   "50",
+                                        "--blas-threads", "2",
+                                        "--mode",         "ps"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "run1");
+  EXPECT_EQ(spec->num_workers(), 4);
+  EXPECT_THAT(spec->model().layer_sizes(), ElementsAre(784, 128, 10));
+  EXPECT_EQ(spec->optimizer().name(), "momentum");
+  EXPECT_DOUBLE_EQ(spec->optimizer().learning_rate(), 0.05);
+  EXPECT_DOUBLE_EQ(spec->optimizer().momentum(), 0.8);
+  EXPECT_EQ(spec->batch_size(), 512);
+  EXPECT_EQ(spec->steps(), 300);
+  EXPECT_EQ(spec->seed(), 7u);
+  EXPECT_EQ(spec->bucket_bytes(), 1572864);
+  EXPECT_EQ(spec->grad_accumulation_steps(), 2);
+  EXPECT_EQ(spec->eval_every_steps(), 50);
+  EXPECT_EQ(spec->blas_threads(), 2);
+  EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+}
+
+TEST(JobSpecBuilderTest, SyntheticModel_DefaultsToSyntheticData) {
+  absl::StatusOr<JobSpec> spec =
+      Build({"--model", "synthetic", "--synthetic-floats", "25M",
+             "--compute-ms", "20", "--optimizer", "adam"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model().kind(), "synthetic");
+  EXPECT_EQ(spec->model().synthetic_floats(), 25000000);
+  EXPECT_DOUBLE_EQ(spec->model().synthetic_compute_ms(), 20);
+  EXPECT_TRUE(spec->model().layer_sizes().empty());
+  EXPECT_EQ(spec->dataset().name(), "synthetic");
+  EXPECT_DOUBLE_EQ(spec->optimizer().learning_rate(), 0.001);
+}
+
+TEST(JobSpecBuilderTest, BadFlagValues_AreInvalidArgument) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--model", "cnn"},
+                                             {"--mode", "allreduce"},
+                                             {"--workers", "0"},
+                                             {"--layers", "784,,10"},
+                                             {"--lr", "0"},
+                                             {"--optimizer", "lamb"},
+                                             {"--bucket-mb", "-1"},
+                                             {"--seed", "-3"}}) {
+    absl::StatusOr<JobSpec> spec = Build(args);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument)
+        << args[0] << " " << args[1];
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(args[0]));
+  }
+}
+
+TEST(JobSpecBuilderTest, FromFile_ReadsProtobufJson) {
+  TempFile file(R"({"name": "fmnist", "numWorkers": 3,
+    "mode": "SYNC_MODE_PS",
+    "model": {"kind": "mlp", "layerSizes": [784, 64, 10]},
+    "optimizer": {"name": "adam", "learningRate": 0.002},
+    "batchSize": 96, "epochs": 2, "seed": 5})");
+  absl::StatusOr<JobSpec> spec = Build({"--file", file.path()});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "fmnist");
+  EXPECT_EQ(spec->num_workers(), 3);
+  EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+  EXPECT_THAT(spec->model().layer_sizes(), ElementsAre(784, 64, 10));
+  EXPECT_DOUBLE_EQ(spec->optimizer().learning_rate(), 0.002);
+  EXPECT_EQ(spec->batch_size(), 96);
+  EXPECT_EQ(spec->steps(), 0);  // epochs given: no default steps
+  EXPECT_DOUBLE_EQ(spec->epochs(), 2);
+  EXPECT_EQ(spec->dataset().name(), "fashion-mnist");  // a default
+}
+
+TEST(JobSpecBuilderTest, FlagsOverrideTheFile_WhereverTheyAppear) {
+  TempFile file(R"({"numWorkers": 3, "mode": "SYNC_MODE_PS",
+    "model": {"kind": "mlp", "layerSizes": [784, 64, 10]},
+    "optimizer": {"name": "momentum", "learningRate": 0.5, "momentum": 0.9},
+    "steps": 40, "seed": 5})");
+  absl::StatusOr<JobSpec> spec =
+      Build({"--workers", "2", "--file", file.path(), "--layers", "784,10",
+             "--mode", "ring", "--momentum", "0", "--seed", "0"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->num_workers(), 2);
+  EXPECT_EQ(spec->mode(), SYNC_MODE_RING);
+  // Repeated fields are replaced, not appended.
+  EXPECT_THAT(spec->model().layer_sizes(), ElementsAre(784, 10));
+  // Zero values given as flags override too.
+  EXPECT_DOUBLE_EQ(spec->optimizer().momentum(), 0);
+  EXPECT_EQ(spec->seed(), 0u);
+  // What no flag named stays as the file has it.
+  EXPECT_EQ(spec->optimizer().name(), "momentum");
+  EXPECT_DOUBLE_EQ(spec->optimizer().learning_rate(), 0.5);
+  EXPECT_EQ(spec->steps(), 40);
+}
+
+TEST(JobSpecBuilderTest, EpochsFlag_ClearsTheFilesSteps) {
+  TempFile file(R"({"steps": 40})");
+  absl::StatusOr<JobSpec> spec =
+      Build({"--file", file.path(), "--epochs", "1.5"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->steps(), 0);
+  EXPECT_DOUBLE_EQ(spec->epochs(), 1.5);
+  spec = Build({"--file", file.path(), "--epochs", "2", "--steps", "9"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->steps(), 9);
+}
+
+TEST(JobSpecBuilderTest, MalformedJson_NamesTheFileAndTheReason) {
+  TempFile file(R"({"numWorkers": 2,, })");
+  absl::StatusOr<JobSpec> spec = Build({"--file", file.path()});
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr(file.path() + ": not a valid job spec ("));
+}
+
+TEST(JobSpecBuilderTest, UnknownField_IsAnError) {
+  TempFile file(R"({"numWorker": 2})");
+  absl::StatusOr<JobSpec> spec = Build({"--file", file.path()});
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("numWorker"));
+}
+
+TEST(JobSpecBuilderTest, MissingFile_NamesIt) {
+  absl::StatusOr<JobSpec> spec =
+      Build({"--file", "/nonexistent/gradsync/job.json"});
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("cannot read /nonexistent/gradsync/job.json"));
+}
+
+TEST(JobSpecBuilderTest, DefaultBatch_CoversEveryRankAndMicroBatch) {
+  absl::StatusOr<JobSpec> spec =
+      Build({"--workers", "200", "--accumulate", "2"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->batch_size(), 400);
+}
+
+}  // namespace
+}  // namespace control
+}  // namespace gradsync

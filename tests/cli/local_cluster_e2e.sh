@@ -1,0 +1,30 @@
+#!/bin/sh
+# End to end with the real daemons: `gradsync local up --workers 2` in a
+# temporary run directory (any free port), `local up` again (already up),
+# `gradsync workers --json` through GRADSYNC_COORDINATOR, `local down`.
+# Usage: local_cluster_e2e.sh PATH/TO/gradsync
+set -eu
+gradsync=$1
+dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-e2e.XXXXXX")
+cleanup() {
+  "$gradsync" local down --run-dir "$dir" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+out=$("$gradsync" local up --workers 2 --port 0 --run-dir "$dir" --timeout 60)
+echo "$out"
+addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
+[ -n "$addr" ] || { echo "no export line in the output of local up"; exit 1; }
+[ -f "$dir/cluster.json" ] || { echo "no $dir/cluster.json"; exit 1; }
+
+"$gradsync" local up --workers 2 --port 0 --run-dir "$dir"
+GRADSYNC_COORDINATOR=$addr "$gradsync" workers --json
+"$gradsync" local down --run-dir "$dir"
+[ ! -f "$dir/cluster.json" ] || { echo "cluster.json left behind"; exit 1; }
+if GRADSYNC_COORDINATOR=$addr "$gradsync" workers --timeout 2 >/dev/null 2>&1
+then
+  echo "the coordinator still answers after local down"
+  exit 1
+fi
+echo "local-cluster-e2e-ok"

@@ -1,0 +1,290 @@
+// The local cluster launcher's parts: cluster.json, binary lookup, daemon
+// processes (with /bin/sleep standing in for a daemon), `local down`, and
+// `local up`'s failure paths (a coordinator that exits at once; a port a
+// coordinator already answers on).
+#include "cli/control/local_cluster.h"
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/control/command_env.h"
+#include "cli/control/local_command.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
+
+namespace gradsync {
+namespace control {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// A fresh directory under the test's temporary directory, removed at the
+// end.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = absl::StrCat(::testing::TempDir(), "/gradsync_local_", getpid(),
+                         "_", counter++);
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string SleepBinary() {
+  for (const char* path : {"/bin/sleep", "/usr/bin/sleep"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+void WriteExecutable(const std::string& path, const std::string& script) {
+  std::ofstream(path) << script;
+  chmod(path.c_str(), 0755);
+}
+
+TEST(ClusterRecordTest, JsonRoundTrip) {
+  ClusterRecord record;
+  record.run_dir = "/tmp/run \"x\"";
+  record.coordinator_address = "127.0.0.1:29400";
+  record.started_at = 1700000000.5;
+  record.daemons.push_back({"coordinator", "/b/gradsync-coordinator", 123,
+                            "/tmp/c.log", "127.0.0.1:29400", ""});
+  record.daemons.push_back({"worker-0", "/b/gradsync-worker", 124, "/tmp/w.log",
+                            "127.0.0.1", "cpu:2"});
+  absl::StatusOr<ClusterRecord> back =
+      ClusterRecordFromJson(ClusterRecordToJson(record), "cluster.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->run_dir, record.run_dir);
+  EXPECT_EQ(back->coordinator_address, record.coordinator_address);
+  EXPECT_DOUBLE_EQ(back->started_at, record.started_at);
+  ASSERT_EQ(back->daemons.size(), 2u);
+  EXPECT_EQ(back->daemons[1].name, "worker-0");
+  EXPECT_EQ(back->daemons[1].pid, 124);
+  EXPECT_EQ(back->daemons[1].devices, "cpu:2");
+  EXPECT_EQ(back->daemons[0].binary, "/b/gradsync-coordinator");
+}
+
+TEST(ClusterRecordTest, Malformed_NamesTheFile) {
+  absl::StatusOr<ClusterRecord> record =
+      ClusterRecordFromJson("{\"daemons\": [", "/r/cluster.json");
+  ASSERT_EQ(record.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(record.status().message()),
+              HasSubstr("/r/cluster.json is not valid JSON"));
+  record = ClusterRecordFromJson("{\"daemons\": [{\"name\": \"x\"}]}", "f");
+  EXPECT_EQ(record.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FindDaemonBinaryTest, BuildTreeThenBesideThenPath) {
+  TempDir dir;
+  const std::string root = dir.path();
+  std::filesystem::create_directories(root + "/build/cli");
+  std::filesystem::create_directories(root + "/build/worker");
+  std::filesystem::create_directories(root + "/bin");
+  WriteExecutable(root + "/bin/gradsync-worker", "#!/bin/sh\n");
+  const std::vector<std::string> relative = {"../worker", ""};
+  // Only on PATH.
+  absl::StatusOr<std::string> found =
+      FindDaemonBinary("gradsync-worker", root + "/build/cli", relative,
+                       "/nope:" + root + "/bin");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, root + "/bin/gradsync-worker");
+  // Beside the binary wins over PATH, the build tree over beside.
+  WriteExecutable(root + "/build/cli/gradsync-worker", "#!/bin/sh\n");
+  EXPECT_EQ(*FindDaemonBinary("gradsync-worker", root + "/build/cli", relative,
+                              root + "/bin"),
+            root + "/build/cli/gradsync-worker");
+  WriteExecutable(root + "/build/worker/gradsync-worker", "#!/bin/sh\n");
+  EXPECT_EQ(*FindDaemonBinary("gradsync-worker", root + "/build/cli", relative,
+                              root + "/bin"),
+            root + "/build/cli/../worker/gradsync-worker");
+  // Nowhere: the error lists where it looked.
+  absl::StatusOr<std::string> missing =
+      FindDaemonBinary("gradsync-coordinator", root + "/build/cli",
+                       {"../server/coordinator"}, "");
+  ASSERT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("cannot find gradsync-coordinator (looked in " + root +
+                        "/build/cli/../server/coordinator and $PATH)"));
+}
+
+TEST(DaemonTest, SpawnLogsAndStop) {
+  const std::string sleep = SleepBinary();
+  ASSERT_FALSE(sleep.empty());
+  TempDir dir;
+  const std::string log = dir.path() + "/sleeper.log";
+  absl::StatusOr<pid_t> pid = SpawnDaemon(sleep, {"60"}, log);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  // The daemon runs in a session of its own.
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(getsid(*pid), *pid);
+  EXPECT_TRUE(IsDaemonAlive(*pid, "sleep"));
+  EXPECT_FALSE(IsDaemonAlive(*pid, "gradsync-worker"));  // not ours
+  const std::vector<std::string> killed =
+      StopDaemons({{"sleeper", sleep, *pid, log, "", ""}}, absl::Seconds(5));
+  EXPECT_TRUE(killed.empty());  // sleep exits on SIGTERM
+  EXPECT_FALSE(IsDaemonAlive(*pid, "sleep"));
+}
+
+TEST(DaemonTest, StopKillsWhatIgnoresSigterm) {
+  TempDir dir;
+  const std::string script = dir.path() + "/stubborn";
+  WriteExecutable(script,
+                  "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 1; done\n");
+  absl::StatusOr<pid_t> pid =
+      SpawnDaemon("/bin/sh", {script}, dir.path() + "/stubborn.log");
+  ASSERT_TRUE(pid.ok());
+  absl::SleepFor(absl::Milliseconds(200));
+  const absl::Time start = absl::Now();
+  const std::vector<std::string> killed = StopDaemons(
+      {{"stubborn", "/bin/sh", *pid, "", "", ""}}, absl::Milliseconds(300));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_THAT(killed, ElementsAre("stubborn"));
+  EXPECT_FALSE(IsDaemonAlive(*pid, "sh"));
+}
+
+TEST(LocalDownTest, NoClusterFile_NothingToDo) {
+  TempDir dir;
+  absl::StatusOr<LocalDownResult> down =
+      LocalDown(dir.path(), absl::Seconds(1));
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_FALSE(down->was_up);
+}
+
+TEST(LocalDownTest, StopsTheRecordedDaemonsAndRemovesTheFile) {
+  const std::string sleep = SleepBinary();
+  TempDir dir;
+  ClusterRecord record;
+  record.run_dir = dir.path();
+  record.coordinator_address = "127.0.0.1:1";
+  for (const char* name : {"coordinator", "worker-0"}) {
+    const std::string log = absl::StrCat(dir.path(), "/", name, ".log");
+    absl::StatusOr<pid_t> pid = SpawnDaemon(sleep, {"60"}, log);
+    ASSERT_TRUE(pid.ok());
+    record.daemons.push_back({name, sleep, *pid, log, "", ""});
+  }
+  // A recycled pid that is not the recorded binary is left alone.
+  record.daemons.push_back({"worker-1", "/x/gradsync-worker",
+                            static_cast<int>(getpid()), "", "", ""});
+  std::ofstream(dir.path() + "/cluster.json") << ClusterRecordToJson(record);
+  absl::StatusOr<LocalDownResult> down =
+      LocalDown(dir.path(), absl::Seconds(5));
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_TRUE(down->was_up);
+  EXPECT_THAT(down->stopped, ElementsAre("coordinator", "worker-0"));
+  EXPECT_TRUE(down->killed.empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/cluster.json"));
+  EXPECT_FALSE(IsDaemonAlive(record.daemons[0].pid, "sleep"));
+}
+
+TEST(LocalUpTest, CoordinatorThatExits_ErrorShowsItsLog) {
+  TempDir dir;
+  const std::string fake = dir.path() + "/gradsync-coordinator";
+  WriteExecutable(fake,
+                  "#!/bin/sh\necho \"cannot listen on $2\" >&2\nexit 1\n");
+  LocalUpConfig config;
+  config.run_dir = dir.path() + "/run";
+  config.workers = 2;
+  config.port = 0;
+  config.coordinator_binary = fake;
+  config.worker_binary = fake;
+  config.timeout = absl::Seconds(10);
+  absl::StatusOr<LocalUpResult> up = LocalUp(config);
+  ASSERT_EQ(up.status().code(), absl::StatusCode::kUnavailable) << up.status();
+  const std::string message(up.status().message());
+  EXPECT_THAT(message, HasSubstr("coordinator (pid "));
+  EXPECT_THAT(message, HasSubstr("exited with status 1 while starting"));
+  EXPECT_THAT(message, HasSubstr("cannot listen on 127.0.0.1:0"));
+  EXPECT_FALSE(std::filesystem::exists(config.run_dir + "/cluster.json"));
+}
+
+// A coordinator that only answers ListWorkers (what LocalUp probes with).
+class AnsweringCoordinator final : public Coordinator::Service {
+  grpc::Status ListWorkers(grpc::ServerContext*, const ListWorkersRequest*,
+                           ListWorkersResponse*) override {
+    return grpc::Status::OK;
+  }
+};
+
+TEST(LocalUpTest, PortTakenByAnotherCoordinator_IsRefused) {
+  AnsweringCoordinator answering;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&answering);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  TempDir dir;
+  LocalUpConfig config;
+  config.run_dir = dir.path();
+  config.port = port;
+  config.coordinator_binary = "/nonexistent";
+  config.worker_binary = "/nonexistent";
+  absl::StatusOr<LocalUpResult> up = LocalUp(config);
+  ASSERT_EQ(up.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(up.status().message()),
+              HasSubstr(absl::StrCat("a coordinator already answers at "
+                                     "127.0.0.1:",
+                                     port)));
+  server->Shutdown();
+}
+
+TEST(LocalCommandTest, RunDirFromFlagThenEnvThenDefault) {
+  EXPECT_EQ(ResolveRunDir("/a/b/", "/c", "/w"), "/a/b");
+  EXPECT_EQ(ResolveRunDir("", "rel", "/w"), "/w/rel");
+  EXPECT_EQ(ResolveRunDir("", "", "/w"), "/w/.run");
+}
+
+TEST(LocalCommandTest, DownWithoutCluster_SaysSoAsJson) {
+  TempDir dir;
+  std::ostringstream out, err;
+  CommandEnv env;
+  env.out = &out;
+  env.err = &err;
+  env.cwd = "/";
+  EXPECT_EQ(RunLocal({"down", "--run-dir", dir.path(), "--json"}, env),
+            kExitOk);
+  EXPECT_EQ(out.str(), absl::StrCat("{\"runDir\":\"", dir.path(),
+                                    "\",\"wasUp\":false,\"stopped\":[],"
+                                    "\"killed\":[]}\n"));
+  EXPECT_EQ(RunLocal({"sideways"}, env), kExitUsage);
+  EXPECT_THAT(err.str(), HasSubstr("say up or down"));
+}
+
+TEST(LocalCommandTest, UpWithoutBinaries_SaysWhereItLooked) {
+  TempDir dir;
+  std::ostringstream out, err;
+  CommandEnv env;
+  env.out = &out;
+  env.err = &err;
+  env.cwd = dir.path();
+  env.self_exe = dir.path() + "/cli/gradsync";
+  env.path_env = "";
+  EXPECT_EQ(RunLocal({"up", "--workers", "2"}, env), kExitFailure);
+  EXPECT_THAT(err.str(), HasSubstr("cannot find gradsync-coordinator"));
+}
+
+}  // namespace
+}  // namespace control
+}  // namespace gradsync
