@@ -90,10 +90,19 @@ class Core {
   }
 
   // Ranks whose connections are already closed, for error messages.
+  //
+  // A dying process closes its connections one by one, and a peer that saw
+  // it die aborts and closes its own: so the picture is given a moment to
+  // settle (until nothing new closed for 20 ms, at most 200 ms). This runs
+  // on the error path only.
   std::string ClosedPeers() const {
-    std::vector<int> closed;
-    for (const auto& c : conns_) {
-      if (c && c->PeerClosed()) closed.push_back(c->peer());
+    std::vector<int> closed = ClosedNow();
+    const absl::Time give_up = absl::Now() + absl::Milliseconds(200);
+    while (absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(20));
+      std::vector<int> later = ClosedNow();
+      if (later == closed) break;
+      closed = std::move(later);
     }
     if (closed.empty()) return "";
     return absl::StrCat("; connections already closed by rank(s) ",
@@ -102,6 +111,14 @@ class Core {
   }
 
  private:
+  std::vector<int> ClosedNow() const {
+    std::vector<int> closed;
+    for (const auto& c : conns_) {
+      if (c && c->PeerClosed()) closed.push_back(c->peer());
+    }
+    return closed;
+  }
+
   const int rank_;
   const int size_;
   const TcpOptions options_;

@@ -172,8 +172,11 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
       out.set_mode(SYNC_MODE_RING);
       break;
     case SYNC_MODE_RING:
-    case SYNC_MODE_PS:
       break;
+    case SYNC_MODE_PS:
+      return absl::UnimplementedError(
+          "job spec mode SYNC_MODE_PS: the parameter-server path is not in "
+          "this release yet; submit with SYNC_MODE_RING (--mode ring)");
     default:
       return Invalid("mode", absl::StrCat("is ", static_cast<int>(spec.mode()),
                                           "; use SYNC_MODE_RING or "

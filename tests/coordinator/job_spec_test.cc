@@ -29,15 +29,23 @@ TEST(ValidateJobSpecTest, ValidSpec_FillsDefaults) {
   EXPECT_EQ(spec->device(), "cpu");
 }
 
+TEST(ValidateJobSpecTest, PsMode_NotInThisReleaseYet_Unimplemented) {
+  JobSpec in = ValidSpec(2, "cpu");
+  in.set_mode(SYNC_MODE_PS);
+  EXPECT_THAT(
+      ValidateJobSpec(in).status(),
+      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("SYNC_MODE_RING")));
+}
+
 TEST(ValidateJobSpecTest, ExplicitValues_AreKept) {
   JobSpec in = ValidSpec(2, "cuda");
-  in.set_mode(SYNC_MODE_PS);
+  in.set_mode(SYNC_MODE_RING);
   in.set_bucket_bytes(1024);
   in.set_grad_accumulation_steps(2);
   in.set_blas_threads(4);
   absl::StatusOr<JobSpec> spec = ValidateJobSpec(in);
   ASSERT_THAT(spec, IsOk());
-  EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+  EXPECT_EQ(spec->mode(), SYNC_MODE_RING);
   EXPECT_EQ(spec->bucket_bytes(), 1024);
   EXPECT_EQ(spec->grad_accumulation_steps(), 2);
   EXPECT_EQ(spec->blas_threads(), 4);

@@ -173,6 +173,11 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
     return Invalid("gradAccumulationSteps", "must be >= 0 (0: 1)");
   }
   config.eval_every_steps = spec.eval_every_steps();
+  config.checkpoint_dir = spec.checkpoint().directory();
+  if (spec.checkpoint().every_steps() < 0) {
+    return Invalid("checkpoint.everySteps", "must be >= 0 (0: at the end)");
+  }
+  config.checkpoint_every = spec.checkpoint().every_steps();
   if (spec.blas_threads() > 0) {
     config.blas_threads = spec.blas_threads();
   } else if (spec.blas_threads() < 0) {

@@ -57,6 +57,10 @@ struct TrainerConfig {
   int grad_accumulation_steps = 1;  // micro-batches per step
   int64_t eval_every_steps = 0;     // 0: evaluate at the end only
   size_t eval_batch_size = 1000;
+  // Rank 0 writes checkpoint.h files here (empty: none): every
+  // checkpoint_every steps (0: only at the end) and after the last step.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
   // Process-wide BLAS threads per rank (applied by the daemon, blas.h).
   int blas_threads = 1;
   // Deadline of one step's communication and of each evaluation's

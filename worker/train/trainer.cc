@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "worker/train/checkpoint.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ring_sync.h"
 
@@ -144,6 +145,17 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       if (!status.ok()) return Fail(step, status);
       result.evaluated = last;
       metrics.set_test_accuracy(result.test_accuracy);
+    }
+    if (rank_ == 0 && !config_.checkpoint_dir.empty() &&
+        (last || (config_.checkpoint_every > 0 &&
+                  (step + 1) % config_.checkpoint_every == 0))) {
+      operation_ = "checkpoint";
+      status =
+          WriteCheckpoint(CheckpointPath(config_.checkpoint_dir, step + 1),
+                          step + 1, model_->params(),
+                          optimizer_.has_value() ? optimizer_->ExportState()
+                                                 : OptimizerState());
+      if (!status.ok()) return Fail(step, status);
     }
     metrics.set_wall_time(
         absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));

@@ -1,0 +1,45 @@
+// Checkpoints: the flat parameter vector and the optimizer state (the only
+// state a replica has, see DESIGN.md) after a given number of steps, in one
+// binary file. Rank 0 writes them (all ranks hold the same bits); a PS job
+// will write the same format from its shards.
+//
+// Format (little-endian): "GSCKPT01", int64 steps done, uint64 parameter
+// count, the parameters (fp32), uint8 optimizer kind, uint64 optimizer
+// step, uint32 buffer count, then per buffer uint64 length and fp32 data.
+// Files are written to a temporary name and renamed, so a reader never
+// sees a half-written checkpoint.
+#ifndef GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
+#define GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/optimizer.h"
+
+namespace gradsync {
+
+struct Checkpoint {
+  int64_t steps_done = 0;
+  std::vector<float> params;
+  OptimizerState optimizer;
+};
+
+// "<directory>/step-<steps_done>.ckpt".
+std::string CheckpointPath(const std::string& directory, int64_t steps_done);
+
+// Creates `directory` if needed. Errors name the file (INTERNAL on I/O).
+[[nodiscard]] absl::Status WriteCheckpoint(const std::string& path,
+                                           int64_t steps_done,
+                                           absl::Span<const float> params,
+                                           const OptimizerState& optimizer);
+
+// NOT_FOUND if missing; DATA_LOSS if truncated or not a checkpoint.
+[[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpoint(
+    const std::string& path);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
