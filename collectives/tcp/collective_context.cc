@@ -35,7 +35,7 @@ absl::Status CollectiveContext::Drain(int peer) {
 }
 
 absl::Status CollectiveContext::Recv(int peer, void* data, size_t bytes) {
-  return peers[peer]->Recv(data, bytes, deadline);
+  return peers[peer]->Recv(data, bytes, deadline, spin_polls);
 }
 
 absl::Status CollectiveContext::RecvReduce(int peer, void* dst,

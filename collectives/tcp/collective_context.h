@@ -31,6 +31,8 @@ struct CollectiveContext {
   // talks to; must stay alive until the collective returns).
   CollectiveHeader header{};
   absl::Time deadline;
+  // Non-blocking polls before a receive blocks (0 for large collectives).
+  int spin_polls = 0;
   // Receive buffer for one sub-block, reduced from while it is in cache.
   char* scratch = nullptr;
   size_t scratch_bytes = 0;

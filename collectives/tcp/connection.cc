@@ -7,13 +7,9 @@
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
-Connection::Connection(Socket socket, int peer_rank, int spin_polls,
-                       size_t spin_max_bytes, const std::atomic<bool>* aborted)
-    : socket_(std::move(socket)),
-      peer_(peer_rank),
-      spin_polls_(spin_polls),
-      spin_max_bytes_(spin_max_bytes),
-      aborted_(aborted) {
+Connection::Connection(Socket socket, int peer_rank,
+                       const std::atomic<bool>* aborted)
+    : socket_(std::move(socket)), peer_(peer_rank), aborted_(aborted) {
   sender_ = std::thread([this] { SenderLoop(); });
 }
 
@@ -103,11 +99,9 @@ absl::Status Connection::WaitSent(uint64_t ticket, absl::Time deadline) {
   return error_;
 }
 
-absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline) {
-  // Spinning pays off only for small, latency-bound receives; on large ones
-  // it would steal the cores that the peers need to produce the data.
-  const int spins = len <= spin_max_bytes_ ? spin_polls_ : 0;
-  absl::Status s = socket_.RecvAll(data, len, deadline, aborted_, spins);
+absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline,
+                              int spin_polls) {
+  absl::Status s = socket_.RecvAll(data, len, deadline, aborted_, spin_polls);
   if (s.ok()) return s;
   if (absl::IsDeadlineExceeded(s)) {
     return absl::DeadlineExceededError(

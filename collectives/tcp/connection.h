@@ -28,8 +28,7 @@ namespace gradsync {
 class Connection {
  public:
   // `aborted` is the communicator-wide abort flag (must outlive this).
-  Connection(Socket socket, int peer_rank, int spin_polls,
-             size_t spin_max_bytes, const std::atomic<bool>* aborted);
+  Connection(Socket socket, int peer_rank, const std::atomic<bool>* aborted);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -45,8 +44,10 @@ class Connection {
   // Ticket of the last queued send (0 if none): waiting on it drains.
   uint64_t LastTicket();
 
-  // Receives exactly `len` bytes (calling thread).
-  absl::Status Recv(void* data, size_t len, absl::Time deadline);
+  // Receives exactly `len` bytes (calling thread), first polling up to
+  // `spin_polls` times without blocking (see TcpOptions::spin_polls).
+  absl::Status Recv(void* data, size_t len, absl::Time deadline,
+                    int spin_polls = 0);
 
   // True if the peer has closed its side (polled without blocking).
   bool PeerClosed() const;
@@ -68,8 +69,6 @@ class Connection {
 
   Socket socket_;
   const int peer_;
-  const int spin_polls_;
-  const size_t spin_max_bytes_;
   const std::atomic<bool>* const aborted_;
 
   absl::Mutex mu_;

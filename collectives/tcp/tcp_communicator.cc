@@ -55,9 +55,8 @@ class Core {
     conns_.resize(size);
     for (int p = 0; p < size; ++p) {
       if (p == rank) continue;
-      conns_[p] = std::make_unique<Connection>(
-          std::move(sockets[p]), p, options.spin_polls, options.spin_max_bytes,
-          &aborted_);
+      conns_[p] =
+          std::make_unique<Connection>(std::move(sockets[p]), p, &aborted_);
     }
     for (auto& c : conns_) peers_.push_back(c.get());
   }
@@ -333,10 +332,18 @@ class TcpCommunicator final : public Communicator {
     ctx.scratch = scratch_.data();
     ctx.scratch_bytes = scratch_.size();
     const size_t count = op.header.count;
+    const auto kind = static_cast<CollectiveKind>(op.header.kind);
+    const bool per_rank_count = kind == CollectiveKind::kReduceScatter ||
+                                kind == CollectiveKind::kAllGather;
+    const size_t message_bytes =
+        count * DataTypeSize(ctx.type()) * (per_rank_count ? size() : 1);
+    ctx.spin_polls = message_bytes <= core_->options().spin_max_bytes
+                         ? core_->options().spin_polls
+                         : 0;
     if (op.header.kind ==
         static_cast<uint8_t>(CollectiveKind::kReduceScatter)) {
-      const size_t bytes = 2 * count * DataTypeSize(ctx.type());
-      if (spare_.size() < bytes) spare_.resize(bytes);
+      const size_t spare_bytes = 2 * count * DataTypeSize(ctx.type());
+      if (spare_.size() < spare_bytes) spare_.resize(spare_bytes);
     }
     ctx.spare = spare_.data();
     absl::Status s;

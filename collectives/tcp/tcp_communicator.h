@@ -70,10 +70,12 @@ struct TcpOptions {
   size_t sub_block_bytes = 256 << 10;
   // Kernel socket buffers (SO_SNDBUF / SO_RCVBUF); 0 keeps the default.
   int socket_buffer_bytes = 256 << 10;
-  // Non-blocking polls (with sched_yield) before a receive of at most
-  // spin_max_bytes blocks; small messages then skip a sleep/wake-up.
-  int spin_polls = 32;
-  size_t spin_max_bytes = 64 << 10;
+  // Collectives of at most spin_max_bytes are latency-bound: their receives
+  // poll up to spin_polls times (yielding the core in between) before they
+  // block, which saves a sleep and a wake-up per step. Larger collectives
+  // never spin: there the cores are better spent copying and reducing.
+  int spin_polls = 10000;
+  size_t spin_max_bytes = 2 << 20;
 };
 
 // Connects rank `rank` of `size` to its peers through `store` and returns
