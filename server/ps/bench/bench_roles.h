@@ -1,0 +1,56 @@
+// The options of gradsync-ps-bench and what its server and client
+// processes run (see ps_bench.cc for the measurement as a whole).
+//
+// Server process: a PsServer with one synchronous shard (job
+// "bench-grpc") and a raw-TCP server (tcp_baseline.h) with an identical
+// shard; prints "serving <grpc address> <tcp port>"; answers "cpu" with
+// the CPU time its threads used so far (ns), and "quit" with one line of
+// its shards' work per round, then ends.
+// Client process r: a PsClient and a TcpShardClient as rank r; prints
+// "ready", then for each "g <step>" or "t <step>" runs one push/pull over
+// gRPC or TCP and answers "<start ns> <end ns> <cpu ns> ok" (monotonic
+// clock, shared by all processes; CPU time of the client process's
+// threads) or "... error: <why>"; "check
+// <step>" answers how many parameters differ from their exact value after
+// that step (run between rounds, so that no check steals CPU from a
+// round); "quit" ends it.
+#ifndef GRADSYNC_SERVER_PS_BENCH_BENCH_ROLES_H_
+#define GRADSYNC_SERVER_PS_BENCH_BENCH_ROLES_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/ps/ps_transport.h"
+
+namespace gradsync {
+
+struct BenchOptions {
+  int clients = 4;
+  size_t bytes = size_t{64} << 20;  // per client and round, each way
+  int rounds = 10;                  // measured, per transport
+  int warmup = 2;                   // unmeasured rounds first
+  size_t chunk_bytes = size_t{1} << 20;
+  PsTransportOptions transport;
+  bool tune_malloc = true;        // TuneMalloc in every process
+  std::string transports = "gt";  // rounds of gRPC (g) and/or TCP (t)
+  absl::Duration timeout = absl::Minutes(2);  // per push/pull
+  bool help = false;
+};
+
+// Parses argv; INVALID_ARGUMENT naming a bad flag or value.
+absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv);
+const char* BenchUsage();
+// "64 MiB", "1 MiB", "100 B".
+std::string FormatBytes(size_t bytes);
+
+// The process bodies; `in` and `out` are the pipes to the parent.
+int RunBenchServer(const BenchOptions& options, int in, int out);
+int RunBenchClient(const BenchOptions& options, int rank,
+                   const std::string& grpc_address, int tcp_port, int in,
+                   int out);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_BENCH_BENCH_ROLES_H_

@@ -1,0 +1,216 @@
+// gradsync-ps-bench: how fast the parameter server's gRPC path moves
+// gradient bytes, next to raw TCP sockets doing the same push/pull.
+//
+//   gradsync-ps-bench --clients 4 --bytes 64M --rounds 10
+//
+// Layout: one server process and N client processes (separate processes,
+// forked before any gRPC is touched), all on loopback. The server process
+// holds two identical synchronous shards (K = 1, SGD, lr 1) of S bytes:
+// one behind the gRPC parameter server (PsServer, PsClient: chunked
+// streams, zero-copy sends), one behind raw TCP sockets (tcp_baseline.h:
+// one socket per client, bytes received straight into the shard's buffer
+// and sent straight from it). Each round, every client pushes its S-byte
+// gradient and pulls S bytes of updated parameters through one transport;
+// the shard sums the N gradients in rank order, averages and applies SGD
+// in both cases, so the two columns differ only in transport. Rounds
+// alternate between the transports (g t t g g t ...) to spread noise.
+//
+// Reported per round: the time from the first client's start to the last
+// client's end, the server's throughput (N*S in + N*S out, / time, in
+// GB/s = 1e9 B/s), and #wrong: parameters that differ from the exact
+// expected value (the gradients are small integers, so every sum is
+// exact), and cpu_ms: the CPU time the server and client processes spent
+// in the round (all their threads), which other load on the host does not
+// inflate the way it inflates wall time. The summary gives medians and the
+// gRPC / TCP ratios, plus the shards' own time for summing and the
+// optimizer per round (the same work in both columns).
+//
+// Exit code: 0 when every round ran with #wrong = 0, 1 otherwise, 2 on a
+// bad command line.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "server/ps/bench/bench_process.h"
+#include "server/ps/bench/bench_roles.h"
+
+namespace gradsync {
+namespace {
+
+constexpr absl::Duration kReplyTimeout = absl::Minutes(2);
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct RoundResult {
+  double seconds = 0;
+  double cpu_seconds = 0;  // server and clients together
+  int64_t wrong = 0;
+  bool ok = true;
+};
+
+// Runs one round of `transport` ('g' or 't') at `step` on every client.
+// The server process's CPU time so far, in ns (0 if it does not answer).
+int64_t ServerCpu(ChildProcess& server) {
+  server.WriteLine("cpu");
+  int64_t ns = 0;
+  return absl::SimpleAtoi(server.ReadLine(kReplyTimeout), &ns) ? ns : 0;
+}
+
+RoundResult RunRound(ChildProcess& server, std::vector<ChildProcess>& clients,
+                     char transport, int64_t step) {
+  const int64_t server_cpu = ServerCpu(server);
+  for (ChildProcess& client : clients) {
+    client.WriteLine(absl::StrCat(std::string(1, transport), " ", step));
+  }
+  RoundResult result;
+  int64_t first_start = INT64_MAX, last_end = 0;
+  for (size_t r = 0; r < clients.size(); ++r) {
+    const std::string reply = clients[r].ReadLine(kReplyTimeout);
+    const std::vector<std::string> parts =
+        absl::StrSplit(reply, absl::MaxSplits(' ', 3));
+    int64_t start = 0, end = 0, cpu = 0;
+    if (parts.size() < 4 || !absl::SimpleAtoi(parts[0], &start) ||
+        !absl::SimpleAtoi(parts[1], &end) ||
+        !absl::SimpleAtoi(parts[2], &cpu) || parts[3] != "ok") {
+      std::cerr << "gradsync-ps-bench: client " << r
+                << " failed: " << (reply.empty() ? "no reply" : reply) << "\n";
+      result.ok = false;
+      continue;
+    }
+    first_start = std::min(first_start, start);
+    last_end = std::max(last_end, end);
+    result.cpu_seconds += static_cast<double>(cpu) * 1e-9;
+  }
+  result.cpu_seconds +=
+      static_cast<double>(ServerCpu(server) - server_cpu) * 1e-9;
+  // Checked after every client finished, so that no check overlaps a round.
+  for (ChildProcess& client : clients) {
+    client.WriteLine(absl::StrCat("check ", step));
+  }
+  for (size_t r = 0; r < clients.size(); ++r) {
+    int64_t wrong = 0;
+    if (!absl::SimpleAtoi(clients[r].ReadLine(kReplyTimeout), &wrong)) {
+      result.ok = false;
+    }
+    result.wrong += wrong;
+  }
+  result.seconds = static_cast<double>(last_end - first_start) * 1e-9;
+  return result;
+}
+
+int Run(const BenchOptions& options) {
+  ChildProcess server = ChildProcess::Fork(
+      [&options](int in, int out) { return RunBenchServer(options, in, out); });
+  const std::vector<std::string> endpoints =
+      absl::StrSplit(server.ReadLine(kReplyTimeout), ' ');
+  int tcp_port = 0;
+  if (endpoints.size() != 3 || endpoints[0] != "serving" ||
+      !absl::SimpleAtoi(endpoints[2], &tcp_port)) {
+    std::cerr << "gradsync-ps-bench: the server process did not start\n";
+    return 1;
+  }
+  const std::string grpc_address = endpoints[1];
+  std::vector<ChildProcess> clients;
+  for (int r = 0; r < options.clients; ++r) {
+    clients.push_back(ChildProcess::Fork([&, r](int in, int out) {
+      return RunBenchClient(options, r, grpc_address, tcp_port, in, out);
+    }));
+  }
+  for (int r = 0; r < options.clients; ++r) {
+    if (clients[r].ReadLine(kReplyTimeout) != "ready") {
+      std::cerr << "gradsync-ps-bench: client " << r << " did not start\n";
+      return 1;
+    }
+  }
+
+  const double moved =
+      2.0 * options.clients * static_cast<double>(options.bytes);
+  std::printf(
+      "# gradsync-ps-bench: %d client processes x %s push + pull through one "
+      "server process (K=1 shard, sync, SGD), chunk %s, window %s%s%s\n",
+      options.clients, FormatBytes(options.bytes).c_str(),
+      FormatBytes(options.chunk_bytes).c_str(),
+      FormatBytes(options.transport.stream_window_bytes).c_str(),
+      options.transport.bdp_probe ? ", BDP probing on" : "",
+      options.tune_malloc ? "" : ", malloc untuned");
+  std::printf("# %5s  %-9s %10s %14s %9s %7s\n", "round", "transport",
+              "time_ms", "GB/s(in+out)", "cpu_ms", "#wrong");
+  std::vector<double> grpc_rates, tcp_rates, grpc_cpu, tcp_cpu;
+  int64_t total_wrong = 0;
+  bool all_ok = true;
+  int64_t step = 0;
+  for (int round = 0; round < options.warmup + options.rounds; ++round) {
+    const bool warm = round < options.warmup;
+    std::string order = options.transports;
+    if (round % 2 == 1) std::reverse(order.begin(), order.end());
+    for (char transport : order) {
+      const RoundResult r = RunRound(server, clients, transport, step);
+      all_ok = all_ok && r.ok;
+      total_wrong += r.wrong;
+      const double rate = r.seconds > 0 ? moved / r.seconds / 1e9 : 0;
+      if (!warm) {
+        (transport == 'g' ? grpc_rates : tcp_rates).push_back(rate);
+        (transport == 'g' ? grpc_cpu : tcp_cpu).push_back(r.cpu_seconds);
+      }
+      std::printf("  %5d  %-9s %10.1f %14.3f %9.1f %7lld%s\n", round,
+                  transport == 'g' ? "grpc" : "tcp", r.seconds * 1e3, rate,
+                  r.cpu_seconds * 1e3, static_cast<long long>(r.wrong),
+                  warm ? "  (warm-up)" : "");
+    }
+    ++step;
+    if (!all_ok) break;
+  }
+  for (ChildProcess& client : clients) client.WriteLine("quit");
+  for (ChildProcess& client : clients) client.Wait();
+  server.WriteLine("quit");
+  const std::string stats = server.ReadLine(kReplyTimeout);
+  server.Wait();
+
+  const double grpc = Median(grpc_rates), tcp = Median(tcp_rates);
+  std::printf("# median GB/s: grpc %.3f, tcp %.3f; grpc/tcp = %.3f\n", grpc,
+              tcp, tcp > 0 ? grpc / tcp : 0.0);
+  const double grpc_ms = Median(grpc_cpu) * 1e3, tcp_ms = Median(tcp_cpu) * 1e3;
+  std::printf(
+      "# median CPU ms per round (all processes): grpc %.1f, tcp %.1f; "
+      "tcp/grpc = %.3f\n",
+      grpc_ms, tcp_ms, grpc_ms > 0 ? tcp_ms / grpc_ms : 0.0);
+  std::printf("# server shard work per round (ms): %s\n", stats.c_str());
+  std::printf("# #wrong total: %lld\n", static_cast<long long>(total_wrong));
+  return all_ok && total_wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace gradsync
+
+int main(int argc, char** argv) {
+  // Children report their own failures; a dead pipe must not kill us.
+  signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<gradsync::BenchOptions> options =
+      gradsync::ParseBenchOptions(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "gradsync-ps-bench: " << options.status().message() << "\n"
+              << gradsync::BenchUsage();
+    return 2;
+  }
+  if (options->help) {
+    std::cout << gradsync::BenchUsage();
+    return 0;
+  }
+  return gradsync::Run(*options);
+}

@@ -1,0 +1,130 @@
+#include "server/ps/gradient_sum.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace gradsync {
+namespace {
+
+// Floats summed per pass over the ranks: the running sums stay in L1 while
+// every rank's block streams through.
+constexpr size_t kBlock = 2048;
+
+// out[j] += the j-th float at `in` (any alignment), j < k.
+void AddRun(float* __restrict out, const char* __restrict in, size_t k) {
+  for (size_t j = 0; j < k; ++j) {
+    float v;
+    std::memcpy(&v, in + j * sizeof(float), sizeof(float));
+    out[j] += v;
+  }
+}
+
+// Walks one rank's segments block by block.
+class SegmentReader {
+ public:
+  explicit SegmentReader(const GradientSegments& segments)
+      : segments_(segments) {}
+
+  // sum[i] = next float (kAssign) or sum[i] += next float (kAdd), for the
+  // next `n` floats, read where they lie: runs inside one segment go
+  // straight from it (unaligned loads), and only a float split between two
+  // segments is assembled on the side.
+  template <bool kAssign>
+  void Apply(float* sum, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+      const ByteSegment& s = segments_[index_];
+      const size_t whole = (s.size - offset_) / sizeof(float);
+      if (whole > 0) {
+        const size_t k = std::min(n - i, whole);
+        if (kAssign) {
+          std::memcpy(sum + i, s.data + offset_, k * sizeof(float));
+        } else {
+          AddRun(sum + i, s.data + offset_, k);
+        }
+        i += k;
+        Advance(k * sizeof(float));
+      } else {
+        float v;
+        Copy(reinterpret_cast<char*>(&v), sizeof(float));
+        if (kAssign) {
+          sum[i] = v;
+        } else {
+          sum[i] += v;
+        }
+        ++i;
+      }
+    }
+  }
+
+  void Copy(char* out, size_t bytes) {
+    while (bytes > 0 && index_ < segments_.size()) {
+      const ByteSegment& s = segments_[index_];
+      const size_t n = std::min(bytes, s.size - offset_);
+      std::memcpy(out, s.data + offset_, n);
+      out += n;
+      bytes -= n;
+      Advance(n);
+    }
+  }
+
+ private:
+  void Advance(size_t n) {
+    offset_ += n;
+    while (index_ < segments_.size() && offset_ == segments_[index_].size) {
+      ++index_;
+      offset_ = 0;
+    }
+  }
+
+  const GradientSegments& segments_;
+  size_t index_ = 0;
+  size_t offset_ = 0;
+};
+
+}  // namespace
+
+void AppendSegment(GradientSegments* segments, const char* data, size_t size) {
+  if (size == 0) return;
+  if (!segments->empty()) {
+    ByteSegment& last = segments->back();
+    if (last.data + last.size == data) {
+      last.size += size;
+      return;
+    }
+  }
+  segments->push_back(ByteSegment{data, size});
+}
+
+size_t SegmentBytes(const GradientSegments& segments) {
+  size_t bytes = 0;
+  for (const ByteSegment& s : segments) bytes += s.size;
+  return bytes;
+}
+
+void GatherSegments(const GradientSegments& segments, absl::Span<char> out) {
+  SegmentReader(segments).Copy(out.data(), out.size());
+}
+
+void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                        absl::Span<float> out) {
+  std::vector<SegmentReader> readers;
+  readers.reserve(ranks.size());
+  for (const GradientSegments* r : ranks) readers.emplace_back(*r);
+  const float divisor = static_cast<float>(ranks.size());
+  alignas(64) float sum[kBlock];
+  for (size_t b = 0; b < out.size(); b += kBlock) {
+    const size_t n = std::min(kBlock, out.size() - b);
+    readers[0].Apply</*kAssign=*/true>(sum, n);
+    for (size_t r = 1; r < readers.size(); ++r) {
+      readers[r].Apply</*kAssign=*/false>(sum, n);
+    }
+    if (readers.size() > 1) {
+      for (size_t i = 0; i < n; ++i) sum[i] /= divisor;
+    }
+    std::memcpy(out.data() + b, sum, n * sizeof(float));
+  }
+}
+
+}  // namespace gradsync

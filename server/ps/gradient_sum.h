@@ -1,0 +1,48 @@
+// The parameter server's gradient arithmetic over gradients held as byte
+// segments: a rank's gradient for a step may sit in a staging buffer
+// (received with recv() or copied), in the receive buffers of the gRPC
+// messages that carried it (no copy at all), or in a mix of both, as a
+// list of segments that cover its bytes in order. Segment boundaries fall
+// anywhere, even inside a float.
+//
+// AverageInRankOrder sums element i over ranks 0, 1, ..., N-1 in that order
+// and divides by N, so that the result depends only on the gradients, not
+// on how they arrived or were split: bitwise the same run to run.
+//
+// Pure functions; thread-safe on distinct outputs.
+#ifndef GRADSYNC_SERVER_PS_GRADIENT_SUM_H_
+#define GRADSYNC_SERVER_PS_GRADIENT_SUM_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace gradsync {
+
+// Bytes [data, data + size) of one piece of a gradient.
+struct ByteSegment {
+  const char* data = nullptr;
+  size_t size = 0;
+};
+using GradientSegments = std::vector<ByteSegment>;
+
+// Appends [data, data + size) to `segments`, merging it into the last
+// segment when it continues it.
+void AppendSegment(GradientSegments* segments, const char* data, size_t size);
+
+// The total number of bytes the segments cover.
+size_t SegmentBytes(const GradientSegments& segments);
+
+// Copies the first `out.size()` bytes the segments cover into `out`.
+void GatherSegments(const GradientSegments& segments, absl::Span<char> out);
+
+// out[i] = (g_0[i] + g_1[i] + ... + g_{N-1}[i]) / N over `ranks` (N >= 1,
+// each covering out.size() floats), added left to right. `out` may be the
+// memory rank 0's segments point into.
+void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                        absl::Span<float> out);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_GRADIENT_SUM_H_

@@ -1,0 +1,64 @@
+#include "server/ps/ps_admin_client.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+
+PsAdminClient::PsAdminClient(std::string address, absl::Duration timeout)
+    : address_(std::move(address)), timeout_(timeout) {
+  stub_ = ps::ParameterServer::NewStub(
+      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+}
+
+std::unique_ptr<PsAdminClient> PsAdminClient::Connect(
+    const std::string& address, absl::Duration timeout) {
+  return std::unique_ptr<PsAdminClient>(new PsAdminClient(address, timeout));
+}
+
+absl::Status PsAdminClient::CreateShard(const ps::CreateShardRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  ps::CreateShardResponse response;
+  return Annotate(
+      FromGrpcStatus(stub_->CreateShard(&context, request, &response)),
+      absl::StrCat("parameter server ", address_));
+}
+
+absl::StatusOr<int> PsAdminClient::ReleaseShard(const std::string& job_id,
+                                                int shard) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  ps::ReleaseShardRequest request;
+  request.set_job_id(job_id);
+  request.set_shard(shard);
+  ps::ReleaseShardResponse response;
+  RETURN_IF_ERROR(Annotate(
+      FromGrpcStatus(stub_->ReleaseShard(&context, request, &response)),
+      absl::StrCat("parameter server ", address_)));
+  return response.released();
+}
+
+absl::StatusOr<std::vector<ps::ShardStats>> PsAdminClient::GetShardStats(
+    const std::string& job_id, int shard) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  ps::GetShardStatsRequest request;
+  request.set_job_id(job_id);
+  request.set_shard(shard);
+  ps::GetShardStatsResponse response;
+  RETURN_IF_ERROR(Annotate(
+      FromGrpcStatus(stub_->GetShardStats(&context, request, &response)),
+      absl::StrCat("parameter server ", address_)));
+  return std::vector<ps::ShardStats>(response.shards().begin(),
+                                     response.shards().end());
+}
+
+}  // namespace gradsync

@@ -1,0 +1,395 @@
+#include "server/ps/ps_client.h"
+
+#include <grpcpp/client_context.h>
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/status_macros.h"
+#include "proto/ps.pb.h"
+#include "server/ps/raw_tensor_rpc.h"
+#include "server/ps/shard_range.h"
+#include "server/ps/tensor_stream.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+namespace {
+
+// How long a finished call may take to let go of the memory it sent (gRPC
+// drops its references as soon as the bytes are on the socket or the
+// stream is cancelled; this is a bound, not an expected delay).
+constexpr absl::Duration kReleaseTimeout = absl::Seconds(10);
+
+// Holds the memory a stream sends referenced (the pin) and waits until
+// gRPC has dropped every reference, so that the caller may reuse it.
+class SendPin {
+ public:
+  SendPin() : pin_(&released_, [this](const void*) { released_.Notify(); }) {}
+  const std::shared_ptr<const void>& pin() const { return pin_; }
+  // Drops our own reference and waits for gRPC's.
+  absl::Status Release() {
+    pin_.reset();
+    if (!released_.WaitForNotificationWithTimeout(kReleaseTimeout)) {
+      return absl::InternalError(absl::StrCat(
+          "gRPC still referenced the sent tensor ",
+          absl::FormatDuration(kReleaseTimeout), " after the call ended"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Notification released_;
+  std::shared_ptr<const void> pin_;
+};
+
+// The call's outcome: the server's status when it failed (it explains a
+// broken stream best), else ours.
+absl::Status Outcome(const grpc::Status& finished, absl::Status ours) {
+  if (!finished.ok()) return FromGrpcStatus(finished);
+  return ours;
+}
+
+absl::Status CheckRange(const char* what, int64_t begin, int64_t end,
+                        const PsShardLocation& location) {
+  if (begin != static_cast<int64_t>(location.begin) ||
+      end != static_cast<int64_t>(location.end)) {
+    return absl::DataLossError(
+        absl::StrCat(what, " covers elements [", begin, ", ", end,
+                     "), but the client "
+                     "expects [",
+                     location.begin, ", ", location.end,
+                     "); do client and server agree on the shard layout?"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
+    size_t total_elements, const std::vector<std::string>& addresses) {
+  ASSIGN_OR_RETURN(
+      const std::vector<ShardRange> ranges,
+      BalancedShardRanges(total_elements, static_cast<int>(addresses.size())));
+  std::vector<PsShardLocation> locations;
+  for (size_t k = 0; k < addresses.size(); ++k) {
+    locations.push_back(PsShardLocation{addresses[k], static_cast<int>(k),
+                                        ranges[k].begin, ranges[k].end});
+  }
+  return locations;
+}
+
+PsClient::PsClient(std::string job_id, int rank, size_t total,
+                   const PsClientOptions& options)
+    : job_id_(std::move(job_id)),
+      rank_(rank),
+      total_(total),
+      options_(options) {}
+
+PsClient::~PsClient() = default;
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
+    std::string job_id, int rank, size_t total_elements,
+    std::vector<PsShardLocation> shards, const PsClientOptions& options) {
+  if (rank < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " is negative"));
+  }
+  RETURN_IF_ERROR(
+      ResolveChunkBytes(static_cast<int64_t>(options.chunk_bytes)).status());
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("the PS client timeout must be > 0");
+  }
+  if (shards.empty()) {
+    return absl::InvalidArgumentError("a PS client needs at least one shard");
+  }
+  size_t next = 0;
+  for (const PsShardLocation& location : shards) {
+    if (location.begin != next || location.end <= location.begin) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shard ", location.shard, " covers [", location.begin, ", ",
+          location.end, "); shards must tile [0, ", total_elements,
+          ") in order, and this one should start at ", next));
+    }
+    next = location.end;
+  }
+  if (next != total_elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the shards cover [0, ", next, ") of ", total_elements, " elements"));
+  }
+  std::unique_ptr<PsClient> client(
+      new PsClient(std::move(job_id), rank, total_elements, options));
+  for (PsShardLocation& location : shards) {
+    std::shared_ptr<grpc::Channel> channel =
+        CreatePsChannel(location.address, options.transport);
+    client->shards_.push_back(Shard{std::move(location), std::move(channel)});
+  }
+  client->last_versions_.assign(client->shards_.size(), 0);
+  return client;
+}
+
+PsClientStats PsClient::stats() const {
+  PsClientStats stats;
+  stats.calls = calls_.load();
+  stats.bytes_sent = bytes_sent_.load();
+  stats.bytes_received = bytes_received_.load();
+  return stats;
+}
+
+absl::Status PsClient::ForEachShard(
+    const std::function<absl::Status(size_t)>& fn) {
+  calls_.fetch_add(1);
+  std::vector<absl::Status> results(shards_.size());
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < shards_.size(); ++k) {
+    threads.emplace_back([&fn, &results, k]() { results[k] = fn(k); });
+  }
+  results[0] = fn(0);
+  for (std::thread& t : threads) t.join();
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    if (!results[k].ok()) {
+      const PsShardLocation& location = shards_[k].location;
+      return Annotate(results[k], absl::StrCat("ps shard ", location.shard,
+                                               " at ", location.address));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
+                                absl::Span<float> params) {
+  if (grads.size() != total_ || params.size() != total_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushPull needs ", total_, " gradients and parameters; got ",
+        grads.size(), " and ", params.size()));
+  }
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  return ForEachShard([&](size_t k) {
+    const PsShardLocation& l = shards_[k].location;
+    return PushPullShard(k, step, /*pull_only=*/false,
+                         grads.subspan(l.begin, l.end - l.begin),
+                         params.subspan(l.begin, l.end - l.begin), deadline);
+  });
+}
+
+absl::Status PsClient::Pull(int64_t step, absl::Span<float> params) {
+  if (params.size() != total_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Pull needs ", total_, " parameters; got ", params.size()));
+  }
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  return ForEachShard([&](size_t k) {
+    const PsShardLocation& l = shards_[k].location;
+    return PushPullShard(k, step, /*pull_only=*/true, {},
+                         params.subspan(l.begin, l.end - l.begin), deadline);
+  });
+}
+
+absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
+                                     absl::Span<const float> grads,
+                                     absl::Span<float> params,
+                                     absl::Time deadline) {
+  const PsShardLocation& location = shards_[k].location;
+  SendPin pin;
+  absl::Status status;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    std::unique_ptr<RawClientStream> stream =
+        StartPushPull(shards_[k].channel.get(), &context);
+    ps::PushHeader header;
+    header.set_job_id(job_id_);
+    header.set_shard(location.shard);
+    header.set_rank(rank_);
+    header.set_step(step);
+    header.set_chunk_bytes(static_cast<int64_t>(options_.chunk_bytes));
+    header.set_pull_only(pull_only);
+    const absl::Span<const float> tensors[] = {grads};
+    const bool sent = WriteTensors(
+        stream.get(), &header,
+        pull_only ? absl::Span<const absl::Span<const float>>() : tensors,
+        options_.chunk_bytes, pin.pin());
+    if (sent) {
+      bytes_sent_.fetch_add(grads.size() * sizeof(float));
+      stream->WritesDone();
+    }
+
+    TensorReceiver receiver({AsWritableBytes(params)});
+    grpc::ByteBuffer buffer;
+    DecodedTensorMessage message;
+    bool have_header = false;
+    while (status.ok() && stream->Read(&buffer)) {
+      status = message.Parse(buffer);
+      if (status.ok() && message.has_header()) {
+        ps::PullHeader reply;
+        status = message.ParseHeader(&reply);
+        if (status.ok()) {
+          status =
+              CheckRange("the reply", reply.begin(), reply.end(), location);
+        }
+        last_versions_[k] = reply.version();
+        have_header = true;
+      } else if (status.ok() && !have_header) {
+        status = absl::DataLossError("the reply did not start with a header");
+      }
+      if (status.ok()) status = receiver.Take(message);
+      if (status.ok()) bytes_received_.fetch_add(message.data_size());
+    }
+    if (!status.ok()) {
+      // Stop the server's writes; Finish would wait for them otherwise.
+      context.TryCancel();
+    } else if (!receiver.complete()) {
+      status = absl::DataLossError(absl::StrCat(
+          "the server ended the reply after ", receiver.Progress()));
+    }
+    status = Outcome(stream->Finish(), std::move(status));
+  }
+  RETURN_IF_ERROR(pin.Release());
+  return status;
+}
+
+absl::StatusOr<ParameterState> PsClient::FetchState() {
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  std::vector<ParameterState> parts(shards_.size());
+  RETURN_IF_ERROR(ForEachShard([&](size_t k) -> absl::Status {
+    ASSIGN_OR_RETURN(parts[k], FetchShard(k, deadline));
+    return absl::OkStatus();
+  }));
+  ParameterState state;
+  state.step = parts[0].step;
+  state.params.reserve(total_);
+  std::vector<OptimizerState> optimizer_parts;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (parts[k].step != state.step) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the shards are at different steps: shard ",
+                       shards_[0].location.shard, " at ", state.step,
+                       ", shard ", shards_[k].location.shard, " at ",
+                       parts[k].step, "; fetch the state at a step boundary"));
+    }
+    state.params.insert(state.params.end(), parts[k].params.begin(),
+                        parts[k].params.end());
+    optimizer_parts.push_back(std::move(parts[k].optimizer));
+  }
+  ASSIGN_OR_RETURN(state.optimizer, ConcatOptimizerStates(optimizer_parts));
+  return state;
+}
+
+absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k,
+                                                    absl::Time deadline) {
+  const PsShardLocation& location = shards_[k].location;
+  const size_t size = location.end - location.begin;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(deadline));
+  ps::FetchStateRequest request;
+  request.set_job_id(job_id_);
+  request.set_shard(location.shard);
+  request.set_chunk_bytes(static_cast<int64_t>(options_.chunk_bytes));
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader =
+      StartFetchState(shards_[k].channel.get(), &context, request);
+
+  ParameterState part;
+  std::unique_ptr<TensorReceiver> receiver;
+  grpc::ByteBuffer buffer;
+  DecodedTensorMessage message;
+  absl::Status status;
+  while (status.ok() && reader->Read(&buffer)) {
+    status = message.Parse(buffer);
+    if (status.ok() && message.has_header()) {
+      ps::FetchStateHeader header;
+      status = message.ParseHeader(&header);
+      if (status.ok()) {
+        status =
+            CheckRange("the state", header.begin(), header.end(), location);
+      }
+      absl::StatusOr<OptimizerKind> kind =
+          ParseOptimizerKind(header.optimizer());
+      if (status.ok() && !kind.ok()) status = kind.status();
+      if (status.ok() && (header.num_state_buffers() < 0 ||
+                          static_cast<size_t>(header.num_state_buffers()) !=
+                              NumStateBuffers(*kind))) {
+        status = absl::DataLossError(
+            "the state's buffer count does not "
+            "match its optimizer");
+      }
+      if (!status.ok()) break;
+      part.step = header.step();
+      part.params.resize(size);
+      part.optimizer.kind = *kind;
+      part.optimizer.step = header.optimizer_step();
+      part.optimizer.size = size;
+      part.optimizer.buffers.assign(NumStateBuffers(*kind),
+                                    std::vector<float>(size));
+      std::vector<absl::Span<char>> tensors = {
+          AsWritableBytes(absl::MakeSpan(part.params))};
+      for (std::vector<float>& b : part.optimizer.buffers) {
+        tensors.push_back(AsWritableBytes(absl::MakeSpan(b)));
+      }
+      receiver = std::make_unique<TensorReceiver>(std::move(tensors));
+    } else if (status.ok() && receiver == nullptr) {
+      status = absl::DataLossError("the state did not start with a header");
+    }
+    if (status.ok()) status = receiver->Take(message);
+    if (status.ok()) bytes_received_.fetch_add(message.data_size());
+  }
+  if (!status.ok()) {
+    context.TryCancel();
+  } else if (receiver == nullptr || !receiver->complete()) {
+    status = absl::DataLossError(
+        absl::StrCat("the server ended the state after ",
+                     receiver == nullptr ? "no header" : receiver->Progress()));
+  }
+  RETURN_IF_ERROR(Outcome(reader->Finish(), std::move(status)));
+  return part;
+}
+
+absl::Status PsClient::SeedShards(const ParameterState& state) {
+  if (state.params.size() != total_ || state.optimizer.size != total_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SeedShards needs the state of all ", total_, " elements; got ",
+        state.params.size(), " parameters and an optimizer state of ",
+        state.optimizer.size));
+  }
+  RETURN_IF_ERROR(ValidateOptimizerState(state.optimizer));
+  const absl::Time deadline = absl::Now() + options_.timeout;
+  return ForEachShard([&](size_t k) { return SeedShard(k, state, deadline); });
+}
+
+absl::Status PsClient::SeedShard(size_t k, const ParameterState& state,
+                                 absl::Time deadline) {
+  const PsShardLocation& location = shards_[k].location;
+  const size_t size = location.end - location.begin;
+  SendPin pin;
+  absl::Status status;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    ps::SeedShardResponse response;
+    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
+        StartSeedShard(shards_[k].channel.get(), &context, &response);
+    ps::SeedShardHeader header;
+    header.set_job_id(job_id_);
+    header.set_shard(location.shard);
+    header.set_step(state.step);
+    header.set_optimizer(std::string(OptimizerKindName(state.optimizer.kind)));
+    header.set_optimizer_step(state.optimizer.step);
+    header.set_num_state_buffers(
+        static_cast<int32_t>(state.optimizer.buffers.size()));
+    std::vector<absl::Span<const float>> tensors = {
+        absl::MakeConstSpan(state.params).subspan(location.begin, size)};
+    for (const std::vector<float>& b : state.optimizer.buffers) {
+      tensors.push_back(absl::MakeConstSpan(b).subspan(location.begin, size));
+    }
+    if (WriteTensors(writer.get(), &header, tensors, options_.chunk_bytes,
+                     pin.pin())) {
+      bytes_sent_.fetch_add(size * sizeof(float) * tensors.size());
+      writer->WritesDone();
+    }
+    status = Outcome(writer->Finish(), absl::OkStatus());
+  }
+  RETURN_IF_ERROR(pin.Release());
+  return status;
+}
+
+}  // namespace gradsync

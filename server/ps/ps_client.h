@@ -1,0 +1,157 @@
+// PsClient: one rank's connection to the parameter-server shards of its
+// job. PushPull sends the rank's whole flat gradient, each shard its slice,
+// over one gRPC stream per shard at once (chunked, the bytes never copied
+// on the way out), and writes each shard's updated parameters into the
+// rank's flat parameter buffer as they arrive (one copy, from gRPC's
+// buffers). FetchState and SeedShards move parameters plus optimizer state
+// for a mode switch.
+//
+//   ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
+//                    BalancedShardLocations(n, {"10.0.0.5:29600",
+//                                               "10.0.0.6:29600"}));
+//   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> ps,
+//                    PsClient::Create("job-1", rank, n, shards));
+//   for (int64_t step = 0; ...; ++step) {
+//     ... backward into grads ...
+//     RETURN_IF_ERROR(ps->PushPull(step, grads, absl::MakeSpan(params)));
+//   }
+//
+// Every call ends by PsClientOptions::timeout (the deadline of its RPCs).
+// Errors: the shard's status (ps_shard.h, ps_rpc.h), prefixed with the
+// shard and its address; INVALID_ARGUMENT for spans of the wrong length
+// or shard locations that do not tile [0, total_elements);
+// UNAVAILABLE if a server cannot be reached; DATA_LOSS if a server's
+// reply does not match what was asked (range, sizes). After an error the
+// contents of `params` are unspecified; the shards' state is as the
+// status says (a failed push changes nothing there).
+//
+// Threading: one call at a time per PsClient (a rank's thread); each call
+// runs the shards' streams on their own threads. Different PsClients are
+// independent (each has its own connections).
+#ifndef GRADSYNC_SERVER_PS_PS_CLIENT_H_
+#define GRADSYNC_SERVER_PS_PS_CLIENT_H_
+
+#include <grpcpp/channel.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "server/ps/parameter_state.h"
+#include "server/ps/ps_transport.h"
+#include "server/ps/tensor_codec.h"
+
+namespace gradsync {
+
+// Where one shard of a job lives and what it owns.
+struct PsShardLocation {
+  std::string address;  // "host:port" of the gradsync-ps holding it
+  int shard = 0;
+  size_t begin = 0;  // elements [begin, end) of the flat vector
+  size_t end = 0;
+};
+
+// Shard k of addresses.size() on addresses[k], with the balanced ranges of
+// shard_range.h.
+absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
+    size_t total_elements, const std::vector<std::string>& addresses);
+
+struct PsClientOptions {
+  // Largest message of the tensor streams (4 B .. 64 MiB).
+  size_t chunk_bytes = kDefaultChunkBytes;
+  // Deadline of every call, from its start.
+  absl::Duration timeout = absl::Minutes(5);
+  PsTransportOptions transport;
+};
+
+// Cumulative counters of one PsClient.
+struct PsClientStats {
+  uint64_t calls = 0;
+  uint64_t bytes_sent = 0;      // tensor bytes
+  uint64_t bytes_received = 0;  // tensor bytes
+};
+
+class PsClient {
+ public:
+  // A client of rank `rank` for the job's `total_elements`-float vector
+  // held by `shards` (which must tile [0, total_elements)). Connects
+  // lazily: an unreachable server shows up on the first call.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PsClient>> Create(
+      std::string job_id, int rank, size_t total_elements,
+      std::vector<PsShardLocation> shards,
+      const PsClientOptions& options = PsClientOptions());
+
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+  ~PsClient();
+
+  // Pushes the rank's gradient of step `step` (total_elements floats) and
+  // fills `params` (total_elements floats, not overlapping `grads`) with
+  // the parameters for step + 1 (sync) or the latest ones (async, SSP).
+  [[nodiscard]] absl::Status PushPull(int64_t step,
+                                      absl::Span<const float> grads,
+                                      absl::Span<float> params);
+
+  // Fills `params` with the parameters for step `step` without pushing
+  // (sync: once step - 1 is applied; async, SSP: the latest).
+  [[nodiscard]] absl::Status Pull(int64_t step, absl::Span<float> params);
+
+  // The whole vector's parameters and optimizer state (PS -> ring switch).
+  // FAILED_PRECONDITION in the middle of a step, or if the shards disagree
+  // on the step.
+  [[nodiscard]] absl::StatusOr<ParameterState> FetchState();
+
+  // Seeds every shard with its slice of `state` (ring -> PS switch; shards
+  // created with init "seeded"). `state` covers the whole vector.
+  [[nodiscard]] absl::Status SeedShards(const ParameterState& state);
+
+  // The version each shard reported in the last PushPull or Pull (sync:
+  // the step the parameters are for).
+  std::vector<int64_t> last_versions() const { return last_versions_; }
+  PsClientStats stats() const;
+
+  const std::string& job_id() const { return job_id_; }
+  int rank() const { return rank_; }
+  size_t total_elements() const { return total_; }
+
+ private:
+  struct Shard {
+    PsShardLocation location;
+    std::shared_ptr<grpc::Channel> channel;
+  };
+
+  PsClient(std::string job_id, int rank, size_t total,
+           const PsClientOptions& options);
+
+  // Runs fn(k) for every shard k at once (k = 0 on the calling thread);
+  // returns the first error in shard order, naming the shard.
+  absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
+  absl::Status PushPullShard(size_t k, int64_t step, bool pull_only,
+                             absl::Span<const float> grads,
+                             absl::Span<float> params, absl::Time deadline);
+  absl::StatusOr<ParameterState> FetchShard(size_t k, absl::Time deadline);
+  absl::Status SeedShard(size_t k, const ParameterState& state,
+                         absl::Time deadline);
+
+  const std::string job_id_;
+  const int rank_;
+  const size_t total_;
+  const PsClientOptions options_;
+  std::vector<Shard> shards_;
+  std::vector<int64_t> last_versions_;
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_CLIENT_H_

@@ -1,0 +1,39 @@
+// PsRpc's control calls: CreateShard, ReleaseShard, GetShardStats.
+#include "common/status_macros.h"
+#include "server/ps/ps_proto.h"
+#include "server/ps/ps_rpc.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+
+grpc::Status PsRpc::CreateShard(grpc::ServerContext* context,
+                                const ps::CreateShardRequest* request,
+                                ps::CreateShardResponse* response) {
+  absl::StatusOr<ShardSpec> spec = ShardSpecFromProto(*request);
+  if (!spec.ok()) return ToGrpcStatus(spec.status());
+  return ToGrpcStatus(service_->CreateShard(*spec));
+}
+
+grpc::Status PsRpc::ReleaseShard(grpc::ServerContext* context,
+                                 const ps::ReleaseShardRequest* request,
+                                 ps::ReleaseShardResponse* response) {
+  absl::StatusOr<int> released =
+      service_->Release(request->job_id(), request->shard());
+  if (!released.ok()) return ToGrpcStatus(released.status());
+  response->set_released(*released);
+  return grpc::Status::OK;
+}
+
+grpc::Status PsRpc::GetShardStats(grpc::ServerContext* context,
+                                  const ps::GetShardStatsRequest* request,
+                                  ps::GetShardStatsResponse* response) {
+  absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
+      service_->FindShards(request->job_id(), request->shard());
+  if (!shards.ok()) return ToGrpcStatus(shards.status());
+  for (const std::shared_ptr<PsShard>& shard : *shards) {
+    ShardStatsToProto(*shard, response->add_shards());
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace gradsync

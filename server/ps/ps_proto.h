@@ -1,0 +1,36 @@
+// Conversions between the parameter server's protobuf messages
+// (proto/ps.proto, proto/job.proto) and the plain structs its logic uses.
+//
+// Errors: INVALID_ARGUMENT naming the field for requests that do not
+// describe a valid shard (negative sizes, an unknown mode or optimizer,
+// several or no init choices). Pure functions; thread-safe.
+#ifndef GRADSYNC_SERVER_PS_PS_PROTO_H_
+#define GRADSYNC_SERVER_PS_PS_PROTO_H_
+
+#include "absl/status/statusor.h"
+#include "common/optimizer.h"
+#include "proto/job.pb.h"
+#include "proto/ps.pb.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/ps_shard.h"
+
+namespace gradsync {
+
+// The optimizer of a job spec, with the same defaults as the ranks use in
+// ring mode (unset momentum 0.9, beta1 0.9, beta2 0.999, epsilon 1e-8).
+absl::StatusOr<OptimizerConfig> OptimizerConfigFromSpec(
+    const OptimizerSpec& spec);
+
+absl::StatusOr<UpdateMode> UpdateModeFromProto(ps::UpdateMode mode);
+ps::UpdateMode UpdateModeToProto(UpdateMode mode);
+
+// CreateShardRequest -> ShardSpec (validated further by CreateShard).
+absl::StatusOr<ShardSpec> ShardSpecFromProto(
+    const ps::CreateShardRequest& request);
+
+// The shard's identity, counters and recent pushes.
+void ShardStatsToProto(const PsShard& shard, ps::ShardStats* out);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_PROTO_H_

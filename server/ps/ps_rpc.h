@@ -1,0 +1,94 @@
+// PsRpc: the thin gRPC adapter of the parameter server (proto/ps.proto)
+// over a PsService. The small calls (CreateShard, ReleaseShard,
+// GetShardStats) use the generated protobuf messages; the tensor streams
+// (PushPull, SeedShard, FetchState) run on grpc::ByteBuffer
+// (raw_tensor_rpc.h) so that tensor bytes never pass through protobuf
+// copies. Nothing here but translation: stream framing and checks
+// (tensor_stream.h), shard lookups, and the absl::Status -> grpc::Status
+// mapping (same code and message).
+//
+// Waiting: a PushPull handler blocks its sync-server thread while its shard
+// waits (for the last worker, the SSP bound, readers). It waits in slices
+// of kCancelCheckInterval, so that a call whose client went away
+// (CANCELLED) or whose server shuts down (UNAVAILABLE) gives its thread
+// back within one slice. Each wait ends at the client's deadline or the
+// shard's max_wait, whichever comes first.
+//
+// Errors, by RPC (beyond the shard's own, listed in ps_shard.h):
+//   CreateShard    INVALID_ARGUMENT, ALREADY_EXISTS (ps_service.h).
+//   ReleaseShard   NOT_FOUND.
+//   GetShardStats  NOT_FOUND.
+//   PushPull       NOT_FOUND: unknown job or shard; INVALID_ARGUMENT: no
+//                  header, a bad chunk size, chunks out of order, of the
+//                  wrong size, or data after the gradient; CANCELLED.
+//   SeedShard      as PushPull, plus INVALID_ARGUMENT for an optimizer or
+//                  buffer count that does not match the shard's.
+//   FetchState     NOT_FOUND; INVALID_ARGUMENT: chunk size; UNAVAILABLE:
+//                  the client stopped reading.
+//
+// Thread-safe: the RPC methods run concurrently on gRPC's threads.
+#ifndef GRADSYNC_SERVER_PS_PS_RPC_H_
+#define GRADSYNC_SERVER_PS_PS_RPC_H_
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include <atomic>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/raw_tensor_rpc.h"
+
+namespace gradsync {
+
+class PsRpc final : public RawParameterServerService {
+ public:
+  // How often a waiting handler checks for cancellation and shutdown.
+  static constexpr absl::Duration kCancelCheckInterval =
+      absl::Milliseconds(100);
+
+  // `service` is not owned and must outlive this.
+  explicit PsRpc(PsService* service) : service_(service) {}
+
+  // Makes waiting handlers return UNAVAILABLE at their next check. Call it
+  // before grpc::Server::Shutdown, which waits for handlers to return.
+  void BeginShutdown() { shutting_down_.store(true); }
+
+  grpc::Status CreateShard(grpc::ServerContext* context,
+                           const ps::CreateShardRequest* request,
+                           ps::CreateShardResponse* response) override;
+  grpc::Status ReleaseShard(grpc::ServerContext* context,
+                            const ps::ReleaseShardRequest* request,
+                            ps::ReleaseShardResponse* response) override;
+  grpc::Status GetShardStats(grpc::ServerContext* context,
+                             const ps::GetShardStatsRequest* request,
+                             ps::GetShardStatsResponse* response) override;
+  grpc::Status PushPull(grpc::ServerContext* context,
+                        RawServerStream* stream) override;
+  grpc::Status SeedShard(grpc::ServerContext* context,
+                         grpc::ServerReader<grpc::ByteBuffer>* reader,
+                         ps::SeedShardResponse* response) override;
+  grpc::Status FetchState(
+      grpc::ServerContext* context, const ps::FetchStateRequest* request,
+      grpc::ServerWriter<grpc::ByteBuffer>* writer) override;
+
+ private:
+  absl::Status DoPushPull(grpc::ServerContext* context,
+                          RawServerStream* stream);
+  absl::Status DoSeedShard(grpc::ServerContext* context,
+                           grpc::ServerReader<grpc::ByteBuffer>* reader);
+  absl::Status DoFetchState(grpc::ServerContext* context,
+                            const ps::FetchStateRequest& request,
+                            grpc::ServerWriter<grpc::ByteBuffer>* writer);
+  // CANCELLED if the client went away, UNAVAILABLE when shutting down,
+  // else OK.
+  absl::Status CheckAlive(grpc::ServerContext* context) const;
+
+  PsService* const service_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_RPC_H_

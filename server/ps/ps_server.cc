@@ -1,0 +1,100 @@
+#include "server/ps/ps_server.h"
+
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace {
+
+// How long Shutdown lets calls in flight finish before gRPC cancels them;
+// waiting handlers return within a cancel-check slice anyway.
+constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
+
+// Idle pollers kept for new calls, as the store server does: a thread that
+// picks up a call starts another poller when fewer than kMinPollers are
+// left, so a blocked PushPull never leaves the server deaf.
+constexpr int kMinPollers = 2;
+constexpr int kMaxPollers = 8;
+
+absl::StatusOr<std::string> HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter-server listen address '", address,
+        "' is not host:port (for example 127.0.0.1:0 or 0.0.0.0:29600)"));
+  }
+  return address.substr(0, colon);
+}
+
+}  // namespace
+
+PsServer::PsServer(std::string host)
+    : host_(std::move(host)), rpc_(&service_) {}
+
+absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
+    const std::string& listen_address, const PsServerOptions& options) {
+  ASSIGN_OR_RETURN(std::string host, HostOf(listen_address));
+  if (options.max_threads < kMaxPollers + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter-server max_threads is ", options.max_threads,
+                     "; it needs at least ", kMaxPollers + 1));
+  }
+  std::unique_ptr<PsServer> server(new PsServer(std::move(host)));
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  ApplyPsServerArguments(&builder, options.transport);
+  grpc::ResourceQuota quota("gradsync-ps");
+  quota.SetMaxThreads(options.max_threads);
+  builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
+                              1);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  builder.RegisterService(&server->rpc_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "parameter server could not listen on ", listen_address,
+        "; is the port already in use, or the host not an address of this "
+        "machine?"));
+  }
+  if (options.on_serving) {
+    RETURN_IF_ERROR(options.on_serving(server->address()));
+  }
+  return server;
+}
+
+PsServer::~PsServer() { Shutdown(); }
+
+std::string PsServer::address() const {
+  return absl::StrCat(host_, ":", port_);
+}
+
+void PsServer::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) return;
+  rpc_.BeginShutdown();
+  service_.ReleaseAll();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
+  server_->Wait();
+}
+
+}  // namespace gradsync

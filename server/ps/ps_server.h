@@ -1,0 +1,90 @@
+// PsServer: a parameter server on gRPC. It owns the shards (a PsService),
+// the RPC adapter (ps_rpc.h) and the gRPC server with the PS transport
+// settings (ps_transport.h); `gradsync-ps` runs one, and tests and the
+// bench embed one.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<PsServer> server,
+//                    PsServer::Start("127.0.0.1:0"));   // any free port
+//   ... PsClient / PsAdminClient on server->address() elsewhere ...
+//   server->Shutdown();  // or let it go out of scope
+//
+// Threads: a sync gRPC server; each open tensor stream holds one server
+// thread (a PushPull waiting for the last worker included), so
+// max_threads bounds the streams open at once (ranks x shards on this
+// server, plus switches). Calls beyond it fail at once with
+// RESOURCE_EXHAUSTED.
+//
+// Errors (Start): INVALID_ARGUMENT for an address that is not host:port or
+// too few threads; UNAVAILABLE if the address cannot be bound.
+//
+// Thread-safe. Shutdown may be called from any thread, more than once.
+#ifndef GRADSYNC_SERVER_PS_PS_SERVER_H_
+#define GRADSYNC_SERVER_PS_PS_SERVER_H_
+
+#include <grpcpp/server.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/ps/ps_rpc.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/ps_transport.h"
+
+namespace gradsync {
+
+struct PsServerOptions {
+  // Most server threads at once, pollers included (see "Threads" above).
+  int max_threads = 4096;
+  PsTransportOptions transport;
+  // Called once the server listens, with the bound "host:port" (for
+  // example to register it with a coordinator). An error stops Start,
+  // which returns it.
+  std::function<absl::Status(const std::string& address)> on_serving;
+};
+
+class PsServer {
+ public:
+  // Binds `listen_address` ("host:port"; port 0 picks a free one) and
+  // starts serving. The port is bound exclusively (no SO_REUSEPORT).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PsServer>> Start(
+      const std::string& listen_address,
+      const PsServerOptions& options = PsServerOptions());
+
+  PsServer(const PsServer&) = delete;
+  PsServer& operator=(const PsServer&) = delete;
+  // Shuts down (see Shutdown).
+  ~PsServer();
+
+  int port() const { return port_; }
+  // "host:port" actually bound: the listen host and port().
+  std::string address() const;
+  // The shards, for in-process users (tests, the bench).
+  PsService* service() { return &service_; }
+
+  // Releases every shard (waiting calls return ABORTED or UNAVAILABLE),
+  // stops accepting calls and returns once every handler has returned.
+  void Shutdown();
+
+ private:
+  explicit PsServer(std::string host);
+
+  const std::string host_;
+  int port_ = 0;
+
+  // Dependency order: the gRPC server goes first on destruction, then the
+  // adapter it calls, then the shards it uses.
+  PsService service_;
+  PsRpc rpc_;
+  std::unique_ptr<grpc::Server> server_;
+
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_SERVER_H_

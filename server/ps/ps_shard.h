@@ -1,0 +1,312 @@
+// PsShard: one parameter-server shard of a job, with no gRPC inside. It owns
+// the elements [begin, end) of the job's flat fp32 parameter vector, the
+// optimizer over that slice (common/optimizer.h, the code the ranks run in
+// ring mode) and one gradient staging buffer per rank.
+//
+// A rank's step on the shard is Push then Pull:
+//   ASSIGN_OR_RETURN(PsShard::Push push, shard->BeginPush(rank, t, deadline));
+//   ... fill push.unfilled() in order (recv() into it or Append) ...
+//   RETURN_IF_ERROR(shard->Commit(std::move(push), deadline));
+//   ASSIGN_OR_RETURN(ShardViewRef view, shard->Pull(rank, t + 1, deadline));
+//   ... send view->params; drop the view when the bytes are gone ...
+//
+// Update modes:
+//   kSync   step t is applied once all N ranks committed their gradient for
+//           t: the gradients are summed in rank order (0, 1, ..., N-1, so
+//           the result is bitwise the same whatever order they arrived in),
+//           divided by N and handed to the optimizer; Pull(t + 1) then
+//           returns. The committing thread of the last rank does the work.
+//   kAsync  each committed gradient is applied at once, as is (each rank's
+//           gradient is already the mean over its local batch); Pull
+//           returns the latest parameters without waiting.
+//   kStaleSync  as kAsync, but BeginPush of step t waits until every rank
+//           has pushed step t - staleness - 1 (stale synchronous parallel:
+//           no rank runs more than `staleness` steps ahead of the slowest).
+//
+// Shard states (ImportState seeds; Release ends):
+//
+//   kAwaitingSeed --ImportState--> kServing --Release--> kReleased
+//         \______________________Release_______________________/
+//
+// Views: Pull, AcquireState hand out ShardViewRef, shared read access to the
+// parameters (and optimizer state) that lets a transport send them without
+// a copy. The optimizer waits until every view is dropped before it changes
+// them (views are short: the time to send one shard's bytes).
+//
+// Errors (no shard state changes when one is returned):
+//   PERMISSION_DENIED    rank outside [0, num_workers)
+//   ALREADY_EXISTS       the rank already pushed this step, or is pushing it
+//   FAILED_PRECONDITION  a step the shard is not at (sync: not the current
+//                        step; async: not the rank's next step); the shard
+//                        awaits its seed; parameters of a step that was
+//                        already replaced; a state change in mid-step
+//   INVALID_ARGUMENT     more bytes than the shard's gradient, a commit of
+//                        an incomplete gradient, a snapshot of the wrong
+//                        size or optimizer kind
+//   DEADLINE_EXCEEDED    a wait ran out; the message names the ranks that
+//                        did not push (sync) or the slow rank (SSP)
+//   ABORTED              the shard was released
+//
+// Lock order: mu_ only. Threading: thread-safe; a Push belongs to the thread
+// that filled it. Memory: params, optimizer state (0-2 buffers) and, per
+// rank, a staging buffer of the shard's size (its pages are only touched
+// when a transport receives into it) or the transport's buffers that an
+// AppendExternal push holds until its step is applied.
+#ifndef GRADSYNC_SERVER_PS_PS_SHARD_H_
+#define GRADSYNC_SERVER_PS_PS_SHARD_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/optimizer.h"
+#include "server/ps/gradient_sum.h"
+#include "server/ps/parameter_state.h"
+
+namespace gradsync {
+
+enum class UpdateMode : uint8_t {
+  kSync = 0,
+  kAsync = 1,
+  kStaleSync = 2,
+};
+
+// "sync", "async", "ssp".
+const char* UpdateModeName(UpdateMode mode);
+
+struct PsShardConfig {
+  std::string job_id;
+  int shard = 0;
+  size_t begin = 0;  // elements [begin, end) of the flat vector
+  size_t end = 0;
+  int num_workers = 1;
+  OptimizerConfig optimizer;
+  UpdateMode mode = UpdateMode::kSync;
+  int staleness = 0;            // kStaleSync: the bound s >= 0
+  int64_t first_step = 0;       // the step of the first push (>= 0)
+  size_t history_limit = 1024;  // PushRecords kept
+  // Longest any call waits on this shard; the caller's deadline also
+  // applies (the earlier one wins).
+  absl::Duration max_wait = absl::Minutes(5);
+};
+
+// OK, or INVALID_ARGUMENT naming the first bad field.
+absl::Status ValidatePsShardConfig(const PsShardConfig& config);
+
+// One gradient the shard took, in the order it took them.
+struct PushRecord {
+  int rank = 0;
+  int64_t step = 0;
+  // The smallest next step over all ranks when the push was accepted: the
+  // rank was step - slowest_step steps ahead of the slowest one.
+  int64_t slowest_step = 0;
+};
+
+struct PsShardStats {
+  int64_t version = 0;
+  uint64_t bytes_in = 0;   // gradient bytes received (failed pushes too)
+  uint64_t bytes_out = 0;  // parameter and state bytes handed out
+  uint64_t pushes = 0;     // gradients committed
+  uint64_t pulls = 0;      // parameter views handed out
+  uint64_t updates = 0;    // optimizer steps
+  absl::Duration wait_last_worker;       // sync: first commit -> last
+  absl::Duration last_wait_last_worker;  // of the last applied step
+  absl::Duration aggregate_time;         // summing and averaging
+  absl::Duration optimizer_time;
+  absl::Duration staleness_wait;  // SSP pushes held back
+  int queue_depth = 0;            // committed, not applied yet
+  int max_queue_depth = 0;
+  std::vector<int64_t> rank_steps;  // each rank's next step
+};
+
+// Read access to the shard's tensors; see "Views" above.
+struct ShardView {
+  int64_t version = 0;
+  absl::Span<const float> params;
+  // AcquireState only: the optimizer's state buffers and step count.
+  OptimizerKind optimizer_kind = OptimizerKind::kSgd;
+  uint64_t optimizer_step = 0;
+  std::vector<absl::Span<const float>> state;
+};
+using ShardViewRef = std::shared_ptr<const ShardView>;
+
+class PsShard : public std::enable_shared_from_this<PsShard> {
+ public:
+  // A shard serving `params` (end - begin floats) from config.first_step.
+  static absl::StatusOr<std::shared_ptr<PsShard>> Create(
+      const PsShardConfig& config, std::vector<float> params);
+  // A shard that waits for ImportState before it takes pushes.
+  static absl::StatusOr<std::shared_ptr<PsShard>> CreateAwaitingSeed(
+      const PsShardConfig& config);
+
+  PsShard(const PsShard&) = delete;
+  PsShard& operator=(const PsShard&) = delete;
+  ~PsShard();
+
+  // One rank's gradient for one step, being received. Move-only; dropping
+  // it uncommitted abandons the push (the rank may push that step again).
+  class Push {
+   public:
+    Push(Push&& other) noexcept;
+    Push& operator=(Push&& other) noexcept;
+    Push(const Push&) = delete;
+    Push& operator=(const Push&) = delete;
+    ~Push();
+
+    int rank() const { return rank_; }
+    int64_t step() const { return step_; }
+    size_t size_bytes() const { return size_bytes_; }
+    size_t filled_bytes() const { return filled_; }
+    // The bytes still to receive, in order (receive straight into them).
+    absl::Span<char> unfilled() {
+      return absl::MakeSpan(data_ + filled_, size_bytes_ - filled_);
+    }
+    // Marks the first `n` bytes of unfilled() as received.
+    // INVALID_ARGUMENT if n exceeds what is left.
+    [[nodiscard]] absl::Status MarkFilled(size_t n);
+    // Copies `bytes` into the next unfilled bytes (MarkFilled's rules).
+    [[nodiscard]] absl::Status Append(absl::Span<const char> bytes);
+    // Takes the next `bytes` where they are, without a copy: the shard
+    // reads them when it applies the step and holds `keep_alive` (which
+    // must keep them valid) until then. For transports that receive into
+    // buffers of their own (gRPC). MarkFilled's rules.
+    [[nodiscard]] absl::Status AppendExternal(
+        absl::Span<const char> bytes, std::shared_ptr<const void> keep_alive);
+
+   private:
+    friend class PsShard;
+    Push(std::shared_ptr<PsShard> shard, int rank, int64_t step, char* data,
+         size_t size_bytes);
+
+    std::shared_ptr<PsShard> shard_;  // null once committed or moved from
+    int rank_ = 0;
+    int64_t step_ = 0;
+    char* data_ = nullptr;  // the rank's staging buffer
+    size_t size_bytes_ = 0;
+    size_t filled_ = 0;
+    // Where the gradient's bytes are, in order: in data_ or external.
+    GradientSegments segments_;
+    std::vector<std::shared_ptr<const void>> holds_;
+  };
+
+  // Starts rank `rank`'s push of step `step`. kStaleSync waits (until
+  // `deadline` or config.max_wait) while the rank is more than `staleness`
+  // steps ahead of the slowest rank.
+  [[nodiscard]] absl::StatusOr<Push> BeginPush(int rank, int64_t step,
+                                               absl::Time deadline);
+
+  // Takes a completely filled push. kSync: the last rank's commit of a
+  // step sums, averages and applies it; kAsync/kStaleSync: applies this
+  // gradient. Waits for outstanding views (until `deadline`); on error the
+  // push is abandoned and nothing changes.
+  [[nodiscard]] absl::Status Commit(Push push, absl::Time deadline);
+
+  // The parameters for step `step` (sync: waits until step - 1 is applied;
+  // FAILED_PRECONDITION if they were already replaced by a later step).
+  // kAsync/kStaleSync: the latest parameters, at once. DEADLINE_EXCEEDED
+  // names the ranks that have not pushed step - 1.
+  [[nodiscard]] absl::StatusOr<ShardViewRef> Pull(int rank, int64_t step,
+                                                  absl::Time deadline);
+
+  // Parameters plus optimizer state, for a switch to ring mode. kSync:
+  // FAILED_PRECONDITION while some ranks pushed the current step but
+  // others did not (switches happen at step boundaries).
+  [[nodiscard]] absl::StatusOr<ShardViewRef> AcquireState(absl::Time deadline);
+  // A copy of what AcquireState shows.
+  [[nodiscard]] absl::StatusOr<ParameterState> ExportState(absl::Time deadline);
+  // Replaces parameters, optimizer state and step (a switch to PS mode, or
+  // the seed of a shard created awaiting it); every rank's next step
+  // becomes state.step. FAILED_PRECONDITION while pushes are in progress
+  // or committed; INVALID_ARGUMENT for sizes or kind that do not match.
+  [[nodiscard]] absl::Status ImportState(ParameterState state,
+                                         absl::Time deadline);
+
+  // Ends the shard: waiting calls return ABORTED, later calls too.
+  void Release();
+
+  const PsShardConfig& config() const { return config_; }
+  size_t size() const { return config_.end - config_.begin; }
+  PsShardStats Stats() const;
+  // The newest config.history_limit PushRecords, oldest first.
+  std::vector<PushRecord> History() const;
+
+ private:
+  enum class State { kAwaitingSeed, kServing, kReleased };
+
+  struct RankSlot {
+    int64_t next_step = 0;         // the step this rank pushes next
+    bool pushing = false;          // a Push owns `staging`
+    bool committed = false;        // kSync: gradient for version_ is in
+    int64_t accepted_slowest = 0;  // SlowestStepLocked() at BeginPush
+    std::unique_ptr<float[]> staging;
+    // kSync, committed: the gradient's bytes and what keeps them valid.
+    GradientSegments segments;
+    std::vector<std::shared_ptr<const void>> holds;
+  };
+
+  PsShard(const PsShardConfig& config, Optimizer optimizer,
+          std::vector<float> params, State state);
+
+  // Drops a push that was not committed.
+  void Abandon(int rank);
+  void ReleaseView();
+  ShardViewRef MakeViewLocked(bool with_state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckPushLocked(int rank, int64_t step) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t SlowestStepLocked(int* slowest_rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until no view is alive and nobody writes, then marks the
+  // parameters as being written. `what` names the writer in errors.
+  absl::Status BeginWriteLocked(absl::Time deadline, const char* what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ranks that have not committed the current step (kSync).
+  std::string MissingRanksLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Describe() const;
+  absl::Time CapDeadline(absl::Time deadline) const;
+  absl::Status CommitSyncLocked(Push& push, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CommitAsyncLocked(Push& push, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordLocked(int rank, int64_t step, int64_t slowest)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const PsShardConfig config_;
+
+  mutable absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_);
+  // kSync: the step whose gradients are being gathered, and the step the
+  // parameters are for. Else first_step + updates applied.
+  int64_t version_ ABSL_GUARDED_BY(mu_);
+  std::vector<RankSlot> ranks_ ABSL_GUARDED_BY(mu_);
+  int committed_ ABSL_GUARDED_BY(mu_) = 0;  // kSync: ranks in for version_
+  int appliers_ ABSL_GUARDED_BY(mu_) = 0;   // async: commits not applied
+  absl::Time first_commit_ ABSL_GUARDED_BY(mu_);
+  // Readers/writer protocol over params_ and optimizer_: views count as
+  // readers; a writer (apply, import) waits for zero readers and blocks new
+  // ones while `writing_`.
+  int readers_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  PsShardStats stats_ ABSL_GUARDED_BY(mu_);
+  std::deque<PushRecord> history_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> bytes_in_{0};
+
+  // Written only by the thread that set writing_; read through views.
+  std::vector<float> params_;
+  Optimizer optimizer_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_SHARD_H_

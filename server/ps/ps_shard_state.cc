@@ -1,0 +1,240 @@
+// PsShard: configuration checks, the Push handle, the state hand-over of
+// mode switches, and the counters (see ps_shard.h).
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "server/ps/ps_shard.h"
+
+namespace gradsync {
+namespace {
+
+std::string JoinRanks(const std::vector<int>& ranks) {
+  return ranks.empty() ? "none" : absl::StrJoin(ranks, ", ");
+}
+
+}  // namespace
+
+const char* UpdateModeName(UpdateMode mode) {
+  switch (mode) {
+    case UpdateMode::kSync:
+      return "sync";
+    case UpdateMode::kAsync:
+      return "async";
+    case UpdateMode::kStaleSync:
+      return "ssp";
+  }
+  return "invalid";
+}
+
+absl::Status ValidatePsShardConfig(const PsShardConfig& config) {
+  if (config.job_id.empty()) {
+    return absl::InvalidArgumentError("a shard needs a job id");
+  }
+  if (config.shard < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard index ", config.shard, " is negative"));
+  }
+  if (config.begin >= config.end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard range [", config.begin, ", ", config.end,
+                     ") is empty; a shard owns at least one element"));
+  }
+  if (config.num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_workers is ", config.num_workers, "; it must be at least 1"));
+  }
+  if (config.mode != UpdateMode::kSync && config.mode != UpdateMode::kAsync &&
+      config.mode != UpdateMode::kStaleSync) {
+    return absl::InvalidArgumentError("unknown update mode");
+  }
+  if (config.staleness < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("staleness is ", config.staleness, "; it must be >= 0"));
+  }
+  if (config.first_step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("first_step is ", config.first_step, "; it must be >= 0"));
+  }
+  if (config.max_wait <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max_wait must be positive");
+  }
+  return ValidateOptimizerConfig(config.optimizer);
+}
+
+// ---- Push ----
+
+PsShard::Push::Push(std::shared_ptr<PsShard> shard, int rank, int64_t step,
+                    char* data, size_t size_bytes)
+    : shard_(std::move(shard)),
+      rank_(rank),
+      step_(step),
+      data_(data),
+      size_bytes_(size_bytes) {}
+
+PsShard::Push::Push(Push&& other) noexcept
+    : shard_(std::move(other.shard_)),
+      rank_(other.rank_),
+      step_(other.step_),
+      data_(other.data_),
+      size_bytes_(other.size_bytes_),
+      filled_(other.filled_),
+      segments_(std::move(other.segments_)),
+      holds_(std::move(other.holds_)) {
+  other.shard_ = nullptr;
+}
+
+PsShard::Push& PsShard::Push::operator=(Push&& other) noexcept {
+  if (this != &other) {
+    if (shard_ != nullptr) shard_->Abandon(rank_);
+    shard_ = std::move(other.shard_);
+    other.shard_ = nullptr;
+    rank_ = other.rank_;
+    step_ = other.step_;
+    data_ = other.data_;
+    size_bytes_ = other.size_bytes_;
+    filled_ = other.filled_;
+    segments_ = std::move(other.segments_);
+    holds_ = std::move(other.holds_);
+  }
+  return *this;
+}
+
+PsShard::Push::~Push() {
+  if (shard_ != nullptr) shard_->Abandon(rank_);
+}
+
+absl::Status PsShard::Push::MarkFilled(size_t n) {
+  if (n > size_bytes_ - filled_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank_, " sent more than its gradient for step ", step_, ": ",
+        filled_ + n, " bytes for a shard of ", size_bytes_,
+        " bytes; check the shard range the worker uses"));
+  }
+  AppendSegment(&segments_, data_ + filled_, n);
+  filled_ += n;
+  if (shard_ != nullptr) shard_->bytes_in_.fetch_add(n);
+  return absl::OkStatus();
+}
+
+absl::Status PsShard::Push::AppendExternal(
+    absl::Span<const char> bytes, std::shared_ptr<const void> keep_alive) {
+  if (bytes.size() > size_bytes_ - filled_) return MarkFilled(bytes.size());
+  AppendSegment(&segments_, bytes.data(), bytes.size());
+  if (keep_alive != nullptr) holds_.push_back(std::move(keep_alive));
+  filled_ += bytes.size();
+  if (shard_ != nullptr) shard_->bytes_in_.fetch_add(bytes.size());
+  return absl::OkStatus();
+}
+
+absl::Status PsShard::Push::Append(absl::Span<const char> bytes) {
+  if (bytes.size() <= size_bytes_ - filled_ && !bytes.empty()) {
+    std::memcpy(data_ + filled_, bytes.data(), bytes.size());
+  }
+  return MarkFilled(bytes.size());
+}
+
+absl::StatusOr<ShardViewRef> PsShard::AcquireState(absl::Time deadline) {
+  deadline = CapDeadline(deadline);
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckServingLocked());
+  if (config_.mode == UpdateMode::kSync && committed_ > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        Describe(), ": cannot hand over the state in the middle of step ",
+        version_, ": ", MissingRanksLocked(),
+        "; switch modes at a step boundary"));
+  }
+  auto ready = [this]() { return state_ == State::kReleased || !writing_; };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        Describe(), ": fetching the state timed out behind an update"));
+  }
+  RETURN_IF_ERROR(CheckServingLocked());
+  return MakeViewLocked(/*with_state=*/true);
+}
+
+absl::StatusOr<ParameterState> PsShard::ExportState(absl::Time deadline) {
+  ASSIGN_OR_RETURN(ShardViewRef view, AcquireState(deadline));
+  ParameterState state;
+  state.step = view->version;
+  state.params.assign(view->params.begin(), view->params.end());
+  // The view keeps writers out, so reading the optimizer here is safe.
+  state.optimizer = optimizer_.ExportState();
+  return state;
+}
+
+absl::Status PsShard::ImportState(ParameterState state, absl::Time deadline) {
+  if (state.params.size() != size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(), ": the seed holds ", state.params.size(),
+                     " parameters; the shard owns ", size()));
+  }
+  if (state.step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Describe(), ": the seed's step is ", state.step, "; it must be >= 0"));
+  }
+  if (state.optimizer.kind != optimizer_.kind() ||
+      state.optimizer.size != size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(), ": the seed's optimizer state is ",
+                     OptimizerKindName(state.optimizer.kind), " over ",
+                     state.optimizer.size, " elements; the shard runs ",
+                     OptimizerKindName(optimizer_.kind()), " over ", size()));
+  }
+  RETURN_IF_ERROR(
+      Annotate(ValidateOptimizerState(state.optimizer), Describe()));
+  deadline = CapDeadline(deadline);
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(BeginWriteLocked(deadline, "seeding the shard"));
+  // Checked with the parameters held: no push can start meanwhile.
+  std::vector<int> busy;
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    if (ranks_[r].pushing || ranks_[r].committed) {
+      busy.push_back(static_cast<int>(r));
+    }
+  }
+  if (!busy.empty()) {
+    writing_ = false;
+    return absl::FailedPreconditionError(absl::StrCat(
+        Describe(), ": cannot replace the state while ranks ", JoinRanks(busy),
+        " are pushing step ", version_, "; seed at a step boundary"));
+  }
+  // Under mu_ on purpose: nothing may start a push against the old step
+  // while the state changes (a rare, switch-time operation).
+  const absl::Status status = optimizer_.ImportState(state.optimizer);
+  writing_ = false;
+  if (!status.ok()) return Annotate(status, Describe());
+  state_ = State::kServing;
+  params_.swap(state.params);
+  version_ = state.step;
+  for (RankSlot& slot : ranks_) slot.next_step = state.step;
+  return absl::OkStatus();
+}
+
+void PsShard::Release() {
+  absl::MutexLock lock(&mu_);
+  state_ = State::kReleased;
+}
+
+PsShardStats PsShard::Stats() const {
+  absl::MutexLock lock(&mu_);
+  PsShardStats stats = stats_;
+  stats.version = version_;
+  stats.bytes_in = bytes_in_.load();
+  stats.queue_depth =
+      config_.mode == UpdateMode::kSync ? committed_ : appliers_;
+  stats.rank_steps.clear();
+  for (const RankSlot& slot : ranks_)
+    stats.rank_steps.push_back(slot.next_step);
+  return stats;
+}
+
+std::vector<PushRecord> PsShard::History() const {
+  absl::MutexLock lock(&mu_);
+  return std::vector<PushRecord>(history_.begin(), history_.end());
+}
+
+}  // namespace gradsync

@@ -1,0 +1,63 @@
+#include "server/ps/ps_transport.h"
+
+#include <grpc/grpc.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <malloc.h>
+
+#include "server/ps/tensor_codec.h"
+
+namespace gradsync {
+namespace {
+
+// glibc caps M_MMAP_THRESHOLD at 32 MiB on 64-bit hosts; blocks above it
+// (whole-shard buffers) are long-lived and may keep their own mappings.
+constexpr int kMmapThreshold = 32 << 20;
+constexpr int kTrimThreshold = 512 << 20;
+
+template <typename Sink>
+void AddArguments(const PsTransportOptions& options, Sink&& set) {
+  set(GRPC_ARG_HTTP2_BDP_PROBE, options.bdp_probe ? 1 : 0);
+  set(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
+  set(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+      static_cast<int>(kMaxTensorMessageBytes));
+  set(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+      static_cast<int>(kMaxTensorMessageBytes));
+  if (options.max_frame_bytes > 0) {
+    set(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, options.max_frame_bytes);
+  }
+}
+
+}  // namespace
+
+grpc::ChannelArguments PsChannelArguments(const PsTransportOptions& options) {
+  grpc::ChannelArguments args;
+  AddArguments(options, [&args](const char* key, int value) {
+    args.SetInt(key, value);
+  });
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return args;
+}
+
+void ApplyPsServerArguments(grpc::ServerBuilder* builder,
+                            const PsTransportOptions& options) {
+  AddArguments(options, [builder](const char* key, int value) {
+    builder->AddChannelArgument(key, value);
+  });
+  builder->SetMaxReceiveMessageSize(static_cast<int>(kMaxTensorMessageBytes));
+  builder->SetMaxSendMessageSize(static_cast<int>(kMaxTensorMessageBytes));
+}
+
+std::shared_ptr<grpc::Channel> CreatePsChannel(
+    const std::string& address, const PsTransportOptions& options) {
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   PsChannelArguments(options));
+}
+
+bool TuneMallocForTensorTraffic() {
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
+  return mmap_ok && trim_ok;
+}
+
+}  // namespace gradsync

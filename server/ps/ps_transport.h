@@ -1,0 +1,63 @@
+// Transport settings of the parameter server's gRPC traffic, shared by the
+// server and its clients, and the process-wide malloc tuning that large
+// tensor messages want.
+//
+// Why (measured with gradsync-ps-bench; see server/ps/ps_bench.cc):
+// - HTTP/2 BDP probing grows a stream's flow-control window slowly and
+//   stalls multi-megabyte pushes; a fixed large window (probing off,
+//   stream_window_bytes of lookahead) keeps the pipe full.
+// - gRPC allocates its receive buffers with malloc; glibc serves large
+//   blocks with mmap and returns them with munmap, so every megabyte pays
+//   page faults. Raising M_MMAP_THRESHOLD and M_TRIM_THRESHOLD keeps them
+//   in the heap (TuneMallocForTensorTraffic).
+// - Each channel gets its own TCP connection (a local subchannel pool), so
+//   that shards and ranks do not share one connection's window.
+//
+// Thread-safe, except TuneMallocForTensorTraffic (call it early in main).
+#ifndef GRADSYNC_SERVER_PS_PS_TRANSPORT_H_
+#define GRADSYNC_SERVER_PS_PS_TRANSPORT_H_
+
+#include <grpcpp/channel.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <memory>
+#include <string>
+
+namespace gradsync {
+
+struct PsTransportOptions {
+  // HTTP/2 stream and connection window (lookahead) in bytes.
+  int stream_window_bytes = 16 << 20;
+  // Let gRPC probe the bandwidth-delay product and resize windows (its
+  // default); off by default here, see above.
+  bool bdp_probe = false;
+  // Largest HTTP/2 DATA frame the peer may send us (16 KiB .. 16 MiB - 1);
+  // 0 keeps gRPC's default.
+  int max_frame_bytes = 0;
+};
+
+// Channel arguments for a PS client channel.
+grpc::ChannelArguments PsChannelArguments(
+    const PsTransportOptions& options = PsTransportOptions());
+
+// Adds the same settings to a server under construction.
+void ApplyPsServerArguments(
+    grpc::ServerBuilder* builder,
+    const PsTransportOptions& options = PsTransportOptions());
+
+// An insecure channel to a PS at `address` ("host:port") with those
+// arguments; it connects on first use.
+std::shared_ptr<grpc::Channel> CreatePsChannel(
+    const std::string& address,
+    const PsTransportOptions& options = PsTransportOptions());
+
+// Raises glibc's mmap and trim thresholds so that megabyte buffers are
+// reused from the heap instead of mapped and unmapped each time.
+// Process-wide: call once from main() before threads start. Returns false
+// if the C library refused (the process still works, only slower).
+bool TuneMallocForTensorTraffic();
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_TRANSPORT_H_

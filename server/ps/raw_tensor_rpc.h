@@ -1,0 +1,87 @@
+// The ParameterServer service of proto/ps.proto, registered by hand so that
+// its tensor streams (PushPull, SeedShard, FetchState) carry grpc::ByteBuffer
+// messages, which tensor_codec.h encodes and decodes without protobuf
+// copies, while the small calls keep their generated protobuf types.
+//
+// gRPC's generated code offers ByteBuffer ("raw") methods only for the
+// async and callback APIs; the parameter server wants blocking handlers (a
+// handler waits for the last worker with a plain deadline) and no extra
+// callback threads. So RawParameterServerService does what the generated
+// sync Service does, method by method under the same names, with
+// ByteBuffer for the streamed tensor messages; the Start* functions open
+// the streams as the generated stub would. Peers using the generated
+// classes interoperate (the bytes on the wire are the same).
+//
+// Threading: as gRPC's sync API (one thread per call).
+#ifndef GRADSYNC_SERVER_PS_RAW_TENSOR_RPC_H_
+#define GRADSYNC_SERVER_PS_RAW_TENSOR_RPC_H_
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include <memory>
+
+#include "proto/ps.grpc.pb.h"
+
+namespace gradsync {
+
+inline constexpr char kCreateShardMethod[] =
+    "/gradsync.ps.ParameterServer/CreateShard";
+inline constexpr char kSeedShardMethod[] =
+    "/gradsync.ps.ParameterServer/SeedShard";
+inline constexpr char kPushPullMethod[] =
+    "/gradsync.ps.ParameterServer/PushPull";
+inline constexpr char kFetchStateMethod[] =
+    "/gradsync.ps.ParameterServer/FetchState";
+inline constexpr char kReleaseShardMethod[] =
+    "/gradsync.ps.ParameterServer/ReleaseShard";
+inline constexpr char kGetShardStatsMethod[] =
+    "/gradsync.ps.ParameterServer/GetShardStats";
+
+using RawServerStream =
+    grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+using RawClientStream =
+    grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+class RawParameterServerService : public grpc::Service {
+ public:
+  // Registers the six methods of ParameterServer.
+  RawParameterServerService();
+  ~RawParameterServerService() override = default;
+
+  virtual grpc::Status CreateShard(grpc::ServerContext* context,
+                                   const ps::CreateShardRequest* request,
+                                   ps::CreateShardResponse* response) = 0;
+  virtual grpc::Status SeedShard(grpc::ServerContext* context,
+                                 grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                 ps::SeedShardResponse* response) = 0;
+  virtual grpc::Status PushPull(grpc::ServerContext* context,
+                                RawServerStream* stream) = 0;
+  virtual grpc::Status FetchState(
+      grpc::ServerContext* context, const ps::FetchStateRequest* request,
+      grpc::ServerWriter<grpc::ByteBuffer>* writer) = 0;
+  virtual grpc::Status ReleaseShard(grpc::ServerContext* context,
+                                    const ps::ReleaseShardRequest* request,
+                                    ps::ReleaseShardResponse* response) = 0;
+  virtual grpc::Status GetShardStats(grpc::ServerContext* context,
+                                     const ps::GetShardStatsRequest* request,
+                                     ps::GetShardStatsResponse* response) = 0;
+};
+
+// Client side: open one stream on `channel` under `context` (which must
+// outlive the stream).
+std::unique_ptr<RawClientStream> StartPushPull(grpc::ChannelInterface* channel,
+                                               grpc::ClientContext* context);
+std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> StartSeedShard(
+    grpc::ChannelInterface* channel, grpc::ClientContext* context,
+    ps::SeedShardResponse* response);
+std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> StartFetchState(
+    grpc::ChannelInterface* channel, grpc::ClientContext* context,
+    const ps::FetchStateRequest& request);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_RAW_TENSOR_RPC_H_

@@ -1,0 +1,94 @@
+// Helpers shared by the parameter-server tests: shard configs, one-call
+// pushes, and a state snapshot to compare "nothing changed".
+#ifndef GRADSYNC_TESTS_PS_PS_TEST_UTIL_H_
+#define GRADSYNC_TESTS_PS_PS_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "server/ps/ps_shard.h"
+#include "server/ps/tensor_codec.h"
+
+namespace gradsync {
+namespace testing {
+
+inline constexpr absl::Duration kWait = absl::Seconds(10);
+
+inline absl::Time Soon(absl::Duration d = kWait) { return absl::Now() + d; }
+
+// A shard config over [begin, end) with SGD at learning rate `lr`.
+inline PsShardConfig ShardConfig(int num_workers, size_t begin, size_t end,
+                                 UpdateMode mode = UpdateMode::kSync,
+                                 double lr = 1.0) {
+  PsShardConfig config;
+  config.job_id = "job";
+  config.shard = 0;
+  config.begin = begin;
+  config.end = end;
+  config.num_workers = num_workers;
+  config.optimizer.kind = OptimizerKind::kSgd;
+  config.optimizer.lr = lr;
+  config.mode = mode;
+  return config;
+}
+
+// BeginPush + Append (in chunks of `chunk` floats) + Commit.
+inline absl::Status PushGradient(PsShard& shard, int rank, int64_t step,
+                                 absl::Span<const float> grads,
+                                 size_t chunk = 7,
+                                 absl::Time deadline = Soon()) {
+  absl::StatusOr<PsShard::Push> push = shard.BeginPush(rank, step, deadline);
+  if (!push.ok()) return push.status();
+  for (size_t i = 0; i < grads.size(); i += chunk) {
+    const size_t n = std::min(chunk, grads.size() - i);
+    absl::Status status = push->Append(AsBytes(grads.subspan(i, n)));
+    if (!status.ok()) return status;
+  }
+  return shard.Commit(std::move(*push), deadline);
+}
+
+// The parameters Pull returns for `step`, copied.
+inline absl::StatusOr<std::vector<float>> PullParams(
+    PsShard& shard, int rank, int64_t step, absl::Time deadline = Soon()) {
+  absl::StatusOr<ShardViewRef> view = shard.Pull(rank, step, deadline);
+  if (!view.ok()) return view.status();
+  return std::vector<float>((*view)->params.begin(), (*view)->params.end());
+}
+
+// Everything observable about a shard that a failed call must not change.
+struct ShardSnapshot {
+  ParameterState state;
+  std::vector<int64_t> rank_steps;
+  uint64_t pushes = 0;
+  uint64_t updates = 0;
+  int queue_depth = 0;
+  bool operator==(const ShardSnapshot& o) const {
+    return state.step == o.state.step && state.params == o.state.params &&
+           state.optimizer.step == o.state.optimizer.step &&
+           state.optimizer.buffers == o.state.optimizer.buffers &&
+           rank_steps == o.rank_steps && pushes == o.pushes &&
+           updates == o.updates && queue_depth == o.queue_depth;
+  }
+};
+
+inline ShardSnapshot Snapshot(PsShard& shard) {
+  ShardSnapshot snapshot;
+  absl::StatusOr<ParameterState> state = shard.ExportState(Soon());
+  if (state.ok()) snapshot.state = *std::move(state);
+  const PsShardStats stats = shard.Stats();
+  snapshot.rank_steps = stats.rank_steps;
+  snapshot.pushes = stats.pushes;
+  snapshot.updates = stats.updates;
+  snapshot.queue_depth = stats.queue_depth;
+  return snapshot;
+}
+
+}  // namespace testing
+}  // namespace gradsync
+
+#endif  // GRADSYNC_TESTS_PS_PS_TEST_UTIL_H_
