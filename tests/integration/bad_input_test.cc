@@ -1,0 +1,325 @@
+// Integration tests of bad input against a real cluster (a coordinator
+// and two cpu:2 workers): each is rejected with a clear error naming what
+// is wrong, and changes no state (no job added, workers still free, the
+// running job and its store untouched).
+#include <grpcpp/client_context.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/coordinator/job_spec.h"
+#include "server/store/grpc_status.h"
+#include "tests/integration/cluster_test_base.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr absl::Duration kRpcTimeout = absl::Seconds(30);
+constexpr absl::Duration kStartTimeout = absl::Seconds(60);
+constexpr absl::Duration kIdleTimeout = absl::Seconds(30);
+// The generation of a job's first (and, without restarts, only) rendezvous.
+constexpr int64_t kFirstGeneration = 1;
+
+void SetDeadline(grpc::ClientContext* context) {
+  context->set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+}
+
+JobSpec ValidSpec() {
+  JobSpec spec = LongSyntheticSpec(2);
+  spec.set_steps(10);
+  return spec;
+}
+
+class BadInputTest : public ClusterTest {
+ protected:
+  // No job exists and every worker is idle with all devices free.
+  void ExpectNothingChanged() {
+    absl::StatusOr<ListJobsResponse> jobs = cluster().ListJobs();
+    ASSERT_THAT(jobs, IsOk());
+    EXPECT_THAT(jobs->jobs(), IsEmpty());
+    EXPECT_THAT(cluster().WaitForIdleWorkers(kIdleTimeout), IsOk());
+  }
+
+  // Submits a 2-rank job that runs until cancelled and waits until it
+  // RUNS (all ranks ready); it lands on node-a (placement order).
+  std::string StartLongJob() {
+    absl::StatusOr<std::string> job = cluster().Submit(LongSyntheticSpec(2));
+    EXPECT_THAT(job, IsOk());
+    if (!job.ok()) return "";
+    absl::StatusOr<JobStatus> running = cluster().WaitForJob(
+        *job,
+        [](const JobStatus& s) {
+          return s.state() == JOB_STATE_RUNNING && s.step() >= 1;
+        },
+        kStartTimeout, "RUNNING at step 1");
+    EXPECT_THAT(running, IsOk());
+    return *job;
+  }
+
+  StoreScope Scope(const std::string& job_id, int worker,
+                   int64_t generation = kFirstGeneration) {
+    StoreScope scope;
+    scope.set_worker_id(cluster().worker_id(worker));
+    scope.set_job_id(job_id);
+    scope.set_generation(generation);
+    return scope;
+  }
+
+  absl::Status StoreSet(const StoreScope& scope, const std::string& key) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    StoreSetRequest request;
+    *request.mutable_scope() = scope;
+    request.set_key(key);
+    request.set_value("intruder");
+    StoreSetResponse response;
+    return FromGrpcStatus(
+        cluster().stub().StoreSet(&context, request, &response));
+  }
+
+  absl::Status StoreGet(const StoreScope& scope, const std::string& key,
+                        int64_t timeout_ms) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    StoreGetRequest request;
+    *request.mutable_scope() = scope;
+    request.set_key(key);
+    request.set_timeout_ms(timeout_ms);
+    StoreGetResponse response;
+    return FromGrpcStatus(
+        cluster().stub().StoreGet(&context, request, &response));
+  }
+
+  absl::Status StoreAdd(const StoreScope& scope, const std::string& key) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    StoreAddRequest request;
+    *request.mutable_scope() = scope;
+    request.set_key(key);
+    request.set_delta(1);
+    StoreAddResponse response;
+    return FromGrpcStatus(
+        cluster().stub().StoreAdd(&context, request, &response));
+  }
+
+  absl::Status StoreWait(const StoreScope& scope, const std::string& key) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    StoreWaitRequest request;
+    *request.mutable_scope() = scope;
+    request.add_keys(key);
+    request.set_timeout_ms(100);
+    StoreWaitResponse response;
+    return FromGrpcStatus(
+        cluster().stub().StoreWait(&context, request, &response));
+  }
+
+  absl::Status Barrier(const StoreScope& scope, int rank) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    BarrierRequest request;
+    *request.mutable_scope() = scope;
+    request.set_name("intruder-barrier");
+    request.set_rank(rank);
+    request.set_timeout_ms(100);
+    BarrierResponse response;
+    return FromGrpcStatus(
+        cluster().stub().Barrier(&context, request, &response));
+  }
+
+  absl::Status ReportMetrics(const std::string& job_id, int worker,
+                             const std::vector<StepMetrics>& metrics) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ReportMetricsRequest request;
+    request.set_worker_id(cluster().worker_id(worker));
+    request.set_job_id(job_id);
+    for (const StepMetrics& m : metrics) *request.add_metrics() = m;
+    ReportMetricsResponse response;
+    return FromGrpcStatus(
+        cluster().stub().ReportMetrics(&context, request, &response));
+  }
+
+  absl::Status ReportRankFailed(const std::string& job_id, int worker,
+                                int rank) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    ReportRankRequest request;
+    request.set_worker_id(cluster().worker_id(worker));
+    request.set_job_id(job_id);
+    request.set_rank(rank);
+    request.set_state(RANK_STATE_FAILED);
+    request.set_message("forged failure");
+    ReportRankResponse response;
+    return FromGrpcStatus(
+        cluster().stub().ReportRank(&context, request, &response));
+  }
+
+  // Cancels the long job and checks that the workers come back free.
+  void CancelAndExpectIdle(const std::string& job_id) {
+    absl::StatusOr<JobStatus> cancelled = cluster().Cancel(job_id);
+    ASSERT_THAT(cancelled, IsOk());
+    EXPECT_EQ(cancelled->state(), JOB_STATE_CANCELLED);
+    EXPECT_THAT(cluster().WaitForIdleWorkers(kIdleTimeout), IsOk());
+  }
+};
+
+TEST_F(BadInputTest, MalformedJsonSpec_InvalidArgument_NothingSubmitted) {
+  // The JSON form users write (the CLI's --file) is parsed before anything
+  // reaches the coordinator.
+  EXPECT_THAT(ParseJobSpecJson(R"({"numWorkers": 4, "model": {"kind": )"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("could not be parsed")));
+  EXPECT_THAT(
+      ParseJobSpecJson(R"({"numWorkerz": 4})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("numWorkerz")));
+  EXPECT_THAT(ParseJobSpecJson(R"({"mode": "SYNC_MODE_TELEPATHY"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ParseJobSpecJson(R"({"batchSize": "many"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+
+  // Well-formed JSON with a bad value is the coordinator's to reject.
+  absl::StatusOr<JobSpec> spec = ParseJobSpecJson(
+      R"({"numWorkers": 0, "model": {"kind": "mlp",
+          "layerSizes": [784, 10]}, "dataset": {"name": "fashion-mnist"},
+          "optimizer": {"name": "sgd", "learningRate": 0.1},
+          "batchSize": 64, "steps": 5})");
+  ASSERT_THAT(spec, IsOk());
+  EXPECT_THAT(
+      cluster().Submit(*spec),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("numWorkers")));
+  spec->set_num_workers(2);
+  spec->set_batch_size(1);
+  EXPECT_THAT(
+      cluster().Submit(*spec),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batchSize")));
+  ExpectNothingChanged();
+}
+
+TEST_F(BadInputTest, UnknownModelOrDataset_InvalidArgument_NothingSubmitted) {
+  JobSpec model = ValidSpec();
+  model.mutable_model()->set_kind("resnet50");
+  EXPECT_THAT(cluster().Submit(model),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("model.kind"), HasSubstr("resnet50"))));
+  JobSpec dataset = ValidSpec();
+  dataset.mutable_dataset()->set_name("imagenet");
+  EXPECT_THAT(
+      cluster().Submit(dataset),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("dataset.name"), HasSubstr("imagenet"))));
+  JobSpec optimizer = ValidSpec();
+  optimizer.mutable_optimizer()->set_name("lion");
+  EXPECT_THAT(cluster().Submit(optimizer),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("optimizer.name")));
+  ExpectNothingChanged();
+}
+
+TEST_F(BadInputTest, MoreRanksThanDevices_ResourceExhausted_NothingSubmitted) {
+  JobSpec spec = ValidSpec();
+  spec.set_num_workers(5);  // the cluster has 2 x cpu:2
+  EXPECT_THAT(cluster().Submit(spec),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("5 ranks"), HasSubstr("only 4"))));
+  ExpectNothingChanged();
+}
+
+TEST_F(BadInputTest, UnknownJobId_NotFound) {
+  const std::string id = "no-such-job";
+  const auto not_found =
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("no-such-job"));
+  EXPECT_THAT(cluster().GetJob(id), not_found);
+  EXPECT_THAT(cluster().Cancel(id), not_found);
+  EXPECT_THAT(cluster().GetMetrics(id), not_found);
+  EXPECT_THAT(cluster().WaitForJobEnd(id, kRpcTimeout),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(StoreSet(Scope(id, 0), "key"), not_found);
+  StepMetrics step;
+  step.set_rank(0);
+  EXPECT_THAT(ReportMetrics(id, 0, {step}), not_found);
+  ExpectNothingChanged();
+}
+
+TEST_F(BadInputTest, StoreCallsForAForeignJob_Rejected_StoreUntouched) {
+  const std::string job = StartLongJob();
+  ASSERT_FALSE(job.empty());
+  // The job's two ranks are on node-a (worker 0); node-b (worker 1) is a
+  // live worker of the same cluster that hosts none of them.
+  const StoreScope foreign = Scope(job, 1);
+  const auto denied = StatusIs(absl::StatusCode::kPermissionDenied,
+                               HasSubstr("hosts no rank of job"));
+  EXPECT_THAT(StoreSet(foreign, "intruder"), denied);
+  EXPECT_THAT(StoreAdd(foreign, "intruder-counter"), denied);
+  EXPECT_THAT(StoreGet(foreign, "intruder", 100), denied);
+  EXPECT_THAT(StoreWait(foreign, "intruder"), denied);
+  EXPECT_THAT(Barrier(foreign, 0), denied);
+  // The job's own worker with a stale generation is refused as well.
+  EXPECT_THAT(
+      StoreSet(Scope(job, 0, kFirstGeneration + 1), "intruder"),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("generation")));
+
+  // Nothing was written: the keys are absent for the job's own worker.
+  EXPECT_THAT(StoreGet(Scope(job, 0), "intruder", 0),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_THAT(StoreGet(Scope(job, 0), "intruder-counter", 0),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  // The job runs on.
+  absl::StatusOr<JobStatus> status = cluster().GetJob(job);
+  ASSERT_THAT(status, IsOk());
+  EXPECT_EQ(status->state(), JOB_STATE_RUNNING) << status->message();
+  CancelAndExpectIdle(job);
+}
+
+TEST_F(BadInputTest, MetricsAndReportsFromRanksNotInTheJob_Rejected) {
+  const std::string job = StartLongJob();
+  ASSERT_FALSE(job.empty());
+  // A marker step no real rank reaches.
+  constexpr int64_t kMarkerStep = 999999999;
+  StepMetrics outside;  // rank 5 of a 2-rank job
+  outside.set_rank(5);
+  outside.set_step(kMarkerStep);
+  StepMetrics own;  // rank 0, which runs on node-a (worker 0)
+  own.set_rank(0);
+  own.set_step(kMarkerStep);
+
+  EXPECT_THAT(ReportMetrics(job, 0, {outside}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("rank 5 is not in job")));
+  EXPECT_THAT(ReportMetrics(job, 1, {own}),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("not on " + cluster().worker_id(1))));
+  // All or nothing: the valid entry of a rejected batch is not recorded.
+  EXPECT_THAT(ReportMetrics(job, 0, {own, outside}),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(ReportRankFailed(job, 1, 0),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(ReportRankFailed(job, 0, 2),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+
+  absl::StatusOr<std::vector<StepMetrics>> metrics = cluster().GetMetrics(job);
+  ASSERT_THAT(metrics, IsOk());
+  EXPECT_FALSE(metrics->empty());
+  for (const StepMetrics& m : *metrics) {
+    EXPECT_NE(m.step(), kMarkerStep) << "rank " << m.rank();
+    EXPECT_LT(m.rank(), 2);
+  }
+  absl::StatusOr<JobStatus> status = cluster().GetJob(job);
+  ASSERT_THAT(status, IsOk());
+  EXPECT_EQ(status->state(), JOB_STATE_RUNNING) << status->message();
+  CancelAndExpectIdle(job);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace gradsync
