@@ -5,7 +5,7 @@
 namespace gradsync {
 namespace {
 
-constexpr absl::Duration kSyncWaitGrace = absl::Seconds(1);
+constexpr absl::Duration kSyncWaitGrace = absl::Seconds(5);
 
 class DoneWork : public Work {
  public:

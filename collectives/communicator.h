@@ -83,7 +83,7 @@ class Communicator {
   virtual void Abort(const absl::Status& reason) = 0;
 
   // Synchronous forms: the asynchronous call waited for timeout() (plus a
-  // second of grace, so that the backend names the late peer itself).
+  // few seconds of grace, so that the backend names the late peer itself).
   [[nodiscard]] absl::Status AllReduce(const void* send, void* recv,
                                        size_t count, DataType type,
                                        ReduceOp op);

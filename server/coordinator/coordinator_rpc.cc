@@ -24,6 +24,12 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
 CoordinatorRpc::CoordinatorRpc(CoordinatorService* service)
     : service_(service) {}
 
+grpc::Status CoordinatorRpc::DeregisterWorker(
+    grpc::ServerContext* context, const DeregisterWorkerRequest* request,
+    DeregisterWorkerResponse* response) {
+  return ToGrpcStatus(service_->DeregisterWorker(*request));
+}
+
 grpc::Status CoordinatorRpc::RegisterWorker(
     grpc::ServerContext* context, const RegisterWorkerRequest* request,
     RegisterWorkerResponse* response) {

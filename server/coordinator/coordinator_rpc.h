@@ -36,6 +36,9 @@ class CoordinatorRpc final : public Coordinator::Service {
   CoordinatorRpc(const CoordinatorRpc&) = delete;
   CoordinatorRpc& operator=(const CoordinatorRpc&) = delete;
 
+  grpc::Status DeregisterWorker(grpc::ServerContext* context,
+                                const DeregisterWorkerRequest* request,
+                                DeregisterWorkerResponse* response) override;
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const RegisterWorkerRequest* request,
                               RegisterWorkerResponse* response) override;

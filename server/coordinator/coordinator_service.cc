@@ -192,40 +192,63 @@ std::vector<std::string> CoordinatorService::CheckLeases(absl::Time now) {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> lost = workers_.Expired(now, config_.lease);
   for (const std::string& worker_id : lost) {
-    WorkerRecord* worker = workers_.Find(worker_id);
-    const absl::Duration silence = now - worker->last_heartbeat;
-    // The jobs to fail, found before MarkLost forgets the worker's devices.
-    std::vector<std::string> job_ids;
-    for (const Job* job : jobs_.All()) {
-      if (!IsFinal(job->state()) && !job->RanksOn(worker_id).empty()) {
-        job_ids.push_back(job->id());
-      }
-    }
-    WorkerRegistry::MarkLost(*worker, now);
-    LogLocked(absl::StrFormat(
-        "worker %s on host %s lost: no heartbeat for %.1f s", worker_id,
-        worker->host, absl::ToDoubleSeconds(silence)));
-    for (const std::string& job_id : job_ids) {
-      Job* job = jobs_.Find(job_id);
-      if (job == nullptr || IsFinal(job->state())) continue;
-      const std::vector<int> ranks = job->RanksOn(worker_id);
-      int64_t last_step = -1;
-      for (int r : ranks) {
-        last_step = std::max(last_step, job->ranks()[r].last_step);
-      }
-      EndJobLocked(
-          *job, JOB_STATE_FAILED,
-          absl::StrFormat(
-              "worker %s on host %s (%s) lost: no heartbeat for %.1f s; %s; "
-              "check that worker's log (did the daemon die or lose its "
-              "network?), then resubmit the job",
-              worker_id, worker->host, RankList(ranks),
-              absl::ToDoubleSeconds(silence),
-              last_step < 0 ? std::string("no step reported yet")
-                            : absl::StrCat("last step reported ", last_step)));
-    }
+    const WorkerRecord* worker = workers_.Find(worker_id);
+    DropWorkerLocked(
+        worker_id, now,
+        absl::StrFormat("lost: no heartbeat for %.1f s",
+                        absl::ToDoubleSeconds(now - worker->last_heartbeat)));
   }
   return lost;
+}
+
+absl::Status CoordinatorService::DeregisterWorker(
+    const DeregisterWorkerRequest& request) {
+  absl::MutexLock lock(&mu_);
+  const WorkerRecord* worker = workers_.Find(request.worker_id());
+  if (worker == nullptr || worker->lost) {
+    return absl::NotFoundError(absl::StrCat(
+        "worker '", request.worker_id(),
+        "' is not registered (unknown, or already declared lost)"));
+  }
+  DropWorkerLocked(
+      request.worker_id(), Now(),
+      absl::StrCat("left: ", request.reason().empty() ? std::string("shut down")
+                                                      : request.reason()));
+  return absl::OkStatus();
+}
+
+void CoordinatorService::DropWorkerLocked(const std::string& worker_id,
+                                          absl::Time now,
+                                          absl::string_view why) {
+  WorkerRecord* worker = workers_.Find(worker_id);
+  // The jobs to fail, found before MarkLost forgets the worker's devices.
+  std::vector<std::string> job_ids;
+  for (const Job* job : jobs_.All()) {
+    if (!IsFinal(job->state()) && !job->RanksOn(worker_id).empty()) {
+      job_ids.push_back(job->id());
+    }
+  }
+  WorkerRegistry::MarkLost(*worker, now);
+  LogLocked(
+      absl::StrCat("worker ", worker_id, " on host ", worker->host, " ", why));
+  for (const std::string& job_id : job_ids) {
+    Job* job = jobs_.Find(job_id);
+    if (job == nullptr || IsFinal(job->state())) continue;
+    const std::vector<int> ranks = job->RanksOn(worker_id);
+    int64_t last_step = -1;
+    for (int r : ranks) {
+      last_step = std::max(last_step, job->ranks()[r].last_step);
+    }
+    EndJobLocked(
+        *job, JOB_STATE_FAILED,
+        absl::StrCat("worker ", worker_id, " on host ", worker->host, " (",
+                     RankList(ranks), ") ", why, "; ",
+                     last_step < 0
+                         ? std::string("no step reported yet")
+                         : absl::StrCat("last step reported ", last_step),
+                     "; check that worker's log (did the daemon die, stop "
+                     "or lose its network?), then resubmit the job"));
+  }
 }
 
 // ---- jobs ----

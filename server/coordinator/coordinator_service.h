@@ -84,6 +84,12 @@ class CoordinatorService {
   // are offered to pending jobs at once.
   // INVALID_ARGUMENT: empty host or address, no devices, a device kind that
   // is not "cpu"/"cuda", a negative or repeated device (nothing added).
+  // Withdraws a worker that is shutting down: like a lost lease, but at
+  // once; its running jobs fail naming it and the reason.
+  // NOT_FOUND: the worker is unknown or already lost.
+  [[nodiscard]] absl::Status DeregisterWorker(
+      const DeregisterWorkerRequest& request);
+
   [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
       const RegisterWorkerRequest& request);
 
@@ -242,6 +248,11 @@ class CoordinatorService {
   // (unless it succeeded) to its live workers, retires it and schedules
   // pending jobs. Returns its final status. `job` must not be used after
   // the call: retiring may have dropped it.
+  // Marks a worker lost (`why`: "lost: no heartbeat for 5.0 s", "left:
+  // ...") and fails the jobs it hosted, naming it, its ranks and last step.
+  void DropWorkerLocked(const std::string& worker_id, absl::Time now,
+                        absl::string_view why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   JobStatus EndJobLocked(Job& job, JobState state, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

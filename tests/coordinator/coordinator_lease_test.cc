@@ -67,6 +67,32 @@ TEST_F(LeaseTest, CheckLeases_WorkerKilledMidJob_FailsJobNamingItsRanks) {
               ElementsAre(w1));
 }
 
+TEST_F(LeaseTest, DeregisterWorker_MidJob_FailsJobAtOnceAndWithdrawsDevices) {
+  const std::string w1 = Register("host-a", 2);
+  const std::string w2 = Register("host-b", 2);
+  absl::StatusOr<std::string> job = Submit(ValidSpec(4));
+  ASSERT_THAT(job, IsOk());
+  Poll(w1);
+  Poll(w2);
+  ReportAll(*job, RANK_STATE_READY);
+  DeregisterWorkerRequest request;
+  request.set_worker_id(w2);
+  request.set_reason("shutting down (Terminated)");
+  ASSERT_THAT(service_->DeregisterWorker(request), IsOk());
+  const JobStatus status = Status(*job);
+  EXPECT_EQ(status.state(), JOB_STATE_FAILED);
+  EXPECT_THAT(status.message(),
+              HasSubstr("worker w-2 on host host-b (ranks 2, 3) left: "
+                        "shutting down (Terminated)"));
+  EXPECT_THAT(Poll(w1).cancel_job_ids(), ElementsAre(*job));
+  // Its devices are gone: a 4-rank job no longer fits.
+  EXPECT_THAT(Submit(ValidSpec(4)).status(),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  // Twice, or an unknown worker: NOT_FOUND.
+  EXPECT_THAT(service_->DeregisterWorker(request),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
 TEST_F(LeaseTest, CheckLeases_LostBeforeAnyStep_SaysSo) {
   Register("host-a", 1);
   absl::StatusOr<std::string> job = Submit(ValidSpec(1));

@@ -10,6 +10,11 @@
 #include "worker/daemon/devices.h"
 
 namespace gradsync {
+namespace {
+
+constexpr absl::Duration kDeregisterTimeout = absl::Seconds(2);
+
+}  // namespace
 JobLauncher JobRunnerLauncher(
     JobRunnerConfig config, std::shared_ptr<Coordinator::StubInterface> stub) {
   return [config = std::move(config), stub = std::move(stub)](
@@ -72,6 +77,27 @@ void Agent::Stop(const absl::Status& reason) {
   }
   for (auto& [id, job] : jobs) job->Join();
   if (!jobs.empty()) Log(absl::StrCat("stopped ", jobs.size(), " job(s)"));
+  Deregister(reason);
+}
+
+// Tells the coordinator this worker is gone, so that it does not place jobs
+// on it until the lease runs out. Best effort: the lease still covers a
+// coordinator that cannot be reached.
+void Agent::Deregister(const absl::Status& reason) {
+  const std::string id = worker_id();
+  if (id.empty()) return;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kDeregisterTimeout));
+  DeregisterWorkerRequest request;
+  request.set_worker_id(id);
+  request.set_reason(std::string(reason.message()));
+  DeregisterWorkerResponse response;
+  const absl::Status status =
+      FromGrpcStatus(stub_->DeregisterWorker(&context, request, &response));
+  Log(status.ok()
+          ? absl::StrCat("deregistered ", id, " from the coordinator")
+          : absl::StrCat("could not deregister ", id,
+                         " (its lease will expire): ", status.ToString()));
 }
 
 std::string Agent::worker_id() const {

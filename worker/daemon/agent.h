@@ -100,6 +100,7 @@ class Agent {
   std::vector<std::string> jobs() const;
 
  private:
+  void Deregister(const absl::Status& reason);
   void Loop();
   absl::Status Register();
   // One long-poll; sets *had_news when it brought assignments/cancels.
