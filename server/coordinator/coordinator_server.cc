@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/store/sync_server.h"
 
 namespace gradsync {
 namespace {
@@ -16,13 +17,6 @@ namespace {
 // How long Shutdown lets calls in flight finish before gRPC cancels them;
 // waiting calls return within a wait slice once the service shuts down.
 constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
-
-// Idle pollers kept for the next calls (as in server/store/store_server.cc):
-// a thread that picks up a call starts a new poller when fewer than
-// kMinPollers are left, so blocked long-polls and waits never leave the
-// server without a thread to accept the call that releases them.
-constexpr int kMinPollers = 2;
-constexpr int kMaxPollers = 8;
 
 absl::StatusOr<std::string> HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -49,10 +43,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const std::string& listen_address, CoordinatorConfig config,
     const CoordinatorServerOptions& options) {
   ASSIGN_OR_RETURN(std::string host, HostOf(listen_address));
-  if (options.max_threads < kMaxPollers + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "coordinator max_threads is ", options.max_threads,
-        "; it needs at least ", kMaxPollers + 1, " (pollers plus one caller)"));
+  if (options.max_threads < kSyncServerMaxPollers + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("coordinator max_threads is ", options.max_threads,
+                     "; it needs at least ", kSyncServerMaxPollers + 1,
+                     " (pollers plus one caller)"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorService> service,
                    CoordinatorService::Create(std::move(config)));
@@ -64,16 +59,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
                            &server->port_);
   // Without this, a second coordinator on the same port would share it and
   // split the workers between them.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  grpc::ResourceQuota quota("gradsync-coordinator");
-  quota.SetMaxThreads(options.max_threads);
-  builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
-                              1);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  ConfigureSyncServer(builder, "gradsync-coordinator", options.max_threads);
   builder.RegisterService(&server->rpc_);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

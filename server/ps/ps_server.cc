@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "server/store/sync_server.h"
 
 namespace gradsync {
 namespace {
@@ -17,12 +18,6 @@ namespace {
 // How long Shutdown lets calls in flight finish before gRPC cancels them;
 // waiting handlers return within a cancel-check slice anyway.
 constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
-
-// Idle pollers kept for new calls, as the store server does: a thread that
-// picks up a call starts another poller when fewer than kMinPollers are
-// left, so a blocked PushPull never leaves the server deaf.
-constexpr int kMinPollers = 2;
-constexpr int kMaxPollers = 8;
 
 absl::StatusOr<std::string> HostOf(const std::string& address) {
   const size_t colon = address.rfind(':');
@@ -45,27 +40,18 @@ PsServer::PsServer(std::string host)
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
     const std::string& listen_address, const PsServerOptions& options) {
   ASSIGN_OR_RETURN(std::string host, HostOf(listen_address));
-  if (options.max_threads < kMaxPollers + 1) {
+  if (options.max_threads < kSyncServerMaxPollers + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameter-server max_threads is ", options.max_threads,
-                     "; it needs at least ", kMaxPollers + 1));
+                     "; it needs at least ", kSyncServerMaxPollers + 1));
   }
   std::unique_ptr<PsServer> server(new PsServer(std::move(host)));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   ApplyPsServerArguments(&builder, options.transport);
-  grpc::ResourceQuota quota("gradsync-ps");
-  quota.SetMaxThreads(options.max_threads);
-  builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
-                              1);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  ConfigureSyncServer(builder, "gradsync-ps", options.max_threads);
   builder.RegisterService(&server->rpc_);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

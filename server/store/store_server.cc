@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "server/store/sync_server.h"
 
 namespace gradsync {
 namespace {
@@ -18,13 +19,6 @@ namespace {
 // Waiters return within a cancel-check slice anyway; this covers the
 // non-blocking calls.
 constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
-
-// Idle pollers kept for the next calls. A thread that picks up a call
-// starts a new poller when fewer than kMinPollers are left, so a blocked
-// call never leaves the server without a thread to accept the next one;
-// threads finishing a call exit when kMaxPollers are already polling.
-constexpr int kMinPollers = 2;
-constexpr int kMaxPollers = 8;
 
 // Splits "host:port" at its last colon; the port must be 0..65535.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
@@ -50,28 +44,18 @@ StoreServer::StoreServer(std::string host)
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
     const std::string& listen_address, const StoreServerOptions& options) {
   ASSIGN_OR_RETURN(const auto host_port, SplitHostPort(listen_address));
-  if (options.max_threads < kMaxPollers + 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "store server max_threads is ", options.max_threads,
-        "; it needs at least ", kMaxPollers + 1, " (pollers plus one caller)"));
+  if (options.max_threads < kSyncServerMaxPollers + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("store server max_threads is ", options.max_threads,
+                     "; it needs at least ", kSyncServerMaxPollers + 1,
+                     " (pollers plus one caller)"));
   }
   std::unique_ptr<StoreServer> server(new StoreServer(host_port.first));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
-  // gRPC turns SO_REUSEPORT on by default on Linux, which would let two
-  // stores share one port and split the ranks between them.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  grpc::ResourceQuota quota("gradsync-store");
-  quota.SetMaxThreads(options.max_threads);
-  builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
-                              1);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, kMinPollers);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  ConfigureSyncServer(builder, "gradsync-store", options.max_threads);
   builder.RegisterService(&server->service_);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
