@@ -171,6 +171,9 @@ absl::StatusOr<GetMetricsResponse> CoordinatorService::GetMetrics(
   for (const StepMetrics& step : job->metrics()) {
     *response.add_metrics() = step;
   }
+  for (const auto& [shard, stats] : job->shard_stats()) {
+    *response.add_shards() = stats;
+  }
   return response;
 }
 

@@ -152,4 +152,22 @@ grpc::Status CoordinatorRpc::ListWorkers(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status CoordinatorRpc::SwitchJob(grpc::ServerContext* context,
+                                       const SwitchJobRequest* request,
+                                       SwitchJobResponse* response) {
+  return Reply(service_->SwitchJob(*request), response);
+}
+
+grpc::Status CoordinatorRpc::RegisterParameterServer(
+    grpc::ServerContext* context, const RegisterParameterServerRequest* request,
+    RegisterParameterServerResponse* response) {
+  return Reply(service_->RegisterParameterServer(*request), response);
+}
+
+grpc::Status CoordinatorRpc::PsHeartbeat(grpc::ServerContext* context,
+                                         const PsHeartbeatRequest* request,
+                                         PsHeartbeatResponse* response) {
+  return Reply(service_->PsHeartbeat(*request), response);
+}
+
 }  // namespace gradsync

@@ -87,6 +87,16 @@ class CoordinatorRpc final : public Coordinator::Service {
   grpc::Status ListWorkers(grpc::ServerContext* context,
                            const ListWorkersRequest* request,
                            ListWorkersResponse* response) override;
+  grpc::Status SwitchJob(grpc::ServerContext* context,
+                         const SwitchJobRequest* request,
+                         SwitchJobResponse* response) override;
+  grpc::Status RegisterParameterServer(
+      grpc::ServerContext* context,
+      const RegisterParameterServerRequest* request,
+      RegisterParameterServerResponse* response) override;
+  grpc::Status PsHeartbeat(grpc::ServerContext* context,
+                           const PsHeartbeatRequest* request,
+                           PsHeartbeatResponse* response) override;
 
  private:
   CoordinatorService* const service_;

@@ -1,6 +1,7 @@
 // CoordinatorService: lifecycle, workers and leases, jobs and scheduling.
 // The rendezvous calls are in coordinator_rendezvous.cc, rank reports,
-// metrics and watching in coordinator_progress.cc.
+// metrics and watching in coordinator_progress.cc, parameter servers, shard
+// placement and runtime switches in coordinator_ps.cc.
 #include "server/coordinator/coordinator_service.h"
 
 #include <algorithm>
@@ -183,6 +184,9 @@ absl::StatusOr<HeartbeatResponse> CoordinatorService::Heartbeat(
     response.add_cancel_job_ids(std::move(id));
   }
   response.set_cancel_reason(absl::StrJoin(mailbox.cancel_reasons, "; "));
+  for (SwitchNotice& notice : mailbox.switches) {
+    *response.add_switches() = std::move(notice);
+  }
   return response;
 }
 
@@ -197,6 +201,15 @@ std::vector<std::string> CoordinatorService::CheckLeases(absl::Time now) {
         worker_id, now,
         absl::StrFormat("lost: no heartbeat for %.1f s",
                         absl::ToDoubleSeconds(now - worker->last_heartbeat)));
+  }
+  for (const std::string& ps_id : servers_.Expired(now, config_.lease)) {
+    const PsRecord* server = servers_.Find(ps_id);
+    DropPsLocked(
+        ps_id, now,
+        absl::StrFormat("was lost: no heartbeat for %.1f s (lease %s)",
+                        absl::ToDoubleSeconds(now - server->last_heartbeat),
+                        absl::FormatDuration(config_.lease)));
+    lost.push_back(ps_id);
   }
   return lost;
 }
@@ -265,6 +278,12 @@ absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
         workers_.DescribeDevices(spec.device()),
         "); start more workers (one rank per device) or lower numWorkers"));
   }
+  if (JobNeedsPs(spec) && servers_.Live().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job synchronises through parameter-server shards (",
+        spec.mode() == SYNC_MODE_PS ? "mode PS" : "a scripted switch to PS",
+        ") but ", kNoParameterServerMessage));
+  }
   Job* job = jobs_.Create(std::move(spec), Now());
   LogLocked(absl::StrCat(
       "job ", job->id(), " submitted: ", job->spec().num_workers(),
@@ -283,6 +302,13 @@ void CoordinatorService::ScheduleLocked() {
       continue;
     }
     const JobSpec& spec = job->spec();
+    const bool needs_ps = NeedsPs(*job);
+    if (needs_ps && servers_.Live().empty()) {
+      job->SetMessage(absl::StrCat(
+          "waiting for a parameter server (every registered one was lost): ",
+          kNoParameterServerMessage, "; it starts when one registers"));
+      return;
+    }
     std::optional<std::vector<DeviceSlot>> slots =
         workers_.Allocate(job->id(), spec.device(), spec.num_workers());
     if (!slots.has_value()) {
@@ -305,6 +331,12 @@ void CoordinatorService::ScheduleLocked() {
           absl::StrCat("job ", id, " could not be placed: ", status.message()));
       continue;
     }
+    if (needs_ps) {
+      // A live server exists (checked above), so this cannot fail.
+      if (absl::Status status = PlaceShardsLocked(*job); !status.ok()) {
+        LogLocked(absl::StrCat("job ", id, ": ", status.message()));
+      }
+    }
     std::vector<std::string> placement;
     for (const std::string& worker_id : job->WorkerIds()) {
       Assignment assignment;
@@ -317,6 +349,9 @@ void CoordinatorService::ScheduleLocked() {
         assignment.add_ranks(r);
         *assignment.add_devices() = job->ranks()[r].slot.device;
       }
+      for (const ShardPlacement& shard : job->ps_shards()) {
+        assignment.add_ps_addresses(shard.address);
+      }
       WorkerRecord* worker = workers_.Find(worker_id);
       placement.push_back(absl::StrCat(RankList(ranks), " on ", worker_id,
                                        " (host ", worker->host, ")"));
@@ -324,6 +359,9 @@ void CoordinatorService::ScheduleLocked() {
     }
     LogLocked(absl::StrCat("job ", id,
                            " RENDEZVOUS: ", absl::StrJoin(placement, ", ")));
+    // Switch requests made while the job waited: the newest one's notice
+    // follows the assignments in the same mailboxes.
+    if (job->switch_requests() > 0) AnnounceSwitchLocked(*job);
   }
 }
 
@@ -338,6 +376,15 @@ JobStatus CoordinatorService::EndJobLocked(Job& job, JobState state,
   workers_.Release(id);
   store_.EraseWithPrefix(absl::StrCat("job/", id, "/"));
   job.ClearBarriers();
+  for (const std::string& worker_id : job.WorkerIds()) {
+    WorkerRecord* worker = workers_.Find(worker_id);
+    if (worker == nullptr) continue;
+    std::vector<SwitchNotice>& notices = worker->mailbox.switches;
+    notices.erase(
+        std::remove_if(notices.begin(), notices.end(),
+                       [&](const SwitchNotice& n) { return n.job_id() == id; }),
+        notices.end());
+  }
   if (state != JOB_STATE_SUCCEEDED) {
     const std::string reason =
         absl::StrCat("job ", id, " ",
@@ -401,6 +448,17 @@ ListWorkersResponse CoordinatorService::ListWorkers() const {
   ListWorkersResponse response;
   for (const WorkerRecord* worker : workers_.All()) {
     *response.add_workers() = WorkerRegistry::Info(*worker);
+  }
+  for (const PsRecord* server : servers_.All()) {
+    ParameterServerInfo* info = response.add_parameter_servers();
+    *info = PsRegistry::Info(*server);
+    for (const Job* job : jobs_.All()) {
+      if (IsFinal(job->state())) continue;
+      const int shards = static_cast<int>(job->ShardsOn(server->id).size());
+      if (shards == 0) continue;
+      info->add_job_ids(job->id());
+      info->set_shards(info->shards() + shards);
+    }
   }
   return response;
 }

@@ -1,9 +1,11 @@
-// CoordinatorService: the coordinator's logic — worker registry with
-// leases, the job table and its state machine (job.h), FIFO scheduling onto
-// free devices, rendezvous (a key-value store and barriers scoped to a job
-// and a rendezvous generation) and step metrics. No gRPC in here: the RPC
-// adapter (coordinator_rpc.h) turns each RPC of proto/coordinator.proto
-// into one call below, and tests make the same calls directly.
+// CoordinatorService: the coordinator's logic — worker and parameter-server
+// registries with leases, the job table and its state machine (job.h),
+// FIFO scheduling onto free devices, PS shard placement, runtime switches
+// between ring and PS, rendezvous (a key-value store and barriers scoped to
+// a job and a rendezvous generation) and step metrics. No gRPC in here: the
+// RPC adapter (coordinator_rpc.h) turns each RPC of
+// proto/coordinator.proto into one call below, and tests make the same
+// calls directly.
 //
 //   ASSIGN_OR_RETURN(auto service, CoordinatorService::Create(config));
 //   ASSIGN_OR_RETURN(RegisterWorkerResponse worker,
@@ -17,6 +19,28 @@
 // are neighbours in the ring. The ranks publish their ring endpoints and,
 // on GPUs, rank 0 the NCCL unique id, through the store below.
 //
+// PS shard placement: a job that needs parameter-server shards (JobNeedsPs,
+// or a runtime switch to PS) gets K = spec.ps.shards shards (0: one per
+// live server) when its ranks are placed, or at its first runtime switch
+// to PS if it had none. The live servers are ordered least loaded first
+// (fewest shards of jobs that have not ended), ties by registration order,
+// and shard k goes to server k mod (number of servers). The addresses go
+// into every Assignment.ps_addresses and JobStatus.ps_addresses. A pending
+// job that needs shards while no server is live (all were lost since it
+// was submitted) waits at the head of the queue until one registers.
+//
+// Runtime switches (SwitchJob; see "Switching a running job" in
+// proto/coordinator.proto): request e of a job writes the binary
+// SwitchDirective{e, mode, ps_addresses} under the job-store key
+// "switch/<e>" of the job's current rendezvous generation (what StoreGet
+// with the assignment's generation reads), then queues SwitchNotice{job,
+// e} for every worker hosting a rank of the job; a waiting Heartbeat
+// returns with it at once. A worker's heartbeat carries at most one notice
+// per job, the newest. For a job still PENDING, the directive of the newest
+// request is written when its ranks are placed, and its notice is queued
+// right after the assignment (the same heartbeat delivers both, the
+// assignment first).
+//
 // Blocking calls (Heartbeat, StoreGet, StoreWait, Barrier,
 // WaitForJobEvent) wait until their condition holds or their deadline
 // passes. Every config.wait_slice they also check `cancelled` (CANCELLED),
@@ -25,9 +49,9 @@
 // or failed job releases its ranks within a slice.
 //
 // Threading: thread-safe; every method may be called from any thread.
-// Locking: one mutex `mu_` guards the registry and the job table; the store
-// has its own, taken after mu_ (never the other way round); nothing blocks
-// on the store with mu_ held.
+// Locking: one mutex `mu_` guards the registries and the job table; the
+// store has its own, taken after mu_ (never the other way round); nothing
+// blocks on the store with mu_ held.
 #ifndef GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
 #define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
 
@@ -48,6 +72,7 @@
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/job.h"
+#include "server/coordinator/ps_registry.h"
 #include "server/coordinator/worker_registry.h"
 
 namespace gradsync {
@@ -93,12 +118,12 @@ class CoordinatorService {
   [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
       const RegisterWorkerRequest& request);
 
-  // Renews the worker's lease and returns its news: new assignments and
-  // jobs to cancel. Returns at once when there is news, otherwise when some
-  // arrives, after min(wait_ms, lease / 2), or at `deadline`, whichever is
-  // first (then with no news); the lease is renewed again on return.
-  // NOT_FOUND: unknown worker, or one declared lost (register again).
-  // CANCELLED: `cancelled` returned true (the news stays for the next
+  // Renews the worker's lease and returns its news: new assignments, jobs to
+  // cancel and runtime switch notices. Returns at once when there is news,
+  // otherwise when some arrives, after min(wait_ms, lease / 2), or at
+  // `deadline`, whichever is first (then with no news); the lease is renewed
+  // again on return. NOT_FOUND: unknown worker, or one declared lost (register
+  // again). CANCELLED: `cancelled` returned true (the news stays for the next
   // heartbeat). UNAVAILABLE: shutting down.
   [[nodiscard]] absl::StatusOr<HeartbeatResponse> Heartbeat(
       const HeartbeatRequest& request,
@@ -162,9 +187,11 @@ class CoordinatorService {
   // ---- users (the CLI) ----
 
   // Validates the spec (ValidateJobSpec), adds the job as PENDING and
-  // schedules it (FIFO) if enough devices are free.
+  // schedules it (FIFO) if enough devices are free (and, for a job that
+  // needs PS shards, a parameter server is live).
   // INVALID_ARGUMENT: bad spec. RESOURCE_EXHAUSTED: more ranks than devices
-  // of the spec's kind on live workers. Errors add no job.
+  // of the spec's kind on live workers. FAILED_PRECONDITION: the job needs
+  // PS shards and no parameter server is live. Errors add no job.
   [[nodiscard]] absl::StatusOr<SubmitJobResponse> SubmitJob(
       const SubmitJobRequest& request);
 
@@ -194,21 +221,60 @@ class CoordinatorService {
 
   // Every step metric reported for the job, in arrival order (about 100
   // bytes each: a long job's answer can pass gRPC's default 4 MiB receive
-  // limit, so clients raise theirs or follow WatchJob, which splits them).
+  // limit, so clients raise theirs or follow WatchJob, which splits them),
+  // and the latest counters of each of its PS shards, by shard.
   // NOT_FOUND: unknown job.
   [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
       const GetMetricsRequest& request) const;
 
-  // Every worker, live and lost, in registration order.
+  // Every worker, then every parameter server, live and lost, in
+  // registration order.
   ListWorkersResponse ListWorkers() const;
+
+  // Asks a PENDING, RENDEZVOUS or RUNNING job to synchronise through
+  // request.mode from the next step boundary its ranks agree on: numbers
+  // the request (epoch), places PS shards first when the mode is PS and the
+  // job has none (or some sit on a lost server), writes the directive and
+  // queues the notices (see the top of this file). Returns the epoch and
+  // the job's status.
+  // INVALID_ARGUMENT: mode is not RING or PS. NOT_FOUND: unknown job.
+  // FAILED_PRECONDITION: the job ended, or PS mode with no live parameter
+  // server. Errors change nothing.
+  [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchJob(
+      const SwitchJobRequest& request);
+
+  // ---- parameter servers ----
+
+  // Adds a parameter server with a fresh id "ps-<n>" and starts its lease
+  // (lease_ms and heartbeat_ms as for workers). A live server registered
+  // before at the same address is declared lost (it was replaced).
+  // INVALID_ARGUMENT: empty host, or an address that is not host:port
+  // (nothing added).
+  [[nodiscard]] absl::StatusOr<RegisterParameterServerResponse>
+  RegisterParameterServer(const RegisterParameterServerRequest& request);
+
+  // Renews the server's lease and keeps the shard counters it reports (as
+  // the latest of each job's shard). The reply lists the reported jobs that
+  // do not run any more (ended, dropped from the table, or unknown to this
+  // coordinator): the server should drop their shards.
+  // INVALID_ARGUMENT: a shard with an empty job id or a negative index
+  // (nothing recorded, lease not renewed). NOT_FOUND: unknown server, or
+  // one declared lost (register again).
+  [[nodiscard]] absl::StatusOr<PsHeartbeatResponse> PsHeartbeat(
+      const PsHeartbeatRequest& request);
 
   // ---- leases and lifecycle ----
 
   // Declares lost every live worker whose last heartbeat is more than the
   // lease before `now`: each job with ranks on it fails with "worker w-2 on
   // host H (ranks 2, 3) lost: no heartbeat for 5.0 s; last step reported
-  // 37; ...", and the job's other workers are told to cancel. Returns the
-  // ids of the workers declared lost.
+  // 37; ...", and the job's other workers are told to cancel. Then the same
+  // for parameter servers: each placed job (RENDEZVOUS or RUNNING) with
+  // shards on a lost server whose current mode (JobStatus.mode) is PS fails
+  // with "parameter server ps-1 at ADDR (shard 1 of 2) was lost: no
+  // heartbeat for 5.0 s (lease 5s); restart it and resubmit the job"; jobs
+  // running in ring mode keep running. Returns the ids of the workers, then
+  // of the servers, declared lost.
   std::vector<std::string> CheckLeases(absl::Time now);
 
   // Starts a thread that calls CheckLeases(clock()) every
@@ -259,6 +325,27 @@ class CoordinatorService {
   // Places pending jobs, oldest first, while the oldest fits.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // True when the job needs PS shards now: its spec does, or its newest
+  // runtime switch request goes to PS.
+  static bool NeedsPs(const Job& job);
+
+  // (Re)places the job's PS shards over the live servers (see the top).
+  // FAILED_PRECONDITION (nothing changed) when no server is live.
+  absl::Status PlaceShardsLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // True when some shard of the job sits on a lost (or unknown) server.
+  bool HasLostShardLocked(const Job& job) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Writes the directive of the job's newest switch request into its store
+  // (current generation) and queues its notice to the job's live workers.
+  void AnnounceSwitchLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Marks a parameter server lost (`why`: "was lost: no heartbeat for ...")
+  // and fails the placed jobs in PS mode with shards on it.
+  void DropPsLocked(const std::string& ps_id, absl::Time now,
+                    absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   void LogLocked(absl::string_view line) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -269,6 +356,7 @@ class CoordinatorService {
 
   mutable absl::Mutex mu_;
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
+  PsRegistry servers_ ABSL_GUARDED_BY(mu_);
   JobTable jobs_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 
@@ -281,6 +369,15 @@ class CoordinatorService {
 // The store key prefix of `job_id`'s generation `generation`:
 // "job/<id>/gen/<g>/".
 std::string JobStorePrefix(absl::string_view job_id, int64_t generation);
+
+// The job-store key of runtime switch request `epoch`: "switch/<epoch>".
+std::string SwitchDirectiveKey(int64_t epoch);
+
+// What SubmitJob and SwitchJob say when a job needs PS shards and no
+// parameter server is live.
+inline constexpr absl::string_view kNoParameterServerMessage =
+    "no parameter server registered; start one with `gradsync-ps "
+    "--coordinator <addr>` (or `gradsync local up --ps 1`)";
 
 }  // namespace gradsync
 

@@ -59,7 +59,10 @@ absl::Status CheckTransition(JobState from, JobState to) {
 }
 
 Job::Job(std::string id, JobSpec spec, absl::Time submit_time)
-    : id_(std::move(id)), spec_(std::move(spec)), submit_time_(submit_time) {}
+    : id_(std::move(id)),
+      spec_(std::move(spec)),
+      submit_time_(submit_time),
+      modes_(spec_.mode()) {}
 
 absl::Status Job::TransitionTo(JobState to, std::string message,
                                absl::Time now) {
@@ -126,6 +129,9 @@ void Job::AddMetrics(
   for (const StepMetrics& step : steps) {
     RankRecord& rank = ranks_[step.rank()];
     rank.last_step = std::max(rank.last_step, step.step());
+    if (step.rank() == 0) {
+      modes_.Record(step.step(), step.mode(), step.switch_epoch());
+    }
     metrics_.push_back(step);
   }
   ++version_;
@@ -138,6 +144,29 @@ int64_t Job::MinStep() const {
     min_step = std::min(min_step, rank.last_step);
   }
   return std::max<int64_t>(min_step, 0);
+}
+
+void Job::SetPsShards(std::vector<ShardPlacement> shards) {
+  ps_shards_ = std::move(shards);
+  ++version_;
+}
+
+std::vector<int> Job::ShardsOn(absl::string_view ps_id) const {
+  std::vector<int> shards;
+  for (int k = 0; k < static_cast<int>(ps_shards_.size()); ++k) {
+    if (ps_shards_[k].ps_id == ps_id) shards.push_back(k);
+  }
+  return shards;
+}
+
+int64_t Job::AddSwitchRequest(SyncMode mode) {
+  requested_mode_ = mode;
+  ++version_;
+  return ++switch_requests_;
+}
+
+void Job::SetShardStats(const ps::ShardStats& stats) {
+  shard_stats_[stats.shard()] = stats;
 }
 
 void Job::SetResult(double test_accuracy, double test_loss) {
@@ -169,6 +198,14 @@ JobStatus Job::Status() const {
   }
   status.set_test_accuracy(test_accuracy_);
   status.set_test_loss(test_loss_);
+  status.set_mode(modes_.current());
+  for (SwitchRecord& record : modes_.Switches()) {
+    *status.add_switches() = std::move(record);
+  }
+  for (const ShardPlacement& shard : ps_shards_) {
+    status.add_ps_addresses(shard.address);
+  }
+  status.set_switch_requests(switch_requests_);
   return status;
 }
 

@@ -25,6 +25,14 @@
 // A job keeps every step metric its ranks report (about 100 bytes per rank
 // and step) for as long as it is in the table.
 //
+// Parameter-server jobs (the spec's mode is PS, a scripted switch goes to
+// PS, or a runtime switch to PS was requested) also hold their shard
+// placement (shard k on ps_shards()[k]), set when the ranks are placed or
+// by the first runtime switch to PS, and the latest counters each shard's
+// server reported. Runtime switch requests are numbered 1, 2, ... per job
+// (switch_requests(): the newest epoch); the mode the ranks actually ran
+// each step in comes from rank 0's step metrics (ModeHistory).
+//
 // Every change that a watcher could see (state, message, placement, rank
 // progress, metrics) bumps version(), so that WatchJob can wait for news.
 //
@@ -46,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
+#include "server/coordinator/mode_history.h"
 #include "server/coordinator/worker_registry.h"
 
 namespace gradsync {
@@ -73,6 +82,12 @@ struct RankRecord {
 struct BarrierRecord {
   int64_t round = 0;
   absl::flat_hash_set<int> arrived;  // ranks in the current round
+};
+
+// Where one PS shard of a job lives.
+struct ShardPlacement {
+  std::string ps_id;
+  std::string address;
 };
 
 class Job {
@@ -123,6 +138,29 @@ class Job {
   // Lowest last step over the ranks (0 while some rank has none).
   int64_t MinStep() const;
 
+  // The mode of rank 0's latest step (the spec's before any step).
+  SyncMode CurrentMode() const { return modes_.current(); }
+
+  // PS shard placement; empty until placed. Setting it bumps the version.
+  const std::vector<ShardPlacement>& ps_shards() const { return ps_shards_; }
+  void SetPsShards(std::vector<ShardPlacement> shards);
+  // Shards placed on `ps_id`, ascending.
+  std::vector<int> ShardsOn(absl::string_view ps_id) const;
+
+  // Numbers a runtime switch request to `mode`; returns its epoch.
+  int64_t AddSwitchRequest(SyncMode mode);
+  int64_t switch_requests() const { return switch_requests_; }
+  // The mode of the newest request; UNSPECIFIED before any.
+  SyncMode requested_mode() const { return requested_mode_; }
+
+  // Keeps `stats` as the latest counters of its shard (no version bump:
+  // servers report every heartbeat).
+  void SetShardStats(const ps::ShardStats& stats);
+  // By shard index.
+  const std::map<int, ps::ShardStats>& shard_stats() const {
+    return shard_stats_;
+  }
+
   // Barriers of the current generation, by name.
   BarrierRecord& Barrier(absl::string_view name) { return barriers_[name]; }
   void ClearBarriers() { barriers_.clear(); }
@@ -148,6 +186,11 @@ class Job {
   std::vector<RankRecord> ranks_;
   std::vector<StepMetrics> metrics_;
   absl::flat_hash_map<std::string, BarrierRecord> barriers_;
+  ModeHistory modes_;
+  std::vector<ShardPlacement> ps_shards_;
+  int64_t switch_requests_ = 0;
+  SyncMode requested_mode_ = SYNC_MODE_UNSPECIFIED;
+  std::map<int, ps::ShardStats> shard_stats_;
 };
 
 class JobTable {

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -126,6 +127,67 @@ absl::Status NonNegative(absl::string_view field, int64_t value) {
   return Invalid(field, absl::StrCat("is ", value, "; it must be >= 0"));
 }
 
+absl::Status ValidatePs(const PsSpec& ps) {
+  if (ps.shards() < 0 || ps.shards() > kMaxPsShards) {
+    return Invalid(
+        "ps.shards",
+        absl::StrCat("is ", ps.shards(), "; it must be in 0..", kMaxPsShards,
+                     " (0: one per parameter server)"));
+  }
+  if (ps.sync() != "" && ps.sync() != "sync" && ps.sync() != "async" &&
+      ps.sync() != "ssp") {
+    return Invalid("ps.sync", absl::StrCat("is '", ps.sync(),
+                                           "'; use \"sync\", \"async\" or "
+                                           "\"ssp\""));
+  }
+  RETURN_IF_ERROR(NonNegative("ps.staleness", ps.staleness()));
+  if (ps.staleness() > 0 && ps.sync() != "ssp") {
+    return Invalid(
+        "ps.staleness",
+        absl::StrCat("is ", ps.staleness(), " but ps.sync is '",
+                     ps.sync().empty() ? "sync" : ps.sync(),
+                     "'; a staleness bound applies only to \"ssp\" (stale "
+                     "synchronous parallel): set ps.sync to \"ssp\" or "
+                     "staleness to 0"));
+  }
+  const int64_t chunk = ps.chunk_bytes();
+  if (chunk != 0 && (chunk < kMinPsChunkBytes || chunk > kMaxPsChunkBytes ||
+                     chunk % 4 != 0)) {
+    return Invalid(
+        "ps.chunkBytes",
+        absl::StrCat("is ", chunk, "; use 0 (1 MiB) or a multiple of 4 in ",
+                     kMinPsChunkBytes, "..", kMaxPsChunkBytes, " (64 MiB)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSwitches(const JobSpec& spec) {
+  int64_t previous = 0;
+  for (int i = 0; i < spec.switches_size(); ++i) {
+    const SwitchSpec& s = spec.switches(i);
+    const std::string field = absl::StrCat("switches[", i, "]");
+    if (s.step() < 1) {
+      return Invalid(absl::StrCat(field, ".step"),
+                     absl::StrCat("is ", s.step(),
+                                  "; a scripted switch applies from a step "
+                                  ">= 1 (step 0 runs in the job's mode)"));
+    }
+    if (i > 0 && s.step() <= previous) {
+      return Invalid(absl::StrCat(field, ".step"),
+                     absl::StrCat("is ", s.step(), " after ", previous,
+                                  "; list the switches in strictly "
+                                  "increasing step order"));
+    }
+    if (s.mode() != SYNC_MODE_RING && s.mode() != SYNC_MODE_PS) {
+      return Invalid(absl::StrCat(field, ".mode"),
+                     absl::StrCat("is ", static_cast<int>(s.mode()),
+                                  "; use SYNC_MODE_RING or SYNC_MODE_PS"));
+    }
+    previous = s.step();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
@@ -174,9 +236,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
     case SYNC_MODE_RING:
       break;
     case SYNC_MODE_PS:
-      return absl::UnimplementedError(
-          "job spec mode SYNC_MODE_PS: the parameter-server path is not in "
-          "this release yet; submit with SYNC_MODE_RING (--mode ring)");
+      break;
     default:
       return Invalid("mode", absl::StrCat("is ", static_cast<int>(spec.mode()),
                                           "; use SYNC_MODE_RING or "
@@ -194,7 +254,16 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(NonNegative("evalEverySteps", spec.eval_every_steps()));
   RETURN_IF_ERROR(
       NonNegative("checkpoint.everySteps", spec.checkpoint().every_steps()));
+  RETURN_IF_ERROR(ValidatePs(spec.ps()));
+  RETURN_IF_ERROR(ValidateSwitches(spec));
   return out;
+}
+
+bool JobNeedsPs(const JobSpec& spec) {
+  if (spec.mode() == SYNC_MODE_PS) return true;
+  return std::any_of(
+      spec.switches().begin(), spec.switches().end(),
+      [](const SwitchSpec& s) { return s.mode() == SYNC_MODE_PS; });
 }
 
 absl::StatusOr<JobSpec> ParseJobSpecJson(absl::string_view json) {

@@ -31,6 +31,10 @@ inline constexpr double kDefaultAdamEpsilon = 1e-8;
 inline constexpr int64_t kMaxLayerWidth = int64_t{1} << 20;
 inline constexpr int64_t kMaxModelParameters = int64_t{1} << 30;
 inline constexpr int32_t kMaxNumWorkers = 4096;
+// PS path: at most this many shards; push/pull messages of 4 B .. 64 MiB.
+inline constexpr int32_t kMaxPsShards = 1024;
+inline constexpr int64_t kMinPsChunkBytes = 4;
+inline constexpr int64_t kMaxPsChunkBytes = int64_t{64} << 20;
 
 // Fashion-MNIST: 28x28 grey images in 10 classes.
 inline constexpr int64_t kFashionMnistFeatures = 784;
@@ -50,10 +54,20 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 //   optimizer           "sgd", "momentum", "adam" or "adamw", learningRate
 //                       > 0, hyper-parameters in their ranges
 //   mode                RING or PS
+//   ps.shards           0 (one per parameter server) .. 1024
+//   ps.sync             "", "sync", "async" or "ssp"
+//   ps.staleness        >= 0, and > 0 only with sync "ssp"
+//   ps.chunkBytes       0 (1 MiB) or 4 B .. 64 MiB, a multiple of 4
+//   switches            steps >= 1 in strictly increasing order, each mode
+//                       RING or PS
 //   device              "cpu" or "cuda"
 //   counts              bucketBytes, gradAccumulationSteps, blasThreads,
 //                       evalEverySteps, checkpoint.everySteps >= 0
 [[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
+
+// True when the job synchronises through parameter-server shards at some
+// point: its mode is PS or a scripted switch goes to PS.
+bool JobNeedsPs(const JobSpec& spec);
 
 // Parses a JobSpec from JSON in protobuf's JSON mapping (camelCase or
 // proto field names; enums by name, e.g. "SYNC_MODE_RING"). Does not

@@ -1,5 +1,5 @@
-// gradsync-coordinator: runs the coordinator (worker registry, job table,
-// rendezvous store, metrics) until SIGINT or SIGTERM.
+// gradsync-coordinator: runs the coordinator (worker and parameter-server
+// registries, job table, rendezvous store, metrics) until SIGINT or SIGTERM.
 //
 //   gradsync-coordinator --listen 127.0.0.1:29400 --lease-ms 5000
 //                        --heartbeat-ms 500
@@ -32,10 +32,11 @@ constexpr char kUsage[] =
     "  --listen HOST:PORT  address to listen on (default 127.0.0.1:29400;\n"
     "                      0.0.0.0:29400 accepts other hosts, port 0 picks\n"
     "                      a free port)\n"
-    "  --lease-ms N        a worker silent for this long is lost and its\n"
-    "                      jobs fail (default 5000)\n"
-    "  --heartbeat-ms N    how often workers heartbeat (default 500; must\n"
-    "                      be below --lease-ms)\n";
+    "  --lease-ms N        a worker or parameter server silent for this\n"
+    "                      long is lost and its jobs fail (default 5000)\n"
+    "  --heartbeat-ms N    how often workers and parameter servers\n"
+    "                      heartbeat (default 500; must be below\n"
+    "                      --lease-ms)\n";
 
 struct Flags {
   std::string listen = "127.0.0.1:29400";

@@ -44,8 +44,12 @@ struct Mailbox {
   std::vector<Assignment> assignments;
   std::vector<std::string> cancel_job_ids;
   std::vector<std::string> cancel_reasons;  // one per cancelled job
+  // Runtime switch requests: at most one per job, the newest epoch.
+  std::vector<SwitchNotice> switches;
 
-  bool empty() const { return assignments.empty() && cancel_job_ids.empty(); }
+  bool empty() const {
+    return assignments.empty() && cancel_job_ids.empty() && switches.empty();
+  }
 };
 
 struct WorkerRecord {

@@ -84,6 +84,52 @@ class CoordinatorRpcTest : public ::testing::Test {
   std::unique_ptr<Coordinator::Stub> stub_;
 };
 
+TEST_F(CoordinatorRpcTest, ParameterServer_SwitchJob_OverTheWire) {
+  RegisterParameterServerRequest ps;
+  ps.set_host("ps-host");
+  ps.set_address("127.0.0.1:29600");
+  RegisterParameterServerResponse registered;
+  ASSERT_TRUE(
+      stub_->RegisterParameterServer(Context().get(), ps, &registered).ok());
+  EXPECT_EQ(registered.ps_id(), "ps-1");
+  EXPECT_GT(registered.heartbeat_ms(), 0);
+
+  const std::string w1 = Register("host-a", 1);
+  const std::string job = Submit(1);
+  SwitchJobRequest request;
+  request.set_job_id(job);
+  request.set_mode(SYNC_MODE_PS);
+  SwitchJobResponse switched;
+  ASSERT_TRUE(stub_->SwitchJob(Context().get(), request, &switched).ok());
+  EXPECT_EQ(switched.epoch(), 1);
+  EXPECT_THAT(switched.status().ps_addresses(), ElementsAre("127.0.0.1:29600"));
+  HeartbeatRequest beat;
+  beat.set_worker_id(w1);
+  HeartbeatResponse news;
+  ASSERT_TRUE(stub_->Heartbeat(Context().get(), beat, &news).ok());
+  ASSERT_THAT(news.switches(), SizeIs(1));
+  EXPECT_EQ(news.switches(0).epoch(), 1);
+
+  request.set_mode(SYNC_MODE_UNSPECIFIED);
+  EXPECT_EQ(stub_->SwitchJob(Context().get(), request, &switched).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  PsHeartbeatRequest ps_beat;
+  ps_beat.set_ps_id(registered.ps_id());
+  ps_beat.add_shards()->set_job_id("job-404");
+  PsHeartbeatResponse ps_news;
+  ASSERT_TRUE(stub_->PsHeartbeat(Context().get(), ps_beat, &ps_news).ok());
+  EXPECT_THAT(ps_news.release_job_ids(), ElementsAre("job-404"));
+  ps_beat.set_ps_id("ps-9");
+  EXPECT_EQ(stub_->PsHeartbeat(Context().get(), ps_beat, &ps_news).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  ListWorkersResponse list;
+  ASSERT_TRUE(
+      stub_->ListWorkers(Context().get(), ListWorkersRequest(), &list).ok());
+  ASSERT_THAT(list.parameter_servers(), SizeIs(1));
+  EXPECT_THAT(list.parameter_servers(0).job_ids(), ElementsAre(job));
+}
+
 TEST_F(CoordinatorRpcTest, SubmitJob_HeartbeatLongPoll_DeliversAssignment) {
   const std::string w1 = Register("host-a", 2);
   EXPECT_EQ(w1, "w-1");

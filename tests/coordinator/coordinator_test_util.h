@@ -51,6 +51,14 @@ inline JobSpec ValidSpec(int num_workers, const std::string& device = "") {
   return spec;
 }
 
+// A valid spec in PS mode with `shards` shards (0: one per server).
+inline JobSpec PsJobSpec(int num_workers, int shards) {
+  JobSpec spec = ValidSpec(num_workers);
+  spec.set_mode(SYNC_MODE_PS);
+  spec.mutable_ps()->set_shards(shards);
+  return spec;
+}
+
 inline StoreScope Scope(const std::string& worker_id, const std::string& job_id,
                         int64_t generation = 1) {
   StoreScope scope;
@@ -159,6 +167,54 @@ class CoordinatorTest : public ::testing::Test {
     request.set_job_id(job_id);
     for (const StepMetrics& step : steps) *request.add_metrics() = step;
     return service_->ReportMetrics(request);
+  }
+
+  // Registers a parameter server at `address`; returns its id.
+  std::string RegisterPs(const std::string& address,
+                         const std::string& host = "ps-host") {
+    RegisterParameterServerRequest request;
+    request.set_host(host);
+    request.set_address(address);
+    request.set_pid(4321);
+    absl::StatusOr<RegisterParameterServerResponse> response =
+        service_->RegisterParameterServer(request);
+    EXPECT_THAT(response, IsOk());
+    return response.ok() ? response->ps_id() : "";
+  }
+
+  // One shard's counters, as a parameter server reports them.
+  static ps::ShardStats Shard(const std::string& job_id, int shard,
+                              int64_t pushes = 0) {
+    ps::ShardStats stats;
+    stats.set_job_id(job_id);
+    stats.set_shard(shard);
+    stats.set_pushes(pushes);
+    return stats;
+  }
+
+  absl::StatusOr<PsHeartbeatResponse> PsBeat(
+      const std::string& ps_id, const std::vector<ps::ShardStats>& shards) {
+    PsHeartbeatRequest request;
+    request.set_ps_id(ps_id);
+    for (const ps::ShardStats& shard : shards) *request.add_shards() = shard;
+    return service_->PsHeartbeat(request);
+  }
+
+  absl::StatusOr<SwitchJobResponse> SwitchTo(const std::string& job_id,
+                                             SyncMode mode) {
+    SwitchJobRequest request;
+    request.set_job_id(job_id);
+    request.set_mode(mode);
+    return service_->SwitchJob(request);
+  }
+
+  // A step metric of `rank` in `mode`, acting on switch request `epoch`.
+  StepMetrics ModeStep(int rank, int64_t step, SyncMode mode,
+                       int64_t epoch = 0) {
+    StepMetrics metrics = Step(rank, step);
+    metrics.set_mode(mode);
+    metrics.set_switch_epoch(epoch);
+    return metrics;
   }
 
   int retained_ended_jobs_ = 100;

@@ -4,7 +4,9 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/coordinator_test_util.h"
@@ -29,12 +31,91 @@ TEST(ValidateJobSpecTest, ValidSpec_FillsDefaults) {
   EXPECT_EQ(spec->device(), "cpu");
 }
 
-TEST(ValidateJobSpecTest, PsMode_NotInThisReleaseYet_Unimplemented) {
+TEST(ValidateJobSpecTest, PsMode_WithPsSpecAndSwitches_Accepted) {
   JobSpec in = ValidSpec(2, "cpu");
   in.set_mode(SYNC_MODE_PS);
-  EXPECT_THAT(
-      ValidateJobSpec(in).status(),
-      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("SYNC_MODE_RING")));
+  in.mutable_ps()->set_shards(4);
+  in.mutable_ps()->set_sync("ssp");
+  in.mutable_ps()->set_staleness(2);
+  in.mutable_ps()->set_chunk_bytes(1 << 20);
+  SwitchSpec* to_ring = in.add_switches();
+  to_ring->set_step(3);
+  to_ring->set_mode(SYNC_MODE_RING);
+  SwitchSpec* to_ps = in.add_switches();
+  to_ps->set_step(7);
+  to_ps->set_mode(SYNC_MODE_PS);
+  absl::StatusOr<JobSpec> spec = ValidateJobSpec(in);
+  ASSERT_THAT(spec, IsOk());
+  EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+  EXPECT_EQ(spec->ps().shards(), 4);
+  EXPECT_EQ(spec->switches_size(), 2);
+  EXPECT_TRUE(JobNeedsPs(*spec));
+  for (const char* sync : {"", "sync", "async"}) {
+    in.mutable_ps()->set_sync(sync);
+    in.mutable_ps()->set_staleness(0);
+    EXPECT_THAT(ValidateJobSpec(in), IsOk()) << sync;
+  }
+}
+
+TEST(ValidateJobSpecTest, JobNeedsPs_ModeOrAScriptedSwitchToPs) {
+  JobSpec spec = ValidSpec(1);
+  EXPECT_FALSE(JobNeedsPs(spec));
+  SwitchSpec* to_ring = spec.add_switches();
+  to_ring->set_step(1);
+  to_ring->set_mode(SYNC_MODE_RING);
+  EXPECT_FALSE(JobNeedsPs(spec));
+  to_ring->set_mode(SYNC_MODE_PS);
+  EXPECT_TRUE(JobNeedsPs(spec));
+}
+
+TEST(ValidateJobSpecTest, BadPsSpecOrSwitches_InvalidArgumentNamingTheField) {
+  struct Case {
+    const char* field;
+    std::function<void(JobSpec*)> change;
+  };
+  const std::vector<Case> cases = {
+      {"ps.shards", [](JobSpec* s) { s->mutable_ps()->set_shards(-1); }},
+      {"ps.shards", [](JobSpec* s) { s->mutable_ps()->set_shards(1025); }},
+      {"ps.sync", [](JobSpec* s) { s->mutable_ps()->set_sync("bsp"); }},
+      {"ps.staleness", [](JobSpec* s) { s->mutable_ps()->set_staleness(-1); }},
+      {"ps.staleness",
+       [](JobSpec* s) {
+         s->mutable_ps()->set_sync("async");
+         s->mutable_ps()->set_staleness(3);
+       }},
+      {"ps.staleness", [](JobSpec* s) { s->mutable_ps()->set_staleness(1); }},
+      {"ps.chunkBytes",
+       [](JobSpec* s) { s->mutable_ps()->set_chunk_bytes(2); }},
+      {"ps.chunkBytes",
+       [](JobSpec* s) { s->mutable_ps()->set_chunk_bytes(1026); }},
+      {"ps.chunkBytes",
+       [](JobSpec* s) { s->mutable_ps()->set_chunk_bytes((64 << 20) + 4); }},
+      {"switches[0].step",
+       [](JobSpec* s) { s->add_switches()->set_mode(SYNC_MODE_PS); }},
+      {"switches[1].step",
+       [](JobSpec* s) {
+         for (int step : {5, 5}) {
+           SwitchSpec* sw = s->add_switches();
+           sw->set_step(step);
+           sw->set_mode(SYNC_MODE_PS);
+         }
+       }},
+      {"switches[0].mode", [](JobSpec* s) { s->add_switches()->set_step(4); }},
+  };
+  for (const Case& c : cases) {
+    JobSpec in = ValidSpec(2);
+    in.set_mode(SYNC_MODE_PS);
+    c.change(&in);
+    EXPECT_THAT(ValidateJobSpec(in).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("field ", c.field, " "))))
+        << c.field;
+  }
+  // A boundary that is fine: 64 MiB exactly, ssp with staleness 0.
+  JobSpec in = ValidSpec(2);
+  in.mutable_ps()->set_chunk_bytes(64 << 20);
+  in.mutable_ps()->set_sync("ssp");
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
 }
 
 TEST(ValidateJobSpecTest, ExplicitValues_AreKept) {
