@@ -1,8 +1,10 @@
 #include "cli/bench/backend.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cli/bench/ps_cluster.h"
 #include "cli/bench/verifiable.h"
 #include "common/status_macros.h"
 
@@ -15,6 +17,9 @@
 namespace gradsync {
 namespace bench {
 namespace {
+
+// Longest wait for a --ps-addresses server to answer the probe.
+constexpr absl::Duration kPsProbeTimeout = absl::Seconds(10);
 
 #if GRADSYNC_HAVE_NCCL
 absl::StatusOr<int> VisibleGpus() {
@@ -56,6 +61,11 @@ absl::StatusOr<BenchBackend> CreateNcclBackend(Store* store,
 absl::Status CheckBackendAvailable(const BenchOptions& options) {
   if (options.backend == Backend::kRing) {
     return ParseAllReduceAlgorithm(options.algorithm).status();
+  }
+  if (options.backend == Backend::kPs) {
+    // Servers the launcher starts itself need no probe.
+    return ProbePsServers(options.ps_addresses,
+                          std::min(options.timeout, kPsProbeTimeout));
   }
 #if GRADSYNC_HAVE_NCCL
   return VisibleGpus().status();
@@ -102,6 +112,7 @@ absl::StatusOr<BenchBackend> CreateBenchBackend(Store* store,
     return CheckBackendAvailable(options);
 #endif
   }
+  // The ring, or for ps the control channel of barriers and scalars.
   ASSIGN_OR_RETURN(const TcpOptions tcp, MakeTcpOptions(options, job_id));
   BenchBackend backend;
   backend.memory = MakeHostMemory();

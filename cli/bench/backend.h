@@ -1,14 +1,16 @@
 // The communicator and buffers one `gradsync bench` rank measures with:
 // the TCP ring (collectives/tcp) on host memory, or NCCL
 // (collectives/nccl, built only with GRADSYNC_HAVE_NCCL) on CUDA device
-// memory.
+// memory. For --backend ps the TCP communicator only carries the barriers
+// and scalars of ps_runner.h; the bytes go through the parameter servers.
 //
 //   RETURN_IF_ERROR(CheckBackendAvailable(options));   // before spawning
 //   ASSIGN_OR_RETURN(BenchBackend backend,
 //                    CreateBenchBackend(&store, options, rank, world, job));
 //
 // Errors: INVALID_ARGUMENT for a bad --algo; FAILED_PRECONDITION when NCCL
-// is asked for but not built in or no GPU is visible; otherwise the
+// is asked for but not built in or no GPU is visible; UNAVAILABLE naming a
+// --ps-addresses server that does not answer; otherwise the
 // communicator factory's (DEADLINE_EXCEEDED naming ranks that never came).
 #ifndef GRADSYNC_CLI_BENCH_BACKEND_H_
 #define GRADSYNC_CLI_BENCH_BACKEND_H_

@@ -1,12 +1,17 @@
 #include "cli/bench/bench_command.h"
 
 #include <iostream>
+#include <memory>
+#include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_join.h"
 #include "cli/bench/backend.h"
 #include "cli/bench/bench_options.h"
 #include "cli/bench/bench_rank.h"
 #include "cli/bench/launcher.h"
+#include "cli/bench/ps_cluster.h"
+#include "cli/bench/ps_options.h"
 
 namespace gradsync {
 namespace bench {
@@ -34,6 +39,20 @@ int RunBenchCommand(const std::vector<std::string>& args) {
   for (const std::string& arg :
        StripFlag(StripFlag(args, "--ranks"), "--job")) {
     spec.args.push_back(arg);
+  }
+  // --backend ps without --ps-addresses: K servers in this process, one
+  // shard each, alive until every rank is done.
+  std::vector<std::unique_ptr<PsServer>> ps_servers;
+  if (options->backend == Backend::kPs && options->ps_addresses.empty()) {
+    absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> started =
+        StartLocalPsServers(PsShardCount(*options));
+    if (!started.ok()) {
+      std::cerr << "gradsync bench: " << started.status().message() << "\n";
+      return kExitError;
+    }
+    ps_servers = *std::move(started);
+    spec.args.push_back("--ps-addresses");
+    spec.args.push_back(absl::StrJoin(PsServerAddresses(ps_servers), ","));
   }
   spec.ranks = options->ranks;
   spec.job = options->job;

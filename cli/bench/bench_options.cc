@@ -1,7 +1,5 @@
 #include "cli/bench/bench_options.h"
 
-#include <cstdint>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -9,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/bench/ps_options.h"
 #include "cli/bench/verifiable.h"
 #include "common/status_macros.h"
 
@@ -23,6 +23,7 @@ struct ParseState {
   bool increment_set = false;
   bool ranks_set = false;
   bool world_set = false;
+  bool ps_shards_set = false;
 };
 
 using Setter = absl::Status (*)(absl::string_view value, ParseState* state);
@@ -146,7 +147,7 @@ const FlagSpec kFlags[] = {
        s->ranks_set = true;
        return ParseInt("--ranks", v, 1, &s->options.ranks);
      }},
-    {0, "backend", "NAME", "ring (TCP) or nccl (ring)",
+    {0, "backend", "NAME", "ring (TCP), nccl or ps (ring)",
      [](absl::string_view v, ParseState* s) {
        ASSIGN_OR_RETURN(s->options.backend, ParseBackend(v));
        return absl::OkStatus();
@@ -186,6 +187,21 @@ const FlagSpec kFlags[] = {
     {0, "device", "N", "nccl: CUDA device (rank % device count)",
      [](absl::string_view v, ParseState* s) {
        return ParseInt("--device", v, 0, &s->options.device);
+     }},
+    {0, "ps-shards", "K", "ps: shards (1, or one per --ps-addresses)",
+     [](absl::string_view v, ParseState* s) {
+       s->ps_shards_set = true;
+       return ParseInt("--ps-shards", v, 1, &s->options.ps_shards);
+     }},
+    {0, "ps-addresses", "LIST",
+     "ps: running gradsync-ps host:port,... (start K)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.ps_addresses = absl::StrSplit(v, ',');
+       return absl::OkStatus();
+     }},
+    {0, "ps-chunk", "SIZE", "ps: largest push/pull stream message (1M)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseOptionalSize("--ps-chunk", v, &s->options.ps_chunk_bytes);
      }},
     {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
      [](absl::string_view v, ParseState* s) {
@@ -305,6 +321,11 @@ absl::Status Validate(const ParseState& state) {
     return absl::InvalidArgumentError(
         "--algo chooses the ring backend's algorithm; NCCL picks its own");
   }
+  if (o.backend == Backend::kPs) return ValidatePsOptions(o);
+  if (state.ps_shards_set || !o.ps_addresses.empty() || o.ps_chunk_bytes) {
+    return absl::InvalidArgumentError(
+        "--ps-shards, --ps-addresses and --ps-chunk need --backend ps");
+  }
   return absl::OkStatus();
 }
 
@@ -314,12 +335,21 @@ absl::StatusOr<Backend> ParseBackend(absl::string_view name) {
   const std::string n = absl::AsciiStrToLower(name);
   if (n == "ring" || n == "tcp") return Backend::kRing;
   if (n == "nccl") return Backend::kNccl;
+  if (n == "ps") return Backend::kPs;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown backend '", name, "'; use ring or nccl"));
+      absl::StrCat("unknown backend '", name, "'; use ring, nccl or ps"));
 }
 
 absl::string_view BackendName(Backend backend) {
-  return backend == Backend::kNccl ? "nccl" : "ring";
+  switch (backend) {
+    case Backend::kRing:
+      return "ring";
+    case Backend::kNccl:
+      return "nccl";
+    case Backend::kPs:
+      return "ps";
+  }
+  return "invalid";
 }
 
 absl::StatusOr<BenchOptions> ParseBenchArgs(
@@ -389,87 +419,14 @@ std::string BenchUsage() {
       "Multi-host: gradsync-store --listen 0.0.0.0:29500   (on one host)\n"
       "            gradsync bench allreduce --world N --rank R \\\n"
       "              --store HOST:29500 --listen-host THIS_HOST_IP   (each "
-      "rank)\n");
+      "rank)\n"
+      "PS:         gradsync bench allreduce --backend ps --ps-shards 2 "
+      "--ranks 4\n"
+      "            (time = one push of S bytes + pull of S bytes per rank; "
+      "busbw =\n"
+      "            algbw * 2 max(1, N/K), the bytes the busiest link moves "
+      "per byte of S)\n");
   return usage;
-}
-
-absl::StatusOr<size_t> ParseSize(absl::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size() && absl::ascii_isdigit(text[pos])) ++pos;
-  if (pos == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "size '", text, "' is not a byte count such as 4096, 64K, 1M, 2G"));
-  }
-  uint64_t value = 0;
-  if (!absl::SimpleAtoi(text.substr(0, pos), &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("size '", text, "' is too large"));
-  }
-  absl::string_view suffix = text.substr(pos);
-  int shift = 0;
-  if (!suffix.empty()) {
-    switch (absl::ascii_toupper(suffix[0])) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      case 'T':
-        shift = 40;
-        break;
-      default:
-        break;
-    }
-    if (shift != 0) suffix.remove_prefix(1);
-  }
-  const std::string rest = absl::AsciiStrToLower(suffix);
-  const bool unit_ok =
-      rest.empty() || rest == "b" || (shift != 0 && rest == "ib");
-  if (!unit_ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("size '", text, "' has an unknown suffix; use K, M or G"));
-  }
-  if (shift != 0 && value > (std::numeric_limits<uint64_t>::max() >> shift)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("size '", text, "' is too large"));
-  }
-  const uint64_t bytes = value << shift;
-  if (bytes > std::numeric_limits<size_t>::max()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("size '", text, "' is too large"));
-  }
-  return static_cast<size_t>(bytes);
-}
-
-std::string FormatSize(size_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  double value = static_cast<double>(bytes) / 1024;
-  int unit = 0;
-  while (value >= 1024 && unit < 3) {
-    value /= 1024;
-    ++unit;
-  }
-  return absl::StrFormat("%g %s", value, kUnits[unit]);
-}
-
-std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
-                               size_t increment) {
-  std::vector<size_t> sizes;
-  if (increment == 0 && (factor < 2 || min_bytes == 0)) return sizes;
-  size_t size = min_bytes;
-  while (size <= max_bytes) {
-    sizes.push_back(size);
-    const size_t step =
-        increment > 0 ? increment : size * static_cast<size_t>(factor - 1);
-    if (size > std::numeric_limits<size_t>::max() - step) break;
-    size += step;
-  }
-  return sizes;
 }
 
 std::vector<std::string> StripFlag(const std::vector<std::string>& args,

@@ -21,12 +21,15 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cli/bench/collective.h"
+#include "cli/bench/sizes.h"
 #include "collectives/types.h"
 
 namespace gradsync {
 namespace bench {
 
-enum class Backend { kRing, kNccl };
+// ring: the TCP ring (collectives/tcp); nccl: NCCL on CUDA devices; ps: the
+// parameter server (server/ps), one all-reduce being one PsClient::PushPull.
+enum class Backend { kRing, kNccl, kPs };
 [[nodiscard]] absl::StatusOr<Backend> ParseBackend(absl::string_view name);
 absl::string_view BackendName(Backend backend);
 
@@ -60,6 +63,13 @@ struct BenchOptions {
   std::string advertise_host;
   // NCCL: CUDA device of this rank; -1 picks rank % device count.
   int device = -1;
+  // PS: shards K (0: one per ps_addresses entry, or 1 when the launcher
+  // starts the servers; see PsShardCount), the gradsync-ps servers to use
+  // (empty: the launcher starts K in its own process; shard k goes to
+  // ps_addresses[k % size]), the push/pull streams' largest message.
+  int ps_shards = 0;
+  std::vector<std::string> ps_addresses;
+  std::optional<size_t> ps_chunk_bytes;
 
   // Deadline of rendezvous and of each collective.
   absl::Duration timeout = absl::Seconds(60);
@@ -88,21 +98,6 @@ struct BenchOptions {
 
 // The usage text listing every flag.
 std::string BenchUsage();
-
-// Parses a byte count: digits with an optional K, M, G or T suffix
-// (powers of 1024, either case), optionally followed by "B" or "iB":
-// "512", "1K", "64M", "1GiB". Rejects empty, negative, fractional and
-// overflowing values.
-[[nodiscard]] absl::StatusOr<size_t> ParseSize(absl::string_view text);
-
-// "1 KiB", "64 MiB", "1.5 GiB", or "N B" below 1 KiB.
-std::string FormatSize(size_t bytes);
-
-// The sizes of the sweep, ascending, min..max inclusive of max only when
-// reached exactly. Requires factor >= 2 (or increment > 0), min >= 1 for
-// factor sweeps.
-std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
-                               size_t increment);
 
 // Removes every occurrence of flag `name` and its value ("--ranks 3" or
 // "--ranks=3") from `args`: the launcher passes its own arguments on to

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -13,6 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/bench/backend.h"
+#include "cli/bench/ps_options.h"
+#include "cli/bench/ps_runner.h"
 #include "cli/bench/report.h"
 #include "cli/bench/runner.h"
 #include "collectives/prefix_store.h"
@@ -56,8 +59,12 @@ ReportHeader MakeHeader(const BenchOptions& options,
   ReportHeader header;
   header.collective = options.collective;
   header.backend = std::string(BackendName(options.backend));
-  header.algorithm =
-      options.backend == Backend::kRing ? options.algorithm : "nccl";
+  header.algorithm = options.backend == Backend::kRing
+                         ? options.algorithm
+                         : std::string(BackendName(options.backend));
+  if (options.backend == Backend::kPs) {
+    header.ps_shard_addresses = PsShardAddresses(options);
+  }
   header.ranks = options.world;
   header.type = options.type;
   header.op = options.op;
@@ -70,6 +77,47 @@ ReportHeader MakeHeader(const BenchOptions& options,
   header.iters = options.iters;
   header.check = options.check;
   return header;
+}
+
+// Measures one size of the sweep on every rank in lockstep.
+using SizeRunner = std::function<absl::StatusOr<SizeResult>(size_t bytes)>;
+
+// SweepRunner on the backend's communicator, or for --backend ps a
+// PsSweepRunner that uses it as its control channel. The runner lives in
+// the returned function; `backend` must outlive it.
+absl::StatusOr<SizeRunner> MakeSizeRunner(const BenchOptions& options,
+                                          const std::string& run_id,
+                                          size_t max_bytes,
+                                          BenchBackend* backend) {
+  if (options.backend == Backend::kPs) {
+    PsSweepConfig config;
+    config.job_id = absl::StrCat("bench/", run_id);
+    config.shard_addresses = PsShardAddresses(options);
+    config.iters = options.iters;
+    config.warmup = options.warmup;
+    config.check = options.check;
+    config.max_bytes = max_bytes;
+    config.timeout = options.timeout;
+    config.chunk_bytes = options.ps_chunk_bytes.value_or(0);
+    ASSIGN_OR_RETURN(std::shared_ptr<PsSweepRunner> runner,
+                     PsSweepRunner::Create(backend->comm.get(), config));
+    return SizeRunner(
+        [runner](size_t bytes) { return runner->RunSize(bytes); });
+  }
+  SweepConfig config;
+  config.collective = options.collective;
+  config.type = options.type;
+  config.op = options.op;
+  config.root = options.root;
+  config.iters = options.iters;
+  config.warmup = options.warmup;
+  config.check = options.check;
+  config.tolerance = backend->tolerance;
+  config.max_bytes = max_bytes;
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<SweepRunner> runner,
+      SweepRunner::Create(backend->comm.get(), backend->memory.get(), config));
+  return SizeRunner([runner](size_t bytes) { return runner->RunSize(bytes); });
 }
 
 }  // namespace
@@ -97,20 +145,8 @@ absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
                                 absl::StrCat(getpid(), "\t", Hostname(), "\t",
                                              backend.memory->Describe())));
 
-  SweepConfig config;
-  config.collective = options.collective;
-  config.type = options.type;
-  config.op = options.op;
-  config.root = options.root;
-  config.iters = options.iters;
-  config.warmup = options.warmup;
-  config.check = options.check;
-  config.tolerance = backend.tolerance;
-  config.max_bytes = sizes.back();
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<SweepRunner> runner,
-      SweepRunner::Create(backend.comm.get(), backend.memory.get(), config));
-
+  ASSIGN_OR_RETURN(const SizeRunner run_size,
+                   MakeSizeRunner(options, run_id, sizes.back(), &backend));
   ReportHeader header = MakeHeader(options, sizes);
   const bool printer = rank == 0;
   if (printer) {
@@ -122,7 +158,7 @@ absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
 
   std::vector<SizeResult> results;
   for (const size_t bytes : sizes) {
-    ASSIGN_OR_RETURN(SizeResult result, runner->RunSize(bytes));
+    ASSIGN_OR_RETURN(SizeResult result, run_size(bytes));
     if (printer) {
       out << (options.json ? FormatJsonRow(header, result)
                            : FormatTextRow(header, result))

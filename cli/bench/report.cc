@@ -21,6 +21,11 @@ std::string Center(const std::string& text, int width) {
                       std::string(pad - pad / 2, ' '));
 }
 
+// The in-place columns of a backend that has no in-place form.
+std::string AbsentPassColumns() {
+  return absl::StrFormat("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+}
+
 std::string PassColumns(const PassResult& pass) {
   const std::string wrong = pass.wrong < 0 ? "N/A" : absl::StrCat(pass.wrong);
   return absl::StrFormat("  %7s  %6.2f  %6.2f  %6s", FormatTime(pass.time_us),
@@ -67,6 +72,7 @@ Summary Summarize(const std::vector<SizeResult>& results) {
   int passes = 0;
   for (const SizeResult& result : results) {
     for (const PassResult* pass : {&result.out_of_place, &result.in_place}) {
+      if (pass == &result.in_place && !result.has_in_place) continue;
       busbw_total += pass->busbw;
       ++passes;
       if (pass->wrong >= 0) {
@@ -95,10 +101,24 @@ std::string FormatTime(double time_us) {
 }
 
 std::string FormatTextHeader(const ReportHeader& header) {
-  std::string out =
-      absl::StrCat("# gradsync bench ", CollectiveName(header.collective),
-                   ": backend ", header.backend, ", algo ", header.algorithm,
-                   ", ", header.ranks, " ranks\n");
+  const bool ps = !header.ps_shard_addresses.empty();
+  std::string out = absl::StrCat(
+      "# gradsync bench ", CollectiveName(header.collective), ": backend ",
+      header.backend, ", ",
+      ps ? absl::StrCat(header.ps_shard_addresses.size(), " shards")
+         : absl::StrCat("algo ", header.algorithm),
+      ", ", header.ranks, " ranks\n");
+  if (ps) {
+    absl::StrAppend(&out, "# PS shards:");
+    for (size_t k = 0; k < header.ps_shard_addresses.size(); ++k) {
+      absl::StrAppend(&out, k == 0 ? " " : ", ", k, " at ",
+                      header.ps_shard_addresses[k]);
+    }
+    absl::StrAppend(
+        &out,
+        "; sync, SGD lr 1\n# time: one PushPull per rank (push S bytes, "
+        "pull S bytes); busbw = algbw * 2 max(1, N/K); no in-place form\n");
+  }
   const std::string step = header.increment > 0
                                ? absl::StrCat(header.increment, "(bytes)")
                                : absl::StrCat(header.factor, "(factor)");
@@ -134,7 +154,9 @@ std::string FormatTextRow(const ReportHeader& header,
       absl::StrFormat("%12d  %12d  %8s  %6s  %6d", result.size_bytes,
                       result.count, DataTypeName(header.type),
                       RedopLabel(header), RootLabel(header)),
-      PassColumns(result.out_of_place), PassColumns(result.in_place), "\n");
+      PassColumns(result.out_of_place),
+      result.has_in_place ? PassColumns(result.in_place) : AbsentPassColumns(),
+      "\n");
 }
 
 std::string FormatTextFooter(const Summary& summary) {
@@ -153,12 +175,16 @@ std::string FormatJsonRow(const ReportHeader& header,
       JsonString(std::string(CollectiveName(header.collective))),
       ",\"backend\":", JsonString(header.backend),
       ",\"algo\":", JsonString(header.algorithm), ",\"ranks\":", header.ranks,
+      header.ps_shard_addresses.empty()
+          ? std::string()
+          : absl::StrCat(",\"shards\":", header.ps_shard_addresses.size()),
       ",\"size\":", result.size_bytes, ",\"count\":", result.count,
       ",\"type\":", JsonString(std::string(DataTypeName(header.type))),
       ",\"redop\":", JsonString(RedopLabel(header)),
       ",\"root\":", RootLabel(header),
-      ",\"out_of_place\":", JsonPass(result.out_of_place),
-      ",\"in_place\":", JsonPass(result.in_place), "}\n");
+      ",\"out_of_place\":", JsonPass(result.out_of_place), ",\"in_place\":",
+      result.has_in_place ? JsonPass(result.in_place) : std::string("null"),
+      "}\n");
 }
 
 std::string FormatJsonSummary(const ReportHeader& header,

@@ -34,6 +34,10 @@ struct SizeResult {
   size_t count = 0;       // the count column (param_count)
   PassResult out_of_place;
   PassResult in_place;
+  // False where the backend has no in-place form (ps: the pulled
+  // parameters never overwrite the pushed gradient); its columns print N/A
+  // and it counts in no summary.
+  bool has_in_place = true;
 };
 
 // Who ran where, for the "#  Rank  r Pid ... on host ..." lines.
@@ -61,6 +65,9 @@ struct ReportHeader {
   int iters = 0;
   bool check = true;
   std::vector<RankInfo> rank_info;
+  // Backend "ps": the address of each shard k (K = its size), and what
+  // busbw is (PsBusBandwidthFactor).
+  std::vector<std::string> ps_shard_addresses;
 };
 
 struct Summary {
@@ -88,7 +95,8 @@ std::string FormatTextFooter(const Summary& summary);
 //    "size":1048576,"count":262144,"type":"float","redop":"sum","root":-1,
 //    "out_of_place":{"time_us":..,"algbw":..,"busbw":..,"wrong":0},
 //    "in_place":{...}}
-// (bandwidths in GB/s; "wrong" is null when unchecked). The summary:
+// (bandwidths in GB/s; "wrong" is null when unchecked; backend ps adds
+// "shards":K after "ranks" and has "in_place":null). The summary:
 //   {"summary":true,"collective":..,"ranks":4,"wrong":0,"ok":true,
 //    "checked":true,"avg_busbw":..}
 std::string FormatJsonRow(const ReportHeader& header, const SizeResult& result);

@@ -153,6 +153,20 @@ absl::StatusOr<ListWorkersResponse> CoordinatorClient::ListWorkers() {
   return response;
 }
 
+absl::StatusOr<SwitchJobResponse> CoordinatorClient::SwitchJob(
+    absl::string_view job_id, SyncMode mode) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  SwitchJobRequest request;
+  request.set_job_id(std::string(job_id));
+  request.set_mode(mode);
+  SwitchJobResponse response;
+  absl::Status status =
+      Convert(stub_->SwitchJob(&context, request, &response), "SwitchJob");
+  if (!status.ok()) return status;
+  return response;
+}
+
 absl::Status CoordinatorClient::WatchJob(
     absl::string_view job_id, absl::Duration deadline,
     const std::function<absl::Status(const JobEvent&)>& on_event) {

@@ -75,7 +75,14 @@ class CoordinatorClient {
   // NOT_FOUND: unknown job.
   [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
       absl::string_view job_id);
+  // Workers and parameter servers.
   [[nodiscard]] absl::StatusOr<ListWorkersResponse> ListWorkers();
+  // Asks the job to synchronise through `mode` from the next step boundary
+  // its ranks agree on; returns the request's epoch and the job's status.
+  // NOT_FOUND: unknown job; FAILED_PRECONDITION: it ended, or PS mode with
+  // no parameter server; INVALID_ARGUMENT: a mode that is not RING or PS.
+  [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchJob(
+      absl::string_view job_id, SyncMode mode);
 
   // Follows the job's WatchJob stream, calling `on_event` for each event
   // until the stream ends (the job ended and every metric was sent) or

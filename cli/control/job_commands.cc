@@ -127,7 +127,9 @@ constexpr char kSubmitUsage[] =
     "      --dataset fashion-mnist --optimizer momentum --lr 0.05 \\\n"
     "      --batch-size 256 --steps 500 --mode ring --follow\n"
     "  gradsync submit --model synthetic --synthetic-floats 25M \\\n"
-    "      --compute-ms 20 --workers 4 --steps 50 --follow\n";
+    "      --compute-ms 20 --workers 4 --steps 50 --follow\n"
+    "  gradsync submit --workers 4 --mode ps --ps-shards 2 --sync sync \\\n"
+    "      --switch-at 100:ring --steps 200 --follow\n";
 
 }  // namespace
 
@@ -162,7 +164,11 @@ int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
   } else {
     *env.out << "submitted job " << *job_id << " (" << spec->name() << ": "
              << spec->num_workers() << " workers, "
-             << SyncModeName(spec->mode()) << ")\n";
+             << SyncModeName(spec->mode());
+    for (const SwitchSpec& s : spec->switches()) {
+      *env.out << ", " << SyncModeName(s.mode()) << " from step " << s.step();
+    }
+    *env.out << ")\n";
     if (!follow.follow) {
       *env.out << "follow it with: gradsync watch " << *job_id << "\n";
     }
@@ -259,24 +265,29 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
   std::string format = "csv";
   std::vector<FlagSpec> flags;
-  flags.push_back(FlagSpec{"format", "csv|json",
-                           "csv (a header, then a row per rank and step) or "
-                           "json (csv)",
-                           [&format](absl::string_view value) {
-                             if (value != "csv" && value != "json") {
-                               return absl::InvalidArgumentError(
-                                   absl::StrCat("--format is '", value,
-                                                "'; use csv or json"));
-                             }
-                             format = std::string(value);
-                             return absl::OkStatus();
-                           }});
+  flags.push_back(
+      FlagSpec{"format", "csv|json|table",
+               "csv (a header, then a row per rank and step), "
+               "json, or table (means per rank) (csv)",
+               [&format](absl::string_view value) {
+                 if (value != "csv" && value != "json" && value != "table") {
+                   return absl::InvalidArgumentError(absl::StrCat(
+                       "--format is '", value, "'; use csv, json or table"));
+                 }
+                 format = std::string(value);
+                 return absl::OkStatus();
+               }});
   AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
   if (auto done = Parse(args, flags, "metrics",
-                        "usage: gradsync metrics JOB [--format csv|json]\n\n"
+                        "usage: gradsync metrics JOB "
+                        "[--format csv|json|table]\n\n"
                         "Every step metric of every rank (times in seconds, "
-                        "bytes, loss),\nsorted by step then rank. --json is "
+                        "bytes, loss),\nsorted by step then rank, then the "
+                        "latest counters of each parameter-\nserver shard "
+                        "(PS jobs): csv prints them as a second table after "
+                        "a\nblank line, json under \"shards\", table as "
+                        "means per rank and a shard\ntable. --json is "
                         "--format json.\n",
                         common, env, &positional)) {
     return *done;
@@ -293,8 +304,21 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
     return ReportError(env, "metrics", common.json, response.status());
   }
   const std::vector<StepMetrics> metrics = SortedMetrics(response->metrics());
-  *env.out << (format == "json" ? MetricsToJson(positional[0], metrics)
-                                : MetricsToCsv(metrics));
+  const auto& shards = response->shards();
+  if (format == "json") {
+    *env.out << MetricsToJson(positional[0], metrics, shards);
+  } else if (format == "table") {
+    const std::vector<StepBreakdown> rows = ComputeBreakdown(metrics);
+    *env.out << (rows.empty() ? std::string("no step metrics yet\n")
+                              : absl::StrCat("per-step means:\n",
+                                             FormatBreakdownTable(rows)));
+    if (!shards.empty()) {
+      *env.out << "\nparameter-server shards:\n" << FormatShardTable(shards);
+    }
+  } else {
+    *env.out << MetricsToCsv(metrics);
+    if (!shards.empty()) *env.out << "\n" << ShardsToCsv(shards);
+  }
   env.out->flush();
   return kExitOk;
 }
@@ -325,6 +349,68 @@ int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
   return kExitOk;
 }
 
+int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env) {
+  CommonOptions common;
+  std::vector<FlagSpec> flags;
+  AddCommonFlags(&common, &flags);
+  std::vector<std::string> positional;
+  if (auto done = Parse(args, flags, "switch",
+                        "usage: gradsync switch JOB ps|ring [flags]\n\n"
+                        "Asks a pending or running job to synchronise "
+                        "through the parameter\nserver (ps) or the peer "
+                        "ring (ring). The ranks apply it at the next\nstep "
+                        "boundary they agree on; `gradsync status JOB` "
+                        "shows the step.\n",
+                        common, env, &positional)) {
+    return *done;
+  }
+  if (positional.size() == 1) {
+    return ReportUsageError(
+        env, "switch", args,
+        absl::InvalidArgumentError("name the mode to switch to: ps or ring"));
+  }
+  if (auto done = ExpectPositional(args, positional, 2, "job", "switch", env)) {
+    return *done;
+  }
+  const std::string& mode_name = positional[1];
+  if (mode_name != "ps" && mode_name != "ring") {
+    return ReportUsageError(
+        env, "switch", args,
+        absl::InvalidArgumentError(
+            absl::StrCat("the mode is '", mode_name, "'; use ps or ring")));
+  }
+  const SyncMode mode = mode_name == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING;
+  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  absl::StatusOr<SwitchJobResponse> response =
+      client->SwitchJob(positional[0], mode);
+  if (!response.ok()) {
+    return ReportError(env, "switch", common.json, response.status());
+  }
+  if (common.json) {
+    *env.out << MessageToJson(*response) << "\n";
+  } else {
+    const JobStatus& job = response->status();
+    *env.out << "job " << job.job_id() << ": switch to " << mode_name
+             << " requested (epoch " << response->epoch() << "); "
+             << (job.state() == JOB_STATE_PENDING
+                     ? "the job is pending: its ranks get it with their "
+                       "assignment and apply it at the first step boundary "
+                       "they agree on"
+                     : "it applies at the next step boundary the ranks "
+                       "agree on")
+             << "\n";
+    if (job.mode() == mode && job.state() != JOB_STATE_PENDING) {
+      *env.out << "(the job already runs in " << mode_name
+               << " mode: it stays there unless an earlier request is "
+                  "still pending)\n";
+    }
+    *env.out << "see when it took effect with: gradsync status " << job.job_id()
+             << "\n";
+  }
+  env.out->flush();
+  return kExitOk;
+}
+
 int SubmitMain(const std::vector<std::string>& args) {
   return RunSubmit(args, ProcessCommandEnv());
 }
@@ -342,6 +428,9 @@ int MetricsMain(const std::vector<std::string>& args) {
 }
 int WorkersMain(const std::vector<std::string>& args) {
   return RunWorkers(args, ProcessCommandEnv());
+}
+int SwitchMain(const std::vector<std::string>& args) {
+  return RunSwitch(args, ProcessCommandEnv());
 }
 
 }  // namespace control

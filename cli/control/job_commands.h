@@ -4,8 +4,9 @@
 //   gradsync watch JOB
 //   gradsync status [JOB]
 //   gradsync cancel JOB
-//   gradsync metrics JOB [--format csv|json]
+//   gradsync metrics JOB [--format csv|json|table]
 //   gradsync workers
+//   gradsync switch JOB ps|ring
 //
 // Each takes --coordinator HOST:PORT (else $GRADSYNC_COORDINATOR, else
 // 127.0.0.1:29400), --timeout SECONDS (per call) and --json (one JSON
@@ -30,6 +31,7 @@ int RunStatus(const std::vector<std::string>& args, const CommandEnv& env);
 int RunCancel(const std::vector<std::string>& args, const CommandEnv& env);
 int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env);
 int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env);
+int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env);
 
 int SubmitMain(const std::vector<std::string>& args);
 int WatchMain(const std::vector<std::string>& args);
@@ -37,6 +39,7 @@ int StatusMain(const std::vector<std::string>& args);
 int CancelMain(const std::vector<std::string>& args);
 int MetricsMain(const std::vector<std::string>& args);
 int WorkersMain(const std::vector<std::string>& args);
+int SwitchMain(const std::vector<std::string>& args);
 
 }  // namespace control
 }  // namespace gradsync

@@ -74,6 +74,41 @@ std::string FormatTime(double unix_seconds) {
       absl::LocalTimeZone());
 }
 
+// The mode the job runs in now (coordinators before the PS path left
+// JobStatus.mode unset: the spec's then).
+SyncMode CurrentMode(const JobStatus& job) {
+  return job.mode() != SYNC_MODE_UNSPECIFIED ? job.mode() : job.spec().mode();
+}
+
+// "2 shards (one per server), sync, 1 MiB chunks" for status JOB.
+std::string DescribePs(const JobSpec& spec) {
+  const PsSpec& ps = spec.ps();
+  std::string text = ps.shards() > 0
+                         ? absl::StrCat(ps.shards(), " shards")
+                         : std::string("one shard per parameter server");
+  const std::string sync = ps.sync().empty() ? "sync" : ps.sync();
+  absl::StrAppend(&text, ", ", sync);
+  if (sync == "ssp")
+    absl::StrAppend(&text, " (staleness ", ps.staleness(), ")");
+  if (ps.chunk_bytes() > 0) {
+    absl::StrAppend(&text, ", ",
+                    FormatBytes(static_cast<double>(ps.chunk_bytes())),
+                    " chunks");
+  }
+  return text;
+}
+
+bool UsesPs(const JobStatus& job) {
+  if (job.spec().mode() == SYNC_MODE_PS || job.mode() == SYNC_MODE_PS ||
+      !job.ps_addresses().empty()) {
+    return true;
+  }
+  for (const SwitchSpec& s : job.spec().switches()) {
+    if (s.mode() == SYNC_MODE_PS) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string JobStateName(JobState state) {
@@ -125,7 +160,7 @@ std::string FormatJobsTable(const ListJobsResponse& jobs, double now) {
   std::vector<std::vector<std::string>> rows;
   for (const JobStatus& job : jobs.jobs()) {
     rows.push_back({job.job_id(), job.spec().name(), JobStateName(job.state()),
-                    SyncModeName(job.spec().mode()),
+                    SyncModeName(CurrentMode(job)),
                     absl::StrCat(job.spec().num_workers()),
                     absl::StrCat(StepsDone(job), "/", TotalSteps(job.spec())),
                     FormatAccuracy(job), JobDuration(job, now),
@@ -164,6 +199,29 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
                        SyncModeName(spec.mode()), spec.num_workers(),
                        spec.batch_size(), spec.optimizer().name(),
                        spec.optimizer().learning_rate(), spec.seed()));
+  line("mode", SyncModeName(CurrentMode(job)));
+  if (UsesPs(job)) line("ps", DescribePs(spec));
+  if (!job.ps_addresses().empty()) {
+    std::vector<std::string> shards;
+    for (int k = 0; k < job.ps_addresses_size(); ++k) {
+      shards.push_back(absl::StrCat(k, "=", job.ps_addresses(k)));
+    }
+    line("ps shards", absl::StrJoin(shards, " "));
+  }
+  if (!spec.switches().empty()) {
+    line("scripted", absl::StrJoin(spec.switches(), ", ",
+                                   [](std::string* out, const SwitchSpec& s) {
+                                     absl::StrAppend(out,
+                                                     SyncModeName(s.mode()),
+                                                     " from step ", s.step());
+                                   }));
+  }
+  if (job.switch_requests() > 0) {
+    line("requests",
+         absl::StrCat(job.switch_requests(), " runtime switch request",
+                      job.switch_requests() == 1 ? "" : "s",
+                      " (gradsync switch)"));
+  }
   line("submitted", FormatTime(job.submit_time()));
   if (job.start_time() > 0) line("started", FormatTime(job.start_time()));
   if (job.end_time() > 0) line("ended", FormatTime(job.end_time()));
@@ -184,7 +242,21 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
   }
   absl::StrAppend(&out, "\n",
                   FormatTable({"RANK", "WORKER", "HOST", "DEVICE"}, rows));
+  if (!job.switches().empty()) {
+    absl::StrAppend(&out, "\nswitches:\n", FormatSwitchTable(job));
+  }
   return out;
+}
+
+std::string FormatSwitchTable(const JobStatus& job) {
+  std::vector<std::vector<std::string>> rows;
+  for (const SwitchRecord& s : job.switches()) {
+    rows.push_back({absl::StrCat(s.step()), SyncModeName(s.from_mode()),
+                    SyncModeName(s.to_mode()),
+                    s.epoch() > 0 ? absl::StrCat("request ", s.epoch())
+                                  : std::string("scripted")});
+  }
+  return FormatTable({"STEP", "FROM", "TO", "BY"}, rows);
 }
 
 std::string FormatWorkersTable(const ListWorkersResponse& workers, double now) {
@@ -201,13 +273,29 @@ std::string FormatWorkersTable(const ListWorkersResponse& workers, double now) {
          worker.job_ids().empty() ? "-" : absl::StrJoin(worker.job_ids(), ","),
          heartbeat});
   }
-  if (rows.empty()) {
-    return "no workers registered (start some with `gradsync local up` or "
-           "gradsync-worker --coordinator ADDRESS)\n";
+  std::string out =
+      rows.empty()
+          ? "no workers registered (start some with `gradsync local up` or "
+            "gradsync-worker --coordinator ADDRESS)\n"
+          : FormatTable({"ID", "HOST", "ADDRESS", "DEVICES", "STATE", "FREE",
+                         "JOBS", "HEARTBEAT"},
+                        rows);
+  if (workers.parameter_servers().empty()) return out;
+  std::vector<std::vector<std::string>> servers;
+  for (const ParameterServerInfo& ps : workers.parameter_servers()) {
+    servers.push_back(
+        {ps.ps_id(), ps.host(), ps.address(), ps.lost() ? "LOST" : "LIVE",
+         absl::StrCat(ps.shards()),
+         ps.job_ids().empty() ? "-" : absl::StrJoin(ps.job_ids(), ","),
+         ps.last_heartbeat() > 0
+             ? absl::StrCat(FormatElapsed(now - ps.last_heartbeat()), " ago")
+             : "-"});
   }
-  return FormatTable({"ID", "HOST", "ADDRESS", "DEVICES", "STATE", "FREE",
-                      "JOBS", "HEARTBEAT"},
-                     rows);
+  absl::StrAppend(&out, "\nparameter servers:\n",
+                  FormatTable({"ID", "HOST", "ADDRESS", "STATE", "SHARDS",
+                               "JOBS", "HEARTBEAT"},
+                              servers));
+  return out;
 }
 
 std::vector<StepMetrics> SortedMetrics(
@@ -229,15 +317,51 @@ std::string MetricsToCsv(const std::vector<StepMetrics>& metrics) {
   return out;
 }
 
-std::string MetricsToJson(absl::string_view job_id,
-                          const std::vector<StepMetrics>& metrics) {
+std::string MetricsToJson(
+    absl::string_view job_id, const std::vector<StepMetrics>& metrics,
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards) {
   std::vector<std::string> items;
   items.reserve(metrics.size());
   for (const StepMetrics& metric : metrics) {
     items.push_back(MessageToJson(metric));
   }
+  std::vector<std::string> shard_items;
+  for (const ps::ShardStats& shard : shards) {
+    shard_items.push_back(MessageToJson(shard));
+  }
   return absl::StrCat("{\"jobId\":", JsonQuote(job_id), ",\"metrics\":[",
-                      absl::StrJoin(items, ","), "]}\n");
+                      absl::StrJoin(items, ","), "],\"shards\":[",
+                      absl::StrJoin(shard_items, ","), "]}\n");
+}
+
+std::string ShardsToCsv(
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards) {
+  std::string out =
+      absl::StrCat(CsvHeader(*ps::ShardStats::descriptor()), "\n");
+  for (const ps::ShardStats& shard : shards) {
+    absl::StrAppend(&out, CsvRow(shard), "\n");
+  }
+  return out;
+}
+
+std::string FormatShardTable(
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards) {
+  std::vector<std::vector<std::string>> rows;
+  for (const ps::ShardStats& s : shards) {
+    rows.push_back(
+        {absl::StrCat(s.shard()), absl::StrCat(s.end() - s.begin()),
+         absl::StrCat(s.pushes()), absl::StrCat(s.pulls()),
+         absl::StrCat(s.updates()),
+         FormatBytes(static_cast<double>(s.bytes_in())),
+         FormatBytes(static_cast<double>(s.bytes_out())),
+         FormatMillis(s.wait_last_worker_s()), FormatMillis(s.aggregate_s()),
+         FormatMillis(s.optimizer_s()), FormatMillis(s.staleness_wait_s()),
+         absl::StrCat(s.queue_depth(), "/", s.max_queue_depth())});
+  }
+  return FormatTable({"SHARD", "ELEMENTS", "PUSHES", "PULLS", "UPDATES",
+                      "BYTES_IN", "BYTES_OUT", "WAIT_LAST_MS", "AGGREGATE_MS",
+                      "OPTIMIZER_MS", "SSP_WAIT_MS", "QUEUE/MAX"},
+                     rows);
 }
 
 }  // namespace control

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
+#include "proto/ps.pb.h"
 
 namespace gradsync {
 namespace control {
@@ -35,11 +36,19 @@ std::string FormatDevices(
 // ACCURACY AGE MESSAGE, one row per job.
 std::string FormatJobsTable(const ListJobsResponse& jobs, double now);
 
-// `gradsync status JOB`: the job's fields, then its placement table
-// (RANK WORKER HOST DEVICE).
+// `gradsync status JOB`: the job's fields (the mode it runs in now, its PS
+// settings and shard addresses, scripted switches and runtime requests),
+// then its placement table (RANK WORKER HOST DEVICE) and, once the ranks
+// switched, the switch table.
 std::string FormatJobDetail(const JobStatus& job, double now);
 
-// `gradsync workers`: ID HOST ADDRESS DEVICES STATE FREE JOBS HEARTBEAT.
+// The switches the ranks made: STEP FROM TO BY, BY being "request <epoch>"
+// or "scripted" (JobSpec.switches).
+std::string FormatSwitchTable(const JobStatus& job);
+
+// `gradsync workers`: ID HOST ADDRESS DEVICES STATE FREE JOBS HEARTBEAT,
+// then, when any registered, the parameter servers: ID HOST ADDRESS STATE
+// SHARDS JOBS HEARTBEAT.
 std::string FormatWorkersTable(const ListWorkersResponse& workers, double now);
 
 // The metrics sorted by step, then rank (stable: a repeated (step, rank)
@@ -50,9 +59,22 @@ std::vector<StepMetrics> SortedMetrics(
 // CSV: a header of StepMetrics' field names, then one row per metric.
 std::string MetricsToCsv(const std::vector<StepMetrics>& metrics);
 
-// {"jobId":"...","metrics":[{...},...]} on one line.
-std::string MetricsToJson(absl::string_view job_id,
-                          const std::vector<StepMetrics>& metrics);
+// {"jobId":"...","metrics":[{...},...],"shards":[{...},...]} on one line
+// (shards: the latest counters of each PS shard).
+std::string MetricsToJson(
+    absl::string_view job_id, const std::vector<StepMetrics>& metrics,
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards);
+
+// CSV of the shard counters: a header of ShardStats' scalar field names,
+// then one row per shard.
+std::string ShardsToCsv(
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards);
+
+// The shard counters for people: SHARD ELEMENTS PUSHES PULLS UPDATES
+// BYTES_IN BYTES_OUT WAIT_LAST_MS (sync: first push to last, summed over
+// steps) AGGREGATE_MS OPTIMIZER_MS SSP_WAIT_MS QUEUE/MAX.
+std::string FormatShardTable(
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards);
 
 }  // namespace control
 }  // namespace gradsync

@@ -48,6 +48,73 @@ absl::Status OneOf(absl::string_view flag, absl::string_view value,
       absl::StrCat(flag, " is '", value, "'; use one of ", list));
 }
 
+// A byte count: an integer with an optional K, M or G suffix (KiB, MiB,
+// GiB), e.g. "256K"; >= min.
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view flag,
+                                      absl::string_view value, int64_t min) {
+  int64_t unit = 1;
+  absl::string_view digits = value;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K':
+      case 'k':
+        unit = int64_t{1} << 10;
+        break;
+      case 'M':
+      case 'm':
+        unit = int64_t{1} << 20;
+        break;
+      case 'G':
+      case 'g':
+        unit = int64_t{1} << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit > 1) digits.remove_suffix(1);
+  }
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(digits, &n) || n < min || n > (INT64_MAX >> 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " wants a byte count >= ", min,
+        " (an integer, optionally with K, M or G for KiB, MiB, GiB), got '",
+        value, "'"));
+  }
+  return n * unit;
+}
+
+// --switch-at STEP:MODE: adds the switch, keeping them in step order.
+absl::Status AddScriptedSwitch(absl::string_view value, JobSpec* spec) {
+  const size_t colon = value.find(':');
+  if (colon == absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--switch-at wants STEP:MODE (MODE ring or ps), e.g. "
+                     "100:ring; got '",
+                     value, "'"));
+  }
+  ASSIGN_OR_RETURN(int64_t step, ParseIntValue("--switch-at (the step)",
+                                               value.substr(0, colon), 1));
+  const absl::string_view mode = value.substr(colon + 1);
+  RETURN_IF_ERROR(OneOf("--switch-at (the mode)", mode, {"ring", "ps"}));
+  auto* switches = spec->mutable_switches();
+  auto at =
+      std::find_if(switches->begin(), switches->end(),
+                   [step](const SwitchSpec& s) { return s.step() >= step; });
+  if (at != switches->end() && at->step() == step) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--switch-at names step ", step, " twice"));
+  }
+  SwitchSpec added;
+  added.set_step(step);
+  added.set_mode(mode == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING);
+  const int index = static_cast<int>(at - switches->begin());
+  *switches->Add() = std::move(added);
+  for (int i = switches->size() - 1; i > index; --i) {
+    switches->SwapElements(i, i - 1);
+  }
+  return absl::OkStatus();
+}
+
 // The rows: one per flag. Integer ranges here catch typos; the coordinator
 // checks the whole spec (batch >= ranks, fashion-mnist's widths, ...).
 const SpecFlagRow kSpecRows[] = {
@@ -213,6 +280,41 @@ const SpecFlagRow kSpecRows[] = {
        s->set_mode(v == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING);
        return absl::OkStatus();
      }},
+    {"ps-shards", "K", "PS shards (0: one per parameter server)", "ps.shards",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--ps-shards", v, 0));
+       if (n > INT32_MAX) {
+         return absl::InvalidArgumentError("--ps-shards is too large");
+       }
+       s->mutable_ps()->set_shards(static_cast<int32_t>(n));
+       return absl::OkStatus();
+     }},
+    {"sync", "MODE", "PS updates: sync, async or ssp (sync)", "ps.sync",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--sync", v, {"sync", "async", "ssp"}));
+       s->mutable_ps()->set_sync(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"staleness", "S", "--sync ssp: most steps a rank runs ahead (0)",
+     "ps.staleness",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--staleness", v, 0));
+       if (n > INT32_MAX) {
+         return absl::InvalidArgumentError("--staleness is too large");
+       }
+       s->mutable_ps()->set_staleness(static_cast<int32_t>(n));
+       return absl::OkStatus();
+     }},
+    {"ps-chunk-bytes", "N", "PS push/pull message size, e.g. 256K (1M)",
+     "ps.chunk_bytes",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseByteSize("--ps-chunk-bytes", v, 1));
+       s->mutable_ps()->set_chunk_bytes(n);
+       return absl::OkStatus();
+     }},
+    {"switch-at", "STEP:MODE",
+     "from STEP on sync through MODE (ring|ps); repeatable", "switches",
+     &AddScriptedSwitch},
     {"device", "KIND", "cpu or cuda (cpu)", "device",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--device", v, {"cpu", "cuda"}));

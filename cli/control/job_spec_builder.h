@@ -45,8 +45,10 @@ struct JobSpecFlags {
 // --synthetic-floats, --compute-ms, --dataset, --data-path, --optimizer,
 // --lr, --momentum, --nesterov, --weight-decay, --batch-size, --steps,
 // --epochs, --seed, --bucket-mb, --accumulate, --eval-every,
-// --blas-threads, --mode, --device, --checkpoint-dir, --checkpoint-every,
-// --file) to `flags`, writing into `out`.
+// --blas-threads, --mode, --ps-shards, --sync, --staleness,
+// --ps-chunk-bytes, --switch-at (repeatable: STEP:MODE, kept in step
+// order), --device, --checkpoint-dir, --checkpoint-every, --file) to
+// `flags`, writing into `out`.
 void AddJobSpecFlags(JobSpecFlags* out, std::vector<FlagSpec>* flags);
 
 // Parses `json` as a JobSpec; `source` (the file name) leads the error.

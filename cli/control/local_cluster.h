@@ -1,8 +1,9 @@
 // The local cluster of `gradsync local up` / `local down`: one
-// gradsync-coordinator and N gradsync-worker daemons on 127.0.0.1, started
-// in the background (each in its own session, stdout and stderr to
-// <run-dir>/<name>.log) and recorded in <run-dir>/cluster.json, which is
-// what `local down` and a second `local up` read.
+// gradsync-coordinator, N gradsync-worker and M gradsync-ps (parameter
+// server) daemons on 127.0.0.1, started in the background (each in its own
+// session, stdout and stderr to <run-dir>/<name>.log) and recorded in
+// <run-dir>/cluster.json, which is what `local down` and a second `local
+// up` read. Daemon names: "coordinator", "worker-<i>", "ps-<i>".
 //
 //   LocalUpConfig config;
 //   config.run_dir = "/tmp/run";
@@ -36,6 +37,7 @@ namespace control {
 
 inline constexpr absl::string_view kCoordinatorBinary = "gradsync-coordinator";
 inline constexpr absl::string_view kWorkerBinary = "gradsync-worker";
+inline constexpr absl::string_view kPsBinary = "gradsync-ps";
 inline constexpr absl::string_view kClusterFile = "cluster.json";
 
 // One daemon of the cluster.
@@ -43,8 +45,10 @@ struct DaemonRecord {
   std::string name;    // "coordinator", "worker-0", ...
   std::string binary;  // absolute path it was started from
   int pid = 0;
-  std::string log;      // absolute path of its log
-  std::string address;  // coordinator: HOST:PORT; worker: its IP
+  std::string log;  // absolute path of its log
+  // coordinator, parameter server: HOST:PORT (a server's from the first
+  // line of its log); worker: its IP
+  std::string address;
   std::string devices;  // workers: the --devices value
 };
 
@@ -102,11 +106,16 @@ std::vector<std::string> StopDaemons(const std::vector<DaemonRecord>& daemons,
 struct LocalUpConfig {
   std::string run_dir;  // created if missing
   int workers = 1;
+  // gradsync-ps daemons, each started with --listen 127.0.0.1:0
+  // --coordinator ADDRESS.
+  int parameter_servers = 0;
   std::string devices_per_worker = "cpu:1";
   int port = 29400;  // 0: the coordinator picks a free one
   std::string coordinator_binary;
   std::string worker_binary;
-  // How long the coordinator and every worker get to come up.
+  std::string ps_binary;  // needed when parameter_servers > 0
+  // How long the coordinator, every worker and parameter server get to
+  // come up.
   absl::Duration timeout = absl::Seconds(30);
   absl::Duration stop_grace = absl::Seconds(10);
 };
@@ -115,15 +124,16 @@ struct LocalUpResult {
   ClusterRecord record;
   bool already_up = false;  // a live cluster was found in run_dir
   int registered_workers = 0;
+  int registered_parameter_servers = 0;  // live ones
 };
 
 // Brings the cluster up and waits until the coordinator answers and all
-// workers are registered. If run_dir holds a live cluster, returns it
-// (already_up). A stale cluster.json (its coordinator is gone) is cleaned
-// up first. Errors: FAILED_PRECONDITION when another coordinator already
-// answers on the port; UNAVAILABLE / DEADLINE_EXCEEDED naming the daemon
-// that exited or did not come up, with the tail of its log (whatever was
-// started is stopped again).
+// workers and parameter servers are registered (ListWorkers shows them). If
+// run_dir holds a live cluster, returns it (already_up). A stale cluster.json
+// (its coordinator is gone) is cleaned up first. Errors: FAILED_PRECONDITION
+// when another coordinator already answers on the port; UNAVAILABLE /
+// DEADLINE_EXCEEDED naming the daemon that exited or did not come up, with the
+// tail of its log (whatever was started is stopped again).
 [[nodiscard]] absl::StatusOr<LocalUpResult> LocalUp(
     const LocalUpConfig& config);
 
@@ -133,8 +143,9 @@ struct LocalDownResult {
   std::vector<std::string> killed;   // those that needed SIGKILL
 };
 
-// Stops the daemons of <run_dir>/cluster.json (workers first) and removes
-// the file; logs stay. No cluster.json: was_up false, nothing done.
+// Stops the daemons of <run_dir>/cluster.json (workers first, then the
+// parameter servers, then the coordinator) and removes the file; logs
+// stay. No cluster.json: was_up false, nothing done.
 [[nodiscard]] absl::StatusOr<LocalDownResult> LocalDown(
     const std::string& run_dir, absl::Duration grace);
 

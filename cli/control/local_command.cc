@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/control/format.h"
@@ -13,18 +14,20 @@ namespace control {
 namespace {
 
 constexpr char kLocalUsage[] =
-    "usage: gradsync local up --workers N [flags]\n"
+    "usage: gradsync local up --workers N [--ps M] [flags]\n"
     "       gradsync local down [flags]\n\n"
-    "up: starts gradsync-coordinator and N gradsync-worker daemons on\n"
-    "127.0.0.1 in the background (logs and cluster.json in the run\n"
-    "directory), waits until every worker has registered, and prints the\n"
-    "line that points the CLI at it. Running it again on a live cluster\n"
-    "says so and changes nothing.\n"
+    "up: starts gradsync-coordinator, N gradsync-worker and M gradsync-ps\n"
+    "(parameter server) daemons on 127.0.0.1 in the background (logs and\n"
+    "cluster.json in the run directory), waits until every worker and\n"
+    "parameter server has registered, and prints the line that points the\n"
+    "CLI at it. Running it again on a live cluster says so and changes\n"
+    "nothing.\n"
     "down: stops the daemons recorded in the run directory (SIGTERM, then\n"
     "SIGKILL after --timeout) and removes cluster.json; logs stay.\n";
 
 struct LocalOptions {
   int64_t workers = 1;
+  int64_t ps = 0;
   std::string devices = "cpu:1";
   std::string run_dir;
   int64_t port = 29400;
@@ -32,6 +35,7 @@ struct LocalOptions {
   bool timeout_set = false;
   std::string coordinator_binary;
   std::string worker_binary;
+  std::string ps_binary;
   bool json = false;
   bool help = false;
 };
@@ -39,6 +43,8 @@ struct LocalOptions {
 std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
   std::vector<FlagSpec> flags = {
       IntFlag("workers", "up: worker daemons to start (1)", 1, &o->workers),
+      IntFlag("ps", "up: parameter servers (gradsync-ps) to start (0)", 0,
+              &o->ps),
       StringFlag("devices-per-worker", "LIST",
                  "up: each worker's --devices (cpu:1)", &o->devices),
       StringFlag("run-dir", "DIR",
@@ -60,6 +66,8 @@ std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
                  "up: the gradsync-coordinator to run", &o->coordinator_binary),
       StringFlag("worker-binary", "PATH", "up: the gradsync-worker to run",
                  &o->worker_binary),
+      StringFlag("ps-binary", "PATH", "up: the gradsync-ps to run",
+                 &o->ps_binary),
       SwitchFlag("json", "machine-readable output (JSON)", &o->json),
       SwitchFlag("help", "print this help", &o->help),
   };
@@ -102,6 +110,18 @@ int Up(const LocalOptions& o, const std::string& run_dir,
     return ReportError(env, "local up", o.json, worker.status());
   config.coordinator_binary = *coordinator;
   config.worker_binary = *worker;
+  if (o.ps > 1024) {
+    return ReportUsageError(
+        env, "local up", {},
+        absl::InvalidArgumentError("--ps is above 1024 parameter servers"));
+  }
+  config.parameter_servers = static_cast<int>(o.ps);
+  if (config.parameter_servers > 0) {
+    absl::StatusOr<std::string> ps =
+        Binary(o.ps_binary, kPsBinary, {"../server/ps", ""}, env);
+    if (!ps.ok()) return ReportError(env, "local up", o.json, ps.status());
+    config.ps_binary = *ps;
+  }
 
   absl::StatusOr<LocalUpResult> up = LocalUp(config);
   if (!up.ok()) return ReportError(env, "local up", o.json, up.status());
@@ -109,27 +129,47 @@ int Up(const LocalOptions& o, const std::string& run_dir,
   if (o.json) {
     *env.out << "{\"alreadyUp\":" << (up->already_up ? "true" : "false")
              << ",\"registeredWorkers\":" << up->registered_workers
+             << ",\"registeredParameterServers\":"
+             << up->registered_parameter_servers
              << ",\"cluster\":" << ClusterRecordToJson(record) << "}\n";
     env.out->flush();
     return kExitOk;
   }
   int coordinator_pid = 0;
-  std::vector<std::string> logs;
+  int workers = 0;
+  std::vector<std::string> logs, servers;
   for (const DaemonRecord& d : record.daemons) {
-    if (d.name == "coordinator") coordinator_pid = d.pid;
+    if (d.name == "coordinator") {
+      coordinator_pid = d.pid;
+    } else if (absl::StartsWith(d.name, "ps-")) {
+      servers.push_back(d.address.empty() ? d.name : d.address);
+    } else {
+      ++workers;
+    }
     logs.push_back(d.log);
   }
-  const int workers = static_cast<int>(record.daemons.size()) - 1;
+  const auto ps_count = [](int n) {
+    return absl::StrCat(n, n == 1 ? " parameter server" : " parameter servers");
+  };
   if (up->already_up) {
     *env.out << "a local cluster is already up in " << record.run_dir
              << ": coordinator at " << record.coordinator_address << " (pid "
              << coordinator_pid << "), " << up->registered_workers
-             << " workers registered; nothing started\n";
+             << " workers";
+    if (up->registered_parameter_servers > 0) {
+      *env.out << " and " << ps_count(up->registered_parameter_servers);
+    }
+    *env.out << " registered; nothing started\n";
   } else {
     *env.out << "local cluster up in " << record.run_dir << ": coordinator at "
              << record.coordinator_address << " (pid " << coordinator_pid
              << "), " << workers << " workers (" << config.devices_per_worker
-             << " each), all registered\n";
+             << " each)";
+    if (!servers.empty()) {
+      *env.out << ", " << ps_count(static_cast<int>(servers.size())) << " ("
+               << absl::StrJoin(servers, ", ") << ")";
+    }
+    *env.out << ", all registered\n";
   }
   *env.out << "logs: " << absl::StrJoin(logs, " ") << "\n"
            << "stop it with: gradsync local down --run-dir " << record.run_dir

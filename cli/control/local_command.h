@@ -1,14 +1,15 @@
 // `gradsync local up|down`: a whole cluster on this machine (see
 // local_cluster.h for what it starts and records).
 //
-//   gradsync local up --workers 2 [--devices-per-worker cpu:1]
+//   gradsync local up --workers 2 [--ps 1] [--devices-per-worker cpu:1]
 //                     [--run-dir DIR] [--port 29400] [--timeout 30]
 //   gradsync local down [--run-dir DIR]
 //
 // The run directory is --run-dir, else $GRADSYNC_RUN_DIR, else ./.run. The
 // daemon binaries are looked for next to this binary's build folder
-// (../server/coordinator/, ../worker/), then beside it, then on $PATH;
-// --coordinator-binary / --worker-binary name them outright.
+// (../server/coordinator/, ../worker/, ../server/ps/), then beside it,
+// then on $PATH; --coordinator-binary / --worker-binary / --ps-binary name
+// them outright.
 #ifndef GRADSYNC_CLI_CONTROL_LOCAL_COMMAND_H_
 #define GRADSYNC_CLI_CONTROL_LOCAL_COMMAND_H_
 

@@ -1,6 +1,6 @@
 // LocalUp and LocalDown (local_cluster.h): bring the daemons up in order
-// (the coordinator, then the workers once it answers), record them, and
-// take them down workers first.
+// (the coordinator, then the workers and parameter servers once it
+// answers), record them, and take them down workers first.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,10 +86,41 @@ std::string ListeningAddress(const std::string& log) {
   return "";
 }
 
+// The first line of `log` that looks like HOST:PORT (what gradsync-ps
+// prints first on stdout); empty until there is one.
+std::string PrintedAddress(const std::string& log) {
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const absl::string_view text = absl::StripAsciiWhitespace(line);
+    const size_t colon = text.rfind(':');
+    if (colon == absl::string_view::npos || colon == 0 ||
+        colon + 1 == text.size() ||
+        text.find_first_of(" \t") != absl::string_view::npos) {
+      continue;
+    }
+    const absl::string_view port = text.substr(colon + 1);
+    if (std::all_of(port.begin(), port.end(),
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::string(text);
+    }
+  }
+  return "";
+}
+
 int LiveWorkers(const ListWorkersResponse& workers) {
   return static_cast<int>(std::count_if(
       workers.workers().begin(), workers.workers().end(),
       [](const WorkerInfo& w) { return w.state() != WORKER_STATE_LOST; }));
+}
+
+int LiveParameterServers(const ListWorkersResponse& workers) {
+  return static_cast<int>(std::count_if(
+      workers.parameter_servers().begin(), workers.parameter_servers().end(),
+      [](const ParameterServerInfo& p) { return !p.lost(); }));
+}
+
+bool IsParameterServer(const DaemonRecord& d) {
+  return absl::StartsWith(d.name, "ps-");
 }
 
 absl::StatusOr<ListWorkersResponse> Probe(const std::string& address) {
@@ -122,24 +153,32 @@ void RemoveClusterRecord(const std::string& run_dir) {
 }
 
 // Workers first, so that they can still tell the coordinator why their
-// jobs end; then the coordinator.
+// jobs end; then the parameter servers (the ranks no longer use them);
+// then the coordinator.
 std::vector<std::string> StopWorkersThenCoordinator(
     const std::vector<DaemonRecord>& daemons, absl::Duration grace) {
-  std::vector<DaemonRecord> workers, coordinators;
+  std::vector<DaemonRecord> workers, servers, coordinators;
   for (const DaemonRecord& d : daemons) {
-    (d.name == "coordinator" ? coordinators : workers).push_back(d);
+    (d.name == "coordinator" ? coordinators
+     : IsParameterServer(d)  ? servers
+                             : workers)
+        .push_back(d);
   }
-  std::vector<std::string> killed = StopDaemons(workers, grace);
-  for (std::string& name : StopDaemons(coordinators, grace)) {
-    killed.push_back(std::move(name));
+  std::vector<std::string> killed;
+  for (const auto* group : {&workers, &servers, &coordinators}) {
+    for (std::string& name : StopDaemons(*group, grace)) {
+      killed.push_back(std::move(name));
+    }
   }
   return killed;
 }
 
 // The rest of LocalUp once the coordinator is spawned: its address, the
-// workers, the wait. On error the caller stops what `record` lists.
+// workers and parameter servers, the wait. On error the caller stops what
+// `record` lists.
 absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
-                          ClusterRecord* record, int* registered) {
+                          ClusterRecord* record, int* registered,
+                          int* registered_servers) {
   // A reference into record->daemons would dangle once workers are added.
   const std::string coordinator_log = record->daemons.front().log;
   std::string address = record->daemons.front().address;
@@ -186,30 +225,66 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
                                  worker.log));
     record->daemons.push_back(std::move(worker));
   }
+  for (int i = 0; i < config.parameter_servers; ++i) {
+    DaemonRecord server;
+    server.name = absl::StrCat("ps-", i);
+    server.binary = config.ps_binary;
+    server.log = absl::StrCat(record->run_dir, "/", server.name, ".log");
+    ASSIGN_OR_RETURN(server.pid, SpawnDaemon(server.binary,
+                                             {"--listen", "127.0.0.1:0",
+                                              "--coordinator", address},
+                                             server.log));
+    record->daemons.push_back(std::move(server));
+  }
   RETURN_IF_ERROR(WriteClusterRecord(*record));
-  // Every worker registered.
+  // Every worker and parameter server registered.
   while (true) {
     RETURN_IF_ERROR(CheckRunning(record->daemons));
     absl::StatusOr<ListWorkersResponse> workers = Probe(address);
     if (workers.ok()) {
       *registered = LiveWorkers(*workers);
-      if (*registered >= config.workers) return absl::OkStatus();
+      *registered_servers = LiveParameterServers(*workers);
+      if (*registered >= config.workers &&
+          *registered_servers >= config.parameter_servers) {
+        break;
+      }
     }
     if (absl::Now() > deadline) {
+      const bool workers_missing = *registered < config.workers;
       std::string tails;
       for (const DaemonRecord& d : record->daemons) {
-        if (d.name == "coordinator") continue;
+        if (d.name == "coordinator" ||
+            IsParameterServer(d) == workers_missing) {
+          continue;
+        }
         absl::StrAppend(&tails, "\n", d.log, ":\n", LogTail(d.log, 2));
       }
       return absl::DeadlineExceededError(absl::StrCat(
-          *registered, " of ", config.workers,
-          " workers registered with the coordinator within ",
-          absl::FormatDuration(config.timeout),
+          workers_missing
+              ? absl::StrCat(*registered, " of ", config.workers,
+                             " workers registered")
+              : absl::StrCat(*registered_servers, " of ",
+                             config.parameter_servers,
+                             " parameter servers (gradsync-ps) registered"),
+          " with the coordinator within ", absl::FormatDuration(config.timeout),
           " (raise --timeout on a slow machine); the ends of their logs:",
           tails));
     }
     absl::SleepFor(kPoll);
   }
+  // The servers' addresses, for cluster.json: each prints its address
+  // right after it registered. Best effort: missing ones stay empty.
+  for (bool missing = true; missing;) {
+    missing = false;
+    for (DaemonRecord& d : record->daemons) {
+      if (!IsParameterServer(d) || !d.address.empty()) continue;
+      d.address = PrintedAddress(d.log);
+      missing = missing || d.address.empty();
+    }
+    if (!missing || absl::Now() > deadline) break;
+    absl::SleepFor(kPoll);
+  }
+  return WriteClusterRecord(*record);
 }
 
 }  // namespace
@@ -217,6 +292,9 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
 absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   if (config.workers < 1) {
     return absl::InvalidArgumentError("--workers must be >= 1");
+  }
+  if (config.parameter_servers < 0) {
+    return absl::InvalidArgumentError("--ps must be >= 0");
   }
   if (config.port < 0 || config.port > 65535) {
     return absl::InvalidArgumentError(
@@ -244,6 +322,7 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
         result.record = std::move(*existing);
         result.already_up = true;
         result.registered_workers = LiveWorkers(*workers);
+        result.registered_parameter_servers = LiveParameterServers(*workers);
         return result;
       }
     }
@@ -282,7 +361,8 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
 
   LocalUpResult result;
   absl::Status status =
-      StartAndWait(config, deadline, &record, &result.registered_workers);
+      StartAndWait(config, deadline, &record, &result.registered_workers,
+                   &result.registered_parameter_servers);
   if (!status.ok()) {
     StopWorkersThenCoordinator(record.daemons, config.stop_grace);
     RemoveClusterRecord(config.run_dir);

@@ -61,6 +61,7 @@ std::string FormatProgressLine(const ProgressSnapshot& s, int bar_width) {
     if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
     absl::StrAppendFormat(&line, "  loss %.4f  %.0f samples/s  comm %s  ",
                           s.loss, s.samples_per_s, FormatPercent(s.comm_share));
+    absl::StrAppend(&line, SyncModeName(s.mode), "  ");
   } else {
     absl::StrAppend(&line, "step 0");
     if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
@@ -91,6 +92,14 @@ void ProgressTracker::OnEvent(const JobEvent& event) {
     }
     PrintLine(line);
   }
+  for (; switches_printed_ < status_.switches_size(); ++switches_printed_) {
+    const SwitchRecord& s = status_.switches(switches_printed_);
+    PrintLine(absl::StrCat(
+        "job ", status_.job_id(), ": switched ", SyncModeName(s.from_mode()),
+        " -> ", SyncModeName(s.to_mode()), " at step ", s.step(),
+        s.epoch() > 0 ? absl::StrCat(" (request ", s.epoch(), ")")
+                      : std::string(" (scripted)")));
+  }
   PrintProgress();
 }
 
@@ -115,6 +124,7 @@ ProgressSnapshot ProgressTracker::Snapshot() const {
   s.has_metrics = true;
   s.steps_done = window_.back().step() + 1;
   s.loss = window_.back().loss();
+  s.mode = window_.back().mode();
   double samples = 0, step_s = 0, comm_s = 0;
   for (const StepMetrics& m : window_) {
     samples += static_cast<double>(m.samples());

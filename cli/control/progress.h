@@ -10,10 +10,13 @@
 // The line reads the lead rank (the lowest rank reporting, normally 0)
 // over its last few steps:
 //   [######------------] step 37/100  loss 0.4312  5120 samples/s
-//   comm 23.1%  RUNNING
+//   comm 23.1%  ps  RUNNING
 // where samples/s is the global throughput (the lead rank's samples times
-// the world size, over its step time) and comm is the share of the step
-// spent in exposed communication (comm_s / step_s).
+// the world size, over its step time), comm is the share of the step
+// spent in exposed communication (comm_s / step_s) and ring/ps the mode of
+// the lead rank's latest step. Each switch the ranks make (a new entry in
+// JobStatus.switches) gets a line of its own: "job j-1: switched ring ->
+// ps at step 120 (request 1)".
 //
 // Threading: one thread at a time.
 #ifndef GRADSYNC_CLI_CONTROL_PROGRESS_H_
@@ -40,6 +43,7 @@ struct ProgressSnapshot {
   double loss = 0;
   double samples_per_s = 0;
   double comm_share = 0;
+  SyncMode mode = SYNC_MODE_UNSPECIFIED;  // the lead rank's (unset: ring)
 };
 
 // The line, without \r or newline; with a bar of `bar_width` cells when
@@ -84,6 +88,7 @@ class ProgressTracker {
   std::ostream* out_;
   JobStatus status_;
   bool has_status_ = false;
+  int switches_printed_ = 0;  // entries of status_.switches given a line
   std::vector<StepMetrics> metrics_;
   int lead_rank_ = -1;
   std::deque<StepMetrics> window_;  // the lead rank's last steps

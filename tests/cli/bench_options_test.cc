@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench/ps_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -226,6 +227,80 @@ TEST(BackendTest, Names) {
   EXPECT_EQ(*ParseBackend("TCP"), Backend::kRing);
   EXPECT_EQ(*ParseBackend("nccl"), Backend::kNccl);
   EXPECT_EQ(BackendName(Backend::kNccl), "nccl");
+  EXPECT_EQ(*ParseBackend("PS"), Backend::kPs);
+  EXPECT_EQ(BackendName(Backend::kPs), "ps");
+}
+
+TEST(PsOptionsTest, ShardsAddressesAndChunk) {
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs(
+      {"allreduce", "--backend", "ps", "--ps-shards", "3", "--ps-addresses",
+       "10.0.0.5:29600,ps-b:29601", "--ps-chunk", "64K", "-b", "12"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->backend, Backend::kPs);
+  EXPECT_EQ(PsShardCount(*o), 3);
+  EXPECT_THAT(PsShardAddresses(*o),
+              ElementsAre("10.0.0.5:29600", "ps-b:29601", "10.0.0.5:29600"));
+  EXPECT_EQ(o->ps_chunk_bytes, size_t{64} << 10);
+}
+
+TEST(PsOptionsTest, ShardCountDefaultsToOneOrOnePerAddress) {
+  absl::StatusOr<BenchOptions> local =
+      ParseBenchArgs({"allreduce", "--backend", "ps"});
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(PsShardCount(*local), 1);
+  EXPECT_TRUE(PsShardAddresses(*local).empty());  // the launcher starts one
+  absl::StatusOr<BenchOptions> remote = ParseBenchArgs(
+      {"allreduce", "--backend", "ps", "--ps-addresses", "a:1,b:2", "--rank",
+       "0", "--world", "2", "--store", "h:1"});
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_EQ(PsShardCount(*remote), 2);
+  EXPECT_THAT(PsShardAddresses(*remote), ElementsAre("a:1", "b:2"));
+}
+
+TEST(PsOptionsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
+  const BadArgs cases[] = {
+      {{"allreduce", "--backend", "ps", "--ps-shards", "0"},
+       "--ps-shards wants an integer >= 1"},
+      {{"allreduce", "--backend", "ps", "--ps-shards", "two"},
+       "--ps-shards wants an integer >= 1"},
+      {{"allreduce", "--ps-shards", "2"}, "need --backend ps"},
+      {{"allreduce", "--backend", "ring", "--ps-addresses", "h:1"},
+       "need --backend ps"},
+      {{"allreduce", "--backend", "ps", "--ps-addresses", "h"},
+       "entry 'h' is not host:port"},
+      {{"allreduce", "--backend", "ps", "--ps-addresses", "h:0"},
+       "entry 'h:0' is not host:port"},
+      {{"allreduce", "--backend", "ps", "--ps-addresses", "h:1,,g:2"},
+       "entry '' is not host:port"},
+      {{"reducescatter", "--backend", "ps"}, "allreduce only"},
+      {{"allreduce", "--backend", "ps", "-d", "double"}, "sums fp32"},
+      {{"allreduce", "--backend", "ps", "-o", "max"}, "sums fp32"},
+      {{"allreduce", "--backend", "ps", "--algo", "ring"}, "has none"},
+      {{"allreduce", "--backend", "ps", "--rank", "0", "--world", "1",
+        "--store", "h:1"},
+       "needs --ps-addresses"},
+      {{"allreduce", "--backend", "ps", "--ps-shards", "4", "-b", "12"},
+       "-b 12 holds 3 floats, fewer than the 4 PS shards"},
+      {{"allreduce", "--backend", "ps", "--ps-chunk", "2"}, "--ps-chunk"},
+      {{"allreduce", "--backend", "ps", "--ps-chunk", "128M"}, "--ps-chunk"},
+  };
+  for (const BadArgs& c : cases) {
+    absl::StatusOr<BenchOptions> o = ParseBenchArgs(c.args);
+    ASSERT_FALSE(o.ok()) << "accepted: " << ::testing::PrintToString(c.args);
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr(c.message))
+        << ::testing::PrintToString(c.args);
+  }
+}
+
+TEST(PsOptionsTest, BusBandwidthFactorIsTheBusiestLinksBytesPerByte) {
+  // A worker's link moves S each way; a shard's N*S/K each way; push and
+  // pull follow each other.
+  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(4, 1), 8.0);
+  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(4, 2), 4.0);
+  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(3, 2), 3.0);
+  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(2, 2), 2.0);
+  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(1, 4), 2.0);
 }
 
 }  // namespace

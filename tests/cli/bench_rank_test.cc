@@ -5,12 +5,12 @@
 
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cli/bench/backend.h"
 #include "collectives/memory_store.h"
+#include "tests/cli/bench_test_util.h"
 #if GRADSYNC_HAVE_NCCL
 #include "collectives/nccl/device_buffer.h"
 #endif
@@ -22,41 +22,6 @@ namespace bench {
 namespace {
 
 using ::testing::HasSubstr;
-
-struct RankRun {
-  absl::StatusOr<int64_t> wrong = absl::UnknownError("not run");
-  std::string output;
-};
-
-// Runs `world` ranks of `args` (plus --rank/--world/--job) over `store`.
-std::vector<RankRun> RunRanks(Store* store, int world,
-                              std::vector<std::string> args,
-                              const std::string& job) {
-  std::vector<RankRun> runs(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      std::vector<std::string> rank_args = args;
-      for (std::string a :
-           {std::string("--rank"), absl::StrCat(r), std::string("--world"),
-            absl::StrCat(world), std::string("--store"),
-            std::string("in-memory"), std::string("--job"), job,
-            std::string("--timeout"), std::string("30")}) {
-        rank_args.push_back(a);
-      }
-      absl::StatusOr<BenchOptions> options = ParseBenchArgs(rank_args);
-      if (!options.ok()) {
-        runs[r].wrong = options.status();
-        return;
-      }
-      std::ostringstream out;
-      runs[r].wrong = RunBenchRank(store, *options, out);
-      runs[r].output = out.str();
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return runs;
-}
 
 TEST(BenchRankTest, EveryCollectiveOpAndTypeVerifiesExactly) {
   MemoryStore store;

@@ -1,10 +1,7 @@
 // The control commands end to end against a small fake Coordinator gRPC
-// service in this process (submit, watch, status, cancel, metrics,
+// service in this process (submit, watch, status, cancel, switch, metrics,
 // workers), and against a closed port (the unreachable-coordinator error).
 #include <arpa/inet.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,208 +14,22 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "cli/control/command_env.h"
 #include "cli/control/coordinator_client.h"
 #include "cli/control/job_commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
 namespace control {
 namespace {
 
+using test_support::ControlCommandsTest;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-StepMetrics Metric(int rank, int64_t step) {
-  StepMetrics m;
-  m.set_rank(rank);
-  m.set_step(step);
-  m.set_loss(2.0 / (step + 1));
-  m.set_compute_s(0.03);
-  m.set_comm_s(0.01);
-  m.set_idle_s(0.01);
-  m.set_step_s(0.05);
-  m.set_bytes_sent(4096);
-  m.set_bytes_received(4096);
-  m.set_samples(64);
-  return m;
-}
-
-// Canned answers: job "j-1" succeeds in 3 steps on 2 ranks, "j-fail"
-// fails; every other id is unknown.
-class FakeCoordinator final : public Coordinator::Service {
- public:
-  grpc::Status SubmitJob(grpc::ServerContext*, const SubmitJobRequest* request,
-                         SubmitJobResponse* response) override {
-    absl::MutexLock lock(&mu_);
-    submitted_.push_back(request->spec());
-    if (request->spec().num_workers() > 8) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "job spec field numWorkers is too many");
-    }
-    response->set_job_id("j-1");
-    return grpc::Status::OK;
-  }
-
-  grpc::Status GetJob(grpc::ServerContext*, const GetJobRequest* request,
-                      JobStatus* response) override {
-    if (request->job_id() != "j-1") return NotFound(request->job_id());
-    *response = Job("j-1", JOB_STATE_SUCCEEDED);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status ListJobs(grpc::ServerContext*, const ListJobsRequest*,
-                        ListJobsResponse* response) override {
-    *response->add_jobs() = Job("j-1", JOB_STATE_SUCCEEDED);
-    *response->add_jobs() = Job("j-fail", JOB_STATE_FAILED);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status CancelJob(grpc::ServerContext*, const CancelJobRequest* request,
-                         JobStatus* response) override {
-    if (request->job_id() == "j-fail") {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          "job j-fail already ended (FAILED)");
-    }
-    if (request->job_id() != "j-1") return NotFound(request->job_id());
-    *response = Job("j-1", JOB_STATE_CANCELLED);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status WatchJob(grpc::ServerContext*, const WatchJobRequest* request,
-                        grpc::ServerWriter<JobEvent>* writer) override {
-    const bool fail = request->job_id() == "j-fail";
-    if (!fail && request->job_id() != "j-1") {
-      return NotFound(request->job_id());
-    }
-    JobEvent event;
-    *event.mutable_status() = Job(request->job_id(), JOB_STATE_RUNNING);
-    writer->Write(event);
-    for (int64_t step = 0; step < 3; ++step) {
-      event.clear_steps();
-      *event.add_steps() = Metric(0, step);
-      *event.add_steps() = Metric(1, step);
-      writer->Write(event);
-    }
-    event.clear_steps();
-    *event.mutable_status() =
-        Job(request->job_id(), fail ? JOB_STATE_FAILED : JOB_STATE_SUCCEEDED);
-    writer->Write(event);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status GetMetrics(grpc::ServerContext*,
-                          const GetMetricsRequest* request,
-                          GetMetricsResponse* response) override {
-    if (request->job_id() != "j-1") return NotFound(request->job_id());
-    *response->add_metrics() = Metric(1, 1);
-    *response->add_metrics() = Metric(0, 0);
-    *response->add_metrics() = Metric(0, 1);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status ListWorkers(grpc::ServerContext*, const ListWorkersRequest*,
-                           ListWorkersResponse* response) override {
-    for (int i = 1; i <= 2; ++i) {
-      WorkerInfo* w = response->add_workers();
-      w->set_worker_id(absl::StrCat("w-", i));
-      w->set_host("node");
-      w->set_address("127.0.0.1");
-      Device* d = w->add_devices();
-      d->set_kind("cpu");
-      w->set_state(WORKER_STATE_IDLE);
-      w->set_free_devices(1);
-    }
-    return grpc::Status::OK;
-  }
-
-  std::vector<JobSpec> submitted() {
-    absl::MutexLock lock(&mu_);
-    return submitted_;
-  }
-
- private:
-  static grpc::Status NotFound(const std::string& id) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("no job '", id, "'"));
-  }
-
-  static JobStatus Job(const std::string& id, JobState state) {
-    JobStatus job;
-    job.set_job_id(id);
-    job.set_state(state);
-    job.mutable_spec()->set_name("fmnist");
-    job.mutable_spec()->set_num_workers(2);
-    job.mutable_spec()->set_steps(3);
-    job.set_step(state == JOB_STATE_RUNNING ? 0 : 2);
-    job.set_start_time(100);
-    job.set_end_time(state == JOB_STATE_RUNNING ? 0 : 101);
-    if (state == JOB_STATE_SUCCEEDED) job.set_test_accuracy(0.8125);
-    if (state == JOB_STATE_FAILED) {
-      job.set_message("rank 1 failed at step 2: allreduce timed out");
-    }
-    for (int r = 0; r < 2; ++r) {
-      RankPlacement* rank = job.add_ranks();
-      rank->set_rank(r);
-      rank->set_worker_id(absl::StrCat("w-", r + 1));
-      rank->set_host("node");
-      rank->mutable_device()->set_kind("cpu");
-    }
-    return job;
-  }
-
-  absl::Mutex mu_;
-  std::vector<JobSpec> submitted_ ABSL_GUARDED_BY(mu_);
-};
-
-class ControlCommandsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
-    builder.RegisterService(&fake_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_NE(port, 0);
-    address_ = absl::StrCat("127.0.0.1:", port);
-  }
-
-  void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown();
-  }
-
-  using Command = int (*)(const std::vector<std::string>&, const CommandEnv&);
-
-  // Runs `command` with --coordinator pointing at the fake.
-  int Run(Command command, std::vector<std::string> args) {
-    args.push_back("--coordinator");
-    args.push_back(address_);
-    return RunWithEnv(command, args, CommandEnv());
-  }
-
-  int RunWithEnv(Command command, const std::vector<std::string>& args,
-                 CommandEnv env) {
-    out_.str("");
-    err_.str("");
-    env.out = &out_;
-    env.err = &err_;
-    env.now = [] { return absl::FromUnixSeconds(102); };
-    return command(args, env);
-  }
-
-  FakeCoordinator fake_;
-  std::unique_ptr<grpc::Server> server_;
-  std::string address_;
-  std::ostringstream out_;
-  std::ostringstream err_;
-};
 
 TEST_F(ControlCommandsTest, Submit_SendsTheSpecAndPrintsTheJobId) {
   EXPECT_EQ(Run(RunSubmit, {"--workers", "2", "--steps", "10", "--mode", "ps"}),
@@ -252,7 +63,7 @@ TEST_F(ControlCommandsTest, Submit_Follow_ShowsProgressAndTheBreakdown) {
   const std::string out = out_.str();
   EXPECT_THAT(out, HasSubstr("job j-1: RUNNING on 2 ranks\n"));
   EXPECT_THAT(out, HasSubstr("step 1/3  loss 2.0000  2560 samples/s  comm "
-                             "20.0%  RUNNING\n"));
+                             "20.0%  ring  RUNNING\n"));
   EXPECT_THAT(out, HasSubstr("step 3/3  loss 0.6667"));
   EXPECT_THAT(out, HasSubstr("job j-1 SUCCEEDED after 3 steps in 1.0 s: test "
                              "accuracy 0.8125"));

@@ -116,15 +116,21 @@ TEST(MetricsFormatTest, CsvHasAHeaderAndOneRowPerMetric) {
   std::getline(lines, third);
   EXPECT_EQ(header,
             "rank,step,loss,compute_s,comm_s,idle_s,step_s,bytes_sent,"
-            "bytes_received,samples,param_hash,mode,test_accuracy,wall_time");
-  EXPECT_EQ(first, "0,0,1,0.5,0.25,0.25,1,1024,2048,32,0,SYNC_MODE_RING,0,0");
+            "bytes_received,samples,param_hash,mode,test_accuracy,wall_time,"
+            "switch_epoch");
+  EXPECT_EQ(first, "0,0,1,0.5,0.25,0.25,1,1024,2048,32,0,SYNC_MODE_RING,0,0,0");
   EXPECT_THAT(second, StartsWith("1,0,"));
   EXPECT_THAT(third, StartsWith("0,1,0.5,"));
 }
 
 TEST(MetricsFormatTest, JsonHoldsTheJobAndEveryMetric) {
-  const std::string json = MetricsToJson("j-7", {Metric(0, 0, 0.5, 0.25, 1)});
+  google::protobuf::RepeatedPtrField<ps::ShardStats> shards;
+  shards.Add()->set_bytes_in(int64_t{1} << 40);
+  const std::string json =
+      MetricsToJson("j-7", {Metric(0, 0, 0.5, 0.25, 1)}, shards);
   EXPECT_THAT(json, StartsWith("{\"jobId\":\"j-7\",\"metrics\":[{\"rank\":0,"));
+  EXPECT_THAT(json, HasSubstr("\"shards\":[{\"jobId\":\"\",\"shard\":0,"));
+  EXPECT_THAT(json, HasSubstr("\"bytesIn\":1099511627776,"));
   GetMetricsResponse back;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;  // jobId
@@ -132,6 +138,52 @@ TEST(MetricsFormatTest, JsonHoldsTheJobAndEveryMetric) {
       google::protobuf::util::JsonStringToMessage(json, &back, options).ok());
   ASSERT_EQ(back.metrics_size(), 1);
   EXPECT_DOUBLE_EQ(back.metrics(0).comm_s(), 0.25);
+  ASSERT_EQ(back.shards_size(), 1);
+  EXPECT_EQ(back.shards(0).bytes_in(), int64_t{1} << 40);
+}
+
+ps::ShardStats ShardCounters(int shard) {
+  ps::ShardStats s;
+  s.set_job_id("j-1");
+  s.set_shard(shard);
+  s.set_begin(shard * 100);
+  s.set_end(shard * 100 + 100);
+  s.set_mode(ps::UPDATE_MODE_SYNC);
+  s.set_pushes(8);
+  s.set_pulls(8);
+  s.set_updates(4);
+  s.set_bytes_in(4096);
+  s.set_bytes_out(2048);
+  s.set_wait_last_worker_s(0.0125);
+  s.set_optimizer_s(0.002);
+  s.set_queue_depth(1);
+  s.set_max_queue_depth(2);
+  s.add_rank_steps(4);  // repeated: left out of CSV and the table
+  return s;
+}
+
+TEST(MetricsFormatTest, ShardCountersAsCsvAndTable) {
+  google::protobuf::RepeatedPtrField<ps::ShardStats> shards;
+  *shards.Add() = ShardCounters(0);
+  *shards.Add() = ShardCounters(1);
+  std::istringstream csv(ShardsToCsv(shards));
+  std::string header, first, second;
+  std::getline(csv, header);
+  std::getline(csv, first);
+  std::getline(csv, second);
+  EXPECT_THAT(header, StartsWith("job_id,shard,begin,end,mode,version,"
+                                 "bytes_in,bytes_out,pushes,pulls,updates,"
+                                 "wait_last_worker_s"));
+  EXPECT_THAT(header, Not(HasSubstr("rank_steps")));
+  EXPECT_THAT(first, StartsWith("j-1,0,0,100,UPDATE_MODE_SYNC,0,4096,2048,8,"
+                                "8,4,0.0125,"));
+  EXPECT_THAT(second, StartsWith("j-1,1,100,200,"));
+  const std::string table = FormatShardTable(shards);
+  EXPECT_THAT(table, StartsWith("SHARD  ELEMENTS  PUSHES  PULLS  UPDATES  "
+                                "BYTES_IN  BYTES_OUT  WAIT_LAST_MS"));
+  EXPECT_THAT(table, HasSubstr("\n1      100       8       8      4        "
+                               "4.00 KiB  2.00 KiB   12.50"));
+  EXPECT_THAT(table, HasSubstr("1/2\n"));
 }
 
 TEST(JobFormatTest, JobsTable) {
@@ -172,6 +224,75 @@ TEST(JobFormatTest, JobDetailHasThePlacement) {
                                 "1     w-2     node  cpu:1\n"));
 }
 
+TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
+  JobStatus job;
+  job.set_job_id("j-3");
+  job.set_state(JOB_STATE_RUNNING);
+  job.mutable_spec()->set_mode(SYNC_MODE_PS);
+  job.mutable_spec()->mutable_ps()->set_shards(2);
+  job.mutable_spec()->mutable_ps()->set_sync("ssp");
+  job.mutable_spec()->mutable_ps()->set_staleness(3);
+  SwitchSpec* scripted = job.mutable_spec()->add_switches();
+  scripted->set_step(50);
+  scripted->set_mode(SYNC_MODE_RING);
+  job.set_mode(SYNC_MODE_RING);
+  job.add_ps_addresses("127.0.0.1:7001");
+  job.add_ps_addresses("127.0.0.1:7002");
+  job.set_switch_requests(1);
+  SwitchRecord* first = job.add_switches();
+  first->set_step(20);
+  first->set_from_mode(SYNC_MODE_PS);
+  first->set_to_mode(SYNC_MODE_RING);
+  first->set_epoch(1);
+  SwitchRecord* second = job.add_switches();
+  second->set_step(50);
+  second->set_from_mode(SYNC_MODE_PS);
+  second->set_to_mode(SYNC_MODE_RING);
+  job.add_ranks()->set_worker_id("w-1");
+  const std::string detail = FormatJobDetail(job, 0);
+  EXPECT_THAT(detail, HasSubstr("mode:      ring\n"));
+  EXPECT_THAT(detail, HasSubstr("ps:        2 shards, ssp (staleness 3)\n"));
+  EXPECT_THAT(detail,
+              HasSubstr("ps shards: 0=127.0.0.1:7001 1=127.0.0.1:7002\n"));
+  EXPECT_THAT(detail, HasSubstr("scripted:  ring from step 50\n"));
+  EXPECT_THAT(detail, HasSubstr("requests:  1 runtime switch request "));
+  EXPECT_THAT(detail, HasSubstr("switches:\n"
+                                "STEP  FROM  TO    BY\n"
+                                "20    ps    ring  request 1\n"
+                                "50    ps    ring  scripted\n"));
+  // A ring job shows none of it but its mode.
+  JobStatus ring;
+  ring.set_mode(SYNC_MODE_RING);
+  const std::string plain = FormatJobDetail(ring, 0);
+  EXPECT_THAT(plain, HasSubstr("mode:      ring\n"));
+  EXPECT_THAT(plain, Not(HasSubstr("\nps")));
+  EXPECT_THAT(plain, Not(HasSubstr("switches")));
+}
+
+TEST(JobFormatTest, WorkersTableListsParameterServers) {
+  ListWorkersResponse workers;
+  ParameterServerInfo* ps = workers.add_parameter_servers();
+  ps->set_ps_id("ps-1");
+  ps->set_host("node");
+  ps->set_address("127.0.0.1:7001");
+  ps->set_shards(3);
+  ps->add_job_ids("j-1");
+  ps->add_job_ids("j-2");
+  ps->set_last_heartbeat(99);
+  ParameterServerInfo* lost = workers.add_parameter_servers();
+  lost->set_ps_id("ps-2");
+  lost->set_lost(true);
+  const std::string table = FormatWorkersTable(workers, 100);
+  EXPECT_THAT(table, StartsWith("no workers registered"));
+  EXPECT_THAT(table, HasSubstr("\nparameter servers:\n"
+                               "ID    HOST  ADDRESS         STATE  SHARDS  "
+                               "JOBS     HEARTBEAT\n"
+                               "ps-1  node  127.0.0.1:7001  LIVE   3       "
+                               "j-1,j-2  1.0 s ago\n"
+                               "ps-2                        LOST   0       "
+                               "-        -\n"));
+}
+
 TEST(JobFormatTest, WorkersTable) {
   ListWorkersResponse workers;
   WorkerInfo* w = workers.add_workers();
@@ -206,11 +327,14 @@ TEST(ProgressTest, LineWithBar) {
   s.loss = 0.43126;
   s.samples_per_s = 5120.4;
   s.comm_share = 0.231;
+  s.mode = SYNC_MODE_PS;
   EXPECT_EQ(FormatProgressLine(s, 8),
             "[##------] step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  "
-            "RUNNING");
+            "ps  RUNNING");
+  s.mode = SYNC_MODE_UNSPECIFIED;  // read as ring
   EXPECT_EQ(FormatProgressLine(s, 0),
-            "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  RUNNING");
+            "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  ring  "
+            "RUNNING");
 }
 
 JobEvent Event(JobState state, std::vector<StepMetrics> steps) {
@@ -237,9 +361,11 @@ TEST(ProgressTest, NotATerminal_OneLinePerEveryStepsAndStateChanges) {
   tracker.Finish();
   EXPECT_EQ(out.str(),
             "job j-1: RUNNING\n"
-            "step 2/4  loss 0.5000  1280 samples/s  comm 20.0%  RUNNING\n"
+            "step 2/4  loss 0.5000  1280 samples/s  comm 20.0%  ring  "
+            "RUNNING\n"
             "job j-1: SUCCEEDED\n"
-            "step 4/4  loss 0.2500  1280 samples/s  comm 20.0%  SUCCEEDED\n");
+            "step 4/4  loss 0.2500  1280 samples/s  comm 20.0%  ring  "
+            "SUCCEEDED\n");
   EXPECT_EQ(tracker.metrics().size(), 5u);
   EXPECT_EQ(tracker.status().state(), JOB_STATE_SUCCEEDED);
 }
@@ -255,6 +381,33 @@ TEST(ProgressTest, Terminal_RedrawsInPlace) {
   EXPECT_EQ(out.str(),
             "job j-1: RUNNING\n"
             "\r\x1b[K[##--] step 2/4  loss 0.5000  1280 samples/s  comm 20.0%  "
+            "ring  RUNNING\n");
+}
+
+TEST(ProgressTest, EachSwitchGetsALineAndTheStepLineShowsTheMode) {
+  std::ostringstream out;
+  ProgressOptions options;
+  options.every_steps = 1;
+  ProgressTracker tracker(options, &out);
+  tracker.OnEvent(Event(JOB_STATE_RUNNING, {Metric(0, 0, 0.03, 0.01, 0.05)}));
+  JobEvent switched = Event(JOB_STATE_RUNNING, {});
+  StepMetrics in_ps = Metric(0, 1, 0.03, 0.01, 0.05);
+  in_ps.set_mode(SYNC_MODE_PS);
+  in_ps.set_switch_epoch(2);
+  *switched.add_steps() = in_ps;
+  SwitchRecord* record = switched.mutable_status()->add_switches();
+  record->set_step(1);
+  record->set_from_mode(SYNC_MODE_RING);
+  record->set_to_mode(SYNC_MODE_PS);
+  record->set_epoch(2);
+  tracker.OnEvent(switched);
+  tracker.OnEvent(switched);  // the same switch again: no second line
+  EXPECT_EQ(out.str(),
+            "job j-1: RUNNING\n"
+            "step 1/4  loss 1.0000  1280 samples/s  comm 20.0%  ring  "
+            "RUNNING\n"
+            "job j-1: switched ring -> ps at step 1 (request 2)\n"
+            "step 2/4  loss 0.5000  1280 samples/s  comm 20.0%  ps  "
             "RUNNING\n");
 }
 

@@ -180,6 +180,64 @@ TEST(JobSpecBuilderTest, BadFlagValues_AreInvalidArgument) {
   }
 }
 
+TEST(JobSpecBuilderTest, PsFlagsAndScriptedSwitches) {
+  absl::StatusOr<JobSpec> spec =
+      Build({"--mode", "ps", "--ps-shards", "3", "--sync", "ssp", "--staleness",
+             "2", "--ps-chunk-bytes", "256K", "--switch-at", "200:ps",
+             "--switch-at", "100:ring"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+  EXPECT_EQ(spec->ps().shards(), 3);
+  EXPECT_EQ(spec->ps().sync(), "ssp");
+  EXPECT_EQ(spec->ps().staleness(), 2);
+  EXPECT_EQ(spec->ps().chunk_bytes(), 256 * 1024);
+  // Kept in step order whatever the order given.
+  ASSERT_EQ(spec->switches_size(), 2);
+  EXPECT_EQ(spec->switches(0).step(), 100);
+  EXPECT_EQ(spec->switches(0).mode(), SYNC_MODE_RING);
+  EXPECT_EQ(spec->switches(1).step(), 200);
+  EXPECT_EQ(spec->switches(1).mode(), SYNC_MODE_PS);
+  spec = Build({"--ps-chunk-bytes", "1048576", "--ps-shards", "0"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps().chunk_bytes(), 1 << 20);
+  EXPECT_EQ(spec->ps().shards(), 0);
+}
+
+TEST(JobSpecBuilderTest, SwitchAtFlags_ReplaceTheFilesSwitches) {
+  TempFile file(R"({"switches": [{"step": 5, "mode": "SYNC_MODE_PS"},
+    {"step": 9, "mode": "SYNC_MODE_RING"}], "ps": {"shards": 2}})");
+  absl::StatusOr<JobSpec> spec = Build({"--file", file.path()});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->switches_size(), 2);
+  spec =
+      Build({"--file", file.path(), "--switch-at", "7:ps", "--sync", "async"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->switches_size(), 1);
+  EXPECT_EQ(spec->switches(0).step(), 7);
+  EXPECT_EQ(spec->ps().shards(), 2);  // the file's, beside the flag's sync
+  EXPECT_EQ(spec->ps().sync(), "async");
+}
+
+TEST(JobSpecBuilderTest, BadPsFlagValues_AreInvalidArgumentNamingTheFlag) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"--ps-shards", "-1"},
+           {"--sync", "bsp"},
+           {"--staleness", "-2"},
+           {"--ps-chunk-bytes", "1T"},
+           {"--ps-chunk-bytes", "0"},
+           {"--switch-at", "100"},
+           {"--switch-at", "0:ps"},
+           {"--switch-at", "x:ps"},
+           {"--switch-at", "100:allreduce"},
+           {"--switch-at", "100:ps", "--switch-at", "100:ring"}}) {
+    absl::StatusOr<JobSpec> spec = Build(args);
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument)
+        << args[0] << " " << args[1];
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(args[0]));
+  }
+}
+
 TEST(JobSpecBuilderTest, FromFile_ReadsProtobufJson) {
   TempFile file(R"({"name": "fmnist", "numWorkers": 3,
     "mode": "SYNC_MODE_PS",

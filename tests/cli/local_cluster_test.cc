@@ -1,7 +1,8 @@
 // The local cluster launcher's parts: cluster.json, binary lookup, daemon
-// processes (with /bin/sleep standing in for a daemon), `local down`, and
+// processes (with /bin/sleep standing in for a daemon), `local down`,
 // `local up`'s failure paths (a coordinator that exits at once; a port a
-// coordinator already answers on).
+// coordinator already answers on), and `local up --ps` with stand-in
+// daemons.
 #include "cli/control/local_cluster.h"
 
 #include <grpcpp/security/server_credentials.h>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -248,6 +250,116 @@ TEST(LocalUpTest, PortTakenByAnotherCoordinator_IsRefused) {
                                      "127.0.0.1:",
                                      port)));
   server->Shutdown();
+}
+
+// A coordinator that lists `servers` parameter servers (and one worker).
+class ListingCoordinator final : public Coordinator::Service {
+ public:
+  explicit ListingCoordinator(int servers) : servers_(servers) {}
+  grpc::Status ListWorkers(grpc::ServerContext*, const ListWorkersRequest*,
+                           ListWorkersResponse* response) override {
+    response->add_workers()->set_state(WORKER_STATE_IDLE);
+    for (int i = 0; i < servers_; ++i) {
+      response->add_parameter_servers()->set_ps_id(absl::StrCat("ps-", i + 1));
+    }
+    ParameterServerInfo* lost = response->add_parameter_servers();
+    lost->set_lost(true);  // never counted
+    return grpc::Status::OK;
+  }
+
+ private:
+  const int servers_;
+};
+
+// LocalUp with stand-in daemons: the "coordinator" prints the address of
+// `listing` (served in this process) and sleeps; workers sleep; each
+// parameter server prints an address first, then sleeps.
+class LocalUpWithServersTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<LocalUpResult> Up(int listed, int wanted,
+                                   std::vector<std::string>* ps_args) {
+    listing_ = std::make_unique<ListingCoordinator>(listed);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(listing_.get());
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(server_, nullptr);
+    const std::string bin = dir_.path();
+    WriteExecutable(bin + "/gradsync-coordinator",
+                    absl::StrCat("#!/bin/sh\necho \"gradsync-coordinator "
+                                 "listening on 127.0.0.1:",
+                                 port, "\"\nexec sleep 60\n"));
+    WriteExecutable(bin + "/gradsync-worker", "#!/bin/sh\nexec sleep 60\n");
+    WriteExecutable(bin + "/gradsync-ps",
+                    absl::StrCat("#!/bin/sh\necho \"$@\" > ", bin,
+                                 "/ps-args\necho starting >&2\n"
+                                 "echo 127.0.0.1:7001\nexec sleep 60\n"));
+    LocalUpConfig config;
+    config.run_dir = bin + "/run";
+    config.workers = 1;
+    config.parameter_servers = wanted;
+    config.port = 0;
+    config.coordinator_binary = bin + "/gradsync-coordinator";
+    config.worker_binary = bin + "/gradsync-worker";
+    config.ps_binary = bin + "/gradsync-ps";
+    config.timeout = absl::Seconds(2);
+    config.stop_grace = absl::Seconds(5);
+    absl::StatusOr<LocalUpResult> up = LocalUp(config);
+    std::ifstream args_file(bin + "/ps-args");
+    std::string line;
+    if (std::getline(args_file, line)) ps_args->push_back(line);
+    return up;
+  }
+
+  void TearDown() override {
+    (void)LocalDown(dir_.path() + "/run", absl::Seconds(5));
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ListingCoordinator> listing_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(LocalUpWithServersTest, WaitsForEveryServer_RecordsThemAndStopsThem) {
+  std::vector<std::string> ps_args;
+  absl::StatusOr<LocalUpResult> up = Up(1, 1, &ps_args);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(up->registered_parameter_servers, 1);
+  ASSERT_EQ(up->record.daemons.size(), 3u);
+  const DaemonRecord& ps = up->record.daemons[2];
+  EXPECT_EQ(ps.name, "ps-0");
+  EXPECT_EQ(ps.address, "127.0.0.1:7001");  // its first HOST:PORT line
+  ASSERT_EQ(ps_args.size(), 1u);
+  EXPECT_EQ(ps_args[0], absl::StrCat("--listen 127.0.0.1:0 --coordinator ",
+                                     up->record.coordinator_address));
+  // cluster.json lists it, and local down stops it with the others.
+  absl::StatusOr<std::optional<ClusterRecord>> record =
+      ReadClusterRecord(dir_.path() + "/run");
+  ASSERT_TRUE(record.ok() && record->has_value());
+  EXPECT_EQ((*record)->daemons[2].address, "127.0.0.1:7001");
+  absl::StatusOr<LocalDownResult> down =
+      LocalDown(dir_.path() + "/run", absl::Seconds(5));
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_THAT(down->stopped, ElementsAre("coordinator", "worker-0", "ps-0"));
+  EXPECT_FALSE(IsRecordedDaemonAlive(ps));
+}
+
+TEST_F(LocalUpWithServersTest, ServerNeverRegisters_DeadlineErrorNamesIt) {
+  std::vector<std::string> ps_args;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<LocalUpResult> up = Up(0, 2, &ps_args);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  ASSERT_EQ(up.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << up.status();
+  const std::string message(up.status().message());
+  EXPECT_THAT(message, HasSubstr("0 of 2 parameter servers (gradsync-ps) "
+                                 "registered with the coordinator within 2s"));
+  EXPECT_THAT(message, HasSubstr("ps-1.log:\n  starting\n  127.0.0.1:7001"));
+  EXPECT_THAT(message, HasSubstr("did not come up (stopped it)"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/run/cluster.json"));
 }
 
 TEST(LocalCommandTest, RunDirFromFlagThenEnvThenDefault) {
