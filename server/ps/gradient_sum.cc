@@ -107,8 +107,10 @@ void GatherSegments(const GradientSegments& segments, absl::Span<char> out) {
   SegmentReader(segments).Copy(out.data(), out.size());
 }
 
-void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
-                        absl::Span<float> out) {
+namespace {
+
+void ReduceInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                       bool average, absl::Span<float> out) {
   std::vector<SegmentReader> readers;
   readers.reserve(ranks.size());
   for (const GradientSegments* r : ranks) readers.emplace_back(*r);
@@ -120,11 +122,23 @@ void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
     for (size_t r = 1; r < readers.size(); ++r) {
       readers[r].Apply</*kAssign=*/false>(sum, n);
     }
-    if (readers.size() > 1) {
+    if (average && readers.size() > 1) {
       for (size_t i = 0; i < n; ++i) sum[i] /= divisor;
     }
     std::memcpy(out.data() + b, sum, n * sizeof(float));
   }
+}
+
+}  // namespace
+
+void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                        absl::Span<float> out) {
+  ReduceInRankOrder(ranks, /*average=*/true, out);
+}
+
+void SumInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                    absl::Span<float> out) {
+  ReduceInRankOrder(ranks, /*average=*/false, out);
 }
 
 }  // namespace gradsync

@@ -6,8 +6,9 @@
 // anywhere, even inside a float.
 //
 // AverageInRankOrder sums element i over ranks 0, 1, ..., N-1 in that order
-// and divides by N, so that the result depends only on the gradients, not
-// on how they arrived or were split: bitwise the same run to run.
+// and divides by N (SumInRankOrder does not divide), so that the result depends
+// only on the gradients, not on how they arrived or were split: bitwise the
+// same run to run.
 //
 // Pure functions; thread-safe on distinct outputs.
 #ifndef GRADSYNC_SERVER_PS_GRADIENT_SUM_H_
@@ -42,6 +43,11 @@ void GatherSegments(const GradientSegments& segments, absl::Span<char> out);
 // memory rank 0's segments point into.
 void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
                         absl::Span<float> out);
+
+// out[i] = g_0[i] + g_1[i] + ... + g_{N-1}[i], added left to right (as
+// AverageInRankOrder, without the division).
+void SumInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                    absl::Span<float> out);
 
 }  // namespace gradsync
 

@@ -18,5 +18,5 @@ int main(int argc, char** argv) {
     std::cout << gradsync::PsDaemonUsage();
     return 0;
   }
-  return gradsync::RunPsDaemon(*config, gradsync::PsDaemonHooks());
+  return gradsync::RunPsDaemon(*config);
 }

@@ -6,66 +6,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
+#include "server/ps/ps_client_stream.h"
 #include "server/ps/raw_tensor_rpc.h"
 #include "server/ps/shard_range.h"
 #include "server/ps/tensor_stream.h"
 #include "server/store/grpc_status.h"
 
 namespace gradsync {
-namespace {
-
-// How long a finished call may take to let go of the memory it sent (gRPC
-// drops its references as soon as the bytes are on the socket or the
-// stream is cancelled; this is a bound, not an expected delay).
-constexpr absl::Duration kReleaseTimeout = absl::Seconds(10);
-
-// Holds the memory a stream sends referenced (the pin) and waits until
-// gRPC has dropped every reference, so that the caller may reuse it.
-class SendPin {
- public:
-  SendPin() : pin_(&released_, [this](const void*) { released_.Notify(); }) {}
-  const std::shared_ptr<const void>& pin() const { return pin_; }
-  // Drops our own reference and waits for gRPC's.
-  absl::Status Release() {
-    pin_.reset();
-    if (!released_.WaitForNotificationWithTimeout(kReleaseTimeout)) {
-      return absl::InternalError(absl::StrCat(
-          "gRPC still referenced the sent tensor ",
-          absl::FormatDuration(kReleaseTimeout), " after the call ended"));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  absl::Notification released_;
-  std::shared_ptr<const void> pin_;
-};
-
-// The call's outcome: the server's status when it failed (it explains a
-// broken stream best), else ours.
-absl::Status Outcome(const grpc::Status& finished, absl::Status ours) {
-  if (!finished.ok()) return FromGrpcStatus(finished);
-  return ours;
-}
-
-absl::Status CheckRange(const char* what, int64_t begin, int64_t end,
-                        const PsShardLocation& location) {
-  if (begin != static_cast<int64_t>(location.begin) ||
-      end != static_cast<int64_t>(location.end)) {
-    return absl::DataLossError(
-        absl::StrCat(what, " covers elements [", begin, ", ", end,
-                     "), but the client "
-                     "expects [",
-                     location.begin, ", ", location.end,
-                     "); do client and server agree on the shard layout?"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
     size_t total_elements, const std::vector<std::string>& addresses) {
@@ -148,13 +97,51 @@ absl::Status PsClient::ForEachShard(
   results[0] = fn(0);
   for (std::thread& t : threads) t.join();
   for (size_t k = 0; k < shards_.size(); ++k) {
-    if (!results[k].ok()) {
-      const PsShardLocation& location = shards_[k].location;
-      return Annotate(results[k], absl::StrCat("ps shard ", location.shard,
-                                               " at ", location.address));
-    }
+    if (!results[k].ok()) return NameShard(k, results[k]);
   }
   return absl::OkStatus();
+}
+
+absl::Status PsClient::NameShard(size_t k, const absl::Status& status) const {
+  const PsShardLocation& location = shards_[k].location;
+  std::string message = absl::StrCat("ps shard ", location.shard, " at ",
+                                     location.address, ": ", status.message());
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    absl::StrAppend(&message,
+                    "; the parameter server may be down: check that "
+                    "gradsync-ps runs at ",
+                    location.address, " and its log");
+  }
+  return absl::Status(status.code(), message);
+}
+
+absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
+    int64_t step, absl::Span<const float> grads, absl::Span<float> params,
+    PsStepControl control) {
+  if (grads.size() != total_ || params.size() != total_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "StartStep needs ", total_, " gradients and parameters; got ",
+        grads.size(), " and ", params.size()));
+  }
+  const float* g = grads.data();
+  const float* p = params.data();
+  if (g < p + params.size() && p < g + grads.size()) {
+    return absl::InvalidArgumentError(
+        "StartStep: the gradient and parameter buffers overlap; the "
+        "parameters arrive while gradients are still being sent");
+  }
+  bool idle = false;
+  if (!step_in_flight_.compare_exchange_strong(idle, true)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", rank_, ": StartStep of step ", step,
+        " while another step is in flight; Finish or drop it first"));
+  }
+  calls_.fetch_add(1);
+  std::unique_ptr<PsStep> ps_step(new PsStep(this, step, grads, params,
+                                             std::move(control),
+                                             absl::Now() + options_.timeout));
+  ps_step->Start();
+  return ps_step;
 }
 
 absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
@@ -215,45 +202,42 @@ absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
       stream->WritesDone();
     }
 
-    TensorReceiver receiver({AsWritableBytes(params)});
-    grpc::ByteBuffer buffer;
-    DecodedTensorMessage message;
-    bool have_header = false;
-    while (status.ok() && stream->Read(&buffer)) {
-      status = message.Parse(buffer);
-      if (status.ok() && message.has_header()) {
-        ps::PullHeader reply;
-        status = message.ParseHeader(&reply);
-        if (status.ok()) {
-          status =
-              CheckRange("the reply", reply.begin(), reply.end(), location);
-        }
-        last_versions_[k] = reply.version();
-        have_header = true;
-      } else if (status.ok() && !have_header) {
-        status = absl::DataLossError("the reply did not start with a header");
+    bool complete = false;
+    if (sent) {
+      ps::PullHeader reply;
+      status = ReadPullReply(stream.get(), location, params, &reply,
+                             &bytes_received_, &complete);
+      last_versions_[k] = reply.version();
+    }
+    const bool ours = !status.ok();
+    // Stop the server's writes; Finish would wait for them otherwise.
+    if (ours) context.TryCancel();
+    const grpc::Status finished = stream->Finish();
+    if (!ours) {
+      status = StreamOutcome(finished, absl::OkStatus());
+      if (status.ok() && !sent) {
+        status = absl::UnavailableError(
+            "the stream broke while the gradient was being sent");
+      } else if (status.ok() && !complete) {
+        status = ShortReplyError(location);
       }
-      if (status.ok()) status = receiver.Take(message);
-      if (status.ok()) bytes_received_.fetch_add(message.data_size());
     }
-    if (!status.ok()) {
-      // Stop the server's writes; Finish would wait for them otherwise.
-      context.TryCancel();
-    } else if (!receiver.complete()) {
-      status = absl::DataLossError(absl::StrCat(
-          "the server ended the reply after ", receiver.Progress()));
-    }
-    status = Outcome(stream->Finish(), std::move(status));
   }
   RETURN_IF_ERROR(pin.Release());
   return status;
 }
 
-absl::StatusOr<ParameterState> PsClient::FetchState() {
+absl::StatusOr<ParameterState> PsClient::FetchState() { return FetchState(0); }
+
+absl::StatusOr<ParameterState> PsClient::FetchState(int64_t step) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FetchState: step ", step, " is negative; use 0 for the current one"));
+  }
   const absl::Time deadline = absl::Now() + options_.timeout;
   std::vector<ParameterState> parts(shards_.size());
   RETURN_IF_ERROR(ForEachShard([&](size_t k) -> absl::Status {
-    ASSIGN_OR_RETURN(parts[k], FetchShard(k, deadline));
+    ASSIGN_OR_RETURN(parts[k], FetchShard(k, step, deadline));
     return absl::OkStatus();
   }));
   ParameterState state;
@@ -276,7 +260,7 @@ absl::StatusOr<ParameterState> PsClient::FetchState() {
   return state;
 }
 
-absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k,
+absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k, int64_t step,
                                                     absl::Time deadline) {
   const PsShardLocation& location = shards_[k].location;
   const size_t size = location.end - location.begin;
@@ -286,6 +270,7 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k,
   request.set_job_id(job_id_);
   request.set_shard(location.shard);
   request.set_chunk_bytes(static_cast<int64_t>(options_.chunk_bytes));
+  request.set_step(step);
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader =
       StartFetchState(shards_[k].channel.get(), &context, request);
 
@@ -300,8 +285,8 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k,
       ps::FetchStateHeader header;
       status = message.ParseHeader(&header);
       if (status.ok()) {
-        status =
-            CheckRange("the state", header.begin(), header.end(), location);
+        status = CheckShardRange("the state", header.begin(), header.end(),
+                                 location);
       }
       absl::StatusOr<OptimizerKind> kind =
           ParseOptimizerKind(header.optimizer());
@@ -333,14 +318,16 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k,
     if (status.ok()) status = receiver->Take(message);
     if (status.ok()) bytes_received_.fetch_add(message.data_size());
   }
-  if (!status.ok()) {
-    context.TryCancel();
-  } else if (receiver == nullptr || !receiver->complete()) {
-    status = absl::DataLossError(
+  const bool ours = !status.ok();
+  if (ours) context.TryCancel();
+  const grpc::Status finished = reader->Finish();
+  if (ours) return status;
+  RETURN_IF_ERROR(StreamOutcome(finished, absl::OkStatus()));
+  if (receiver == nullptr || !receiver->complete()) {
+    return absl::DataLossError(
         absl::StrCat("the server ended the state after ",
                      receiver == nullptr ? "no header" : receiver->Progress()));
   }
-  RETURN_IF_ERROR(Outcome(reader->Finish(), std::move(status)));
   return part;
 }
 
@@ -386,7 +373,7 @@ absl::Status PsClient::SeedShard(size_t k, const ParameterState& state,
       bytes_sent_.fetch_add(size * sizeof(float) * tensors.size());
       writer->WritesDone();
     }
-    status = Outcome(writer->Finish(), absl::OkStatus());
+    status = StreamOutcome(writer->Finish(), absl::OkStatus());
   }
   RETURN_IF_ERROR(pin.Release());
   return status;

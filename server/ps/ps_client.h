@@ -3,8 +3,11 @@
 // over one gRPC stream per shard at once (chunked, the bytes never copied
 // on the way out), and writes each shard's updated parameters into the
 // rank's flat parameter buffer as they arrive (one copy, from gRPC's
-// buffers). FetchState and SeedShards move parameters plus optimizer state
-// for a mode switch.
+// buffers). StartStep does the same while backward still runs: it returns
+// a PsStep (ps_step.h) that sends each bucket as soon as backward reports
+// it ready, with the step control (scalars, switch epoch) in the header.
+// FetchState, SeedShards and CreateAndSeedShard move parameters plus
+// optimizer state for a mode switch; ReleaseShards drops the job's shards.
 //
 //   ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
 //                    BalancedShardLocations(n, {"10.0.0.5:29600",
@@ -18,16 +21,18 @@
 //
 // Every call ends by PsClientOptions::timeout (the deadline of its RPCs).
 // Errors: the shard's status (ps_shard.h, ps_rpc.h), prefixed with the
-// shard and its address; INVALID_ARGUMENT for spans of the wrong length
-// or shard locations that do not tile [0, total_elements);
+// shard and its address ("ps shard 1 at 10.0.0.6:29600: ..."), the first
+// failing shard in shard order; INVALID_ARGUMENT for spans of the wrong
+// length or shard locations that do not tile [0, total_elements);
 // UNAVAILABLE if a server cannot be reached; DATA_LOSS if a server's
 // reply does not match what was asked (range, sizes). After an error the
 // contents of `params` are unspecified; the shards' state is as the
 // status says (a failed push changes nothing there).
 //
-// Threading: one call at a time per PsClient (a rank's thread); each call
-// runs the shards' streams on their own threads. Different PsClients are
-// independent (each has its own connections).
+// Threading: one call at a time per PsClient (a rank's thread), a PsStep
+// in flight counting as a call; each call runs the shards' streams on
+// their own threads. Different PsClients are independent (each has its
+// own connections).
 #ifndef GRADSYNC_SERVER_PS_PS_CLIENT_H_
 #define GRADSYNC_SERVER_PS_PS_CLIENT_H_
 
@@ -45,7 +50,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "proto/ps.pb.h"
 #include "server/ps/parameter_state.h"
+#include "server/ps/ps_step.h"
 #include "server/ps/ps_transport.h"
 #include "server/ps/tensor_codec.h"
 
@@ -100,6 +107,19 @@ class PsClient {
                                       absl::Span<const float> grads,
                                       absl::Span<float> params);
 
+  // Starts the push and pull of step `step` that overlaps backward (see
+  // ps_step.h): every shard's stream opens at once and sends its range,
+  // end first, as PsStep::Ready reports the gradient's elements final.
+  // `grads` and `params` (total_elements floats each, not overlapping)
+  // must stay valid until the step is finished or destroyed; ready
+  // gradient elements must not change, and `params` is written by the
+  // step's threads. `control` goes in the header to every shard.
+  // INVALID_ARGUMENT: sizes or overlapping spans; FAILED_PRECONDITION:
+  // another step of this client is in flight.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<PsStep>> StartStep(
+      int64_t step, absl::Span<const float> grads, absl::Span<float> params,
+      PsStepControl control = PsStepControl());
+
   // Fills `params` with the parameters for step `step` without pushing
   // (sync: once step - 1 is applied; async, SSP: the latest).
   [[nodiscard]] absl::Status Pull(int64_t step, absl::Span<float> params);
@@ -108,10 +128,29 @@ class PsClient {
   // FAILED_PRECONDITION in the middle of a step, or if the shards disagree
   // on the step.
   [[nodiscard]] absl::StatusOr<ParameterState> FetchState();
+  // The same at the switch step `step` (> 0): sync shards must be at
+  // `step` (FAILED_PRECONDITION); async and SSP shards first wait until
+  // every rank has pushed every step before it (DEADLINE_EXCEEDED names
+  // the ranks behind). The state's step is `step`.
+  [[nodiscard]] absl::StatusOr<ParameterState> FetchState(int64_t step);
 
   // Seeds every shard with its slice of `state` (ring -> PS switch; shards
   // created with init "seeded"). `state` covers the whole vector.
   [[nodiscard]] absl::Status SeedShards(const ParameterState& state);
+
+  // Creates shard k (CreateShard with init "seeded": `base` with this
+  // client's job id, the shard's index, range, shard count and total size
+  // filled in, first_step = state.step) and seeds it with its slice of
+  // `state` (the whole vector). If seeding fails the new shard is
+  // released again. INVALID_ARGUMENT: k or state sizes; the server's
+  // CreateShard and SeedShard errors (ALREADY_EXISTS: the shard exists).
+  [[nodiscard]] absl::Status CreateAndSeedShard(
+      size_t k, const ps::CreateShardRequest& base,
+      const ParameterState& state);
+
+  // Releases every shard of the job (ReleaseShard of each shard index on
+  // its server); shards already gone (NOT_FOUND) are fine.
+  [[nodiscard]] absl::Status ReleaseShards();
 
   // The version each shard reported in the last PushPull or Pull (sync:
   // the step the parameters are for).
@@ -121,8 +160,14 @@ class PsClient {
   const std::string& job_id() const { return job_id_; }
   int rank() const { return rank_; }
   size_t total_elements() const { return total_; }
+  size_t num_shards() const { return shards_.size(); }
+  const PsShardLocation& shard_location(size_t k) const {
+    return shards_[k].location;
+  }
 
  private:
+  friend class PsStep;
+
   struct Shard {
     PsShardLocation location;
     std::shared_ptr<grpc::Channel> channel;
@@ -137,7 +182,10 @@ class PsClient {
   absl::Status PushPullShard(size_t k, int64_t step, bool pull_only,
                              absl::Span<const float> grads,
                              absl::Span<float> params, absl::Time deadline);
-  absl::StatusOr<ParameterState> FetchShard(size_t k, absl::Time deadline);
+  absl::StatusOr<ParameterState> FetchShard(size_t k, int64_t step,
+                                            absl::Time deadline);
+  // Names shard k ("ps shard 1 at 10.0.0.6:29600") in `status`.
+  absl::Status NameShard(size_t k, const absl::Status& status) const;
   absl::Status SeedShard(size_t k, const ParameterState& state,
                          absl::Time deadline);
 
@@ -150,6 +198,7 @@ class PsClient {
   std::atomic<uint64_t> calls_{0};
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<bool> step_in_flight_{false};  // a PsStep is alive
 };
 
 }  // namespace gradsync

@@ -1,13 +1,20 @@
 #include "server/ps/ps_daemon.h"
 
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "server/ps/ps_registration.h"
 
 namespace gradsync {
 namespace {
@@ -32,6 +39,14 @@ absl::StatusOr<bool> FlagValue(int argc, char** argv, int* i,
   return false;
 }
 
+std::string HostName() {
+  char name[HOST_NAME_MAX + 1] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+    return "localhost";
+  }
+  return name;
+}
+
 }  // namespace
 
 const char* PsDaemonUsage() {
@@ -43,7 +58,11 @@ const char* PsDaemonUsage() {
          "  --listen HOST:PORT       address to serve on (default\n"
          "                           127.0.0.1:29600; 0.0.0.0:29600 accepts\n"
          "                           other hosts, port 0 picks a free one)\n"
-         "  --coordinator HOST:PORT  coordinator to announce this server to\n";
+         "  --coordinator HOST:PORT  coordinator to register with (before the\n"
+         "                           address is printed; exit 1 if it stays\n"
+         "                           unreachable for 30 s); heartbeats then\n"
+         "                           report the shards and release those of\n"
+         "                           jobs that ended\n";
 }
 
 absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
@@ -70,9 +89,17 @@ absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
   return config;
 }
 
+std::string AdvertisedPsAddress(const std::string& listen_host, int port) {
+  if (listen_host == "0.0.0.0" || listen_host == "::" ||
+      listen_host == "[::]" || listen_host == "*" || listen_host.empty()) {
+    return absl::StrCat(HostName(), ":", port);
+  }
+  return absl::StrCat(listen_host, ":", port);
+}
+
 int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   // Blocked before gRPC starts its threads, so that they inherit the mask
-  // and only sigwait below receives the signals.
+  // and only the waiter below receives the signals.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -86,14 +113,55 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     return 1;
   }
   const std::string address = (*server)->address();
-  if (!config.coordinator.empty() && hooks.register_with_coordinator) {
-    const absl::Status registered =
-        hooks.register_with_coordinator(config, address);
+
+  std::unique_ptr<PsRegistration> registration;
+  if (!config.coordinator.empty()) {
+    PsRegistrationConfig reg;
+    reg.coordinator = config.coordinator;
+    reg.host = HostName();
+    reg.address = AdvertisedPsAddress(address.substr(0, address.rfind(':')),
+                                      (*server)->port());
+    reg.pid = static_cast<int>(getpid());
+    reg.register_timeout = config.register_timeout;
+    std::shared_ptr<Coordinator::StubInterface> stub =
+        hooks.connect_coordinator
+            ? hooks.connect_coordinator(config.coordinator)
+            : ConnectCoordinator(config.coordinator);
+    registration = std::make_unique<PsRegistration>(std::move(reg), stub,
+                                                    (*server)->service());
+  }
+
+  // The waiter takes SIGINT/SIGTERM at any time, also while registering.
+  int signal_number = 0;
+  absl::Notification signalled;
+  std::thread waiter([&]() {
+    sigwait(&signals, &signal_number);
+    signalled.Notify();
+    if (registration != nullptr) registration->Stop();
+  });
+  auto shut_down = [&](int code) {
+    // Wakes the waiter if no signal came (it is blocked everywhere, so it
+    // stays pending for the waiter's sigwait).
+    if (!signalled.HasBeenNotified())
+      pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+    if (registration != nullptr) registration->Stop();
+    (*server)->Shutdown();
+    return code;
+  };
+
+  if (registration != nullptr) {
+    const absl::Status registered = registration->Register();
     if (!registered.ok()) {
-      std::cerr << "gradsync-ps: could not register with coordinator "
-                << config.coordinator << ": " << registered.message() << "\n";
-      return 1;
+      if (signalled.HasBeenNotified()) {
+        std::cerr << "gradsync-ps: got " << strsignal(signal_number)
+                  << " while registering, shutting down\n";
+        return shut_down(0);
+      }
+      std::cerr << "gradsync-ps: " << registered.message() << "\n";
+      return shut_down(1);
     }
+    registration->StartHeartbeats();
   }
   std::cout << address << std::endl;
   std::cerr << "gradsync-ps: serving on " << address;
@@ -102,12 +170,10 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   }
   std::cerr << "; stop with Ctrl-C or SIGTERM\n";
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  signalled.WaitForNotification();
   std::cerr << "gradsync-ps: got " << strsignal(signal_number)
             << ", shutting down\n";
-  (*server)->Shutdown();
-  return 0;
+  return shut_down(0);
 }
 
 }  // namespace gradsync

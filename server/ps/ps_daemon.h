@@ -1,39 +1,53 @@
-// The `gradsync-ps` daemon: command line, server start, signal wait. Kept
-// out of main.cc so that the steps around serving (registering with a
-// coordinator) can be wired through PsDaemonHooks without touching the
-// flag parsing or the serving loop.
+// The `gradsync-ps` daemon: command line, server start, registration with
+// the coordinator, signal wait. Kept out of main.cc so that tests can run
+// it with their own coordinator connection (PsDaemonHooks).
 //
 //   gradsync-ps --listen 0.0.0.0:29600 --coordinator 10.0.0.1:29500
 //
+// With --coordinator it registers (RegisterParameterServer: this host's
+// name, the address workers connect to, its pid) before it prints its
+// address, retrying for up to register_timeout, then heartbeats in the
+// background: every shard's counters go up, the shards of jobs the
+// coordinator says ended are released (ps_registration.h). The address it
+// registers is the bound one, or <host name>:<port> when it listens on a
+// wildcard address (0.0.0.0, ::).
+//
 // The first line on stdout is the bound address (host:port), for scripts
 // that start it on port 0. Exit codes: 0 after SIGINT/SIGTERM, 1 if it
-// cannot serve (listen or a hook failed), 2 on a bad command line.
+// cannot serve (listen failed, or the coordinator could not be registered
+// with: unreachable for register_timeout, or refused), 2 on a bad command
+// line.
 #ifndef GRADSYNC_SERVER_PS_PS_DAEMON_H_
 #define GRADSYNC_SERVER_PS_PS_DAEMON_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.grpc.pb.h"
 #include "server/ps/ps_server.h"
 
 namespace gradsync {
 
 struct PsDaemonConfig {
   std::string listen = "127.0.0.1:29600";
-  // Coordinator to announce this server to ("host:port"); empty: none.
+  // Coordinator to register with ("host:port"); empty: none.
   std::string coordinator;
+  // How long the first registration may keep failing before exit 1.
+  absl::Duration register_timeout = absl::Seconds(30);
   PsServerOptions server;
 };
 
-// Steps the daemon runs around serving; unset ones are skipped.
+// What the daemon uses beyond its config; unset ones take the defaults.
 struct PsDaemonHooks {
-  // After the server listens, before the address is printed; an error
-  // stops the daemon (exit 1). Gets the config and the bound address.
-  std::function<absl::Status(const PsDaemonConfig& config,
-                             const std::string& address)>
-      register_with_coordinator;
+  // The coordinator's stub; default: an insecure gRPC channel to
+  // `coordinator` that reconnects quickly.
+  std::function<std::shared_ptr<Coordinator::StubInterface>(
+      const std::string& coordinator)>
+      connect_coordinator;
 };
 
 // Parses argv. Sets *help (and returns the defaults) for -h/--help;
@@ -44,9 +58,14 @@ absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
 // The usage text.
 const char* PsDaemonUsage();
 
+// The address to register for a server listening on `listen_host` at
+// `port`: <host name>:<port> for a wildcard host, else listen_host:port.
+std::string AdvertisedPsAddress(const std::string& listen_host, int port);
+
 // Serves until SIGINT or SIGTERM; returns the exit code. Blocks those
 // signals in the calling thread first (call it before other threads).
-int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks);
+int RunPsDaemon(const PsDaemonConfig& config,
+                const PsDaemonHooks& hooks = PsDaemonHooks());
 
 }  // namespace gradsync
 

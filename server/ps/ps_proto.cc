@@ -98,6 +98,7 @@ absl::StatusOr<ShardSpec> ShardSpecFromProto(
   if (request.wait_timeout_ms() < 0) {
     return Invalid("wait_timeout_ms", "is negative");
   }
+  config.sum_gradients = request.sum_gradients();
   config.max_wait = request.wait_timeout_ms() == 0
                         ? kDefaultMaxWait
                         : absl::Milliseconds(request.wait_timeout_ms());

@@ -19,12 +19,18 @@
 //   ReleaseShard   NOT_FOUND.
 //   GetShardStats  NOT_FOUND.
 //   PushPull       NOT_FOUND: unknown job or shard; INVALID_ARGUMENT: no
-//                  header, a bad chunk size, chunks out of order, of the
-//                  wrong size, or data after the gradient; CANCELLED.
+//                  header, a bad chunk size, chunks out of order (gaps,
+//                  overlaps; ascending, or descending with
+//                  PushHeader.descending), out of range, of the wrong
+//                  size, or data after the gradient, step scalars of
+//                  another length than the other ranks'; CANCELLED. The
+//                  reply's header carries the step control (ps_shard.h).
 //   SeedShard      as PushPull, plus INVALID_ARGUMENT for an optimizer or
 //                  buffer count that does not match the shard's.
-//   FetchState     NOT_FOUND; INVALID_ARGUMENT: chunk size; UNAVAILABLE:
-//                  the client stopped reading.
+//   FetchState     NOT_FOUND; INVALID_ARGUMENT: chunk size, negative
+//                  step; FAILED_PRECONDITION, DEADLINE_EXCEEDED: as
+//                  PsShard::AcquireState with the request's step;
+//                  UNAVAILABLE: the client stopped reading.
 //
 // Thread-safe: the RPC methods run concurrently on gRPC's threads.
 #ifndef GRADSYNC_SERVER_PS_PS_RPC_H_

@@ -151,6 +151,13 @@ void PsService::ReleaseAll() {
   for (auto& entry : all) entry.second->Release();
 }
 
+std::vector<std::shared_ptr<PsShard>> PsService::AllShards() const {
+  std::vector<std::shared_ptr<PsShard>> all;
+  absl::MutexLock lock(&mu_);
+  for (const auto& entry : shards_) all.push_back(entry.second);
+  return all;
+}
+
 size_t PsService::num_shards() const {
   absl::MutexLock lock(&mu_);
   return shards_.size();

@@ -81,6 +81,9 @@ class PsService {
   // Drops every shard (server shutdown).
   void ReleaseAll();
 
+  // Every shard held, of every job, in (job id, index) order.
+  std::vector<std::shared_ptr<PsShard>> AllShards() const;
+
   size_t num_shards() const;
 
  private:

@@ -136,7 +136,8 @@ absl::Status PsShard::CheckPushLocked(int rank, int64_t step) const {
 }
 
 absl::StatusOr<PsShard::Push> PsShard::BeginPush(int rank, int64_t step,
-                                                 absl::Time deadline) {
+                                                 absl::Time deadline,
+                                                 PushOptions options) {
   if (rank < 0 || rank >= config_.num_workers) {
     return absl::PermissionDeniedError(
         absl::StrCat(Describe(), ": rank ", rank, " is not in the job (it has ",
@@ -145,6 +146,7 @@ absl::StatusOr<PsShard::Push> PsShard::BeginPush(int rank, int64_t step,
   deadline = CapDeadline(deadline);
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckPushLocked(rank, step));
+  RETURN_IF_ERROR(CheckScalarsLocked(rank, step, options.scalars.size()));
   int slowest_rank = 0;
   int64_t slowest = SlowestStepLocked(&slowest_rank);
   if (config_.mode == UpdateMode::kStaleSync &&
@@ -175,7 +177,7 @@ absl::StatusOr<PsShard::Push> PsShard::BeginPush(int rank, int64_t step,
   slot.accepted_slowest = slowest;
   return Push(shared_from_this(), rank, step,
               reinterpret_cast<char*>(slot.staging.get()),
-              size() * sizeof(float));
+              size() * sizeof(float), std::move(options));
 }
 
 void PsShard::Abandon(int rank) {
@@ -224,6 +226,10 @@ absl::Status PsShard::Commit(Push push, absl::Time deadline) {
                      push.step_, " is incomplete: ", push.filled_, " of ",
                      push.size_bytes_, " bytes arrived"));
   }
+  // A descending push recorded its pieces last first.
+  if (push.descending()) {
+    std::reverse(push.segments_.begin(), push.segments_.end());
+  }
   absl::Status status = CheckServingLocked();
   if (status.ok()) {
     status = config_.mode == UpdateMode::kSync
@@ -237,15 +243,24 @@ absl::Status PsShard::Commit(Push push, absl::Time deadline) {
 absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
   const int rank = push.rank_;
   RankSlot& slot = ranks_[static_cast<size_t>(rank)];
+  // Checked again: ranks that began together may disagree.
+  RETURN_IF_ERROR(
+      CheckScalarsLocked(rank, push.step_, push.options_.scalars.size()));
   const bool last = committed_ + 1 == config_.num_workers;
   // The last rank applies the step; it needs the parameters to itself.
   if (last) RETURN_IF_ERROR(BeginWriteLocked(deadline, "applying the step"));
   const absl::Time now = absl::Now();
-  if (committed_ == 0) first_commit_ = now;
+  if (committed_ == 0) {
+    first_commit_ = now;
+    step_scalars_ = push.options_.scalars.size();
+    step_scalars_rank_ = rank;
+  }
   slot.committed = true;
   slot.next_step = version_ + 1;
   slot.segments = std::move(push.segments_);
   slot.holds = std::move(push.holds_);
+  slot.scalars = std::move(push.options_.scalars);
+  slot.switch_epoch = push.options_.switch_epoch;
   ++committed_;
   ++stats_.pushes;
   stats_.max_queue_depth = std::max(stats_.max_queue_depth, committed_);
@@ -258,6 +273,7 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
   for (const RankSlot& r : ranks_) parts.push_back(&r.segments);
   if (ranks_[0].staging == nullptr) ranks_[0].staging.reset(new float[size()]);
   const absl::Span<float> mean(ranks_[0].staging.get(), size());
+  std::vector<double> scalar_sums = SumScalarsLocked();
   std::vector<std::vector<std::shared_ptr<const void>>> holds;
   absl::Status status;
   absl::Duration aggregate, optimize;
@@ -266,7 +282,11 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
     // writing_ gives this thread the parameters, the optimizer and the
     // committed gradients (no rank can push until version_ moves).
     const absl::Time t0 = absl::Now();
-    AverageInRankOrder(parts, mean);
+    if (config_.sum_gradients) {
+      SumInRankOrder(parts, mean);
+    } else {
+      AverageInRankOrder(parts, mean);
+    }
     const absl::Time t1 = absl::Now();
     status = optimizer_.Step(absl::MakeSpan(params_), mean);
     aggregate = t1 - t0;
@@ -292,6 +312,7 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
   }
   ++version_;
   ++stats_.updates;
+  FinishSyncStepLocked(std::move(scalar_sums));
   return absl::OkStatus();
 }
 
@@ -328,18 +349,29 @@ absl::Status PsShard::CommitAsyncLocked(Push& push, absl::Time deadline) {
   --appliers_;
   stats_.optimizer_time += optimize;
   if (!status.ok()) return Annotate(status, Describe());
+  // Step control: decide with this push counted as in flight, so that its
+  // own reply carries a decision it triggered; then, with it done, decide
+  // again in case it ended a pending decision (the next replies carry it).
+  NoteEpochLocked(push.options_.switch_epoch);
+  MaybeDecideLocked();
+  slot.reply = decision_;
+  slot.has_reply = true;
   RecordLocked(push.rank_, slot.next_step, slot.accepted_slowest);
   ++slot.next_step;
+  slot.pushing = false;
   ++version_;
   ++stats_.pushes;
   ++stats_.updates;
+  MaybeDecideLocked();
   return absl::OkStatus();
 }
 
-ShardViewRef PsShard::MakeViewLocked(bool with_state) {
+ShardViewRef PsShard::MakeViewLocked(bool with_state, int64_t version,
+                                     int pull_rank) {
   ++readers_;
   auto* view = new ShardView;
-  view->version = version_;
+  view->version = version;
+  if (pull_rank >= 0) FillControlLocked(pull_rank, view);
   view->params = absl::MakeConstSpan(params_);
   uint64_t bytes = params_.size() * sizeof(float);
   if (with_state) {
@@ -407,7 +439,7 @@ absl::StatusOr<ShardViewRef> PsShard::Pull(int rank, int64_t step,
     RETURN_IF_ERROR(CheckServingLocked());
   }
   ++stats_.pulls;
-  return MakeViewLocked(/*with_state=*/false);
+  return MakeViewLocked(/*with_state=*/false, version_, rank);
 }
 
 }  // namespace gradsync

@@ -4,24 +4,54 @@
 // ring mode) and one gradient staging buffer per rank.
 //
 // A rank's step on the shard is Push then Pull:
-//   ASSIGN_OR_RETURN(PsShard::Push push, shard->BeginPush(rank, t, deadline));
+//   PushOptions options;             // step control, chunk order
+//   options.scalars = {loss_sum};
+//   options.switch_epoch = newest_switch_request;
+//   ASSIGN_OR_RETURN(PsShard::Push push,
+//                    shard->BeginPush(rank, t, deadline, options));
 //   ... fill push.unfilled() in order (recv() into it or Append) ...
 //   RETURN_IF_ERROR(shard->Commit(std::move(push), deadline));
 //   ASSIGN_OR_RETURN(ShardViewRef view, shard->Pull(rank, t + 1, deadline));
-//   ... send view->params; drop the view when the bytes are gone ...
+//   ... send view->params, view->scalar_sums, view->decision; drop the
+//   view when the bytes are gone ...
+//
+// Chunk order: a push is filled from the start of the shard's range toward
+// its end (the default), or, with PushOptions::descending, from the end
+// toward the start (the order backward finishes gradients). Either way the
+// gradient is summed element by element, so the result is bitwise the same.
 //
 // Update modes:
 //   kSync   step t is applied once all N ranks committed their gradient for
 //           t: the gradients are summed in rank order (0, 1, ..., N-1, so
 //           the result is bitwise the same whatever order they arrived in),
-//           divided by N and handed to the optimizer; Pull(t + 1) then
-//           returns. The committing thread of the last rank does the work.
+//           divided by N (unless config.sum_gradients) and handed to the
+//           optimizer; Pull(t + 1) then returns. The committing thread of
+//           the last rank does the work.
 //   kAsync  each committed gradient is applied at once, as is (each rank's
 //           gradient is already the mean over its local batch); Pull
 //           returns the latest parameters without waiting.
 //   kStaleSync  as kAsync, but BeginPush of step t waits until every rank
 //           has pushed step t - staleness - 1 (stale synchronous parallel:
 //           no rank runs more than `staleness` steps ahead of the slowest).
+//
+// Step control (proto/ps.proto, "Step control"): each push carries a few
+// scalars and the newest switch epoch its rank knows of; each view carries
+// what the ranks agree on:
+//   scalar_sums  kSync: the sums, in rank order, of every rank's scalars
+//                of the step that produced the parameters (every rank must
+//                send the same number); else empty.
+//   decision     (epoch E, step S) at whose start every rank acts on
+//                switch request E, or (0, 0). kSync: decided when step t
+//                is applied, E = the largest epoch of t's pushes, S = t + 1
+//                (only if E is newer than the decided epoch). kAsync,
+//                kStaleSync: decided by a commit that reports a newer
+//                epoch while no decision is pending, S = (largest step
+//                pushed so far, pushes in flight included) + 2; pending
+//                until every rank has committed S - 1; newer epochs
+//                reported meanwhile are decided (same rule) once it is
+//                not. The pull after a commit carries the decision as of
+//                that commit, so every rank sees (E, S) in its reply to
+//                step S - 1 at the latest, and all see the same one.
 //
 // Shard states (ImportState seeds; Release ends):
 //
@@ -42,7 +72,8 @@
 //                        already replaced; a state change in mid-step
 //   INVALID_ARGUMENT     more bytes than the shard's gradient, a commit of
 //                        an incomplete gradient, a snapshot of the wrong
-//                        size or optimizer kind
+//                        size or optimizer kind, a rank sending another
+//                        number of step scalars than the others (kSync)
 //   DEADLINE_EXCEEDED    a wait ran out; the message names the ranks that
 //                        did not push (sync) or the slow rank (SSP)
 //   ABORTED              the shard was released
@@ -98,6 +129,9 @@ struct PsShardConfig {
   // Longest any call waits on this shard; the caller's deadline also
   // applies (the earlier one wins).
   absl::Duration max_wait = absl::Minutes(5);
+  // kSync: apply the plain sum of the ranks' gradients instead of their
+  // mean (the ranks pre-scaled them, as on the ring).
+  bool sum_gradients = false;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field.
@@ -129,10 +163,34 @@ struct PsShardStats {
   std::vector<int64_t> rank_steps;  // each rank's next step
 };
 
+// A switch decision: at the start of step `step` every rank acts on the
+// switch request numbered `epoch`. (0, 0): none yet.
+struct SwitchDecision {
+  int64_t epoch = 0;
+  int64_t step = 0;
+  bool operator==(const SwitchDecision& o) const {
+    return epoch == o.epoch && step == o.step;
+  }
+  bool operator!=(const SwitchDecision& o) const { return !(*this == o); }
+};
+
+// What a push says besides its gradient.
+struct PushOptions {
+  // The chunks come from the end of the range toward its start (see
+  // "Chunk order" above).
+  bool descending = false;
+  // Step control (see above).
+  std::vector<double> scalars;
+  int64_t switch_epoch = 0;
+};
+
 // Read access to the shard's tensors; see "Views" above.
 struct ShardView {
   int64_t version = 0;
   absl::Span<const float> params;
+  // Pull only: step control (see above).
+  std::vector<double> scalar_sums;
+  SwitchDecision decision;
   // AcquireState only: the optimizer's state buffers and step count.
   OptimizerKind optimizer_kind = OptimizerKind::kSgd;
   uint64_t optimizer_step = 0;
@@ -165,65 +223,87 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
 
     int rank() const { return rank_; }
     int64_t step() const { return step_; }
+    bool descending() const { return options_.descending; }
     size_t size_bytes() const { return size_bytes_; }
     size_t filled_bytes() const { return filled_; }
-    // The bytes still to receive, in order (receive straight into them).
+    // The bytes still to receive (receive straight into them): ascending,
+    // the gradient's bytes [filled, size); descending, [0, size - filled).
     absl::Span<char> unfilled() {
-      return absl::MakeSpan(data_ + filled_, size_bytes_ - filled_);
+      return absl::MakeSpan(descending() ? data_ : data_ + filled_,
+                            size_bytes_ - filled_);
     }
-    // Marks the first `n` bytes of unfilled() as received.
-    // INVALID_ARGUMENT if n exceeds what is left.
+    // Marks `n` bytes of unfilled() as received: its first `n` bytes
+    // (ascending) or its last `n` (descending). INVALID_ARGUMENT if n
+    // exceeds what is left.
     [[nodiscard]] absl::Status MarkFilled(size_t n);
     // Copies `bytes` into the next unfilled bytes (MarkFilled's rules).
     [[nodiscard]] absl::Status Append(absl::Span<const char> bytes);
     // Takes the next `bytes` where they are, without a copy: the shard
     // reads them when it applies the step and holds `keep_alive` (which
     // must keep them valid) until then. For transports that receive into
-    // buffers of their own (gRPC). MarkFilled's rules.
+    // buffers of their own (gRPC). MarkFilled's rules: in a descending
+    // push each call takes the bytes that end where the previous call's
+    // began, so a chunk in several pieces is taken last piece first.
     [[nodiscard]] absl::Status AppendExternal(
         absl::Span<const char> bytes, std::shared_ptr<const void> keep_alive);
 
    private:
     friend class PsShard;
     Push(std::shared_ptr<PsShard> shard, int rank, int64_t step, char* data,
-         size_t size_bytes);
+         size_t size_bytes, PushOptions options);
+    // Records bytes [at, at + n) of the gradient as lying at `bytes`.
+    void AddSegment(const char* bytes, size_t n);
 
     std::shared_ptr<PsShard> shard_;  // null once committed or moved from
     int rank_ = 0;
     int64_t step_ = 0;
+    PushOptions options_;
     char* data_ = nullptr;  // the rank's staging buffer
     size_t size_bytes_ = 0;
     size_t filled_ = 0;
-    // Where the gradient's bytes are, in order: in data_ or external.
+    // Where the gradient's bytes are, in data_ or external: in order
+    // (ascending), or in reverse order (descending; Commit reverses it).
     GradientSegments segments_;
     std::vector<std::shared_ptr<const void>> holds_;
   };
 
   // Starts rank `rank`'s push of step `step`. kStaleSync waits (until
   // `deadline` or config.max_wait) while the rank is more than `staleness`
-  // steps ahead of the slowest rank.
-  [[nodiscard]] absl::StatusOr<Push> BeginPush(int rank, int64_t step,
-                                               absl::Time deadline);
+  // steps ahead of the slowest rank. kSync: INVALID_ARGUMENT if
+  // options.scalars has another length than the scalars of the ranks that
+  // committed the step already.
+  [[nodiscard]] absl::StatusOr<Push> BeginPush(
+      int rank, int64_t step, absl::Time deadline,
+      PushOptions options = PushOptions());
 
   // Takes a completely filled push. kSync: the last rank's commit of a
   // step sums, averages and applies it; kAsync/kStaleSync: applies this
   // gradient. Waits for outstanding views (until `deadline`); on error the
-  // push is abandoned and nothing changes.
+  // push is abandoned and nothing changes (INVALID_ARGUMENT for scalars as
+  // in BeginPush).
   [[nodiscard]] absl::Status Commit(Push push, absl::Time deadline);
 
   // The parameters for step `step` (sync: waits until step - 1 is applied;
   // FAILED_PRECONDITION if they were already replaced by a later step).
   // kAsync/kStaleSync: the latest parameters, at once. DEADLINE_EXCEEDED
-  // names the ranks that have not pushed step - 1.
+  // names the ranks that have not pushed step - 1. The view carries the
+  // step control (see above).
   [[nodiscard]] absl::StatusOr<ShardViewRef> Pull(int rank, int64_t step,
                                                   absl::Time deadline);
 
   // Parameters plus optimizer state, for a switch to ring mode. kSync:
   // FAILED_PRECONDITION while some ranks pushed the current step but
-  // others did not (switches happen at step boundaries).
-  [[nodiscard]] absl::StatusOr<ShardViewRef> AcquireState(absl::Time deadline);
+  // others did not (switches happen at step boundaries), or if `step` > 0
+  // and the shard is not at `step`. kAsync/kStaleSync with `step` > 0:
+  // first waits (until `deadline`) until every rank has committed every
+  // step before `step` and no push is in flight (DEADLINE_EXCEEDED names
+  // the ranks behind); FAILED_PRECONDITION if a rank pushed `step` or
+  // later already. The view's version is then `step`.
+  [[nodiscard]] absl::StatusOr<ShardViewRef> AcquireState(absl::Time deadline,
+                                                          int64_t step = 0);
   // A copy of what AcquireState shows.
-  [[nodiscard]] absl::StatusOr<ParameterState> ExportState(absl::Time deadline);
+  [[nodiscard]] absl::StatusOr<ParameterState> ExportState(absl::Time deadline,
+                                                           int64_t step = 0);
   // Replaces parameters, optimizer state and step (a switch to PS mode, or
   // the seed of a shard created awaiting it); every rank's next step
   // becomes state.step. FAILED_PRECONDITION while pushes are in progress
@@ -237,6 +317,8 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
   const PsShardConfig& config() const { return config_; }
   size_t size() const { return config_.end - config_.begin; }
   PsShardStats Stats() const;
+  // The current switch decision (see "Step control").
+  SwitchDecision decision() const;
   // The newest config.history_limit PushRecords, oldest first.
   std::vector<PushRecord> History() const;
 
@@ -252,6 +334,13 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
     // kSync, committed: the gradient's bytes and what keeps them valid.
     GradientSegments segments;
     std::vector<std::shared_ptr<const void>> holds;
+    // kSync, committed: the push's step control.
+    std::vector<double> scalars;
+    int64_t switch_epoch = 0;
+    // kAsync/kStaleSync: the decision as of the rank's last commit, which
+    // the pull after it carries (see "Step control").
+    SwitchDecision reply;
+    bool has_reply = false;
   };
 
   PsShard(const PsShardConfig& config, Optimizer optimizer,
@@ -260,7 +349,9 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
   // Drops a push that was not committed.
   void Abandon(int rank);
   void ReleaseView();
-  ShardViewRef MakeViewLocked(bool with_state)
+  // A view whose version is `version`; `pull_rank` >= 0 adds that rank's
+  // step control.
+  ShardViewRef MakeViewLocked(bool with_state, int64_t version, int pull_rank)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckPushLocked(int rank, int64_t step) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -281,6 +372,30 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordLocked(int rank, int64_t step, int64_t slowest)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Step control (ps_shard_control.cc). kSync: INVALID_ARGUMENT unless
+  // `count` scalars match the step's committed ones.
+  absl::Status CheckScalarsLocked(int rank, int64_t step, size_t count) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kSync, after step version_ - 1 was applied: its scalar sums and the
+  // decision of its pushes' epochs.
+  void FinishSyncStepLocked(std::vector<double> sums)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rank-order sums of the committed ranks' scalars (kSync).
+  std::vector<double> SumScalarsLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kAsync/kStaleSync: a committed push reported `epoch`.
+  void NoteEpochLocked(int64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kAsync/kStaleSync: decides the newest reported epoch if it is newer
+  // than the decision and no decision is pending.
+  void MaybeDecideLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The largest step a push was begun for (in flight or committed).
+  int64_t LargestPushedStepLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills the view's step control for `rank`'s pull.
+  void FillControlLocked(int rank, ShardView* view) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kAsync/kStaleSync: ranks behind `step` or pushing (for drain errors).
+  std::string DrainProgressLocked(int64_t step) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PsShardConfig config_;
 
@@ -300,6 +415,15 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   PsShardStats stats_ ABSL_GUARDED_BY(mu_);
   std::deque<PushRecord> history_ ABSL_GUARDED_BY(mu_);
+  // Step control. kSync: the number of scalars of the step's committed
+  // pushes (valid while committed_ > 0), the sums of the last applied
+  // step. All modes: the decision; kAsync/kStaleSync: the newest epoch a
+  // commit reported (decided once no decision is pending).
+  size_t step_scalars_ ABSL_GUARDED_BY(mu_) = 0;
+  int step_scalars_rank_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<double> scalar_sums_ ABSL_GUARDED_BY(mu_);
+  SwitchDecision decision_ ABSL_GUARDED_BY(mu_);
+  int64_t reported_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> bytes_in_{0};
 
   // Written only by the thread that set writing_; read through views.

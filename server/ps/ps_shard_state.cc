@@ -68,10 +68,11 @@ absl::Status ValidatePsShardConfig(const PsShardConfig& config) {
 // ---- Push ----
 
 PsShard::Push::Push(std::shared_ptr<PsShard> shard, int rank, int64_t step,
-                    char* data, size_t size_bytes)
+                    char* data, size_t size_bytes, PushOptions options)
     : shard_(std::move(shard)),
       rank_(rank),
       step_(step),
+      options_(std::move(options)),
       data_(data),
       size_bytes_(size_bytes) {}
 
@@ -79,6 +80,7 @@ PsShard::Push::Push(Push&& other) noexcept
     : shard_(std::move(other.shard_)),
       rank_(other.rank_),
       step_(other.step_),
+      options_(std::move(other.options_)),
       data_(other.data_),
       size_bytes_(other.size_bytes_),
       filled_(other.filled_),
@@ -94,6 +96,7 @@ PsShard::Push& PsShard::Push::operator=(Push&& other) noexcept {
     other.shard_ = nullptr;
     rank_ = other.rank_;
     step_ = other.step_;
+    options_ = std::move(other.options_);
     data_ = other.data_;
     size_bytes_ = other.size_bytes_;
     filled_ = other.filled_;
@@ -107,6 +110,21 @@ PsShard::Push::~Push() {
   if (shard_ != nullptr) shard_->Abandon(rank_);
 }
 
+void PsShard::Push::AddSegment(const char* bytes, size_t n) {
+  if (n == 0) return;
+  if (!descending()) {
+    AppendSegment(&segments_, bytes, n);
+  } else if (!segments_.empty() && bytes + n == segments_.back().data) {
+    // Continues the last piece downwards: one segment.
+    segments_.back().data = bytes;
+    segments_.back().size += n;
+  } else {
+    segments_.push_back(ByteSegment{bytes, n});
+  }
+  filled_ += n;
+  if (shard_ != nullptr) shard_->bytes_in_.fetch_add(n);
+}
+
 absl::Status PsShard::Push::MarkFilled(size_t n) {
   if (n > size_bytes_ - filled_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -114,50 +132,97 @@ absl::Status PsShard::Push::MarkFilled(size_t n) {
         filled_ + n, " bytes for a shard of ", size_bytes_,
         " bytes; check the shard range the worker uses"));
   }
-  AppendSegment(&segments_, data_ + filled_, n);
-  filled_ += n;
-  if (shard_ != nullptr) shard_->bytes_in_.fetch_add(n);
+  AddSegment(
+      descending() ? data_ + (size_bytes_ - filled_ - n) : data_ + filled_, n);
   return absl::OkStatus();
 }
 
 absl::Status PsShard::Push::AppendExternal(
     absl::Span<const char> bytes, std::shared_ptr<const void> keep_alive) {
   if (bytes.size() > size_bytes_ - filled_) return MarkFilled(bytes.size());
-  AppendSegment(&segments_, bytes.data(), bytes.size());
+  AddSegment(bytes.data(), bytes.size());
   if (keep_alive != nullptr) holds_.push_back(std::move(keep_alive));
-  filled_ += bytes.size();
-  if (shard_ != nullptr) shard_->bytes_in_.fetch_add(bytes.size());
   return absl::OkStatus();
 }
 
 absl::Status PsShard::Push::Append(absl::Span<const char> bytes) {
-  if (bytes.size() <= size_bytes_ - filled_ && !bytes.empty()) {
-    std::memcpy(data_ + filled_, bytes.data(), bytes.size());
+  const size_t n = bytes.size();
+  if (n <= size_bytes_ - filled_ && n > 0) {
+    char* to =
+        descending() ? data_ + (size_bytes_ - filled_ - n) : data_ + filled_;
+    std::memcpy(to, bytes.data(), n);
   }
-  return MarkFilled(bytes.size());
+  return MarkFilled(n);
 }
 
-absl::StatusOr<ShardViewRef> PsShard::AcquireState(absl::Time deadline) {
+absl::StatusOr<ShardViewRef> PsShard::AcquireState(absl::Time deadline,
+                                                   int64_t step) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Describe(), ": the state was asked for step ", step,
+                     "; use a step >= 0 (0: the current one)"));
+  }
   deadline = CapDeadline(deadline);
+  const bool sync = config_.mode == UpdateMode::kSync;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckServingLocked());
-  if (config_.mode == UpdateMode::kSync && committed_ > 0) {
+  if (sync && committed_ > 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         Describe(), ": cannot hand over the state in the middle of step ",
         version_, ": ", MissingRanksLocked(),
         "; switch modes at a step boundary"));
   }
-  auto ready = [this]() { return state_ == State::kReleased || !writing_; };
+  if (sync && step > 0 && version_ != step) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Describe(), ": the state of step ", step,
+                     " was asked for, but the shard is at step ", version_,
+                     "; fetch it at the step the ranks switch at"));
+  }
+  // A rank past `step` changed the parameters after it: waiting won't help.
+  auto ahead = [this, step]() {
+    std::vector<int> ranks;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (ranks_[r].next_step > step) ranks.push_back(static_cast<int>(r));
+    }
+    return ranks;
+  };
+  auto check_ahead = [&]() -> absl::Status {
+    if (sync || step == 0 || ahead().empty()) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        Describe(), ": the state of step ", step, " was asked for, but ranks ",
+        JoinRanks(ahead()),
+        " already pushed that step or later; every rank must stop pushing "
+        "at the switch step"));
+  };
+  RETURN_IF_ERROR(check_ahead());
+  auto drained = [this, step, sync]() {
+    if (sync || step == 0) return true;
+    for (const RankSlot& slot : ranks_) {
+      if (slot.pushing || slot.next_step < step) return false;
+    }
+    return appliers_ == 0;
+  };
+  auto ready = [this, &drained]() {
+    return state_ == State::kReleased || (!writing_ && drained());
+  };
   if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
+    if (!drained()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          Describe(), ": fetching the state of step ", step, " timed out: ",
+          DrainProgressLocked(step), "; look at those ranks' workers"));
+    }
     return absl::DeadlineExceededError(absl::StrCat(
         Describe(), ": fetching the state timed out behind an update"));
   }
   RETURN_IF_ERROR(CheckServingLocked());
-  return MakeViewLocked(/*with_state=*/true);
+  RETURN_IF_ERROR(check_ahead());
+  return MakeViewLocked(/*with_state=*/true, step > 0 ? step : version_,
+                        /*pull_rank=*/-1);
 }
 
-absl::StatusOr<ParameterState> PsShard::ExportState(absl::Time deadline) {
-  ASSIGN_OR_RETURN(ShardViewRef view, AcquireState(deadline));
+absl::StatusOr<ParameterState> PsShard::ExportState(absl::Time deadline,
+                                                    int64_t step) {
+  ASSIGN_OR_RETURN(ShardViewRef view, AcquireState(deadline, step));
   ParameterState state;
   state.step = view->version;
   state.params.assign(view->params.begin(), view->params.end());
@@ -210,7 +275,12 @@ absl::Status PsShard::ImportState(ParameterState state, absl::Time deadline) {
   state_ = State::kServing;
   params_.swap(state.params);
   version_ = state.step;
-  for (RankSlot& slot : ranks_) slot.next_step = state.step;
+  // The decision and the reported epochs stay: an epoch is decided once.
+  scalar_sums_.clear();
+  for (RankSlot& slot : ranks_) {
+    slot.next_step = state.step;
+    slot.has_reply = false;
+  }
   return absl::OkStatus();
 }
 
@@ -230,6 +300,11 @@ PsShardStats PsShard::Stats() const {
   for (const RankSlot& slot : ranks_)
     stats.rank_steps.push_back(slot.next_step);
   return stats;
+}
+
+SwitchDecision PsShard::decision() const {
+  absl::MutexLock lock(&mu_);
+  return decision_;
 }
 
 std::vector<PushRecord> PsShard::History() const {

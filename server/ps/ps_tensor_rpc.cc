@@ -79,7 +79,8 @@ absl::Status ReceiveTensors(grpc::ServerContext* context, Reader* reader,
 
 // Takes one message's chunk of the gradient into `push` without copying
 // it: the push holds the message's receive buffers until the step is
-// applied.
+// applied. Chunks tile the gradient from its start up (ascending) or from
+// its end down (descending), each ascending inside.
 absl::Status TakeGradientChunk(DecodedTensorMessage& message,
                                PsShard::Push* push) {
   const size_t n = message.data_size();
@@ -89,26 +90,40 @@ absl::Status TakeGradientChunk(DecodedTensorMessage& message,
         absl::StrCat("a gradient chunk names tensor ", message.tensor(),
                      "; PushPull carries tensor 0 only"));
   }
-  if (message.offset() < 0 ||
-      static_cast<size_t>(message.offset()) * sizeof(float) !=
-          push->filled_bytes()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a gradient chunk starts at element ", message.offset(),
-                     ", expected ", push->filled_bytes() / sizeof(float),
-                     "; chunks must be sent in order"));
-  }
   if (n % sizeof(float) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("a chunk of ", n, " bytes is not whole fp32 values"));
   }
-  if (n > push->size_bytes() - push->filled_bytes()) {
+  const size_t size = push->size_bytes();
+  const size_t floats = size / sizeof(float);
+  const int64_t offset = message.offset();
+  if (offset < 0 || static_cast<uint64_t>(offset) > floats ||
+      n / sizeof(float) > floats - static_cast<size_t>(offset)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a chunk of ", n, " bytes overruns the gradient (",
-        push->filled_bytes(), " of ", push->size_bytes(),
-        " bytes in); the sender's sizes do not match the shard's"));
+        "a gradient chunk of ", n / sizeof(float), " elements at element ",
+        offset, " is outside the shard's ", floats,
+        " elements; the sender's sizes do not match the shard's"));
+  }
+  const size_t filled = push->filled_bytes();
+  const size_t at = static_cast<size_t>(offset) * sizeof(float);
+  if (!push->descending() && at != filled) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a gradient chunk starts at element ", offset,
+                     ", expected ", filled / sizeof(float),
+                     "; ascending chunks must follow each other "
+                     "without gaps or overlaps"));
+  }
+  if (push->descending() && at + n != size - filled) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a descending gradient chunk covers elements [", offset, ", ",
+        (at + n) / sizeof(float), "), expected one that ends at element ",
+        (size - filled) / sizeof(float),
+        "; descending chunks must precede each other without gaps or "
+        "overlaps"));
   }
   std::vector<absl::Span<const char>> segments;
   std::shared_ptr<const void> holder = message.DetachData(&segments);
+  if (push->descending()) std::reverse(segments.begin(), segments.end());
   for (absl::Span<const char> segment : segments) {
     RETURN_IF_ERROR(push->AppendExternal(segment, holder));
     holder = nullptr;  // held once is enough
@@ -211,9 +226,13 @@ absl::Status PsRpc::DoPushPull(grpc::ServerContext* context,
   const int rank = header.rank();
   int64_t pull_step = header.step();
   if (!header.pull_only()) {
+    PushOptions options;
+    options.descending = header.descending();
+    options.scalars.assign(header.scalars().begin(), header.scalars().end());
+    options.switch_epoch = header.switch_epoch();
     ASSIGN_OR_RETURN(PsShard::Push push,
                      WaitInSlices(deadline, alive, [&](absl::Time d) {
-                       return shard->BeginPush(rank, header.step(), d);
+                       return shard->BeginPush(rank, header.step(), d, options);
                      }));
     RETURN_IF_ERROR(Annotate(ReceiveGradient(context, stream, first, &push),
                              absl::StrCat("PushPull from rank ", rank,
@@ -232,6 +251,10 @@ absl::Status PsRpc::DoPushPull(grpc::ServerContext* context,
   reply.set_version(view->version);
   reply.set_begin(static_cast<int64_t>(shard->config().begin));
   reply.set_end(static_cast<int64_t>(shard->config().end));
+  reply.mutable_scalar_sums()->Add(view->scalar_sums.begin(),
+                                   view->scalar_sums.end());
+  reply.set_switch_epoch(view->decision.epoch);
+  reply.set_switch_step(view->decision.step);
   const absl::Span<const float> tensors[] = {view->params};
   if (!WriteTensors(stream, &reply, tensors, chunk_bytes, view)) {
     RETURN_IF_ERROR(CheckAlive(context));
@@ -299,8 +322,9 @@ absl::Status PsRpc::DoFetchState(grpc::ServerContext* context,
   auto alive = [this, context]() { return CheckAlive(context); };
   ASSIGN_OR_RETURN(
       ShardViewRef view,
-      WaitInSlices(CallDeadline(*context, *shard), alive,
-                   [&](absl::Time d) { return shard->AcquireState(d); }));
+      WaitInSlices(CallDeadline(*context, *shard), alive, [&](absl::Time d) {
+        return shard->AcquireState(d, request.step());
+      }));
   ps::FetchStateHeader header;
   header.set_step(view->version);
   header.set_begin(static_cast<int64_t>(shard->config().begin));

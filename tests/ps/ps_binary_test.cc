@@ -1,5 +1,7 @@
 // The `gradsync-ps` binary: prints its bound address first, serves shards,
-// exits cleanly on SIGTERM, and refuses a bad command line.
+// exits cleanly on SIGTERM, refuses a bad command line, registers with a
+// coordinator (a tiny in-test one) and heartbeats, and, killed in the
+// middle of a step, fails its clients' step promptly with UNAVAILABLE.
 // GRADSYNC_PS_BINARY is its path, set by CMake.
 #include <poll.h>
 #include <signal.h>
@@ -17,12 +19,17 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_client.h"
+#include "tests/ps/fake_coordinator.h"
 #include "tests/store/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::FakeCoordinator;
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr absl::Duration kProcessTimeout = absl::Seconds(10);
@@ -59,6 +66,7 @@ class PsProcess {
   }
 
   bool started() const { return pid_ > 0 && stdout_fd_ >= 0; }
+  pid_t pid() const { return pid_; }
 
   // Reads stdout up to a newline, EOF or the timeout.
   std::string ReadLine(absl::Duration timeout) {
@@ -76,7 +84,13 @@ class PsProcess {
     return line;
   }
 
-  void Signal(int signal_number) { kill(pid_, signal_number); }
+  void Signal(int signal_number) {
+    kill(pid_, signal_number);
+    if (signal_number == SIGKILL) {
+      waitpid(pid_, nullptr, 0);
+      reaped_ = true;
+    }
+  }
 
   // The exit code, or -1 if it did not exit normally within `timeout`.
   int WaitForExit(absl::Duration timeout) {
@@ -140,6 +154,113 @@ TEST(GradsyncPsBinaryTest, Run_PortTaken_ExitsOne) {
   PsProcess second({"--listen", address});
   ASSERT_TRUE(second.started());
   EXPECT_EQ(second.WaitForExit(kProcessTimeout), 1);
+}
+
+// A one-shard job of `total` zeros for `workers` ranks on `address`.
+absl::Status CreateJob(const std::string& address, int64_t total, int workers) {
+  ps::CreateShardRequest request;
+  request.set_job_id("job");
+  request.set_num_shards(1);
+  request.set_total_elements(total);
+  request.set_end(total);
+  request.set_num_workers(workers);
+  request.mutable_optimizer()->set_name("sgd");
+  request.mutable_optimizer()->set_learning_rate(1.0);
+  request.set_zeros(true);
+  return PsAdminClient::Connect(address)->CreateShard(request);
+}
+
+template <typename Done>
+bool Eventually(Done done) {
+  const absl::Time deadline = absl::Now() + kProcessTimeout;
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return done();
+}
+
+TEST(GradsyncPsBinaryTest, Run_WithCoordinator_RegistersAndHeartbeats) {
+  FakeCoordinator coordinator;
+  ASSERT_NE(coordinator.port(), 0);
+  PsProcess process(
+      {"--listen", "127.0.0.1:0", "--coordinator", coordinator.address()});
+  ASSERT_TRUE(process.started());
+  const std::string address = process.ReadLine(kProcessTimeout);
+  ASSERT_THAT(address, StartsWith("127.0.0.1:"));
+  // Registered before the address was printed.
+  ASSERT_EQ(coordinator.registrations().size(), 1u);
+  EXPECT_EQ(coordinator.registrations()[0].address(), address);
+  EXPECT_EQ(coordinator.registrations()[0].pid(), process.pid());
+  EXPECT_FALSE(coordinator.registrations()[0].host().empty());
+  ASSERT_THAT(CreateJob(address, 10, 1), IsOk());
+  ASSERT_TRUE(Eventually([&]() {
+    const std::vector<PsHeartbeatRequest> beats = coordinator.heartbeats();
+    return !beats.empty() && beats.back().shards_size() == 1 &&
+           beats.back().shards(0).job_id() == "job";
+  }));
+  // The coordinator says the job ended: its shard goes.
+  coordinator.ReleaseJobs({"job"});
+  ASSERT_TRUE(Eventually([&]() {
+    return !PsAdminClient::Connect(address)->GetShardStats("job", -1).ok();
+  }));
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.WaitForExit(kProcessTimeout), 0);
+}
+
+TEST(GradsyncPsBinaryTest, Run_CoordinatorRefuses_ExitsOneWithoutAddress) {
+  FakeCoordinator coordinator;
+  coordinator.RefuseRegistrations();
+  PsProcess process(
+      {"--listen", "127.0.0.1:0", "--coordinator", coordinator.address()});
+  ASSERT_TRUE(process.started());
+  EXPECT_EQ(process.WaitForExit(kProcessTimeout), 1);
+  EXPECT_EQ(process.ReadLine(absl::Milliseconds(100)), "");
+}
+
+TEST(GradsyncPsBinaryTest, Run_SigtermWhileRegistering_ExitsZeroPromptly) {
+  std::string unreachable;
+  {
+    FakeCoordinator gone;
+    unreachable = gone.address();
+  }
+  PsProcess process({"--listen", "127.0.0.1:0", "--coordinator", unreachable});
+  ASSERT_TRUE(process.started());
+  absl::SleepFor(absl::Milliseconds(300));
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.WaitForExit(absl::Seconds(5)), 0);
+}
+
+TEST(GradsyncPsBinaryTest, KilledMidStep_StepFailsUnavailablePromptly) {
+  PsProcess process({"--listen", "127.0.0.1:0"});
+  ASSERT_TRUE(process.started());
+  const std::string address = process.ReadLine(kProcessTimeout);
+  ASSERT_THAT(address, StartsWith("127.0.0.1:"));
+  ASSERT_THAT(CreateJob(address, 1000, 1), IsOk());
+  PsClientOptions options;
+  options.chunk_bytes = 64;
+  options.timeout = absl::Seconds(60);
+  absl::StatusOr<std::unique_ptr<PsClient>> client =
+      PsClient::Create("job", 0, 1000, {{address, 0, 0, 1000}}, options);
+  ASSERT_THAT(client, IsOk());
+  std::vector<float> grads(1000, 1.0f), params(1000);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      (*client)->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  (*step)->Ready(500, 1000);
+  ASSERT_TRUE(Eventually([&]() {
+    absl::StatusOr<std::vector<ps::ShardStats>> stats =
+        PsAdminClient::Connect(address)->GetShardStats("job", 0);
+    return stats.ok() && (*stats)[0].bytes_in() == 2000;
+  }));
+  process.Signal(SIGKILL);
+  (*step)->Ready(0, 500);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(60)),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr(absl::StrCat("ps shard 0 at ", address)),
+                             HasSubstr("rank 0, step 0"))));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "server/ps/ps_proto.h"
 #include "server/ps/ps_server.h"
 #include "server/ps/shard_range.h"
+#include "tests/ps/ps_grpc_test_util.h"
 #include "tests/store/status_matchers.h"
 #include "worker/model/mlp_layout.h"
 
@@ -28,52 +29,12 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::MakeClient;
+using ::gradsync::testing::ShardRequest;
+using ::gradsync::testing::StartServer;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-std::unique_ptr<PsServer> StartServer() {
-  absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start("127.0.0.1:0");
-  EXPECT_THAT(server, IsOk());
-  return server.ok() ? *std::move(server) : nullptr;
-}
-
-// A CreateShard request for shard `shard` of `num_shards` over `total`
-// elements: zeros, SGD at lr 1.
-ps::CreateShardRequest ShardRequest(const std::string& job, int shard,
-                                    int num_shards, size_t total, int workers) {
-  ps::CreateShardRequest request;
-  request.set_job_id(job);
-  request.set_shard(shard);
-  request.set_num_shards(num_shards);
-  request.set_total_elements(static_cast<int64_t>(total));
-  const ShardRange range = *BalancedShardRange(total, num_shards, shard);
-  request.set_begin(static_cast<int64_t>(range.begin));
-  request.set_end(static_cast<int64_t>(range.end));
-  request.set_num_workers(workers);
-  request.mutable_optimizer()->set_name("sgd");
-  request.mutable_optimizer()->set_learning_rate(1.0);
-  request.set_zeros(true);
-  return request;
-}
-
-std::unique_ptr<PsClient> MakeClient(
-    const std::string& job, int rank, size_t total,
-    const std::vector<std::string>& addresses,
-    size_t chunk_bytes = kDefaultChunkBytes,
-    absl::Duration timeout = absl::Seconds(30)) {
-  absl::StatusOr<std::vector<PsShardLocation>> shards =
-      BalancedShardLocations(total, addresses);
-  EXPECT_THAT(shards, IsOk());
-  PsClientOptions options;
-  options.chunk_bytes = chunk_bytes;
-  options.timeout = timeout;
-  absl::StatusOr<std::unique_ptr<PsClient>> client =
-      PsClient::Create(job, rank, total, *shards, options);
-  EXPECT_THAT(client, IsOk());
-  return client.ok() ? *std::move(client) : nullptr;
-}
 
 TEST(PsGrpcTest, PushPull_ThreeClientsTwoShardsOddChunks_ExactParameters) {
   constexpr int kWorkers = 3;

@@ -1,0 +1,89 @@
+#include "server/ps/ps_client_stream.h"
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/ps/ps_client.h"
+#include "server/ps/tensor_codec.h"
+#include "server/ps/tensor_stream.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+namespace {
+
+// How long a finished call may take to let go of the memory it sent (gRPC
+// drops its references as soon as the bytes are on the socket or the
+// stream is cancelled; this is a bound, not an expected delay).
+constexpr absl::Duration kReleaseTimeout = absl::Seconds(10);
+
+}  // namespace
+
+SendPin::SendPin()
+    : pin_(&released_, [this](const void*) { released_.Notify(); }) {}
+
+absl::Status SendPin::Release() {
+  pin_.reset();
+  if (!released_.WaitForNotificationWithTimeout(kReleaseTimeout)) {
+    return absl::InternalError(absl::StrCat(
+        "gRPC still referenced the sent tensor ",
+        absl::FormatDuration(kReleaseTimeout), " after the call ended"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamOutcome(const grpc::Status& finished, absl::Status ours) {
+  if (!finished.ok()) return FromGrpcStatus(finished);
+  return ours;
+}
+
+absl::Status CheckShardRange(const char* what, int64_t begin, int64_t end,
+                             const PsShardLocation& location) {
+  if (begin != static_cast<int64_t>(location.begin) ||
+      end != static_cast<int64_t>(location.end)) {
+    return absl::DataLossError(absl::StrCat(
+        what, " covers elements [", begin, ", ", end,
+        "), but the client expects [", location.begin, ", ", location.end,
+        "); do client and server agree on the shard layout?"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadPullReply(RawClientStream* stream,
+                           const PsShardLocation& location,
+                           absl::Span<float> params, ps::PullHeader* reply,
+                           std::atomic<uint64_t>* bytes_received,
+                           bool* complete) {
+  TensorReceiver receiver({AsWritableBytes(params)});
+  grpc::ByteBuffer buffer;
+  DecodedTensorMessage message;
+  bool have_header = false;
+  absl::Status status;
+  while (status.ok() && stream->Read(&buffer)) {
+    status = message.Parse(buffer);
+    if (status.ok() && message.has_header()) {
+      status = message.ParseHeader(reply);
+      if (status.ok()) {
+        status = CheckShardRange("the reply", reply->begin(), reply->end(),
+                                 location);
+      }
+      have_header = true;
+    } else if (status.ok() && !have_header) {
+      status = absl::DataLossError("the reply did not start with a header");
+    }
+    if (status.ok()) status = receiver.Take(message);
+    if (status.ok()) bytes_received->fetch_add(message.data_size());
+  }
+  *complete = receiver.complete();
+  return status;
+}
+
+absl::Status ShortReplyError(const PsShardLocation& location) {
+  return absl::DataLossError(absl::StrCat(
+      "the server ended the reply before all parameters of elements [",
+      location.begin, ", ", location.end, ") arrived"));
+}
+
+}  // namespace gradsync

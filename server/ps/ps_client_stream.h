@@ -1,0 +1,73 @@
+// Pieces that the parameter-server clients (PsClient, PsStep) share around
+// one gRPC tensor stream: pinning the memory a stream sends, reading a
+// PushPull reply into the caller's parameters, and combining the stream's
+// status with the caller's own. Internal to server/ps.
+//
+// Threading: a SendPin and a reply read belong to one stream's thread.
+#ifndef GRADSYNC_SERVER_PS_PS_CLIENT_STREAM_H_
+#define GRADSYNC_SERVER_PS_PS_CLIENT_STREAM_H_
+
+#include <grpcpp/support/status.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "absl/types/span.h"
+#include "proto/ps.pb.h"
+#include "server/ps/raw_tensor_rpc.h"
+
+namespace gradsync {
+
+struct PsShardLocation;
+
+// Holds the memory a stream sends referenced (the pin) and waits until
+// gRPC has dropped every reference, so that the caller may reuse it.
+class SendPin {
+ public:
+  SendPin();
+  SendPin(const SendPin&) = delete;
+  SendPin& operator=(const SendPin&) = delete;
+
+  const std::shared_ptr<const void>& pin() const { return pin_; }
+  // Drops our own reference and waits (a bounded time: gRPC lets go as
+  // soon as the bytes are on the socket or the call is cancelled) for
+  // gRPC's. INTERNAL if it still holds them.
+  [[nodiscard]] absl::Status Release();
+
+ private:
+  absl::Notification released_;
+  std::shared_ptr<const void> pin_;
+};
+
+// The call's outcome: the server's status when it failed (it explains a
+// broken stream best), else ours.
+absl::Status StreamOutcome(const grpc::Status& finished, absl::Status ours);
+
+// DATA_LOSS unless [begin, end) is the range `location` expects; `what`
+// names the message ("the reply").
+absl::Status CheckShardRange(const char* what, int64_t begin, int64_t end,
+                             const PsShardLocation& location);
+
+// Reads a PushPull reply (a header, then the parameter chunks of the
+// shard's range) from `stream` into `params` until the server ends it.
+// `reply` gets the header; `bytes_received` counts the parameter bytes;
+// `complete` says whether every parameter arrived (a server that failed
+// the call ends early: its status, from Finish, explains why). Errors:
+// DATA_LOSS for a reply without a header or of another range,
+// INVALID_ARGUMENT for malformed chunks; the caller then cancels the call
+// (the server may still be writing).
+absl::Status ReadPullReply(RawClientStream* stream,
+                           const PsShardLocation& location,
+                           absl::Span<float> params, ps::PullHeader* reply,
+                           std::atomic<uint64_t>* bytes_received,
+                           bool* complete);
+
+// The DATA_LOSS of a reply that ended before all of `params` arrived.
+absl::Status ShortReplyError(const PsShardLocation& location);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_CLIENT_STREAM_H_

@@ -1,0 +1,276 @@
+#include "server/ps/ps_registration.h"
+
+#include <grpc/grpc.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/ps/ps_proto.h"
+#include "server/store/grpc_status.h"
+
+namespace gradsync {
+namespace {
+
+// Failures that a later attempt may not see.
+bool Transient(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Coordinator::StubInterface> ConnectCoordinator(
+    const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return Coordinator::NewStub(grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args));
+}
+
+PsRegistration::PsRegistration(PsRegistrationConfig config,
+                               std::shared_ptr<Coordinator::StubInterface> stub,
+                               PsService* service)
+    : config_(std::move(config)),
+      stub_(std::move(stub)),
+      service_(service),
+      heartbeat_(config_.default_heartbeat) {}
+
+PsRegistration::~PsRegistration() { Stop(); }
+
+void PsRegistration::Log(absl::string_view line) const {
+  if (config_.log) {
+    config_.log(line);
+  } else {
+    std::cerr << "gradsync-ps: " << line << std::endl;
+  }
+}
+
+std::string PsRegistration::ps_id() const {
+  absl::MutexLock lock(&mu_);
+  return ps_id_;
+}
+
+PsRegistrationStats PsRegistration::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+grpc::Status PsRegistration::Call(
+    absl::Duration timeout,
+    const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "the parameter server is stopping");
+    }
+    in_flight_ = &context;
+  }
+  const grpc::Status status = call(&context);
+  absl::MutexLock lock(&mu_);
+  in_flight_ = nullptr;
+  return status;
+}
+
+absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
+  RegisterParameterServerRequest request;
+  request.set_host(config_.host);
+  request.set_address(config_.address);
+  request.set_pid(config_.pid);
+  RegisterParameterServerResponse response;
+  const absl::Status status =
+      FromGrpcStatus(Call(timeout, [&](grpc::ClientContext* context) {
+        return stub_->RegisterParameterServer(context, request, &response);
+      }));
+  if (!status.ok()) return status;
+  if (response.ps_id().empty()) {
+    return absl::InternalError(
+        "the coordinator registered this parameter server without an id");
+  }
+  absl::MutexLock lock(&mu_);
+  ps_id_ = response.ps_id();
+  heartbeat_ = response.heartbeat_ms() > 0
+                   ? absl::Milliseconds(response.heartbeat_ms())
+                   : config_.default_heartbeat;
+  ++stats_.registrations;
+  return absl::OkStatus();
+}
+
+absl::Status PsRegistration::Register() {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + config_.register_timeout;
+  absl::Status last;
+  for (;;) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    last = RegisterOnce(std::min(left, config_.rpc_timeout));
+    if (last.ok()) {
+      Log(absl::StrCat("registered with coordinator ", config_.coordinator,
+                       " as ", ps_id(), " (address ", config_.address, ")"));
+      return absl::OkStatus();
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) {
+        return absl::CancelledError(
+            absl::StrCat("stopped while registering with coordinator ",
+                         config_.coordinator));
+      }
+    }
+    if (!Transient(last.code())) {
+      return absl::Status(
+          last.code(),
+          absl::StrCat(
+              "coordinator ", config_.coordinator,
+              " refused to register this parameter server: ", last.message(),
+              "; does that coordinator support parameter servers "
+              "(same gradsync version)?"));
+    }
+    if (!outage_) {
+      outage_ = true;
+      Log(absl::StrCat("cannot reach coordinator ", config_.coordinator, " (",
+                       last.message(), "); retrying for up to ",
+                       absl::FormatDuration(config_.register_timeout)));
+    }
+    if (!Sleep(std::min(config_.retry_interval, deadline - absl::Now()))) {
+      return absl::CancelledError(absl::StrCat(
+          "stopped while registering with coordinator ", config_.coordinator));
+    }
+  }
+  return absl::Status(
+      last.ok() ? absl::StatusCode::kDeadlineExceeded : last.code(),
+      absl::StrCat("could not register with coordinator ", config_.coordinator,
+                   " within ", absl::FormatDuration(config_.register_timeout),
+                   last.ok() ? "" : absl::StrCat(": ", last.message()),
+                   "; is gradsync-coordinator running at ", config_.coordinator,
+                   ", and is --coordinator right?"));
+}
+
+void PsRegistration::StartHeartbeats() {
+  absl::MutexLock lock(&mu_);
+  // Stop may come first (a signal while registering).
+  if (stopping_ || thread_.joinable()) return;
+  outage_ = false;
+  thread_ = std::thread([this]() { Loop(); });
+}
+
+void PsRegistration::Stop() {
+  std::thread thread;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    if (in_flight_ != nullptr) in_flight_->TryCancel();
+    thread = std::move(thread_);
+  }
+  if (thread.joinable()) thread.join();
+}
+
+bool PsRegistration::Sleep(absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+  return !stopping_;
+}
+
+void PsRegistration::NoteOutcome(const absl::Status& status,
+                                 absl::string_view what) {
+  if (status.ok()) {
+    if (outage_) {
+      outage_ = false;
+      Log(absl::StrCat("coordinator ", config_.coordinator,
+                       " is reachable again"));
+    }
+    return;
+  }
+  if (outage_) return;
+  outage_ = true;
+  Log(absl::StrCat(what, " to coordinator ", config_.coordinator,
+                   " failed: ", status.message(),
+                   "; retrying (logged once until it works again)"));
+}
+
+absl::Status PsRegistration::HeartbeatOnce() {
+  PsHeartbeatRequest request;
+  request.set_ps_id(ps_id());
+  for (const std::shared_ptr<PsShard>& shard : service_->AllShards()) {
+    ShardStatsToProto(*shard, request.add_shards());
+  }
+  PsHeartbeatResponse response;
+  const absl::Status status = FromGrpcStatus(
+      Call(config_.rpc_timeout, [&](grpc::ClientContext* context) {
+        return stub_->PsHeartbeat(context, request, &response);
+      }));
+  if (!status.ok()) return status;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.heartbeats;
+  }
+  for (const std::string& job_id : response.release_job_ids()) {
+    // NOT_FOUND: none of its shards are here (any more).
+    const absl::StatusOr<int> released = service_->Release(job_id, -1);
+    if (!released.ok()) continue;
+    Log(absl::StrCat("released ", *released, " shards of job '", job_id,
+                     "' (the coordinator says it ended)"));
+    absl::MutexLock lock(&mu_);
+    ++stats_.jobs_released;
+  }
+  return absl::OkStatus();
+}
+
+void PsRegistration::Loop() {
+  for (;;) {
+    absl::Duration heartbeat;
+    bool registered;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      heartbeat = heartbeat_;
+      registered = !ps_id_.empty();
+    }
+    if (!registered) {
+      const absl::Status status = RegisterOnce(config_.rpc_timeout);
+      NoteOutcome(status, "registering");
+      if (status.ok()) {
+        Log(absl::StrCat("registered again with coordinator ",
+                         config_.coordinator, " as ", ps_id()));
+        continue;
+      }
+      if (!Sleep(config_.retry_interval)) return;
+      continue;
+    }
+    if (!Sleep(heartbeat)) return;
+    const absl::Status status = HeartbeatOnce();
+    if (status.code() == absl::StatusCode::kNotFound) {
+      Log(absl::StrCat("coordinator ", config_.coordinator,
+                       " does not know this parameter server (",
+                       status.message(),
+                       "); it was declared lost or the coordinator "
+                       "restarted: registering again"));
+      absl::MutexLock lock(&mu_);
+      ps_id_.clear();
+      continue;
+    }
+    NoteOutcome(status, "heartbeat");
+  }
+}
+
+}  // namespace gradsync

@@ -1,0 +1,144 @@
+// PsRegistration: a parameter server's conversation with the coordinator
+// (proto/coordinator.proto, "Parameter servers"). It registers the server
+// (host, the address workers connect to, pid), then a heartbeat thread
+// calls PsHeartbeat every heartbeat_ms with the counters of every shard
+// the server holds (all jobs) and releases, through the PsService, every
+// shard of each job the reply names in release_job_ids (jobs that ended).
+//
+// State (of the heartbeat thread):
+//
+//   UNREGISTERED --RegisterParameterServer ok--> REGISTERED
+//        ^                                           |
+//        +----------- PsHeartbeat NOT_FOUND ---------+
+//
+// (the coordinator declared the server lost or restarted: it registers
+// anew and gets a new ps_id). Any other RPC error: retried every
+// heartbeat (or retry_interval while unregistered); the first failure of
+// an outage is logged with the coordinator's address, and so is the
+// recovery. Stop() from any state ends the thread.
+//
+// Every RPC has a deadline (rpc_timeout); Stop cancels the call in
+// flight.
+//
+//   PsRegistration registration(config, Coordinator::NewStub(channel),
+//                               server->service());
+//   RETURN_IF_ERROR(registration.Register());   // retries up to 30 s
+//   registration.StartHeartbeats();
+//   ... until SIGTERM ...
+//   registration.Stop();
+//
+// Errors (Register): UNAVAILABLE or DEADLINE_EXCEEDED naming the
+// coordinator when it could not be reached within register_timeout; the
+// coordinator's own status at once when retrying cannot help (for example
+// UNIMPLEMENTED from a coordinator without parameter-server support);
+// CANCELLED when Stop was called meanwhile.
+// Threading: thread-safe; Register and StartHeartbeats from one thread,
+// Stop from any (also while the others run). Lock order: mu_ only.
+#ifndef GRADSYNC_SERVER_PS_PS_REGISTRATION_H_
+#define GRADSYNC_SERVER_PS_PS_REGISTRATION_H_
+
+#include <grpcpp/client_context.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "server/ps/ps_service.h"
+
+namespace gradsync {
+
+struct PsRegistrationConfig {
+  std::string coordinator;  // "host:port", for messages
+  std::string host;         // this machine's host name
+  std::string address;      // "host:port" that workers connect to
+  int pid = 0;
+  // Longest Register keeps retrying a coordinator it cannot reach.
+  absl::Duration register_timeout = absl::Seconds(30);
+  absl::Duration rpc_timeout = absl::Seconds(5);
+  // Pause between registration attempts.
+  absl::Duration retry_interval = absl::Milliseconds(500);
+  // Used when the coordinator does not say (heartbeat_ms 0).
+  absl::Duration default_heartbeat = absl::Seconds(1);
+  // One line per event; null: standard error.
+  std::function<void(absl::string_view line)> log;
+};
+
+struct PsRegistrationStats {
+  int64_t registrations = 0;  // successful RegisterParameterServer calls
+  int64_t heartbeats = 0;     // successful PsHeartbeat calls
+  int64_t jobs_released = 0;  // jobs whose shards were dropped
+};
+
+// A stub of the coordinator at `address` over an insecure channel that
+// reconnects quickly (100 ms to 2 s backoff) when it comes back.
+std::shared_ptr<Coordinator::StubInterface> ConnectCoordinator(
+    const std::string& address);
+
+class PsRegistration {
+ public:
+  // `stub` and `service` must outlive this object.
+  PsRegistration(PsRegistrationConfig config,
+                 std::shared_ptr<Coordinator::StubInterface> stub,
+                 PsService* service);
+  PsRegistration(const PsRegistration&) = delete;
+  PsRegistration& operator=(const PsRegistration&) = delete;
+  // Stops.
+  ~PsRegistration();
+
+  // Registers, retrying failures that may pass (UNAVAILABLE,
+  // DEADLINE_EXCEEDED, ...) until config.register_timeout. See "Errors".
+  [[nodiscard]] absl::Status Register();
+  // Starts the heartbeat thread; call once, after Register succeeded.
+  // Does nothing once Stop was called.
+  void StartHeartbeats();
+  // Ends the heartbeat thread and any Register in progress (CANCELLED).
+  // Idempotent.
+  void Stop();
+
+  // The id the coordinator gave (empty while unregistered).
+  std::string ps_id() const;
+  PsRegistrationStats stats() const;
+
+ private:
+  // One RegisterParameterServer call; on success records the id.
+  absl::Status RegisterOnce(absl::Duration timeout);
+  // One PsHeartbeat call with every shard's counters; releases the jobs
+  // the reply names.
+  absl::Status HeartbeatOnce();
+  void Loop();
+  // Sleeps `d` or until Stop; false when stopping.
+  bool Sleep(absl::Duration d);
+  // Runs `call` with a context Stop can cancel.
+  grpc::Status Call(
+      absl::Duration timeout,
+      const std::function<grpc::Status(grpc::ClientContext*)>& call);
+  // Logs the first failure of an outage and the recovery.
+  void NoteOutcome(const absl::Status& status, absl::string_view what);
+  void Log(absl::string_view line) const;
+
+  const PsRegistrationConfig config_;
+  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  PsService* const service_;
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::string ps_id_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_);
+  PsRegistrationStats stats_ ABSL_GUARDED_BY(mu_);
+  bool outage_ = false;  // the loop's (or Register's) thread only
+  std::thread thread_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_REGISTRATION_H_

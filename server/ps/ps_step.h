@@ -1,0 +1,169 @@
+// PsStep: one rank's push and pull of one step, in flight while backward
+// still runs. Backward finishes gradients from the end of the flat buffer
+// toward its start; the rank reports each finished range with Ready(), and
+// every shard's stream sends its range end first (PushHeader.descending,
+// in chunks of at most PsClientOptions::chunk_bytes) as soon as the bytes
+// at the end of its not-yet-sent part are ready. So the transfer overlaps
+// backward: shard K-1's stream starts with the first bucket, not once the
+// whole gradient is done. Finish then waits for every shard's reply (the
+// parameters of step + 1 written into `params`, the step control of shard
+// 0's reply).
+//
+//   PsStepControl control;
+//   control.scalars = {loss_sum, count};
+//   control.switch_epoch = newest_epoch;
+//   ASSIGN_OR_RETURN(std::unique_ptr<PsStep> ps_step,
+//                    ps->StartStep(t, grads, absl::MakeSpan(params),
+//                                  std::move(control)));
+//   ... backward; for each finished bucket [b, e):
+//   ps_step->Ready(b, e);
+//   ASSIGN_OR_RETURN(PsStepResult result, ps_step->Finish(deadline));
+//   // Remember a new decision; switch at the start of its step.
+//   if (result.switch_epoch > acted_epoch) {
+//     pending = {result.switch_epoch, result.switch_step};
+//   }
+//
+// Every shard gets the same header (scalars and switch_epoch included);
+// the ranks act on shard 0's answer (see proto/ps.proto "Step control").
+// Replies keep a decision until a newer one replaces it, and a shard
+// created afresh (a ring -> PS switch) knows no earlier decisions: a rank
+// ignores epochs it has acted on already.
+//
+// Errors (Finish): the status of the shard that failed first, prefixed
+// "ps shard K at HOST:PORT (rank R, step T)" (ps_client.h lists the codes;
+// UNAVAILABLE when a server is down or went away mid-step); the reason
+// given to Cancel, prefixed with the step; INVALID_ARGUMENT for a bad
+// Ready range; FAILED_PRECONDITION if some elements were never marked
+// ready or Finish was called twice;
+// DEADLINE_EXCEEDED when `deadline` or the client's timeout passed.
+// When one shard fails, the other shards' streams are cancelled at once
+// (so Finish returns promptly). After an error `params` is unspecified; a
+// shard whose stream failed before the whole gradient arrived took
+// nothing, one that had it all may have applied it.
+//
+// Threading: Ready and Cancel may be called from any thread, Finish from
+// one; each shard's stream runs on a thread of its own. Lock order: mu_
+// only (gRPC's TryCancel is called under it; it never calls back). The PsClient
+// that started the step must outlive it; it takes no other call until the step
+// is finished or destroyed. Destroying an unfinished step cancels it and
+// waits for its streams (a bounded time).
+#ifndef GRADSYNC_SERVER_PS_PS_STEP_H_
+#define GRADSYNC_SERVER_PS_PS_STEP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+
+namespace gradsync {
+
+class PsClient;
+
+// What a rank's push says besides its gradient (proto/ps.proto, "Step
+// control").
+struct PsStepControl {
+  // Sync mode: summed over the ranks in rank order (e.g. the global loss
+  // numerator and sample count). Every rank must send as many.
+  std::vector<double> scalars;
+  // The newest switch request (epoch) the rank has heard of; 0: none.
+  int64_t switch_epoch = 0;
+};
+
+// Shard 0's answer to one step, and the step's traffic.
+struct PsStepResult {
+  std::vector<double> scalar_sums;  // sync mode; else empty
+  // The switch decision: at the start of switch_step every rank acts on
+  // request switch_epoch. (0, 0): none.
+  int64_t switch_epoch = 0;
+  int64_t switch_step = 0;
+  int64_t version = 0;  // PullHeader.version of shard 0
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+};
+
+class PsStep {
+ public:
+  PsStep(const PsStep&) = delete;
+  PsStep& operator=(const PsStep&) = delete;
+  ~PsStep();
+
+  // Gradient elements [begin, end) of the flat vector are final. Any
+  // order; each element once; never blocks on the network. A range that
+  // is empty, out of range or overlaps an earlier one cancels the step:
+  // Finish returns INVALID_ARGUMENT naming it.
+  void Ready(size_t begin, size_t end);
+
+  // Waits (until `deadline`) for every shard's reply; the parameters are
+  // in `params` when it returns OK. Call once, after every Ready.
+  [[nodiscard]] absl::StatusOr<PsStepResult> Finish(absl::Time deadline);
+
+  // Ends the step: the streams are cancelled and Finish returns `reason`
+  // (CANCELLED if `reason` is OK) promptly. Thread-safe; the first reason
+  // wins.
+  void Cancel(const absl::Status& reason);
+
+  int64_t step() const { return step_; }
+
+ private:
+  friend class PsClient;
+  struct ShardCall;
+
+  PsStep(PsClient* client, int64_t step, absl::Span<const float> grads,
+         absl::Span<float> params, PsStepControl control,
+         absl::Time call_deadline);
+  // Starts the shards' threads.
+  void Start();
+  // Ready's work; INVALID_ARGUMENT for a bad range (nothing marked).
+  absl::Status MarkReady(size_t begin, size_t end);
+  // Shard k's stream: header, descending chunks as they become ready, the
+  // reply.
+  absl::Status RunShard(size_t k);
+  // Waits until elements below `sent_begin` of shard k are ready (returns
+  // the lowest index of the ready run just below it, clipped to the shard),
+  // the step is cancelled, or the call's deadline passes.
+  absl::StatusOr<size_t> WaitReady(size_t k, size_t sent_begin);
+  // Shard k's thread ended with `status`.
+  void ShardDone(size_t k, absl::Status status);
+  // Cancels every stream but `except` (none: calls_.size()).
+  void CancelStreams(size_t except);
+  // Joins the shards' threads (once) and lets the client start steps.
+  void Join();
+  // The step's error: the Cancel reason or the first failure, named.
+  absl::Status ErrorLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The elements not yet marked ready, for errors: "[0, 10), [20, 30)".
+  std::string MissingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  PsClient* const client_;
+  const int64_t step_;
+  const absl::Span<const float> grads_;
+  const absl::Span<float> params_;
+  const PsStepControl control_;
+  const absl::Time call_deadline_;
+  std::vector<std::unique_ptr<ShardCall>> calls_;
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
+
+  mutable absl::Mutex mu_;
+  // Ready elements as disjoint, merged intervals: begin -> end.
+  std::map<size_t, size_t> ready_ ABSL_GUARDED_BY(mu_);
+  size_t ready_count_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status cancelled_ ABSL_GUARDED_BY(mu_);
+  int failed_shard_ ABSL_GUARDED_BY(mu_) = -1;  // the first to fail
+  size_t done_ ABSL_GUARDED_BY(mu_) = 0;        // shard threads finished
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool joined_ = false;  // by the thread that calls Finish or ~PsStep
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_PS_STEP_H_

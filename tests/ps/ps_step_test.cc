@@ -1,0 +1,376 @@
+// PsClient::StartStep / PsStep over real gRPC on 127.0.0.1:0: exactly the
+// parameters of PushPull when backward reports buckets end first; streams
+// that start before the whole range is ready; the step control of shard
+// 0's reply; cancellation, bad calls and dead servers ending the step
+// promptly with the shard and its address named.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/ps/ps_admin_client.h"
+#include "server/ps/ps_client.h"
+#include "server/ps/ps_server.h"
+#include "tests/ps/ps_grpc_test_util.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::MakeClient;
+using ::gradsync::testing::ShardRequest;
+using ::gradsync::testing::StartServer;
+using ::gradsync::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Rank r's integer gradient of step t.
+std::vector<float> IntegerGradient(size_t n, int rank, int64_t step) {
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; ++i) {
+    g[i] =
+        static_cast<float>(static_cast<int64_t>(i % 7) + 3 * rank - 2 * step);
+  }
+  return g;
+}
+
+// Marks [0, total) ready bucket by bucket, the last bucket first (the
+// order backward finishes them).
+void ReadyReverse(PsStep& step, size_t total, size_t bucket) {
+  size_t end = total;
+  while (end > 0) {
+    const size_t begin = end > bucket ? end - bucket : 0;
+    step.Ready(begin, end);
+    end = begin;
+  }
+}
+
+// The bytes the shard took so far.
+int64_t BytesIn(const std::string& address, const std::string& job, int shard) {
+  absl::StatusOr<std::vector<ps::ShardStats>> stats =
+      PsAdminClient::Connect(address)->GetShardStats(job, shard);
+  return stats.ok() && stats->size() == 1 ? (*stats)[0].bytes_in() : -1;
+}
+
+// Waits (up to 10 s) until `done` holds.
+template <typename Done>
+bool Eventually(Done done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return done();
+}
+
+class PsStepTest : public ::testing::Test {
+ protected:
+  // `num_servers` servers holding one shard each of job `job`.
+  void StartShards(const std::string& job, int num_servers, size_t total,
+                   int workers) {
+    for (int k = 0; k < num_servers; ++k) {
+      servers_.push_back(StartServer());
+      ASSERT_NE(servers_.back(), nullptr);
+      addresses_.push_back(servers_.back()->address());
+    }
+    CreateShards(job, total, workers);
+  }
+  void CreateShards(const std::string& job, size_t total, int workers) {
+    const int n = static_cast<int>(addresses_.size());
+    for (int k = 0; k < n; ++k) {
+      ASSERT_THAT(PsAdminClient::Connect(addresses_[k])
+                      ->CreateShard(ShardRequest(job, k, n, total, workers)),
+                  IsOk());
+    }
+  }
+
+  std::vector<std::unique_ptr<PsServer>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+TEST_F(PsStepTest, ReadyInReverseBuckets_ExactlyThePushPullParameters) {
+  constexpr int kWorkers = 3;
+  constexpr size_t kTotal = 1001;    // shards of 501 and 500
+  constexpr size_t kChunk = 13 * 4;  // divides neither shard nor bucket
+  constexpr size_t kBucket = 97;
+  StartShards("stream", 2, kTotal, kWorkers);
+  CreateShards("reference", kTotal, kWorkers);
+  std::vector<std::vector<float>> streamed(kWorkers), reference(kWorkers);
+  std::vector<std::vector<PsStepResult>> results(kWorkers);
+  std::vector<absl::Status> statuses(kWorkers);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorkers; ++r) {
+    ranks.emplace_back([&, r]() {
+      std::unique_ptr<PsClient> a =
+          MakeClient("stream", r, kTotal, addresses_, kChunk);
+      std::unique_ptr<PsClient> b =
+          MakeClient("reference", r, kTotal, addresses_, kChunk);
+      std::vector<float> pa(kTotal), pb(kTotal);
+      for (int64_t t = 0; t < 3 && statuses[r].ok(); ++t) {
+        const std::vector<float> grads = IntegerGradient(kTotal, r, t);
+        PsStepControl control;
+        control.scalars = {static_cast<double>(r) + 0.5, 1.0};
+        absl::StatusOr<std::unique_ptr<PsStep>> step =
+            a->StartStep(t, grads, absl::MakeSpan(pa), control);
+        if (!step.ok()) {
+          statuses[r] = step.status();
+          break;
+        }
+        ReadyReverse(**step, kTotal, kBucket);
+        absl::StatusOr<PsStepResult> result =
+            (*step)->Finish(absl::Now() + absl::Seconds(30));
+        if (!result.ok()) {
+          statuses[r] = result.status();
+          break;
+        }
+        results[r].push_back(*result);
+        statuses[r] = b->PushPull(t, grads, absl::MakeSpan(pb));
+      }
+      streamed[r] = pa;
+      reference[r] = pb;
+      EXPECT_EQ(a->last_versions(), (std::vector<int64_t>{3, 3}));
+      EXPECT_EQ(a->stats().bytes_sent, 3 * kTotal * sizeof(float));
+      EXPECT_EQ(a->stats().bytes_received, 3 * kTotal * sizeof(float));
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_THAT(statuses[r], IsOk()) << "rank " << r;
+    ASSERT_EQ(results[r].size(), 3u);
+    for (size_t i = 0; i < kTotal; ++i) {
+      ASSERT_EQ(std::memcmp(&streamed[r][i], &reference[r][i], 4), 0)
+          << "rank " << r << " at index " << i << ": " << streamed[r][i]
+          << " vs " << reference[r][i];
+      // Mean per step (i % 7) + 3 - 2t; over steps 0..2: 3 (i % 7) + 3.
+      ASSERT_EQ(streamed[r][i], -3.0f * static_cast<float>(i % 7) - 3.0f)
+          << "rank " << r << " at index " << i;
+    }
+    for (int64_t t = 0; t < 3; ++t) {
+      const PsStepResult& result = results[r][static_cast<size_t>(t)];
+      EXPECT_THAT(result.scalar_sums, ElementsAre(4.5, 3.0));
+      EXPECT_EQ(result.version, t + 1);
+      EXPECT_EQ(result.bytes_sent, kTotal * sizeof(float));
+      EXPECT_EQ(result.bytes_received, kTotal * sizeof(float));
+    }
+  }
+}
+
+TEST_F(PsStepTest, PartlyReady_StreamsTheReadyEndBeforeTheRest) {
+  constexpr size_t kTotal = 1000;  // shards [0, 500) and [500, 1000)
+  servers_.push_back(StartServer());
+  ASSERT_NE(servers_.back(), nullptr);
+  addresses_ = {servers_[0]->address(), servers_[0]->address()};
+  CreateShards("overlap", kTotal, 1);
+  std::unique_ptr<PsClient> client =
+      MakeClient("overlap", 0, kTotal, addresses_, 64);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  // Backward's first bucket: shard 1 streams it while the rest is pending.
+  (*step)->Ready(900, 1000);
+  EXPECT_TRUE(Eventually([&]() {
+    return BytesIn(addresses_[0], "overlap", 1) == 400;
+  })) << BytesIn(addresses_[0], "overlap", 1);
+  EXPECT_EQ(BytesIn(addresses_[0], "overlap", 0), 0);
+  // A bucket across the shards' boundary feeds both.
+  (*step)->Ready(450, 900);
+  EXPECT_TRUE(Eventually([&]() {
+    return BytesIn(addresses_[0], "overlap", 1) == 2000 &&
+           BytesIn(addresses_[0], "overlap", 0) == 200;
+  }));
+  // An island below a gap waits for the gap.
+  (*step)->Ready(0, 100);
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(BytesIn(addresses_[0], "overlap", 0), 200);
+  (*step)->Ready(100, 450);
+  absl::StatusOr<PsStepResult> result =
+      (*step)->Finish(absl::Now() + absl::Seconds(10));
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(params, std::vector<float>(kTotal, -1.0f));
+}
+
+TEST_F(PsStepTest, StepControl_SwitchDecisionFromTheStepsPushes) {
+  constexpr size_t kTotal = 10;
+  StartShards("control", 2, kTotal, 2);
+  std::vector<PsStepResult> results(2);
+  std::vector<absl::Status> statuses(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r]() {
+      std::unique_ptr<PsClient> client =
+          MakeClient("control", r, kTotal, addresses_);
+      std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+      PsStepControl control;
+      control.scalars = {r == 0 ? 1.5 : 2.5};
+      control.switch_epoch = r == 0 ? 0 : 3;
+      absl::StatusOr<std::unique_ptr<PsStep>> step =
+          client->StartStep(0, grads, absl::MakeSpan(params), control);
+      statuses[r] = step.status();
+      if (!step.ok()) return;
+      (*step)->Ready(0, kTotal);
+      absl::StatusOr<PsStepResult> result =
+          (*step)->Finish(absl::Now() + absl::Seconds(10));
+      statuses[r] = result.status();
+      if (result.ok()) results[r] = *result;
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_THAT(statuses[r], IsOk()) << "rank " << r;
+    EXPECT_THAT(results[r].scalar_sums, ElementsAre(4.0)) << "rank " << r;
+    EXPECT_EQ(results[r].switch_epoch, 3) << "rank " << r;
+    EXPECT_EQ(results[r].switch_step, 1) << "rank " << r;
+  }
+}
+
+TEST_F(PsStepTest, Cancel_FinishReturnsTheReasonPromptly) {
+  constexpr size_t kTotal = 100;
+  StartShards("cancel", 1, kTotal, 2);  // rank 1 never comes
+  std::unique_ptr<PsClient> client =
+      MakeClient("cancel", 0, kTotal, addresses_);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  (*step)->Ready(0, kTotal);
+  std::thread canceller([&]() {
+    absl::SleepFor(absl::Milliseconds(200));
+    (*step)->Cancel(absl::AbortedError("job cancelled by the user"));
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(60)),
+              StatusIs(absl::StatusCode::kAborted,
+                       AllOf(HasSubstr("job cancelled by the user"),
+                             HasSubstr("rank 0, step 0"))));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  canceller.join();
+  EXPECT_THAT((*step)->Finish(absl::Now()),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  step->reset();
+  // The client takes the next call.
+  EXPECT_THAT(client->StartStep(1, grads, absl::MakeSpan(params)), IsOk());
+}
+
+TEST_F(PsStepTest, BadCalls_RefusedAndTheShardTakesNothing) {
+  constexpr size_t kTotal = 300;
+  StartShards("bad", 2, kTotal, 1);
+  std::unique_ptr<PsClient> client = MakeClient("bad", 0, kTotal, addresses_);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  EXPECT_THAT(client->StartStep(0, absl::MakeConstSpan(grads).subspan(1),
+                                absl::MakeSpan(params)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  std::vector<float> both(kTotal + 10);
+  EXPECT_THAT(
+      client->StartStep(0, absl::MakeConstSpan(both).subspan(0, kTotal),
+                        absl::MakeSpan(both).subspan(10, kTotal)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overlap")));
+
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  EXPECT_THAT(
+      client->StartStep(0, grads, absl::MakeSpan(params)),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("in flight")));
+  // Bad Ready ranges end the step; Finish says why, at once.
+  struct BadReady {
+    size_t begin, end;
+    const char* why;
+  };
+  for (const BadReady& bad : {BadReady{250, 260, "overlaps [200, 300)"},
+                              BadReady{150, 201, "overlaps [200, 300)"},
+                              BadReady{290, 301, "inside the gradient"},
+                              BadReady{5, 5, "non-empty"}}) {
+    if (*step == nullptr) {
+      step = client->StartStep(0, grads, absl::MakeSpan(params));
+      ASSERT_THAT(step, IsOk());
+    }
+    (*step)->Ready(200, 300);
+    (*step)->Ready(bad.begin, bad.end);
+    (*step)->Ready(0, 200);  // too late: the step is cancelled
+    const absl::Time start = absl::Now();
+    EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(30)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(bad.why), HasSubstr("step 0"))))
+        << bad.why;
+    EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+    step->reset();
+  }
+  step = client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  (*step)->Ready(200, 300);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(30)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("elements [0, 200) were marked ready")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  step->reset();
+  // Neither shard applied anything: the rank pushes step 0 again (once
+  // the servers noticed the cancelled streams).
+  absl::Status again;
+  for (int i = 0; i < 100; ++i) {
+    again = client->PushPull(0, grads, absl::MakeSpan(params));
+    if (again.code() != absl::StatusCode::kAlreadyExists) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(params, std::vector<float>(kTotal, -1.0f));
+}
+
+TEST_F(PsStepTest, ServerShutDownMidStep_FailsPromptlyNamingTheShard) {
+  constexpr size_t kTotal = 1000;
+  StartShards("down", 2, kTotal, 2);
+  std::unique_ptr<PsClient> client =
+      MakeClient("down", 0, kTotal, addresses_, 64);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  (*step)->Ready(750, 1000);
+  ASSERT_TRUE(
+      Eventually([&]() { return BytesIn(addresses_[1], "down", 1) == 1000; }));
+  servers_[1]->Shutdown();
+  (*step)->Ready(0, 750);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PsStepResult> result =
+      (*step)->Finish(absl::Now() + absl::Seconds(60));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << result.status();
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(),
+              HasSubstr(absl::StrCat("ps shard 1 at ", addresses_[1])));
+  EXPECT_THAT(result.status().message(), HasSubstr("rank 0, step 0"));
+}
+
+TEST_F(PsStepTest, NoServer_UnavailableNamingTheAddress) {
+  std::string address;
+  {
+    std::unique_ptr<PsServer> gone = StartServer();
+    ASSERT_NE(gone, nullptr);
+    address = gone->address();
+  }
+  std::unique_ptr<PsClient> client = MakeClient("none", 0, 10, {address});
+  std::vector<float> grads(10), params(10);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  (*step)->Ready(0, 10);
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(60)),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr(absl::StrCat("ps shard 0 at ", address)),
+                             HasSubstr("may be down"))));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+}  // namespace
+}  // namespace gradsync
