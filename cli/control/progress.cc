@@ -209,7 +209,25 @@ std::vector<StepBreakdown> ComputeBreakdown(
   return rows;
 }
 
-std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows) {
+std::vector<StepBreakdown> ComputeModeBreakdown(
+    const std::vector<StepMetrics>& metrics) {
+  std::map<std::string, StepBreakdown> by_mode;
+  for (const StepMetrics& m : metrics) {
+    const std::string mode = m.mode() == SYNC_MODE_PS ? "ps" : "ring";
+    StepBreakdown& row = by_mode[mode];
+    row.label = mode;
+    Accumulate(m, &row);
+  }
+  std::vector<StepBreakdown> rows;
+  for (auto& [mode, row] : by_mode) {
+    Average(&row);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows,
+                                 const std::string& key) {
   std::vector<std::vector<std::string>> cells;
   for (const StepBreakdown& row : rows) {
     cells.push_back(
@@ -218,7 +236,7 @@ std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows) {
          FormatMillis(row.step_s), FormatPercent(Share(row.comm_s, row.step_s)),
          FormatBytes(row.bytes_sent), FormatBytes(row.bytes_received)});
   }
-  return FormatTable({"RANK", "STEPS", "COMPUTE_MS", "COMM_MS", "IDLE_MS",
+  return FormatTable({key, "STEPS", "COMPUTE_MS", "COMM_MS", "IDLE_MS",
                       "STEP_MS", "COMM", "SENT/STEP", "RECV/STEP"},
                      cells);
 }
@@ -259,6 +277,12 @@ std::string FormatFinalReport(const JobStatus& status,
   if (!rows.empty()) {
     absl::StrAppend(&out, "\nper-step breakdown (means):\n",
                     FormatBreakdownTable(rows));
+  }
+  const std::vector<StepBreakdown> modes = ComputeModeBreakdown(metrics);
+  if (modes.size() > 1 || (modes.size() == 1 && modes[0].label == "ps")) {
+    // Side by side: what each path cost the same job (steps of all ranks).
+    absl::StrAppend(&out, "\nper-step breakdown by sync mode (means):\n",
+                    FormatBreakdownTable(modes, "MODE"));
   }
   return out;
 }

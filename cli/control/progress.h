@@ -115,8 +115,15 @@ struct StepBreakdown {
 std::vector<StepBreakdown> ComputeBreakdown(
     const std::vector<StepMetrics>& metrics);
 
-// RANK STEPS COMPUTE_MS COMM_MS IDLE_MS STEP_MS COMM SENT/STEP RECV/STEP.
-std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows);
+// One row per sync mode the job ran in ("ps", "ring"), over every rank's
+// steps in that mode; empty without metrics.
+std::vector<StepBreakdown> ComputeModeBreakdown(
+    const std::vector<StepMetrics>& metrics);
+
+// RANK STEPS COMPUTE_MS COMM_MS IDLE_MS STEP_MS COMM SENT/STEP RECV/STEP;
+// `key` names the first column.
+std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows,
+                                 const std::string& key = "RANK");
 // [{"rank":"0","steps":100,"computeS":...,...},...]
 std::string BreakdownToJson(const std::vector<StepBreakdown>& rows);
 

@@ -432,6 +432,30 @@ TEST(ProgressTest, BreakdownPerRankAndAll) {
               HasSubstr("{\"rank\":\"all\",\"steps\":3,"));
 }
 
+TEST(ProgressTest, BreakdownPerMode_SideBySide) {
+  std::vector<StepMetrics> metrics = {Metric(0, 0, 0.010, 0.004, 0.020),
+                                      Metric(1, 0, 0.010, 0.010, 0.020),
+                                      Metric(0, 1, 0.030, 0.002, 0.040),
+                                      Metric(1, 1, 0.030, 0.002, 0.040)};
+  metrics[0].set_mode(SYNC_MODE_PS);
+  metrics[1].set_mode(SYNC_MODE_PS);
+  metrics[2].set_mode(SYNC_MODE_RING);
+  metrics[3].set_mode(SYNC_MODE_RING);
+  const std::vector<StepBreakdown> rows = ComputeModeBreakdown(metrics);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].label, "ps");
+  EXPECT_EQ(rows[0].steps, 2);
+  EXPECT_DOUBLE_EQ(rows[0].comm_s, 0.007);
+  EXPECT_EQ(rows[1].label, "ring");
+  EXPECT_DOUBLE_EQ(rows[1].comm_s, 0.002);
+  EXPECT_THAT(FormatBreakdownTable(rows, "MODE"), StartsWith("MODE  STEPS"));
+  JobStatus done;
+  done.set_job_id("j-1");
+  done.set_state(JOB_STATE_SUCCEEDED);
+  EXPECT_THAT(FormatFinalReport(done, metrics),
+              HasSubstr("per-step breakdown by sync mode (means):\nMODE"));
+}
+
 TEST(ProgressTest, FinalReport) {
   JobStatus done;
   done.set_job_id("j-1");

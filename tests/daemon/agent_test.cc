@@ -65,6 +65,14 @@ class FakeJobState {
     absl::MutexLock lock(&mu_);
     return cancel_reason_;
   }
+  void NotifySwitch(int64_t epoch) {
+    absl::MutexLock lock(&mu_);
+    switches_.push_back(epoch);
+  }
+  std::vector<int64_t> switches() const {
+    absl::MutexLock lock(&mu_);
+    return switches_;
+  }
 
  private:
   mutable absl::Mutex mu_;
@@ -72,6 +80,7 @@ class FakeJobState {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool joined_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status cancel_reason_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> switches_ ABSL_GUARDED_BY(mu_);
 };
 
 // A job that runs until the test finishes it or the agent cancels it.
@@ -82,6 +91,7 @@ class FakeJob : public JobHandle {
   void Cancel(const absl::Status& reason) override { state_->Cancel(reason); }
   bool Done() const override { return state_->Done(); }
   void Join() override { state_->Join(); }
+  void NotifySwitch(int64_t epoch) override { state_->NotifySwitch(epoch); }
 
  private:
   std::shared_ptr<FakeJobState> state_;
@@ -232,6 +242,21 @@ TEST_F(AgentTest, CancelNews_CancelsThatJobWithTheReason) {
   EXPECT_TRUE(fake().WaitFor(
       [&] { return agent_->jobs() == std::vector<std::string>{"job-1"}; }));
   job1->Finish();
+}
+
+TEST_F(AgentTest, SwitchNotice_ReachesThatJobOnly) {
+  StartAgent();
+  fake().Assign("w-1", MakeAssignment("job-1"));
+  fake().Assign("w-1", MakeAssignment("job-2"));
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.job(1) != nullptr; }));
+  fake().NotifySwitch("w-1", "job-2", 3);
+  fake().NotifySwitch("w-1", "job-unknown", 4);  // ignored
+  FakeJobState* job2 = launcher_.job(1);
+  ASSERT_TRUE(fake().WaitFor([&] { return !job2->switches().empty(); }));
+  EXPECT_THAT(job2->switches(), ElementsAre(3));
+  EXPECT_TRUE(launcher_.job(0)->switches().empty());
+  launcher_.job(0)->Finish();
+  job2->Finish();
 }
 
 TEST_F(AgentTest, DeclaredLost_CancelsJobsAndRegistersAgain) {

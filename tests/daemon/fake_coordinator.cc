@@ -46,7 +46,7 @@ grpc::Status FakeCoordinator::Heartbeat(grpc::ServerContext* context,
   auto has_news = [this, &id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = workers_.find(id);
     return it == workers_.end() || !it->second.assignments.empty() ||
-           !it->second.cancels.empty();
+           !it->second.cancels.empty() || !it->second.switches.empty();
   };
   mu_.AwaitWithTimeout(absl::Condition(&has_news),
                        absl::Milliseconds(request->wait_ms()));
@@ -58,6 +58,7 @@ grpc::Status FakeCoordinator::Heartbeat(grpc::ServerContext* context,
   News& news = it->second;
   for (Assignment& a : news.assignments) *response->add_assignments() = a;
   for (std::string& c : news.cancels) response->add_cancel_job_ids(c);
+  for (SwitchNotice& n : news.switches) *response->add_switches() = n;
   response->set_cancel_reason(news.reason);
   news = News{};
   return grpc::Status::OK;
@@ -176,6 +177,15 @@ void FakeCoordinator::CancelJob(const std::string& worker_id,
   News& news = workers_[worker_id];
   news.cancels.push_back(job_id);
   news.reason = reason;
+}
+
+void FakeCoordinator::NotifySwitch(const std::string& worker_id,
+                                   const std::string& job_id, int64_t epoch) {
+  absl::MutexLock lock(&mu_);
+  SwitchNotice notice;
+  notice.set_job_id(job_id);
+  notice.set_epoch(epoch);
+  workers_[worker_id].switches.push_back(notice);
 }
 
 void FakeCoordinator::DeclareLost(const std::string& worker_id) {

@@ -59,6 +59,9 @@ class FakeCoordinator final : public Coordinator::Service {
   void Assign(const std::string& worker_id, const Assignment& assignment);
   void CancelJob(const std::string& worker_id, const std::string& job_id,
                  const std::string& reason);
+  // Sends a runtime switch request of `job_id` in the next heartbeat.
+  void NotifySwitch(const std::string& worker_id, const std::string& job_id,
+                    int64_t epoch);
   // Forgets the worker: its heartbeats get NOT_FOUND until it registers.
   void DeclareLost(const std::string& worker_id);
   // Every store call fails with `status` while it is not OK.
@@ -83,6 +86,7 @@ class FakeCoordinator final : public Coordinator::Service {
     std::vector<Assignment> assignments;
     std::vector<std::string> cancels;
     std::string reason;
+    std::vector<SwitchNotice> switches;
   };
   grpc::Status CheckStore(const StoreScope& scope, std::string* prefix);
 

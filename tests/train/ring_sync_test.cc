@@ -48,7 +48,7 @@ void RunExactSum(int world, size_t floats, size_t chunk, size_t bucket_bytes,
         RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
     if (!sync.ok()) return sync.status();
     for (int step = 0; step < steps; ++step) {
-      if (absl::Status s = (*sync)->BeginStep(step); !s.ok()) return s;
+      if (absl::Status s = (*sync)->BeginStep(step, 0); !s.ok()) return s;
       absl::Status s = work->Backward(
           r, step, absl::MakeSpan(grads), GradMode::kOverwrite,
           [&](size_t b, size_t e) { (*sync)->OnGradReady(b, e); });
@@ -120,8 +120,8 @@ TEST(RingSyncTest, FinishStep_WithoutBeginStep_ReturnsFailedPrecondition) {
   ASSERT_THAT(sync, IsOk());
   EXPECT_THAT((*sync)->FinishStep({}, Deadline()),
               StatusIs(absl::StatusCode::kFailedPrecondition));
-  ASSERT_THAT((*sync)->BeginStep(0), IsOk());
-  EXPECT_THAT((*sync)->BeginStep(1),
+  ASSERT_THAT((*sync)->BeginStep(0, 0), IsOk());
+  EXPECT_THAT((*sync)->BeginStep(1, 0),
               StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
@@ -137,7 +137,7 @@ TEST(RingSyncTest, IncompleteBackward_FailsEveryRankPromptly) {
     absl::StatusOr<std::unique_ptr<RingSync>> sync =
         RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
     if (!sync.ok()) return sync.status();
-    if (absl::Status s = (*sync)->BeginStep(7); !s.ok()) return s;
+    if (absl::Status s = (*sync)->BeginStep(7, 0); !s.ok()) return s;
     (*sync)->OnGradReady(50, 100);
     if (r == 0) (*sync)->OnGradReady(0, 50);
     return (*sync)->FinishStep({}, Deadline()).status();
@@ -156,7 +156,7 @@ TEST(RingSyncTest, OverlappingRange_IsReportedByFinishStep) {
   absl::StatusOr<std::unique_ptr<RingSync>> sync =
       RingSync::Create(&group.comm(0), absl::MakeSpan(grads), {});
   ASSERT_THAT(sync, IsOk());
-  ASSERT_THAT((*sync)->BeginStep(0), IsOk());
+  ASSERT_THAT((*sync)->BeginStep(0, 0), IsOk());
   (*sync)->OnGradReady(5, 10);
   (*sync)->OnGradReady(4, 6);
   EXPECT_THAT(

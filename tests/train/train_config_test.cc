@@ -119,12 +119,53 @@ TEST(TrainConfigTest, FromJobSpec_BadFields_NameTheField) {
   }
 }
 
-TEST(TrainConfigTest, FromJobSpec_PsModeAndCuda_AreUnimplemented) {
+TEST(TrainConfigTest, FromJobSpec_PsModeSyncAndSwitches) {
   JobSpec spec = MinimalSpec();
   spec.set_mode(SYNC_MODE_PS);
-  EXPECT_THAT(TrainerConfigFromJobSpec(spec),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("PS")));
+  spec.mutable_ps()->set_sync("ssp");
+  spec.mutable_ps()->set_staleness(3);
+  spec.mutable_ps()->set_chunk_bytes(65536);
+  SwitchSpec* s = spec.add_switches();
+  s->set_step(5);
+  s->set_mode(SYNC_MODE_RING);
+  s = spec.add_switches();
+  s->set_step(9);
+  s->set_mode(SYNC_MODE_PS);
+  absl::StatusOr<TrainerConfig> config = TrainerConfigFromJobSpec(spec);
+  ASSERT_THAT(config, IsOk());
+  EXPECT_EQ(config->initial_path, SyncPath::kPs);
+  EXPECT_EQ(config->ps.update, PsUpdate::kSsp);
+  EXPECT_EQ(config->ps.staleness, 3);
+  EXPECT_EQ(config->ps.chunk_bytes, 65536u);
+  ASSERT_EQ(config->switches.size(), 2u);
+  EXPECT_EQ(config->switches[0].step, 5);
+  EXPECT_EQ(config->switches[0].path, SyncPath::kRing);
+  EXPECT_EQ(config->switches[1].path, SyncPath::kPs);
+}
+
+TEST(TrainConfigTest, FromJobSpec_BadPsOrSwitches_NameTheField) {
+  JobSpec spec = MinimalSpec();
+  spec.mutable_ps()->set_sync("eventually");
+  EXPECT_THAT(
+      TrainerConfigFromJobSpec(spec),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ps.sync")));
   spec = MinimalSpec();
+  spec.add_switches()->set_step(4);
+  spec.add_switches()->set_step(4);
+  EXPECT_THAT(TrainerConfigFromJobSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("switches[1].step")));
+  spec = MinimalSpec();
+  SwitchSpec* s = spec.add_switches();
+  s->set_step(2);
+  s->set_mode(static_cast<SyncMode>(7));
+  EXPECT_THAT(TrainerConfigFromJobSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("switches[0].mode")));
+}
+
+TEST(TrainConfigTest, FromJobSpec_Cuda_IsUnimplemented) {
+  JobSpec spec = MinimalSpec();
   spec.set_device("cuda");
   EXPECT_THAT(TrainerConfigFromJobSpec(spec),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("cuda")));

@@ -312,8 +312,9 @@ TEST_F(TrainerTest, SyntheticModel_ExactBytesAndIdenticalHashes) {
   const JobOutcome out = RunJob(config, TrainData{}, 4);
   ExpectAllOk(out);
   ExpectIdenticalHashes(out, config.steps);
-  // 2(N-1)/N of the buckets' bytes, plus the loss scalar.
-  const int64_t want = 2 * 3 * 400000 / 4 + 2 * 3 * 8 / 4;
+  // 2(N-1)/N of the buckets' bytes, plus the loss scalar and one switch
+  // request slot per rank (8 bytes each).
+  const int64_t want = 2 * 3 * 400000 / 4 + 2 * 3 * (8 + 4 * 8) / 4;
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(out.metrics[r][0].bytes_sent(), want) << r;
     EXPECT_EQ(out.metrics[r][0].samples(), 2);

@@ -234,8 +234,9 @@ absl::Status Agent::Heartbeat(bool* had_news) {
         FromGrpcStatus(stub_->Heartbeat(&context, request, &response));
     if (!status.ok()) return status;
   }
-  *had_news =
-      response.assignments_size() > 0 || response.cancel_job_ids_size() > 0;
+  *had_news = response.assignments_size() > 0 ||
+              response.cancel_job_ids_size() > 0 ||
+              response.switches_size() > 0;
   // Cancellations first: a job may be cancelled and re-assigned (a new
   // generation) in one response.
   for (const std::string& job_id : response.cancel_job_ids()) {
@@ -245,6 +246,12 @@ absl::Status Agent::Heartbeat(bool* had_news) {
   }
   for (const Assignment& assignment : response.assignments()) {
     Launch(id, assignment);
+  }
+  // After the assignments: a request for a job just assigned reaches it.
+  for (const SwitchNotice& notice : response.switches()) {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(notice.job_id());
+    if (it != jobs_.end()) it->second->NotifySwitch(notice.epoch());
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "common/status_macros.h"
 #include "server/store/grpc_status.h"
 
 namespace gradsync {
@@ -135,6 +136,14 @@ std::string JobRunner::CancelMessage() {
   return absl::StrCat("the rank was cancelled: ", cancel_reason_.message());
 }
 
+void JobRunner::NotifySwitch(int64_t epoch) {
+  int64_t heard = heard_switch_epoch_.load();
+  while (epoch > heard &&
+         !heard_switch_epoch_.compare_exchange_weak(heard, epoch)) {
+  }
+  Log(absl::StrCat("switch request ", epoch, " heard"));
+}
+
 bool JobRunner::Register(Communicator* comm) {
   absl::MutexLock lock(&mu_);
   if (cancelled_.load()) {
@@ -203,6 +212,9 @@ void JobRunner::Main() {
     return;
   }
   train_config_ = *std::move(config);
+  train_config_.ps.job_id = assignment_.job_id();
+  train_config_.ps.addresses.assign(assignment_.ps_addresses().begin(),
+                                    assignment_.ps_addresses().end());
   train_config_.comm_timeout = config_.collective_timeout + kStepDeadlineSlack;
   absl::StatusOr<int> blas = config_.blas->Acquire(train_config_.blas_threads);
   if (!blas.ok()) {
@@ -266,9 +278,24 @@ void JobRunner::RunRank(int rank) {
     return;
   }
   Report(rank, RANK_STATE_READY, 0, "", "");
+  SwitchSource switches;
+  switches.heard_epoch = &heard_switch_epoch_;
+  switches.directive =
+      [store = store_](int64_t epoch,
+                       absl::Time deadline) -> absl::StatusOr<SwitchDirective> {
+    const std::string key = absl::StrCat("switch/", epoch);
+    ASSIGN_OR_RETURN(std::string bytes, store->Get(key, deadline));
+    SwitchDirective directive;
+    if (!directive.ParseFromString(bytes)) {
+      return absl::DataLossError(
+          absl::StrCat("the job store's ", key, " is not a SwitchDirective"));
+    }
+    return directive;
+  };
   absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
       train_config_, data_, communicator.get(),
-      [this](const StepMetrics& m) { reporter_.Add(m); }, &cancelled_);
+      [this](const StepMetrics& m) { reporter_.Add(m); }, &cancelled_,
+      std::move(switches));
   if (!trainer.ok()) {
     Unregister(communicator.get());
     communicator->Abort(trainer.status());

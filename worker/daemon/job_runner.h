@@ -10,7 +10,10 @@
 //       (worker, job, generation), TcpOptions.job_id "<job>/<generation>",
 //       listening on the worker's address
 //     ReportRank READY
-//     Trainer::Run, metrics queued to a MetricsReporter (never blocks)
+//     Trainer::Run (PS shards at the Assignment's ps_addresses; runtime
+//       switch requests from NotifySwitch, their directives read from
+//       the store's "switch/<epoch>"), metrics queued to a MetricsReporter
+//       (never blocks)
 //     metrics flushed, then ReportRank SUCCEEDED (with the test accuracy
 //       and loss) or FAILED (step, operation, message)
 //   BLAS released, Done() becomes true: the devices are free again and the
@@ -65,6 +68,9 @@ class JobHandle {
   virtual bool Done() const = 0;
   // Blocks until Done().
   virtual void Join() = 0;
+  // A runtime switch request (the coordinator's epoch) for the job; the
+  // ranks pick the newest up at their next step. Does not block.
+  virtual void NotifySwitch(int64_t epoch) = 0;
 };
 
 struct JobRunnerConfig {
@@ -94,6 +100,7 @@ class JobRunner final : public JobHandle {
   void Cancel(const absl::Status& reason) override;
   bool Done() const override { return done_.load(); }
   void Join() override;
+  void NotifySwitch(int64_t epoch) override;
 
   const std::string& job_id() const { return assignment_.job_id(); }
 
@@ -133,6 +140,8 @@ class JobRunner final : public JobHandle {
   TrainData data_;
 
   std::atomic<bool> cancelled_{false};
+  // The newest runtime switch request heard (Trainer's SwitchSource).
+  std::atomic<int64_t> heard_switch_epoch_{0};
   std::atomic<bool> done_{false};
 
   absl::Mutex mu_;

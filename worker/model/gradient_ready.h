@@ -13,8 +13,10 @@
 //
 // Threading: the callback runs on the backward thread, which waits for it
 // to return (so it should only enqueue work). Backward never writes a range
-// again after reporting it, so the strategy may read or reduce it in place
-// from any thread; the next backward pass must not start before that
+// of gradients again after reporting it, nor reads the parameters of that
+// range, so the strategy may read or reduce the gradients in place from
+// any thread and write the next step's parameters into the range (the PS
+// path's pull); the next backward pass must not start before that
 // communication has finished.
 #ifndef GRADSYNC_WORKER_MODEL_GRADIENT_READY_H_
 #define GRADSYNC_WORKER_MODEL_GRADIENT_READY_H_

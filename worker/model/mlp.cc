@@ -140,8 +140,9 @@ const float* Mlp::Forward(const float* inputs, size_t batch) {
 //   db = column sums of delta
 //   dx = (delta * W) masked by ReLU'(x)   [batch][in], for l > 0,
 // with beta = 0 (overwrite) or 1 (accumulate) for dW and db. The
-// callback runs as soon as dW and db are written: computing dx only reads
-// the parameters.
+// callback runs once dW, db AND dx are written: after it the pass reads
+// neither the layer's gradients nor its parameters, which a PS strategy
+// may then overwrite with the next step's values (gradient_ready.h).
 void Mlp::Backward(const float* inputs, size_t batch, float beta,
                    const GradReadyCallback& ready) {
   int cur = 0;
@@ -162,8 +163,10 @@ void Mlp::Backward(const float* inputs, size_t batch, float beta,
     for (size_t j = 0; j < s.out; ++j) {
       gb[j] = beta == 0.0f ? bias_row_[j] : gb[j] + bias_row_[j];
     }
-    if (ready) ready(s.begin(), s.end());
-    if (l == 0) break;
+    if (l == 0) {
+      if (ready) ready(s.begin(), s.end());
+      break;
+    }
     float* dx = delta_[1 - cur].data();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, AsInt(batch),
                 AsInt(s.in), AsInt(s.out), 1.0f, delta, AsInt(s.out),
@@ -173,6 +176,7 @@ void Mlp::Backward(const float* inputs, size_t batch, float beta,
     for (size_t k = 0; k < n; ++k) {
       if (!(x[k] > 0.0f)) dx[k] = 0.0f;
     }
+    if (ready) ready(s.begin(), s.end());
     cur = 1 - cur;
   }
 }

@@ -1,6 +1,8 @@
 #include "worker/train/ring_sync.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -44,13 +46,14 @@ RingSync::~RingSync() {
   WaitAll(absl::Now() + kDrainTimeout).IgnoreError();
 }
 
-absl::Status RingSync::BeginStep(int64_t step) {
+absl::Status RingSync::BeginStep(int64_t step, int64_t switch_epoch) {
   if (in_step_) {
     return absl::FailedPreconditionError(absl::StrCat("ring sync: step ", step,
                                                       " begun before step ",
                                                       step_, " was finished"));
   }
   step_ = step;
+  switch_epoch_ = switch_epoch;
   in_step_ = true;
   error_ = absl::OkStatus();
   bucketer_.Reset();
@@ -117,31 +120,39 @@ absl::StatusOr<SyncStats> RingSync::FinishStep(absl::Span<double> scalars,
     return error_;
   }
   // Queued behind the buckets (collectives run in issue order), so it adds
-  // one small message, not a round trip, to the exposed time.
-  std::unique_ptr<Work> scalar_work;
-  if (!scalars.empty()) {
-    scalar_work =
-        comm_->AllReduceAsync(scalars.data(), scalars.data(), scalars.size(),
-                              DataType::kFloat64, ReduceOp::kSum);
-  }
+  // one small message, not a round trip, to the exposed time. The caller's
+  // scalars, then one switch-epoch slot per rank (exact: integers < 2^53
+  // plus zeros).
   const int world = comm_->size();
+  std::vector<double> control(scalars.size() + static_cast<size_t>(world));
+  std::copy(scalars.begin(), scalars.end(), control.begin());
+  control[scalars.size() + static_cast<size_t>(comm_->rank())] =
+      static_cast<double>(switch_epoch_);
+  std::unique_ptr<Work> scalar_work =
+      comm_->AllReduceAsync(control.data(), control.data(), control.size(),
+                            DataType::kFloat64, ReduceOp::kSum);
   for (const InFlight& f : in_flight_) {
     stats.bytes_sent +=
         RingAllReduceBytes(f.bucket.size() * sizeof(float), world);
     ++stats.operations;
   }
   absl::Status status = WaitAll(deadline);
-  if (scalar_work != nullptr) {
-    absl::Status s = scalar_work->Wait(deadline);
-    if (!s.ok() && status.ok()) {
-      status = Annotate(
-          s, absl::StrCat("step ", step_, ": allreduce of the step's loss"));
-    }
-    stats.bytes_sent +=
-        RingAllReduceBytes(scalars.size() * sizeof(double), world);
-    ++stats.operations;
+  absl::Status s = scalar_work->Wait(deadline);
+  if (!s.ok() && status.ok()) {
+    status = Annotate(s, absl::StrCat("step ", step_,
+                                      ": allreduce of the step's loss and "
+                                      "switch requests"));
   }
+  stats.bytes_sent +=
+      RingAllReduceBytes(control.size() * sizeof(double), world);
+  ++stats.operations;
   RETURN_IF_ERROR(status);
+  std::copy(control.begin(), control.begin() + scalars.size(), scalars.begin());
+  for (size_t i = scalars.size(); i < control.size(); ++i) {
+    const auto epoch = static_cast<int64_t>(control[i]);
+    if (epoch > stats.switch_epoch) stats.switch_epoch = epoch;
+  }
+  if (stats.switch_epoch > 0) stats.switch_step = step_ + 1;
   stats.bytes_received = stats.bytes_sent;
   stats.exposed = absl::Now() - start;
   return stats;

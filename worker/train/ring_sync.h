@@ -14,6 +14,11 @@
 // would weight unequal shares wrongly, and kAvg's final division would add
 // a rounding step a 1-rank run does not have.
 //
+// Switch agreement: the step's scalar all-reduce carries one slot per
+// rank, where rank r puts the newest switch epoch it heard of; the sum
+// hands every rank every rank's epoch, so all take the same maximum and
+// act on it at the next step (switch_step = step + 1).
+//
 // Bytes: an all-reduce of S bytes over N ranks sends and receives
 // 2(N-1)/N * S bytes per rank on the ring (the bandwidth-optimal volume;
 // halving-doubling moves the same for N a power of two); the reported bytes
@@ -66,7 +71,7 @@ class RingSync final : public GradientSync {
   ~RingSync() override;
 
   absl::string_view name() const override { return "ring"; }
-  absl::Status BeginStep(int64_t step) override;
+  absl::Status BeginStep(int64_t step, int64_t switch_epoch) override;
   void OnGradReady(size_t begin, size_t end) override;
   absl::StatusOr<SyncStats> FinishStep(absl::Span<double> scalars,
                                        absl::Time deadline) override;
@@ -95,6 +100,7 @@ class RingSync final : public GradientSync {
   const absl::Span<float> grads_;
   Bucketer bucketer_;
   int64_t step_ = -1;
+  int64_t switch_epoch_ = 0;  // heard by this rank, for the step's scalars
   bool in_step_ = false;
   std::vector<InFlight> in_flight_;
   // First error of OnGradReady in the current step.

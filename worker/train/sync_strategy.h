@@ -6,7 +6,7 @@
 // the PS).
 //
 // One step, on the rank's thread:
-//   RETURN_IF_ERROR(sync.BeginStep(step));
+//   RETURN_IF_ERROR(sync.BeginStep(step, heard_switch_epoch));
 //   // The LAST micro-batch's backward reports ranges as they are final:
 //   opts.on_grad_ready = [&](size_t b, size_t e) { sync.OnGradReady(b, e); };
 //   ... forward/backward ...
@@ -25,6 +25,13 @@
 // names the operation (e.g. "allreduce of bucket 2 of 5, elements [a, b)")
 // and the peer rank when the backend knows it; DEADLINE_EXCEEDED when the
 // deadline passed first; ABORTED after Abort.
+// Switch agreement (proto/coordinator.proto, "Switching a running job"):
+// BeginStep takes the newest runtime switch request this rank has heard
+// of; the step's synchronisation carries it to the other ranks (ring: in
+// the scalar all-reduce; PS: in the push to shard 0), and FinishStep
+// returns the decision every rank of the step sees identically: the
+// newest epoch reported and the step at whose start the ranks act on it.
+//
 // Threading: a strategy is driven by one rank's thread; only Abort may be
 // called from another thread (to unblock a cancelled rank).
 #ifndef GRADSYNC_WORKER_TRAIN_SYNC_STRATEGY_H_
@@ -50,6 +57,10 @@ struct SyncStats {
   int64_t bytes_received = 0;
   // Collectives (or pushes) issued for the step.
   int64_t operations = 0;
+  // The switch decision after this step (0, 0: none yet). Identical on
+  // every rank that receives it; see the top comment.
+  int64_t switch_epoch = 0;
+  int64_t switch_step = 0;
 };
 
 class GradientSync {
@@ -60,8 +71,11 @@ class GradientSync {
   virtual absl::string_view name() const = 0;
 
   // Prepares the synchronising backward pass of `step` (resets bucket
-  // readiness). FAILED_PRECONDITION if the previous step was not finished.
-  [[nodiscard]] virtual absl::Status BeginStep(int64_t step) = 0;
+  // readiness); `switch_epoch` is the newest runtime switch request this
+  // rank has heard of (0: none). FAILED_PRECONDITION if the previous step
+  // was not finished.
+  [[nodiscard]] virtual absl::Status BeginStep(int64_t step,
+                                               int64_t switch_epoch) = 0;
 
   // Gradient elements [begin, end) are final for this step.
   virtual void OnGradReady(size_t begin, size_t end) = 0;

@@ -74,6 +74,58 @@ absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
   return absl::OkStatus();
 }
 
+absl::StatusOr<SyncPath> PathFromMode(absl::string_view field, SyncMode mode) {
+  switch (mode) {
+    case SYNC_MODE_UNSPECIFIED:
+    case SYNC_MODE_RING:
+      return SyncPath::kRing;
+    case SYNC_MODE_PS:
+      return SyncPath::kPs;
+    default:
+      return Invalid(field, absl::StrCat("is ", static_cast<int>(mode),
+                                         "; use SYNC_MODE_RING or "
+                                         "SYNC_MODE_PS"));
+  }
+}
+
+absl::Status PsFromSpec(const JobSpec& spec, TrainerConfig* config) {
+  const PsSpec& ps = spec.ps();
+  if (ps.sync().empty() || ps.sync() == "sync") {
+    config->ps.update = PsUpdate::kSync;
+  } else if (ps.sync() == "async") {
+    config->ps.update = PsUpdate::kAsync;
+  } else if (ps.sync() == "ssp") {
+    config->ps.update = PsUpdate::kSsp;
+  } else {
+    return Invalid("ps.sync", absl::StrCat("is '", ps.sync(),
+                                           "'; use \"sync\", \"async\" "
+                                           "or \"ssp\""));
+  }
+  if (ps.staleness() < 0) return Invalid("ps.staleness", "must be >= 0");
+  config->ps.staleness = ps.staleness();
+  if (ps.chunk_bytes() < 0) return Invalid("ps.chunkBytes", "must be >= 0");
+  if (ps.chunk_bytes() > 0) {
+    config->ps.chunk_bytes = static_cast<size_t>(ps.chunk_bytes());
+  }
+  config->ps.optimizer = spec.optimizer();
+  int64_t last = 0;
+  for (int i = 0; i < spec.switches_size(); ++i) {
+    const SwitchSpec& sw = spec.switches(i);
+    const std::string field = absl::StrCat("switches[", i, "]");
+    if (sw.step() <= last) {
+      return Invalid(absl::StrCat(field, ".step"),
+                     absl::StrCat("is ", sw.step(),
+                                  "; switch steps must be "
+                                  ">= 1 and increasing"));
+    }
+    last = sw.step();
+    ASSIGN_OR_RETURN(SyncPath path,
+                     PathFromMode(absl::StrCat(field, ".mode"), sw.mode()));
+    config->switches.push_back({sw.step(), path});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
@@ -138,6 +190,10 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
   return absl::OkStatus();
 }
 
+const char* SyncPathName(SyncPath path) {
+  return path == SyncPath::kPs ? "ps" : "ring";
+}
+
 absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
   TrainerConfig config;
   RETURN_IF_ERROR(ModelFromSpec(spec.model(), &config));
@@ -183,15 +239,8 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
   } else if (spec.blas_threads() < 0) {
     return Invalid("blasThreads", "must be >= 0 (0: 1)");
   }
-  if (spec.mode() == SYNC_MODE_PS) {
-    return absl::UnimplementedError(
-        "job spec mode SYNC_MODE_PS: the parameter-server path is not "
-        "available in this worker yet; use SYNC_MODE_RING");
-  }
-  if (spec.mode() != SYNC_MODE_RING && spec.mode() != SYNC_MODE_UNSPECIFIED) {
-    return Invalid("mode", absl::StrCat("is ", static_cast<int>(spec.mode()),
-                                        "; use SYNC_MODE_RING"));
-  }
+  ASSIGN_OR_RETURN(config.initial_path, PathFromMode("mode", spec.mode()));
+  RETURN_IF_ERROR(PsFromSpec(spec, &config));
   if (!spec.device().empty() && spec.device() != "cpu") {
     return absl::UnimplementedError(
         absl::StrCat("job spec device '", spec.device(),

@@ -11,7 +11,7 @@
 //
 // Errors: INVALID_ARGUMENT naming the first bad field (by its JSON name,
 // as users write specs); UNIMPLEMENTED for what this worker cannot run yet
-// (PS mode, CUDA devices). Pure functions; thread-safe.
+// (CUDA devices). Pure functions; thread-safe.
 #ifndef GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
 #define GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
 
@@ -37,6 +37,40 @@ enum class ModelKind {
 enum class DatasetKind {
   kFashionMnist,  // worker/data/fashion_mnist.h
   kSynthetic,     // a generated classification task (train_data.h)
+};
+
+// How gradients are synchronised (proto SyncMode).
+enum class SyncPath {
+  kRing,  // peer all-reduce, optimizer on every rank (ring_sync.h)
+  kPs,    // sharded parameter server, optimizer on the shards (ps_sync.h)
+};
+
+// "ring" or "ps".
+const char* SyncPathName(SyncPath path);
+
+// How the PS shards turn pushes into updates (JobSpec.ps.sync).
+enum class PsUpdate {
+  kSync,   // every step waits for all ranks; rank-order sum
+  kAsync,  // each push applied as it arrives
+  kSsp,    // async within a staleness bound
+};
+
+struct PsConfig {
+  // The job's id on the shards (the daemon sets it; tests pick one).
+  std::string job_id = "job";
+  // Shard k's gradsync-ps ("host:port"), from the coordinator's
+  // Assignment; runtime switches may bring new ones.
+  std::vector<std::string> addresses;
+  PsUpdate update = PsUpdate::kSync;
+  int staleness = 0;             // kSsp bound
+  size_t chunk_bytes = 1 << 20;  // largest stream message
+  OptimizerSpec optimizer;       // as the shards are created with it
+};
+
+// A scripted switch: steps >= step synchronise through `path`.
+struct ScriptedSwitch {
+  int64_t step = 0;
+  SyncPath path = SyncPath::kRing;
 };
 
 struct TrainerConfig {
@@ -66,6 +100,11 @@ struct TrainerConfig {
   // Deadline of one step's communication and of each evaluation's
   // reduction; past it the communicator is aborted.
   absl::Duration comm_timeout = absl::Seconds(90);
+  // The path of step 0, the scripted switches (increasing steps) and the
+  // parameter server's settings.
+  SyncPath initial_path = SyncPath::kRing;
+  std::vector<ScriptedSwitch> switches;
+  PsConfig ps;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field.

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "worker/train/checkpoint.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ring_sync.h"
 
@@ -27,7 +26,8 @@ double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
     const TrainerConfig& config, const TrainData& data, Communicator* comm,
-    MetricsSink sink, const std::atomic<bool>* cancelled) {
+    MetricsSink sink, const std::atomic<bool>* cancelled,
+    SwitchSource switches) {
   if (comm == nullptr) {
     return absl::InvalidArgumentError("the trainer needs a communicator");
   }
@@ -49,22 +49,24 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
       }
     }
   }
-  std::unique_ptr<Trainer> trainer(
-      new Trainer(config, data, comm, std::move(sink), cancelled));
+  std::unique_ptr<Trainer> trainer(new Trainer(
+      config, data, comm, std::move(sink), cancelled, std::move(switches)));
   RETURN_IF_ERROR(trainer->Init());
   return trainer;
 }
 
 Trainer::Trainer(const TrainerConfig& config, const TrainData& data,
                  Communicator* comm, MetricsSink sink,
-                 const std::atomic<bool>* cancelled)
+                 const std::atomic<bool>* cancelled, SwitchSource switches)
     : config_(config),
       data_(data),
       comm_(comm),
       sink_(std::move(sink)),
       cancelled_(cancelled),
       rank_(comm->rank()),
-      world_(comm->size()) {}
+      world_(comm->size()),
+      switches_(std::move(switches)),
+      ps_addresses_(config.ps.addresses) {}
 
 Trainer::~Trainer() = default;
 
@@ -76,7 +78,8 @@ absl::Status Trainer::Init() {
   optimizer_.emplace(std::move(optimizer));
   RingSyncOptions ring;
   ring.bucket_bytes = config_.bucket_bytes;
-  ASSIGN_OR_RETURN(sync_, RingSync::Create(comm_, model_->grads(), ring));
+  ASSIGN_OR_RETURN(ring_, RingSync::Create(comm_, model_->grads(), ring));
+  sync_ = ring_.get();
   num_steps_ = config_.steps;
   if (model_->uses_data()) {
     BatcherConfig bc;
@@ -118,6 +121,7 @@ absl::Status Trainer::Fail(int64_t step, const absl::Status& cause) {
   // The peers may be waiting in a collective for this rank: closing its
   // connections makes them fail at once, naming this rank.
   sync_->Abort(failure_.cause);
+  if (sync_ != ring_.get()) ring_->Abort(failure_.cause);
   return absl::Status(
       failure_.cause.code(),
       absl::StrCat("rank ", rank_, ", step ", step, ", ", failure_.operation,
@@ -133,10 +137,21 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   for (int64_t step = 0; step < num_steps_; ++step) {
     operation_ = "step start";
     if (Cancelled()) return Fail(step, absl::CancelledError("cancelled"));
-    StepMetrics metrics;
-    absl::Status status = Step(step, &metrics);
+    int64_t epoch = 0;
+    absl::Status status = TakePathOf(step, &epoch);
     if (!status.ok()) return Fail(step, status);
+    StepMetrics metrics;
+    status = Step(step, &metrics);
+    if (!status.ok()) return Fail(step, status);
+    metrics.set_switch_epoch(epoch);
     const bool last = step + 1 == num_steps_;
+    if (last && path_ == SyncPath::kPs) {
+      // Every rank takes the final parameters (and the optimizer state,
+      // for the checkpoint) from the shards, which are then released.
+      status = LeavePs(num_steps_);
+      if (!status.ok()) return Fail(step, status);
+      metrics.set_param_hash(HashParameters(model_->params()));
+    }
     if (model_->uses_data() &&
         (last || (config_.eval_every_steps > 0 &&
                   (step + 1) % config_.eval_every_steps == 0))) {
@@ -146,15 +161,11 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       result.evaluated = last;
       metrics.set_test_accuracy(result.test_accuracy);
     }
-    if (rank_ == 0 && !config_.checkpoint_dir.empty() &&
+    if (!config_.checkpoint_dir.empty() &&
         (last || (config_.checkpoint_every > 0 &&
                   (step + 1) % config_.checkpoint_every == 0))) {
       operation_ = "checkpoint";
-      status =
-          WriteCheckpoint(CheckpointPath(config_.checkpoint_dir, step + 1),
-                          step + 1, model_->params(),
-                          optimizer_.has_value() ? optimizer_->ExportState()
-                                                 : OptimizerState());
+      status = Checkpoint(step);
       if (!status.ok()) return Fail(step, status);
     }
     metrics.set_wall_time(
@@ -180,8 +191,15 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
     ASSIGN_OR_RETURN(indices, batcher_->Indices(static_cast<uint64_t>(step)));
     share = indices.size();
   }
+  // Async and SSP shards apply each push alone: it must be the mean over
+  // the rank's own share. Otherwise the ranks' gradients add up to the
+  // global batch's (ring_sync.h).
+  const bool local_mean =
+      path_ == SyncPath::kPs && config_.ps.update != PsUpdate::kSync;
+  const size_t normalizer =
+      local_mean ? std::max<size_t>(share, 1) : global_batch;
   operation_ = "gradient sync setup";
-  RETURN_IF_ERROR(sync_->BeginStep(step));
+  RETURN_IF_ERROR(sync_->BeginStep(step, HeardEpoch()));
   double scalars[kNumStepScalars] = {0.0};
   const GradReadyCallback on_ready = [this](size_t begin, size_t end) {
     sync_->OnGradReady(begin, end);
@@ -207,15 +225,18 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
         PassStats pass,
         model_->ForwardBackward(
             batch_, step, m == 0 ? GradMode::kOverwrite : GradMode::kAccumulate,
-            global_batch, sync_pass ? on_ready : no_sync));
+            normalizer, sync_pass ? on_ready : no_sync));
     scalars[kLossSum] += pass.loss_sum;
   }
   const absl::Time backward_done = absl::Now();
 
-  operation_ = "gradient all-reduce";
+  operation_ = path_ == SyncPath::kPs ? "gradient push/pull with the PS"
+                                      : "gradient all-reduce";
   ASSIGN_OR_RETURN(SyncStats sync,
                    sync_->FinishStep(absl::MakeSpan(scalars),
                                      absl::Now() + config_.comm_timeout));
+  operation_ = "switch agreement";
+  RETURN_IF_ERROR(NoteDecision(step, sync));
   const absl::Time synced = absl::Now();
   if (sync_->optimizer_runs_locally()) {
     operation_ = "optimizer step";
@@ -227,7 +248,7 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
 
   metrics->set_rank(rank_);
   metrics->set_step(step);
-  metrics->set_loss(scalars[kLossSum] / static_cast<double>(global_batch));
+  metrics->set_loss(scalars[kLossSum] / static_cast<double>(normalizer));
   const absl::Duration compute = (backward_done - start) + (updated - synced);
   metrics->set_compute_s(Seconds(compute));
   metrics->set_comm_s(Seconds(sync.exposed));
@@ -238,7 +259,7 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
   metrics->set_bytes_received(sync.bytes_received);
   metrics->set_samples(static_cast<int64_t>(share));
   metrics->set_param_hash(hash);
-  metrics->set_mode(SYNC_MODE_RING);
+  metrics->set_mode(path_ == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING);
   return absl::OkStatus();
 }
 

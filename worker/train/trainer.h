@@ -7,11 +7,27 @@
 //      global batch), accumulating gradients; only the LAST micro-batch
 //      reports ready ranges to the sync strategy (DDP's no_sync), whose
 //      bucket all-reduces then overlap the rest of that backward;
-//   3. FinishStep: wait for the buckets, and sum the loss numerator
-//      across ranks in the same breath;
-//   4. the optimizer step, locally on every rank (ring);
+//   3. FinishStep: wait for the buckets (ring) or the shards' replies
+//      (PS), and sum the loss numerator across ranks in the same breath;
+//   4. the optimizer step, locally on every rank (ring; on PS the shards
+//      ran it and the reply brought the new parameters);
 //   5. metrics to the sink (gradsync::StepMetrics), evaluation every
 //      eval_every_steps if asked.
+// Paths and switches (trainer_switch.cc; the protocol is in
+// proto/coordinator.proto, "Switching a running job"): the job's
+// communicator stays connected the whole run, so a switch reconnects
+// nothing. Before step b the trainer takes the path that step b uses: the
+// spec's mode at b = 0, a scripted switch at b, or a runtime decision for
+// b that the previous step's synchronisation returned (it wins over a
+// script at the same step). Entering PS at step b: rank r creates shard k
+// for every k = r (mod N) and seeds it from its parameters and optimizer
+// state (identical on every rank), then a barrier; leaving PS at b: every
+// rank fetches the shards' parameters and optimizer state for step b
+// (async and SSP: after every rank's pushes before b are applied), a
+// barrier, then rank 0 releases the shards. A job that ends in PS mode
+// fetches the final parameters the same way, so every rank evaluates and
+// hashes the same model.
+//
 // After the last step the test set is evaluated (sharded over the ranks,
 // counts summed), so every rank returns the same test accuracy and loss.
 //
@@ -58,6 +74,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -65,7 +82,9 @@
 #include "collectives/communicator.h"
 #include "common/optimizer.h"
 #include "proto/coordinator.pb.h"
+#include "server/ps/parameter_state.h"
 #include "worker/data/batcher.h"
+#include "worker/train/ps_sync.h"
 #include "worker/train/sync_strategy.h"
 #include "worker/train/train_config.h"
 #include "worker/train/train_data.h"
@@ -76,6 +95,17 @@ namespace gradsync {
 // Receives each step's metrics on the rank's thread; must return quickly
 // (queue them).
 using MetricsSink = std::function<void(const StepMetrics&)>;
+
+// Where runtime switch requests come from (the daemon: the coordinator's
+// heartbeat notices and its job store). Unset: scripted switches only.
+struct SwitchSource {
+  // The newest request epoch this worker has heard of; read every step.
+  const std::atomic<int64_t>* heard_epoch = nullptr;
+  // The directive of `epoch` (the job-store key "switch/<epoch>").
+  std::function<absl::StatusOr<SwitchDirective>(int64_t epoch,
+                                                absl::Time deadline)>
+      directive;
+};
 
 struct TrainResult {
   int64_t steps = 0;        // steps completed
@@ -97,7 +127,8 @@ class Trainer {
  public:
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(
       const TrainerConfig& config, const TrainData& data, Communicator* comm,
-      MetricsSink sink, const std::atomic<bool>* cancelled);
+      MetricsSink sink, const std::atomic<bool>* cancelled,
+      SwitchSource switches = SwitchSource());
 
   ~Trainer();
 
@@ -111,11 +142,18 @@ class Trainer {
   int world_size() const { return world_; }
   int64_t num_steps() const { return num_steps_; }
   absl::Span<const float> params() const { return model_->params(); }
+  SyncPath path() const { return path_; }
 
  private:
+  // A runtime switch the ranks agreed on, not yet acted on.
+  struct Decision {
+    int64_t epoch = 0;
+    int64_t step = 0;
+  };
+
   Trainer(const TrainerConfig& config, const TrainData& data,
           Communicator* comm, MetricsSink sink,
-          const std::atomic<bool>* cancelled);
+          const std::atomic<bool>* cancelled, SwitchSource switches);
 
   absl::Status Init();
   // One step; fills `metrics`. On error sets operation_.
@@ -123,6 +161,21 @@ class Trainer {
   // Test loss and accuracy, sharded over the ranks and summed.
   absl::Status Evaluate(double* loss, double* accuracy);
   bool Cancelled() const;
+
+  // trainer_switch.cc. Takes the path of step `step`; sets *epoch to the
+  // runtime request acted on (0: none).
+  absl::Status TakePathOf(int64_t step, int64_t* epoch);
+  absl::Status EnterPs(int64_t step);
+  absl::Status LeavePs(int64_t step);
+  // Notes the decision a step's synchronisation returned.
+  absl::Status NoteDecision(int64_t step, const SyncStats& stats);
+  // The shards' parameters and optimizer state of `step` (drained).
+  absl::StatusOr<ParameterState> FetchPsState(int64_t step);
+  // Last step in PS mode: every rank takes the final parameters.
+  absl::Status FinishPs();
+  // Rank 0's checkpoint after `step` (PS mode: fetched from the shards).
+  absl::Status Checkpoint(int64_t step);
+  int64_t HeardEpoch() const;
   // Records the failure of `step` during operation_ and returns the
   // prefixed status (CANCELLED instead when cancellation caused it).
   absl::Status Fail(int64_t step, const absl::Status& cause);
@@ -135,8 +188,18 @@ class Trainer {
   const int rank_;
   const int world_;
 
+  const SwitchSource switches_;
+
   std::unique_ptr<TrainModel> model_;
-  std::unique_ptr<GradientSync> sync_;
+  // The ring strategy lives the whole run; the PS one while in PS mode.
+  std::unique_ptr<GradientSync> ring_;
+  std::unique_ptr<PsSync> ps_;
+  GradientSync* sync_ = nullptr;  // the current one
+  SyncPath path_ = SyncPath::kRing;
+  std::vector<std::string> ps_addresses_;
+  // The newest runtime decision seen, and the one still to act on.
+  int64_t decided_epoch_ = 0;
+  std::optional<Decision> pending_;
   std::optional<Optimizer> optimizer_;
   std::optional<Batcher> batcher_;
   int64_t num_steps_ = 0;

@@ -1,0 +1,362 @@
+// The PS path and mode switches of the Trainer, ranks as threads over TCP
+// communicators and two in-process parameter servers (real gRPC on
+// loopback):
+//   - exactness: integer gradients give bitwise the same sums and SGD
+//     parameters through the PS as through the ring;
+//   - a PS run, and runs switching ps -> ring and ring -> ps, follow a
+//     ring-only run within 1e-5 relative, for momentum and Adam;
+//   - runtime switches (directives as the coordinator writes them): a storm
+//     of 50 requests loses and repeats no step, keeps the ranks identical;
+//   - a parameter server that goes away fails every rank, naming the shard.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/ps/ps_server.h"
+#include "tests/collectives/rank_group.h"
+#include "tests/store/status_matchers.h"
+#include "worker/train/param_hash.h"
+#include "worker/train/ps_sync.h"
+#include "worker/train/ring_sync.h"
+#include "worker/train/trainer.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::RankGroup;
+using ::gradsync::testing::SmallPipelineOptions;
+using ::testing::HasSubstr;
+
+constexpr int kWorld = 4;
+
+// Directives of runtime switch requests, as the coordinator's store holds
+// them, and the epoch the "daemon" has heard of.
+class FakeSwitchBoard {
+ public:
+  // Publishes request `epoch` for `mode` and lets the ranks hear of it.
+  void Request(int64_t epoch, SyncMode mode,
+               const std::vector<std::string>& addresses) {
+    {
+      absl::MutexLock lock(&mu_);
+      SwitchDirective d;
+      d.set_epoch(epoch);
+      d.set_mode(mode);
+      for (const std::string& a : addresses) d.add_ps_addresses(a);
+      directives_[epoch] = d;
+    }
+    heard_.store(epoch);
+  }
+  SwitchSource Source() {
+    SwitchSource source;
+    source.heard_epoch = &heard_;
+    source.directive = [this](int64_t epoch,
+                              absl::Time) -> absl::StatusOr<SwitchDirective> {
+      absl::MutexLock lock(&mu_);
+      auto it = directives_.find(epoch);
+      if (it == directives_.end()) {
+        return absl::NotFoundError(absl::StrCat("no directive ", epoch));
+      }
+      return it->second;
+    };
+    return source;
+  }
+
+ private:
+  std::atomic<int64_t> heard_{0};
+  absl::Mutex mu_;
+  std::map<int64_t, SwitchDirective> directives_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Outcome {
+  std::vector<absl::Status> status;
+  std::vector<std::vector<StepMetrics>> metrics;  // [rank][step]
+};
+
+class TrainerPsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      absl::StatusOr<std::unique_ptr<PsServer>> server =
+          PsServer::Start("127.0.0.1:0");
+      ASSERT_THAT(server, IsOk());
+      addresses_.push_back((*server)->address());
+      servers_.push_back(*std::move(server));
+    }
+  }
+
+  TrainerConfig Config(OptimizerKind optimizer, int64_t steps) {
+    TrainerConfig c;
+    c.model = ModelKind::kMlp;
+    c.layer_sizes = {32, 24, 16, 10};
+    c.dataset = DatasetKind::kSynthetic;
+    c.optimizer.kind = optimizer;
+    c.optimizer.lr = optimizer == OptimizerKind::kAdam ? 1e-3 : 0.05;
+    c.global_batch_size = 50;
+    c.steps = steps;
+    c.seed = 5;
+    c.bucket_bytes = 300 * 4;
+    c.comm_timeout = absl::Seconds(20);
+    c.ps.addresses = addresses_;
+    c.ps.job_id = absl::StrCat("job-", ++jobs_);
+    c.ps.chunk_bytes = 512;  // several chunks per shard
+    c.ps.optimizer.set_name(optimizer == OptimizerKind::kAdam ? "adam"
+                                                              : "momentum");
+    c.ps.optimizer.set_learning_rate(c.optimizer.lr);
+    return c;
+  }
+
+  Outcome Run(const TrainerConfig& config, SwitchSource source = {}) {
+    absl::StatusOr<TrainData> data = LoadTrainData(config);
+    EXPECT_THAT(data, IsOk());
+    RankGroup group(kWorld, SmallPipelineOptions());
+    Outcome out;
+    out.metrics.resize(kWorld);
+    out.status = group.Run([&](int r) -> absl::Status {
+      absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
+          config, *data, &group.comm(r),
+          [&out, r](const StepMetrics& m) { out.metrics[r].push_back(m); },
+          nullptr, source);
+      if (!trainer.ok()) return trainer.status();
+      return (*trainer)->Run().status();
+    });
+    return out;
+  }
+
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<PsServer>> servers_;
+  int jobs_ = 0;
+};
+
+void ExpectLockstep(const Outcome& out, int64_t steps) {
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_THAT(out.status[r], IsOk()) << "rank " << r;
+    ASSERT_EQ(out.metrics[r].size(), static_cast<size_t>(steps)) << r;
+    for (int64_t s = 0; s < steps; ++s) {
+      ASSERT_EQ(out.metrics[r][s].step(), s) << "rank " << r;
+    }
+  }
+  for (int64_t s = 0; s < steps; ++s) {
+    for (int r = 1; r < kWorld; ++r) {
+      ASSERT_EQ(out.metrics[r][s].param_hash(), out.metrics[0][s].param_hash())
+          << "rank " << r << " diverged at step " << s;
+      ASSERT_EQ(out.metrics[r][s].mode(), out.metrics[0][s].mode())
+          << "rank " << r << " step " << s;
+      ASSERT_EQ(out.metrics[r][s].loss(), out.metrics[0][s].loss());
+    }
+  }
+}
+
+double MaxRelative(const Outcome& a, const Outcome& b) {
+  double worst = 0;
+  for (size_t s = 0; s < a.metrics[0].size(); ++s) {
+    const double x = a.metrics[0][s].loss();
+    const double y = b.metrics[0][s].loss();
+    worst = std::max(worst, std::abs(x - y) / std::max(std::abs(x), 1e-12));
+  }
+  return worst;
+}
+
+// Integer gradients: the PS's rank-order sum and the ring's sum are exact,
+// so one SGD step (lr 0.5, exact too) leaves bitwise the same parameters.
+TEST_F(TrainerPsTest, IntegerGradients_PsAndRingGiveTheSameSgdStep) {
+  constexpr size_t kN = 1000;
+  RankGroup group(kWorld, SmallPipelineOptions());
+  std::vector<std::vector<float>> ring_params(kWorld), ps_params(kWorld);
+  OptimizerConfig sgd;
+  sgd.kind = OptimizerKind::kSgd;
+  sgd.lr = 0.5;
+  const std::vector<absl::Status> status = group.Run([&](int r) {
+    std::vector<float> grads(kN), params(kN);
+    for (size_t i = 0; i < kN; ++i) {
+      grads[i] = static_cast<float>((static_cast<int>(i) * (r + 3)) % 97 - 40);
+      params[i] = static_cast<float>(static_cast<int>(i % 17) - 8);
+    }
+    const std::vector<float> initial = params;
+    // Ring: sum, then SGD on every rank.
+    std::vector<float> ring_grads = grads;
+    RingSyncOptions ro;
+    ro.bucket_bytes = 256;
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<RingSync> ring,
+        RingSync::Create(&group.comm(r), absl::MakeSpan(ring_grads), ro));
+    RETURN_IF_ERROR(ring->BeginStep(0, 0));
+    for (size_t end = kN; end > 0; end -= std::min<size_t>(end, 100)) {
+      ring->OnGradReady(end - std::min<size_t>(end, 100), end);
+    }
+    RETURN_IF_ERROR(
+        ring->FinishStep({}, absl::Now() + absl::Seconds(20)).status());
+    ASSIGN_OR_RETURN(Optimizer opt, Optimizer::Create(sgd, kN));
+    ring_params[r] = params;
+    RETURN_IF_ERROR(opt.Step(absl::MakeSpan(ring_params[r]), ring_grads));
+    // PS: shards seeded with the same parameters, sum then SGD there.
+    ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
+                     BalancedShardLocations(kN, addresses_));
+    PsClientOptions po;
+    po.chunk_bytes = 128;
+    ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
+                     PsClient::Create("exact", r, kN, shards, po));
+    ps::CreateShardRequest base;
+    base.set_job_id("exact");
+    base.set_num_shards(2);
+    base.set_total_elements(kN);
+    base.set_num_workers(kWorld);
+    base.mutable_optimizer()->set_name("sgd");
+    base.mutable_optimizer()->set_learning_rate(0.5);
+    base.set_mode(ps::UPDATE_MODE_SYNC);
+    base.set_seeded(true);
+    base.set_sum_gradients(true);
+    if (r < 2) {
+      ParameterState state;
+      state.params = initial;
+      ASSIGN_OR_RETURN(
+          state.optimizer, [&]() -> absl::StatusOr<OptimizerState> {
+            ASSIGN_OR_RETURN(Optimizer o, Optimizer::Create(sgd, kN));
+            return o.ExportState();
+          }());
+      RETURN_IF_ERROR(client->CreateAndSeedShard(r, base, state));
+    }
+    RETURN_IF_ERROR(group.comm(r).Barrier());
+    ps_params[r] = initial;
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<PsSync> ps,
+        PsSync::Create(std::move(client), &group.comm(r), grads,
+                       absl::MakeSpan(ps_params[r]), PsUpdate::kSync));
+    RETURN_IF_ERROR(ps->BeginStep(0, 0));
+    for (size_t end = kN; end > 0; end -= std::min<size_t>(end, 100)) {
+      ps->OnGradReady(end - std::min<size_t>(end, 100), end);
+    }
+    return ps->FinishStep({}, absl::Now() + absl::Seconds(20)).status();
+  });
+  for (int r = 0; r < kWorld; ++r) ASSERT_THAT(status[r], IsOk()) << r;
+  for (int r = 0; r < kWorld; ++r) {
+    EXPECT_EQ(ps_params[r], ring_params[0]) << "rank " << r;
+    EXPECT_EQ(ring_params[r], ring_params[0]) << "rank " << r;
+  }
+  // And the step did something.
+  EXPECT_NE(ring_params[0][1], static_cast<float>(1 % 17 - 8));
+}
+
+class TrainerPsOptimizerTest
+    : public TrainerPsTest,
+      public ::testing::WithParamInterface<OptimizerKind> {};
+
+TEST_P(TrainerPsOptimizerTest, PsAndSwitchedRuns_FollowTheRingRun) {
+  constexpr int64_t kSteps = 16;
+  const TrainerConfig ring = Config(GetParam(), kSteps);
+  TrainerConfig ps = Config(GetParam(), kSteps);
+  ps.initial_path = SyncPath::kPs;
+  TrainerConfig ps_then_ring = Config(GetParam(), kSteps);
+  ps_then_ring.initial_path = SyncPath::kPs;
+  ps_then_ring.switches = {{6, SyncPath::kRing}};
+  TrainerConfig ring_then_ps = Config(GetParam(), kSteps);
+  ring_then_ps.switches = {
+      {6, SyncPath::kPs}, {11, SyncPath::kRing}, {13, SyncPath::kPs}};
+
+  const Outcome reference = Run(ring);
+  ASSERT_NO_FATAL_FAILURE(ExpectLockstep(reference, kSteps));
+  for (const TrainerConfig* config : {&ps, &ps_then_ring, &ring_then_ps}) {
+    const Outcome out = Run(*config);
+    ASSERT_NO_FATAL_FAILURE(ExpectLockstep(out, kSteps));
+    for (int64_t s = 0; s < kSteps; ++s) {
+      SyncPath expected = config->initial_path;
+      for (const ScriptedSwitch& sw : config->switches) {
+        if (sw.step <= s) expected = sw.path;
+      }
+      EXPECT_EQ(out.metrics[0][s].mode(),
+                expected == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING)
+          << "step " << s;
+    }
+    std::cout << "largest relative loss difference to the ring run: "
+              << MaxRelative(reference, out) << "\n";
+    EXPECT_LT(MaxRelative(reference, out), 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, TrainerPsOptimizerTest,
+                         ::testing::Values(OptimizerKind::kMomentum,
+                                           OptimizerKind::kAdam));
+
+// 50 runtime requests while the ranks step: each request is picked up by
+// the ranks at one common step; no step is lost or repeated.
+TEST_F(TrainerPsTest, RuntimeSwitchStorm_NoLostOrRepeatedStep) {
+  constexpr int64_t kSteps = 150;
+  const TrainerConfig ring = Config(OptimizerKind::kMomentum, kSteps);
+  const Outcome reference = Run(ring);
+  TrainerConfig config = Config(OptimizerKind::kMomentum, kSteps);
+  FakeSwitchBoard board;
+  std::atomic<bool> done{false};
+  std::thread requester([&] {
+    std::mt19937 random(7);
+    std::uniform_int_distribution<int> pause_us(0, 4000);
+    for (int64_t epoch = 1; epoch <= 50 && !done.load(); ++epoch) {
+      board.Request(epoch, epoch % 2 == 1 ? SYNC_MODE_PS : SYNC_MODE_RING,
+                    addresses_);
+      absl::SleepFor(absl::Microseconds(pause_us(random)));
+    }
+  });
+  const Outcome out = Run(config, board.Source());
+  done.store(true);
+  requester.join();
+  ASSERT_NO_FATAL_FAILURE(ExpectLockstep(out, kSteps));
+  int changes = 0;
+  int64_t last_epoch = 0;
+  for (int64_t s = 1; s < kSteps; ++s) {
+    const StepMetrics& m = out.metrics[0][s];
+    if (m.mode() != out.metrics[0][s - 1].mode()) {
+      ++changes;
+      EXPECT_GT(m.switch_epoch(), 0) << "step " << s;
+    }
+    if (m.switch_epoch() > 0) {
+      EXPECT_GT(m.switch_epoch(), last_epoch) << "step " << s;
+      last_epoch = m.switch_epoch();
+      for (int r = 1; r < kWorld; ++r) {
+        EXPECT_EQ(out.metrics[r][s].switch_epoch(), m.switch_epoch());
+      }
+    }
+  }
+  EXPECT_GT(changes, 0);
+  std::cout << "switch storm: " << changes << " mode changes, last request "
+            << last_epoch << " acted on; largest relative loss difference "
+            << "to the ring run " << MaxRelative(reference, out) << "\n";
+  EXPECT_LT(MaxRelative(reference, out), 1e-4);
+}
+
+// A server that goes away in the middle of PS steps: every rank fails
+// within the deadline, naming the shard.
+TEST_F(TrainerPsTest, ServerShutDownMidRun_EveryRankFailsNamingTheShard) {
+  TrainerConfig config = Config(OptimizerKind::kMomentum, 100000);
+  config.initial_path = SyncPath::kPs;
+  config.comm_timeout = absl::Seconds(10);
+  std::thread killer([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    servers_[1]->Shutdown();
+  });
+  const absl::Time start = absl::Now();
+  const Outcome out = Run(config);
+  killer.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(40));
+  int naming = 0;
+  for (int r = 0; r < kWorld; ++r) {
+    EXPECT_FALSE(out.status[r].ok()) << r;
+    if (absl::StrContains(out.status[r].message(), "shard 1")) ++naming;
+  }
+  EXPECT_GE(naming, 1);
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,181 @@
+#include "worker/train/ps_sync.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+
+absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(
+    std::unique_ptr<PsClient> client, Communicator* comm,
+    absl::Span<const float> grads, absl::Span<float> params, PsUpdate update) {
+  if (client == nullptr || comm == nullptr) {
+    return absl::InvalidArgumentError(
+        "ps sync needs a PS client and a communicator");
+  }
+  if (grads.size() != client->total_elements() ||
+      params.size() != client->total_elements()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ps sync: the PS holds ", client->total_elements(),
+                     " parameters but the model has ", params.size(),
+                     " (gradients ", grads.size(), ")"));
+  }
+  return std::unique_ptr<PsSync>(
+      new PsSync(std::move(client), comm, grads, params, update));
+}
+
+PsSync::PsSync(std::unique_ptr<PsClient> client, Communicator* comm,
+               absl::Span<const float> grads, absl::Span<float> params,
+               PsUpdate update)
+    : client_(std::move(client)),
+      comm_(comm),
+      grads_(grads),
+      params_(params),
+      update_(update) {}
+
+PsSync::~PsSync() {
+  absl::MutexLock lock(&mu_);
+  if (push_ != nullptr) {
+    push_->Cancel(absl::CancelledError(
+        absl::StrCat("ps sync destroyed during step ", step_)));
+  }
+  push_.reset();
+}
+
+absl::Status PsSync::BeginStep(int64_t step, int64_t switch_epoch) {
+  if (in_step_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ps sync: step ", step, " begun before step ", step_, " was finished"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!aborted_.ok()) return aborted_;
+    push_.reset();
+  }
+  step_ = step;
+  switch_epoch_ = switch_epoch;
+  in_step_ = true;
+  error_ = absl::OkStatus();
+  return absl::OkStatus();
+}
+
+void PsSync::OnGradReady(size_t begin, size_t end) {
+  if (!error_.ok()) return;
+  if (!in_step_) {
+    error_ = absl::FailedPreconditionError(
+        absl::StrCat("gradient range [", begin, ", ", end,
+                     ") reported outside a step (BeginStep not called)"));
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  if (!aborted_.ok()) {
+    error_ = aborted_;
+    return;
+  }
+  if (push_ == nullptr) {
+    // The streams start with the first ready range: the push overlaps the
+    // rest of backward.
+    PsStepControl control;
+    control.switch_epoch = switch_epoch_;
+    absl::StatusOr<std::unique_ptr<PsStep>> push =
+        client_->StartStep(step_, grads_, params_, std::move(control));
+    if (!push.ok()) {
+      error_ = push.status();
+      return;
+    }
+    push_ = *std::move(push);
+  }
+  push_->Ready(begin, end);
+}
+
+absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
+                                             absl::Time deadline) {
+  const absl::Time start = absl::Now();
+  if (!in_step_) {
+    return absl::FailedPreconditionError(
+        "ps sync: FinishStep without BeginStep");
+  }
+  in_step_ = false;
+  PsStep* push = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    push = push_.get();
+  }
+  if (error_.ok() && push == nullptr) {
+    error_ = absl::InternalError(absl::StrCat(
+        "step ", step_, ": backward reported no gradient to push"));
+  }
+  if (!error_.ok()) {
+    if (push != nullptr) push->Cancel(error_);
+    // The peers may wait for this rank's push: closing its connections
+    // makes them fail at once, naming it.
+    comm_->Abort(error_);
+    return Annotate(error_, absl::StrCat("step ", step_, ": push to the PS"));
+  }
+  // Only this thread resets push_, so `push` stays valid.
+  absl::StatusOr<PsStepResult> result = push->Finish(deadline);
+  if (!result.ok()) {
+    comm_->Abort(result.status());
+    return Annotate(result.status(),
+                    absl::StrCat("step ", step_, ": push/pull with the PS"));
+  }
+  if (update_ == PsUpdate::kSync && result->version != step_ + 1) {
+    const absl::Status s = absl::DataLossError(
+        absl::StrCat("step ", step_,
+                     ": the PS answered with the parameters "
+                     "of step ",
+                     result->version, " instead of ", step_ + 1));
+    comm_->Abort(s);
+    return s;
+  }
+  SyncStats stats;
+  stats.bytes_sent = static_cast<int64_t>(result->bytes_sent);
+  stats.bytes_received = static_cast<int64_t>(result->bytes_received);
+  stats.operations = static_cast<int64_t>(client_->num_shards());
+  stats.switch_epoch = result->switch_epoch;
+  stats.switch_step = result->switch_step;
+  if (update_ == PsUpdate::kSync && !scalars.empty()) {
+    // Every rank's push of this step is in: the sum is one short message.
+    absl::Status s =
+        comm_
+            ->AllReduceAsync(scalars.data(), scalars.data(), scalars.size(),
+                             DataType::kFloat64, ReduceOp::kSum)
+            ->Wait(deadline);
+    if (!s.ok()) {
+      return Annotate(
+          s, absl::StrCat("step ", step_, ": allreduce of the step's loss"));
+    }
+    ++stats.operations;
+  }
+  stats.exposed = absl::Now() - start;
+  return stats;
+}
+
+absl::Status PsSync::AllReduceScalars(absl::Span<double> values,
+                                      absl::Time deadline) {
+  if (in_step_) {
+    return absl::FailedPreconditionError(
+        "ps sync: AllReduceScalars during a step");
+  }
+  if (values.empty()) return absl::OkStatus();
+  return comm_
+      ->AllReduceAsync(values.data(), values.data(), values.size(),
+                       DataType::kFloat64, ReduceOp::kSum)
+      ->Wait(deadline);
+}
+
+void PsSync::Abort(const absl::Status& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (aborted_.ok()) {
+      aborted_ = absl::AbortedError(
+          absl::StrCat("ps sync aborted: ", reason.message()));
+    }
+    if (push_ != nullptr) push_->Cancel(reason);
+  }
+  comm_->Abort(reason);
+}
+
+}  // namespace gradsync

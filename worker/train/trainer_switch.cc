@@ -1,0 +1,205 @@
+// The trainer's paths and switches (trainer.h, "Paths and switches").
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "proto/ps.pb.h"
+#include "server/ps/ps_client.h"
+#include "worker/train/checkpoint.h"
+#include "worker/train/trainer.h"
+
+namespace gradsync {
+namespace {
+
+ps::UpdateMode ToProto(PsUpdate update) {
+  switch (update) {
+    case PsUpdate::kAsync:
+      return ps::UPDATE_MODE_ASYNC;
+    case PsUpdate::kSsp:
+      return ps::UPDATE_MODE_SSP;
+    case PsUpdate::kSync:
+      break;
+  }
+  return ps::UPDATE_MODE_SYNC;
+}
+
+}  // namespace
+
+int64_t Trainer::HeardEpoch() const {
+  return switches_.heard_epoch == nullptr ? 0 : switches_.heard_epoch->load();
+}
+
+absl::Status Trainer::NoteDecision(int64_t step, const SyncStats& stats) {
+  if (stats.switch_epoch <= decided_epoch_) return absl::OkStatus();
+  if (stats.switch_step <= step) {
+    return absl::InternalError(absl::StrCat(
+        "switch request ", stats.switch_epoch, " was decided for step ",
+        stats.switch_step, ", which this rank has already run"));
+  }
+  if (pending_.has_value()) {
+    return absl::InternalError(absl::StrCat(
+        "switch request ", stats.switch_epoch, " was decided for step ",
+        stats.switch_step, " while request ", pending_->epoch,
+        " still waits for step ", pending_->step));
+  }
+  decided_epoch_ = stats.switch_epoch;
+  pending_ = Decision{stats.switch_epoch, stats.switch_step};
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
+  *epoch = 0;
+  SyncPath target = step == 0 ? config_.initial_path : path_;
+  for (const ScriptedSwitch& s : config_.switches) {
+    if (s.step == step) target = s.path;
+  }
+  if (pending_.has_value() && pending_->step < step) {
+    return absl::InternalError(absl::StrCat("switch request ", pending_->epoch,
+                                            " for step ", pending_->step,
+                                            " was never acted on"));
+  }
+  if (pending_.has_value() && pending_->step == step) {
+    operation_ = absl::StrCat("reading switch request ", pending_->epoch);
+    if (!switches_.directive) {
+      return absl::FailedPreconditionError(
+          "the ranks agreed on a runtime switch, but this rank has no "
+          "source of switch directives");
+    }
+    ASSIGN_OR_RETURN(SwitchDirective directive,
+                     switches_.directive(pending_->epoch,
+                                         absl::Now() + config_.comm_timeout));
+    if (directive.mode() == SYNC_MODE_PS) {
+      target = SyncPath::kPs;
+    } else if (directive.mode() == SYNC_MODE_RING) {
+      target = SyncPath::kRing;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("switch request ", pending_->epoch, " names mode ",
+                       static_cast<int>(directive.mode())));
+    }
+    if (path_ == SyncPath::kRing && directive.ps_addresses_size() > 0) {
+      ps_addresses_.assign(directive.ps_addresses().begin(),
+                           directive.ps_addresses().end());
+    }
+    *epoch = pending_->epoch;
+    pending_.reset();
+  }
+  if (step == 0 && target == SyncPath::kPs) return EnterPs(0);
+  if (target == path_) return absl::OkStatus();
+  return target == SyncPath::kPs ? EnterPs(step) : LeavePs(step);
+}
+
+absl::Status Trainer::EnterPs(int64_t step) {
+  operation_ =
+      absl::StrCat("switch to the parameter server before step ", step);
+  if (ps_addresses_.empty()) {
+    return absl::FailedPreconditionError(
+        "the coordinator placed no parameter-server shard for this job; "
+        "start a gradsync-ps with --coordinator and switch again");
+  }
+  const absl::Time deadline = absl::Now() + config_.comm_timeout;
+  absl::Span<float> params = model_->params();
+  const size_t n = params.size();
+  ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
+                   BalancedShardLocations(n, ps_addresses_));
+  PsClientOptions options;
+  options.chunk_bytes = config_.ps.chunk_bytes;
+  options.timeout = config_.comm_timeout;
+  ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
+                   PsClient::Create(config_.ps.job_id, rank_, n,
+                                    std::move(shards), options));
+  // Rank r seeds shards r, r + N, ...: the ranks' states are identical.
+  const int num_shards = static_cast<int>(ps_addresses_.size());
+  if (rank_ < num_shards) {
+    ParameterState state;
+    state.step = step;
+    state.params.assign(params.begin(), params.end());
+    state.optimizer = optimizer_->ExportState();
+    ps::CreateShardRequest base;
+    base.set_job_id(config_.ps.job_id);
+    base.set_num_shards(num_shards);
+    base.set_total_elements(static_cast<int64_t>(n));
+    base.set_num_workers(world_);
+    *base.mutable_optimizer() = config_.ps.optimizer;
+    base.set_mode(ToProto(config_.ps.update));
+    base.set_staleness(config_.ps.staleness);
+    base.set_first_step(step);
+    base.set_seeded(true);
+    base.set_wait_timeout_ms(absl::ToInt64Milliseconds(config_.comm_timeout));
+    base.set_sum_gradients(config_.ps.update == PsUpdate::kSync);
+    for (int k = rank_; k < num_shards; k += world_) {
+      RETURN_IF_ERROR(
+          client->CreateAndSeedShard(static_cast<size_t>(k), base, state));
+    }
+  }
+  operation_ = absl::StrCat("barrier after seeding the PS before step ", step);
+  RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
+  ASSIGN_OR_RETURN(
+      ps_, PsSync::Create(std::move(client), comm_, model_->grads(), params,
+                          config_.ps.update));
+  sync_ = ps_.get();
+  path_ = SyncPath::kPs;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ParameterState> Trainer::FetchPsState(int64_t step) {
+  ASSIGN_OR_RETURN(ParameterState state, ps_->client().FetchState(step));
+  if (state.params.size() != model_->params().size()) {
+    return absl::DataLossError(
+        absl::StrCat("the PS returned ", state.params.size(),
+                     " parameters; the model has ", model_->params().size()));
+  }
+  if (config_.ps.update == PsUpdate::kSync && state.step != step) {
+    return absl::DataLossError(
+        absl::StrCat("the PS returned the state of "
+                     "step ",
+                     state.step, " instead of ", step));
+  }
+  return state;
+}
+
+absl::Status Trainer::LeavePs(int64_t step) {
+  operation_ =
+      absl::StrCat("switch from the parameter server before step ", step);
+  const absl::Time deadline = absl::Now() + config_.comm_timeout;
+  ASSIGN_OR_RETURN(ParameterState state, FetchPsState(step));
+  std::copy(state.params.begin(), state.params.end(), model_->params().begin());
+  RETURN_IF_ERROR(optimizer_->ImportState(state.optimizer));
+  operation_ =
+      absl::StrCat("barrier after fetching the PS state before step ", step);
+  RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
+  if (rank_ == 0) {
+    // Best effort: the coordinator also has the servers drop the shards of
+    // jobs that ended.
+    ps_->client().ReleaseShards().IgnoreError();
+  }
+  ps_.reset();
+  sync_ = ring_.get();
+  path_ = SyncPath::kRing;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Checkpoint(int64_t step) {
+  const int64_t done = step + 1;
+  const std::string path = CheckpointPath(config_.checkpoint_dir, done);
+  if (path_ == SyncPath::kRing) {
+    if (rank_ != 0) return absl::OkStatus();
+    return WriteCheckpoint(path, done, model_->params(),
+                           optimizer_->ExportState());
+  }
+  // The optimizer state lives on the shards: rank 0 fetches it while the
+  // others wait, so that no push of the next step changes it meanwhile.
+  const absl::Time deadline = absl::Now() + config_.comm_timeout;
+  RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
+  if (rank_ == 0) {
+    ASSIGN_OR_RETURN(ParameterState state, FetchPsState(done));
+    RETURN_IF_ERROR(WriteCheckpoint(path, done, state.params, state.optimizer));
+  }
+  return comm_->BarrierAsync()->Wait(deadline);
+}
+
+}  // namespace gradsync
