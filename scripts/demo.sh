@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, starts a local cluster on
-# 127.0.0.1 (a coordinator and 4 CPU worker daemons) and trains an MLP on
-# Fashion-MNIST with the ring all-reduce, showing progress; it ends with the
-# test accuracy and a per-step time breakdown, and stops the cluster.
-# Extra arguments go to `gradsync submit` (e.g. --epochs 5 --optimizer sgd).
+# 127.0.0.1 (a coordinator, 2 parameter servers and 4 CPU worker daemons)
+# and trains an MLP on Fashion-MNIST for 3 epochs: the first half through
+# the sharded parameter server, then switched to the ring all-reduce at
+# step 351, with the optimizer state moved across. It shows progress, the
+# test accuracy and the per-step time of each mode side by side, and stops
+# the cluster. Extra arguments go to `gradsync submit` (e.g. --optimizer
+# sgd); to switch by hand instead, run `gradsync switch JOB ring|ps` from
+# another shell while it trains.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
@@ -16,12 +20,18 @@ export GRADSYNC_COORDINATOR="127.0.0.1:$port"
 
 "$gradsync" local down --run-dir "$run_dir" >/dev/null 2>&1 || true
 trap '"$gradsync" local down --run-dir "$run_dir" >/dev/null 2>&1 || true' EXIT
-"$gradsync" local up --workers 4 --run-dir "$run_dir" --port "$port" >/dev/null
-echo "== local cluster: 1 coordinator + 4 workers on 127.0.0.1:$port (logs in $run_dir)"
+"$gradsync" local up --workers 4 --ps 2 --run-dir "$run_dir" --port "$port" \
+  >/dev/null
+echo "== local cluster: 1 coordinator + 2 parameter servers + 4 workers on" \
+  "127.0.0.1:$port (logs in $run_dir)"
 "$gradsync" workers
 echo
-echo "== training MLP 784-256-256-10 on Fashion-MNIST, 4 ranks, ring all-reduce"
+# 3 epochs of 60000 examples in global batches of 256: 3 x 234 steps.
+steps=702
+half=$((steps / 2))
+echo "== training MLP 784-256-256-10 on Fashion-MNIST, 4 ranks: parameter" \
+  "server (2 shards) for steps 0-$((half - 1)), ring all-reduce from step $half"
 "$gradsync" submit --name demo --workers 4 --model mlp \
   --layers 784,256,256,10 --dataset fashion-mnist --optimizer adam \
-  --lr 0.001 --batch-size 256 --epochs 3 --seed 1 --eval-every 200 \
-  --mode ring --follow "$@"
+  --lr 0.001 --batch-size 256 --steps "$steps" --seed 1 --eval-every 234 \
+  --mode ps --ps-shards 2 --switch-at "$half:ring" --follow "$@"

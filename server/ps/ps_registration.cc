@@ -211,6 +211,14 @@ void PsRegistration::NoteOutcome(const absl::Status& status,
 absl::Status PsRegistration::HeartbeatOnce() {
   PsHeartbeatRequest request;
   request.set_ps_id(ps_id());
+  // Shards released since the last heartbeat first (their final counters,
+  // e.g. the pushes of a job's last steps), then the live ones: a shard
+  // recreated under the same name is reported last, so it wins.
+  const std::vector<std::shared_ptr<PsShard>> released =
+      service_->UnreportedReleases();
+  for (const std::shared_ptr<PsShard>& shard : released) {
+    ShardStatsToProto(*shard, request.add_shards());
+  }
   for (const std::shared_ptr<PsShard>& shard : service_->AllShards()) {
     ShardStatsToProto(*shard, request.add_shards());
   }
@@ -220,6 +228,7 @@ absl::Status PsRegistration::HeartbeatOnce() {
         return stub_->PsHeartbeat(context, request, &response);
       }));
   if (!status.ok()) return status;
+  service_->ForgetReleased(released.size());
   {
     absl::MutexLock lock(&mu_);
     ++stats_.heartbeats;

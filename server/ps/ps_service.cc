@@ -1,5 +1,7 @@
 #include "server/ps/ps_service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_range.h"
@@ -129,6 +131,10 @@ absl::StatusOr<int> PsService::Release(const std::string& job_id, int shard) {
       released.push_back(std::move(it->second));
       it = shards_.erase(it);
     }
+    for (const std::shared_ptr<PsShard>& s : released) {
+      released_.push_back(s);
+      if (released_.size() > kMaxUnreportedReleases) released_.pop_front();
+    }
   }
   if (released.empty()) {
     return absl::NotFoundError(
@@ -156,6 +162,19 @@ std::vector<std::shared_ptr<PsShard>> PsService::AllShards() const {
   absl::MutexLock lock(&mu_);
   for (const auto& entry : shards_) all.push_back(entry.second);
   return all;
+}
+
+std::vector<std::shared_ptr<PsShard>> PsService::UnreportedReleases() const {
+  absl::MutexLock lock(&mu_);
+  return std::vector<std::shared_ptr<PsShard>>(released_.begin(),
+                                               released_.end());
+}
+
+void PsService::ForgetReleased(size_t n) {
+  absl::MutexLock lock(&mu_);
+  // Releases that came meanwhile may have pushed reported ones out.
+  n = std::min(n, released_.size());
+  released_.erase(released_.begin(), released_.begin() + n);
 }
 
 size_t PsService::num_shards() const {

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -84,6 +85,14 @@ class PsService {
   // Every shard held, of every job, in (job id, index) order.
   std::vector<std::shared_ptr<PsShard>> AllShards() const;
 
+  // Shards released since the last ForgetReleased, oldest first (at most
+  // kMaxUnreportedReleases): their final counters, for the heartbeat that
+  // reports them to the coordinator after they are gone.
+  std::vector<std::shared_ptr<PsShard>> UnreportedReleases() const;
+  // Forgets the oldest `n` of UnreportedReleases (they were reported).
+  void ForgetReleased(size_t n);
+  static constexpr size_t kMaxUnreportedReleases = 256;
+
   size_t num_shards() const;
 
  private:
@@ -91,6 +100,7 @@ class PsService {
 
   mutable absl::Mutex mu_;
   std::map<Key, std::shared_ptr<PsShard>> shards_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<PsShard>> released_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gradsync

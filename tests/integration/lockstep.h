@@ -1,7 +1,7 @@
 // Checks of a job's step metrics (as GetMetrics returns them, one per rank
 // and step): every rank reported every step once, and after every step all
 // ranks held bitwise-identical parameters (equal param_hash, DESIGN.md
-// invariant 1) and the same global-batch loss.
+// invariant 1), the same global-batch loss and the same sync mode.
 #ifndef GRADSYNC_TESTS_INTEGRATION_LOCKSTEP_H_
 #define GRADSYNC_TESTS_INTEGRATION_LOCKSTEP_H_
 
@@ -20,6 +20,7 @@ namespace testing {
 struct Trajectory {
   std::vector<double> loss;
   std::vector<uint64_t> param_hash;
+  std::vector<SyncMode> mode;
 };
 
 // Success when `metrics` hold exactly one entry per rank 0..world-1 for
@@ -59,6 +60,11 @@ inline ::testing::AssertionResult InLockstep(
                    "but rank 0 holds %016x: the replicas diverged",
                    step, rank, m->param_hash(), first.param_hash());
       }
+      if (m->mode() != first.mode()) {
+        return ::testing::AssertionFailure() << absl::StrFormat(
+                   "step %d ran in mode %s on rank %d but %s on rank 0", step,
+                   SyncMode_Name(m->mode()), rank, SyncMode_Name(first.mode()));
+      }
       if (m->loss() != first.loss()) {
         return ::testing::AssertionFailure() << absl::StrFormat(
                    "at step %d rank %d reports loss %.9g but rank 0 %.9g", step,
@@ -67,6 +73,7 @@ inline ::testing::AssertionResult InLockstep(
     }
     trajectory.loss.push_back(first.loss());
     trajectory.param_hash.push_back(first.param_hash());
+    trajectory.mode.push_back(first.mode());
   }
   if (out != nullptr) *out = std::move(trajectory);
   return ::testing::AssertionSuccess();

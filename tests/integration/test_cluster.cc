@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -76,6 +77,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   }
   std::unique_ptr<TestCluster> cluster(new TestCluster(options, pattern));
   absl::Status status = cluster->StartCoordinator();
+  if (status.ok()) status = cluster->StartParameterServers();
   if (status.ok()) status = cluster->StartWorkers();
   if (!status.ok()) {
     const std::string ends = cluster->Stop();
@@ -123,6 +125,54 @@ absl::Status TestCluster::StartCoordinator() {
   stub_ = Coordinator::NewStub(grpc::CreateCustomChannel(
       address_, grpc::InsecureChannelCredentials(), args));
   return absl::OkStatus();
+}
+
+absl::Status TestCluster::StartParameterServers() {
+  for (int i = 0; i < options_.parameter_servers; ++i) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> ps,
+                     ChildProcess::Start(
+                         absl::StrCat("ps ", i), GRADSYNC_PS_BINARY,
+                         {"--listen", "127.0.0.1:0", "--coordinator", address_},
+                         absl::StrCat(log_dir_, "/ps-", i, ".log")));
+    parameter_servers_.push_back(std::move(ps));
+  }
+  // Each announces its address on its first line, then registers.
+  ps_addresses_.assign(parameter_servers_.size(), "");
+  const absl::Time deadline = absl::Now() + options_.start_timeout;
+  for (;;) {
+    int registered = 0;
+    ListWorkersResponse last;
+    ASSIGN_OR_RETURN(last, ListWorkers());
+    for (size_t i = 0; i < parameter_servers_.size(); ++i) {
+      ChildProcess& ps = *parameter_servers_[i];
+      if (!ps.Running()) {
+        return absl::InternalError(absl::StrCat(ps.name(), " ended (",
+                                                ps.ExitDescription(),
+                                                ") before "
+                                                "registering:\n",
+                                                ps.ReadLog()));
+      }
+      // The address is the line that is just "host:port" (stdout; the log
+      // interleaves stderr).
+      for (absl::string_view line : absl::StrSplit(ps.ReadLog(), '\n')) {
+        if (!line.empty() && !absl::StrContains(line, ' ') &&
+            absl::StrContains(line, ':')) {
+          ps_addresses_[i] = std::string(line);
+        }
+      }
+      if (ps_addresses_[i].empty()) continue;
+      for (const ParameterServerInfo& info : last.parameter_servers()) {
+        if (info.address() == ps_addresses_[i] && !info.lost()) ++registered;
+      }
+    }
+    if (registered == num_parameter_servers()) return absl::OkStatus();
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("not every parameter server registered within ",
+                       absl::FormatDuration(options_.start_timeout)));
+    }
+    absl::SleepFor(kPollInterval);
+  }
 }
 
 absl::Status TestCluster::StartWorkers() {
@@ -233,6 +283,31 @@ absl::StatusOr<std::vector<StepMetrics>> TestCluster::GetMetrics(
                                   response.metrics().end());
 }
 
+absl::StatusOr<GetMetricsResponse> TestCluster::GetMetricsResponseOf(
+    const std::string& job_id) {
+  grpc::ClientContext context;
+  SetDeadline(&context, kRpcTimeout);
+  GetMetricsRequest request;
+  request.set_job_id(job_id);
+  GetMetricsResponse response;
+  RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->GetMetrics(&context, request, &response)));
+  return response;
+}
+
+absl::StatusOr<int64_t> TestCluster::Switch(const std::string& job_id,
+                                            SyncMode mode) {
+  grpc::ClientContext context;
+  SetDeadline(&context, kRpcTimeout);
+  SwitchJobRequest request;
+  request.set_job_id(job_id);
+  request.set_mode(mode);
+  SwitchJobResponse response;
+  RETURN_IF_ERROR(
+      FromGrpcStatus(stub_->SwitchJob(&context, request, &response)));
+  return response.epoch();
+}
+
 absl::StatusOr<JobStatus> TestCluster::WaitForJob(
     const std::string& job_id,
     const std::function<bool(const JobStatus&)>& done, absl::Duration timeout,
@@ -324,6 +399,9 @@ std::string TestCluster::Stop() {
     ends.push_back(
         absl::StrCat(worker->name(), ": ", worker->Stop(kStopGrace)));
   }
+  for (const std::unique_ptr<ChildProcess>& ps : parameter_servers_) {
+    ends.push_back(absl::StrCat(ps->name(), ": ", ps->Stop(kStopGrace)));
+  }
   if (coordinator_ != nullptr) {
     ends.push_back(
         absl::StrCat("coordinator: ", coordinator_->Stop(kStopGrace)));
@@ -340,6 +418,7 @@ std::string TestCluster::DumpLogs() const {
   };
   if (coordinator_ != nullptr) dump(*coordinator_);
   for (const std::unique_ptr<ChildProcess>& worker : workers_) dump(*worker);
+  for (const std::unique_ptr<ChildProcess>& ps : parameter_servers_) dump(*ps);
   return out;
 }
 

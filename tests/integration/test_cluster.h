@@ -1,6 +1,7 @@
 // TestCluster: a real gradsync cluster on loopback for integration tests —
-// one gradsync-coordinator process on 127.0.0.1:0 and N gradsync-worker
-// processes (host names node-a, node-b, ...), each with its log file in a
+// one gradsync-coordinator process on 127.0.0.1:0, N gradsync-worker
+// processes (host names node-a, node-b, ...) and P gradsync-ps processes
+// (parameter servers on 127.0.0.1:0), each with its log file in a
 // fresh temporary directory — plus the coordinator's gRPC stub and
 // blocking helpers that all wait with a deadline.
 //
@@ -43,6 +44,7 @@ namespace testing {
 struct TestClusterOptions {
   int workers = 2;
   int devices_per_worker = 2;
+  int parameter_servers = 0;
   // The coordinator's --lease-ms and --heartbeat-ms.
   int64_t lease_ms = 5000;
   int64_t heartbeat_ms = 250;
@@ -71,6 +73,14 @@ class TestCluster {
   int num_workers() const { return static_cast<int>(workers_.size()); }
   ChildProcess& worker(int i) { return *workers_[i]; }
   ChildProcess& coordinator() { return *coordinator_; }
+  int num_parameter_servers() const {
+    return static_cast<int>(parameter_servers_.size());
+  }
+  ChildProcess& parameter_server(int i) { return *parameter_servers_[i]; }
+  // The address parameter server i serves on (its first stdout line).
+  const std::string& parameter_server_address(int i) const {
+    return ps_addresses_[i];
+  }
   // The coordinator's id of worker i (registered with host WorkerHost(i)).
   const std::string& worker_id(int i) const { return worker_ids_[i]; }
   // "node-a", "node-b", ...
@@ -84,6 +94,12 @@ class TestCluster {
   [[nodiscard]] absl::StatusOr<ListWorkersResponse> ListWorkers();
   [[nodiscard]] absl::StatusOr<std::vector<StepMetrics>> GetMetrics(
       const std::string& job_id);
+  // Metrics with the PS shards' counters.
+  [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetricsResponseOf(
+      const std::string& job_id);
+  // SwitchJob: returns the request's epoch.
+  [[nodiscard]] absl::StatusOr<int64_t> Switch(const std::string& job_id,
+                                               SyncMode mode);
 
   // ---- waits ----
 
@@ -126,6 +142,7 @@ class TestCluster {
 
   absl::Status StartCoordinator();
   absl::Status StartWorkers();
+  absl::Status StartParameterServers();
 
   const TestClusterOptions options_;
   const std::string log_dir_;
@@ -133,6 +150,8 @@ class TestCluster {
   std::unique_ptr<ChildProcess> coordinator_;
   std::vector<std::unique_ptr<ChildProcess>> workers_;
   std::vector<std::string> worker_ids_;
+  std::vector<std::unique_ptr<ChildProcess>> parameter_servers_;
+  std::vector<std::string> ps_addresses_;
   std::unique_ptr<Coordinator::Stub> stub_;
   std::string stop_report_;
   bool stopped_ = false;

@@ -148,6 +148,25 @@ TEST_F(PsRegistrationTest, Heartbeat_ReleaseJobIds_DropsThoseJobsShards) {
   EXPECT_EQ(log_.Count("released 2 shards of job 'a'"), 1);
 }
 
+TEST_F(PsRegistrationTest, ReleasedShard_FinalCountersGoInTheNextHeartbeatOnly) {
+  FakeCoordinator coordinator;
+  PsRegistration registration(Config(coordinator.address()),
+                              ConnectCoordinator(coordinator.address()),
+                              &service_);
+  ASSERT_THAT(registration.Register(), IsOk());
+  // Released by its job (a switch back to ring) before any heartbeat.
+  ASSERT_THAT(service_.Release("b", -1), IsOk());
+  registration.StartHeartbeats();
+  ASSERT_TRUE(
+      Eventually([&]() { return coordinator.heartbeats().size() >= 2; }));
+  const std::vector<PsHeartbeatRequest> beats = coordinator.heartbeats();
+  ASSERT_EQ(beats[0].shards_size(), 3);
+  EXPECT_EQ(beats[0].shards(0).job_id(), "b");  // released ones first
+  EXPECT_EQ(beats[1].shards_size(), 2);         // then forgotten
+  EXPECT_TRUE(service_.UnreportedReleases().empty());
+  registration.Stop();
+}
+
 TEST_F(PsRegistrationTest, Heartbeat_NotFound_RegistersAgainWithNewId) {
   FakeCoordinator coordinator;
   PsRegistration registration(Config(coordinator.address()),
