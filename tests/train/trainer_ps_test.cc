@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <memory>
-#include <iostream>
 #include <random>
 #include <string>
 #include <thread>

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "worker/train/ring_sync.h"
 
 namespace gradsync {
 
@@ -138,11 +139,7 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
   stats.switch_step = result->switch_step;
   if (update_ == PsUpdate::kSync && !scalars.empty()) {
     // Every rank's push of this step is in: the sum is one short message.
-    absl::Status s =
-        comm_
-            ->AllReduceAsync(scalars.data(), scalars.data(), scalars.size(),
-                             DataType::kFloat64, ReduceOp::kSum)
-            ->Wait(deadline);
+    absl::Status s = SumOverRanks(comm_, scalars, deadline);
     if (!s.ok()) {
       return Annotate(
           s, absl::StrCat("step ", step_, ": allreduce of the step's loss"));
@@ -159,11 +156,7 @@ absl::Status PsSync::AllReduceScalars(absl::Span<double> values,
     return absl::FailedPreconditionError(
         "ps sync: AllReduceScalars during a step");
   }
-  if (values.empty()) return absl::OkStatus();
-  return comm_
-      ->AllReduceAsync(values.data(), values.data(), values.size(),
-                       DataType::kFloat64, ReduceOp::kSum)
-      ->Wait(deadline);
+  return SumOverRanks(comm_, values, deadline);
 }
 
 void PsSync::Abort(const absl::Status& reason) {

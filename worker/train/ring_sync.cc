@@ -23,6 +23,15 @@ int64_t RingAllReduceBytes(size_t bytes, int world) {
   return static_cast<int64_t>(2.0L * (world - 1) / world * b);
 }
 
+absl::Status SumOverRanks(Communicator* comm, absl::Span<double> values,
+                          absl::Time deadline) {
+  if (values.empty()) return absl::OkStatus();
+  return comm
+      ->AllReduceAsync(values.data(), values.data(), values.size(),
+                       DataType::kFloat64, ReduceOp::kSum)
+      ->Wait(deadline);
+}
+
 absl::StatusOr<std::unique_ptr<RingSync>> RingSync::Create(
     Communicator* comm, absl::Span<float> grads,
     const RingSyncOptions& options) {
@@ -164,11 +173,7 @@ absl::Status RingSync::AllReduceScalars(absl::Span<double> values,
     return absl::FailedPreconditionError(
         "ring sync: AllReduceScalars during a step");
   }
-  if (values.empty()) return absl::OkStatus();
-  return comm_
-      ->AllReduceAsync(values.data(), values.data(), values.size(),
-                       DataType::kFloat64, ReduceOp::kSum)
-      ->Wait(deadline);
+  return SumOverRanks(comm_, values, deadline);
 }
 
 void RingSync::Abort(const absl::Status& reason) { comm_->Abort(reason); }

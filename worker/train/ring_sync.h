@@ -61,6 +61,13 @@ struct RingSyncOptions {
 // ranks: 2(world-1)/world * bytes, 0 for one rank.
 int64_t RingAllReduceBytes(size_t bytes, int world);
 
+// Sums `values` over the ranks of `comm` in place (a small fp64
+// all-reduce; nothing to do for none), by `deadline`. Strategies use it
+// for the statistics they sum outside a step.
+[[nodiscard]] absl::Status SumOverRanks(Communicator* comm,
+                                        absl::Span<double> values,
+                                        absl::Time deadline);
+
 class RingSync final : public GradientSync {
  public:
   // INVALID_ARGUMENT for a null communicator or a bad bucket size.
