@@ -40,9 +40,9 @@ class Reader {
     uint64_t n = 0;
     RETURN_IF_ERROR(Get(&n));
     if (n > limit) {
-      return absl::DataLossError(absl::StrCat(
-          path_, ": truncated or corrupt checkpoint (a vector of ", n,
-          " floats does not fit in the file)"));
+      return absl::DataLossError(
+          absl::StrCat(path_, ": truncated or corrupt checkpoint (a vector of ",
+                       n, " floats does not fit in the file)"));
     }
     values->resize(n);
     in_.read(reinterpret_cast<char*>(values->data()),
