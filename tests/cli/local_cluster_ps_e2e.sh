@@ -1,7 +1,9 @@
 #!/bin/sh
 # End to end with the real daemons and parameter servers: `gradsync local
 # up --workers 1 --ps 2` in a temporary run directory (any free port), the
-# servers in `gradsync workers --json`, `local down` stopping them too.
+# servers in `gradsync workers --json`; a 2-rank job started on the ring,
+# switched to the PS and back by `gradsync switch`, followed to success,
+# its switches in `gradsync status --json`; `local down` stopping it all.
 # Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync
 set -eu
 gradsync=$1
@@ -12,12 +14,35 @@ cleanup() {
 }
 trap cleanup EXIT
 
-out=$("$gradsync" local up --workers 1 --ps 2 --port 0 --run-dir "$dir" \
-  --timeout 60)
+out=$("$gradsync" local up --workers 1 --devices-per-worker cpu:2 --ps 2 \
+  --port 0 --run-dir "$dir" --timeout 60)
 echo "$out"
 addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 [ -n "$addr" ] || { echo "no export line in the output of local up"; exit 1; }
 
-GRADSYNC_COORDINATOR=$addr "$gradsync" workers --json
+export GRADSYNC_COORDINATOR=$addr
+"$gradsync" workers --json
+job=$("$gradsync" submit --workers 2 --model synthetic --synthetic-floats 4096 \
+  --compute-ms 2 --dataset synthetic --steps 1500 --mode ring --json |
+  sed -n 's/.*"jobId": *"\([^"]*\)".*/\1/p')
+[ -n "$job" ] || { echo "submit printed no job id"; exit 1; }
+# Wait until it steps, then switch it to the PS and back.
+i=0
+until "$gradsync" status "$job" --json | grep -q '"state": *"JOB_STATE_RUNNING"'; do
+  i=$((i + 1)); [ $i -lt 300 ] || { echo "job never ran"; exit 1; }
+  sleep 0.1
+done
+"$gradsync" switch "$job" ps
+sleep 1
+"$gradsync" switch "$job" ring
+"$gradsync" watch "$job" --deadline 120 >/dev/null
+status=$("$gradsync" status "$job" --json)
+echo "$status"
+echo "$status" | grep -q '"state": *"JOB_STATE_SUCCEEDED"' ||
+  { echo "job did not succeed"; exit 1; }
+echo "$status" | grep -q '"toMode": *"SYNC_MODE_PS"' ||
+  { echo "no switch to PS recorded"; exit 1; }
+echo "$status" | grep -q '"toMode": *"SYNC_MODE_RING"' ||
+  { echo "no switch back to the ring recorded"; exit 1; }
 "$gradsync" local down --run-dir "$dir"
 echo "local-cluster-ps-e2e-ok"
