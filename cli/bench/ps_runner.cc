@@ -1,7 +1,6 @@
 #include "cli/bench/ps_runner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "cli/bench/ps_options.h"
+#include "cli/bench/runner.h"
 #include "cli/bench/verifiable.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
@@ -190,15 +190,10 @@ absl::StatusOr<PassResult> PsSweepRunner::RunPass(const std::string& job,
     return absl::OkStatus();
   };
 
-  for (int i = 0; i < config_.warmup; ++i) RETURN_IF_ERROR(push_pull());
-  RETURN_IF_ERROR(control_->Barrier());
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < config_.iters; ++i) RETURN_IF_ERROR(push_pull());
-  const std::chrono::duration<double> elapsed =
-      std::chrono::steady_clock::now() - start;
-  ASSIGN_OR_RETURN(
-      const double seconds,
-      AllReduceScalar(elapsed.count() / config_.iters, ReduceOp::kMax));
+  ASSIGN_OR_RETURN(const double average, TimeCalls(control_, config_.warmup,
+                                                   config_.iters, push_pull));
+  ASSIGN_OR_RETURN(const double seconds,
+                   AllReduceScalar(average, ReduceOp::kMax));
 
   PassResult pass;
   pass.time_us = seconds * 1e6;

@@ -20,6 +20,17 @@ std::byte* At(void* base, size_t offset) {
 
 }  // namespace
 
+absl::StatusOr<double> TimeCalls(Communicator* comm, int warmup, int iters,
+                                 absl::FunctionRef<absl::Status()> call) {
+  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(call());
+  RETURN_IF_ERROR(comm->Barrier());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) RETURN_IF_ERROR(call());
+  const std::chrono::duration<double> elapsed =
+      std::chrono::steady_clock::now() - start;
+  return elapsed.count() / iters;
+}
+
 SweepRunner::SweepRunner(Communicator* comm, const SweepConfig& config)
     : comm_(comm), config_(config), element_bytes_(DataTypeSize(config.type)) {}
 
@@ -82,17 +93,11 @@ absl::StatusOr<PassResult> SweepRunner::RunPass(const CollectiveCounts& counts,
   };
 
   RETURN_IF_ERROR(FillInputRegion(in, in_offset, counts));
-  if (!in_place) {
-    for (int i = 0; i < config_.warmup; ++i) RETURN_IF_ERROR(call());
-  }
-  RETURN_IF_ERROR(comm_->Barrier());
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < config_.iters; ++i) RETURN_IF_ERROR(call());
-  const std::chrono::duration<double> elapsed =
-      std::chrono::steady_clock::now() - start;
   ASSIGN_OR_RETURN(
-      const double seconds,
-      AllReduceScalar(elapsed.count() / config_.iters, ReduceOp::kMax));
+      const double average,
+      TimeCalls(comm_, in_place ? 0 : config_.warmup, config_.iters, call));
+  ASSIGN_OR_RETURN(const double seconds,
+                   AllReduceScalar(average, ReduceOp::kMax));
 
   PassResult pass;
   pass.time_us = seconds * 1e6;

@@ -24,6 +24,8 @@
 #include <cstddef>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cli/bench/bench_memory.h"
 #include "cli/bench/collective.h"
@@ -47,6 +49,13 @@ struct SweepConfig {
   // The largest size RunSize will be asked for; buffers are sized for it.
   size_t max_bytes = 0;
 };
+
+// The timed part of a pass, shared with the PS runner: `warmup` untimed
+// calls of `call`, a barrier on `comm`, then `iters` timed calls. Returns
+// this rank's average seconds per timed call, or the first error.
+[[nodiscard]] absl::StatusOr<double> TimeCalls(
+    Communicator* comm, int warmup, int iters,
+    absl::FunctionRef<absl::Status()> call);
 
 class SweepRunner {
  public:

@@ -31,18 +31,20 @@ void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
       &options->deadline));
 }
 
-// Parses `args`; returns the exit status when the command is done already
-// (--help, or a bad command line), nullopt to go on.
+// Parses `args` with the command's own `flags` followed by the common
+// ones (into `common`); returns the exit status when the command is done
+// already (--help, or a bad command line), nullopt to go on.
 std::optional<int> Parse(const std::vector<std::string>& args,
-                         const std::vector<FlagSpec>& flags,
-                         absl::string_view command, absl::string_view usage,
-                         const CommonOptions& common, const CommandEnv& env,
+                         std::vector<FlagSpec> flags, absl::string_view command,
+                         absl::string_view usage, const CommandEnv& env,
+                         CommonOptions* common,
                          std::vector<std::string>* positional) {
+  AddCommonFlags(common, &flags);
   absl::StatusOr<std::vector<std::string>> parsed = ParseFlags(args, flags);
   if (!parsed.ok()) {
     return ReportUsageError(env, command, args, parsed.status());
   }
-  if (common.help) {
+  if (common->help) {
     *env.out << usage << "\nflags:\n" << FlagsUsage(flags);
     return kExitOk;
   }
@@ -143,10 +145,9 @@ int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
       "follow", "show progress until the job ends (like gradsync watch)",
       &follow.follow));
   AddFollowFlags(&follow, &flags);
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "submit", kSubmitUsage, common, env,
-                        &positional)) {
+  if (auto done = Parse(args, std::move(flags), "submit", kSubmitUsage, env,
+                        &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 0, "", "submit", env)) {
@@ -183,14 +184,13 @@ int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
   FollowOptions follow;
   std::vector<FlagSpec> flags;
   AddFollowFlags(&follow, &flags);
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "watch",
+  if (auto done = Parse(args, std::move(flags), "watch",
                         "usage: gradsync watch JOB [flags]\n\n"
                         "Follows a job until it ends: progress, then the "
                         "final state and the\nper-step time breakdown. Exit "
                         "0 if it SUCCEEDED, 1 otherwise.\n",
-                        common, env, &positional)) {
+                        env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 1, "job", "watch", env)) {
@@ -202,14 +202,12 @@ int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
-  std::vector<FlagSpec> flags;
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "status",
+  if (auto done = Parse(args, {}, "status",
                         "usage: gradsync status [JOB] [flags]\n\n"
                         "One job (state, step, accuracy, rank placement) or "
                         "a table of all jobs.\n",
-                        common, env, &positional)) {
+                        env, &common, &positional)) {
     return *done;
   }
   if (positional.size() > 1) {
@@ -235,14 +233,12 @@ int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunCancel(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
-  std::vector<FlagSpec> flags;
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "cancel",
+  if (auto done = Parse(args, {}, "cancel",
                         "usage: gradsync cancel JOB [flags]\n\n"
                         "Cancels a job: its ranks stop and it ends "
                         "CANCELLED.\n",
-                        common, env, &positional)) {
+                        env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 1, "job", "cancel", env)) {
@@ -277,9 +273,8 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                  format = std::string(value);
                  return absl::OkStatus();
                }});
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "metrics",
+  if (auto done = Parse(args, std::move(flags), "metrics",
                         "usage: gradsync metrics JOB "
                         "[--format csv|json|table]\n\n"
                         "Every step metric of every rank (times in seconds, "
@@ -289,7 +284,7 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                         "a\nblank line, json under \"shards\", table as "
                         "means per rank and a shard\ntable. --json is "
                         "--format json.\n",
-                        common, env, &positional)) {
+                        env, &common, &positional)) {
     return *done;
   }
   if (auto done =
@@ -325,14 +320,12 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
-  std::vector<FlagSpec> flags;
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "workers",
+  if (auto done = Parse(args, {}, "workers",
                         "usage: gradsync workers [flags]\n\n"
                         "The registered workers: devices, state, free "
                         "devices, jobs.\n",
-                        common, env, &positional)) {
+                        env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 0, "", "workers", env)) {
@@ -351,17 +344,15 @@ int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
-  std::vector<FlagSpec> flags;
-  AddCommonFlags(&common, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, flags, "switch",
+  if (auto done = Parse(args, {}, "switch",
                         "usage: gradsync switch JOB ps|ring [flags]\n\n"
                         "Asks a pending or running job to synchronise "
                         "through the parameter\nserver (ps) or the peer "
                         "ring (ring). The ranks apply it at the next\nstep "
                         "boundary they agree on; `gradsync status JOB` "
                         "shows the step.\n",
-                        common, env, &positional)) {
+                        env, &common, &positional)) {
     return *done;
   }
   if (positional.size() == 1) {

@@ -46,10 +46,8 @@ absl::Status CoordinatorService::ReportRank(const ReportRankRequest& request) {
     return NotInJob(*job, request.worker_id(), rank);
   }
   if (IsFinal(job->state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job->id(), " already ended (", JobStateName(job->state()),
-        job->message().empty() ? "" : ": ", job->message(),
-        "); the rank's report changes nothing, stop the rank"));
+    return JobEndedError(*job,
+                         "the rank's report changes nothing, stop the rank");
   }
   RankRecord& record = job->mutable_ranks()[rank];
   record.last_step = std::max(record.last_step, request.step());

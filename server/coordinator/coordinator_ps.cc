@@ -124,10 +124,7 @@ absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Job * job, FindJobLocked(request.job_id()));
   if (IsFinal(job->state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job->id(), " already ended (", JobStateName(job->state()),
-        job->message().empty() ? "" : ": ", job->message(),
-        "); there is nothing to switch"));
+    return JobEndedError(*job, "there is nothing to switch");
   }
   const bool pending = job->state() == JOB_STATE_PENDING;
   if (mode == SYNC_MODE_PS) {

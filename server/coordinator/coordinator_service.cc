@@ -435,10 +435,7 @@ absl::StatusOr<JobStatus> CoordinatorService::CancelJob(
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Job * job, FindJobLocked(request.job_id()));
   if (IsFinal(job->state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job->id(), " already ended (", JobStateName(job->state()),
-        job->message().empty() ? "" : ": ", job->message(),
-        "); there is nothing to cancel"));
+    return JobEndedError(*job, "there is nothing to cancel");
   }
   return EndJobLocked(*job, JOB_STATE_CANCELLED, "cancelled by the user");
 }

@@ -36,6 +36,12 @@ absl::string_view JobStateName(JobState state) {
   }
 }
 
+absl::Status JobEndedError(const Job& job, absl::string_view consequence) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "job ", job.id(), " already ended (", JobStateName(job.state()),
+      job.message().empty() ? "" : ": ", job.message(), "); ", consequence));
+}
+
 absl::Status CheckTransition(JobState from, JobState to) {
   bool allowed = false;
   switch (from) {

@@ -193,6 +193,10 @@ class Job {
   std::map<int, ps::ShardStats> shard_stats_;
 };
 
+// The FAILED_PRECONDITION of a call on a job that already ended: "job J
+// already ended (STATE: message); <consequence>".
+absl::Status JobEndedError(const Job& job, absl::string_view consequence);
+
 class JobTable {
  public:
   explicit JobTable(int retained_ended_jobs)

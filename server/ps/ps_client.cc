@@ -103,16 +103,7 @@ absl::Status PsClient::ForEachShard(
 }
 
 absl::Status PsClient::NameShard(size_t k, const absl::Status& status) const {
-  const PsShardLocation& location = shards_[k].location;
-  std::string message = absl::StrCat("ps shard ", location.shard, " at ",
-                                     location.address, ": ", status.message());
-  if (status.code() == absl::StatusCode::kUnavailable) {
-    absl::StrAppend(&message,
-                    "; the parameter server may be down: check that "
-                    "gradsync-ps runs at ",
-                    location.address, " and its log");
-  }
-  return absl::Status(status.code(), message);
+  return ShardError(shards_[k].location, "", status);
 }
 
 absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
@@ -209,19 +200,8 @@ absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
                              &bytes_received_, &complete);
       last_versions_[k] = reply.version();
     }
-    const bool ours = !status.ok();
-    // Stop the server's writes; Finish would wait for them otherwise.
-    if (ours) context.TryCancel();
-    const grpc::Status finished = stream->Finish();
-    if (!ours) {
-      status = StreamOutcome(finished, absl::OkStatus());
-      if (status.ok() && !sent) {
-        status = absl::UnavailableError(
-            "the stream broke while the gradient was being sent");
-      } else if (status.ok() && !complete) {
-        status = ShortReplyError(location);
-      }
-    }
+    status = FinishPushPull(&context, stream.get(), std::move(status), sent,
+                            complete, location);
   }
   RETURN_IF_ERROR(pin.Release());
   return status;

@@ -2,6 +2,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +85,39 @@ absl::Status ShortReplyError(const PsShardLocation& location) {
   return absl::DataLossError(absl::StrCat(
       "the server ended the reply before all parameters of elements [",
       location.begin, ", ", location.end, ") arrived"));
+}
+
+absl::Status FinishPushPull(grpc::ClientContext* context,
+                            RawClientStream* stream, absl::Status status,
+                            bool sent, bool complete,
+                            const PsShardLocation& location) {
+  const bool ours = !status.ok();
+  // Stop the server's writes; Finish would wait for them otherwise.
+  if (ours) context->TryCancel();
+  const grpc::Status finished = stream->Finish();
+  if (ours) return status;
+  status = StreamOutcome(finished, absl::OkStatus());
+  if (status.ok() && !sent) {
+    return absl::UnavailableError(
+        "the stream broke while the gradient was being sent");
+  }
+  if (status.ok() && !complete) return ShortReplyError(location);
+  return status;
+}
+
+absl::Status ShardError(const PsShardLocation& location,
+                        absl::string_view context, const absl::Status& status) {
+  std::string message =
+      absl::StrCat("ps shard ", location.shard, " at ", location.address,
+                   context.empty() ? "" : " (", context,
+                   context.empty() ? "" : ")", ": ", status.message());
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    absl::StrAppend(&message,
+                    "; the parameter server may be down: check that "
+                    "gradsync-ps runs at ",
+                    location.address, " and its log");
+  }
+  return absl::Status(status.code(), message);
 }
 
 }  // namespace gradsync

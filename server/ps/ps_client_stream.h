@@ -1,12 +1,14 @@
 // Pieces that the parameter-server clients (PsClient, PsStep) share around
 // one gRPC tensor stream: pinning the memory a stream sends, reading a
-// PushPull reply into the caller's parameters, and combining the stream's
-// status with the caller's own. Internal to server/ps.
+// PushPull reply into the caller's parameters, ending the stream with its
+// status combined with the caller's own, and naming the shard in an
+// error. Internal to server/ps.
 //
 // Threading: a SendPin and a reply read belong to one stream's thread.
 #ifndef GRADSYNC_SERVER_PS_PS_CLIENT_STREAM_H_
 #define GRADSYNC_SERVER_PS_PS_CLIENT_STREAM_H_
 
+#include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
 
 #include <atomic>
@@ -14,6 +16,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
@@ -67,6 +70,22 @@ absl::Status ReadPullReply(RawClientStream* stream,
 
 // The DATA_LOSS of a reply that ended before all of `params` arrived.
 absl::Status ShortReplyError(const PsShardLocation& location);
+
+// Ends a PushPull stream whose gradient went out whole (`sent`) or not,
+// and whose reply ReadPullReply read whole (`complete`) or not. `status`,
+// the client's own error, cancels the call (the server may still be
+// writing) and is the outcome; else the server's failure, else
+// UNAVAILABLE for a gradient cut short, else the short reply's DATA_LOSS.
+absl::Status FinishPushPull(grpc::ClientContext* context,
+                            RawClientStream* stream, absl::Status status,
+                            bool sent, bool complete,
+                            const PsShardLocation& location);
+
+// `status` with the shard and its address named ("ps shard K at A
+// (<context>): ..."; no parentheses when `context` is empty), and a hint
+// to check the server when it is UNAVAILABLE.
+absl::Status ShardError(const PsShardLocation& location,
+                        absl::string_view context, const absl::Status& status);
 
 }  // namespace gradsync
 

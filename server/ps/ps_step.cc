@@ -235,19 +235,8 @@ absl::Status PsStep::RunShard(size_t k) {
                              params_.subspan(location.begin, size), &call.reply,
                              &bytes_received_, &complete);
     }
-    const bool ours = !status.ok();
-    // Stop the server's writes; Finish would wait for them otherwise.
-    if (ours) context->TryCancel();
-    const grpc::Status finished = stream->Finish();
-    if (!ours) {
-      status = StreamOutcome(finished, absl::OkStatus());
-      if (status.ok() && !open) {
-        status = absl::UnavailableError(
-            "the stream broke while the gradient was being sent");
-      } else if (status.ok() && !complete) {
-        status = ShortReplyError(location);
-      }
-    }
+    status = FinishPushPull(context, stream.get(), std::move(status), open,
+                            complete, location);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -289,18 +278,9 @@ absl::Status PsStep::ErrorLocked() const {
   }
   if (failed_shard_ < 0) return absl::OkStatus();
   const size_t k = static_cast<size_t>(failed_shard_);
-  const PsShardLocation& location = client_->shards_[k].location;
-  const absl::Status& status = calls_[k]->status;
-  std::string message = absl::StrCat(
-      "ps shard ", location.shard, " at ", location.address, " (rank ",
-      client_->rank_, ", step ", step_, "): ", status.message());
-  if (status.code() == absl::StatusCode::kUnavailable) {
-    absl::StrAppend(&message,
-                    "; the parameter server may be down: check that "
-                    "gradsync-ps runs at ",
-                    location.address, " and its log");
-  }
-  return absl::Status(status.code(), message);
+  return ShardError(client_->shards_[k].location,
+                    absl::StrCat("rank ", client_->rank_, ", step ", step_),
+                    calls_[k]->status);
 }
 
 absl::StatusOr<PsStepResult> PsStep::Finish(absl::Time deadline) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "cli/bench/ps_options.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -172,6 +173,17 @@ struct BadArgs {
   const char* message;
 };
 
+// Each command line fails with INVALID_ARGUMENT saying its message.
+void ExpectRefused(absl::Span<const BadArgs> cases) {
+  for (const BadArgs& c : cases) {
+    absl::StatusOr<BenchOptions> o = ParseBenchArgs(c.args);
+    ASSERT_FALSE(o.ok()) << "accepted: " << ::testing::PrintToString(c.args);
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr(c.message))
+        << ::testing::PrintToString(c.args);
+  }
+}
+
 TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
   const BadArgs cases[] = {
       {{}, "name a collective"},
@@ -205,13 +217,7 @@ TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
       {{"allreduce", "--timeout", "-1"}, "--timeout wants a positive"},
       {{"allreduce", "--ranks", "0"}, "--ranks wants an integer >= 1"},
   };
-  for (const BadArgs& c : cases) {
-    absl::StatusOr<BenchOptions> o = ParseBenchArgs(c.args);
-    ASSERT_FALSE(o.ok()) << "accepted: " << ::testing::PrintToString(c.args);
-    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(o.status().message()), HasSubstr(c.message))
-        << ::testing::PrintToString(c.args);
-  }
+  ExpectRefused(cases);
 }
 
 TEST(StripFlagTest, RemovesBothSpellingsAndTheirValues) {
@@ -284,13 +290,7 @@ TEST(PsOptionsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
       {{"allreduce", "--backend", "ps", "--ps-chunk", "2"}, "--ps-chunk"},
       {{"allreduce", "--backend", "ps", "--ps-chunk", "128M"}, "--ps-chunk"},
   };
-  for (const BadArgs& c : cases) {
-    absl::StatusOr<BenchOptions> o = ParseBenchArgs(c.args);
-    ASSERT_FALSE(o.ok()) << "accepted: " << ::testing::PrintToString(c.args);
-    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(o.status().message()), HasSubstr(c.message))
-        << ::testing::PrintToString(c.args);
-  }
+  ExpectRefused(cases);
 }
 
 TEST(PsOptionsTest, BusBandwidthFactorIsTheBusiestLinksBytesPerByte) {

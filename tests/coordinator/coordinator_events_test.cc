@@ -4,7 +4,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
@@ -34,23 +33,9 @@ TEST_F(EventsTest, Heartbeat_NoNews_ReturnsEmptyAfterItsWait) {
 
 TEST_F(EventsTest, Heartbeat_NewsWhileWaiting_WakesTheLongPoll) {
   const std::string w1 = Register("host-a", 1);
-  absl::Notification waiting;
-  absl::StatusOr<HeartbeatResponse> news;
   absl::Duration took;
-  std::thread poller([&] {
-    HeartbeatRequest request;
-    request.set_worker_id(w1);
-    request.set_wait_ms(60000);  // capped at lease / 2 = 2.5 s
-    const absl::Time start = absl::Now();
-    news = service_->Heartbeat(request, absl::InfiniteFuture(), [&] {
-      if (!waiting.HasBeenNotified()) waiting.Notify();
-      return false;
-    });
-    took = absl::Now() - start;
-  });
-  waiting.WaitForNotification();
-  ASSERT_THAT(Submit(ValidSpec(1)), IsOk());
-  poller.join();
+  const absl::StatusOr<HeartbeatResponse> news = LongPoll(
+      w1, [&] { ASSERT_THAT(Submit(ValidSpec(1)), IsOk()); }, &took);
   ASSERT_THAT(news, IsOk());
   EXPECT_THAT(news->assignments(), SizeIs(1));
   EXPECT_LT(took, absl::Seconds(2));

@@ -4,11 +4,9 @@
 // jobs follow the assignment; JobStatus.mode and .switches come from rank
 // 0's step metrics, whatever their arrival order.
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
@@ -146,23 +144,9 @@ TEST_F(RunningJobTest, SwitchJob_RequestsBeforeAHeartbeat_CollapseIntoNewest) {
 
 TEST_F(RunningJobTest, SwitchJob_WakesAWaitingHeartbeatPromptly) {
   RegisterPs("10.0.0.1:1");
-  absl::Notification waiting;
-  absl::StatusOr<HeartbeatResponse> news;
   absl::Duration took;
-  std::thread poller([&] {
-    HeartbeatRequest request;
-    request.set_worker_id(w1_);
-    request.set_wait_ms(60000);  // capped at lease / 2 = 2.5 s
-    const absl::Time start = absl::Now();
-    news = service_->Heartbeat(request, absl::InfiniteFuture(), [&] {
-      if (!waiting.HasBeenNotified()) waiting.Notify();
-      return false;
-    });
-    took = absl::Now() - start;
-  });
-  waiting.WaitForNotification();
-  ASSERT_THAT(SwitchTo(job_, SYNC_MODE_PS), IsOk());
-  poller.join();
+  const absl::StatusOr<HeartbeatResponse> news = LongPoll(
+      w1_, [&] { ASSERT_THAT(SwitchTo(job_, SYNC_MODE_PS), IsOk()); }, &took);
   ASSERT_THAT(news, IsOk());
   ASSERT_THAT(news->switches(), SizeIs(1));
   EXPECT_EQ(news->switches(0).epoch(), 1);

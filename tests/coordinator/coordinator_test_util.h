@@ -5,9 +5,12 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -167,6 +170,31 @@ class CoordinatorTest : public ::testing::Test {
     request.set_job_id(job_id);
     for (const StepMetrics& step : steps) *request.add_metrics() = step;
     return service_->ReportMetrics(request);
+  }
+
+  // A heartbeat of `worker_id` that long-polls (capped at lease / 2 =
+  // 2.5 s) on another thread; `news` runs once it waits. `took`: how long
+  // the heartbeat took.
+  absl::StatusOr<HeartbeatResponse> LongPoll(const std::string& worker_id,
+                                             absl::FunctionRef<void()> news,
+                                             absl::Duration* took) {
+    absl::Notification waiting;
+    absl::StatusOr<HeartbeatResponse> response;
+    std::thread poller([&] {
+      HeartbeatRequest request;
+      request.set_worker_id(worker_id);
+      request.set_wait_ms(60000);
+      const absl::Time start = absl::Now();
+      response = service_->Heartbeat(request, absl::InfiniteFuture(), [&] {
+        if (!waiting.HasBeenNotified()) waiting.Notify();
+        return false;
+      });
+      *took = absl::Now() - start;
+    });
+    waiting.WaitForNotification();
+    news();
+    poller.join();
+    return response;
   }
 
   // Registers a parameter server at `address`; returns its id.

@@ -272,13 +272,8 @@ absl::StatusOr<ListWorkersResponse> TestCluster::ListWorkers() {
 
 absl::StatusOr<std::vector<StepMetrics>> TestCluster::GetMetrics(
     const std::string& job_id) {
-  grpc::ClientContext context;
-  SetDeadline(&context, kRpcTimeout);
-  GetMetricsRequest request;
-  request.set_job_id(job_id);
-  GetMetricsResponse response;
-  RETURN_IF_ERROR(
-      FromGrpcStatus(stub_->GetMetrics(&context, request, &response)));
+  ASSIGN_OR_RETURN(const GetMetricsResponse response,
+                   GetMetricsResponseOf(job_id));
   return std::vector<StepMetrics>(response.metrics().begin(),
                                   response.metrics().end());
 }

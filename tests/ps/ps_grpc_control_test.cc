@@ -30,6 +30,7 @@ using ::gradsync::testing::IsOk;
 using ::gradsync::testing::MakeClient;
 using ::gradsync::testing::ShardRequest;
 using ::gradsync::testing::StartServer;
+using ::gradsync::testing::StartServers;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -189,11 +190,7 @@ TEST(PsGrpcControlTest, CreateAndSeedShard_ThenTrain_ThenReleaseShards) {
   constexpr size_t kTotal = 301;
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> addresses;
-  for (int k = 0; k < 2; ++k) {
-    servers.push_back(StartServer());
-    ASSERT_NE(servers.back(), nullptr);
-    addresses.push_back(servers.back()->address());
-  }
+  ASSERT_TRUE(StartServers(2, &servers, &addresses));
   // The ranks' state at step 5: momentum SGD.
   ParameterState state;
   state.step = 5;

@@ -28,10 +28,12 @@
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::CreateShards;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::MakeClient;
 using ::gradsync::testing::ShardRequest;
 using ::gradsync::testing::StartServer;
+using ::gradsync::testing::StartServers;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -42,14 +44,8 @@ TEST(PsGrpcTest, PushPull_ThreeClientsTwoShardsOddChunks_ExactParameters) {
   constexpr size_t kChunk = 13 * 4;  // 13 floats: divides neither shard
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> addresses;
-  for (int k = 0; k < 2; ++k) {
-    servers.push_back(StartServer());
-    ASSERT_NE(servers.back(), nullptr);
-    addresses.push_back(servers.back()->address());
-    ASSERT_THAT(PsAdminClient::Connect(addresses.back())
-                    ->CreateShard(ShardRequest("job", k, 2, kTotal, kWorkers)),
-                IsOk());
-  }
+  ASSERT_TRUE(StartServers(2, &servers, &addresses));
+  ASSERT_THAT(CreateShards(addresses, "job", kTotal, kWorkers), IsOk());
   std::vector<std::vector<float>> results(kWorkers);
   std::vector<absl::Status> statuses(kWorkers);
   std::vector<std::thread> ranks;

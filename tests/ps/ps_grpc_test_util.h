@@ -1,5 +1,6 @@
-// Helpers shared by the parameter-server tests over real gRPC: a server on
-// 127.0.0.1:0, CreateShard requests and PsClients over balanced shards.
+// Helpers shared by the parameter-server tests over real gRPC: servers on
+// 127.0.0.1:0, CreateShard requests (and balanced shards on every server)
+// and PsClients over balanced shards.
 #ifndef GRADSYNC_TESTS_PS_PS_GRPC_TEST_UTIL_H_
 #define GRADSYNC_TESTS_PS_PS_GRPC_TEST_UTIL_H_
 
@@ -8,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
+#include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 #include "server/ps/shard_range.h"
@@ -25,6 +28,18 @@ inline std::unique_ptr<PsServer> StartServer() {
       PsServer::Start("127.0.0.1:0");
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? *std::move(server) : nullptr;
+}
+
+// Starts `n` servers, appending them and their addresses; false (and a
+// test failure) if one does not start.
+inline bool StartServers(int n, std::vector<std::unique_ptr<PsServer>>* servers,
+                         std::vector<std::string>* addresses) {
+  for (int k = 0; k < n; ++k) {
+    servers->push_back(StartServer());
+    if (servers->back() == nullptr) return false;
+    addresses->push_back(servers->back()->address());
+  }
+  return true;
 }
 
 // A CreateShard request for shard `shard` of `num_shards` over `total`
@@ -45,6 +60,21 @@ inline ps::CreateShardRequest ShardRequest(const std::string& job, int shard,
   request.mutable_optimizer()->set_learning_rate(1.0);
   request.set_zeros(true);
   return request;
+}
+
+// Creates shard k of job `job` (balanced over `total` elements, zeros, SGD
+// at lr 1) on addresses[k], for every k.
+inline absl::Status CreateShards(const std::vector<std::string>& addresses,
+                                 const std::string& job, size_t total,
+                                 int workers) {
+  const int n = static_cast<int>(addresses.size());
+  for (int k = 0; k < n; ++k) {
+    absl::Status status =
+        PsAdminClient::Connect(addresses[k])
+            ->CreateShard(ShardRequest(job, k, n, total, workers));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
 }
 
 inline std::unique_ptr<PsClient> MakeClient(

@@ -21,6 +21,7 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::MakeShard;
 using ::gradsync::testing::PullParams;
 using ::gradsync::testing::PushGradient;
 using ::gradsync::testing::ShardConfig;
@@ -30,14 +31,6 @@ using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::shared_ptr<PsShard> MakeShard(const PsShardConfig& config,
-                                   std::vector<float> params) {
-  absl::StatusOr<std::shared_ptr<PsShard>> shard =
-      PsShard::Create(config, std::move(params));
-  EXPECT_THAT(shard, IsOk());
-  return shard.ok() ? *shard : nullptr;
-}
 
 TEST(PsShardAsyncTest, Push_AppliedAtOnceUnaveraged_PullNeedsNoOthers) {
   std::shared_ptr<PsShard> shard = MakeShard(

@@ -20,6 +20,7 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::MakeShard;
 using ::gradsync::testing::PullParams;
 using ::gradsync::testing::PushGradient;
 using ::gradsync::testing::ShardConfig;
@@ -29,14 +30,6 @@ using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::shared_ptr<PsShard> MakeShard(const PsShardConfig& config,
-                                   std::vector<float> params) {
-  absl::StatusOr<std::shared_ptr<PsShard>> shard =
-      PsShard::Create(config, std::move(params));
-  EXPECT_THAT(shard, IsOk());
-  return shard.ok() ? *shard : nullptr;
-}
 
 // Rank r's integer gradient: element i is (i % 5) + 2r + 1 - 3*step.
 std::vector<float> IntegerGradient(size_t n, int rank, int64_t step) {

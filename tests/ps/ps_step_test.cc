@@ -27,8 +27,8 @@ namespace {
 
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::MakeClient;
-using ::gradsync::testing::ShardRequest;
 using ::gradsync::testing::StartServer;
+using ::gradsync::testing::StartServers;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
@@ -78,20 +78,11 @@ class PsStepTest : public ::testing::Test {
   // `num_servers` servers holding one shard each of job `job`.
   void StartShards(const std::string& job, int num_servers, size_t total,
                    int workers) {
-    for (int k = 0; k < num_servers; ++k) {
-      servers_.push_back(StartServer());
-      ASSERT_NE(servers_.back(), nullptr);
-      addresses_.push_back(servers_.back()->address());
-    }
+    ASSERT_TRUE(StartServers(num_servers, &servers_, &addresses_));
     CreateShards(job, total, workers);
   }
   void CreateShards(const std::string& job, size_t total, int workers) {
-    const int n = static_cast<int>(addresses_.size());
-    for (int k = 0; k < n; ++k) {
-      ASSERT_THAT(PsAdminClient::Connect(addresses_[k])
-                      ->CreateShard(ShardRequest(job, k, n, total, workers)),
-                  IsOk());
-    }
+    ASSERT_THAT(testing::CreateShards(addresses_, job, total, workers), IsOk());
   }
 
   std::vector<std::unique_ptr<PsServer>> servers_;

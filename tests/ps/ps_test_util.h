@@ -1,18 +1,22 @@
-// Helpers shared by the parameter-server tests: shard configs, one-call
-// pushes, and a state snapshot to compare "nothing changed".
+// Helpers shared by the parameter-server tests: shard configs and shards,
+// one-call pushes, and a state snapshot to compare "nothing changed".
 #ifndef GRADSYNC_TESTS_PS_PS_TEST_UTIL_H_
 #define GRADSYNC_TESTS_PS_PS_TEST_UTIL_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "server/ps/ps_shard.h"
 #include "server/ps/tensor_codec.h"
+#include "tests/store/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -35,6 +39,15 @@ inline PsShardConfig ShardConfig(int num_workers, size_t begin, size_t end,
   config.optimizer.lr = lr;
   config.mode = mode;
   return config;
+}
+
+// A shard over `params`; null (and a test failure) if Create refuses.
+inline std::shared_ptr<PsShard> MakeShard(const PsShardConfig& config,
+                                          std::vector<float> params) {
+  absl::StatusOr<std::shared_ptr<PsShard>> shard =
+      PsShard::Create(config, std::move(params));
+  EXPECT_THAT(shard, IsOk());
+  return shard.ok() ? *shard : nullptr;
 }
 
 // BeginPush + Append (in chunks of `chunk` floats) + Commit.
