@@ -26,18 +26,24 @@ constexpr absl::Duration kSlack = absl::Seconds(3);
 constexpr absl::Duration kStartTimeout = absl::Seconds(60);
 constexpr absl::Duration kJobTimeout = absl::Seconds(60);
 
-class WorkerFailureTest : public ClusterTest {
+// On the ring and on the parameter server (where the survivors wait in the
+// shards for the dead ranks' pushes, not in a collective).
+class WorkerFailureTest : public ClusterTest,
+                          public ::testing::WithParamInterface<SyncMode> {
  protected:
   TestClusterOptions Options() const override {
     TestClusterOptions options;
     options.lease_ms = kLeaseMs;
     options.heartbeat_ms = 250;
+    options.parameter_servers = 1;
     return options;
   }
 };
 
-TEST_F(WorkerFailureTest, WorkerKilledMidJob_JobFailsWithinLease_OthersFreed) {
-  absl::StatusOr<std::string> job = cluster().Submit(LongSyntheticSpec(4));
+TEST_P(WorkerFailureTest, WorkerKilledMidJob_JobFailsWithinLease_OthersFreed) {
+  JobSpec spec = LongSyntheticSpec(4);
+  spec.set_mode(GetParam());
+  absl::StatusOr<std::string> job = cluster().Submit(spec);
   ASSERT_THAT(job, IsOk());
   absl::StatusOr<JobStatus> running = cluster().WaitForJob(
       *job,
@@ -90,6 +96,7 @@ TEST_F(WorkerFailureTest, WorkerKilledMidJob_JobFailsWithinLease_OthersFreed) {
   // The survivor takes the next job and finishes it.
   JobSpec next = LongSyntheticSpec(2, /*floats=*/1024, /*compute_ms=*/1);
   next.set_steps(20);
+  next.set_mode(GetParam());
   absl::StatusOr<std::string> second = cluster().Submit(next);
   ASSERT_THAT(second, IsOk());
   absl::StatusOr<JobStatus> second_end =
@@ -103,6 +110,14 @@ TEST_F(WorkerFailureTest, WorkerKilledMidJob_JobFailsWithinLease_OthersFreed) {
   EXPECT_THAT(cluster().Submit(LongSyntheticSpec(4)),
               StatusIs(absl::StatusCode::kResourceExhausted));
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, WorkerFailureTest,
+                         ::testing::Values(SYNC_MODE_RING, SYNC_MODE_PS),
+                         [](const ::testing::TestParamInfo<SyncMode>& info) {
+                           return info.param == SYNC_MODE_PS
+                                      ? std::string("Ps")
+                                      : std::string("Ring");
+                         });
 
 }  // namespace
 }  // namespace testing

@@ -120,8 +120,10 @@ void JobRunner::Cancel(const absl::Status& reason) {
     if (cancelled_.load()) return;
     cancel_reason_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
     cancelled_.store(true);
-    // Aborting only shuts sockets down; it does not block.
+    // Aborting only shuts sockets down and cancels PS calls; it does not
+    // block.
     for (Communicator* comm : comms_) comm->Abort(cancel_reason_);
+    for (Trainer* trainer : trainers_) trainer->Abort(cancel_reason_);
   }
   store_->Cancel(reason);
 }
@@ -157,6 +159,19 @@ bool JobRunner::Register(Communicator* comm) {
 void JobRunner::Unregister(Communicator* comm) {
   absl::MutexLock lock(&mu_);
   comms_.erase(std::remove(comms_.begin(), comms_.end(), comm), comms_.end());
+}
+
+void JobRunner::Register(Trainer* trainer) {
+  absl::MutexLock lock(&mu_);
+  // Its communicator is registered already: a cancel in between aborted it.
+  if (cancelled_.load()) trainer->Abort(cancel_reason_);
+  trainers_.push_back(trainer);
+}
+
+void JobRunner::Unregister(Trainer* trainer) {
+  absl::MutexLock lock(&mu_);
+  trainers_.erase(std::remove(trainers_.begin(), trainers_.end(), trainer),
+                  trainers_.end());
 }
 
 void JobRunner::Report(int rank, RankState state, int64_t step,
@@ -305,7 +320,9 @@ void JobRunner::RunRank(int rank) {
            trainer.status().ToString());
     return;
   }
+  Register(trainer->get());
   absl::StatusOr<TrainResult> result = (*trainer)->Run();
+  Unregister(trainer->get());
   Unregister(communicator.get());
   if (absl::Status s = reporter_.Flush(absl::Now() + kMetricsFlushTimeout);
       !s.ok()) {

@@ -21,8 +21,8 @@
 //
 // Cancel(reason) (the coordinator cancelled the job, or the daemon stops)
 // sets the trainers' cancel flag, cancels rendezvous calls in flight and
-// aborts every communicator, so that ranks blocked in a collective return
-// at once; each rank then reports FAILED quoting the reason (the
+// aborts every communicator and trainer, so that ranks blocked in a
+// collective or waiting on a parameter server return at once; each rank then reports FAILED quoting the reason (the
 // coordinator ignores reports for jobs that already ended). A rank still
 // in the TCP rendezvous, which cannot be interrupted, is abandoned: its
 // helper thread ends on its own by the rendezvous timeout.
@@ -124,6 +124,9 @@ class JobRunner final : public JobHandle {
   // cancelled already.
   bool Register(Communicator* comm);
   void Unregister(Communicator* comm);
+  // The same for a trainer (whose PS calls a cancel must end too).
+  void Register(Trainer* trainer);
+  void Unregister(Trainer* trainer);
   // "the rank was cancelled: <reason>", once cancelled.
   std::string CancelMessage();
   void Log(absl::string_view line) const;
@@ -147,6 +150,7 @@ class JobRunner final : public JobHandle {
   absl::Mutex mu_;
   absl::Status cancel_reason_ ABSL_GUARDED_BY(mu_);
   std::vector<Communicator*> comms_ ABSL_GUARDED_BY(mu_);
+  std::vector<Trainer*> trainers_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex join_mu_;
   std::thread main_ ABSL_GUARDED_BY(join_mu_);

@@ -48,8 +48,8 @@
 //   test_accuracy on evaluation steps only.
 //
 // Cancellation: `cancelled` is polled before every step and micro-batch;
-// to unblock a rank stuck in a collective, also Abort its communicator (the
-// daemon does both). A cancelled run returns CANCELLED.
+// to unblock a rank stuck in a collective or a PS call, also call Abort
+// (the daemon does both). A cancelled run returns CANCELLED.
 //
 // Errors: Create returns INVALID_ARGUMENT for a bad config, a null
 // communicator, or a dataset that does not fit the model; Run returns the
@@ -76,8 +76,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "collectives/communicator.h"
 #include "common/optimizer.h"
@@ -134,6 +136,11 @@ class Trainer {
 
   // Runs every step; may be called once.
   [[nodiscard]] absl::StatusOr<TrainResult> Run();
+
+  // Makes the run fail soon with `reason`: aborts the communicator and the
+  // PS calls in flight (a rank may wait in a shard for a dead peer's push).
+  // Thread-safe; the daemon calls it on cancellation.
+  void Abort(const absl::Status& reason);
 
   // Valid after Run returned an error.
   const TrainFailure& failure() const { return failure_; }
@@ -193,7 +200,11 @@ class Trainer {
   std::unique_ptr<TrainModel> model_;
   // The ring strategy lives the whole run; the PS one while in PS mode.
   std::unique_ptr<GradientSync> ring_;
+  // Set and reset by the rank's thread under abort_mu_, so that Abort from
+  // another thread reaches the PS calls of the moment.
   std::unique_ptr<PsSync> ps_;
+  absl::Mutex abort_mu_;
+  absl::Status aborted_ ABSL_GUARDED_BY(abort_mu_);
   GradientSync* sync_ = nullptr;  // the current one
   SyncPath path_ = SyncPath::kRing;
   std::vector<std::string> ps_addresses_;

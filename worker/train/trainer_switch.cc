@@ -29,6 +29,15 @@ ps::UpdateMode ToProto(PsUpdate update) {
 
 }  // namespace
 
+void Trainer::Abort(const absl::Status& reason) {
+  absl::MutexLock lock(&abort_mu_);
+  if (aborted_.ok()) {
+    aborted_ = reason.ok() ? absl::CancelledError("aborted") : reason;
+  }
+  ring_->Abort(aborted_);
+  if (ps_ != nullptr) ps_->Abort(aborted_);
+}
+
 int64_t Trainer::HeardEpoch() const {
   return switches_.heard_epoch == nullptr ? 0 : switches_.heard_epoch->load();
 }
@@ -138,9 +147,14 @@ absl::Status Trainer::EnterPs(int64_t step) {
   }
   operation_ = absl::StrCat("barrier after seeding the PS before step ", step);
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
-  ASSIGN_OR_RETURN(
-      ps_, PsSync::Create(std::move(client), comm_, model_->grads(), params,
-                          config_.ps.update));
+  ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps,
+                   PsSync::Create(std::move(client), comm_, model_->grads(),
+                                  params, config_.ps.update));
+  {
+    absl::MutexLock lock(&abort_mu_);
+    ps_ = std::move(ps);
+    if (!aborted_.ok()) ps_->Abort(aborted_);
+  }
   sync_ = ps_.get();
   path_ = SyncPath::kPs;
   return absl::OkStatus();
@@ -177,8 +191,11 @@ absl::Status Trainer::LeavePs(int64_t step) {
     // jobs that ended.
     ps_->client().ReleaseShards().IgnoreError();
   }
-  ps_.reset();
   sync_ = ring_.get();
+  {
+    absl::MutexLock lock(&abort_mu_);
+    ps_.reset();
+  }
   path_ = SyncPath::kRing;
   return absl::OkStatus();
 }
