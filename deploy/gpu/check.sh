@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds gradsync on a GPU machine and runs everything that needs a GPU:
+# the GPU model tests (ctest label "gpu"), the NCCL backend tests, and the
+# NCCL all-reduce benchmark. Fails loudly when no GPU is visible, when the
+# CUDA kernels were not configured, or when a GPU test skipped.
+#
+#   deploy/gpu/check.sh                 # build dir: build-gpu
+#   BUILD_DIR=/tmp/b JOBS=16 deploy/gpu/check.sh
+#   CUDA_ARCHS=80 deploy/gpu/check.sh   # not an H100/H200 (default 90)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-${ROOT}/build-gpu}"
+JOBS="${JOBS:-$(nproc)}"
+CUDA_ARCHS="${CUDA_ARCHS:-90}"
+MAX_BYTES="${MAX_BYTES:-256M}"
+
+die() {
+  echo "check.sh: FAILED: $*" >&2
+  exit 1
+}
+
+echo "== GPU"
+command -v nvidia-smi >/dev/null 2>&1 ||
+  die "nvidia-smi not found: this script needs a machine with an NVIDIA GPU and driver"
+nvidia-smi -L || die "nvidia-smi sees no GPU"
+[[ "$(nvidia-smi -L | grep -c '^GPU')" -ge 1 ]] || die "no GPU visible"
+
+echo "== configure (${BUILD_DIR})"
+cmake -S "${ROOT}" -B "${BUILD_DIR}" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS}"
+grep -q 'gpu_model_test' "${BUILD_DIR}/build.ninja" ||
+  die "CUDA kernels were not configured (is /usr/local/cuda/bin/nvcc there?)"
+grep -q 'nccl_communicator_test' "${BUILD_DIR}/build.ninja" ||
+  die "the NCCL backend was not configured (NCCL not found under /usr/local/cuda)"
+
+echo "== build"
+ninja -C "${BUILD_DIR}" -j "${JOBS}" gpu_model_test nccl_communicator_test gradsync
+
+echo "== GPU model tests (ctest -L gpu)"
+(cd "${BUILD_DIR}" && ctest -L gpu --output-on-failure)
+# On a GPU host nothing but the GPU-less case may skip.
+log="$(mktemp)"
+trap 'rm -f "${log}"' EXIT
+"${BUILD_DIR}/tests/gpu/gpu_model_test" \
+  --gtest_filter='-NoCudaDeviceTest.CreateReturnsFailedPrecondition' | tee "${log}"
+if grep -q '^\[  SKIPPED \]' "${log}"; then
+  die "GPU model tests skipped on a GPU host (see above)"
+fi
+
+echo "== NCCL backend tests"
+"${BUILD_DIR}/tests/nccl/nccl_communicator_test" | tee "${log}"
+if grep -q '^\[  SKIPPED \]' "${log}"; then
+  echo "check.sh: note: some NCCL tests skipped (multi-GPU cases need more GPUs)"
+fi
+
+echo "== NCCL all-reduce benchmark"
+"${BUILD_DIR}/cli/gradsync" bench allreduce --backend nccl --ranks 1 \
+  -b 1M -e "${MAX_BYTES}"
+
+echo "check.sh: all GPU checks passed"

@@ -1,0 +1,197 @@
+#include "worker/model/cuda/cuda_resources.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/model/cuda/cuda_status.h"
+
+namespace gradsync {
+namespace gpu {
+
+// --- DeviceMemory -----------------------------------------------------------
+
+absl::StatusOr<DeviceMemory> DeviceMemory::Allocate(int device, size_t bytes) {
+  DeviceMemory memory;
+  memory.device_ = device;
+  if (bytes == 0) return memory;
+  ScopedCudaDevice scoped(device);
+  RETURN_IF_ERROR(scoped.status());
+  RETURN_IF_ERROR(CudaStatus(
+      cudaMalloc(&memory.data_, bytes),
+      absl::StrCat("cudaMalloc(", bytes, " bytes) on device ", device)));
+  memory.bytes_ = bytes;
+  return memory;
+}
+
+DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
+    : device_(other.device_),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
+  if (this != &other) {
+    Release();
+    device_ = other.device_;
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+DeviceMemory::~DeviceMemory() { Release(); }
+
+void DeviceMemory::Release() {
+  if (data_ == nullptr) return;
+  ScopedCudaDevice scoped(device_);
+  (void)cudaFree(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+// --- PinnedMemory -----------------------------------------------------------
+
+absl::StatusOr<PinnedMemory> PinnedMemory::Allocate(size_t bytes) {
+  PinnedMemory memory;
+  if (bytes == 0) return memory;
+  RETURN_IF_ERROR(
+      CudaStatus(cudaMallocHost(&memory.data_, bytes),
+                 absl::StrCat("cudaMallocHost(", bytes, " bytes)")));
+  memory.bytes_ = bytes;
+  return memory;
+}
+
+PinnedMemory::PinnedMemory(PinnedMemory&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
+
+PinnedMemory& PinnedMemory::operator=(PinnedMemory&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+PinnedMemory::~PinnedMemory() { Release(); }
+
+void PinnedMemory::Release() {
+  if (data_ == nullptr) return;
+  (void)cudaFreeHost(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+// --- CudaStream -------------------------------------------------------------
+
+absl::StatusOr<CudaStream> CudaStream::Create(int device) {
+  ScopedCudaDevice scoped(device);
+  RETURN_IF_ERROR(scoped.status());
+  CudaStream stream;
+  stream.device_ = device;
+  RETURN_IF_ERROR(CudaStatus(
+      cudaStreamCreateWithFlags(&stream.stream_, cudaStreamNonBlocking),
+      absl::StrCat("cudaStreamCreateWithFlags on device ", device)));
+  return stream;
+}
+
+CudaStream::CudaStream(CudaStream&& other) noexcept
+    : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)) {}
+
+CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
+  if (this != &other) {
+    Release();
+    device_ = other.device_;
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+
+CudaStream::~CudaStream() { Release(); }
+
+void CudaStream::Release() {
+  if (stream_ == nullptr) return;
+  ScopedCudaDevice scoped(device_);
+  (void)cudaStreamDestroy(stream_);
+  stream_ = nullptr;
+}
+
+// --- CudaEvent --------------------------------------------------------------
+
+absl::StatusOr<CudaEvent> CudaEvent::Create(int device) {
+  ScopedCudaDevice scoped(device);
+  RETURN_IF_ERROR(scoped.status());
+  CudaEvent event;
+  event.device_ = device;
+  RETURN_IF_ERROR(CudaStatus(
+      cudaEventCreateWithFlags(&event.event_, cudaEventDisableTiming),
+      absl::StrCat("cudaEventCreateWithFlags on device ", device)));
+  return event;
+}
+
+CudaEvent::CudaEvent(CudaEvent&& other) noexcept
+    : device_(other.device_), event_(std::exchange(other.event_, nullptr)) {}
+
+CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
+  if (this != &other) {
+    Release();
+    device_ = other.device_;
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+CudaEvent::~CudaEvent() { Release(); }
+
+void CudaEvent::Release() {
+  if (event_ == nullptr) return;
+  ScopedCudaDevice scoped(device_);
+  (void)cudaEventDestroy(event_);
+  event_ = nullptr;
+}
+
+// --- CublasHandle -----------------------------------------------------------
+
+absl::StatusOr<CublasHandle> CublasHandle::Create(int device,
+                                                  cudaStream_t stream) {
+  ScopedCudaDevice scoped(device);
+  RETURN_IF_ERROR(scoped.status());
+  CublasHandle handle;
+  handle.device_ = device;
+  RETURN_IF_ERROR(
+      CublasStatus(cublasCreate(&handle.handle_),
+                   absl::StrCat("cublasCreate on device ", device)));
+  RETURN_IF_ERROR(
+      CublasStatus(cublasSetStream(handle.handle_, stream), "cublasSetStream"));
+  // Full FP32 GEMMs: TF32 tensor-core math would lose ~3 decimal digits
+  // against the CPU model.
+  RETURN_IF_ERROR(
+      CublasStatus(cublasSetMathMode(handle.handle_, CUBLAS_DEFAULT_MATH),
+                   "cublasSetMathMode(CUBLAS_DEFAULT_MATH)"));
+  return handle;
+}
+
+CublasHandle::CublasHandle(CublasHandle&& other) noexcept
+    : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
+
+CublasHandle& CublasHandle::operator=(CublasHandle&& other) noexcept {
+  if (this != &other) {
+    Release();
+    device_ = other.device_;
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+CublasHandle::~CublasHandle() { Release(); }
+
+void CublasHandle::Release() {
+  if (handle_ == nullptr) return;
+  ScopedCudaDevice scoped(device_);
+  (void)cublasDestroy(handle_);
+  handle_ = nullptr;
+}
+
+}  // namespace gpu
+}  // namespace gradsync

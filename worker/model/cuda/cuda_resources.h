@@ -1,0 +1,152 @@
+// Owned CUDA resources for the CUDA model: device memory (plain cudaMalloc,
+// never managed memory), pinned host memory (cudaMallocHost, the staging
+// buffers of asynchronous host<->device copies), a non-blocking stream, an
+// event and a cuBLAS handle. Each is move-only and frees its resource on
+// destruction with its device made current.
+//
+// Errors: Create/Allocate return the CUDA/cuBLAS error as a status
+// (cuda_status.h): RESOURCE_EXHAUSTED when memory runs out,
+// FAILED_PRECONDITION without a usable device.
+// Threading: none of these is synchronised; use each from one thread at a
+// time. Freeing device memory (cudaFree) waits for the device to finish the
+// work that may still use it.
+//
+// Example:
+//   ASSIGN_OR_RETURN(gpu::CudaStream stream, gpu::CudaStream::Create(0));
+//   ASSIGN_OR_RETURN(gpu::DeviceMemory buf,
+//                    gpu::DeviceMemory::Allocate(0, n * sizeof(float)));
+//   float* p = buf.as<float>();
+#ifndef GRADSYNC_WORKER_MODEL_CUDA_CUDA_RESOURCES_H_
+#define GRADSYNC_WORKER_MODEL_CUDA_CUDA_RESOURCES_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+namespace gpu {
+
+// A block of device memory on one device.
+class DeviceMemory {
+ public:
+  DeviceMemory() = default;
+  // `bytes` uninitialised bytes on `device`; 0 bytes gives an empty block.
+  static absl::StatusOr<DeviceMemory> Allocate(int device, size_t bytes);
+
+  DeviceMemory(DeviceMemory&& other) noexcept;
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  ~DeviceMemory();
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t size_bytes() const { return bytes_; }
+
+ private:
+  void Release();
+
+  int device_ = -1;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory, so that cudaMemcpyAsync really is asynchronous.
+class PinnedMemory {
+ public:
+  PinnedMemory() = default;
+  static absl::StatusOr<PinnedMemory> Allocate(size_t bytes);
+
+  PinnedMemory(PinnedMemory&& other) noexcept;
+  PinnedMemory& operator=(PinnedMemory&& other) noexcept;
+  PinnedMemory(const PinnedMemory&) = delete;
+  PinnedMemory& operator=(const PinnedMemory&) = delete;
+  ~PinnedMemory();
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t size_bytes() const { return bytes_; }
+
+ private:
+  void Release();
+
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// A stream that does not synchronise with the legacy default stream.
+class CudaStream {
+ public:
+  CudaStream() = default;
+  static absl::StatusOr<CudaStream> Create(int device);
+
+  CudaStream(CudaStream&& other) noexcept;
+  CudaStream& operator=(CudaStream&& other) noexcept;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream();
+
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  void Release();
+
+  int device_ = -1;
+  cudaStream_t stream_ = nullptr;
+};
+
+// An event without timing (the cheapest kind), for ordering streams.
+class CudaEvent {
+ public:
+  CudaEvent() = default;
+  static absl::StatusOr<CudaEvent> Create(int device);
+
+  CudaEvent(CudaEvent&& other) noexcept;
+  CudaEvent& operator=(CudaEvent&& other) noexcept;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  ~CudaEvent();
+
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  void Release();
+
+  int device_ = -1;
+  cudaEvent_t event_ = nullptr;
+};
+
+// A cuBLAS handle bound to `stream`, in full-FP32 math (no TF32).
+class CublasHandle {
+ public:
+  CublasHandle() = default;
+  static absl::StatusOr<CublasHandle> Create(int device, cudaStream_t stream);
+
+  CublasHandle(CublasHandle&& other) noexcept;
+  CublasHandle& operator=(CublasHandle&& other) noexcept;
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  ~CublasHandle();
+
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  void Release();
+
+  int device_ = -1;
+  cublasHandle_t handle_ = nullptr;
+};
+
+}  // namespace gpu
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_MODEL_CUDA_CUDA_RESOURCES_H_
