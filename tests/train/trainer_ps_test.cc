@@ -120,7 +120,9 @@ class TrainerPsTest : public ::testing::Test {
     return c;
   }
 
-  Outcome Run(const TrainerConfig& config, SwitchSource source = {}) {
+  // `progress` (if set) follows rank 0's last finished step.
+  Outcome Run(const TrainerConfig& config, SwitchSource source = {},
+              std::atomic<int64_t>* progress = nullptr) {
     absl::StatusOr<TrainData> data = LoadTrainData(config);
     EXPECT_THAT(data, IsOk());
     RankGroup group(kWorld, SmallPipelineOptions());
@@ -129,7 +131,10 @@ class TrainerPsTest : public ::testing::Test {
     out.status = group.Run([&](int r) -> absl::Status {
       absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
           config, *data, &group.comm(r),
-          [&out, r](const StepMetrics& m) { out.metrics[r].push_back(m); },
+          [&out, r, progress](const StepMetrics& m) {
+            out.metrics[r].push_back(m);
+            if (r == 0 && progress != nullptr) progress->store(m.step());
+          },
           nullptr, source);
       if (!trainer.ok()) return trainer.status();
       return (*trainer)->Run().status();
@@ -334,6 +339,65 @@ TEST_F(TrainerPsTest, RuntimeSwitchStorm_NoLostOrRepeatedStep) {
             << last_epoch << " acted on; largest relative loss difference "
             << "to the ring run " << MaxRelative(reference, out) << "\n";
   EXPECT_LT(MaxRelative(reference, out), 1e-4);
+}
+
+// Runtime switches of an asynchronous (SSP) job: in PS mode the ranks are
+// not in lockstep, so shard 0 decides the step (ps.proto, "Step control")
+// and leaving PS drains every push before it. Every rank still runs every
+// step once, all switch at the same steps, and whenever the job is on the
+// ring the ranks hold identical parameters.
+TEST_F(TrainerPsTest, RuntimeSwitchesOfAnSspJob_SameStepsOnEveryRank) {
+  constexpr int64_t kSteps = 120;
+  TrainerConfig config = Config(OptimizerKind::kAdam, kSteps);
+  config.ps.update = PsUpdate::kSsp;
+  config.ps.staleness = 2;
+  FakeSwitchBoard board;
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> progress{-1};
+  // A request every 15 steps of rank 0 (PS, ring, PS, ...), so that the
+  // job spends whole stretches in SSP mode between switches.
+  std::thread requester([&] {
+    for (int64_t epoch = 1; epoch <= 6 && !done.load(); ++epoch) {
+      while (progress.load() < epoch * 15 && !done.load()) {
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+      board.Request(epoch, epoch % 2 == 1 ? SYNC_MODE_PS : SYNC_MODE_RING,
+                    addresses_);
+    }
+  });
+  const Outcome out = Run(config, board.Source(), &progress);
+  done.store(true);
+  requester.join();
+  int changes = 0, ring_steps = 0;
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_THAT(out.status[r], IsOk()) << "rank " << r;
+    ASSERT_EQ(out.metrics[r].size(), static_cast<size_t>(kSteps)) << r;
+  }
+  for (int64_t s = 0; s < kSteps; ++s) {
+    const StepMetrics& m = out.metrics[0][s];
+    for (int r = 1; r < kWorld; ++r) {
+      ASSERT_EQ(out.metrics[r][s].step(), s);
+      ASSERT_EQ(out.metrics[r][s].mode(), m.mode())
+          << "rank " << r << " step " << s;
+      ASSERT_EQ(out.metrics[r][s].switch_epoch(), m.switch_epoch()) << s;
+      if (m.mode() == SYNC_MODE_RING) {
+        ASSERT_EQ(out.metrics[r][s].param_hash(), m.param_hash())
+            << "rank " << r << " step " << s;
+      }
+    }
+    if (m.mode() == SYNC_MODE_RING) ++ring_steps;
+    if (s > 0 && m.mode() != out.metrics[0][s - 1].mode()) ++changes;
+    EXPECT_TRUE(std::isfinite(m.loss())) << s;
+  }
+  std::cout << "SSP job: " << changes << " mode changes, " << ring_steps
+            << " ring steps of " << kSteps << "\n";
+  EXPECT_EQ(changes, 6);
+  // The final parameters are the drained PS state or the ring's: the same
+  // on every rank either way.
+  for (int r = 1; r < kWorld; ++r) {
+    EXPECT_EQ(out.metrics[r].back().param_hash(),
+              out.metrics[0].back().param_hash());
+  }
 }
 
 // A server that goes away in the middle of PS steps: every rank fails
