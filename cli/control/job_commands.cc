@@ -273,17 +273,26 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                  format = std::string(value);
                  return absl::OkStatus();
                }});
+  bool shards_only = false;
+  flags.push_back(FlagSpec{"shards", "",
+                           "csv: the parameter-server shards' counters "
+                           "instead of the step metrics",
+                           [&shards_only](absl::string_view) {
+                             shards_only = true;
+                             return absl::OkStatus();
+                           }});
   std::vector<std::string> positional;
   if (auto done = Parse(args, std::move(flags), "metrics",
                         "usage: gradsync metrics JOB "
-                        "[--format csv|json|table]\n\n"
+                        "[--format csv|json|table] [--shards]\n\n"
                         "Every step metric of every rank (times in seconds, "
-                        "bytes, loss),\nsorted by step then rank, then the "
-                        "latest counters of each parameter-\nserver shard "
-                        "(PS jobs): csv prints them as a second table after "
-                        "a\nblank line, json under \"shards\", table as "
-                        "means per rank and a shard\ntable. --json is "
-                        "--format json.\n",
+                        "bytes, loss, mode),\nsorted by step then rank, and "
+                        "the latest counters of each parameter-\nserver "
+                        "shard (PS jobs): csv prints one table, the steps or "
+                        "with\n--shards the shards; json has both (the "
+                        "shards under \"shards\"); table\nshows means per "
+                        "rank and per sync mode and the shard table. --json "
+                        "is\n--format json.\n",
                         env, &common, &positional)) {
     return *done;
   }
@@ -307,12 +316,18 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
     *env.out << (rows.empty() ? std::string("no step metrics yet\n")
                               : absl::StrCat("per-step means:\n",
                                              FormatBreakdownTable(rows)));
+    const std::vector<StepBreakdown> modes = ComputeModeBreakdown(metrics);
+    if (!modes.empty()) {
+      *env.out << "\nper-step means by sync mode:\n"
+               << FormatBreakdownTable(modes, "MODE");
+    }
     if (!shards.empty()) {
       *env.out << "\nparameter-server shards:\n" << FormatShardTable(shards);
     }
+  } else if (shards_only) {
+    *env.out << ShardsToCsv(shards);
   } else {
     *env.out << MetricsToCsv(metrics);
-    if (!shards.empty()) *env.out << "\n" << ShardsToCsv(shards);
   }
   env.out->flush();
   return kExitOk;
