@@ -285,7 +285,17 @@ TEST_F(PsSwitchTest, PsKilledMidJob_JobFailsNamingTheShard) {
       },
       kJobTimeout, "steps in PS mode");
   ASSERT_TRUE(stepping.ok()) << stepping.status();
-  cluster().parameter_server(1).Signal(SIGKILL);
+  // Kill the server that holds shard 1 (placement follows registration
+  // order, which the processes race for).
+  ASSERT_EQ(stepping->ps_addresses_size(), 2);
+  int victim = -1;
+  for (int i = 0; i < cluster().num_parameter_servers(); ++i) {
+    if (cluster().parameter_server_address(i) == stepping->ps_addresses(1)) {
+      victim = i;
+    }
+  }
+  ASSERT_GE(victim, 0) << "no server at " << stepping->ps_addresses(1);
+  cluster().parameter_server(victim).Signal(SIGKILL);
   const absl::Time killed = absl::Now();
   absl::StatusOr<JobStatus> end =
       cluster().WaitForJobEnd(*job, absl::Seconds(90));
