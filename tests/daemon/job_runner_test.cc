@@ -1,8 +1,9 @@
 // JobRunner (and the agent with the real runner) against an in-process
 // fake Coordinator: ranks rendezvous through the coordinator's store, train,
 // report READY / SUCCEEDED / FAILED and their step metrics; cancellation and
-// a vanished peer end the job promptly with messages naming the rank; one
-// agent runs two jobs in a row.
+// a vanished peer end the job promptly with messages naming the rank; a
+// rank placed on a GPU this host lacks fails cleanly, naming the device;
+// one agent runs two jobs in a row.
 #include "worker/daemon/job_runner.h"
 
 #include <map>
@@ -17,9 +18,20 @@
 #include "tests/store/status_matchers.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/devices.h"
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+#include "worker/model/cuda/cuda_status.h"
+#endif
 
 namespace gradsync {
 namespace {
+
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+constexpr bool kCudaKernels = true;
+bool HaveGpu() { return gpu::VisibleCudaDeviceCount() > 0; }
+#else
+constexpr bool kCudaKernels = false;
+bool HaveGpu() { return false; }
+#endif
 
 using ::gradsync::testing::FakeCoordinator;
 using ::gradsync::testing::FakeCoordinatorServer;
@@ -235,12 +247,56 @@ TEST_F(JobRunnerTest, Start_MalformedAssignment_ReturnsInvalidArgument) {
   EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
               StatusIs(absl::StatusCode::kInvalidArgument));
   a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
-  a.mutable_devices(0)->set_kind("cuda");
+  a.mutable_devices(0)->set_kind("tpu");
   EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
-              StatusIs(absl::StatusCode::kUnimplemented));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tpu")));
+  a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
+  a.mutable_devices(0)->set_kind("cuda");
+  a.mutable_devices(0)->set_index(-1);
+  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda")));
   EXPECT_THAT(JobRunner::Start(MakeAssignment("job-7", MlpSpec(1), 1, {0}),
                                JobRunnerConfig{}, server_.NewStub()),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// A job placed on cuda:0 (rank 0) and cpu:1 (rank 1). Without a GPU (or
+// without CUDA kernels) rank 0 fails its setup with a message naming the
+// device, rank 1 fails on the aborted ring, and the runner ends promptly;
+// on a GPU host both ranks train to the end.
+TEST_F(JobRunnerTest, CudaRank_TrainsOnAGpuOrFailsCleanlyWithoutOne) {
+  JobSpec spec = MlpSpec(4);
+  spec.set_device("cuda");
+  Assignment a = MakeAssignment("job-8", spec, 2, {0, 1});
+  a.mutable_devices(0)->set_kind("cuda");
+  a.mutable_devices(0)->set_index(0);
+  const absl::Time start = absl::Now();
+  std::unique_ptr<JobRunner> runner = Start(a);
+  ASSERT_NE(runner, nullptr);
+  ASSERT_TRUE(fake().WaitFor([&] { return runner->Done(); }));
+  runner->Join();
+  if (HaveGpu()) {
+    EXPECT_EQ(CountReports("job-8", RANK_STATE_SUCCEEDED), 2u);
+    EXPECT_EQ(CountReports("job-8", RANK_STATE_FAILED), 0u);
+    return;
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  EXPECT_EQ(CountReports("job-8", RANK_STATE_SUCCEEDED), 0u);
+  std::map<int, ReportRankRequest> failed;
+  for (const ReportRankRequest& r :
+       fake().Reports("job-8", RANK_STATE_FAILED)) {
+    failed.emplace(r.rank(), r);
+  }
+  ASSERT_EQ(failed.count(0), 1u);
+  EXPECT_EQ(failed[0].operation(), "trainer setup");
+  EXPECT_THAT(failed[0].message(), HasSubstr("FAILED_PRECONDITION"));
+  EXPECT_THAT(failed[0].message(), HasSubstr("cuda:0"));
+  EXPECT_THAT(failed[0].message(),
+              HasSubstr(kCudaKernels ? "no CUDA device"
+                                     : "built without CUDA kernels"));
+  // The CPU peer's ring was aborted: it fails too (the job fails like on
+  // any rank failure; the coordinator may ignore the second report).
+  EXPECT_EQ(failed.count(1), 1u);
 }
 
 // The daemon's path end to end (minus the real coordinator): one agent

@@ -15,6 +15,7 @@ namespace {
 
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 JobSpec MinimalSpec() {
@@ -164,11 +165,36 @@ TEST(TrainConfigTest, FromJobSpec_BadPsOrSwitches_NameTheField) {
                        HasSubstr("switches[0].mode")));
 }
 
-TEST(TrainConfigTest, FromJobSpec_Cuda_IsUnimplemented) {
+TEST(TrainConfigTest, FromJobSpec_CudaOrCpuDevice_IsAccepted) {
+  for (const char* device : {"", "cpu", "cuda"}) {
+    JobSpec spec = MinimalSpec();
+    spec.set_device(device);
+    absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(spec);
+    ASSERT_THAT(c, IsOk()) << device;
+    // The daemon places each rank (Assignment), not the spec.
+    EXPECT_EQ(c->cuda_device, -1) << device;
+    EXPECT_EQ(c->layer_sizes, (std::vector<size_t>{784, 128, 10})) << device;
+  }
+}
+
+TEST(TrainConfigTest, FromJobSpec_UnknownDevice_NamesTheField) {
   JobSpec spec = MinimalSpec();
-  spec.set_device("cuda");
+  spec.set_device("tpu");
   EXPECT_THAT(TrainerConfigFromJobSpec(spec),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("cuda")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("field device"), HasSubstr("'tpu'"),
+                             HasSubstr("\"cuda\""))));
+}
+
+TEST(TrainConfigTest, Validate_CudaDevice) {
+  absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(MinimalSpec());
+  ASSERT_THAT(c, IsOk());
+  c->cuda_device = 0;
+  EXPECT_THAT(ValidateTrainerConfig(*c), IsOk());
+  c->cuda_device = -2;
+  EXPECT_THAT(
+      ValidateTrainerConfig(*c),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda_device")));
 }
 
 TEST(TrainDataTest, SyntheticDataset_IsDeterministicAndShaped) {

@@ -1,7 +1,9 @@
 #include "worker/daemon/job_runner.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -51,14 +53,22 @@ absl::Status ValidateAssignment(const Assignment& a) {
           absl::StrCat("assignment of job ", a.job_id(), " has rank ", r,
                        " (out of [0, ", a.world_size(), ") or repeated)"));
     }
-    if (a.devices_size() != 0 && a.devices(i).kind() != "cpu") {
-      return absl::UnimplementedError(absl::StrCat(
-          "rank ", r, " of job ", a.job_id(), " is placed on device ",
-          a.devices(i).kind(), ":", a.devices(i).index(),
-          "; this worker runs CPU ranks only"));
+    if (a.devices_size() == 0) continue;
+    const Device& d = a.devices(i);
+    if ((d.kind() != "cpu" && d.kind() != "cuda") || d.index() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", r, " of job ", a.job_id(), " is placed on device '",
+          d.kind(), ":", d.index(),
+          "'; this worker hosts cpu:<n> and cuda:<n> devices only"));
     }
   }
   return absl::OkStatus();
+}
+
+// "cpu:0", "cuda:1"; "cpu" for an assignment without devices.
+std::string DeviceName(const Assignment& a, int i) {
+  if (a.devices_size() == 0) return "cpu";
+  return absl::StrCat(a.devices(i).kind(), ":", a.devices(i).index());
 }
 
 StoreScope ScopeOf(const Assignment& a, const std::string& worker_id) {
@@ -243,8 +253,13 @@ void JobRunner::Main() {
                      "set ",
                      *blas, "; using ", *blas));
   }
+  std::vector<std::string> devices;
+  for (int i = 0; i < assignment_.ranks_size(); ++i) {
+    devices.push_back(DeviceName(assignment_, i));
+  }
   Log(absl::StrCat("starting ranks [", absl::StrJoin(assignment_.ranks(), ", "),
-                   "] of ", assignment_.world_size(), ", generation ",
+                   "] of ", assignment_.world_size(), " on [",
+                   absl::StrJoin(devices, ", "), "], generation ",
                    assignment_.generation()));
   absl::StatusOr<TrainData> data = LoadTrainData(train_config_);
   if (!data.ok()) {
@@ -254,8 +269,16 @@ void JobRunner::Main() {
   } else {
     data_ = *std::move(data);
     std::vector<std::thread> ranks;
-    for (int rank : assignment_.ranks()) {
-      ranks.emplace_back([this, rank] { RunRank(rank); });
+    for (int i = 0; i < assignment_.ranks_size(); ++i) {
+      // devices(i) hosts ranks(i); a rank without a device runs on the CPU.
+      TrainerConfig config = train_config_;
+      const bool cuda = assignment_.devices_size() != 0 &&
+                        assignment_.devices(i).kind() == "cuda";
+      config.cuda_device = cuda ? assignment_.devices(i).index() : -1;
+      ranks.emplace_back(
+          [this, rank = assignment_.ranks(i),
+           device = DeviceName(assignment_, i),
+           config = std::move(config)] { RunRank(rank, device, config); });
     }
     for (std::thread& t : ranks) t.join();
   }
@@ -278,7 +301,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
                                options);
 }
 
-void JobRunner::RunRank(int rank) {
+void JobRunner::RunRank(int rank, const std::string& device,
+                        const TrainerConfig& config) {
   absl::StatusOr<std::unique_ptr<Communicator>> comm = Rendezvous(rank);
   if (!comm.ok()) {
     const std::string message =
@@ -308,13 +332,16 @@ void JobRunner::RunRank(int rank) {
     return directive;
   };
   absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
-      train_config_, data_, communicator.get(),
+      config, data_, communicator.get(),
       [this](const StepMetrics& m) { reporter_.Add(m); }, &cancelled_,
       std::move(switches));
   if (!trainer.ok()) {
     Unregister(communicator.get());
     communicator->Abort(trainer.status());
-    Log(absl::StrCat("rank ", rank,
+    // A CUDA rank on a host without that GPU ends here (the model's
+    // FAILED_PRECONDITION names the device); its peers fail at once on
+    // the aborted communicator.
+    Log(absl::StrCat("rank ", rank, " on ", device,
                      ": setup failed: ", trainer.status().ToString()));
     Report(rank, RANK_STATE_FAILED, 0, "trainer setup",
            trainer.status().ToString());

@@ -5,11 +5,18 @@
 // Lifecycle of the runner (its own thread):
 //   spec -> TrainerConfig (a bad spec fails every local rank at once)
 //   BLAS threads acquired (blas_policy.h), data loaded ONCE and shared
-//   one thread per local rank:
+//   one thread per local rank, on the Assignment's device of that rank
+//   (devices(i) hosts ranks(i)): a copy of the TrainerConfig with
+//   cuda_device set (-1 for cpu); a cuda rank trains its mlp on that GPU
+//   with host-staged syncs (worker/train/cuda_train_model.h):
 //     rendezvous: a TCP communicator through a CoordinatorStore scoped to
 //       (worker, job, generation), TcpOptions.job_id "<job>/<generation>",
 //       listening on the worker's address
 //     ReportRank READY
+//     Trainer::Create (a cuda rank on a host without that GPU, or a worker
+//       built without CUDA kernels, fails here: FAILED "trainer setup"
+//       with the FAILED_PRECONDITION naming the device; its peers fail on
+//       the aborted communicator)
 //     Trainer::Run (PS shards at the Assignment's ps_addresses; runtime
 //       switch requests from NotifySwitch, their directives read from
 //       the store's "switch/<epoch>"), metrics queued to a MetricsReporter
@@ -22,13 +29,15 @@
 // Cancel(reason) (the coordinator cancelled the job, or the daemon stops)
 // sets the trainers' cancel flag, cancels rendezvous calls in flight and
 // aborts every communicator and trainer, so that ranks blocked in a
-// collective or waiting on a parameter server return at once; each rank then reports FAILED quoting the reason (the
-// coordinator ignores reports for jobs that already ended). A rank still
-// in the TCP rendezvous, which cannot be interrupted, is abandoned: its
-// helper thread ends on its own by the rendezvous timeout.
+// collective or waiting on a parameter server return at once; each rank then
+// reports FAILED quoting the reason (the coordinator ignores reports for jobs
+// that already ended). A rank still in the TCP rendezvous, which cannot be
+// interrupted, is abandoned: its helper thread ends on its own by the
+// rendezvous timeout.
 //
 // Errors: Start returns INVALID_ARGUMENT for a malformed assignment (no
-// ranks, a rank outside [0, world_size), devices not matching the ranks)
+// ranks, a rank outside [0, world_size), devices not matching the ranks,
+// a device that is neither cpu:<n> nor cuda:<n>)
 // or a config without a worker id / BLAS policy; every later error is
 // reported to the coordinator as the failure of a rank, and logged.
 // Threading: Cancel, Done and Join are thread-safe; the destructor cancels
@@ -109,7 +118,10 @@ class JobRunner final : public JobHandle {
             std::shared_ptr<Coordinator::StubInterface> stub);
 
   void Main();
-  void RunRank(int rank);
+  // Runs `rank` on `device` ("cpu:0", "cuda:1") with its own copy of the
+  // job's config (cuda_device set from the Assignment).
+  void RunRank(int rank, const std::string& device,
+               const TrainerConfig& config);
   // Connects `rank` to its peers; CANCELLED as soon as the job is
   // cancelled, even while the TCP rendezvous waits for peers (see .cc).
   absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(int rank);

@@ -141,6 +141,12 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
   } else if (config.synthetic_floats == 0) {
     return Invalid("model.syntheticFloats", "is 0; it must be > 0");
   }
+  if (config.cuda_device < -1) {
+    return Invalid("cuda_device",
+                   absl::StrCat("is ", config.cuda_device,
+                                "; use a CUDA device index, or -1 for the "
+                                "CPU"));
+  }
   if (config.synthetic_compute < absl::ZeroDuration() ||
       config.synthetic_compute == absl::InfiniteDuration()) {
     return Invalid("model.syntheticComputeMs", "must be finite and >= 0");
@@ -241,10 +247,11 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
   }
   ASSIGN_OR_RETURN(config.initial_path, PathFromMode("mode", spec.mode()));
   RETURN_IF_ERROR(PsFromSpec(spec, &config));
-  if (!spec.device().empty() && spec.device() != "cpu") {
-    return absl::UnimplementedError(
-        absl::StrCat("job spec device '", spec.device(),
-                     "': this worker runs CPU ranks only; use \"cpu\""));
+  // The placement (which rank on which device) comes with the Assignment.
+  if (!spec.device().empty() && spec.device() != "cpu" &&
+      spec.device() != "cuda") {
+    return Invalid("device", absl::StrCat("is '", spec.device(),
+                                          "'; use \"cpu\" or \"cuda\""));
   }
   RETURN_IF_ERROR(ValidateTrainerConfig(config));
   return config;

@@ -9,9 +9,12 @@
 // (server/coordinator/job_spec.h), so a spec that skipped validation still
 // trains the same way.
 //
+// The rank's device is not in the spec (JobSpec.device only says which
+// kind of device the coordinator places the ranks on): the daemon sets
+// cuda_device for each rank from the coordinator's Assignment.
+//
 // Errors: INVALID_ARGUMENT naming the first bad field (by its JSON name,
-// as users write specs); UNIMPLEMENTED for what this worker cannot run yet
-// (CUDA devices). Pure functions; thread-safe.
+// as users write specs). Pure functions; thread-safe.
 #ifndef GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
 #define GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
 
@@ -78,6 +81,10 @@ struct TrainerConfig {
   std::vector<size_t> layer_sizes;  // kMlp: input first, classes last
   size_t synthetic_floats = 0;      // kSynthetic: gradient length
   absl::Duration synthetic_compute = absl::ZeroDuration();  // per step
+  // The rank's CUDA device index, or -1 for a CPU rank. An mlp on a CUDA
+  // device runs its passes there (cuda_train_model.h); the synthetic model
+  // has no compute kernels and stays on the host on any device.
+  int cuda_device = -1;
 
   DatasetKind dataset = DatasetKind::kFashionMnist;
   std::string dataset_path;  // empty: kFashionMnistDir

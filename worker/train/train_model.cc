@@ -9,6 +9,9 @@
 #include "common/status_macros.h"
 #include "worker/model/mlp.h"
 #include "worker/model/synthetic.h"
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+#include "worker/train/cuda_train_model.h"
+#endif
 
 namespace gradsync {
 namespace {
@@ -136,6 +139,17 @@ absl::StatusOr<std::unique_ptr<TrainModel>> CreateTrainModel(
     const TrainerConfig& config, int rank) {
   if (config.model == ModelKind::kSynthetic) {
     return CreateSynthetic(config, rank);
+  }
+  if (config.cuda_device >= 0) {
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+    return CudaTrainModel::Create(config.layer_sizes, config.seed,
+                                  config.cuda_device);
+#else
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", rank, " is placed on cuda:", config.cuda_device,
+        " but this worker was built without CUDA kernels; rebuild it with "
+        "the CUDA toolkit or run the job on CPU devices"));
+#endif
   }
   ASSIGN_OR_RETURN(Mlp mlp, Mlp::Create(config.layer_sizes, config.seed));
   return std::unique_ptr<TrainModel>(new MlpModel(std::move(mlp)));

@@ -15,9 +15,17 @@
 // accelerator rank would leave its host core free. It has no loss and no
 // evaluation.
 //
-// Errors: those of Mlp / SyntheticWorkload (INVALID_ARGUMENT for a batch of
-// the wrong width, RESOURCE_EXHAUSTED when buffers cannot be allocated);
-// FAILED_PRECONDITION from Evaluate on a model without evaluation.
+// Devices: an mlp with config.cuda_device >= 0 runs on that CUDA device
+// (cuda_train_model.h: params() and grads() are host mirrors, copied over
+// PCIe every step); the synthetic model has no compute kernels and always
+// stays on the host (its emulated compute already leaves the core free).
+//
+// Errors: those of Mlp / SyntheticWorkload / CudaTrainModel
+// (INVALID_ARGUMENT for a batch of the wrong width, RESOURCE_EXHAUSTED when
+// buffers cannot be allocated, FAILED_PRECONDITION "cuda:<d>: ... no CUDA
+// device visible" on a host without that GPU); FAILED_PRECONDITION from
+// CreateTrainModel for a CUDA mlp when this worker was built without CUDA
+// kernels, and from Evaluate on a model without evaluation.
 // Threading: not thread-safe; one model per rank.
 #ifndef GRADSYNC_WORKER_TRAIN_TRAIN_MODEL_H_
 #define GRADSYNC_WORKER_TRAIN_TRAIN_MODEL_H_
@@ -55,7 +63,10 @@ class TrainModel {
   // One forward/backward pass over `batch` (ignored without data) for
   // `step`, writing or adding (mode) the gradient of the summed loss
   // divided by `loss_normalizer`, and calling `ready` (may be empty) for
-  // each final gradient range, last first.
+  // each final gradient range, last first. grads() holds the (accumulated)
+  // gradient of a range when it is reported; after a pass with an empty
+  // `ready` a device model's grads() may be stale (the device accumulates
+  // until a pass reports).
   virtual absl::StatusOr<PassStats> ForwardBackward(
       const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
       const GradReadyCallback& ready) = 0;

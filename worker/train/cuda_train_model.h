@@ -1,0 +1,115 @@
+// CudaTrainModel: the TrainModel (train_model.h) of an MLP rank on one CUDA
+// device, for the host-memory gradient syncs (the TCP ring of
+// ring_sync.h and the parameter server of ps_sync.h), which read and write
+// params() and grads() as host memory. Built only with the CUDA kernels
+// (GRADSYNC_HAVE_CUDA_KERNELS); CreateTrainModel picks it for an MLP when
+// TrainerConfig.cuda_device >= 0.
+//
+// The forward and backward passes run on the device (CudaMlp, with
+// ReadyOrdering::kHostSynchronized); the model keeps HOST mirrors of the
+// flat parameter and gradient buffers, in pinned memory, and params() and
+// grads() return those mirrors. The host mirror of the parameters is the
+// master copy: the trainer's optimizer (ring) or the PS pull writes it.
+//
+// What crosses PCIe, per step:
+//   - host -> device, at the start of EVERY ForwardBackward and Evaluate:
+//     all parameters (4 bytes each; the optimizer or a PS pull may have
+//     changed them), then the pass's inputs and labels;
+//   - device -> host, during the backward of the pass that reports ready
+//     ranges (the synchronising micro-batch): each reported gradient range
+//     (one per layer), copied into the host mirror before the range is
+//     handed to `ready`, so that the sync overlaps the rest of backward as
+//     on the CPU. The copy of layer l ends before layer l-1's backward is
+//     enqueued: one host round trip per layer.
+// So a step moves 2 x 4 x num_parameters bytes over PCIe at least (more
+// with gradient accumulation, whose every micro-batch uploads the
+// parameters again). Keeping parameters and gradients on the device, with
+// NCCL all-reduce on device buffers and the optimizer as a CUDA kernel
+// (worker/model/cuda/cuda_optimizer.h), is future work.
+//
+// Gradient accumulation: the DEVICE accumulates (GradMode::kAccumulate);
+// a pass called with an empty `ready` (DDP's no_sync micro-batches) copies
+// no gradient back, so grads() is stale after it. The pass with a
+// callback copies each range after the device has summed every
+// micro-batch into it: when a range is reported, the host mirror holds the
+// full accumulated gradient of that range, and after the pass all of it.
+// Whatever the sync writes into grads() (the ring's in-place reduction) is
+// never read back by the device: the next pass overwrites or adds on the
+// device buffer.
+//
+// Errors: those of CudaMlp (cuda_mlp.h), prefixed with "cuda:<device>":
+// FAILED_PRECONDITION "no CUDA device visible" on a host without a GPU (or
+// when <device> is not visible), RESOURCE_EXHAUSTED when device or pinned
+// memory runs out, INVALID_ARGUMENT for a batch of the wrong width, the
+// CUDA call's code otherwise. A failed gradient copy during backward stops
+// the forwarding of later ranges to `ready` and fails the pass.
+// Threading: not thread-safe; one model per rank thread (CudaMlp makes the
+// device current for each call only, so ranks on several devices can share
+// a process).
+//
+// Example:
+//   ASSIGN_OR_RETURN(std::unique_ptr<TrainModel> model,
+//                    CudaTrainModel::Create(config.layer_sizes, config.seed,
+//                                           /*device=*/0));
+#ifndef GRADSYNC_WORKER_TRAIN_CUDA_TRAIN_MODEL_H_
+#define GRADSYNC_WORKER_TRAIN_CUDA_TRAIN_MODEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "worker/data/dataset.h"
+#include "worker/model/cuda/cuda_mlp.h"
+#include "worker/model/cuda/cuda_resources.h"
+#include "worker/model/gradient_ready.h"
+#include "worker/train/train_model.h"
+
+namespace gradsync {
+
+class CudaTrainModel final : public TrainModel {
+ public:
+  // An MLP of `layer_sizes` on CUDA device `device`, with the initial
+  // parameters of `seed` (bitwise those of the CPU model) in both the
+  // device buffer and the host mirror, and zero gradients.
+  static absl::StatusOr<std::unique_ptr<TrainModel>> Create(
+      absl::Span<const size_t> layer_sizes, uint64_t seed, int device);
+
+  absl::Span<float> params() override {
+    return absl::Span<float>(host_params_.as<float>(), size_);
+  }
+  absl::Span<float> grads() override {
+    return absl::Span<float>(host_grads_.as<float>(), size_);
+  }
+  bool uses_data() const override { return true; }
+
+  absl::StatusOr<PassStats> ForwardBackward(
+      const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
+      const GradReadyCallback& ready) override;
+
+  absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
+                                     size_t end) override;
+
+ private:
+  CudaTrainModel(CudaMlp mlp, gpu::PinnedMemory params, gpu::PinnedMemory grads)
+      : mlp_(std::move(mlp)),
+        size_(mlp_.num_parameters()),
+        host_params_(std::move(params)),
+        host_grads_(std::move(grads)) {}
+
+  // Copies the host mirror of the parameters to the device.
+  absl::Status UploadParams();
+  // "cuda:<device>: <message>", same code.
+  absl::Status OnDevice(const absl::Status& status) const;
+
+  CudaMlp mlp_;
+  const size_t size_;
+  gpu::PinnedMemory host_params_;
+  gpu::PinnedMemory host_grads_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_TRAIN_CUDA_TRAIN_MODEL_H_
