@@ -35,6 +35,9 @@
 #include "worker/daemon/devices.h"
 #include "worker/daemon/job_runner.h"
 #include "worker/model/blas.h"
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+#include "worker/model/cuda/cuda_status.h"
+#endif
 
 namespace {
 
@@ -50,7 +53,8 @@ constexpr char kUsage[] =
     ",\n"
     "                           else 127.0.0.1:29400)\n"
     "  --devices LIST           ranks this worker hosts: cpu, cpu:4 (four CPU\n"
-    "                           ranks), ... (default cpu)\n"
+    "                           ranks), cuda:0,1 (one rank per GPU; refused\n"
+    "                           at start unless visible) (default cpu)\n"
     "  --address IP             address the ranks listen on and that peers\n"
     "                           connect to (default 127.0.0.1)\n"
     "  --host NAME              host name reported to the coordinator\n"
@@ -161,11 +165,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const gradsync::Device& d : *devices) {
-    if (d.kind() != "cpu") {
-      std::cerr << "gradsync-worker: --devices " << flags.devices
-                << ": this build runs CPU ranks only (use cpu or cpu:N)\n";
+    if (d.kind() == "cpu") continue;
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+    // Refuse at start what no job could use, instead of failing each job.
+    if (absl::Status s = gradsync::gpu::RequireCudaDevice(
+            d.index(), absl::StrCat("--devices ", flags.devices));
+        !s.ok()) {
+      std::cerr << "gradsync-worker: " << s.message() << "\n";
       return 2;
     }
+#else
+    std::cerr << "gradsync-worker: --devices " << flags.devices
+              << ": this build has no CUDA kernels (CUDA was not found when "
+                 "it was built); use cpu or cpu:N\n";
+    return 2;
+#endif
   }
 
   // Block the signals before gRPC starts its threads, so that they inherit
