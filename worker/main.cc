@@ -36,7 +36,7 @@
 #include "worker/daemon/job_runner.h"
 #include "worker/model/blas.h"
 #ifdef GRADSYNC_HAVE_CUDA_KERNELS
-#include "worker/model/cuda/cuda_status.h"
+#include "common/cuda_status.h"
 #endif
 
 namespace {

@@ -1,5 +1,5 @@
-// Small helpers shared by the NCCL backend's files: turning CUDA and NCCL
-// result codes into absl::Status, and a scoped current-device switch.
+// Small helpers shared by the NCCL backend's files: NCCL result codes as
+// absl::Status, next to common/cuda_status.h's CUDA ones.
 // Internal to collectives/nccl; nothing outside it should include this.
 //
 // Threading: the CUDA current device is per host thread, so
@@ -13,15 +13,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/cuda_status.h"
 
 namespace gradsync {
 namespace nccl_internal {
 
-// OK for cudaSuccess; otherwise INTERNAL (UNAVAILABLE for "no device/driver"
-// codes, RESOURCE_EXHAUSTED for out of memory) with "<context>: <CUDA error
-// name>: <description>". Also clears the runtime's last-error slot so a
-// non-sticky error does not resurface in an unrelated later check.
-absl::Status CudaStatus(cudaError_t error, absl::string_view context);
+// CUDA runtime results and the scoped device switch are shared with the
+// rest of gradsync (common/cuda_status.h).
+using ::gradsync::gpu::CudaStatus;
+using ::gradsync::gpu::ScopedCudaDevice;
 
 // OK for ncclSuccess; otherwise a status whose code follows the NCCL result
 // (ncclRemoteError and ncclSystemError mean a peer or the network failed:
@@ -30,25 +30,6 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view context);
 // null. ncclInProgress is not an error and must be handled by the caller.
 absl::Status NcclStatus(ncclResult_t result, absl::string_view context,
                         ncclComm_t comm);
-
-// Makes `device` the calling thread's current CUDA device for the scope and
-// restores the previous one on exit (also when code inside the scope
-// switched devices itself). Check status() after construction: when it is
-// not OK the current device may not be `device`.
-class ScopedCudaDevice {
- public:
-  explicit ScopedCudaDevice(int device);
-  ~ScopedCudaDevice();
-  ScopedCudaDevice(const ScopedCudaDevice&) = delete;
-  ScopedCudaDevice& operator=(const ScopedCudaDevice&) = delete;
-
-  const absl::Status& status() const { return status_; }
-
- private:
-  int previous_ = -1;
-  bool restore_ = false;
-  absl::Status status_;
-};
 
 }  // namespace nccl_internal
 }  // namespace gradsync

@@ -7,34 +7,6 @@
 namespace gradsync {
 namespace gpu {
 
-absl::Status CudaStatus(cudaError_t error, absl::string_view context) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  (void)cudaGetLastError();
-  absl::StatusCode code = absl::StatusCode::kInternal;
-  switch (error) {
-    case cudaErrorMemoryAllocation:
-      code = absl::StatusCode::kResourceExhausted;
-      break;
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorSystemNotReady:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorNoKernelImageForDevice:
-      code = absl::StatusCode::kFailedPrecondition;
-      break;
-    case cudaErrorInvalidValue:
-    case cudaErrorInvalidDevice:
-    case cudaErrorInvalidDevicePointer:
-      code = absl::StatusCode::kInvalidArgument;
-      break;
-    default:
-      break;
-  }
-  return absl::Status(code, absl::StrCat(context, ": ", cudaGetErrorName(error),
-                                         ": ", cudaGetErrorString(error)));
-}
-
 absl::Status CublasStatus(cublasStatus_t status, absl::string_view context) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   absl::StatusCode code = absl::StatusCode::kInternal;
@@ -56,60 +28,6 @@ absl::Status CublasStatus(cublasStatus_t status, absl::string_view context) {
   return absl::Status(
       code, absl::StrCat(context, ": ", cublasGetStatusName(status), ": ",
                          cublasGetStatusString(status)));
-}
-
-int VisibleCudaDeviceCount() {
-  int count = 0;
-  const cudaError_t error = cudaGetDeviceCount(&count);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return count;
-}
-
-absl::Status RequireCudaDevice(int device, absl::string_view what) {
-  if (device < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": CUDA device index ", device, " is negative"));
-  }
-  int count = 0;
-  const cudaError_t error = cudaGetDeviceCount(&count);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": no CUDA device visible (cudaGetDeviceCount: ",
-                     cudaGetErrorName(error), ": ", cudaGetErrorString(error),
-                     "); run on a GPU host or use the CPU model"));
-  }
-  if (count == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what,
-                     ": no CUDA device visible (cudaGetDeviceCount returned "
-                     "0); run on a GPU host or use the CPU model"));
-  }
-  if (device >= count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, ": CUDA device ", device, " is not visible; this ",
-        "process sees ", count, " device(s) (check ", "CUDA_VISIBLE_DEVICES)"));
-  }
-  return absl::OkStatus();
-}
-
-ScopedCudaDevice::ScopedCudaDevice(int device) {
-  status_ = CudaStatus(cudaGetDevice(&previous_), "cudaGetDevice");
-  if (!status_.ok()) return;
-  restore_ = true;
-  if (previous_ == device) return;
-  status_ = CudaStatus(cudaSetDevice(device),
-                       absl::StrCat("cudaSetDevice(", device, ")"));
-}
-
-ScopedCudaDevice::~ScopedCudaDevice() {
-  if (!restore_) return;
-  int current = -1;
-  if (cudaGetDevice(&current) == cudaSuccess && current == previous_) return;
-  (void)cudaSetDevice(previous_);
 }
 
 }  // namespace gpu
