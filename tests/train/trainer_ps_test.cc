@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "server/ps/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/store/status_matchers.h"
+#include "worker/train/checkpoint.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ps_sync.h"
 #include "worker/train/ring_sync.h"
@@ -398,6 +400,53 @@ TEST_F(TrainerPsTest, RuntimeSwitchesOfAnSspJob_SameStepsOnEveryRank) {
     EXPECT_EQ(out.metrics[r].back().param_hash(),
               out.metrics[0].back().param_hash());
   }
+}
+
+// Checkpoints of a PS-mode job hold the shards' optimizer state: they match
+// a ring-mode job's checkpoints of the same steps (parameters within
+// rounding, Adam's step count and moments).
+TEST_F(TrainerPsTest, PsModeCheckpoints_MatchRingModeCheckpoints) {
+  constexpr int64_t kSteps = 10;
+  const std::string base = ::testing::TempDir() + "/trainer_ps_ckpt";
+  std::filesystem::remove_all(base);
+  TrainerConfig ring = Config(OptimizerKind::kAdam, kSteps);
+  ring.checkpoint_dir = base + "/ring";
+  ring.checkpoint_every = 4;
+  TrainerConfig ps = Config(OptimizerKind::kAdam, kSteps);
+  ps.initial_path = SyncPath::kPs;
+  ps.checkpoint_dir = base + "/ps";
+  ps.checkpoint_every = 4;
+  ASSERT_NO_FATAL_FAILURE(ExpectLockstep(Run(ring), kSteps));
+  ASSERT_NO_FATAL_FAILURE(ExpectLockstep(Run(ps), kSteps));
+  for (int64_t done : {4, 8, 10}) {
+    SCOPED_TRACE(absl::StrCat("after ", done, " steps"));
+    absl::StatusOr<Checkpoint> a =
+        ReadCheckpoint(CheckpointPath(ring.checkpoint_dir, done));
+    absl::StatusOr<Checkpoint> b =
+        ReadCheckpoint(CheckpointPath(ps.checkpoint_dir, done));
+    ASSERT_THAT(a, IsOk());
+    ASSERT_THAT(b, IsOk());
+    EXPECT_EQ(b->steps_done, done);
+    EXPECT_EQ(b->optimizer.kind, OptimizerKind::kAdam);
+    EXPECT_EQ(b->optimizer.step, a->optimizer.step);
+    ASSERT_EQ(b->params.size(), a->params.size());
+    ASSERT_EQ(b->optimizer.buffers.size(), 2u);
+    double worst = 0;
+    for (size_t i = 0; i < a->params.size(); ++i) {
+      worst = std::max(worst, std::abs(double{a->params[i]} - b->params[i]));
+    }
+    EXPECT_LT(worst, 1e-5);
+    // Adam's first moment moved too (not zeros, close to the ring's).
+    double m_diff = 0, m_norm = 0;
+    for (size_t i = 0; i < a->params.size(); ++i) {
+      m_diff = std::max(m_diff, std::abs(double{a->optimizer.buffers[0][i]} -
+                                         b->optimizer.buffers[0][i]));
+      m_norm = std::max(m_norm, std::abs(double{b->optimizer.buffers[0][i]}));
+    }
+    EXPECT_GT(m_norm, 0);
+    EXPECT_LT(m_diff, 1e-4 * m_norm + 1e-9);
+  }
+  std::filesystem::remove_all(base);
 }
 
 // A server that goes away in the middle of PS steps: every rank fails
