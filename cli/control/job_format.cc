@@ -254,9 +254,10 @@ std::string FormatSwitchTable(const JobStatus& job) {
     rows.push_back({absl::StrCat(s.step()), SyncModeName(s.from_mode()),
                     SyncModeName(s.to_mode()),
                     s.epoch() > 0 ? absl::StrCat("request ", s.epoch())
-                                  : std::string("scripted")});
+                                  : std::string("scripted"),
+                    FormatMillis(s.move_s())});
   }
-  return FormatTable({"STEP", "FROM", "TO", "BY"}, rows);
+  return FormatTable({"STEP", "FROM", "TO", "BY", "MOVE_MS"}, rows);
 }
 
 std::string FormatWorkersTable(const ListWorkersResponse& workers, double now) {

@@ -97,8 +97,11 @@ void ProgressTracker::OnEvent(const JobEvent& event) {
     PrintLine(absl::StrCat(
         "job ", status_.job_id(), ": switched ", SyncModeName(s.from_mode()),
         " -> ", SyncModeName(s.to_mode()), " at step ", s.step(),
-        s.epoch() > 0 ? absl::StrCat(" (request ", s.epoch(), ")")
-                      : std::string(" (scripted)")));
+        s.epoch() > 0 ? absl::StrCat(" (request ", s.epoch())
+                      : std::string(" (scripted"),
+        s.move_s() > 0 ? absl::StrCat("; state moved in ",
+                                      FormatMillis(s.move_s()), " ms)")
+                       : std::string(")")));
   }
   PrintProgress();
 }

@@ -136,7 +136,8 @@ void Job::AddMetrics(
     RankRecord& rank = ranks_[step.rank()];
     rank.last_step = std::max(rank.last_step, step.step());
     if (step.rank() == 0) {
-      modes_.Record(step.step(), step.mode(), step.switch_epoch());
+      modes_.Record(step.step(), step.mode(), step.switch_epoch(),
+                    step.switch_s());
     }
     metrics_.push_back(step);
   }

@@ -14,9 +14,10 @@ SyncMode Normalized(SyncMode mode) {
 
 ModeHistory::ModeHistory(SyncMode initial) : initial_(Normalized(initial)) {}
 
-void ModeHistory::Record(int64_t step, SyncMode mode, int64_t epoch) {
-  auto [it, inserted] =
-      steps_.insert_or_assign(step, StepMode{Normalized(mode), epoch});
+void ModeHistory::Record(int64_t step, SyncMode mode, int64_t epoch,
+                         double switch_s) {
+  auto [it, inserted] = steps_.insert_or_assign(
+      step, StepMode{Normalized(mode), epoch, switch_s});
   // Only this step's record and the next step's can change.
   Refresh(it);
   if (auto next = std::next(it); next != steps_.end()) Refresh(next);
@@ -32,6 +33,7 @@ void ModeHistory::Refresh(Steps::const_iterator it) {
   record.set_from_mode(std::prev(it)->second.mode);
   record.set_to_mode(it->second.mode);
   record.set_epoch(it->second.epoch);
+  record.set_move_s(it->second.switch_s);
   switches_[it->first] = std::move(record);
 }
 

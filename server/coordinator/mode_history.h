@@ -32,9 +32,11 @@ class ModeHistory {
   // UNSPECIFIED reads as RING, here and in Record.
   explicit ModeHistory(SyncMode initial);
 
-  // Records the mode of `step`; a step recorded again replaces the
-  // earlier record. O(log steps).
-  void Record(int64_t step, SyncMode mode, int64_t epoch);
+  // Records the mode of `step` (and the seconds spent switching to it,
+  // StepMetrics.switch_s); a step recorded again replaces the earlier
+  // record. O(log steps).
+  void Record(int64_t step, SyncMode mode, int64_t epoch,
+              double switch_s = 0);
 
   // The mode of the highest step recorded; the initial mode before any.
   SyncMode current() const;
@@ -46,6 +48,7 @@ class ModeHistory {
   struct StepMode {
     SyncMode mode = SYNC_MODE_RING;
     int64_t epoch = 0;
+    double switch_s = 0;
   };
   using Steps = std::map<int64_t, StepMode>;
 

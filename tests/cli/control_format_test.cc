@@ -117,8 +117,9 @@ TEST(MetricsFormatTest, CsvHasAHeaderAndOneRowPerMetric) {
   EXPECT_EQ(header,
             "rank,step,loss,compute_s,comm_s,idle_s,step_s,bytes_sent,"
             "bytes_received,samples,param_hash,mode,test_accuracy,wall_time,"
-            "switch_epoch");
-  EXPECT_EQ(first, "0,0,1,0.5,0.25,0.25,1,1024,2048,32,0,SYNC_MODE_RING,0,0,0");
+            "switch_epoch,switch_s");
+  EXPECT_EQ(first,
+            "0,0,1,0.5,0.25,0.25,1,1024,2048,32,0,SYNC_MODE_RING,0,0,0,0");
   EXPECT_THAT(second, StartsWith("1,0,"));
   EXPECT_THAT(third, StartsWith("0,1,0.5,"));
 }
@@ -244,6 +245,7 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   first->set_from_mode(SYNC_MODE_PS);
   first->set_to_mode(SYNC_MODE_RING);
   first->set_epoch(1);
+  first->set_move_s(0.0123);
   SwitchRecord* second = job.add_switches();
   second->set_step(50);
   second->set_from_mode(SYNC_MODE_PS);
@@ -257,9 +259,9 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   EXPECT_THAT(detail, HasSubstr("scripted:  ring from step 50\n"));
   EXPECT_THAT(detail, HasSubstr("requests:  1 runtime switch request "));
   EXPECT_THAT(detail, HasSubstr("switches:\n"
-                                "STEP  FROM  TO    BY\n"
-                                "20    ps    ring  request 1\n"
-                                "50    ps    ring  scripted\n"));
+                                "STEP  FROM  TO    BY         MOVE_MS\n"
+                                "20    ps    ring  request 1  12.30\n"
+                                "50    ps    ring  scripted   0.00\n"));
   // A ring job shows none of it but its mode.
   JobStatus ring;
   ring.set_mode(SYNC_MODE_RING);
@@ -433,10 +435,9 @@ TEST(ProgressTest, BreakdownPerRankAndAll) {
 }
 
 TEST(ProgressTest, BreakdownPerMode_SideBySide) {
-  std::vector<StepMetrics> metrics = {Metric(0, 0, 0.010, 0.004, 0.020),
-                                      Metric(1, 0, 0.010, 0.010, 0.020),
-                                      Metric(0, 1, 0.030, 0.002, 0.040),
-                                      Metric(1, 1, 0.030, 0.002, 0.040)};
+  std::vector<StepMetrics> metrics = {
+      Metric(0, 0, 0.010, 0.004, 0.020), Metric(1, 0, 0.010, 0.010, 0.020),
+      Metric(0, 1, 0.030, 0.002, 0.040), Metric(1, 1, 0.030, 0.002, 0.040)};
   metrics[0].set_mode(SYNC_MODE_PS);
   metrics[1].set_mode(SYNC_MODE_PS);
   metrics[2].set_mode(SYNC_MODE_RING);

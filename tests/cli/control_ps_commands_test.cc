@@ -76,8 +76,8 @@ TEST_F(ControlCommandsTest, Status_PsJob_ShowsModeShardsAndSwitches) {
   EXPECT_THAT(out_.str(), HasSubstr("mode:      ring\n"));
   EXPECT_THAT(out_.str(),
               HasSubstr("ps shards: 0=127.0.0.1:7001 1=127.0.0.1:7002\n"));
-  EXPECT_THAT(out_.str(), HasSubstr("STEP  FROM  TO    BY\n"
-                                    "2     ps    ring  request 1\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("STEP  FROM  TO    BY         MOVE_MS\n"
+                                    "2     ps    ring  request 1  "));
   EXPECT_EQ(Run(RunStatus, {"j-ps", "--json"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("\"mode\":\"SYNC_MODE_RING\","
                                     "\"switches\":[{\"step\":2,"));

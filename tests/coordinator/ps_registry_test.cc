@@ -80,7 +80,7 @@ TEST(ModeHistoryTest, NoSteps_TheInitialMode) {
 
 TEST(ModeHistoryTest, OutOfOrderAndRepeatedSteps_SwitchesBetweenNeighbours) {
   ModeHistory modes(SYNC_MODE_RING);
-  modes.Record(5, SYNC_MODE_RING, 0);
+  modes.Record(5, SYNC_MODE_RING, 0, /*switch_s=*/0.25);
   modes.Record(0, SYNC_MODE_UNSPECIFIED, 0);  // reads as ring
   EXPECT_THAT(modes.Switches(), IsEmpty());
   modes.Record(3, SYNC_MODE_PS, 2);
@@ -95,6 +95,7 @@ TEST(ModeHistoryTest, OutOfOrderAndRepeatedSteps_SwitchesBetweenNeighbours) {
   EXPECT_EQ(switches[0].epoch(), 0);
   EXPECT_EQ(switches[1].step(), 5);
   EXPECT_EQ(switches[1].to_mode(), SYNC_MODE_RING);
+  EXPECT_EQ(switches[1].move_s(), 0.25);
   EXPECT_EQ(modes.current(), SYNC_MODE_RING);
   // Step 5 reported again in PS: no switch back any more.
   modes.Record(5, SYNC_MODE_PS, 0);

@@ -280,6 +280,11 @@ TEST_P(TrainerPsOptimizerTest, PsAndSwitchedRuns_FollowTheRingRun) {
     const Outcome out = Run(*config);
     ASSERT_NO_FATAL_FAILURE(ExpectLockstep(out, kSteps));
     for (int64_t s = 0; s < kSteps; ++s) {
+      // The state moves are timed on the steps that start a new path.
+      const bool switched =
+          s == 0 ? config->initial_path == SyncPath::kPs
+                 : out.metrics[0][s].mode() != out.metrics[0][s - 1].mode();
+      EXPECT_EQ(out.metrics[0][s].switch_s() > 0, switched) << "step " << s;
       SyncPath expected = config->initial_path;
       for (const ScriptedSwitch& sw : config->switches) {
         if (sw.step <= s) expected = sw.path;

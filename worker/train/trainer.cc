@@ -138,12 +138,18 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     operation_ = "step start";
     if (Cancelled()) return Fail(step, absl::CancelledError("cancelled"));
     int64_t epoch = 0;
+    const SyncPath before = path_;
+    const absl::Time switch_start = absl::Now();
     absl::Status status = TakePathOf(step, &epoch);
     if (!status.ok()) return Fail(step, status);
+    const absl::Duration switching = absl::Now() - switch_start;
     StepMetrics metrics;
     status = Step(step, &metrics);
     if (!status.ok()) return Fail(step, status);
     metrics.set_switch_epoch(epoch);
+    if (path_ != before || (step == 0 && path_ == SyncPath::kPs)) {
+      metrics.set_switch_s(Seconds(switching));
+    }
     const bool last = step + 1 == num_steps_;
     if (last && path_ == SyncPath::kPs) {
       // Every rank takes the final parameters (and the optimizer state,
