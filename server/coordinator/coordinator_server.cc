@@ -6,7 +6,6 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/store/sync_server.h"
@@ -17,19 +16,6 @@ namespace {
 // How long Shutdown lets calls in flight finish before gRPC cancels them;
 // waiting calls return within a wait slice once the service shuts down.
 constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
-
-absl::StatusOr<std::string> HostOf(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "coordinator listen address '", address,
-        "' is not host:port (for example 127.0.0.1:29400 or 0.0.0.0:29400)"));
-  }
-  return address.substr(0, colon);
-}
 
 }  // namespace
 
@@ -42,7 +28,9 @@ CoordinatorServer::CoordinatorServer(
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     const std::string& listen_address, CoordinatorConfig config,
     const CoordinatorServerOptions& options) {
-  ASSIGN_OR_RETURN(std::string host, HostOf(listen_address));
+  ASSIGN_OR_RETURN(std::string host,
+                   ListenHost(listen_address, "coordinator",
+                              "127.0.0.1:29400 or 0.0.0.0:29400"));
   if (options.max_threads < kSyncServerMaxPollers + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("coordinator max_threads is ", options.max_threads,

@@ -6,7 +6,6 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -19,19 +18,6 @@ namespace {
 // waiting handlers return within a cancel-check slice anyway.
 constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
 
-absl::StatusOr<std::string> HostOf(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter-server listen address '", address,
-        "' is not host:port (for example 127.0.0.1:0 or 0.0.0.0:29600)"));
-  }
-  return address.substr(0, colon);
-}
-
 }  // namespace
 
 PsServer::PsServer(std::string host)
@@ -39,7 +25,9 @@ PsServer::PsServer(std::string host)
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
     const std::string& listen_address, const PsServerOptions& options) {
-  ASSIGN_OR_RETURN(std::string host, HostOf(listen_address));
+  ASSIGN_OR_RETURN(std::string host,
+                   ListenHost(listen_address, "parameter-server",
+                              "127.0.0.1:0 or 0.0.0.0:29600"));
   if (options.max_threads < kSyncServerMaxPollers + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameter-server max_threads is ", options.max_threads,

@@ -6,7 +6,6 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -20,22 +19,6 @@ namespace {
 // non-blocking calls.
 constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
 
-// Splits "host:port" at its last colon; the port must be 0..65535.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "store listen address '", address,
-        "' is not host:port (for example 127.0.0.1:29500, 0.0.0.0:0 or "
-        "[::]:29500)"));
-  }
-  return std::make_pair(address.substr(0, colon), port);
-}
-
 }  // namespace
 
 StoreServer::StoreServer(std::string host)
@@ -43,14 +26,16 @@ StoreServer::StoreServer(std::string host)
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
     const std::string& listen_address, const StoreServerOptions& options) {
-  ASSIGN_OR_RETURN(const auto host_port, SplitHostPort(listen_address));
+  ASSIGN_OR_RETURN(std::string host,
+                   ListenHost(listen_address, "store",
+                              "127.0.0.1:29500, 0.0.0.0:0 or [::]:29500"));
   if (options.max_threads < kSyncServerMaxPollers + 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("store server max_threads is ", options.max_threads,
                      "; it needs at least ", kSyncServerMaxPollers + 1,
                      " (pollers plus one caller)"));
   }
-  std::unique_ptr<StoreServer> server(new StoreServer(host_port.first));
+  std::unique_ptr<StoreServer> server(new StoreServer(std::move(host)));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),

@@ -13,6 +13,9 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 namespace gradsync {
 
 inline constexpr int kSyncServerMinPollers = 2;
@@ -24,6 +27,13 @@ inline constexpr int kSyncServerMaxPollers = 8;
 // would let two servers share a port and split their clients).
 void ConfigureSyncServer(grpc::ServerBuilder& builder,
                          const std::string& quota_name, int max_threads);
+
+// The host of a daemon's listen address "host:port" (port 0..65535, split
+// at the last colon); INVALID_ARGUMENT "<what> listen address '<address>'
+// is not host:port (for example <examples>)" otherwise.
+absl::StatusOr<std::string> ListenHost(const std::string& address,
+                                       absl::string_view what,
+                                       absl::string_view examples);
 
 }  // namespace gradsync
 
