@@ -4,11 +4,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -19,88 +15,20 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "tests/util/daemon_process.h"
 
 namespace gradsync {
 namespace {
+
+using ::gradsync::testing::DaemonProcess;
 
 using ::testing::StartsWith;
 
 constexpr absl::Duration kProcessTimeout = absl::Seconds(10);
 
-// A child process running gradsync-coordinator with stdout on a pipe.
-class CoordinatorProcess {
- public:
-  explicit CoordinatorProcess(std::vector<std::string> args) {
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    std::string binary = GRADSYNC_COORDINATOR_BINARY;
-    std::vector<char*> argv = {binary.data()};
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    stdout_fd_ = fds[0];
-  }
-
-  ~CoordinatorProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdout_fd_ >= 0) close(stdout_fd_);
-  }
-
-  bool started() const { return pid_ > 0 && stdout_fd_ >= 0; }
-
-  // Reads stdout up to a newline, EOF or `timeout`.
-  std::string ReadLine(absl::Duration timeout) {
-    std::string line;
-    const absl::Time deadline = absl::Now() + timeout;
-    char c;
-    while (WaitReadable(deadline) && read(stdout_fd_, &c, 1) == 1 &&
-           c != '\n') {
-      line.push_back(c);
-    }
-    return line;
-  }
-
-  void Signal(int signal_number) { kill(pid_, signal_number); }
-
-  // The exit code, or -1 if it did not exit normally within `timeout`.
-  int WaitForExit(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    char c;
-    while (WaitReadable(deadline) && read(stdout_fd_, &c, 1) == 1) {
-    }
-    if (absl::Now() >= deadline) return -1;
-    int wstatus = 0;
-    if (waitpid(pid_, &wstatus, 0) != pid_) return -1;
-    reaped_ = true;
-    return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-  }
-
- private:
-  bool WaitReadable(absl::Time deadline) {
-    const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-    if (ms <= 0) return false;
-    pollfd pfd = {stdout_fd_, POLLIN, 0};
-    return poll(&pfd, 1, static_cast<int>(ms)) == 1;
-  }
-
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  bool reaped_ = false;
-};
-
 TEST(CoordinatorBinaryTest, Run_AnnouncesAddressServesAndExitsOnSigterm) {
-  CoordinatorProcess process(
+  DaemonProcess process(
+      GRADSYNC_COORDINATOR_BINARY,
       {"--listen", "127.0.0.1:0", "--lease-ms", "3000", "--heartbeat-ms=300"});
   ASSERT_TRUE(process.started());
   std::string line = process.ReadLine(kProcessTimeout);
@@ -130,15 +58,16 @@ TEST(CoordinatorBinaryTest, Run_BadCommandLine_ExitsTwo) {
        {std::vector<std::string>{"--bogus"},
         std::vector<std::string>{"--lease-ms", "soon"},
         std::vector<std::string>{"--listen"}}) {
-    CoordinatorProcess process(args);
+    DaemonProcess process(GRADSYNC_COORDINATOR_BINARY, args);
     ASSERT_TRUE(process.started());
     EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2) << args[0];
   }
 }
 
 TEST(CoordinatorBinaryTest, Run_HeartbeatNotBelowLease_ExitsOne) {
-  CoordinatorProcess process({"--listen", "127.0.0.1:0", "--lease-ms", "100",
-                              "--heartbeat-ms", "500"});
+  DaemonProcess process(GRADSYNC_COORDINATOR_BINARY,
+                        {"--listen", "127.0.0.1:0", "--lease-ms", "100",
+                         "--heartbeat-ms", "500"});
   ASSERT_TRUE(process.started());
   EXPECT_EQ(process.WaitForExit(kProcessTimeout), 1);
 }

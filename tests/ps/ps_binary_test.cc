@@ -3,11 +3,7 @@
 // coordinator (a tiny in-test one) and heartbeats, and, killed in the
 // middle of a step, fails its clients' step promptly with UNAVAILABLE.
 // GRADSYNC_PS_BINARY is its path, set by CMake.
-#include <poll.h>
 #include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -21,9 +17,12 @@
 #include "server/ps/ps_client.h"
 #include "tests/ps/fake_coordinator.h"
 #include "tests/store/status_matchers.h"
+#include "tests/util/daemon_process.h"
 
 namespace gradsync {
 namespace {
+
+using ::gradsync::testing::DaemonProcess;
 
 using ::gradsync::testing::FakeCoordinator;
 using ::gradsync::testing::IsOk;
@@ -34,87 +33,8 @@ using ::testing::StartsWith;
 
 constexpr absl::Duration kProcessTimeout = absl::Seconds(10);
 
-// A child process running gradsync-ps with its stdout on a pipe.
-class PsProcess {
- public:
-  explicit PsProcess(const std::vector<std::string>& args) {
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      std::string binary = GRADSYNC_PS_BINARY;
-      std::vector<std::string> copies = args;
-      std::vector<char*> argv = {binary.data()};
-      for (std::string& arg : copies) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    stdout_fd_ = fds[0];
-  }
-
-  ~PsProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdout_fd_ >= 0) close(stdout_fd_);
-  }
-
-  bool started() const { return pid_ > 0 && stdout_fd_ >= 0; }
-  pid_t pid() const { return pid_; }
-
-  // Reads stdout up to a newline, EOF or the timeout.
-  std::string ReadLine(absl::Duration timeout) {
-    std::string line;
-    const absl::Time deadline = absl::Now() + timeout;
-    while (line.empty() || line.back() != '\n') {
-      const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-      pollfd pfd = {stdout_fd_, POLLIN, 0};
-      if (ms <= 0 || poll(&pfd, 1, static_cast<int>(ms)) != 1) break;
-      char c;
-      if (read(stdout_fd_, &c, 1) != 1) break;
-      line.push_back(c);
-    }
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    return line;
-  }
-
-  void Signal(int signal_number) {
-    kill(pid_, signal_number);
-    if (signal_number == SIGKILL) {
-      waitpid(pid_, nullptr, 0);
-      reaped_ = true;
-    }
-  }
-
-  // The exit code, or -1 if it did not exit normally within `timeout`.
-  int WaitForExit(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      int wstatus = 0;
-      const pid_t done = waitpid(pid_, &wstatus, WNOHANG);
-      if (done == pid_) {
-        reaped_ = true;
-        return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stdout_fd_ = -1;
-  bool reaped_ = false;
-};
-
 TEST(GradsyncPsBinaryTest, Run_PrintsAddressServesAndExitsOnSigterm) {
-  PsProcess process({"--listen", "127.0.0.1:0"});
+  DaemonProcess process(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0"});
   ASSERT_TRUE(process.started());
   const std::string address = process.ReadLine(kProcessTimeout);
   ASSERT_THAT(address, StartsWith("127.0.0.1:"));
@@ -141,17 +61,17 @@ TEST(GradsyncPsBinaryTest, Run_PrintsAddressServesAndExitsOnSigterm) {
 }
 
 TEST(GradsyncPsBinaryTest, Run_UnknownFlag_ExitsTwo) {
-  PsProcess process({"--bogus"});
+  DaemonProcess process(GRADSYNC_PS_BINARY, {"--bogus"});
   ASSERT_TRUE(process.started());
   EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2);
 }
 
 TEST(GradsyncPsBinaryTest, Run_PortTaken_ExitsOne) {
-  PsProcess first({"--listen", "127.0.0.1:0"});
+  DaemonProcess first(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0"});
   ASSERT_TRUE(first.started());
   const std::string address = first.ReadLine(kProcessTimeout);
   ASSERT_THAT(address, StartsWith("127.0.0.1:"));
-  PsProcess second({"--listen", address});
+  DaemonProcess second(GRADSYNC_PS_BINARY, {"--listen", address});
   ASSERT_TRUE(second.started());
   EXPECT_EQ(second.WaitForExit(kProcessTimeout), 1);
 }
@@ -183,7 +103,8 @@ bool Eventually(Done done) {
 TEST(GradsyncPsBinaryTest, Run_WithCoordinator_RegistersAndHeartbeats) {
   FakeCoordinator coordinator;
   ASSERT_NE(coordinator.port(), 0);
-  PsProcess process(
+  DaemonProcess process(
+      GRADSYNC_PS_BINARY,
       {"--listen", "127.0.0.1:0", "--coordinator", coordinator.address()});
   ASSERT_TRUE(process.started());
   const std::string address = process.ReadLine(kProcessTimeout);
@@ -211,7 +132,8 @@ TEST(GradsyncPsBinaryTest, Run_WithCoordinator_RegistersAndHeartbeats) {
 TEST(GradsyncPsBinaryTest, Run_CoordinatorRefuses_ExitsOneWithoutAddress) {
   FakeCoordinator coordinator;
   coordinator.RefuseRegistrations();
-  PsProcess process(
+  DaemonProcess process(
+      GRADSYNC_PS_BINARY,
       {"--listen", "127.0.0.1:0", "--coordinator", coordinator.address()});
   ASSERT_TRUE(process.started());
   EXPECT_EQ(process.WaitForExit(kProcessTimeout), 1);
@@ -224,7 +146,8 @@ TEST(GradsyncPsBinaryTest, Run_SigtermWhileRegistering_ExitsZeroPromptly) {
     FakeCoordinator gone;
     unreachable = gone.address();
   }
-  PsProcess process({"--listen", "127.0.0.1:0", "--coordinator", unreachable});
+  DaemonProcess process(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0",
+                                             "--coordinator", unreachable});
   ASSERT_TRUE(process.started());
   absl::SleepFor(absl::Milliseconds(300));
   process.Signal(SIGTERM);
@@ -232,7 +155,7 @@ TEST(GradsyncPsBinaryTest, Run_SigtermWhileRegistering_ExitsZeroPromptly) {
 }
 
 TEST(GradsyncPsBinaryTest, KilledMidStep_StepFailsUnavailablePromptly) {
-  PsProcess process({"--listen", "127.0.0.1:0"});
+  DaemonProcess process(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0"});
   ASSERT_TRUE(process.started());
   const std::string address = process.ReadLine(kProcessTimeout);
   ASSERT_THAT(address, StartsWith("127.0.0.1:"));
