@@ -10,23 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/model/batch_checks.h"
 
 namespace gradsync {
 namespace {
 
 int AsInt(size_t n) { return static_cast<int>(n); }
-
-// Checks that every label is a class index.
-absl::Status CheckLabels(absl::Span<const int32_t> labels, size_t classes) {
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] < 0 || static_cast<size_t>(labels[i]) >= classes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("label ", labels[i], " of example ", i,
-                       " is not a class index in [0, ", classes, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 // Softmax cross-entropy of `batch` rows of `classes` logits. Adds the
 // per-example losses and hits to `sum_loss` and `correct`. When `dlogits`
@@ -76,21 +65,6 @@ absl::StatusOr<Mlp> Mlp::Create(absl::Span<const size_t> layer_sizes,
 }
 
 void Mlp::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
-
-absl::Status Mlp::CheckBatch(absl::Span<const float> inputs,
-                             size_t batch) const {
-  if (batch > static_cast<size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch of ", batch, " examples exceeds ", INT_MAX));
-  }
-  if (inputs.size() / input_size() != batch ||
-      inputs.size() % input_size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs hold ", inputs.size(), " floats; ", batch, " examples of ",
-        input_size(), " features need ", batch * input_size()));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status Mlp::Reserve(size_t batch) {
   if (batch <= reserved_batch_) return absl::OkStatus();
@@ -185,7 +159,7 @@ absl::StatusOr<BatchMetrics> Mlp::ForwardBackward(
     absl::Span<const float> inputs, absl::Span<const int32_t> labels,
     const ForwardBackwardOptions& options) {
   const size_t batch = labels.size();
-  RETURN_IF_ERROR(CheckBatch(inputs, batch));
+  RETURN_IF_ERROR(CheckBatchInputs(inputs, batch, input_size()));
   RETURN_IF_ERROR(CheckLabels(labels, num_classes()));
   BatchMetrics metrics;
   metrics.count = batch;
@@ -218,17 +192,9 @@ absl::StatusOr<BatchMetrics> Mlp::ForwardBackward(
 absl::StatusOr<BatchMetrics> Mlp::Evaluate(absl::Span<const float> inputs,
                                            absl::Span<const int32_t> labels,
                                            size_t batch_size) {
-  if (batch_size == 0) {
-    return absl::InvalidArgumentError("evaluation batch size must be >= 1");
-  }
+  RETURN_IF_ERROR(CheckEvaluationInputs(inputs, labels, batch_size,
+                                        input_size(), num_classes()));
   const size_t n = labels.size();
-  if (inputs.size() != n * input_size() ||
-      (n > 0 && inputs.size() / n != input_size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs hold ", inputs.size(), " floats; ", n, " examples of ",
-        input_size(), " features need ", n * input_size()));
-  }
-  RETURN_IF_ERROR(CheckLabels(labels, num_classes()));
   const size_t chunk =
       std::min<size_t>({batch_size, n, static_cast<size_t>(INT_MAX)});
   RETURN_IF_ERROR(Reserve(chunk));
@@ -248,7 +214,7 @@ absl::StatusOr<BatchMetrics> Mlp::Evaluate(absl::Span<const float> inputs,
 absl::Status Mlp::Predict(absl::Span<const float> inputs,
                           absl::Span<int32_t> classes) {
   const size_t n = classes.size();
-  RETURN_IF_ERROR(CheckBatch(inputs, n));
+  RETURN_IF_ERROR(CheckBatchInputs(inputs, n, input_size()));
   // Bounded chunks keep the workspace small for large inputs.
   constexpr size_t kChunk = 1024;
   RETURN_IF_ERROR(Reserve(std::min(n, kChunk)));

@@ -122,8 +122,6 @@ class Mlp {
  private:
   explicit Mlp(MlpLayout layout) : layout_(std::move(layout)) {}
 
-  // Checks inputs.size() == batch * input_size() and batch <= INT_MAX.
-  absl::Status CheckBatch(absl::Span<const float> inputs, size_t batch) const;
   // Sizes the activation workspace for `batch` examples.
   absl::Status Reserve(size_t batch);
   // Runs the layers on `batch` examples; returns the logits [batch][classes].

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/model/batch_checks.h"
 #include "worker/model/cuda/cuda_mlp.h"
 #include "worker/model/cuda/cuda_status.h"
 #include "worker/model/cuda/mlp_kernels.h"
@@ -24,31 +25,6 @@ namespace gradsync {
 namespace {
 
 int AsInt(size_t n) { return static_cast<int>(n); }
-
-absl::Status CheckLabels(absl::Span<const int32_t> labels, size_t classes) {
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] < 0 || static_cast<size_t>(labels[i]) >= classes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("label ", labels[i], " of example ", i,
-                       " is not a class index in [0, ", classes, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckInputs(absl::Span<const float> inputs, size_t batch,
-                         size_t features) {
-  if (batch > static_cast<size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch of ", batch, " examples exceeds ", INT_MAX));
-  }
-  if (inputs.size() / features != batch || inputs.size() % features != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs hold ", inputs.size(), " floats; ", batch, " examples of ",
-        features, " features need ", batch * features));
-  }
-  return absl::OkStatus();
-}
 
 std::string LayerContext(absl::string_view call, size_t l,
                          absl::string_view what) {
@@ -195,7 +171,7 @@ absl::StatusOr<BatchMetrics> CudaMlp::ForwardBackward(
     absl::Span<const float> inputs, absl::Span<const int32_t> labels,
     const ForwardBackwardOptions& options) {
   const size_t batch = labels.size();
-  RETURN_IF_ERROR(CheckInputs(inputs, batch, input_size()));
+  RETURN_IF_ERROR(CheckBatchInputs(inputs, batch, input_size()));
   RETURN_IF_ERROR(CheckLabels(labels, num_classes()));
   gpu::ScopedCudaDevice scoped(device());
   RETURN_IF_ERROR(scoped.status());
@@ -236,17 +212,9 @@ absl::StatusOr<BatchMetrics> CudaMlp::ForwardBackward(
 absl::StatusOr<BatchMetrics> CudaMlp::Evaluate(absl::Span<const float> inputs,
                                                absl::Span<const int32_t> labels,
                                                size_t batch_size) {
-  if (batch_size == 0) {
-    return absl::InvalidArgumentError("evaluation batch size must be >= 1");
-  }
+  RETURN_IF_ERROR(CheckEvaluationInputs(inputs, labels, batch_size,
+                                        input_size(), num_classes()));
   const size_t n = labels.size();
-  if (inputs.size() != n * input_size() ||
-      (n > 0 && inputs.size() / n != input_size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "inputs hold ", inputs.size(), " floats; ", n, " examples of ",
-        input_size(), " features need ", n * input_size()));
-  }
-  RETURN_IF_ERROR(CheckLabels(labels, num_classes()));
   BatchMetrics metrics;
   metrics.count = n;
   if (n == 0) return metrics;
