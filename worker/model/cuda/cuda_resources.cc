@@ -83,114 +83,47 @@ void PinnedMemory::Release() {
   bytes_ = 0;
 }
 
-// --- CudaStream -------------------------------------------------------------
+// --- CudaStream, CudaEvent, CublasHandle -----------------------------------
 
 absl::StatusOr<CudaStream> CudaStream::Create(int device) {
   ScopedCudaDevice scoped(device);
   RETURN_IF_ERROR(scoped.status());
   CudaStream stream;
-  stream.device_ = device;
+  stream.set_device(device);
   RETURN_IF_ERROR(CudaStatus(
-      cudaStreamCreateWithFlags(&stream.stream_, cudaStreamNonBlocking),
+      cudaStreamCreateWithFlags(stream.handle_slot(), cudaStreamNonBlocking),
       absl::StrCat("cudaStreamCreateWithFlags on device ", device)));
   return stream;
 }
-
-CudaStream::CudaStream(CudaStream&& other) noexcept
-    : device_(other.device_), stream_(std::exchange(other.stream_, nullptr)) {}
-
-CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
-  if (this != &other) {
-    Release();
-    device_ = other.device_;
-    stream_ = std::exchange(other.stream_, nullptr);
-  }
-  return *this;
-}
-
-CudaStream::~CudaStream() { Release(); }
-
-void CudaStream::Release() {
-  if (stream_ == nullptr) return;
-  ScopedCudaDevice scoped(device_);
-  (void)cudaStreamDestroy(stream_);
-  stream_ = nullptr;
-}
-
-// --- CudaEvent --------------------------------------------------------------
 
 absl::StatusOr<CudaEvent> CudaEvent::Create(int device) {
   ScopedCudaDevice scoped(device);
   RETURN_IF_ERROR(scoped.status());
   CudaEvent event;
-  event.device_ = device;
+  event.set_device(device);
   RETURN_IF_ERROR(CudaStatus(
-      cudaEventCreateWithFlags(&event.event_, cudaEventDisableTiming),
+      cudaEventCreateWithFlags(event.handle_slot(), cudaEventDisableTiming),
       absl::StrCat("cudaEventCreateWithFlags on device ", device)));
   return event;
 }
-
-CudaEvent::CudaEvent(CudaEvent&& other) noexcept
-    : device_(other.device_), event_(std::exchange(other.event_, nullptr)) {}
-
-CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
-  if (this != &other) {
-    Release();
-    device_ = other.device_;
-    event_ = std::exchange(other.event_, nullptr);
-  }
-  return *this;
-}
-
-CudaEvent::~CudaEvent() { Release(); }
-
-void CudaEvent::Release() {
-  if (event_ == nullptr) return;
-  ScopedCudaDevice scoped(device_);
-  (void)cudaEventDestroy(event_);
-  event_ = nullptr;
-}
-
-// --- CublasHandle -----------------------------------------------------------
 
 absl::StatusOr<CublasHandle> CublasHandle::Create(int device,
                                                   cudaStream_t stream) {
   ScopedCudaDevice scoped(device);
   RETURN_IF_ERROR(scoped.status());
   CublasHandle handle;
-  handle.device_ = device;
+  handle.set_device(device);
   RETURN_IF_ERROR(
-      CublasStatus(cublasCreate(&handle.handle_),
+      CublasStatus(cublasCreate(handle.handle_slot()),
                    absl::StrCat("cublasCreate on device ", device)));
   RETURN_IF_ERROR(
-      CublasStatus(cublasSetStream(handle.handle_, stream), "cublasSetStream"));
+      CublasStatus(cublasSetStream(handle.get(), stream), "cublasSetStream"));
   // Full FP32 GEMMs: TF32 tensor-core math would lose ~3 decimal digits
   // against the CPU model.
   RETURN_IF_ERROR(
-      CublasStatus(cublasSetMathMode(handle.handle_, CUBLAS_DEFAULT_MATH),
+      CublasStatus(cublasSetMathMode(handle.get(), CUBLAS_DEFAULT_MATH),
                    "cublasSetMathMode(CUBLAS_DEFAULT_MATH)"));
   return handle;
-}
-
-CublasHandle::CublasHandle(CublasHandle&& other) noexcept
-    : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
-
-CublasHandle& CublasHandle::operator=(CublasHandle&& other) noexcept {
-  if (this != &other) {
-    Release();
-    device_ = other.device_;
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
-  return *this;
-}
-
-CublasHandle::~CublasHandle() { Release(); }
-
-void CublasHandle::Release() {
-  if (handle_ == nullptr) return;
-  ScopedCudaDevice scoped(device_);
-  (void)cublasDestroy(handle_);
-  handle_ = nullptr;
 }
 
 }  // namespace gpu

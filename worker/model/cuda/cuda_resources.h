@@ -23,8 +23,10 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/cuda_status.h"
 
 namespace gradsync {
 namespace gpu {
@@ -83,67 +85,63 @@ class PinnedMemory {
   size_t bytes_ = 0;
 };
 
-// A stream that does not synchronise with the legacy default stream.
-class CudaStream {
+// A CUDA object (stream, event, cuBLAS handle) created on `device` and
+// destroyed by Destroy with that device current; move-only. Destruction
+// errors are ignored (nothing could be done about them in a destructor).
+template <typename Handle, auto Destroy>
+class DeviceHandle {
  public:
-  CudaStream() = default;
-  static absl::StatusOr<CudaStream> Create(int device);
+  DeviceHandle() = default;
+  DeviceHandle(DeviceHandle&& other) noexcept
+      : device_(other.device_),
+        handle_(std::exchange(other.handle_, nullptr)) {}
+  DeviceHandle& operator=(DeviceHandle&& other) noexcept {
+    if (this != &other) {
+      Release();
+      device_ = other.device_;
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  DeviceHandle(const DeviceHandle&) = delete;
+  DeviceHandle& operator=(const DeviceHandle&) = delete;
+  ~DeviceHandle() { Release(); }
 
-  CudaStream(CudaStream&& other) noexcept;
-  CudaStream& operator=(CudaStream&& other) noexcept;
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  ~CudaStream();
+  Handle get() const { return handle_; }
 
-  cudaStream_t get() const { return stream_; }
+ protected:
+  // For the owners' Create: the device, and where the handle goes.
+  void set_device(int device) { device_ = device; }
+  Handle* handle_slot() { return &handle_; }
 
  private:
-  void Release();
+  void Release() {
+    if (handle_ == nullptr) return;
+    ScopedCudaDevice scoped(device_);
+    (void)Destroy(handle_);
+    handle_ = nullptr;
+  }
 
   int device_ = -1;
-  cudaStream_t stream_ = nullptr;
+  Handle handle_ = nullptr;
+};
+
+// A stream that does not synchronise with the legacy default stream.
+class CudaStream : public DeviceHandle<cudaStream_t, &cudaStreamDestroy> {
+ public:
+  static absl::StatusOr<CudaStream> Create(int device);
 };
 
 // An event without timing (the cheapest kind), for ordering streams.
-class CudaEvent {
+class CudaEvent : public DeviceHandle<cudaEvent_t, &cudaEventDestroy> {
  public:
-  CudaEvent() = default;
   static absl::StatusOr<CudaEvent> Create(int device);
-
-  CudaEvent(CudaEvent&& other) noexcept;
-  CudaEvent& operator=(CudaEvent&& other) noexcept;
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  ~CudaEvent();
-
-  cudaEvent_t get() const { return event_; }
-
- private:
-  void Release();
-
-  int device_ = -1;
-  cudaEvent_t event_ = nullptr;
 };
 
 // A cuBLAS handle bound to `stream`, in full-FP32 math (no TF32).
-class CublasHandle {
+class CublasHandle : public DeviceHandle<cublasHandle_t, &cublasDestroy> {
  public:
-  CublasHandle() = default;
   static absl::StatusOr<CublasHandle> Create(int device, cudaStream_t stream);
-
-  CublasHandle(CublasHandle&& other) noexcept;
-  CublasHandle& operator=(CublasHandle&& other) noexcept;
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  ~CublasHandle();
-
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  void Release();
-
-  int device_ = -1;
-  cublasHandle_t handle_ = nullptr;
 };
 
 }  // namespace gpu
