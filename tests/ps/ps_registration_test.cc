@@ -122,6 +122,10 @@ TEST_F(PsRegistrationTest, Register_ThenHeartbeatsCarryEveryShard) {
   EXPECT_EQ(beat.shards(1).shard(), 1);
   EXPECT_EQ(beat.shards(1).begin(), 10);
   EXPECT_EQ(beat.shards(2).job_id(), "b");
+  // The server saw the third heartbeat; wait until the client counted its
+  // reply too (it does so after the RPC returns).
+  ASSERT_TRUE(
+      Eventually([&]() { return registration.stats().heartbeats >= 3; }));
   const absl::Time start = absl::Now();
   registration.Stop();
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
@@ -163,7 +167,9 @@ TEST_F(PsRegistrationTest, ReleasedShard_FinalCountersGoInTheNextHeartbeatOnly) 
   ASSERT_EQ(beats[0].shards_size(), 3);
   EXPECT_EQ(beats[0].shards(0).job_id(), "b");  // released ones first
   EXPECT_EQ(beats[1].shards_size(), 2);         // then forgotten
-  EXPECT_TRUE(service_.UnreportedReleases().empty());
+  // Forgotten once the client has the reply (after the server saw it).
+  EXPECT_TRUE(
+      Eventually([&]() { return service_.UnreportedReleases().empty(); }));
   registration.Stop();
 }
 
