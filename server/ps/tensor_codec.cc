@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/stream_copy.h"
 
 namespace gradsync {
 namespace {
@@ -269,7 +270,9 @@ void DecodedTensorMessage::CopyData(char* dest) const {
   size_t left = data_size_;
   while (left > 0) {
     const size_t here = std::min(left, slices_[slice].size() - pos);
-    std::memcpy(dest, slices_[slice].begin() + pos, here);
+    CopyBypassingCache(
+        dest, reinterpret_cast<const char*>(slices_[slice].begin()) + pos,
+        here);
     dest += here;
     left -= here;
     ++slice;

@@ -84,7 +84,9 @@ class DecodedTensorMessage {
   int32_t tensor() const { return tensor_; }
   int64_t offset() const { return offset_; }
   size_t data_size() const { return data_size_; }
-  // Copies the data_size() bytes of the data field to `dest`.
+  // Copies the data_size() bytes of the data field to `dest`, bypassing
+  // the caches (common/stream_copy.h): destinations are parameters and
+  // optimizer state, which are not read again right away.
   void CopyData(char* dest) const;
   // Hands the data field over without a copy: `segments` gets its bytes
   // where they lie in the received buffers, and the returned holder keeps
