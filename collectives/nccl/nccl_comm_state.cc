@@ -244,6 +244,24 @@ absl::Status NcclCommState::TimeOut(absl::string_view what,
   return status;
 }
 
+absl::Status NcclCommState::WaitEvent(cudaEvent_t event) {
+  absl::MutexLock lock(&mu_);
+  if (failed_) return AbortedLocked();
+  ScopedCudaDevice scoped(device_);
+  absl::Status status = scoped.status();
+  if (status.ok()) {
+    status = CudaStatus(cudaStreamWaitEvent(stream_, event, 0),
+                        "cudaStreamWaitEvent");
+  }
+  if (!status.ok()) {
+    status = absl::InternalError(
+        absl::StrCat("ordering the next collectives of rank ", rank_,
+                     " after a CUDA event: ", status.message()));
+    FailLocked(status);
+  }
+  return status;
+}
+
 void NcclCommState::Abort(const absl::Status& reason) {
   absl::MutexLock lock(&mu_);
   FailLocked(reason.ok() ? absl::AbortedError("Abort called") : reason);

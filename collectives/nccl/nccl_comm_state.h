@@ -67,6 +67,11 @@ class NcclCommState : public std::enable_shared_from_this<NcclCommState> {
   std::unique_ptr<Work> Issue(absl::string_view name, absl::string_view detail,
                               Launch launch);
 
+  // Makes the collectives issued after this call wait on the device for
+  // `event` (cudaStreamWaitEvent on the stream; the host does not block).
+  // ABORTED once the communicator failed; a CUDA failure fails it.
+  absl::Status WaitEvent(cudaEvent_t event);
+
   // One non-blocking check of the collective behind `event`: OK once it
   // finished, an error if the communicator failed (which then stays
   // failed), nullopt while it runs.

@@ -219,6 +219,8 @@ class NcclCommunicator : public Communicator {
 
   void Abort(const absl::Status& reason) override { state_->Abort(reason); }
 
+  absl::Status WaitEvent(cudaEvent_t event) { return state_->WaitEvent(event); }
+
  private:
   const std::shared_ptr<NcclCommState> state_;
 };
@@ -408,6 +410,15 @@ CreateNcclCommunicatorsInProcess(Store* store, int first_rank, int world_size,
   }
   RETURN_IF_ERROR(CheckDevices(devices));
   return CreateLocalRanks(store, first_rank, world_size, devices, options);
+}
+
+absl::Status NcclWaitEvent(Communicator* comm, cudaEvent_t event) {
+  auto* nccl = dynamic_cast<NcclCommunicator*>(comm);
+  if (nccl == nullptr) {
+    return absl::InvalidArgumentError(
+        "NcclWaitEvent: the communicator is not an NCCL communicator");
+  }
+  return nccl->WaitEvent(event);
 }
 
 }  // namespace gradsync

@@ -63,6 +63,8 @@
 #ifndef GRADSYNC_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 #define GRADSYNC_COLLECTIVES_NCCL_NCCL_COMMUNICATOR_H_
 
+#include <cuda_runtime_api.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,6 +108,13 @@ absl::StatusOr<std::vector<std::unique_ptr<Communicator>>>
 CreateNcclCommunicatorsInProcess(Store* store, int first_rank, int world_size,
                                  const std::vector<int>& devices,
                                  const NcclOptions& options);
+
+// Makes the collectives that `comm` (an NCCL communicator) issues after
+// this call wait, on the device, for `event`, recorded on another stream
+// (e.g. the compute stream right after backward wrote a bucket's
+// gradients): stream ordering without a host round trip. INVALID_ARGUMENT
+// for another backend; ABORTED if the communicator failed.
+absl::Status NcclWaitEvent(Communicator* comm, cudaEvent_t event);
 
 }  // namespace gradsync
 
