@@ -24,6 +24,7 @@ using ::gradsync::testing::IsOk;
 using ::gradsync::testing::RankGroup;
 using ::gradsync::testing::SmallPipelineOptions;
 using ::gradsync::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 absl::Time Deadline() { return absl::Now() + absl::Seconds(20); }
@@ -180,6 +181,106 @@ TEST(RingSyncTest, AllReduceScalars_SumsAcrossRanks) {
     EXPECT_EQ(v[0], 3.0);
     EXPECT_EQ(v[1], 3.0);
     EXPECT_EQ(v[2], 1.5);
+    return absl::OkStatus();
+  });
+  for (const absl::Status& s : status) EXPECT_THAT(s, IsOk());
+}
+
+// The hook runs once per bucket, in bucket order, before its all-reduce
+// (the NCCL path orders the collective after backward there).
+TEST(RingSyncTest, BeforeLaunch_RunsOncePerBucket) {
+  RankGroup group(2, SmallPipelineOptions());
+  std::vector<absl::Status> status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(100, 1.0f);
+    int calls = 0;
+    RingSyncOptions options;
+    options.bucket_bytes = 30 * 4;
+    options.before_launch = [&calls]() {
+      ++calls;
+      return absl::OkStatus();
+    };
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
+    if (!sync.ok()) return sync.status();
+    for (int step = 0; step < 2; ++step) {
+      if (absl::Status s = (*sync)->BeginStep(step, 0); !s.ok()) return s;
+      (*sync)->OnGradReady(50, 100);
+      (*sync)->OnGradReady(0, 50);
+      absl::StatusOr<SyncStats> stats = (*sync)->FinishStep({}, Deadline());
+      if (!stats.ok()) return stats.status();
+    }
+    EXPECT_EQ(calls, 2 * 4) << "rank " << r;  // 4 buckets of <= 30 floats
+    EXPECT_EQ(grads[0], 4.0f);                // summed twice over two ranks
+    return absl::OkStatus();
+  });
+  for (const absl::Status& s : status) EXPECT_THAT(s, IsOk());
+}
+
+// A failing hook fails the step, naming the bucket, and aborts the
+// communicator so that the peer waiting for that bucket fails promptly.
+TEST(RingSyncTest, BeforeLaunchError_FailsTheStepNamingTheBucket) {
+  RankGroup group(2, SmallPipelineOptions());
+  const absl::Time start = absl::Now();
+  std::vector<absl::Status> status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(100, 1.0f);
+    int calls = 0;
+    RingSyncOptions options;
+    options.bucket_bytes = 30 * 4;
+    options.before_launch = [&calls, r]() {
+      if (r == 1 && ++calls == 2) {
+        return absl::InternalError("cudaStreamWaitEvent failed");
+      }
+      return absl::OkStatus();
+    };
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
+    if (!sync.ok()) return sync.status();
+    if (absl::Status s = (*sync)->BeginStep(4, 0); !s.ok()) return s;
+    (*sync)->OnGradReady(0, 100);
+    return (*sync)->FinishStep({}, Deadline()).status();
+  });
+  EXPECT_THAT(status[1],
+              StatusIs(absl::StatusCode::kInternal,
+                       AllOf(HasSubstr("step 4: ordering bucket 1"),
+                             HasSubstr("cudaStreamWaitEvent failed"))));
+  EXPECT_FALSE(status[0].ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+// With a scalar communicator, the step's scalars and the switch requests
+// travel there, not over the gradient communicator: the device ring sums
+// host scalars over TCP while NCCL reduces the device buckets.
+TEST(RingSyncTest, ScalarComm_CarriesTheScalars) {
+  RankGroup gradients(2, SmallPipelineOptions());
+  RankGroup scalars(2, SmallPipelineOptions());
+  std::vector<absl::Status> status = gradients.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(10, 1.0f + r);
+    RingSyncOptions options;
+    options.scalar_comm = &scalars.comm(r);
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&gradients.comm(r), absl::MakeSpan(grads), options);
+    if (!sync.ok()) return sync.status();
+    if (absl::Status s = (*sync)->BeginStep(0, r == 1 ? 6 : 0); !s.ok()) {
+      return s;
+    }
+    (*sync)->OnGradReady(0, 10);
+    double loss[1] = {r + 0.5};
+    absl::StatusOr<SyncStats> stats =
+        (*sync)->FinishStep(absl::MakeSpan(loss), Deadline());
+    if (!stats.ok()) return stats.status();
+    EXPECT_EQ(grads[3], 3.0f);
+    EXPECT_EQ(loss[0], 2.0);
+    EXPECT_EQ(stats->switch_epoch, 6);
+    EXPECT_EQ(stats->switch_step, 1);
+    // The gradient communicator is gone; scalars still reduce.
+    gradients.comm(r).Abort(absl::CancelledError("gradients done"));
+    double v[1] = {1.0};
+    if (absl::Status s =
+            (*sync)->AllReduceScalars(absl::MakeSpan(v), Deadline());
+        !s.ok()) {
+      return s;
+    }
+    EXPECT_EQ(v[0], 2.0);
     return absl::OkStatus();
   });
   for (const absl::Status& s : status) EXPECT_THAT(s, IsOk());

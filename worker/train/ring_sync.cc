@@ -41,12 +41,16 @@ absl::StatusOr<std::unique_ptr<RingSync>> RingSync::Create(
   ASSIGN_OR_RETURN(Bucketer bucketer,
                    Bucketer::Create(grads.size(), options.bucket_bytes));
   return std::unique_ptr<RingSync>(
-      new RingSync(comm, grads, std::move(bucketer)));
+      new RingSync(comm, grads, std::move(bucketer), options));
 }
 
 RingSync::RingSync(Communicator* comm, absl::Span<float> grads,
-                   Bucketer bucketer)
-    : comm_(comm), grads_(grads), bucketer_(std::move(bucketer)) {}
+                   Bucketer bucketer, RingSyncOptions options)
+    : comm_(comm),
+      scalar_comm_(options.scalar_comm != nullptr ? options.scalar_comm : comm),
+      before_launch_(std::move(options.before_launch)),
+      grads_(grads),
+      bucketer_(std::move(bucketer)) {}
 
 RingSync::~RingSync() {
   if (in_flight_.empty()) return;
@@ -77,15 +81,29 @@ void RingSync::OnGradReady(size_t begin, size_t end) {
                      ") reported outside a step (BeginStep not called)"));
     return;
   }
-  error_ = bucketer_.MarkReady(
-      begin, end, [this](const Bucket& bucket) { Launch(bucket); });
+  absl::Status launch_error;
+  const absl::Status marked =
+      bucketer_.MarkReady(begin, end, [&](const Bucket& bucket) {
+        if (launch_error.ok()) launch_error = Launch(bucket);
+      });
+  error_ = marked.ok() ? launch_error : marked;
 }
 
-void RingSync::Launch(const Bucket& bucket) {
+absl::Status RingSync::Launch(const Bucket& bucket) {
+  if (before_launch_) {
+    absl::Status ordered = before_launch_();
+    if (!ordered.ok()) {
+      return Annotate(ordered,
+                      absl::StrCat("step ", step_, ": ordering bucket ",
+                                   bucket.index, " (elements [", bucket.begin,
+                                   ", ", bucket.end, ")) after backward"));
+    }
+  }
   float* data = grads_.data() + bucket.begin;
   in_flight_.push_back(
       {bucket, comm_->AllReduceAsync(data, data, bucket.size(),
                                      DataType::kFloat32, ReduceOp::kSum)});
+  return absl::OkStatus();
 }
 
 absl::Status RingSync::WaitAll(absl::Time deadline) {
@@ -132,14 +150,14 @@ absl::StatusOr<SyncStats> RingSync::FinishStep(absl::Span<double> scalars,
   // one small message, not a round trip, to the exposed time. The caller's
   // scalars, then one switch-epoch slot per rank (exact: integers < 2^53
   // plus zeros).
-  const int world = comm_->size();
+  const int world = scalar_comm_->size();
   std::vector<double> control(scalars.size() + static_cast<size_t>(world));
   std::copy(scalars.begin(), scalars.end(), control.begin());
-  control[scalars.size() + static_cast<size_t>(comm_->rank())] =
+  control[scalars.size() + static_cast<size_t>(scalar_comm_->rank())] =
       static_cast<double>(switch_epoch_);
-  std::unique_ptr<Work> scalar_work =
-      comm_->AllReduceAsync(control.data(), control.data(), control.size(),
-                            DataType::kFloat64, ReduceOp::kSum);
+  std::unique_ptr<Work> scalar_work = scalar_comm_->AllReduceAsync(
+      control.data(), control.data(), control.size(), DataType::kFloat64,
+      ReduceOp::kSum);
   for (const InFlight& f : in_flight_) {
     stats.bytes_sent +=
         RingAllReduceBytes(f.bucket.size() * sizeof(float), world);
@@ -173,7 +191,7 @@ absl::Status RingSync::AllReduceScalars(absl::Span<double> values,
     return absl::FailedPreconditionError(
         "ring sync: AllReduceScalars during a step");
   }
-  return SumOverRanks(comm_, values, deadline);
+  return SumOverRanks(scalar_comm_, values, deadline);
 }
 
 void RingSync::Abort(const absl::Status& reason) { comm_->Abort(reason); }

@@ -40,6 +40,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -55,6 +56,16 @@ namespace gradsync {
 struct RingSyncOptions {
   // Bucket cap in bytes (>= 4).
   size_t bucket_bytes = kDefaultAllReduceBucketBytes;
+  // Where the step's scalars (loss, switch requests) and AllReduceScalars
+  // are summed; null: the gradient communicator. NCCL reduces device
+  // memory only, so the device ring sums its host scalars over the job's
+  // TCP communicator (same ranks, same order).
+  Communicator* scalar_comm = nullptr;
+  // Called just before each bucket's all-reduce is issued; an error fails
+  // the step instead. The NCCL path orders the collective after the
+  // backward kernels that wrote the bucket (NcclWaitEvent on the model's
+  // ready event), without a host round trip.
+  std::function<absl::Status()> before_launch;
 };
 
 // Bytes one rank sends (and receives) to all-reduce `bytes` over `world`
@@ -90,10 +101,11 @@ class RingSync final : public GradientSync {
   const Bucketer& bucketer() const { return bucketer_; }
 
  private:
-  RingSync(Communicator* comm, absl::Span<float> grads, Bucketer bucketer);
+  RingSync(Communicator* comm, absl::Span<float> grads, Bucketer bucketer,
+           RingSyncOptions options);
 
-  // Starts the all-reduce of `bucket`.
-  void Launch(const Bucket& bucket);
+  // Starts the all-reduce of `bucket` (after before_launch).
+  absl::Status Launch(const Bucket& bucket);
   // Waits for every launched collective (even after an error: their
   // buffers must not be reused while they run); returns the first error.
   absl::Status WaitAll(absl::Time deadline);
@@ -104,6 +116,8 @@ class RingSync final : public GradientSync {
   };
 
   Communicator* const comm_;
+  Communicator* const scalar_comm_;
+  const std::function<absl::Status()> before_launch_;
   const absl::Span<float> grads_;
   Bucketer bucketer_;
   int64_t step_ = -1;
