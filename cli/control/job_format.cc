@@ -109,6 +109,15 @@ bool UsesPs(const JobStatus& job) {
   return false;
 }
 
+// "nccl", "tcp", or "nccl (auto)" when the spec left the choice to the
+// workers (train_config.h: NCCL for an mlp on cuda devices).
+std::string RingTransport(const JobSpec& spec) {
+  const std::string& backend = spec.ring_backend();
+  if (!backend.empty() && backend != "auto") return backend;
+  const bool nccl = spec.device() == "cuda" && spec.model().kind() == "mlp";
+  return absl::StrCat(nccl ? "nccl" : "tcp", " (auto)");
+}
+
 }  // namespace
 
 std::string JobStateName(JobState state) {
@@ -200,6 +209,7 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
                        spec.batch_size(), spec.optimizer().name(),
                        spec.optimizer().learning_rate(), spec.seed()));
   line("mode", SyncModeName(CurrentMode(job)));
+  line("ring", RingTransport(spec));
   if (UsesPs(job)) line("ps", DescribePs(spec));
   if (!job.ps_addresses().empty()) {
     std::vector<std::string> shards;

@@ -321,6 +321,14 @@ const SpecFlagRow kSpecRows[] = {
        s->set_device(std::string(v));
        return absl::OkStatus();
      }},
+    {"ring-backend", "B",
+     "the ring's transport: auto (nccl for an mlp on cuda), tcp or nccl",
+     "ring_backend",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--ring-backend", v, {"auto", "tcp", "nccl"}));
+       s->set_ring_backend(std::string(v));
+       return absl::OkStatus();
+     }},
     {"checkpoint-dir", "DIR", "write checkpoints here", "checkpoint.directory",
      [](absl::string_view v, JobSpec* s) {
        s->mutable_checkpoint()->set_directory(std::string(v));

@@ -247,6 +247,19 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
     return Invalid("device", absl::StrCat("is '", out.device(),
                                           "'; use \"cpu\" or \"cuda\""));
   }
+  if (out.ring_backend().empty()) out.set_ring_backend("auto");
+  if (out.ring_backend() != "auto" && out.ring_backend() != "tcp" &&
+      out.ring_backend() != "nccl") {
+    return Invalid("ringBackend",
+                   absl::StrCat("is '", out.ring_backend(),
+                                "'; use \"auto\", \"tcp\" or \"nccl\""));
+  }
+  if (out.ring_backend() == "nccl" && out.device() != "cuda") {
+    return Invalid("ringBackend",
+                   "is \"nccl\", which needs device \"cuda\" (NCCL "
+                   "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
+                   "CPU ranks");
+  }
   RETURN_IF_ERROR(NonNegative("bucketBytes", spec.bucket_bytes()));
   if (out.bucket_bytes() == 0) out.set_bucket_bytes(kDefaultBucketBytes);
   RETURN_IF_ERROR(NonNegative("blasThreads", spec.blas_threads()));

@@ -29,6 +29,7 @@ TEST(ValidateJobSpecTest, ValidSpec_FillsDefaults) {
   EXPECT_EQ(spec->grad_accumulation_steps(), 1);
   EXPECT_EQ(spec->blas_threads(), 1);
   EXPECT_EQ(spec->device(), "cpu");
+  EXPECT_EQ(spec->ring_backend(), "auto");
 }
 
 TEST(ValidateJobSpecTest, PsMode_WithPsSpecAndSwitches_Accepted) {
@@ -243,6 +244,15 @@ INSTANTIATE_TEST_SUITE_P(
                     "mode"},
         BadSpecCase{"UnknownDevice", [](JobSpec* s) { s->set_device("tpu"); },
                     "device"},
+        BadSpecCase{"UnknownRingBackend",
+                    [](JobSpec* s) { s->set_ring_backend("gloo"); },
+                    "ringBackend"},
+        BadSpecCase{"NcclOnCpu",
+                    [](JobSpec* s) {
+                      s->set_device("cpu");
+                      s->set_ring_backend("nccl");
+                    },
+                    "ringBackend"},
         BadSpecCase{"NegativeBucket",
                     [](JobSpec* s) { s->set_bucket_bytes(-1); }, "bucketBytes"},
         BadSpecCase{"NegativeAccumulation",

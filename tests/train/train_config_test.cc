@@ -177,6 +177,52 @@ TEST(TrainConfigTest, FromJobSpec_CudaOrCpuDevice_IsAccepted) {
   }
 }
 
+TEST(TrainConfigTest, FromJobSpec_RingBackend) {
+  struct Case {
+    const char* device;
+    const char* backend;
+    RingBackend want;
+  };
+  for (const Case& c : {Case{"cpu", "", RingBackend::kTcp},
+                        Case{"cpu", "auto", RingBackend::kTcp},
+                        Case{"cpu", "tcp", RingBackend::kTcp},
+                        Case{"cuda", "", RingBackend::kNccl},
+                        Case{"cuda", "auto", RingBackend::kNccl},
+                        Case{"cuda", "nccl", RingBackend::kNccl},
+                        Case{"cuda", "tcp", RingBackend::kTcp}}) {
+    JobSpec spec = MinimalSpec();
+    spec.set_device(c.device);
+    spec.set_ring_backend(c.backend);
+    absl::StatusOr<TrainerConfig> config = TrainerConfigFromJobSpec(spec);
+    ASSERT_THAT(config, IsOk()) << c.device << " " << c.backend;
+    EXPECT_EQ(config->ring_backend, c.want) << c.device << " " << c.backend;
+  }
+  // The synthetic model has no device kernels: auto keeps it on TCP, and
+  // nccl is refused.
+  JobSpec synthetic = MinimalSpec();
+  synthetic.set_device("cuda");
+  synthetic.mutable_model()->Clear();
+  synthetic.mutable_model()->set_kind("synthetic");
+  synthetic.mutable_model()->set_synthetic_floats(1000);
+  absl::StatusOr<TrainerConfig> config = TrainerConfigFromJobSpec(synthetic);
+  ASSERT_THAT(config, IsOk());
+  EXPECT_EQ(config->ring_backend, RingBackend::kTcp);
+  synthetic.set_ring_backend("nccl");
+  EXPECT_THAT(
+      TrainerConfigFromJobSpec(synthetic),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ringBackend")));
+  JobSpec on_cpu = MinimalSpec();
+  on_cpu.set_ring_backend("nccl");
+  EXPECT_THAT(TrainerConfigFromJobSpec(on_cpu),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("ringBackend"), HasSubstr("cuda"))));
+  JobSpec bogus = MinimalSpec();
+  bogus.set_ring_backend("gloo");
+  EXPECT_THAT(TrainerConfigFromJobSpec(bogus),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("ringBackend"), HasSubstr("gloo"))));
+}
+
 TEST(TrainConfigTest, FromJobSpec_UnknownDevice_NamesTheField) {
   JobSpec spec = MinimalSpec();
   spec.set_device("tpu");

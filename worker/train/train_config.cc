@@ -253,6 +253,20 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
     return Invalid("device", absl::StrCat("is '", spec.device(),
                                           "'; use \"cpu\" or \"cuda\""));
   }
+  const bool mlp_on_cuda =
+      spec.device() == "cuda" && config.model == ModelKind::kMlp;
+  if (spec.ring_backend() == "nccl") {
+    if (!mlp_on_cuda) {
+      return Invalid("ringBackend",
+                     "is \"nccl\", which needs an mlp on device \"cuda\"");
+    }
+    config.ring_backend = RingBackend::kNccl;
+  } else if (spec.ring_backend().empty() || spec.ring_backend() == "auto") {
+    config.ring_backend = mlp_on_cuda ? RingBackend::kNccl : RingBackend::kTcp;
+  } else if (spec.ring_backend() != "tcp") {
+    return Invalid("ringBackend", absl::StrCat("is '", spec.ring_backend(),
+                                               "'; use auto, tcp or nccl"));
+  }
   RETURN_IF_ERROR(ValidateTrainerConfig(config));
   return config;
 }

@@ -51,6 +51,12 @@ enum class SyncPath {
 // "ring" or "ps".
 const char* SyncPathName(SyncPath path);
 
+// The ring path's transport (JobSpec.ring_backend).
+enum class RingBackend {
+  kTcp,   // the TCP ring on host buffers (GPU ranks stage through the host)
+  kNccl,  // NCCL on device buffers, the optimizer on the device
+};
+
 // How the PS shards turn pushes into updates (JobSpec.ps.sync).
 enum class PsUpdate {
   kSync,   // every step waits for all ranks; rank-order sum
@@ -85,6 +91,9 @@ struct TrainerConfig {
   // device runs its passes there (cuda_train_model.h); the synthetic model
   // has no compute kernels and stays on the host on any device.
   int cuda_device = -1;
+  // kNccl needs an mlp on a CUDA device on every rank (checked when the
+  // trainer starts, once the daemon has set cuda_device).
+  RingBackend ring_backend = RingBackend::kTcp;
 
   DatasetKind dataset = DatasetKind::kFashionMnist;
   std::string dataset_path;  // empty: kFashionMnistDir
