@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "collectives/memory_store.h"
+#include "collectives/tcp/tcp_communicator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
@@ -36,6 +38,7 @@ using ::gradsync::testing::IsOk;
 using ::gradsync::testing::RankGroup;
 using ::gradsync::testing::SmallPipelineOptions;
 using ::gradsync::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // What one job of ranks-as-threads produced.
@@ -422,6 +425,54 @@ TEST_F(TrainerTest, Create_BadInputs_ReturnInvalidArgument) {
   EXPECT_THAT(
       Trainer::Create(no_batch, data, &group.comm(0), nullptr, nullptr),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batchSize")));
+}
+
+// The NCCL ring (ring_backend kNccl) on a host without it: refused at
+// Create without a communicator factory, and a CPU model refuses to start
+// the device ring at step 0 (it has no device buffers), naming the fix.
+TEST_F(TrainerTest, NcclRing_WithoutGpuModelOrFactory_FailsClearly) {
+  TrainerConfig config = SmallMlpConfig();
+  config.ring_backend = RingBackend::kNccl;
+  const TrainData data = LoadOrDie(config);
+  RankGroup group(1, SmallPipelineOptions());
+  EXPECT_THAT(
+      Trainer::Create(config, data, &group.comm(0), nullptr, nullptr),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               AllOf(HasSubstr("NCCL"), HasSubstr("ringBackend \"tcp\""))));
+
+  // The factory's error names the operation and the step.
+  int calls = 0;
+  DeviceCommFactory failing =
+      [&calls](int64_t step,
+               absl::Time) -> absl::StatusOr<std::unique_ptr<Communicator>> {
+    ++calls;
+    return absl::UnavailableError(absl::StrCat("no NCCL peer for step ", step));
+  };
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
+      config, data, &group.comm(0), nullptr, nullptr, SwitchSource(), failing);
+  ASSERT_THAT(trainer, IsOk());
+  EXPECT_THAT((*trainer)->Run(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr("rank 0, step 0, NCCL communicator "
+                                       "setup before step 0"),
+                             HasSubstr("no NCCL peer for step 0"))));
+  EXPECT_EQ(calls, 1);
+
+  // A communicator arrives, but the CPU mlp has no device buffers.
+  DeviceCommFactory tcp =
+      [](int64_t, absl::Time) -> absl::StatusOr<std::unique_ptr<Communicator>> {
+    MemoryStore store;
+    TcpOptions options = SmallPipelineOptions();
+    options.job_id = "nccl-stand-in";
+    return CreateTcpCommunicator(&store, 0, 1, options);
+  };
+  trainer = Trainer::Create(config, data, &group.comm(0), nullptr, nullptr,
+                            SwitchSource(), tcp);
+  ASSERT_THAT(trainer, IsOk());
+  EXPECT_THAT((*trainer)->Run(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("start of the NCCL ring"),
+                             HasSubstr("mlp on a CUDA device"))));
 }
 
 // Rank 0 writes checkpoints every N steps and after the last one; each

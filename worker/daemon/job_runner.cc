@@ -9,7 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "collectives/prefix_store.h"
 #include "collectives/tcp/tcp_communicator.h"
+#if GRADSYNC_HAVE_NCCL
+#include "collectives/nccl/nccl_communicator.h"
+#endif
 #include "common/status_macros.h"
 #include "server/store/grpc_status.h"
 
@@ -301,6 +305,36 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
                                options);
 }
 
+DeviceCommFactory JobRunner::DeviceComms(int rank,
+                                         const TrainerConfig& config) {
+#if GRADSYNC_HAVE_NCCL
+  if (config.ring_backend != RingBackend::kNccl || config.cuda_device < 0) {
+    return nullptr;
+  }
+  // Each rank thread initialises its own communicator on its own device
+  // (non-blocking init, polled against the deadline): NCCL needs
+  // ncclGroupStart/End only when one thread initialises several devices.
+  return [this, rank, device = config.cuda_device](int64_t step,
+                                                   absl::Time deadline)
+             -> absl::StatusOr<std::unique_ptr<Communicator>> {
+    // A fresh namespace per ring start: a unique id is good for one
+    // communicator, and every rank starts the ring before the same step.
+    PrefixStore store(store_.get(), absl::StrCat("nccl-ring/", step, "/"));
+    NcclOptions options;
+    options.job_id = absl::StrCat(assignment_.job_id(), "/",
+                                  assignment_.generation(), "/step-", step);
+    options.device = device;
+    options.connect_timeout =
+        std::max(deadline - absl::Now(), absl::Milliseconds(1));
+    options.timeout = config_.collective_timeout;
+    return CreateNcclCommunicator(&store, rank, assignment_.world_size(),
+                                  options);
+  };
+#else
+  return nullptr;
+#endif
+}
+
 void JobRunner::RunRank(int rank, const std::string& device,
                         const TrainerConfig& config) {
   absl::StatusOr<std::unique_ptr<Communicator>> comm = Rendezvous(rank);
@@ -334,7 +368,7 @@ void JobRunner::RunRank(int rank, const std::string& device,
   absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
       config, data_, communicator.get(),
       [this](const StepMetrics& m) { reporter_.Add(m); }, &cancelled_,
-      std::move(switches));
+      std::move(switches), DeviceComms(rank, config));
   if (!trainer.ok()) {
     Unregister(communicator.get());
     communicator->Abort(trainer.status());

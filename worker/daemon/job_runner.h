@@ -125,6 +125,9 @@ class JobRunner final : public JobHandle {
   // Connects `rank` to its peers; CANCELLED as soon as the job is
   // cancelled, even while the TCP rendezvous waits for peers (see .cc).
   absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(int rank);
+  // The NCCL communicators of an NCCL-ring rank (null otherwise, or when
+  // this worker was built without NCCL: the trainer then refuses the job).
+  DeviceCommFactory DeviceComms(int rank, const TrainerConfig& config);
   // Reports `state` for `rank`, retrying briefly while the coordinator is
   // unreachable; logs failures.
   void Report(int rank, RankState state, int64_t step,

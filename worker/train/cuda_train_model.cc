@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#if GRADSYNC_HAVE_NCCL
+#include "worker/train/cuda_device_ring.h"
+#endif
 
 namespace gradsync {
 namespace {
@@ -63,15 +66,50 @@ absl::Status CudaTrainModel::UploadParams() {
   return OnDevice(mlp_.CopyParamsFromHost(0, params()));
 }
 
+absl::Status CudaTrainModel::DownloadParams() {
+  return OnDevice(mlp_.CopyParamsToHost(0, params()));
+}
+
+void CudaTrainModel::set_device_resident(bool resident) {
+  device_resident_ = resident;
+  mlp_.set_ready_ordering(resident ? ReadyOrdering::kStreamOrdered
+                                   : ReadyOrdering::kHostSynchronized);
+}
+
+#if GRADSYNC_HAVE_NCCL
+absl::StatusOr<std::unique_ptr<DeviceRing>> CudaTrainModel::StartDeviceRing(
+    DeviceRingOptions options) {
+  return CreateCudaDeviceRing(this, std::move(options));
+}
+#else
+absl::StatusOr<std::unique_ptr<DeviceRing>> CudaTrainModel::StartDeviceRing(
+    DeviceRingOptions options) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cuda:", mlp_.device(),
+      ": this worker was built without NCCL, so it cannot run the NCCL "
+      "ring; rebuild it where NCCL is installed, or submit the job with "
+      "ringBackend \"tcp\""));
+}
+#endif
+
 absl::StatusOr<PassStats> CudaTrainModel::ForwardBackward(
     const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
     const GradReadyCallback& ready) {
-  // The optimizer (ring) or the pull from the shards (PS) wrote the host
-  // mirror since the last pass: it is the master copy.
-  RETURN_IF_ERROR(UploadParams());
   ForwardBackwardOptions options;
   options.mode = mode;
   options.loss_normalizer = loss_normalizer;
+  if (device_resident_) {
+    // The device ring: the device parameters are the master copy, and the
+    // ranges go to the NCCL buckets as device ranges, stream-ordered.
+    options.on_grad_ready = ready;
+    absl::StatusOr<BatchMetrics> m =
+        mlp_.ForwardBackward(batch.features, batch.labels, options);
+    if (!m.ok()) return OnDevice(m.status());
+    return ToPass(*m);
+  }
+  // The optimizer (ring) or the pull from the shards (PS) wrote the host
+  // mirror since the last pass: it is the master copy.
+  RETURN_IF_ERROR(UploadParams());
   // The first failed copy; later ranges are neither copied nor forwarded
   // (the callback cannot stop the pass; the pass's error fails the step,
   // and the trainer aborts the sync that waits for them).
@@ -108,7 +146,7 @@ absl::StatusOr<PassStats> CudaTrainModel::Evaluate(const Dataset& data,
                      ") is outside the ", data.num_examples, " examples"));
   }
   if (begin == end) return PassStats{};
-  RETURN_IF_ERROR(UploadParams());
+  if (!device_resident_) RETURN_IF_ERROR(UploadParams());
   const size_t fs = data.feature_size;
   absl::StatusOr<BatchMetrics> m = mlp_.Evaluate(
       absl::MakeConstSpan(data.features)

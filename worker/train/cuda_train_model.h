@@ -23,9 +23,10 @@
 //     enqueued: one host round trip per layer.
 // So a step moves 2 x 4 x num_parameters bytes over PCIe at least (more
 // with gradient accumulation, whose every micro-batch uploads the
-// parameters again). Keeping parameters and gradients on the device, with
-// NCCL all-reduce on device buffers and the optimizer as a CUDA kernel
-// (worker/model/cuda/cuda_optimizer.h), is future work.
+// parameters again). The NCCL ring path avoids all of it: while a
+// DeviceRing (device_ring.h) is started, the model is device-resident
+// (see set_device_resident) and nothing crosses PCIe but the batches, the
+// loss and the parameter hash.
 //
 // Gradient accumulation: the DEVICE accumulates (GradMode::kAccumulate);
 // a pass called with an empty `ready` (DDP's no_sync micro-batches) copies
@@ -92,6 +93,23 @@ class CudaTrainModel final : public TrainModel {
   absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
                                      size_t end) override;
 
+  // The NCCL ring path (cuda_device_ring.h); FAILED_PRECONDITION when this
+  // worker was built without NCCL.
+  absl::StatusOr<std::unique_ptr<DeviceRing>> StartDeviceRing(
+      DeviceRingOptions options) override;
+
+  // For the device ring (cuda_device_ring.h). Device-resident: passes
+  // read the device parameters as they are (no upload from the host
+  // mirror) and report DEVICE gradient ranges stream-ordered
+  // (ReadyOrdering::kStreamOrdered) instead of copying them to grads().
+  // Host-resident (the default): as the file comment says.
+  CudaMlp& mlp() { return mlp_; }
+  bool device_resident() const { return device_resident_; }
+  void set_device_resident(bool resident);
+  // Copies the host mirror of the parameters to the device, and back.
+  [[nodiscard]] absl::Status UploadParams();
+  [[nodiscard]] absl::Status DownloadParams();
+
  private:
   CudaTrainModel(CudaMlp mlp, gpu::PinnedMemory params, gpu::PinnedMemory grads)
       : mlp_(std::move(mlp)),
@@ -99,8 +117,6 @@ class CudaTrainModel final : public TrainModel {
         host_params_(std::move(params)),
         host_grads_(std::move(grads)) {}
 
-  // Copies the host mirror of the parameters to the device.
-  absl::Status UploadParams();
   // "cuda:<device>: <message>", same code.
   absl::Status OnDevice(const absl::Status& status) const;
 
@@ -108,6 +124,7 @@ class CudaTrainModel final : public TrainModel {
   const size_t size_;
   gpu::PinnedMemory host_params_;
   gpu::PinnedMemory host_grads_;
+  bool device_resident_ = false;
 };
 
 }  // namespace gradsync

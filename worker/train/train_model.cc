@@ -135,6 +135,13 @@ absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<DeviceRing>> TrainModel::StartDeviceRing(
+    DeviceRingOptions options) {
+  return absl::FailedPreconditionError(
+      "the NCCL ring needs an mlp on a CUDA device; this rank's model keeps "
+      "its parameters in host memory (use ringBackend \"tcp\")");
+}
+
 absl::StatusOr<std::unique_ptr<TrainModel>> CreateTrainModel(
     const TrainerConfig& config, int rank) {
   if (config.model == ModelKind::kSynthetic) {

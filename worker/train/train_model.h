@@ -39,6 +39,7 @@
 #include "absl/types/span.h"
 #include "worker/data/dataset.h"
 #include "worker/model/gradient_ready.h"
+#include "worker/train/device_ring.h"
 #include "worker/train/train_config.h"
 
 namespace gradsync {
@@ -74,6 +75,13 @@ class TrainModel {
   // Loss and accuracy over examples [begin, end) of `data`, forward only.
   virtual absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
                                              size_t end) = 0;
+
+  // Starts the device-resident ring path (device_ring.h) from the current
+  // params() (and options.state); the model must outlive the result.
+  // FAILED_PRECONDITION for models without device buffers (the CPU mlp,
+  // the synthetic model) and for workers built without NCCL.
+  virtual absl::StatusOr<std::unique_ptr<DeviceRing>> StartDeviceRing(
+      DeviceRingOptions options);
 };
 
 // The model of `config` for global rank `rank`, with its initial

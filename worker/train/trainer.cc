@@ -26,8 +26,8 @@ double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
     const TrainerConfig& config, const TrainData& data, Communicator* comm,
-    MetricsSink sink, const std::atomic<bool>* cancelled,
-    SwitchSource switches) {
+    MetricsSink sink, const std::atomic<bool>* cancelled, SwitchSource switches,
+    DeviceCommFactory device_comms) {
   if (comm == nullptr) {
     return absl::InvalidArgumentError("the trainer needs a communicator");
   }
@@ -49,15 +49,23 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
       }
     }
   }
-  std::unique_ptr<Trainer> trainer(new Trainer(
-      config, data, comm, std::move(sink), cancelled, std::move(switches)));
+  if (config.ring_backend == RingBackend::kNccl && !device_comms) {
+    return absl::FailedPreconditionError(
+        "ringBackend nccl: this rank has no way to build an NCCL "
+        "communicator (its worker was built without NCCL?); submit the job "
+        "with ringBackend \"tcp\"");
+  }
+  std::unique_ptr<Trainer> trainer(
+      new Trainer(config, data, comm, std::move(sink), cancelled,
+                  std::move(switches), std::move(device_comms)));
   RETURN_IF_ERROR(trainer->Init());
   return trainer;
 }
 
 Trainer::Trainer(const TrainerConfig& config, const TrainData& data,
                  Communicator* comm, MetricsSink sink,
-                 const std::atomic<bool>* cancelled, SwitchSource switches)
+                 const std::atomic<bool>* cancelled, SwitchSource switches,
+                 DeviceCommFactory device_comms)
     : config_(config),
       data_(data),
       comm_(comm),
@@ -66,6 +74,7 @@ Trainer::Trainer(const TrainerConfig& config, const TrainData& data,
       rank_(comm->rank()),
       world_(comm->size()),
       switches_(std::move(switches)),
+      device_comms_(std::move(device_comms)),
       ps_addresses_(config.ps.addresses) {}
 
 Trainer::~Trainer() = default;
@@ -154,7 +163,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     if (last && path_ == SyncPath::kPs) {
       // Every rank takes the final parameters (and the optimizer state,
       // for the checkpoint) from the shards, which are then released.
-      status = LeavePs(num_steps_);
+      status = LeavePs(num_steps_, /*resume=*/false);
       if (!status.ok()) return Fail(step, status);
       metrics.set_param_hash(HashParameters(model_->params()));
     }
@@ -246,7 +255,16 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
   const absl::Time synced = absl::Now();
   if (sync_->optimizer_runs_locally()) {
     operation_ = "optimizer step";
-    RETURN_IF_ERROR(optimizer_->Step(model_->params(), model_->grads()));
+    if (device_ring_ != nullptr) {
+      RETURN_IF_ERROR(device_ring_->OptimizerStep());
+    } else {
+      RETURN_IF_ERROR(optimizer_->Step(model_->params(), model_->grads()));
+    }
+  }
+  if (device_ring_ != nullptr) {
+    // The hash (and a checkpoint) read the host mirror.
+    operation_ = "parameter download for the hash";
+    RETURN_IF_ERROR(device_ring_->DownloadParams());
   }
   const absl::Time updated = absl::Now();
   const uint64_t hash = HashParameters(model_->params());

@@ -28,6 +28,15 @@
 // fetches the final parameters the same way, so every rank evaluates and
 // hashes the same model.
 //
+// The NCCL ring (config.ring_backend kNccl, an mlp on a CUDA device on
+// every rank): the ring path then runs on a DeviceRing (device_ring.h) with
+// parameters, gradients and optimizer state in device memory, all-reducing
+// buckets with NCCL as backward produces them; `device_comms` builds its
+// NCCL communicator each time the ring path starts (step 0 or a switch
+// from the PS), and a switch to the PS destroys it after moving the
+// parameters and optimizer state to the host for the shards. The step's
+// scalars still travel over `comm` (TCP), which stays up all job.
+//
 // After the last step the test set is evaluated (sharded over the ranks,
 // counts summed), so every rank returns the same test accuracy and loss.
 //
@@ -86,6 +95,7 @@
 #include "proto/coordinator.pb.h"
 #include "server/ps/parameter_state.h"
 #include "worker/data/batcher.h"
+#include "worker/train/device_ring.h"
 #include "worker/train/ps_sync.h"
 #include "worker/train/sync_strategy.h"
 #include "worker/train/train_config.h"
@@ -130,7 +140,8 @@ class Trainer {
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(
       const TrainerConfig& config, const TrainData& data, Communicator* comm,
       MetricsSink sink, const std::atomic<bool>* cancelled,
-      SwitchSource switches = SwitchSource());
+      SwitchSource switches = SwitchSource(),
+      DeviceCommFactory device_comms = nullptr);
 
   ~Trainer();
 
@@ -160,7 +171,8 @@ class Trainer {
 
   Trainer(const TrainerConfig& config, const TrainData& data,
           Communicator* comm, MetricsSink sink,
-          const std::atomic<bool>* cancelled, SwitchSource switches);
+          const std::atomic<bool>* cancelled, SwitchSource switches,
+          DeviceCommFactory device_comms);
 
   absl::Status Init();
   // One step; fills `metrics`. On error sets operation_.
@@ -173,7 +185,13 @@ class Trainer {
   // runtime request acted on (0: none).
   absl::Status TakePathOf(int64_t step, int64_t* epoch);
   absl::Status EnterPs(int64_t step);
-  absl::Status LeavePs(int64_t step);
+  // `resume`: the ring path runs the next steps (false after the last
+  // step: only the final parameters and optimizer state come back).
+  absl::Status LeavePs(int64_t step, bool resume);
+  // The NCCL ring (config_.ring_backend kNccl) from before step `step`,
+  // continuing from `state` (null: a fresh optimizer); and its end.
+  absl::Status StartDeviceRing(int64_t step, const OptimizerState* state);
+  void StopDeviceRing();
   // Notes the decision a step's synchronisation returned.
   absl::Status NoteDecision(int64_t step, const SyncStats& stats);
   // The shards' parameters and optimizer state of `step` (drained).
@@ -196,6 +214,7 @@ class Trainer {
   const int world_;
 
   const SwitchSource switches_;
+  const DeviceCommFactory device_comms_;
 
   std::unique_ptr<TrainModel> model_;
   // The ring strategy lives the whole run; the PS one while in PS mode.
@@ -203,6 +222,9 @@ class Trainer {
   // Set and reset by the rank's thread under abort_mu_, so that Abort from
   // another thread reaches the PS calls of the moment.
   std::unique_ptr<PsSync> ps_;
+  // The NCCL ring while the device ring path runs (set and reset like ps_):
+  // the model is device-resident then, and optimizer_ is idle.
+  std::unique_ptr<DeviceRing> device_ring_;
   absl::Mutex abort_mu_;
   absl::Status aborted_ ABSL_GUARDED_BY(abort_mu_);
   GradientSync* sync_ = nullptr;  // the current one

@@ -36,6 +36,7 @@ void Trainer::Abort(const absl::Status& reason) {
   }
   ring_->Abort(aborted_);
   if (ps_ != nullptr) ps_->Abort(aborted_);
+  if (device_ring_ != nullptr) device_ring_->Abort(aborted_);
 }
 
 int64_t Trainer::HeardEpoch() const {
@@ -98,8 +99,47 @@ absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
     pending_.reset();
   }
   if (step == 0 && target == SyncPath::kPs) return EnterPs(0);
+  if (step == 0 && config_.ring_backend == RingBackend::kNccl) {
+    return StartDeviceRing(0, nullptr);
+  }
   if (target == path_) return absl::OkStatus();
-  return target == SyncPath::kPs ? EnterPs(step) : LeavePs(step);
+  return target == SyncPath::kPs ? EnterPs(step)
+                                 : LeavePs(step, /*resume=*/true);
+}
+
+absl::Status Trainer::StartDeviceRing(int64_t step,
+                                      const OptimizerState* state) {
+  operation_ = absl::StrCat("NCCL communicator setup before step ", step);
+  ASSIGN_OR_RETURN(std::unique_ptr<Communicator> device_comm,
+                   device_comms_(step, absl::Now() + config_.comm_timeout));
+  operation_ = absl::StrCat("start of the NCCL ring before step ", step);
+  DeviceRingOptions options;
+  options.device_comm = std::move(device_comm);
+  options.host_comm = comm_;
+  options.optimizer = config_.optimizer;
+  options.state = state;
+  options.bucket_bytes = config_.bucket_bytes;
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceRing> ring,
+                   model_->StartDeviceRing(std::move(options)));
+  {
+    absl::MutexLock lock(&abort_mu_);
+    device_ring_ = std::move(ring);
+    if (!aborted_.ok()) device_ring_->Abort(aborted_);
+  }
+  sync_ = device_ring_->sync();
+  return absl::OkStatus();
+}
+
+void Trainer::StopDeviceRing() {
+  sync_ = ring_.get();
+  std::unique_ptr<DeviceRing> ring;
+  {
+    absl::MutexLock lock(&abort_mu_);
+    ring = std::move(device_ring_);
+  }
+  // Outside the lock: finalizing the NCCL communicator may take a while,
+  // and Abort must not wait for it.
+  ring.reset();
 }
 
 absl::Status Trainer::EnterPs(int64_t step) {
@@ -113,6 +153,16 @@ absl::Status Trainer::EnterPs(int64_t step) {
   const absl::Time deadline = absl::Now() + config_.comm_timeout;
   absl::Span<float> params = model_->params();
   const size_t n = params.size();
+  OptimizerState optimizer_state;
+  if (device_ring_ != nullptr) {
+    // The device holds the parameters and the optimizer state: bring
+    // them to the host for the shards, then end the NCCL ring.
+    RETURN_IF_ERROR(device_ring_->DownloadParams());
+    ASSIGN_OR_RETURN(optimizer_state, device_ring_->ExportOptimizerState());
+    StopDeviceRing();
+  } else {
+    optimizer_state = optimizer_->ExportState();
+  }
   ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
                    BalancedShardLocations(n, ps_addresses_));
   PsClientOptions options;
@@ -127,7 +177,7 @@ absl::Status Trainer::EnterPs(int64_t step) {
     ParameterState state;
     state.step = step;
     state.params.assign(params.begin(), params.end());
-    state.optimizer = optimizer_->ExportState();
+    state.optimizer = std::move(optimizer_state);
     ps::CreateShardRequest base;
     base.set_job_id(config_.ps.job_id);
     base.set_num_shards(num_shards);
@@ -176,13 +226,14 @@ absl::StatusOr<ParameterState> Trainer::FetchPsState(int64_t step) {
   return state;
 }
 
-absl::Status Trainer::LeavePs(int64_t step) {
+absl::Status Trainer::LeavePs(int64_t step, bool resume) {
   operation_ =
       absl::StrCat("switch from the parameter server before step ", step);
   const absl::Time deadline = absl::Now() + config_.comm_timeout;
   ASSIGN_OR_RETURN(ParameterState state, FetchPsState(step));
   std::copy(state.params.begin(), state.params.end(), model_->params().begin());
-  RETURN_IF_ERROR(optimizer_->ImportState(state.optimizer));
+  const bool device_ring = resume && config_.ring_backend == RingBackend::kNccl;
+  if (!device_ring) RETURN_IF_ERROR(optimizer_->ImportState(state.optimizer));
   operation_ =
       absl::StrCat("barrier after fetching the PS state before step ", step);
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
@@ -197,6 +248,8 @@ absl::Status Trainer::LeavePs(int64_t step) {
     ps_.reset();
   }
   path_ = SyncPath::kRing;
+  // The device ring uploads the parameters and the optimizer state.
+  if (device_ring) return StartDeviceRing(step, &state.optimizer);
   return absl::OkStatus();
 }
 
@@ -205,6 +258,12 @@ absl::Status Trainer::Checkpoint(int64_t step) {
   const std::string path = CheckpointPath(config_.checkpoint_dir, done);
   if (path_ == SyncPath::kRing) {
     if (rank_ != 0) return absl::OkStatus();
+    if (device_ring_ != nullptr) {
+      // Step downloaded the parameters for the hash already.
+      ASSIGN_OR_RETURN(OptimizerState state,
+                       device_ring_->ExportOptimizerState());
+      return WriteCheckpoint(path, done, model_->params(), state);
+    }
     return WriteCheckpoint(path, done, model_->params(),
                            optimizer_->ExportState());
   }
