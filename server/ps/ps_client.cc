@@ -2,6 +2,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include <algorithm>
 #include <thread>
 #include <utility>
 
@@ -97,7 +98,7 @@ absl::Status PsClient::ForEachShard(
   results[0] = fn(0);
   for (std::thread& t : threads) t.join();
   for (size_t k = 0; k < shards_.size(); ++k) {
-    if (!results[k].ok()) return NameShard(k, results[k]);
+    if (!results[k].ok()) return CancelledOr(NameShard(k, results[k]));
   }
   return absl::OkStatus();
 }
@@ -164,6 +165,37 @@ absl::Status PsClient::Pull(int64_t step, absl::Span<float> params) {
   });
 }
 
+PsClient::LiveCall::LiveCall(PsClient* client, grpc::ClientContext* context)
+    : client_(client), context_(context) {
+  absl::MutexLock lock(&client_->cancel_mu_);
+  status_ = client_->cancelled_;
+  client_->live_.push_back(context_);
+}
+
+PsClient::LiveCall::~LiveCall() {
+  absl::MutexLock lock(&client_->cancel_mu_);
+  std::vector<grpc::ClientContext*>& live = client_->live_;
+  live.erase(std::find(live.begin(), live.end(), context_));
+}
+
+void PsClient::Cancel(const absl::Status& reason) {
+  absl::MutexLock lock(&cancel_mu_);
+  if (cancelled_.ok()) {
+    cancelled_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
+  }
+  // TryCancel only flags the call; it neither blocks nor calls back.
+  for (grpc::ClientContext* context : live_) context->TryCancel();
+}
+
+absl::Status PsClient::CancelledOr(absl::Status status) const {
+  if (status.ok()) return status;
+  absl::MutexLock lock(&cancel_mu_);
+  if (cancelled_.ok()) return status;
+  return absl::Status(cancelled_.code(),
+                      absl::StrCat("ps call cancelled: ", cancelled_.message(),
+                                   " (", status.message(), ")"));
+}
+
 absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
                                      absl::Span<const float> grads,
                                      absl::Span<float> params,
@@ -174,6 +206,8 @@ absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
   {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
+    LiveCall live(this, &context);
+    if (!live.status().ok()) return live.status();
     std::unique_ptr<RawClientStream> stream =
         StartPushPull(shards_[k].channel.get(), &context);
     ps::PushHeader header;
@@ -246,6 +280,8 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k, int64_t step,
   const size_t size = location.end - location.begin;
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(deadline));
+  LiveCall live(this, &context);
+  if (!live.status().ok()) return live.status();
   ps::FetchStateRequest request;
   request.set_job_id(job_id_);
   request.set_shard(location.shard);
@@ -332,6 +368,8 @@ absl::Status PsClient::SeedShard(size_t k, const ParameterState& state,
   {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
+    LiveCall live(this, &context);
+    if (!live.status().ok()) return live.status();
     ps::SeedShardResponse response;
     std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
         StartSeedShard(shards_[k].channel.get(), &context, &response);

@@ -29,14 +29,22 @@
 // contents of `params` are unspecified; the shards' state is as the
 // status says (a failed push changes nothing there).
 //
+// Cancellation: Cancel (from any thread) cancels the calls in flight and
+// fails every later call at once, with the reason it was given: a rank
+// that is cancelled while it waits in a switch (FetchState drains the
+// async shards; seeding streams the whole state) stops within an RPC
+// round trip instead of at the call's deadline. A PsStep in flight is
+// cancelled through its own Cancel.
+//
 // Threading: one call at a time per PsClient (a rank's thread), a PsStep
 // in flight counting as a call; each call runs the shards' streams on
-// their own threads. Different PsClients are independent (each has its
-// own connections).
+// their own threads; Cancel may run concurrently with a call. Different
+// PsClients are independent (each has its own connections).
 #ifndef GRADSYNC_SERVER_PS_PS_CLIENT_H_
 #define GRADSYNC_SERVER_PS_PS_CLIENT_H_
 
 #include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
 
 #include <atomic>
 #include <cstddef>
@@ -46,8 +54,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
@@ -152,6 +162,11 @@ class PsClient {
   // its server); shards already gone (NOT_FOUND) are fine.
   [[nodiscard]] absl::Status ReleaseShards();
 
+  // Cancels the calls in flight and makes every later call fail with
+  // `reason` (CANCELLED "cancelled" if it is OK). Thread-safe; idempotent
+  // (the first reason stays).
+  void Cancel(const absl::Status& reason);
+
   // The version each shard reported in the last PushPull or Pull (sync:
   // the step the parameters are for).
   std::vector<int64_t> last_versions() const { return last_versions_; }
@@ -176,6 +191,27 @@ class PsClient {
   PsClient(std::string job_id, int rank, size_t total,
            const PsClientOptions& options);
 
+  // An RPC's context while it is in flight, where Cancel reaches it.
+  class LiveCall {
+   public:
+    LiveCall(PsClient* client, grpc::ClientContext* context);
+    ~LiveCall();
+    LiveCall(const LiveCall&) = delete;
+    LiveCall& operator=(const LiveCall&) = delete;
+    // The cancel reason if the client was cancelled before the call
+    // started (then do not start it); OK otherwise.
+    const absl::Status& status() const { return status_; }
+
+   private:
+    PsClient* const client_;
+    grpc::ClientContext* const context_;
+    absl::Status status_;
+  };
+
+  // `status`, or the cancel reason when the client was cancelled and the
+  // call failed (gRPC says only CANCELLED; the reason says why).
+  absl::Status CancelledOr(absl::Status status) const;
+
   // Runs fn(k) for every shard k at once (k = 0 on the calling thread);
   // returns the first error in shard order, naming the shard.
   absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
@@ -199,6 +235,9 @@ class PsClient {
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<bool> step_in_flight_{false};  // a PsStep is alive
+  mutable absl::Mutex cancel_mu_;
+  absl::Status cancelled_ ABSL_GUARDED_BY(cancel_mu_);
+  std::vector<grpc::ClientContext*> live_ ABSL_GUARDED_BY(cancel_mu_);
 };
 
 }  // namespace gradsync

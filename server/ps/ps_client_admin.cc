@@ -44,22 +44,29 @@ absl::Status PsClient::CreateAndSeedShard(size_t k,
   {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
+    LiveCall live(this, &context);
+    if (!live.status().ok()) return live.status();
     ps::CreateShardResponse response;
     const absl::Status created =
         FromGrpcStatus(stub->CreateShard(&context, request, &response));
-    if (!created.ok()) return NameShard(k, created);
+    if (!created.ok()) return CancelledOr(NameShard(k, created));
   }
   const absl::Status seeded = SeedShard(k, state, deadline);
   if (seeded.ok()) return absl::OkStatus();
-  // Leave no half-made shard behind: a retry creates it again.
+  // Leave no half-made shard behind: a retry creates it again. (A
+  // cancelled client skips it: the coordinator releases the shards of
+  // jobs that end.)
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
-  ps::ReleaseShardRequest release;
-  release.set_job_id(job_id_);
-  release.set_shard(location.shard);
-  ps::ReleaseShardResponse released;
-  (void)stub->ReleaseShard(&context, release, &released);
-  return NameShard(k, seeded);
+  LiveCall live(this, &context);
+  if (live.status().ok()) {
+    ps::ReleaseShardRequest release;
+    release.set_job_id(job_id_);
+    release.set_shard(location.shard);
+    ps::ReleaseShardResponse released;
+    (void)stub->ReleaseShard(&context, release, &released);
+  }
+  return CancelledOr(NameShard(k, seeded));
 }
 
 absl::Status PsClient::ReleaseShards() {

@@ -186,6 +186,42 @@ TEST(PsGrpcControlTest, FetchStateAtStep_AsyncDrainsSyncMustBeThere) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+// A rank cancelled while its FetchState waits for a rank that never
+// pushes (an async drain before a switch) returns at once with the
+// reason, not at the call's deadline; later calls fail the same way,
+// without an RPC; the server is unharmed.
+TEST(PsGrpcControlTest, Cancel_StopsAWaitingFetchStateAndLaterCalls) {
+  constexpr size_t kTotal = 64;
+  std::unique_ptr<PsServer> server = StartServer();
+  ASSERT_NE(server, nullptr);
+  const std::vector<std::string> addresses = {server->address()};
+  ps::CreateShardRequest request = ShardRequest("drain", 0, 1, kTotal, 2);
+  request.set_mode(ps::UPDATE_MODE_ASYNC);
+  ASSERT_THAT(PsAdminClient::Connect(server->address())->CreateShard(request),
+              IsOk());
+  std::unique_ptr<PsClient> rank0 = MakeClient("drain", 0, kTotal, addresses);
+  std::unique_ptr<PsClient> rank1 = MakeClient("drain", 1, kTotal, addresses);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  ASSERT_THAT(rank0->PushPull(0, grads, absl::MakeSpan(params)), IsOk());
+  absl::StatusOr<ParameterState> state;
+  absl::Time returned;
+  std::thread fetcher([&]() {
+    state = rank0->FetchState(1);  // waits for rank 1's push of step 0
+    returned = absl::Now();
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time cancelled = absl::Now();
+  rank0->Cancel(absl::CancelledError("job-9 was cancelled"));
+  fetcher.join();
+  EXPECT_THAT(state, StatusIs(absl::StatusCode::kCancelled,
+                              HasSubstr("job-9 was cancelled")));
+  EXPECT_LT(returned - cancelled, absl::Seconds(2));
+  EXPECT_THAT(
+      rank0->Pull(1, absl::MakeSpan(params)),
+      StatusIs(absl::StatusCode::kCancelled, HasSubstr("job-9 was cancelled")));
+  EXPECT_THAT(rank1->PushPull(0, grads, absl::MakeSpan(params)), IsOk());
+}
+
 TEST(PsGrpcControlTest, CreateAndSeedShard_ThenTrain_ThenReleaseShards) {
   constexpr size_t kTotal = 301;
   std::vector<std::unique_ptr<PsServer>> servers;

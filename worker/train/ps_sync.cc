@@ -168,6 +168,8 @@ void PsSync::Abort(const absl::Status& reason) {
     }
     if (push_ != nullptr) push_->Cancel(reason);
   }
+  // A FetchState or Pull outside a step (a switch back to the ring).
+  client_->Cancel(reason);
   comm_->Abort(reason);
 }
 

@@ -185,6 +185,11 @@ class Trainer {
   // runtime request acted on (0: none).
   absl::Status TakePathOf(int64_t step, int64_t* epoch);
   absl::Status EnterPs(int64_t step);
+  // Rank r's part of entering the PS at `step`: creates shards r, r + N,
+  // ... through `client` and seeds them with the parameters and
+  // `optimizer_state` (identical on every rank).
+  absl::Status SeedShards(int64_t step, int num_shards,
+                          OptimizerState optimizer_state, PsClient* client);
   // `resume`: the ring path runs the next steps (false after the last
   // step: only the final parameters and optimizer state come back).
   absl::Status LeavePs(int64_t step, bool resume);
@@ -227,6 +232,9 @@ class Trainer {
   std::unique_ptr<DeviceRing> device_ring_;
   absl::Mutex abort_mu_;
   absl::Status aborted_ ABSL_GUARDED_BY(abort_mu_);
+  // EnterPs's client while it creates and seeds the shards (before a
+  // PsSync owns it), so that Abort cancels the seeding too.
+  PsClient* seeding_ ABSL_GUARDED_BY(abort_mu_) = nullptr;
   GradientSync* sync_ = nullptr;  // the current one
   SyncPath path_ = SyncPath::kRing;
   std::vector<std::string> ps_addresses_;

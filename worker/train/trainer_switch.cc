@@ -36,6 +36,7 @@ void Trainer::Abort(const absl::Status& reason) {
   }
   ring_->Abort(aborted_);
   if (ps_ != nullptr) ps_->Abort(aborted_);
+  if (seeding_ != nullptr) seeding_->Cancel(aborted_);
   if (device_ring_ != nullptr) device_ring_->Abort(aborted_);
 }
 
@@ -142,6 +143,34 @@ void Trainer::StopDeviceRing() {
   ring.reset();
 }
 
+absl::Status Trainer::SeedShards(int64_t step, int num_shards,
+                                 OptimizerState optimizer_state,
+                                 PsClient* client) {
+  if (rank_ >= num_shards) return absl::OkStatus();
+  const absl::Span<const float> params = model_->params();
+  ParameterState state;
+  state.step = step;
+  state.params.assign(params.begin(), params.end());
+  state.optimizer = std::move(optimizer_state);
+  ps::CreateShardRequest base;
+  base.set_job_id(config_.ps.job_id);
+  base.set_num_shards(num_shards);
+  base.set_total_elements(static_cast<int64_t>(params.size()));
+  base.set_num_workers(world_);
+  *base.mutable_optimizer() = config_.ps.optimizer;
+  base.set_mode(ToProto(config_.ps.update));
+  base.set_staleness(config_.ps.staleness);
+  base.set_first_step(step);
+  base.set_seeded(true);
+  base.set_wait_timeout_ms(absl::ToInt64Milliseconds(config_.comm_timeout));
+  base.set_sum_gradients(config_.ps.update == PsUpdate::kSync);
+  for (int k = rank_; k < num_shards; k += world_) {
+    RETURN_IF_ERROR(
+        client->CreateAndSeedShard(static_cast<size_t>(k), base, state));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::EnterPs(int64_t step) {
   operation_ =
       absl::StrCat("switch to the parameter server before step ", step);
@@ -171,30 +200,20 @@ absl::Status Trainer::EnterPs(int64_t step) {
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
                    PsClient::Create(config_.ps.job_id, rank_, n,
                                     std::move(shards), options));
+  {
+    absl::MutexLock lock(&abort_mu_);
+    seeding_ = client.get();
+    if (!aborted_.ok()) seeding_->Cancel(aborted_);
+  }
   // Rank r seeds shards r, r + N, ...: the ranks' states are identical.
   const int num_shards = static_cast<int>(ps_addresses_.size());
-  if (rank_ < num_shards) {
-    ParameterState state;
-    state.step = step;
-    state.params.assign(params.begin(), params.end());
-    state.optimizer = std::move(optimizer_state);
-    ps::CreateShardRequest base;
-    base.set_job_id(config_.ps.job_id);
-    base.set_num_shards(num_shards);
-    base.set_total_elements(static_cast<int64_t>(n));
-    base.set_num_workers(world_);
-    *base.mutable_optimizer() = config_.ps.optimizer;
-    base.set_mode(ToProto(config_.ps.update));
-    base.set_staleness(config_.ps.staleness);
-    base.set_first_step(step);
-    base.set_seeded(true);
-    base.set_wait_timeout_ms(absl::ToInt64Milliseconds(config_.comm_timeout));
-    base.set_sum_gradients(config_.ps.update == PsUpdate::kSync);
-    for (int k = rank_; k < num_shards; k += world_) {
-      RETURN_IF_ERROR(
-          client->CreateAndSeedShard(static_cast<size_t>(k), base, state));
-    }
+  const absl::Status seeded =
+      SeedShards(step, num_shards, std::move(optimizer_state), client.get());
+  {
+    absl::MutexLock lock(&abort_mu_);
+    seeding_ = nullptr;
   }
+  RETURN_IF_ERROR(seeded);
   operation_ = absl::StrCat("barrier after seeding the PS before step ", step);
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
   ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps,
