@@ -3,8 +3,10 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
 #include "common/status_macros.h"
 #if GRADSYNC_HAVE_NCCL
 #include "worker/train/cuda_device_ring.h"
@@ -31,7 +33,9 @@ absl::StatusOr<std::unique_ptr<TrainModel>> CudaTrainModel::Create(
   const std::string where = absl::StrCat("cuda:", device);
   CudaMlpOptions options;
   options.device = device;
-  options.ready_ordering = ReadyOrdering::kHostSynchronized;
+  // Both residencies order their consumers (the copy stream, the NCCL
+  // stream) after the ready event themselves.
+  options.ready_ordering = ReadyOrdering::kStreamOrdered;
   absl::StatusOr<CudaMlp> mlp = CudaMlp::Create(layer_sizes, seed, options);
   if (!mlp.ok()) return Annotate(mlp.status(), where);
   const size_t n = mlp->num_parameters();
@@ -49,8 +53,23 @@ absl::StatusOr<std::unique_ptr<TrainModel>> CudaTrainModel::Create(
         grads.status(),
         absl::StrCat(where, ": pinned host mirror of ", n, " gradients"));
   }
-  std::unique_ptr<CudaTrainModel> model(new CudaTrainModel(
-      *std::move(mlp), *std::move(params), *std::move(grads)));
+  absl::StatusOr<gpu::CudaStream> copy_stream = gpu::CudaStream::Create(device);
+  if (!copy_stream.ok()) {
+    return Annotate(copy_stream.status(),
+                    absl::StrCat(where, ": gradient copy stream"));
+  }
+  std::vector<gpu::CudaEvent> copy_events;
+  for (size_t l = 0; l < mlp->layout().num_layers(); ++l) {
+    absl::StatusOr<gpu::CudaEvent> event = gpu::CudaEvent::Create(device);
+    if (!event.ok()) {
+      return Annotate(event.status(),
+                      absl::StrCat(where, ": gradient copy event"));
+    }
+    copy_events.push_back(*std::move(event));
+  }
+  std::unique_ptr<CudaTrainModel> model(
+      new CudaTrainModel(*std::move(mlp), *std::move(params), *std::move(grads),
+                         *std::move(copy_stream), std::move(copy_events)));
   if (n > 0) std::memset(model->host_grads_.data(), 0, n * sizeof(float));
   // The device holds the initial parameters; the mirror starts equal.
   RETURN_IF_ERROR(
@@ -72,8 +91,6 @@ absl::Status CudaTrainModel::DownloadParams() {
 
 void CudaTrainModel::set_device_resident(bool resident) {
   device_resident_ = resident;
-  mlp_.set_ready_ordering(resident ? ReadyOrdering::kStreamOrdered
-                                   : ReadyOrdering::kHostSynchronized);
 }
 
 #if GRADSYNC_HAVE_NCCL
@@ -110,32 +127,84 @@ absl::StatusOr<PassStats> CudaTrainModel::ForwardBackward(
   // The optimizer (ring) or the pull from the shards (PS) wrote the host
   // mirror since the last pass: it is the master copy.
   RETURN_IF_ERROR(UploadParams());
-  // The first failed copy; later ranges are neither copied nor forwarded
-  // (the callback cannot stop the pass; the pass's error fails the step,
-  // and the trainer aborts the sync that waits for them).
-  absl::Status copy_status;
-  if (ready) {
-    options.on_grad_ready = [this, &ready, &copy_status](size_t begin,
-                                                         size_t end) {
-      if (!copy_status.ok()) return;
-      // kHostSynchronized: the device range is final (every micro-batch
-      // summed into it) when this runs.
-      copy_status =
-          mlp_.CopyGradsToHost(begin, grads().subspan(begin, end - begin));
-      if (!copy_status.ok()) {
-        copy_status =
-            Annotate(copy_status, absl::StrCat("gradient range [", begin, ", ",
-                                               end, ") to the host"));
+  absl::StatusOr<BatchMetrics> m =
+      ready ? PassWithStagedRanges(batch, options, ready)
+            : mlp_.ForwardBackward(batch.features, batch.labels, options);
+  if (!m.ok()) return OnDevice(m.status());
+  return ToPass(*m);
+}
+
+absl::StatusOr<BatchMetrics> CudaTrainModel::PassWithStagedRanges(
+    const Batch& batch, ForwardBackwardOptions options,
+    const GradReadyCallback& ready) {
+  struct Staged {
+    size_t begin;
+    size_t end;
+    cudaEvent_t copied;
+  };
+  std::vector<Staged> staged;  // copies enqueued, not yet handed to `ready`
+  size_t forwarded = 0;
+  absl::Status status;  // the first failed copy; later ranges are dropped
+  // Hands over, in report order, the ranges whose copy has finished; all
+  // of them (waiting) when `wait`.
+  auto forward = [&](bool wait) {
+    while (status.ok() && forwarded < staged.size()) {
+      const Staged& s = staged[forwarded];
+      const cudaError_t done =
+          wait ? cudaEventSynchronize(s.copied) : cudaEventQuery(s.copied);
+      if (done == cudaErrorNotReady) {
+        // Recorded as this thread's last error: clear it, or the next
+        // kernel launch check (cudaGetLastError) would report it.
+        (void)cudaGetLastError();
         return;
       }
-      ready(begin, end);
-    };
-  }
+      status =
+          gpu::CudaStatus(done, absl::StrCat("gradient range [", s.begin, ", ",
+                                             s.end, ") to the host"));
+      if (!status.ok()) return;
+      ready(s.begin, s.end);
+      ++forwarded;
+    }
+  };
+  const cudaStream_t copy = copy_stream_.get();
+  options.on_grad_ready = [&](size_t begin, size_t end) {
+    if (!status.ok()) return;
+    if (staged.size() == copy_events_.size()) {
+      status = absl::InternalError("more gradient ranges than layers");
+      return;
+    }
+    const cudaEvent_t copied = copy_events_[staged.size()].get();
+    const size_t bytes = (end - begin) * sizeof(float);
+    // Stream-ordered: the copy waits on the device for the layer's
+    // backward, recorded in ready_event() just before this call.
+    status = gpu::CudaStatus(cudaStreamWaitEvent(copy, mlp_.ready_event(), 0),
+                             "cudaStreamWaitEvent (gradient copy)");
+    if (status.ok()) {
+      status =
+          gpu::CudaStatus(cudaMemcpyAsync(grads().data() + begin,
+                                          mlp_.grads_device().data() + begin,
+                                          bytes, cudaMemcpyDeviceToHost, copy),
+                          "cudaMemcpyAsync (gradient range to the host)");
+    }
+    if (status.ok()) {
+      status =
+          gpu::CudaStatus(cudaEventRecord(copied, copy), "cudaEventRecord");
+    }
+    if (!status.ok()) return;
+    staged.push_back({begin, end, copied});
+    forward(/*wait=*/false);
+  };
   absl::StatusOr<BatchMetrics> m =
       mlp_.ForwardBackward(batch.features, batch.labels, options);
-  if (!m.ok()) return OnDevice(m.status());
-  if (!copy_status.ok()) return OnDevice(copy_status);
-  return ToPass(*m);
+  // Every copy ends before the next pass may overwrite the gradients,
+  // even after a failure.
+  const absl::Status drained = gpu::CudaStatus(
+      cudaStreamSynchronize(copy), "cudaStreamSynchronize (copies)");
+  if (!m.ok()) return m.status();
+  forward(/*wait=*/true);
+  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(drained);
+  return m;
 }
 
 absl::StatusOr<PassStats> CudaTrainModel::Evaluate(const Dataset& data,

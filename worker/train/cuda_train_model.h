@@ -6,7 +6,7 @@
 // TrainerConfig.cuda_device >= 0.
 //
 // The forward and backward passes run on the device (CudaMlp, with
-// ReadyOrdering::kHostSynchronized); the model keeps HOST mirrors of the
+// ReadyOrdering::kStreamOrdered); the model keeps HOST mirrors of the
 // flat parameter and gradient buffers, in pinned memory, and params() and
 // grads() return those mirrors. The host mirror of the parameters is the
 // master copy: the trainer's optimizer (ring) or the PS pull writes it.
@@ -17,10 +17,14 @@
 //     changed them), then the pass's inputs and labels;
 //   - device -> host, during the backward of the pass that reports ready
 //     ranges (the synchronising micro-batch): each reported gradient range
-//     (one per layer), copied into the host mirror before the range is
-//     handed to `ready`, so that the sync overlaps the rest of backward as
-//     on the CPU. The copy of layer l ends before layer l-1's backward is
-//     enqueued: one host round trip per layer.
+//     (one per layer) is copied into the host mirror on a copy stream of
+//     its own, ordered after the layer's backward by the model's ready
+//     event (ReadyOrdering::kStreamOrdered), so the copy of layer l
+//     overlaps the backward of layer l-1 and the sync of earlier ranges.
+//     A range goes to `ready` once its copy has finished (polled after
+//     each layer, in report order; the rest are waited for when backward
+//     ends), so the sync still overlaps the rest of backward, as on the
+//     CPU.
 // So a step moves 2 x 4 x num_parameters bytes over PCIe at least (more
 // with gradient accumulation, whose every micro-batch uploads the
 // parameters again). The NCCL ring path avoids all of it: while a
@@ -59,6 +63,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -100,8 +105,9 @@ class CudaTrainModel final : public TrainModel {
 
   // For the device ring (cuda_device_ring.h). Device-resident: passes
   // read the device parameters as they are (no upload from the host
-  // mirror) and report DEVICE gradient ranges stream-ordered
-  // (ReadyOrdering::kStreamOrdered) instead of copying them to grads().
+  // mirror) and report DEVICE gradient ranges as soon as their backward is
+  // enqueued (the consumer orders itself after mlp().ready_event()),
+  // instead of copying them to grads().
   // Host-resident (the default): as the file comment says.
   CudaMlp& mlp() { return mlp_; }
   bool device_resident() const { return device_resident_; }
@@ -111,11 +117,20 @@ class CudaTrainModel final : public TrainModel {
   [[nodiscard]] absl::Status DownloadParams();
 
  private:
-  CudaTrainModel(CudaMlp mlp, gpu::PinnedMemory params, gpu::PinnedMemory grads)
+  CudaTrainModel(CudaMlp mlp, gpu::PinnedMemory params, gpu::PinnedMemory grads,
+                 gpu::CudaStream copy_stream,
+                 std::vector<gpu::CudaEvent> copy_events)
       : mlp_(std::move(mlp)),
         size_(mlp_.num_parameters()),
         host_params_(std::move(params)),
-        host_grads_(std::move(grads)) {}
+        host_grads_(std::move(grads)),
+        copy_stream_(std::move(copy_stream)),
+        copy_events_(std::move(copy_events)) {}
+
+  // The host-resident pass with ranges reported: see the file comment.
+  absl::StatusOr<BatchMetrics> PassWithStagedRanges(
+      const Batch& batch, ForwardBackwardOptions options,
+      const GradReadyCallback& ready);
 
   // "cuda:<device>: <message>", same code.
   absl::Status OnDevice(const absl::Status& status) const;
@@ -124,6 +139,9 @@ class CudaTrainModel final : public TrainModel {
   const size_t size_;
   gpu::PinnedMemory host_params_;
   gpu::PinnedMemory host_grads_;
+  // The device -> host gradient copies, and one event per layer's copy.
+  gpu::CudaStream copy_stream_;
+  std::vector<gpu::CudaEvent> copy_events_;
   bool device_resident_ = false;
 };
 
