@@ -50,6 +50,9 @@ trap 'rm -f "${log}"' EXIT
   --gtest_filter='-NoCudaDeviceTest.CreateReturnsFailedPrecondition' | tee "${log}"
 "${BUILD_DIR}/tests/gpu/gpu_trainer_test" \
   --gtest_filter='-GpuTrainModelTest.NoGpu_FailsNamingTheDevice' | tee -a "${log}"
+# The job runner's GPU cases: a mixed GPU + CPU job, a one-GPU NCCL job.
+"${BUILD_DIR}/tests/daemon/job_runner_test" \
+  --gtest_filter='*CudaRank*:*NcclJob*' | tee -a "${log}"
 # The two-GPU case may skip on a one-GPU host.
 "${BUILD_DIR}/tests/gpu/gpu_nccl_trainer_test" \
   --gtest_filter='-*TwoGpus*' | tee -a "${log}"

@@ -267,6 +267,9 @@ TEST_F(JobRunnerTest, Start_MalformedAssignment_ReturnsInvalidArgument) {
 TEST_F(JobRunnerTest, CudaRank_TrainsOnAGpuOrFailsCleanlyWithoutOne) {
   JobSpec spec = MlpSpec(4);
   spec.set_device("cuda");
+  // One GPU rank and one CPU rank: a mixed job runs on the TCP ring (NCCL
+  // needs every rank on a GPU).
+  spec.set_ring_backend("tcp");
   Assignment a = MakeAssignment("job-8", spec, 2, {0, 1});
   a.mutable_devices(0)->set_kind("cuda");
   a.mutable_devices(0)->set_index(0);
@@ -297,6 +300,25 @@ TEST_F(JobRunnerTest, CudaRank_TrainsOnAGpuOrFailsCleanlyWithoutOne) {
   // The CPU peer's ring was aborted: it fails too (the job fails like on
   // any rank failure; the coordinator may ignore the second report).
   EXPECT_EQ(failed.count(1), 1u);
+}
+
+// A one-GPU job with ringBackend auto runs on the NCCL ring: the unique id
+// goes through the coordinator's job store (world size 1 still makes and
+// destroys a communicator). Needs a GPU.
+TEST_F(JobRunnerTest, NcclJob_OneGpu_TrainsOnTheNcclRing) {
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device visible";
+  JobSpec spec = MlpSpec(4);
+  spec.set_num_workers(1);
+  spec.set_device("cuda");
+  Assignment a = MakeAssignment("job-nccl", spec, 1, {0});
+  a.mutable_devices(0)->set_kind("cuda");
+  a.mutable_devices(0)->set_index(0);
+  std::unique_ptr<JobRunner> runner = Start(a);
+  ASSERT_NE(runner, nullptr);
+  ASSERT_TRUE(fake().WaitFor([&] { return runner->Done(); }));
+  runner->Join();
+  EXPECT_EQ(CountReports("job-nccl", RANK_STATE_SUCCEEDED), 1u);
+  EXPECT_EQ(CountReports("job-nccl", RANK_STATE_FAILED), 0u);
 }
 
 // The daemon's path end to end (minus the real coordinator): one agent

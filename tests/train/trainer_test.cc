@@ -435,10 +435,16 @@ TEST_F(TrainerTest, NcclRing_WithoutGpuModelOrFactory_FailsClearly) {
   config.ring_backend = RingBackend::kNccl;
   const TrainData data = LoadOrDie(config);
   RankGroup group(1, SmallPipelineOptions());
-  EXPECT_THAT(
-      Trainer::Create(config, data, &group.comm(0), nullptr, nullptr),
-      StatusIs(absl::StatusCode::kFailedPrecondition,
-               AllOf(HasSubstr("NCCL"), HasSubstr("ringBackend \"tcp\""))));
+  EXPECT_THAT(Trainer::Create(config, data, &group.comm(0), nullptr, nullptr),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("this rank is on the CPU"),
+                             HasSubstr("ringBackend \"tcp\""))));
+  TrainerConfig on_gpu = config;
+  on_gpu.cuda_device = 0;  // refused before the model is made: no GPU needed
+  EXPECT_THAT(Trainer::Create(on_gpu, data, &group.comm(0), nullptr, nullptr),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("built without NCCL?"),
+                             HasSubstr("ringBackend \"tcp\""))));
 
   // The factory's error names the operation and the step.
   int calls = 0;

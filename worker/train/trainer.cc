@@ -51,9 +51,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   }
   if (config.ring_backend == RingBackend::kNccl && !device_comms) {
     return absl::FailedPreconditionError(
-        "ringBackend nccl: this rank has no way to build an NCCL "
-        "communicator (its worker was built without NCCL?); submit the job "
-        "with ringBackend \"tcp\"");
+        config.cuda_device < 0
+            ? "ringBackend nccl: this rank is on the CPU, and NCCL needs every "
+              "rank on a GPU; a job mixing GPU and CPU ranks uses ringBackend "
+              "\"tcp\" or the PS"
+            : "ringBackend nccl: this rank has no way to build an NCCL "
+              "communicator (its worker was built without NCCL?); submit the "
+              "job with ringBackend \"tcp\"");
   }
   std::unique_ptr<Trainer> trainer(
       new Trainer(config, data, comm, std::move(sink), cancelled,
