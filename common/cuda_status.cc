@@ -35,6 +35,12 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view context) {
                                          ": ", cudaGetErrorString(error)));
 }
 
+cudaError_t QueryEvent(cudaEvent_t event) {
+  const cudaError_t result = cudaEventQuery(event);
+  if (result == cudaErrorNotReady) (void)cudaGetLastError();
+  return result;
+}
+
 int VisibleCudaDeviceCount() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);

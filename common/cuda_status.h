@@ -26,6 +26,13 @@ namespace gpu {
 // in an unrelated later check.
 absl::Status CudaStatus(cudaError_t error, absl::string_view context);
 
+// cudaEventQuery without its side effect: the runtime records
+// cudaErrorNotReady (work still running, not an error) as the thread's last
+// error, where the next kernel-launch check (cudaGetLastError) would report
+// it; this clears it (as PyTorch's CUDAStream::query does). Other errors
+// are returned as they are.
+cudaError_t QueryEvent(cudaEvent_t event);
+
 // The number of CUDA devices this process sees: 0, never an error and never
 // a crash, when there is no GPU, no driver or the driver is too old.
 int VisibleCudaDeviceCount();

@@ -207,15 +207,9 @@ std::optional<absl::Status> NcclCommState::Poll(cudaEvent_t event,
   absl::MutexLock lock(&mu_);
   if (failed_) return AbortedLocked();
   ScopedCudaDevice scoped(device_);
-  const cudaError_t query = cudaEventQuery(event);
+  const cudaError_t query = gpu::QueryEvent(event);
   if (query == cudaSuccess) return absl::OkStatus();
-  if (query == cudaErrorNotReady) {
-    // Not an error, but the runtime records it as this thread's last
-    // error: clear it, or the next kernel launch check on this thread
-    // (cudaGetLastError) would report it (PyTorch's CUDAStream::query
-    // does the same).
-    (void)cudaGetLastError();
-  } else {
+  if (query != cudaErrorNotReady) {
     absl::Status status = CudaStatus(
         query,
         absl::StrCat(what, " on rank ", rank_, " failed on device ", device_));

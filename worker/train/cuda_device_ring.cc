@@ -14,10 +14,11 @@ namespace {
 class CudaDeviceRing final : public DeviceRing {
  public:
   CudaDeviceRing(CudaTrainModel* model, std::unique_ptr<Communicator> comm,
-                 CudaOptimizer optimizer)
+                 std::unique_ptr<RingSync> sync, CudaOptimizer optimizer)
       : model_(model),
         comm_(std::move(comm)),
-        optimizer_(std::move(optimizer)) {}
+        optimizer_(std::move(optimizer)),
+        sync_(std::move(sync)) {}
 
   // The sync goes first (it may wait for collectives in flight), then the
   // communicator; the model is host-resident again.
@@ -26,8 +27,6 @@ class CudaDeviceRing final : public DeviceRing {
     comm_.reset();
     model_->set_device_resident(false);
   }
-
-  void set_sync(std::unique_ptr<RingSync> sync) { sync_ = std::move(sync); }
 
   GradientSync* sync() override { return sync_.get(); }
 
@@ -81,8 +80,6 @@ absl::StatusOr<std::unique_ptr<DeviceRing>> CreateCudaDeviceRing(
                  absl::StrCat(where, ": optimizer state")));
   }
   Communicator* const comm = options.device_comm.get();
-  auto ring = std::make_unique<CudaDeviceRing>(
-      model, std::move(options.device_comm), *std::move(optimizer));
   RingSyncOptions sync_options;
   sync_options.bucket_bytes = options.bucket_bytes;
   sync_options.scalar_comm = options.host_comm;
@@ -92,7 +89,9 @@ absl::StatusOr<std::unique_ptr<DeviceRing>> CreateCudaDeviceRing(
   };
   ASSIGN_OR_RETURN(std::unique_ptr<RingSync> sync,
                    RingSync::Create(comm, mlp.grads_device(), sync_options));
-  ring->set_sync(std::move(sync));
+  auto ring =
+      std::make_unique<CudaDeviceRing>(model, std::move(options.device_comm),
+                                       std::move(sync), *std::move(optimizer));
   model->set_device_resident(true);
   return std::unique_ptr<DeviceRing>(std::move(ring));
 }

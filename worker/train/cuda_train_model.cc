@@ -151,13 +151,8 @@ absl::StatusOr<BatchMetrics> CudaTrainModel::PassWithStagedRanges(
     while (status.ok() && forwarded < staged.size()) {
       const Staged& s = staged[forwarded];
       const cudaError_t done =
-          wait ? cudaEventSynchronize(s.copied) : cudaEventQuery(s.copied);
-      if (done == cudaErrorNotReady) {
-        // Recorded as this thread's last error: clear it, or the next
-        // kernel launch check (cudaGetLastError) would report it.
-        (void)cudaGetLastError();
-        return;
-      }
+          wait ? cudaEventSynchronize(s.copied) : gpu::QueryEvent(s.copied);
+      if (done == cudaErrorNotReady) return;
       status =
           gpu::CudaStatus(done, absl::StrCat("gradient range [", s.begin, ", ",
                                              s.end, ") to the host"));

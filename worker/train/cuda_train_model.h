@@ -110,7 +110,6 @@ class CudaTrainModel final : public TrainModel {
   // instead of copying them to grads().
   // Host-resident (the default): as the file comment says.
   CudaMlp& mlp() { return mlp_; }
-  bool device_resident() const { return device_resident_; }
   void set_device_resident(bool resident);
   // Copies the host mirror of the parameters to the device, and back.
   [[nodiscard]] absl::Status UploadParams();
