@@ -7,12 +7,16 @@
 // (tensor_stream.h), shard lookups, and the absl::Status -> grpc::Status
 // mapping (same code and message).
 //
-// Waiting: a PushPull handler blocks its sync-server thread while its shard
-// waits (for the last worker, the SSP bound, readers). It waits in slices
-// of kCancelCheckInterval, so that a call whose client went away
-// (CANCELLED) or whose server shuts down (UNAVAILABLE) gives its thread
-// back within one slice. Each wait ends at the client's deadline or the
-// shard's max_wait, whichever comes first.
+// PushPull, the hot path, runs on gRPC's callback API (push_pull_reactor.h):
+// its messages are handled on gRPC's polling threads, and its shard waits
+// on this adapter's BlockingExecutor. SeedShard and FetchState, a few per
+// switch, are blocking sync-API handlers.
+//
+// Waiting (call_waits.h): a wait for the last worker, the SSP bound or
+// readers runs in slices of kCancelCheckInterval, so that a call whose
+// client went away (CANCELLED) or whose server shuts down (UNAVAILABLE)
+// gives its thread back within one slice. Each wait ends at the client's
+// deadline or the shard's max_wait, whichever comes first.
 //
 // Errors, by RPC (beyond the shard's own, listed in ps_shard.h):
 //   CreateShard    INVALID_ARGUMENT, ALREADY_EXISTS (ps_service.h).
@@ -43,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/blocking_executor.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/raw_tensor_rpc.h"
 
@@ -50,10 +55,6 @@ namespace gradsync {
 
 class PsRpc final : public RawParameterServerService {
  public:
-  // How often a waiting handler checks for cancellation and shutdown.
-  static constexpr absl::Duration kCancelCheckInterval =
-      absl::Milliseconds(100);
-
   // `service` is not owned and must outlive this.
   explicit PsRpc(PsService* service) : service_(service) {}
 
@@ -70,8 +71,8 @@ class PsRpc final : public RawParameterServerService {
   grpc::Status GetShardStats(grpc::ServerContext* context,
                              const ps::GetShardStatsRequest* request,
                              ps::GetShardStatsResponse* response) override;
-  grpc::Status PushPull(grpc::ServerContext* context,
-                        RawServerStream* stream) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PushPull(
+      grpc::CallbackServerContext* context) override;
   grpc::Status SeedShard(grpc::ServerContext* context,
                          grpc::ServerReader<grpc::ByteBuffer>* reader,
                          ps::SeedShardResponse* response) override;
@@ -80,8 +81,6 @@ class PsRpc final : public RawParameterServerService {
       grpc::ServerWriter<grpc::ByteBuffer>* writer) override;
 
  private:
-  absl::Status DoPushPull(grpc::ServerContext* context,
-                          RawServerStream* stream);
   absl::Status DoSeedShard(grpc::ServerContext* context,
                            grpc::ServerReader<grpc::ByteBuffer>* reader);
   absl::Status DoFetchState(grpc::ServerContext* context,
@@ -89,10 +88,13 @@ class PsRpc final : public RawParameterServerService {
                             grpc::ServerWriter<grpc::ByteBuffer>* writer);
   // CANCELLED if the client went away, UNAVAILABLE when shutting down,
   // else OK.
-  absl::Status CheckAlive(grpc::ServerContext* context) const;
+  absl::Status CheckAlive(const grpc::ServerContextBase& context) const;
 
   PsService* const service_;
   std::atomic<bool> shutting_down_{false};
+  // PushPull's blocking phases. Destroyed after the gRPC server shut down
+  // (PsServer owns both), it waits for their last instructions.
+  BlockingExecutor executor_;
 };
 
 }  // namespace gradsync

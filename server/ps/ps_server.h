@@ -8,11 +8,13 @@
 //   ... PsClient / PsAdminClient on server->address() elsewhere ...
 //   server->Shutdown();  // or let it go out of scope
 //
-// Threads: a sync gRPC server; each open tensor stream holds one server
-// thread (a PushPull waiting for the last worker included), so
-// max_threads bounds the streams open at once (ranks x shards on this
-// server, plus switches). Calls beyond it fail at once with
-// RESOURCE_EXHAUSTED.
+// Threads: PushPull, the step's stream, runs on gRPC's callback API: its
+// messages are handled on gRPC's polling threads, and only while its shard
+// waits (for the last worker, the staleness bound) does it hold a thread
+// of the adapter's BlockingExecutor, which grows as needed. The other
+// calls are sync-API handlers: each open SeedShard or FetchState stream
+// holds one server thread, so max_threads bounds those open at once (a
+// few per switch); calls beyond it fail at once with RESOURCE_EXHAUSTED.
 //
 // Errors (Start): INVALID_ARGUMENT for an address that is not host:port or
 // too few threads; UNAVAILABLE if the address cannot be bound.

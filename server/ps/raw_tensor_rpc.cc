@@ -1,5 +1,6 @@
 #include "server/ps/raw_tensor_rpc.h"
 
+#include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/impl/rpc_method.h>
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/support/method_handler.h>
@@ -12,6 +13,9 @@ using grpc::internal::RpcServiceMethod;
 using Self = RawParameterServerService;
 using grpc::ByteBuffer;
 using grpc::protobuf::MessageLite;
+
+// PushPull's position among the methods added below.
+constexpr int kPushPullIndex = 2;
 
 RawParameterServerService::RawParameterServerService() {
   AddMethod(new RpcServiceMethod(
@@ -35,14 +39,14 @@ RawParameterServerService::RawParameterServerService() {
             return self->SeedShard(context, reader, response);
           },
           this)));
-  AddMethod(new RpcServiceMethod(
-      kPushPullMethod, RpcMethod::BIDI_STREAMING,
-      new grpc::internal::BidiStreamingHandler<Self, ByteBuffer, ByteBuffer>(
-          [](Self* self, grpc::ServerContext* context,
-             RawServerStream* stream) {
-            return self->PushPull(context, stream);
-          },
-          this)));
+  AddMethod(new RpcServiceMethod(kPushPullMethod, RpcMethod::BIDI_STREAMING,
+                                 /*handler=*/nullptr));
+  MarkMethodRawCallback(
+      kPushPullIndex,
+      new grpc::internal::CallbackBidiHandler<ByteBuffer, ByteBuffer>(
+          [this](grpc::CallbackServerContext* context) {
+            return PushPull(context);
+          }));
   AddMethod(new RpcServiceMethod(
       kFetchStateMethod, RpcMethod::SERVER_STREAMING,
       new grpc::internal::ServerStreamingHandler<Self, ps::FetchStateRequest,

@@ -4,15 +4,16 @@
 // copies, while the small calls keep their generated protobuf types.
 //
 // gRPC's generated code offers ByteBuffer ("raw") methods only for the
-// async and callback APIs; the parameter server wants blocking handlers (a
-// handler waits for the last worker with a plain deadline) and no extra
-// callback threads. So RawParameterServerService does what the generated
-// sync Service does, method by method under the same names, with
-// ByteBuffer for the streamed tensor messages; the Start* functions open
+// async and callback APIs, and a service of its own kind only per API. So
+// RawParameterServerService does what the generated code does, method by
+// method under the same names: PushPull on the callback API (the hot path,
+// see push_pull_reactor.h), the other methods as blocking sync-API
+// handlers (a handler waits for a shard with a plain deadline), with
+// ByteBuffer for the streamed tensor messages. The Start* functions open
 // the streams as the generated stub would. Peers using the generated
 // classes interoperate (the bytes on the wire are the same).
 //
-// Threading: as gRPC's sync API (one thread per call).
+// Threading: as gRPC's sync API (one thread per call), except PushPull.
 #ifndef GRADSYNC_SERVER_PS_RAW_TENSOR_RPC_H_
 #define GRADSYNC_SERVER_PS_RAW_TENSOR_RPC_H_
 
@@ -20,6 +21,7 @@
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/sync_stream.h>
 
 #include <memory>
@@ -58,8 +60,9 @@ class RawParameterServerService : public grpc::Service {
   virtual grpc::Status SeedShard(grpc::ServerContext* context,
                                  grpc::ServerReader<grpc::ByteBuffer>* reader,
                                  ps::SeedShardResponse* response) = 0;
-  virtual grpc::Status PushPull(grpc::ServerContext* context,
-                                RawServerStream* stream) = 0;
+  // The hot path, on the callback API: returns the call's reactor.
+  virtual grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PushPull(
+      grpc::CallbackServerContext* context) = 0;
   virtual grpc::Status FetchState(
       grpc::ServerContext* context, const ps::FetchStateRequest* request,
       grpc::ServerWriter<grpc::ByteBuffer>* writer) = 0;
