@@ -47,62 +47,128 @@ bool Overlap(const float* a, size_t na, const float* b, size_t nb) {
   return na > 0 && nb > 0 && lt(a, b + nb) && lt(b, a + na);
 }
 
+// The update loops below are the hot path of every optimizer step (a rank's
+// in ring mode, a PS shard's). Each loop is branch-free, with the
+// invariant choices (weight decay, Nesterov, the lerp's side) made once
+// outside it by a template argument, and its pointers restrict-qualified,
+// so that the compiler vectorises it. Vector sqrt and division round
+// exactly as the scalar ones (IEEE), so the results are bitwise those of
+// the plain loops; this file is compiled with -fno-math-errno so that
+// std::sqrt is the bare instruction (v >= 0 here: no errno to set).
+
+template <bool kWeightDecay>
+void SgdLoop(float neg_lr, float wd, float* __restrict p,
+             const float* __restrict g, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float d = kWeightDecay ? g[i] + wd * p[i] : g[i];
+    p[i] = p[i] + neg_lr * d;
+  }
+}
+
 void SgdStep(const OptimizerConfig& c, float* p, const float* g, size_t n) {
   const float neg_lr = static_cast<float>(-c.lr);
   const float wd = static_cast<float>(c.weight_decay);
   if (wd != 0.0f) {
-    for (size_t i = 0; i < n; ++i) p[i] = p[i] + neg_lr * (g[i] + wd * p[i]);
+    SgdLoop<true>(neg_lr, wd, p, g, n);
   } else {
-    for (size_t i = 0; i < n; ++i) p[i] = p[i] + neg_lr * g[i];
+    SgdLoop<false>(neg_lr, wd, p, g, n);
+  }
+}
+
+struct MomentumConstants {
+  float neg_lr, wd, mu, keep;
+};
+
+template <bool kWeightDecay, bool kFirst, bool kNesterov>
+void MomentumLoop(const MomentumConstants k, float* __restrict p,
+                  const float* __restrict g, float* __restrict buf, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float d = kWeightDecay ? g[i] + k.wd * p[i] : g[i];
+    // PyTorch starts the buffer as a copy of the first gradient.
+    const float b = kFirst ? d : k.mu * buf[i] + k.keep * d;
+    buf[i] = b;
+    d = kNesterov ? d + k.mu * b : b;
+    p[i] = p[i] + k.neg_lr * d;
+  }
+}
+
+template <bool kWeightDecay>
+void MomentumDispatch(const MomentumConstants& k, bool first, bool nesterov,
+                      float* p, const float* g, float* buf, size_t n) {
+  if (first) {
+    nesterov ? MomentumLoop<kWeightDecay, true, true>(k, p, g, buf, n)
+             : MomentumLoop<kWeightDecay, true, false>(k, p, g, buf, n);
+  } else {
+    nesterov ? MomentumLoop<kWeightDecay, false, true>(k, p, g, buf, n)
+             : MomentumLoop<kWeightDecay, false, false>(k, p, g, buf, n);
   }
 }
 
 void MomentumStep(const OptimizerConfig& c, bool first_step, float* p,
                   const float* g, float* buf, size_t n) {
-  const float neg_lr = static_cast<float>(-c.lr);
-  const float wd = static_cast<float>(c.weight_decay);
-  const float mu = static_cast<float>(c.momentum);
-  const float keep = static_cast<float>(1.0 - c.dampening);
+  const MomentumConstants k{
+      static_cast<float>(-c.lr), static_cast<float>(c.weight_decay),
+      static_cast<float>(c.momentum), static_cast<float>(1.0 - c.dampening)};
+  if (k.wd != 0.0f) {
+    MomentumDispatch<true>(k, first_step, c.nesterov, p, g, buf, n);
+  } else {
+    MomentumDispatch<false>(k, first_step, c.nesterov, p, g, buf, n);
+  }
+}
+
+struct AdamConstants {
+  float neg_step_size, bc2_sqrt, w, b2, one_minus_b2, eps, wd, decay;
+};
+
+// kDecay: 0 none, 1 L2 (Adam's weight decay), 2 decoupled (AdamW).
+template <int kDecay, bool kSmallW>
+void AdamLoop(const AdamConstants k, float* __restrict p,
+              const float* __restrict g, float* __restrict m,
+              float* __restrict v, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    float d = g[i];
-    if (wd != 0.0f) d = d + wd * p[i];
-    // PyTorch starts the buffer as a copy of the first gradient.
-    buf[i] = first_step ? d : mu * buf[i] + keep * d;
-    if (c.nesterov) {
-      d = d + mu * buf[i];
-    } else {
-      d = buf[i];
-    }
-    p[i] = p[i] + neg_lr * d;
+    float grad = g[i];
+    float param = p[i];
+    if (kDecay == 2) param = param * k.decay;
+    if (kDecay == 1) grad = grad + k.wd * param;
+    // torch.lerp's two-sided formula, exact at both ends.
+    const float mi = kSmallW ? m[i] + k.w * (grad - m[i])
+                             : grad - (grad - m[i]) * (1.0f - k.w);
+    const float vi = k.b2 * v[i] + (k.one_minus_b2 * grad) * grad;
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = std::sqrt(vi) / k.bc2_sqrt + k.eps;
+    p[i] = param + k.neg_step_size * (mi / denom);
+  }
+}
+
+template <int kDecay>
+void AdamDispatch(const AdamConstants& k, float* p, const float* g, float* m,
+                  float* v, size_t n) {
+  if (k.w < 0.5f) {
+    AdamLoop<kDecay, true>(k, p, g, m, v, n);
+  } else {
+    AdamLoop<kDecay, false>(k, p, g, m, v, n);
   }
 }
 
 void AdamStep(const OptimizerConfig& c, uint64_t t, float* p, const float* g,
               float* m, float* v, size_t n) {
-  const bool decoupled = c.kind == OptimizerKind::kAdamW;
   const double bc1 = 1.0 - PowInt(c.beta1, t);
   const double bc2 = 1.0 - PowInt(c.beta2, t);
-  const float neg_step_size = static_cast<float>(-(c.lr / bc1));
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-  const float w = static_cast<float>(1.0 - c.beta1);  // lerp weight
-  const float b2 = static_cast<float>(c.beta2);
-  const float one_minus_b2 = static_cast<float>(1.0 - c.beta2);
-  const float eps = static_cast<float>(c.eps);
-  const float wd = static_cast<float>(c.weight_decay);
-  const float decay = static_cast<float>(1.0 - c.lr * c.weight_decay);
-  for (size_t i = 0; i < n; ++i) {
-    float grad = g[i];
-    if (decoupled) {
-      p[i] = p[i] * decay;
-    } else if (wd != 0.0f) {
-      grad = grad + wd * p[i];
-    }
-    // torch.lerp's two-sided formula, exact at both ends.
-    m[i] =
-        w < 0.5f ? m[i] + w * (grad - m[i]) : grad - (grad - m[i]) * (1.0f - w);
-    v[i] = b2 * v[i] + (one_minus_b2 * grad) * grad;
-    const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-    p[i] = p[i] + neg_step_size * (m[i] / denom);
+  const AdamConstants k{static_cast<float>(-(c.lr / bc1)),
+                        static_cast<float>(std::sqrt(bc2)),
+                        static_cast<float>(1.0 - c.beta1),  // lerp weight
+                        static_cast<float>(c.beta2),
+                        static_cast<float>(1.0 - c.beta2),
+                        static_cast<float>(c.eps),
+                        static_cast<float>(c.weight_decay),
+                        static_cast<float>(1.0 - c.lr * c.weight_decay)};
+  if (c.kind == OptimizerKind::kAdamW) {
+    AdamDispatch<2>(k, p, g, m, v, n);
+  } else if (k.wd != 0.0f) {
+    AdamDispatch<1>(k, p, g, m, v, n);
+  } else {
+    AdamDispatch<0>(k, p, g, m, v, n);
   }
 }
 
