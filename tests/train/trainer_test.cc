@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/store/status_matchers.h"
+#include "tests/train/trainer_test_util.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/blas.h"
 #include "worker/train/checkpoint.h"
@@ -34,81 +35,18 @@
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::ExpectAllOk;
+using ::gradsync::testing::HaveFashionMnist;
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::JobOutcome;
+using ::gradsync::testing::LoadOrDie;
 using ::gradsync::testing::RankGroup;
+using ::gradsync::testing::RunJob;
+using ::gradsync::testing::SmallMlpConfig;
 using ::gradsync::testing::SmallPipelineOptions;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-// What one job of ranks-as-threads produced.
-struct JobOutcome {
-  std::vector<absl::Status> status;               // per rank
-  std::vector<TrainResult> results;               // per rank
-  std::vector<std::vector<StepMetrics>> metrics;  // [rank][step]
-  std::vector<std::vector<float>> final_params;   // per rank
-};
-
-JobOutcome RunJob(const TrainerConfig& config, const TrainData& data, int world,
-                  const std::atomic<bool>* cancelled = nullptr,
-                  RankGroup* group_in = nullptr) {
-  std::unique_ptr<RankGroup> owned;
-  RankGroup* group = group_in;
-  if (group == nullptr) {
-    owned = std::make_unique<RankGroup>(world, SmallPipelineOptions());
-    group = owned.get();
-  }
-  JobOutcome out;
-  out.results.resize(world);
-  out.metrics.resize(world);
-  out.final_params.resize(world);
-  out.status = group->Run([&](int r) -> absl::Status {
-    absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
-        config, data, &group->comm(r),
-        [&out, r](const StepMetrics& m) { out.metrics[r].push_back(m); },
-        cancelled);
-    if (!trainer.ok()) return trainer.status();
-    absl::StatusOr<TrainResult> result = (*trainer)->Run();
-    out.final_params[r].assign((*trainer)->params().begin(),
-                               (*trainer)->params().end());
-    if (!result.ok()) return result.status();
-    out.results[r] = *result;
-    return absl::OkStatus();
-  });
-  return out;
-}
-
-TrainerConfig SmallMlpConfig() {
-  TrainerConfig c;
-  c.model = ModelKind::kMlp;
-  c.layer_sizes = {32, 24, 16, 10};
-  c.dataset = DatasetKind::kSynthetic;
-  c.optimizer.kind = OptimizerKind::kMomentum;
-  c.optimizer.lr = 0.05;
-  c.global_batch_size = 50;
-  c.steps = 12;
-  c.seed = 5;
-  c.bucket_bytes = 300 * 4;  // buckets span layers (W1 is 24*16)
-  c.comm_timeout = absl::Seconds(20);
-  return c;
-}
-
-TrainData LoadOrDie(const TrainerConfig& config) {
-  absl::StatusOr<TrainData> data = LoadTrainData(config);
-  EXPECT_THAT(data, IsOk());
-  return data.ok() ? *data : TrainData{};
-}
-
-bool HaveFashionMnist() {
-  return std::filesystem::exists(
-      absl::StrCat(kFashionMnistDir, "/train-images-idx3-ubyte.gz"));
-}
-
-void ExpectAllOk(const JobOutcome& out) {
-  for (size_t r = 0; r < out.status.size(); ++r) {
-    ASSERT_THAT(out.status[r], IsOk()) << "rank " << r;
-  }
-}
 
 // Invariant 1: equal hashes on every rank after every step.
 void ExpectIdenticalHashes(const JobOutcome& out, int64_t steps) {
@@ -479,50 +417,6 @@ TEST_F(TrainerTest, NcclRing_WithoutGpuModelOrFactory_FailsClearly) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("start of the NCCL ring"),
                              HasSubstr("mlp on a CUDA device"))));
-}
-
-// Rank 0 writes checkpoints every N steps and after the last one; each
-// holds exactly the parameters and optimizer state of that step.
-TEST(TrainerCheckpointTest, EveryNStepsAndAtEnd_MatchTheRun) {
-  TrainerConfig config = SmallMlpConfig();
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/ckpt-", getpid());
-  config.checkpoint_dir = dir;
-  config.checkpoint_every = 5;
-  const TrainData data = LoadOrDie(config);
-  const JobOutcome out = RunJob(config, data, 2);
-  ExpectAllOk(out);
-  for (int64_t steps : {5, 10, 12}) {
-    absl::StatusOr<Checkpoint> c = ReadCheckpoint(CheckpointPath(dir, steps));
-    ASSERT_THAT(c.status(), IsOk()) << steps;
-    EXPECT_EQ(steps, c->steps_done);
-    EXPECT_EQ(OptimizerKind::kMomentum, c->optimizer.kind);
-    EXPECT_EQ(static_cast<uint64_t>(steps), c->optimizer.step);
-    EXPECT_EQ(out.metrics[0][steps - 1].param_hash(),
-              HashParameters(c->params));
-  }
-  EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir, 4)));
-  const absl::StatusOr<Checkpoint> last =
-      ReadCheckpoint(CheckpointPath(dir, 12));
-  ASSERT_THAT(last.status(), IsOk());
-  EXPECT_EQ(out.final_params[0], last->params);
-  std::filesystem::remove_all(dir);
-}
-
-TEST(CheckpointTest, GarbageAndTruncatedFiles_DataLoss) {
-  const std::string path =
-      absl::StrCat(::testing::TempDir(), "/bad-", getpid(), ".ckpt");
-  { std::ofstream(path) << "not a checkpoint at all"; }
-  EXPECT_THAT(ReadCheckpoint(path).status(),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad magic")));
-  const std::vector<float> params(100, 1.5f);
-  ASSERT_THAT(WriteCheckpoint(path, 3, params, OptimizerState()), IsOk());
-  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 40);
-  EXPECT_THAT(ReadCheckpoint(path).status(),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated")));
-  EXPECT_THAT(ReadCheckpoint(path + ".missing").status(),
-              StatusIs(absl::StatusCode::kNotFound));
-  std::filesystem::remove(path);
 }
 
 }  // namespace

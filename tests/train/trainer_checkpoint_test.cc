@@ -1,0 +1,76 @@
+// Checkpoints: rank 0 writes them every N steps and after the last step,
+// each exactly the parameters and optimizer state of its step; damaged
+// files are refused.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/store/status_matchers.h"
+#include "tests/train/trainer_test_util.h"
+#include "worker/train/checkpoint.h"
+#include "worker/train/param_hash.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::ExpectAllOk;
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::JobOutcome;
+using ::gradsync::testing::LoadOrDie;
+using ::gradsync::testing::RunJob;
+using ::gradsync::testing::SmallMlpConfig;
+using ::gradsync::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Rank 0 writes checkpoints every N steps and after the last one; each
+// holds exactly the parameters and optimizer state of that step.
+TEST(TrainerCheckpointTest, EveryNStepsAndAtEnd_MatchTheRun) {
+  TrainerConfig config = SmallMlpConfig();
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/ckpt-", getpid());
+  config.checkpoint_dir = dir;
+  config.checkpoint_every = 5;
+  const TrainData data = LoadOrDie(config);
+  const JobOutcome out = RunJob(config, data, 2);
+  ExpectAllOk(out);
+  for (int64_t steps : {5, 10, 12}) {
+    absl::StatusOr<Checkpoint> c = ReadCheckpoint(CheckpointPath(dir, steps));
+    ASSERT_THAT(c.status(), IsOk()) << steps;
+    EXPECT_EQ(steps, c->steps_done);
+    EXPECT_EQ(OptimizerKind::kMomentum, c->optimizer.kind);
+    EXPECT_EQ(static_cast<uint64_t>(steps), c->optimizer.step);
+    EXPECT_EQ(out.metrics[0][steps - 1].param_hash(),
+              HashParameters(c->params));
+  }
+  EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir, 4)));
+  const absl::StatusOr<Checkpoint> last =
+      ReadCheckpoint(CheckpointPath(dir, 12));
+  ASSERT_THAT(last.status(), IsOk());
+  EXPECT_EQ(out.final_params[0], last->params);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CheckpointTest, GarbageAndTruncatedFiles_DataLoss) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/bad-", getpid(), ".ckpt");
+  { std::ofstream(path) << "not a checkpoint at all"; }
+  EXPECT_THAT(ReadCheckpoint(path).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad magic")));
+  const std::vector<float> params(100, 1.5f);
+  ASSERT_THAT(WriteCheckpoint(path, 3, params, OptimizerState()), IsOk());
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 40);
+  EXPECT_THAT(ReadCheckpoint(path).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("truncated")));
+  EXPECT_THAT(ReadCheckpoint(path + ".missing").status(),
+              StatusIs(absl::StatusCode::kNotFound));
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace gradsync
