@@ -26,6 +26,7 @@
 #include "server/ps/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/train/trainer_test_util.h"
 #include "worker/model/blas.h"
 #include "worker/model/cuda/cuda_status.h"
 #include "worker/train/trainer.h"
@@ -33,31 +34,24 @@
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::RankGroup;
 using ::gradsync::testing::SmallPipelineOptions;
 
 constexpr int64_t kSteps = 9;
 
+// The trainer tests' small MLP (tests/train/trainer_test_util.h) on Adam,
+// with a global batch that splits evenly over 1, 2 and 3 ranks.
 TrainerConfig NcclMlpConfig() {
-  TrainerConfig c;
-  c.model = ModelKind::kMlp;
-  c.layer_sizes = {32, 24, 16, 10};
-  c.dataset = DatasetKind::kSynthetic;
+  TrainerConfig c = ::gradsync::testing::SmallMlpConfig();
   c.optimizer.kind = OptimizerKind::kAdam;
   c.optimizer.lr = 0.01;
   c.global_batch_size = 48;
   c.steps = kSteps;
   c.seed = 11;
-  c.bucket_bytes = 300 * 4;  // buckets span layers (W1 is 24*16)
   c.comm_timeout = absl::Seconds(30);
   return c;
 }
-
-struct Outcome {
-  std::vector<absl::Status> status;
-  std::vector<std::vector<StepMetrics>> metrics;  // [rank][step]
-  std::vector<TrainResult> results;
-};
 
 class NcclTrainerTest : public gpu_test::GpuTest {
  protected:
@@ -68,13 +62,13 @@ class NcclTrainerTest : public gpu_test::GpuTest {
   }
 
   // Rank r on cuda:r, through `backend`.
-  Outcome Run(TrainerConfig config, RingBackend backend, int world) {
+  JobOutcome Run(TrainerConfig config, RingBackend backend, int world) {
     config.ring_backend = backend;
     absl::StatusOr<TrainData> data = LoadTrainData(config);
     EXPECT_TRUE(data.ok()) << data.status();
     RankGroup group(world, SmallPipelineOptions());
     MemoryStore nccl_store;
-    Outcome out;
+    JobOutcome out;
     out.metrics.resize(world);
     out.results.resize(world);
     out.status = group.Run([&](int r) -> absl::Status {
@@ -108,8 +102,8 @@ class NcclTrainerTest : public gpu_test::GpuTest {
 
   // The NCCL run against the host-staged run: every step's hash and loss.
   void ExpectSameRun(const TrainerConfig& config, int world) {
-    const Outcome nccl = Run(config, RingBackend::kNccl, world);
-    const Outcome tcp = Run(config, RingBackend::kTcp, world);
+    const JobOutcome nccl = Run(config, RingBackend::kNccl, world);
+    const JobOutcome tcp = Run(config, RingBackend::kTcp, world);
     for (int r = 0; r < world; ++r) {
       ASSERT_TRUE(nccl.status[r].ok())
           << "rank " << r << ": " << nccl.status[r];
@@ -165,8 +159,8 @@ TEST_F(NcclTrainerTest, SwitchToPsAndBack_MovesDeviceStateExactly) {
   nccl_config.ps.job_id = "nccl-switch";
   TrainerConfig tcp_config = config;
   tcp_config.ps.job_id = "tcp-switch";
-  const Outcome nccl = Run(nccl_config, RingBackend::kNccl, 1);
-  const Outcome tcp = Run(tcp_config, RingBackend::kTcp, 1);
+  const JobOutcome nccl = Run(nccl_config, RingBackend::kNccl, 1);
+  const JobOutcome tcp = Run(tcp_config, RingBackend::kTcp, 1);
   ASSERT_TRUE(nccl.status[0].ok()) << nccl.status[0];
   ASSERT_TRUE(tcp.status[0].ok()) << tcp.status[0];
   ASSERT_EQ(nccl.metrics[0].size(), static_cast<size_t>(kSteps));

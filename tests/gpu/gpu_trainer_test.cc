@@ -18,6 +18,7 @@
 #include "server/ps/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/train/trainer_test_util.h"
 #include "worker/model/blas.h"
 #include "worker/model/cuda/cuda_status.h"
 #include "worker/train/train_model.h"
@@ -26,6 +27,7 @@
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::RankGroup;
 using ::gradsync::testing::SmallPipelineOptions;
 using ::testing::AllOf;
@@ -34,24 +36,11 @@ using ::testing::HasSubstr;
 constexpr int kWorld = 2;
 constexpr int64_t kSteps = 10;
 
-struct Outcome {
-  std::vector<absl::Status> status;               // per rank
-  std::vector<std::vector<StepMetrics>> metrics;  // [rank][step]
-  std::vector<TrainResult> results;               // per rank
-};
-
+// The trainer tests' small MLP (tests/train/trainer_test_util.h) for
+// kSteps steps.
 TrainerConfig SmallMlpConfig() {
-  TrainerConfig c;
-  c.model = ModelKind::kMlp;
-  c.layer_sizes = {32, 24, 16, 10};
-  c.dataset = DatasetKind::kSynthetic;
-  c.optimizer.kind = OptimizerKind::kMomentum;
-  c.optimizer.lr = 0.05;
-  c.global_batch_size = 50;
+  TrainerConfig c = ::gradsync::testing::SmallMlpConfig();
   c.steps = kSteps;
-  c.seed = 5;
-  c.bucket_bytes = 300 * 4;  // buckets span layers (W1 is 24*16)
-  c.comm_timeout = absl::Seconds(20);
   return c;
 }
 
@@ -81,11 +70,11 @@ class GpuTrainerTest : public gpu_test::GpuTest {
   }
 
   // Rank r runs on cuda_device devices[r] (-1: CPU).
-  Outcome Run(const TrainerConfig& config, const std::vector<int>& devices) {
+  JobOutcome Run(const TrainerConfig& config, const std::vector<int>& devices) {
     absl::StatusOr<TrainData> data = LoadTrainData(config);
     EXPECT_TRUE(data.ok()) << data.status();
     RankGroup group(kWorld, SmallPipelineOptions());
-    Outcome out;
+    JobOutcome out;
     out.metrics.resize(kWorld);
     out.results.resize(kWorld);
     out.status = group.Run([&](int r) -> absl::Status {
@@ -108,8 +97,8 @@ class GpuTrainerTest : public gpu_test::GpuTest {
   // the mixed run, losses within 1e-4.
   void ExpectMixedTracksCpu(const TrainerConfig& mixed_config,
                             const TrainerConfig& cpu_config) {
-    const Outcome mixed = Run(mixed_config, {0, -1});
-    const Outcome cpu = Run(cpu_config, {-1, -1});
+    const JobOutcome mixed = Run(mixed_config, {0, -1});
+    const JobOutcome cpu = Run(cpu_config, {-1, -1});
     for (int r = 0; r < kWorld; ++r) {
       ASSERT_TRUE(mixed.status[r].ok()) << "rank " << r << mixed.status[r];
       ASSERT_TRUE(cpu.status[r].ok()) << "rank " << r << cpu.status[r];
