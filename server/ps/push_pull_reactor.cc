@@ -198,20 +198,16 @@ absl::Status PushPullReactor::PullAndReply() {
   reply_.set_switch_epoch(view_->decision.epoch);
   reply_.set_switch_step(view_->decision.step);
   phase_ = Phase::kReply;
+  reply_messages_.emplace(&reply_,
+                          std::vector<absl::Span<const float>>{view_->params},
+                          chunk_bytes_, view_);
   WriteNext();
   return absl::OkStatus();
 }
 
 void PushPullReactor::WriteNext() {
-  const absl::Span<const float> params = view_->params;
-  const size_t chunk_floats = std::max<size_t>(1, chunk_bytes_ / sizeof(float));
-  const size_t at = written_;
-  const size_t n = std::min(chunk_floats, params.size() - at);
-  out_ = EncodeTensorMessage(at == 0 ? &reply_ : nullptr, 0,
-                             static_cast<int64_t>(at),
-                             AsBytes(params.subspan(at, n)), view_);
-  written_ += n;
-  if (written_ == params.size()) {
+  out_ = reply_messages_->Next();
+  if (reply_messages_->done()) {
     StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
   } else {
     StartWrite(&out_);

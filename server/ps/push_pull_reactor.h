@@ -42,6 +42,7 @@
 #include "server/ps/ps_service.h"
 #include "server/ps/ps_shard.h"
 #include "server/ps/tensor_codec.h"
+#include "server/ps/tensor_stream.h"
 
 namespace gradsync {
 
@@ -102,8 +103,8 @@ class PushPullReactor final
 
   ShardViewRef view_;
   ps::PullHeader reply_;
+  std::optional<TensorMessages> reply_messages_;  // view_'s parameters
   grpc::ByteBuffer out_;
-  size_t written_ = 0;  // elements of view_->params started
 };
 
 }  // namespace gradsync

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,32 +40,74 @@ inline absl::Span<char> AsWritableBytes(absl::Span<float> floats) {
                           floats.size() * sizeof(float));
 }
 
-// Writes `header` and tensors 0, 1, ... in chunks of at most `chunk_bytes`
-// (a multiple of 4); the header rides on the first chunk. The chunks point
-// at the tensors' memory and keep `keep_alive` referenced until gRPC has
-// sent them. Returns false when the stream broke (the peer went away or
+// The messages that carry `header` and tensors 0, 1, ... in chunks of at
+// most `chunk_bytes` (a multiple of 4), in order; the header rides on the
+// first chunk (alone if there is no data). Each message points at the
+// tensors' memory and keeps `keep_alive` referenced until gRPC has sent it.
+// For senders that write one message at a time (WriteTensors below, and
+// the callback reactors, which start each write when the last one is done).
+class TensorMessages {
+ public:
+  TensorMessages(const google::protobuf::MessageLite* header,
+                 std::vector<absl::Span<const float>> tensors,
+                 size_t chunk_bytes, std::shared_ptr<const void> keep_alive)
+      : header_(header),
+        tensors_(std::move(tensors)),
+        chunk_floats_(std::max<size_t>(1, chunk_bytes / sizeof(float))),
+        keep_alive_(std::move(keep_alive)) {
+    SkipEmpty();
+  }
+
+  bool done() const { return header_ == nullptr && tensor_ == tensors_.size(); }
+  // The next message; call only while !done().
+  grpc::ByteBuffer Next() {
+    if (tensor_ == tensors_.size()) {  // no data at all: the header alone
+      const google::protobuf::MessageLite* header = header_;
+      header_ = nullptr;
+      return EncodeTensorMessage(header, 0, 0, {}, nullptr);
+    }
+    const absl::Span<const float> tensor = tensors_[tensor_];
+    const size_t n = std::min(chunk_floats_, tensor.size() - offset_);
+    grpc::ByteBuffer message = EncodeTensorMessage(
+        header_, static_cast<int32_t>(tensor_), static_cast<int64_t>(offset_),
+        AsBytes(tensor.subspan(offset_, n)), keep_alive_);
+    header_ = nullptr;
+    offset_ += n;
+    SkipEmpty();
+    return message;
+  }
+
+ private:
+  // Moves past finished (or empty) tensors.
+  void SkipEmpty() {
+    while (tensor_ < tensors_.size() && offset_ == tensors_[tensor_].size()) {
+      ++tensor_;
+      offset_ = 0;
+    }
+  }
+
+  const google::protobuf::MessageLite* header_;  // null once sent
+  const std::vector<absl::Span<const float>> tensors_;
+  const size_t chunk_floats_;
+  const std::shared_ptr<const void> keep_alive_;
+  size_t tensor_ = 0;
+  size_t offset_ = 0;  // elements of tensors_[tensor_] already sent
+};
+
+// Writes TensorMessages(header, tensors, chunk_bytes, keep_alive) to
+// `writer`. Returns false when the stream broke (the peer went away or
 // failed the call; its status tells why).
 template <typename Writer>
 bool WriteTensors(Writer* writer, const google::protobuf::MessageLite* header,
                   absl::Span<const absl::Span<const float>> tensors,
                   size_t chunk_bytes,
                   const std::shared_ptr<const void>& keep_alive) {
-  const size_t chunk_floats = std::max<size_t>(1, chunk_bytes / sizeof(float));
-  const google::protobuf::MessageLite* pending = header;
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const absl::Span<const float> tensor = tensors[t];
-    for (size_t offset = 0; offset < tensor.size(); offset += chunk_floats) {
-      const size_t n = std::min(chunk_floats, tensor.size() - offset);
-      if (!writer->Write(EncodeTensorMessage(
-              pending, static_cast<int32_t>(t), static_cast<int64_t>(offset),
-              AsBytes(tensor.subspan(offset, n)), keep_alive))) {
-        return false;
-      }
-      pending = nullptr;
-    }
-  }
-  if (pending != nullptr) {
-    return writer->Write(EncodeTensorMessage(pending, 0, 0, {}, nullptr));
+  TensorMessages messages(
+      header,
+      std::vector<absl::Span<const float>>(tensors.begin(), tensors.end()),
+      chunk_bytes, keep_alive);
+  while (!messages.done()) {
+    if (!writer->Write(messages.Next())) return false;
   }
   return true;
 }
