@@ -11,6 +11,9 @@ namespace {
 // every rank's block streams through.
 constexpr size_t kBlock = 2048;
 
+// The least work worth handing to another thread: 1 MiB per rank.
+constexpr size_t kMinPartFloats = 256 * 1024;
+
 // out[j] += the j-th float at `in` (any alignment), j < k.
 void AddRun(float* __restrict out, const char* __restrict in, size_t k) {
   for (size_t j = 0; j < k; ++j) {
@@ -55,6 +58,15 @@ class SegmentReader {
         }
         ++i;
       }
+    }
+  }
+
+  // Skips the first `bytes` bytes.
+  void Seek(size_t bytes) {
+    while (bytes > 0 && index_ < segments_.size()) {
+      const size_t n = std::min(bytes, segments_[index_].size - offset_);
+      bytes -= n;
+      Advance(n);
     }
   }
 
@@ -109,11 +121,15 @@ void GatherSegments(const GradientSegments& segments, absl::Span<char> out) {
 
 namespace {
 
-void ReduceInRankOrder(absl::Span<const GradientSegments* const> ranks,
-                       bool average, absl::Span<float> out) {
+// out[i - first] for elements [first, first + out.size()) of the ranks.
+void ReduceRange(absl::Span<const GradientSegments* const> ranks, bool average,
+                 size_t first, absl::Span<float> out) {
   std::vector<SegmentReader> readers;
   readers.reserve(ranks.size());
-  for (const GradientSegments* r : ranks) readers.emplace_back(*r);
+  for (const GradientSegments* r : ranks) {
+    readers.emplace_back(*r);
+    readers.back().Seek(first * sizeof(float));
+  }
   const float divisor = static_cast<float>(ranks.size());
   alignas(64) float sum[kBlock];
   for (size_t b = 0; b < out.size(); b += kBlock) {
@@ -129,16 +145,28 @@ void ReduceInRankOrder(absl::Span<const GradientSegments* const> ranks,
   }
 }
 
+void ReduceInRankOrder(absl::Span<const GradientSegments* const> ranks,
+                       bool average, absl::Span<float> out, ComputePool* pool) {
+  auto part = [&](size_t begin, size_t end) {
+    ReduceRange(ranks, average, begin, out.subspan(begin, end - begin));
+  };
+  if (pool == nullptr) {
+    part(0, out.size());
+  } else {
+    pool->For(out.size(), kMinPartFloats, part);
+  }
+}
+
 }  // namespace
 
 void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
-                        absl::Span<float> out) {
-  ReduceInRankOrder(ranks, /*average=*/true, out);
+                        absl::Span<float> out, ComputePool* pool) {
+  ReduceInRankOrder(ranks, /*average=*/true, out, pool);
 }
 
 void SumInRankOrder(absl::Span<const GradientSegments* const> ranks,
-                    absl::Span<float> out) {
-  ReduceInRankOrder(ranks, /*average=*/false, out);
+                    absl::Span<float> out, ComputePool* pool) {
+  ReduceInRankOrder(ranks, /*average=*/false, out, pool);
 }
 
 }  // namespace gradsync

@@ -10,6 +10,10 @@
 // only on the gradients, not on how they arrived or were split: bitwise the
 // same run to run.
 //
+// With a ComputePool the sums are cut into element ranges that run on its
+// threads at once; each element is still summed in rank order, so the
+// result is bitwise the same with or without one.
+//
 // Pure functions; thread-safe on distinct outputs.
 #ifndef GRADSYNC_SERVER_PS_GRADIENT_SUM_H_
 #define GRADSYNC_SERVER_PS_GRADIENT_SUM_H_
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/compute_pool.h"
 
 namespace gradsync {
 
@@ -40,14 +45,14 @@ void GatherSegments(const GradientSegments& segments, absl::Span<char> out);
 
 // out[i] = (g_0[i] + g_1[i] + ... + g_{N-1}[i]) / N over `ranks` (N >= 1,
 // each covering out.size() floats), added left to right. `out` may be the
-// memory rank 0's segments point into.
+// memory rank 0's segments point into. `pool` may be null.
 void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
-                        absl::Span<float> out);
+                        absl::Span<float> out, ComputePool* pool = nullptr);
 
 // out[i] = g_0[i] + g_1[i] + ... + g_{N-1}[i], added left to right (as
 // AverageInRankOrder, without the division).
 void SumInRankOrder(absl::Span<const GradientSegments* const> ranks,
-                    absl::Span<float> out);
+                    absl::Span<float> out, ComputePool* pool = nullptr);
 
 }  // namespace gradsync
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "server/ps/ps_registration.h"
@@ -22,12 +23,13 @@ namespace {
 // Reads "--name VALUE" or "--name=VALUE" at argv[*i] into *value.
 // Returns false when argv[*i] is another argument.
 absl::StatusOr<bool> FlagValue(int argc, char** argv, int* i,
-                               absl::string_view name, std::string* value) {
+                               absl::string_view name, std::string* value,
+                               absl::string_view value_name = "HOST:PORT") {
   const absl::string_view arg = argv[*i];
   if (arg == name) {
     if (*i + 1 == argc) {
       return absl::InvalidArgumentError(
-          absl::StrCat(name, " needs a HOST:PORT value"));
+          absl::StrCat(name, " needs a ", value_name, " value"));
     }
     *value = argv[++*i];
     return true;
@@ -51,6 +53,7 @@ std::string HostName() {
 
 const char* PsDaemonUsage() {
   return "usage: gradsync-ps [--listen HOST:PORT] [--coordinator HOST:PORT]\n"
+         "                   [--compute-threads N]\n"
          "\n"
          "Runs a gradsync parameter server until SIGINT or SIGTERM and prints\n"
          "the bound address on the first line of stdout.\n"
@@ -62,7 +65,9 @@ const char* PsDaemonUsage() {
          "                           address is printed; exit 1 if it stays\n"
          "                           unreachable for 30 s); heartbeats then\n"
          "                           report the shards and release those of\n"
-         "                           jobs that ended\n";
+         "                           jobs that ended\n"
+         "  --compute-threads N      threads that sum a synchronous step's\n"
+         "                           gradients (default 0: one per core)\n";
 }
 
 absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
@@ -83,6 +88,20 @@ absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
         FlagValue(argc, argv, &i, "--coordinator", &config.coordinator);
     if (!coordinator.ok()) return coordinator.status();
     if (*coordinator) continue;
+    std::string threads;
+    absl::StatusOr<bool> compute =
+        FlagValue(argc, argv, &i, "--compute-threads", &threads, "N");
+    if (!compute.ok()) return compute.status();
+    if (*compute) {
+      if (!absl::SimpleAtoi(threads, &config.server.compute_threads) ||
+          config.server.compute_threads < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--compute-threads must be a whole number >= 0 (0: "
+                         "one per core), not '",
+                         threads, "'"));
+      }
+      continue;
+    }
     return absl::InvalidArgumentError(
         absl::StrCat("unknown argument '", arg, "'"));
   }

@@ -20,8 +20,12 @@ constexpr absl::Duration kShutdownGrace = absl::Milliseconds(500);
 
 }  // namespace
 
-PsServer::PsServer(std::string host)
-    : host_(std::move(host)), rpc_(&service_) {}
+PsServer::PsServer(std::string host, int compute_threads)
+    : host_(std::move(host)),
+      service_(std::make_shared<ComputePool>(
+          compute_threads > 0 ? compute_threads - 1
+                              : ComputePool::DefaultHelpers())),
+      rpc_(&service_) {}
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
     const std::string& listen_address, const PsServerOptions& options) {
@@ -33,7 +37,13 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
         absl::StrCat("parameter-server max_threads is ", options.max_threads,
                      "; it needs at least ", kSyncServerMaxPollers + 1));
   }
-  std::unique_ptr<PsServer> server(new PsServer(std::move(host)));
+  if (options.compute_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter-server compute_threads is ",
+                     options.compute_threads, "; use 0 for one per core"));
+  }
+  std::unique_ptr<PsServer> server(
+      new PsServer(std::move(host), options.compute_threads));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),

@@ -42,6 +42,9 @@ struct PsServerOptions {
   // Most server threads at once, pollers included (see "Threads" above).
   int max_threads = 4096;
   PsTransportOptions transport;
+  // Threads that sum a synchronous step's gradients, the applying one
+  // included; 0: one per core.
+  int compute_threads = 0;
   // Called once the server listens, with the bound "host:port" (for
   // example to register it with a coordinator). An error stops Start,
   // which returns it.
@@ -72,7 +75,7 @@ class PsServer {
   void Shutdown();
 
  private:
-  explicit PsServer(std::string host);
+  PsServer(std::string host, int compute_threads);
 
   const std::string host_;
   int port_ = 0;

@@ -60,7 +60,9 @@ absl::StatusOr<std::vector<float>> InitialParameters(const ShardSpec& spec) {
 
 PsService::~PsService() { ReleaseAll(); }
 
-absl::Status PsService::CreateShard(const ShardSpec& spec) {
+absl::Status PsService::CreateShard(const ShardSpec& given) {
+  ShardSpec spec = given;
+  spec.config.compute = compute_;
   const PsShardConfig& config = spec.config;
   RETURN_IF_ERROR(ValidatePsShardConfig(config));
   RETURN_IF_ERROR(CheckRange(spec));

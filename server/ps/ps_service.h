@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/compute_pool.h"
 #include "server/ps/ps_shard.h"
 
 namespace gradsync {
@@ -61,7 +62,9 @@ struct ShardSpec {
 
 class PsService {
  public:
-  PsService() = default;
+  // `compute` (may be null) helps every shard sum its steps' gradients.
+  explicit PsService(std::shared_ptr<ComputePool> compute = nullptr)
+      : compute_(std::move(compute)) {}
   PsService(const PsService&) = delete;
   PsService& operator=(const PsService&) = delete;
   ~PsService();
@@ -95,9 +98,13 @@ class PsService {
 
   size_t num_shards() const;
 
+  // The pool the shards share (null: none).
+  const std::shared_ptr<ComputePool>& compute() const { return compute_; }
+
  private:
   using Key = std::pair<std::string, int>;
 
+  const std::shared_ptr<ComputePool> compute_;
   mutable absl::Mutex mu_;
   std::map<Key, std::shared_ptr<PsShard>> shards_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<PsShard>> released_ ABSL_GUARDED_BY(mu_);

@@ -283,9 +283,9 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
     // committed gradients (no rank can push until version_ moves).
     const absl::Time t0 = absl::Now();
     if (config_.sum_gradients) {
-      SumInRankOrder(parts, mean);
+      SumInRankOrder(parts, mean, config_.compute.get());
     } else {
-      AverageInRankOrder(parts, mean);
+      AverageInRankOrder(parts, mean, config_.compute.get());
     }
     const absl::Time t1 = absl::Now();
     status = optimizer_.Step(absl::MakeSpan(params_), mean);

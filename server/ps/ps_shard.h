@@ -100,6 +100,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/compute_pool.h"
 #include "common/optimizer.h"
 #include "server/ps/gradient_sum.h"
 #include "server/ps/parameter_state.h"
@@ -132,6 +133,10 @@ struct PsShardConfig {
   // kSync: apply the plain sum of the ranks' gradients instead of their
   // mean (the ranks pre-scaled them, as on the ring).
   bool sum_gradients = false;
+  // Threads that share the sum of a step's gradients with the thread that
+  // applies it (shared by the shards of a server); null: that thread alone.
+  // Not part of the shard's spec: the server sets it.
+  std::shared_ptr<ComputePool> compute;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field.

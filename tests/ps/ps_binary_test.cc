@@ -66,6 +66,15 @@ TEST(GradsyncPsBinaryTest, Run_UnknownFlag_ExitsTwo) {
   EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2);
 }
 
+TEST(GradsyncPsBinaryTest, Run_BadComputeThreads_ExitsTwo) {
+  for (const char* value : {"-1", "two", ""}) {
+    DaemonProcess process(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0",
+                                               "--compute-threads", value});
+    ASSERT_TRUE(process.started());
+    EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2) << "'" << value << "'";
+  }
+}
+
 TEST(GradsyncPsBinaryTest, Run_PortTaken_ExitsOne) {
   DaemonProcess first(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0"});
   ASSERT_TRUE(first.started());

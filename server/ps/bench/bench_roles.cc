@@ -215,9 +215,11 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
   absl::Status created = (*server)->service()->CreateShard(spec);
   absl::StatusOr<std::shared_ptr<PsShard>> grpc_shard =
       (*server)->service()->FindShard(kGrpcJob, 0);
-  absl::StatusOr<std::shared_ptr<PsShard>> tcp_shard =
-      PsShard::Create(BenchShardConfig(options, kTcpJob),
-                      std::vector<float>(options.bytes / sizeof(float), 0.0f));
+  // The same shard code, threads included, behind both transports.
+  PsShardConfig tcp_config = BenchShardConfig(options, kTcpJob);
+  tcp_config.compute = (*server)->service()->compute();
+  absl::StatusOr<std::shared_ptr<PsShard>> tcp_shard = PsShard::Create(
+      tcp_config, std::vector<float>(options.bytes / sizeof(float), 0.0f));
   if (!created.ok() || !grpc_shard.ok() || !tcp_shard.ok()) {
     std::cerr << "bench server: " << created << " " << grpc_shard.status()
               << " " << tcp_shard.status() << "\n";
