@@ -2,9 +2,10 @@
 // that runs it, so that one caller can use every core of the host.
 //
 // The parameter server uses it for the step it applies after the last
-// worker's gradient arrived: summing N gradients of tens of MiB is on the
-// critical path of every synchronous step, and while it runs the workers
-// only wait. Cut in parts, it runs on all cores at once.
+// worker's gradient arrived: summing N gradients of tens of MiB and the
+// optimizer's update are on the critical path of every synchronous step,
+// and while they run the workers only wait. Cut in parts, they run on all
+// cores at once.
 //
 //   ComputePool pool(ComputePool::DefaultHelpers());
 //   pool.For(n, /*grain=*/1 << 16, [&](size_t begin, size_t end) {

@@ -333,7 +333,7 @@ absl::StatusOr<Optimizer> Optimizer::CreateByName(absl::string_view name,
 }
 
 absl::Status Optimizer::Step(absl::Span<float> params,
-                             absl::Span<const float> grads) {
+                             absl::Span<const float> grads, ComputePool* pool) {
   if (params.size() != size_ || grads.size() != size_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "optimizer step over ", size_, " parameters got ", params.size(),
@@ -343,20 +343,29 @@ absl::Status Optimizer::Step(absl::Span<float> params,
     return absl::InvalidArgumentError(
         "optimizer step: parameter and gradient buffers overlap");
   }
-  float* p = params.data();
-  const float* g = grads.data();
-  switch (config_.kind) {
-    case OptimizerKind::kSgd:
-      SgdStep(config_, p, g, size_);
-      break;
-    case OptimizerKind::kMomentum:
-      MomentumStep(config_, step_ == 0, p, g, buffers_[0].data(), size_);
-      break;
-    case OptimizerKind::kAdam:
-    case OptimizerKind::kAdamW:
-      AdamStep(config_, step_ + 1, p, g, buffers_[0].data(), buffers_[1].data(),
-               size_);
-      break;
+  // Elements [b, e): every update is element-wise, so how the range is cut
+  // does not change a bit.
+  auto update = [&](size_t b, size_t e) {
+    float* p = params.data() + b;
+    const float* g = grads.data() + b;
+    switch (config_.kind) {
+      case OptimizerKind::kSgd:
+        SgdStep(config_, p, g, e - b);
+        break;
+      case OptimizerKind::kMomentum:
+        MomentumStep(config_, step_ == 0, p, g, buffers_[0].data() + b, e - b);
+        break;
+      case OptimizerKind::kAdam:
+      case OptimizerKind::kAdamW:
+        AdamStep(config_, step_ + 1, p, g, buffers_[0].data() + b,
+                 buffers_[1].data() + b, e - b);
+        break;
+    }
+  };
+  if (pool == nullptr) {
+    update(0, size_);
+  } else {
+    pool->For(size_, kMinPartElements, update);
   }
   ++step_;
   return absl::OkStatus();

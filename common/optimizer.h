@@ -56,6 +56,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/compute_pool.h"
 
 namespace gradsync {
 
@@ -131,9 +132,15 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // One update of `params` with `grads`; both must hold exactly size()
-  // floats and must not overlap. Increments step_count().
+  // floats and must not overlap. Increments step_count(). With a `pool`
+  // the update runs in element ranges on its threads at once, bitwise the
+  // same as without.
   [[nodiscard]] absl::Status Step(absl::Span<float> params,
-                                  absl::Span<const float> grads);
+                                  absl::Span<const float> grads,
+                                  ComputePool* pool = nullptr);
+
+  // The least elements Step gives one thread of a pool.
+  static constexpr size_t kMinPartElements = 128 * 1024;
 
   // Changes the learning rate for later steps (schedules); INVALID_ARGUMENT
   // if negative or not finite.

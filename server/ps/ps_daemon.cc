@@ -67,7 +67,8 @@ const char* PsDaemonUsage() {
          "                           report the shards and release those of\n"
          "                           jobs that ended\n"
          "  --compute-threads N      threads that sum a synchronous step's\n"
-         "                           gradients (default 0: one per core)\n";
+         "                           gradients and apply its update\n"
+         "                           (default 0: one per core)\n";
 }
 
 absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,

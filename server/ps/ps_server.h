@@ -42,8 +42,8 @@ struct PsServerOptions {
   // Most server threads at once, pollers included (see "Threads" above).
   int max_threads = 4096;
   PsTransportOptions transport;
-  // Threads that sum a synchronous step's gradients, the applying one
-  // included; 0: one per core.
+  // Threads that sum a synchronous step's gradients and apply the
+  // optimizer, the applying one included; 0: one per core.
   int compute_threads = 0;
   // Called once the server listens, with the bound "host:port" (for
   // example to register it with a coordinator). An error stops Start,

@@ -288,7 +288,8 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
       AverageInRankOrder(parts, mean, config_.compute.get());
     }
     const absl::Time t1 = absl::Now();
-    status = optimizer_.Step(absl::MakeSpan(params_), mean);
+    status =
+        optimizer_.Step(absl::MakeSpan(params_), mean, config_.compute.get());
     aggregate = t1 - t0;
     optimize = absl::Now() - t1;
     // Hand the transports' buffers back now, without the lock.

@@ -133,8 +133,9 @@ struct PsShardConfig {
   // kSync: apply the plain sum of the ranks' gradients instead of their
   // mean (the ranks pre-scaled them, as on the ring).
   bool sum_gradients = false;
-  // Threads that share the sum of a step's gradients with the thread that
-  // applies it (shared by the shards of a server); null: that thread alone.
+  // Threads that share a synchronous step's sum and optimizer update with
+  // the thread that applies it (shared by the shards of a server); null:
+  // that thread alone.
   // Not part of the shard's spec: the server sets it.
   std::shared_ptr<ComputePool> compute;
 };

@@ -286,6 +286,30 @@ TEST_P(OptimizerKindTest, TwoHalvesEqualWhole) {
   }
 }
 
+// A pool cuts the update into element ranges on several threads; the
+// parameters and state must come out bitwise as without one.
+TEST_P(OptimizerKindTest, PoolStepEqualsSerialStep) {
+  const size_t n = 3 * Optimizer::kMinPartElements + 17;
+  const OptimizerConfig c = MakeConfig();
+  ComputePool pool(2);
+  absl::StatusOr<Optimizer> serial = Optimizer::Create(c, n);
+  absl::StatusOr<Optimizer> pooled = Optimizer::Create(c, n);
+  ASSERT_TRUE(serial.ok() && pooled.ok());
+  std::vector<float> p = Pattern(n, 9), q = p;
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<float> g = Pattern(n, 70 + step);
+    ASSERT_TRUE(serial->Step(absl::MakeSpan(p), g).ok());
+    ASSERT_TRUE(pooled->Step(absl::MakeSpan(q), g, &pool).ok());
+  }
+  ExpectBitwiseEqual(p, q);
+  EXPECT_EQ(pooled->step_count(), 3u);
+  const OptimizerState a = serial->ExportState(), b = pooled->ExportState();
+  ASSERT_EQ(a.buffers.size(), b.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    ExpectBitwiseEqual(a.buffers[i], b.buffers[i]);
+  }
+}
+
 TEST_P(OptimizerKindTest, ExportImportContinuesIdentically) {
   const size_t n = 300;
   const OptimizerConfig c = MakeConfig();
