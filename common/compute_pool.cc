@@ -88,4 +88,13 @@ void ComputePool::Loop() {
   mu_.Unlock();
 }
 
+void ParallelFor(ComputePool* pool, size_t n, size_t grain,
+                 absl::FunctionRef<void(size_t, size_t)> fn) {
+  if (pool != nullptr) {
+    pool->For(n, grain, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
 }  // namespace gradsync

@@ -75,6 +75,11 @@ class ComputePool {
   std::vector<std::thread> threads_;
 };
 
+// pool->For(n, grain, fn), or the whole loop on this thread when `pool` is
+// null (callers whose pool is optional).
+void ParallelFor(ComputePool* pool, size_t n, size_t grain,
+                 absl::FunctionRef<void(size_t, size_t)> fn);
+
 }  // namespace gradsync
 
 #endif  // GRADSYNC_COMMON_COMPUTE_POOL_H_

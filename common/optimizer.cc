@@ -362,11 +362,7 @@ absl::Status Optimizer::Step(absl::Span<float> params,
         break;
     }
   };
-  if (pool == nullptr) {
-    update(0, size_);
-  } else {
-    pool->For(size_, kMinPartElements, update);
-  }
+  ParallelFor(pool, size_, kMinPartElements, update);
   ++step_;
   return absl::OkStatus();
 }

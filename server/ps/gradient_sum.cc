@@ -147,14 +147,9 @@ void ReduceRange(absl::Span<const GradientSegments* const> ranks, bool average,
 
 void ReduceInRankOrder(absl::Span<const GradientSegments* const> ranks,
                        bool average, absl::Span<float> out, ComputePool* pool) {
-  auto part = [&](size_t begin, size_t end) {
+  ParallelFor(pool, out.size(), kMinPartFloats, [&](size_t begin, size_t end) {
     ReduceRange(ranks, average, begin, out.subspan(begin, end - begin));
-  };
-  if (pool == nullptr) {
-    part(0, out.size());
-  } else {
-    pool->For(out.size(), kMinPartFloats, part);
-  }
+  });
 }
 
 }  // namespace
