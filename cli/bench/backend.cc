@@ -98,6 +98,13 @@ absl::StatusOr<TcpOptions> MakeTcpOptions(const BenchOptions& options,
     }
     tcp.socket_buffer_bytes = static_cast<int>(*options.socket_buffer_bytes);
   }
+  if (options.small_socket_buffer_bytes) {
+    if (*options.small_socket_buffer_bytes > (1u << 30)) {
+      return absl::InvalidArgumentError("--small-socket-buffer is above 1G");
+    }
+    tcp.small_socket_buffer_bytes =
+        static_cast<int>(*options.small_socket_buffer_bytes);
+  }
   return tcp;
 }
 

@@ -172,10 +172,17 @@ const FlagSpec kFlags[] = {
        return ParseOptionalSize("--sub-block-bytes", v,
                                 &s->options.sub_block_bytes);
      }},
-    {0, "socket-buffer", "SIZE", "SO_SNDBUF/SO_RCVBUF, 0 = kernel default",
+    {0, "socket-buffer", "SIZE",
+     "SO_SNDBUF/SO_RCVBUF for sizes over 2M (256K; 0 = kernel's)",
      [](absl::string_view v, ParseState* s) {
        return ParseOptionalSize("--socket-buffer", v,
                                 &s->options.socket_buffer_bytes);
+     }},
+    {0, "small-socket-buffer", "SIZE",
+     "SO_SNDBUF/SO_RCVBUF for sizes up to 2M (4M; 0 = as above)",
+     [](absl::string_view v, ParseState* s) {
+       return ParseOptionalSize("--small-socket-buffer", v,
+                                &s->options.small_socket_buffer_bytes);
      }},
     {0, "spin-polls", "N", "ring: non-blocking polls before a receive blocks",
      [](absl::string_view v, ParseState* s) {

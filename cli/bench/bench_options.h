@@ -58,6 +58,7 @@ struct BenchOptions {
   std::optional<size_t> hd_threshold_bytes;
   std::optional<size_t> sub_block_bytes;
   std::optional<size_t> socket_buffer_bytes;
+  std::optional<size_t> small_socket_buffer_bytes;
   std::optional<int> spin_polls;
   std::string listen_host = "127.0.0.1";
   std::string advertise_host;

@@ -111,6 +111,12 @@ absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline,
   return WithPeer(s, "receiving from");
 }
 
+absl::Status Connection::SetSocketBuffers(int bytes) {
+  absl::Status s = socket_.SetBuffers(bytes);
+  if (s.ok()) return s;
+  return WithPeer(s, "resizing the socket buffers of the connection to");
+}
+
 bool Connection::PeerClosed() const {
   pollfd p{socket_.fd(), POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));

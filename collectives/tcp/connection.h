@@ -49,6 +49,9 @@ class Connection {
   absl::Status Recv(void* data, size_t len, absl::Time deadline,
                     int spin_polls = 0);
 
+  // Resizes the kernel's socket buffers (see Socket::SetBuffers).
+  absl::Status SetSocketBuffers(int bytes);
+
   // True if the peer has closed its side (polled without blocking).
   bool PeerClosed() const;
 

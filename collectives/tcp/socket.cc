@@ -17,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace gradsync {
 namespace {
@@ -174,16 +175,25 @@ absl::Status Socket::Configure(int buffer_bytes, absl::Duration slice) {
   if (setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
     return ErrnoStatus("TCP_NODELAY", errno);
   }
-  if (buffer_bytes > 0) {
-    setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer_bytes, sizeof(buffer_bytes));
-    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof(buffer_bytes));
-  }
+  if (buffer_bytes > 0) RETURN_IF_ERROR(SetBuffers(buffer_bytes));
   timeval tv{};
   tv.tv_sec = absl::ToInt64Seconds(slice);
   tv.tv_usec = absl::ToInt64Microseconds(slice) % 1000000;
   if (setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
       setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
     return ErrnoStatus("SO_RCVTIMEO", errno);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Socket::SetBuffers(int buffer_bytes) const {
+  if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer_bytes,
+                 sizeof(buffer_bytes)) != 0) {
+    return ErrnoStatus("SO_SNDBUF", errno);
+  }
+  if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer_bytes,
+                 sizeof(buffer_bytes)) != 0) {
+    return ErrnoStatus("SO_RCVBUF", errno);
   }
   return absl::OkStatus();
 }

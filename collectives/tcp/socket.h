@@ -56,6 +56,9 @@ class Socket {
   // TCP_NODELAY, kernel buffer sizes (0 = keep default) and the timeout
   // slice after which blocked calls re-check deadline and abort flag.
   absl::Status Configure(int buffer_bytes, absl::Duration slice);
+  // Sets SO_SNDBUF and SO_RCVBUF (the kernel doubles them for overhead).
+  // Safe while another thread sends or receives on the socket.
+  absl::Status SetBuffers(int buffer_bytes) const;
 
   // Sends / receives exactly `len` bytes. `spin_polls` non-blocking tries
   // (with sched_yield) precede blocking, for low latency on small messages.

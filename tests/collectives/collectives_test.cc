@@ -204,6 +204,48 @@ TEST(CollectivesTest, AutoPicksBothAlgorithmsAndAgrees) {
   }
 }
 
+// Small collectives run with the larger socket buffers, large ones with
+// the smaller: alternating sizes resize the same connections each time.
+TEST(CollectivesTest, SocketBuffersFollowTheMessageSize) {
+  TcpOptions options = SmallPipelineOptions();
+  options.spin_max_bytes = 4096;
+  options.socket_buffer_bytes = 16 << 10;
+  options.small_socket_buffer_bytes = 1 << 20;
+  RankGroup group(4, options);
+  for (size_t count : {100, 300001, 100, 300001, 1000}) {
+    std::vector<std::string> out(4);
+    auto status = group.Run([&](int r) {
+      out[r] = Bytes(DataType::kFloat32, count);
+      FillInput(DataType::kFloat32, out[r].data(), count, r);
+      return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
+                                     DataType::kFloat32, ReduceOp::kSum);
+    });
+    for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+    ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 4, out, count, 0);
+  }
+}
+
+TEST(TcpOptionsTest, SocketBufferSizeClasses) {
+  TcpOptions o;
+  o.spin_max_bytes = 2 << 20;
+  o.socket_buffer_bytes = 256 << 10;
+  o.small_socket_buffer_bytes = 4 << 20;
+  EXPECT_EQ(SocketBufferBytesFor(o, 0), 4 << 20);
+  EXPECT_EQ(SocketBufferBytesFor(o, 2 << 20), 4 << 20);
+  EXPECT_EQ(SocketBufferBytesFor(o, (2 << 20) + 1), 256 << 10);
+  EXPECT_EQ(InitialSocketBufferBytes(o), 4 << 20);
+  o.small_socket_buffer_bytes = 64 << 10;  // smaller than the large one
+  EXPECT_EQ(SocketBufferBytesFor(o, 1024), 64 << 10);
+  EXPECT_EQ(InitialSocketBufferBytes(o), 256 << 10);
+  o.small_socket_buffer_bytes = 0;  // one size for all
+  EXPECT_EQ(SocketBufferBytesFor(o, 1024), 256 << 10);
+  EXPECT_EQ(InitialSocketBufferBytes(o), 256 << 10);
+  o.socket_buffer_bytes = 0;  // the kernel's, never touched
+  o.small_socket_buffer_bytes = 4 << 20;
+  EXPECT_EQ(SocketBufferBytesFor(o, 1024), 0);
+  EXPECT_EQ(InitialSocketBufferBytes(o), 0);
+}
+
 TEST(CollectivesTest, LargeOddCountWithDefaultSegments) {
   RankGroup group(4, TcpOptions());
   const size_t count = (3 << 20) + 7;  // several 1 MiB segments per chunk
