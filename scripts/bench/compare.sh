@@ -33,8 +33,9 @@ usage() {
 usage: $0 [--gradsync PATH] [--ranks "2 4"] [-b 1M] [-e 256M] [-n ITERS]
           [-w 5] [--rounds 1] [--pass in_place|out_of_place] [--out DIR]
 
--n fixes the iterations at every size; by default 20 up to 16M, 10 up to
-64M, 5 above. --rounds R repeats the whole interleaved sweep and reports
+-n fixes the iterations at every size; by default 200 up to 2M (where 20
+calls last only tens of ms, too short for this noisy host), 20 up to 16M,
+10 up to 64M, 5 above. --rounds R repeats the whole interleaved sweep and reports
 each tool's median. --pass picks gradsync's and MPI's pass (Gloo's
 all_reduce is always in place, so in_place compares like with like).
 EOF
@@ -92,6 +93,7 @@ EOF
 
 iters_for() {
   if [[ -n "$iters" ]]; then echo "$iters"
+  elif (( $1 <= 2 << 20 )); then echo 200
   elif (( $1 <= 16 << 20 )); then echo 20
   elif (( $1 <= 64 << 20 )); then echo 10
   else echo 5
