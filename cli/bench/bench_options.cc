@@ -173,13 +173,13 @@ const FlagSpec kFlags[] = {
                                 &s->options.sub_block_bytes);
      }},
     {0, "socket-buffer", "SIZE",
-     "SO_SNDBUF/SO_RCVBUF for sizes over 2M (256K; 0 = kernel's)",
+     "send buffer for sizes over 2M (256K; 0 = kernel's)",
      [](absl::string_view v, ParseState* s) {
        return ParseOptionalSize("--socket-buffer", v,
                                 &s->options.socket_buffer_bytes);
      }},
     {0, "small-socket-buffer", "SIZE",
-     "SO_SNDBUF/SO_RCVBUF for sizes up to 2M (4M; 0 = as above)",
+     "send buffer up to 2M, receive buffer (4M; 0 = as above)",
      [](absl::string_view v, ParseState* s) {
        return ParseOptionalSize("--small-socket-buffer", v,
                                 &s->options.small_socket_buffer_bytes);

@@ -111,10 +111,10 @@ absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline,
   return WithPeer(s, "receiving from");
 }
 
-absl::Status Connection::SetSocketBuffers(int bytes) {
-  absl::Status s = socket_.SetBuffers(bytes);
+absl::Status Connection::SetSendBuffer(int bytes) {
+  absl::Status s = socket_.SetSendBuffer(bytes);
   if (s.ok()) return s;
-  return WithPeer(s, "resizing the socket buffers of the connection to");
+  return WithPeer(s, "resizing the send buffer of the connection to");
 }
 
 bool Connection::PeerClosed() const {

@@ -49,8 +49,8 @@ class Connection {
   absl::Status Recv(void* data, size_t len, absl::Time deadline,
                     int spin_polls = 0);
 
-  // Resizes the kernel's socket buffers (see Socket::SetBuffers).
-  absl::Status SetSocketBuffers(int bytes);
+  // Resizes the kernel's send buffer (see Socket::SetSendBuffer).
+  absl::Status SetSendBuffer(int bytes);
 
   // True if the peer has closed its side (polled without blocking).
   bool PeerClosed() const;

@@ -51,7 +51,8 @@ absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
   RETURN_IF_ERROR(SplitHostPort(addr, &host, &port));
   ASSIGN_OR_RETURN(Socket s,
                    Socket::Connect(host, port, deadline, options.cancelled));
-  RETURN_IF_ERROR(s.Configure(InitialSocketBufferBytes(options), kIoSlice));
+  RETURN_IF_ERROR(s.Configure(options.socket_buffer_bytes,
+                              ReceiveBufferBytes(options), kIoSlice));
   const Handshake hs = MakeHandshake(options.job_id, rank, peer, size);
   RETURN_IF_ERROR(s.SendAll(&hs, sizeof(hs), deadline, nullptr));
   uint32_t reply = 0;
@@ -115,7 +116,9 @@ absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
     Handshake hs{};
     const absl::Time hs_deadline =
         std::min(deadline, absl::Now() + absl::Seconds(5));
-    if (!s.Configure(InitialSocketBufferBytes(options), kIoSlice).ok() ||
+    if (!s.Configure(options.socket_buffer_bytes, ReceiveBufferBytes(options),
+                     kIoSlice)
+             .ok() ||
         !s.RecvAll(&hs, sizeof(hs), hs_deadline, nullptr).ok()) {
       rejected.push_back(
           absl::StrCat(s.PeerAddress(), " sent no valid handshake"));

@@ -170,12 +170,18 @@ std::string Socket::PeerAddress() const {
   return absl::StrCat(ip, ":", ntohs(addr.sin_port));
 }
 
-absl::Status Socket::Configure(int buffer_bytes, absl::Duration slice) {
+absl::Status Socket::Configure(int send_buffer_bytes, int receive_buffer_bytes,
+                               absl::Duration slice) {
   const int one = 1;
   if (setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
     return ErrnoStatus("TCP_NODELAY", errno);
   }
-  if (buffer_bytes > 0) RETURN_IF_ERROR(SetBuffers(buffer_bytes));
+  if (send_buffer_bytes > 0) RETURN_IF_ERROR(SetSendBuffer(send_buffer_bytes));
+  if (receive_buffer_bytes > 0 &&
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes,
+                 sizeof(receive_buffer_bytes)) != 0) {
+    return ErrnoStatus("SO_RCVBUF", errno);
+  }
   timeval tv{};
   tv.tv_sec = absl::ToInt64Seconds(slice);
   tv.tv_usec = absl::ToInt64Microseconds(slice) % 1000000;
@@ -186,14 +192,9 @@ absl::Status Socket::Configure(int buffer_bytes, absl::Duration slice) {
   return absl::OkStatus();
 }
 
-absl::Status Socket::SetBuffers(int buffer_bytes) const {
-  if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer_bytes,
-                 sizeof(buffer_bytes)) != 0) {
+absl::Status Socket::SetSendBuffer(int bytes) const {
+  if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) != 0) {
     return ErrnoStatus("SO_SNDBUF", errno);
-  }
-  if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buffer_bytes,
-                 sizeof(buffer_bytes)) != 0) {
-    return ErrnoStatus("SO_RCVBUF", errno);
   }
   return absl::OkStatus();
 }

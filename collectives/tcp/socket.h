@@ -53,12 +53,17 @@ class Socket {
   // "ip:port" of the peer, or "?" if unknown.
   std::string PeerAddress() const;
 
-  // TCP_NODELAY, kernel buffer sizes (0 = keep default) and the timeout
-  // slice after which blocked calls re-check deadline and abort flag.
-  absl::Status Configure(int buffer_bytes, absl::Duration slice);
-  // Sets SO_SNDBUF and SO_RCVBUF (the kernel doubles them for overhead).
-  // Safe while another thread sends or receives on the socket.
-  absl::Status SetBuffers(int buffer_bytes) const;
+  // TCP_NODELAY, kernel send and receive buffer sizes (0 = keep the
+  // default) and the timeout slice after which blocked calls re-check
+  // deadline and abort flag. Call before any data moves: TCP offers its
+  // peer a window from the receive buffer's size.
+  absl::Status Configure(int send_buffer_bytes, int receive_buffer_bytes,
+                         absl::Duration slice);
+  // Sets SO_SNDBUF (the kernel doubles it for overhead). Safe at any time,
+  // also while another thread sends: a smaller buffer only makes later
+  // sends wait sooner. (The receive buffer has no such method: shrinking
+  // it under a window already offered makes the kernel drop data.)
+  absl::Status SetSendBuffer(int bytes) const;
 
   // Sends / receives exactly `len` bytes. `spin_polls` non-blocking tries
   // (with sched_yield) precede blocking, for low latency on small messages.

@@ -43,16 +43,20 @@ absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algo) {
   return "unknown";
 }
 
-int SocketBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
-  if (options.socket_buffer_bytes > 0 &&
-      options.small_socket_buffer_bytes > 0 &&
-      message_bytes <= options.spin_max_bytes) {
-    return options.small_socket_buffer_bytes;
+int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
+  if (options.socket_buffer_bytes <= 0 ||
+      options.small_socket_buffer_bytes <= 0) {
+    return options.socket_buffer_bytes;
   }
-  return options.socket_buffer_bytes;
+  if (message_bytes <= static_cast<size_t>(options.socket_buffer_bytes)) {
+    return 0;  // fits either way: barriers and scalars switch nothing
+  }
+  return message_bytes <= options.spin_max_bytes
+             ? options.small_socket_buffer_bytes
+             : options.socket_buffer_bytes;
 }
 
-int InitialSocketBufferBytes(const TcpOptions& options) {
+int ReceiveBufferBytes(const TcpOptions& options) {
   if (options.socket_buffer_bytes <= 0) return options.socket_buffer_bytes;
   return std::max(options.socket_buffer_bytes,
                   options.small_socket_buffer_bytes);
@@ -190,7 +194,7 @@ class TcpCommunicator final : public Communicator {
   TcpCommunicator(std::shared_ptr<Core> core)
       : core_(std::move(core)),
         scratch_(core_->options().sub_block_bytes),
-        socket_buffer_bytes_(InitialSocketBufferBytes(core_->options())) {
+        send_buffer_bytes_(core_->options().socket_buffer_bytes) {
     progress_ = std::thread([this] { ProgressLoop(); });
   }
 
@@ -337,16 +341,16 @@ class TcpCommunicator final : public Communicator {
     }
   }
 
-  // Gives every connection the socket buffers that suit a collective of
-  // `message_bytes`, if the last one needed others. Runs between
+  // Gives every connection the send buffer that suits a collective of
+  // `message_bytes`, if the last one needed another. Runs between
   // collectives, when no send is in flight.
-  absl::Status SizeSocketBuffers(size_t message_bytes) {
-    const int bytes = SocketBufferBytesFor(core_->options(), message_bytes);
-    if (bytes <= 0 || bytes == socket_buffer_bytes_) return absl::OkStatus();
+  absl::Status SizeSendBuffers(size_t message_bytes) {
+    const int bytes = SendBufferBytesFor(core_->options(), message_bytes);
+    if (bytes <= 0 || bytes == send_buffer_bytes_) return absl::OkStatus();
     for (Connection* c : core_->peers()) {
-      if (c != nullptr) RETURN_IF_ERROR(c->SetSocketBuffers(bytes));
+      if (c != nullptr) RETURN_IF_ERROR(c->SetSendBuffer(bytes));
     }
-    socket_buffer_bytes_ = bytes;
+    send_buffer_bytes_ = bytes;
     return absl::OkStatus();
   }
 
@@ -370,7 +374,7 @@ class TcpCommunicator final : public Communicator {
     ctx.spin_polls = message_bytes <= core_->options().spin_max_bytes
                          ? core_->options().spin_polls
                          : 0;
-    RETURN_IF_ERROR(SizeSocketBuffers(message_bytes));
+    RETURN_IF_ERROR(SizeSendBuffers(message_bytes));
     if (op.header.kind ==
         static_cast<uint8_t>(CollectiveKind::kReduceScatter)) {
       const size_t spare_bytes = 2 * count * DataTypeSize(ctx.type());
@@ -412,11 +416,11 @@ class TcpCommunicator final : public Communicator {
   std::shared_ptr<Core> core_;
   // A sub-block receive buffer, allocated once; and the reduce-scatter's
   // two spare blocks, grown to the largest block seen and then reused.
-  // Only the progress thread touches them (and socket_buffer_bytes_).
+  // Only the progress thread touches them (and send_buffer_bytes_).
   std::vector<char> scratch_;
   std::vector<char> spare_;
-  // What the connections' socket buffers are set to now.
-  int socket_buffer_bytes_;
+  // What the connections' send buffers are set to now.
+  int send_buffer_bytes_;
 
   absl::Mutex mu_;
   std::deque<Op> queue_ ABSL_GUARDED_BY(mu_);

@@ -68,17 +68,17 @@ struct TcpOptions {
   // segments are received and reduced in sub-blocks that stay in L2.
   size_t segment_bytes = 1 << 20;
   size_t sub_block_bytes = 256 << 10;
-  // Kernel socket buffers (SO_SNDBUF / SO_RCVBUF) while large collectives
-  // run; 0 keeps the default. Small buffers keep the ring's data in flight
-  // few and cache-warm.
+  // Kernel socket buffers; 0 keeps the kernel's defaults. Send buffers
+  // (SO_SNDBUF) follow the size of each collective: socket_buffer_bytes
+  // for large ones, where little data in flight keeps the ring's bytes
+  // cache-warm; small_socket_buffer_bytes for collectives of more than
+  // socket_buffer_bytes and at most spin_max_bytes, so that each step's
+  // sends fit in the kernel whole (on a 2-core host, twice the busbw at
+  // 1 MiB). The communicator switches them only when the size class of a
+  // collective differs from the last one's. Receive buffers (SO_RCVBUF)
+  // are the larger size, set once at connect time. small_socket_buffer_bytes
+  // 0: socket_buffer_bytes for everything.
   int socket_buffer_bytes = 256 << 10;
-  // Socket buffers while collectives of at most spin_max_bytes run (0: use
-  // socket_buffer_bytes for every size). Large enough that a small
-  // collective's sends fit in the kernel whole and never wait for the
-  // sender thread: on a 2-core host this doubles busbw at 1 MiB, and costs
-  // a tenth at 64 MiB, hence two sizes. Connections are set up with the
-  // larger one (the TCP window is sized then) and switched when the size
-  // class of the next collective differs from the last one's.
   int small_socket_buffer_bytes = 4 << 20;
   // Collectives of at most spin_max_bytes are latency-bound: their receives
   // poll up to spin_polls times (yielding the core in between) before they
@@ -88,12 +88,11 @@ struct TcpOptions {
   size_t spin_max_bytes = 2 << 20;
 };
 
-// The socket buffer size for a collective of `message_bytes` under
-// `options` (0: the kernel's default), and the size connections start with.
-// Two sizes are used only when socket_buffer_bytes and
-// small_socket_buffer_bytes are both set.
-int SocketBufferBytesFor(const TcpOptions& options, size_t message_bytes);
-int InitialSocketBufferBytes(const TcpOptions& options);
+// The send buffer size for a collective of `message_bytes` under `options`,
+// 0 if any size will do (the message fits in either, or the kernel's
+// default is kept); and the receive buffer size of every connection.
+int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes);
+int ReceiveBufferBytes(const TcpOptions& options);
 
 // Connects rank `rank` of `size` to its peers through `store` and returns
 // the communicator. Blocks until every peer is connected or
