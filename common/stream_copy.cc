@@ -1,5 +1,6 @@
 #include "common/stream_copy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -8,42 +9,79 @@
 #endif
 
 namespace gradsync {
+namespace {
 
-void CopyBypassingCache(char* dest, const char* src, size_t n) {
 #if defined(__SSE2__)
-  if (n < kMinStreamingCopyBytes) {
-    std::memcpy(dest, src, n);
-    return;
+// One 64-byte line from src (any alignment) to line-aligned dest, bypassing
+// the caches.
+inline void StreamLine(char* dest, const char* src) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dest), a);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dest + 16), b);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dest + 32), c);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dest + 48), d);
+}
+#endif
+
+}  // namespace
+
+void StreamingCopier::Append(const char* src, size_t n) {
+#if defined(__SSE2__)
+  if (!aligned_) {
+    // Up to the first line boundary with ordinary stores: that line is
+    // shared with whatever lies before the destination.
+    const size_t to_boundary =
+        (kLine - (reinterpret_cast<uintptr_t>(out_) & (kLine - 1))) &
+        (kLine - 1);
+    const size_t head = std::min(n, to_boundary);
+    std::memcpy(out_, src, head);
+    out_ += head;
+    src += head;
+    n -= head;
+    if (head < to_boundary) return;  // n == 0: still short of the boundary
+    aligned_ = true;
   }
-  // Non-temporal stores need 16-byte aligned destinations.
-  const size_t head =
-      (16 - (reinterpret_cast<uintptr_t>(dest) & 15)) & size_t{15};
-  std::memcpy(dest, src, head);
-  dest += head;
-  src += head;
-  n -= head;
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m128i a =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m128i b =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-    const __m128i c =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-    const __m128i d =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dest + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dest + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dest + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dest + i + 48), d);
+  if (staged_ > 0) {
+    const size_t k = std::min(n, kLine - staged_);
+    std::memcpy(line_ + staged_, src, k);
+    staged_ += k;
+    out_ += k;
+    src += k;
+    n -= k;
+    if (staged_ < kLine) return;
+    StreamLine(out_ - kLine, line_);
+    staged_ = 0;
   }
-  std::memcpy(dest + i, src + i, n - i);
+  for (; n >= kLine; n -= kLine, src += kLine, out_ += kLine) {
+    StreamLine(out_, src);
+  }
+  std::memcpy(line_, src, n);
+  staged_ = n;
+  out_ += n;
+#else
+  std::memcpy(out_, src, n);
+  out_ += n;
+#endif
+}
+
+void StreamingCopier::Finish() {
+#if defined(__SSE2__)
+  // The last line is shared with whatever follows the destination.
+  std::memcpy(out_ - staged_, line_, staged_);
+  staged_ = 0;
   // Non-temporal stores are weakly ordered: fence them so that a reader
   // synchronised with this thread afterwards sees them.
   _mm_sfence();
-#else
-  std::memcpy(dest, src, n);
 #endif
+}
+
+void CopyBypassingCache(char* dest, const char* src, size_t n) {
+  StreamingCopier copier(dest);
+  copier.Append(src, n);
+  copier.Finish();
 }
 
 }  // namespace gradsync

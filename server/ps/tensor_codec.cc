@@ -265,19 +265,20 @@ std::shared_ptr<const void> DecodedTensorMessage::DetachData(
 }
 
 void DecodedTensorMessage::CopyData(char* dest) const {
+  // One run over all slices, so that no slice seam costs a partial line.
+  StreamingCopier copier(dest);
   size_t slice = data_slice_;
   size_t pos = data_pos_;
   size_t left = data_size_;
   while (left > 0) {
     const size_t here = std::min(left, slices_[slice].size() - pos);
-    CopyBypassingCache(
-        dest, reinterpret_cast<const char*>(slices_[slice].begin()) + pos,
-        here);
-    dest += here;
+    copier.Append(reinterpret_cast<const char*>(slices_[slice].begin()) + pos,
+                  here);
     left -= here;
     ++slice;
     pos = 0;
   }
+  copier.Finish();
 }
 
 }  // namespace gradsync
