@@ -38,6 +38,21 @@ void ExpectReduced(DataType type, ReduceOp op, int size,
   }
 }
 
+// An in-place fp32 sum of `count` elements on every rank of `group`,
+// checked exactly and for identical bits on every rank.
+void ExpectInPlaceSumExact(RankGroup& group, size_t count) {
+  const int n = group.size();
+  std::vector<std::string> out(n);
+  auto status = group.Run([&](int r) {
+    out[r] = Bytes(DataType::kFloat32, count);
+    FillInput(DataType::kFloat32, out[r].data(), count, r);
+    return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
+                                   DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  ExpectReduced(DataType::kFloat32, ReduceOp::kSum, n, out, count, 0);
+}
+
 using AllReduceParam = std::tuple<int, DataType, ReduceOp, AllReduceAlgorithm>;
 
 class AllReduceTest : public ::testing::TestWithParam<AllReduceParam> {};
@@ -192,15 +207,7 @@ TEST(CollectivesTest, AutoPicksBothAlgorithmsAndAgrees) {
   options.halving_doubling_max_bytes = 4096;
   RankGroup group(5, options);
   for (size_t count : {size_t{100}, size_t{1025}, size_t{50001}}) {
-    std::vector<std::string> out(5);
-    auto status = group.Run([&](int r) {
-      out[r] = Bytes(DataType::kFloat32, count);
-      FillInput(DataType::kFloat32, out[r].data(), count, r);
-      return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
-                                     DataType::kFloat32, ReduceOp::kSum);
-    });
-    for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
-    ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 5, out, count, 0);
+    ASSERT_NO_FATAL_FAILURE(ExpectInPlaceSumExact(group, count));
   }
 }
 
@@ -215,15 +222,7 @@ TEST(CollectivesTest, SocketBuffersFollowTheMessageSize) {
   RankGroup group(4, options);
   // 40 KB: small class; 1.2 MB: large; 4 KB: fits either, keeps the last.
   for (size_t count : {10000, 300001, 1000, 10000, 1000, 300001, 10000}) {
-    std::vector<std::string> out(4);
-    auto status = group.Run([&](int r) {
-      out[r] = Bytes(DataType::kFloat32, count);
-      FillInput(DataType::kFloat32, out[r].data(), count, r);
-      return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
-                                     DataType::kFloat32, ReduceOp::kSum);
-    });
-    for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
-    ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 4, out, count, 0);
+    ASSERT_NO_FATAL_FAILURE(ExpectInPlaceSumExact(group, count));
   }
 }
 
@@ -249,16 +248,8 @@ TEST(TcpOptionsTest, SocketBufferSizeClasses) {
 
 TEST(CollectivesTest, LargeOddCountWithDefaultSegments) {
   RankGroup group(4, TcpOptions());
-  const size_t count = (3 << 20) + 7;  // several 1 MiB segments per chunk
-  std::vector<std::string> out(4);
-  auto status = group.Run([&](int r) {
-    out[r] = Bytes(DataType::kFloat32, count);
-    FillInput(DataType::kFloat32, out[r].data(), count, r);
-    return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
-                                   DataType::kFloat32, ReduceOp::kSum);
-  });
-  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
-  ExpectReduced(DataType::kFloat32, ReduceOp::kSum, 4, out, count, 0);
+  // Several 1 MiB segments per chunk.
+  ExpectInPlaceSumExact(group, (3 << 20) + 7);
 }
 
 // Blocks of many default-sized segments: the sender runs a whole block
