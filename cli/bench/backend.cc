@@ -92,6 +92,9 @@ absl::StatusOr<TcpOptions> MakeTcpOptions(const BenchOptions& options,
   }
   if (options.sub_block_bytes) tcp.sub_block_bytes = *options.sub_block_bytes;
   if (options.spin_polls) tcp.spin_polls = *options.spin_polls;
+  if (options.congestion_control) {
+    tcp.congestion_control = *options.congestion_control;
+  }
   if (options.socket_buffer_bytes) {
     if (*options.socket_buffer_bytes > (1u << 30)) {
       return absl::InvalidArgumentError("--socket-buffer is above 1G");

@@ -184,6 +184,12 @@ const FlagSpec kFlags[] = {
        return ParseOptionalSize("--small-socket-buffer", v,
                                 &s->options.small_socket_buffer_bytes);
      }},
+    {0, "tcp-congestion", "NAME",
+     "ring: auto (reno between local ranks), default, or an algorithm",
+     [](absl::string_view v, ParseState* s) {
+       s->options.congestion_control = std::string(v);
+       return absl::OkStatus();
+     }},
     {0, "spin-polls", "N", "ring: non-blocking polls before a receive blocks",
      [](absl::string_view v, ParseState* s) {
        int polls = 0;

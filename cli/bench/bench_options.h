@@ -60,6 +60,7 @@ struct BenchOptions {
   std::optional<size_t> socket_buffer_bytes;
   std::optional<size_t> small_socket_buffer_bytes;
   std::optional<int> spin_polls;
+  std::optional<std::string> congestion_control;
   std::string listen_host = "127.0.0.1";
   std::string advertise_host;
   // NCCL: CUDA device of this rank; -1 picks rank % device count.

@@ -40,6 +40,23 @@ absl::StatusOr<std::string> GetAddress(Store* store, int peer,
   }
 }
 
+bool IsDefaultCongestionControl(const std::string& name) {
+  return name.empty() || name == "default";
+}
+
+// Applies options.congestion_control to a connected socket (see
+// TcpOptions); "auto" is best effort.
+absl::Status ApplyCongestionControl(const Socket& s,
+                                    const TcpOptions& options) {
+  const std::string& name = options.congestion_control;
+  if (IsDefaultCongestionControl(name)) return absl::OkStatus();
+  if (name == "auto") {
+    if (s.PeerIsLocal()) s.SetCongestionControl("reno").IgnoreError();
+    return absl::OkStatus();
+  }
+  return s.SetCongestionControl(name);
+}
+
 // Connects to lower rank `peer` and has our handshake accepted.
 absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
                                  const TcpOptions& options,
@@ -53,6 +70,7 @@ absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
                    Socket::Connect(host, port, deadline, options.cancelled));
   RETURN_IF_ERROR(s.Configure(options.socket_buffer_bytes,
                               ReceiveBufferBytes(options), kIoSlice));
+  RETURN_IF_ERROR(ApplyCongestionControl(s, options));
   const Handshake hs = MakeHandshake(options.job_id, rank, peer, size);
   RETURN_IF_ERROR(s.SendAll(&hs, sizeof(hs), deadline, nullptr));
   uint32_t reply = 0;
@@ -76,6 +94,11 @@ absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
   ASSIGN_OR_RETURN(Socket listener,
                    Socket::Listen(options.listen_host, options.listen_port));
   ASSIGN_OR_RETURN(int port, listener.LocalPort());
+  // An algorithm the kernel refuses fails here, before peers can see us.
+  const std::string& congestion = options.congestion_control;
+  if (!IsDefaultCongestionControl(congestion) && congestion != "auto") {
+    RETURN_IF_ERROR(listener.SetCongestionControl(congestion));
+  }
   const std::string host = options.advertise_host.empty()
                                ? options.listen_host
                                : options.advertise_host;
@@ -119,6 +142,7 @@ absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
     if (!s.Configure(options.socket_buffer_bytes, ReceiveBufferBytes(options),
                      kIoSlice)
              .ok() ||
+        !ApplyCongestionControl(s, options).ok() ||
         !s.RecvAll(&hs, sizeof(hs), hs_deadline, nullptr).ok()) {
       rejected.push_back(
           absl::StrCat(s.PeerAddress(), " sent no valid handshake"));

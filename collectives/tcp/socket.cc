@@ -22,6 +22,9 @@
 namespace gradsync {
 namespace {
 
+// The kernel's TCP_CA_NAME_MAX (linux/tcp.h, not in glibc's headers).
+constexpr int kCongestionNameMax = 16;
+
 absl::Status ErrnoStatus(absl::string_view what, int err) {
   if (err == ECONNRESET || err == EPIPE || err == ECONNREFUSED ||
       err == ENOTCONN || err == ECONNABORTED) {
@@ -168,6 +171,43 @@ std::string Socket::PeerAddress() const {
   char ip[INET_ADDRSTRLEN] = {0};
   inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof(ip));
   return absl::StrCat(ip, ":", ntohs(addr.sin_port));
+}
+
+bool Socket::PeerIsLocal() const {
+  sockaddr_in local{};
+  sockaddr_in peer{};
+  socklen_t local_len = sizeof(local);
+  socklen_t peer_len = sizeof(peer);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+      getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+      local.sin_family != AF_INET || peer.sin_family != AF_INET) {
+    return false;
+  }
+  const uint32_t peer_ip = ntohl(peer.sin_addr.s_addr);
+  return (peer_ip >> 24) == 127 ||
+         peer.sin_addr.s_addr == local.sin_addr.s_addr;
+}
+
+absl::Status Socket::SetCongestionControl(const std::string& name) const {
+  if (setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                 static_cast<socklen_t>(name.size())) != 0) {
+    const int err = errno;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the kernel refused TCP congestion control '", name, "' (",
+        strerror(err),
+        "): pick one listed in /proc/sys/net/ipv4/"
+        "tcp_allowed_congestion_control, or 'default' for the system's"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Socket::CongestionControl() const {
+  char name[kCongestionNameMax] = {0};
+  socklen_t len = sizeof(name);
+  if (getsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) {
+    return ErrnoStatus("TCP_CONGESTION", errno);
+  }
+  return std::string(name, strnlen(name, len));
 }
 
 absl::Status Socket::Configure(int send_buffer_bytes, int receive_buffer_bytes,

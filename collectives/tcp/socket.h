@@ -59,6 +59,16 @@ class Socket {
   // peer a window from the receive buffer's size.
   absl::Status Configure(int send_buffer_bytes, int receive_buffer_bytes,
                          absl::Duration slice);
+  // True when the peer of this connected socket is on this host: its
+  // address is a loopback address or our own. Such connections run
+  // through the kernel's loopback device, not a network.
+  bool PeerIsLocal() const;
+  // Sets the TCP congestion control algorithm (TCP_CONGESTION), e.g.
+  // "reno". FAILED_PRECONDITION if the kernel refuses it: not built, or
+  // not in net.ipv4.tcp_allowed_congestion_control for this process.
+  absl::Status SetCongestionControl(const std::string& name) const;
+  // The algorithm in use ("bbr", "cubic", ...).
+  absl::StatusOr<std::string> CongestionControl() const;
   // Sets SO_SNDBUF (the kernel doubles it for overhead). Safe at any time,
   // also while another thread sends: a smaller buffer only makes later
   // sends wait sooner. (The receive buffer has no such method: shrinking

@@ -441,6 +441,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
     return absl::InvalidArgumentError(
         "segment_bytes and sub_block_bytes must be at least 64");
   }
+  if (options.congestion_control.size() >= 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "congestion_control '", options.congestion_control,
+        "' is longer than a kernel algorithm name (15 characters)"));
+  }
   ASSIGN_OR_RETURN(std::vector<Socket> sockets,
                    ConnectAllPeers(store, rank, size, options));
   auto core = std::make_shared<Core>(rank, size, options, std::move(sockets));

@@ -80,6 +80,17 @@ struct TcpOptions {
   // 0: socket_buffer_bytes for everything.
   int socket_buffer_bytes = 256 << 10;
   int small_socket_buffer_bytes = 4 << 20;
+  // TCP congestion control of the connections (TCP_CONGESTION).
+  // "auto": "reno" on connections between ranks of one host, the system's
+  // default on all others. Loopback has no queue for a congestion control
+  // to protect, but a pacing one (BBR, the default on many hosts) still
+  // paces there: hrtimer wake-ups and smaller packets cost a 2-core host
+  // a fifth of its 64 MiB busbw (README, Performance). If the kernel
+  // refuses reno, "auto" keeps the default. "default" (or ""): the
+  // system's default everywhere. Any other name: that algorithm on every
+  // connection; rendezvous fails with FAILED_PRECONDITION, before it
+  // publishes this rank's address, if the kernel refuses it.
+  std::string congestion_control = "auto";
   // Collectives of at most spin_max_bytes are latency-bound: their receives
   // poll up to spin_polls times (yielding the core in between) before they
   // block, which saves a sleep and a wake-up per step. Larger collectives

@@ -135,7 +135,8 @@ TEST(ParseBenchArgsTest, RingKnobs) {
   absl::StatusOr<BenchOptions> o = ParseBenchArgs(
       {"allreduce", "--algo", "hd", "--segment-bytes", "512K", "--hd-threshold",
        "64K", "--sub-block-bytes", "128K", "--socket-buffer", "4M",
-       "--spin-polls", "0", "--timeout", "5", "--deadline", "2m"});
+       "--spin-polls", "0", "--tcp-congestion", "reno", "--timeout", "5",
+       "--deadline", "2m"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->algorithm, "hd");
   EXPECT_EQ(*o->segment_bytes, 512u * 1024);
@@ -144,6 +145,7 @@ TEST(ParseBenchArgsTest, RingKnobs) {
   EXPECT_EQ(*o->socket_buffer_bytes, 4u << 20);
   ASSERT_TRUE(o->spin_polls.has_value());
   EXPECT_EQ(*o->spin_polls, 0);
+  EXPECT_EQ(o->congestion_control, "reno");
   EXPECT_EQ(o->timeout, absl::Seconds(5));
   EXPECT_EQ(o->deadline, absl::Minutes(2));
 }

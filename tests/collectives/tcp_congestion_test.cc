@@ -1,0 +1,142 @@
+// TCP congestion control of the backend's connections
+// (TcpOptions::congestion_control): "auto" runs reno between ranks of one
+// host, "default" keeps the system's algorithm, a named one is set on every
+// connection, and one the kernel refuses fails rendezvous before the rank
+// publishes its address.
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "collectives/memory_store.h"
+#include "collectives/tcp/rendezvous.h"
+#include "collectives/tcp/socket.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/collectives/rank_group.h"
+
+namespace gradsync::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string SystemDefault() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  std::getline(in, name);
+  return std::string(absl::StripAsciiWhitespace(name));
+}
+
+// Whether the kernel lets this process use `name` (probed on a fresh
+// listening socket).
+bool KernelAllows(const std::string& name) {
+  absl::StatusOr<Socket> probe = Socket::Listen("127.0.0.1", 0);
+  return probe.ok() && probe->SetCongestionControl(name).ok();
+}
+
+TcpOptions Options(const std::string& congestion) {
+  TcpOptions o = SmallPipelineOptions();
+  o.connect_timeout = absl::Seconds(10);
+  o.congestion_control = congestion;
+  return o;
+}
+
+// Rendezvous of `size` ranks as threads; each rank's sockets by peer.
+std::vector<std::vector<Socket>> ConnectRanks(int size,
+                                              const TcpOptions& options) {
+  MemoryStore store;
+  std::vector<std::vector<Socket>> sockets(size);
+  std::vector<absl::Status> status(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      auto s = ConnectAllPeers(&store, r, size, options);
+      status[r] = s.status();
+      if (s.ok()) sockets[r] = *std::move(s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) EXPECT_TRUE(status[r].ok()) << status[r];
+  return sockets;
+}
+
+// Every connection of every rank uses `expected`.
+void ExpectAlgorithm(const std::vector<std::vector<Socket>>& sockets,
+                     const std::string& expected) {
+  for (size_t r = 0; r < sockets.size(); ++r) {
+    for (size_t p = 0; p < sockets[r].size(); ++p) {
+      if (p == r) continue;
+      ASSERT_TRUE(sockets[r][p].valid()) << "rank " << r << " peer " << p;
+      EXPECT_TRUE(sockets[r][p].PeerIsLocal());
+      absl::StatusOr<std::string> name = sockets[r][p].CongestionControl();
+      ASSERT_TRUE(name.ok()) << name.status();
+      EXPECT_EQ(*name, expected) << "rank " << r << " peer " << p;
+    }
+  }
+}
+
+TEST(TcpCongestionTest, AutoRunsRenoBetweenRanksOfOneHost) {
+  if (!KernelAllows("reno")) GTEST_SKIP() << "the kernel refuses reno here";
+  ExpectAlgorithm(ConnectRanks(3, Options("auto")), "reno");
+}
+
+TEST(TcpCongestionTest, DefaultKeepsTheSystemAlgorithm) {
+  const std::string system = SystemDefault();
+  if (system.empty()) GTEST_SKIP() << "no /proc/sys/net/ipv4 here";
+  ExpectAlgorithm(ConnectRanks(3, Options("default")), system);
+  ExpectAlgorithm(ConnectRanks(2, Options("")), system);
+}
+
+TEST(TcpCongestionTest, NamedAlgorithmOnEveryConnection) {
+  const std::string system = SystemDefault();
+  if (system.empty() || !KernelAllows(system)) {
+    GTEST_SKIP() << "the system's algorithm is not allowed to this process";
+  }
+  // The system's own name, set explicitly: allowed wherever TCP runs.
+  ExpectAlgorithm(ConnectRanks(2, Options(system)), system);
+}
+
+TEST(TcpCongestionTest, RefusedAlgorithmFailsBeforePublishing) {
+  MemoryStore store;
+  const absl::Time start = absl::Now();
+  auto comm = CreateTcpCommunicator(&store, 0, 2, Options("no-such-cc"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(comm.status())) << comm.status();
+  EXPECT_THAT(std::string(comm.status().message()), HasSubstr("'no-such-cc'"));
+  EXPECT_THAT(std::string(comm.status().message()),
+              HasSubstr("tcp_allowed_congestion_control"));
+  // At once, not after waiting for rank 1; and peers never saw rank 0.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(
+      store.Get("tcp/addr/0", absl::Now() + absl::Milliseconds(10)).status()));
+}
+
+TEST(TcpCongestionTest, OverlongNameIsInvalidArgument) {
+  MemoryStore store;
+  auto comm =
+      CreateTcpCommunicator(&store, 0, 2, Options("a-name-past-15-chars"));
+  EXPECT_TRUE(absl::IsInvalidArgument(comm.status())) << comm.status();
+  EXPECT_THAT(std::string(comm.status().message()), HasSubstr("15 characters"));
+}
+
+TEST(TcpCongestionTest, SumsStayExactWithTheSystemAlgorithm) {
+  RankGroup group(3, Options("default"));
+  constexpr size_t kCount = 100003;
+  std::vector<std::vector<float>> bufs(3, std::vector<float>(kCount));
+  auto status = group.Run([&](int r) {
+    FillInput(DataType::kFloat32, bufs[r].data(), kCount, r);
+    return group.comm(r).AllReduce(bufs[r].data(), bufs[r].data(), kCount,
+                                   DataType::kFloat32, ReduceOp::kSum);
+  });
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  for (size_t i = 0; i < kCount; ++i) {
+    float expected = 0;
+    ExpectedReduction(DataType::kFloat32, ReduceOp::kSum, 3, i, &expected);
+    for (int r = 0; r < 3; ++r) {
+      ASSERT_EQ(bufs[r][i], expected) << "rank " << r << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradsync::testing
