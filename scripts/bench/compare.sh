@@ -27,11 +27,13 @@ iters=""
 warmup=5
 pass=in_place
 out=""
+gradsync_args=""
 
 usage() {
   cat <<EOF
 usage: $0 [--gradsync PATH] [--ranks "2 4"] [-b 1M] [-e 256M] [-n ITERS]
           [-w 5] [--rounds 1] [--pass in_place|out_of_place] [--out DIR]
+          [--gradsync-args "ARGS"]
 
 -n fixes the iterations at every size; by default 200 up to 2M (where 20
 calls last only tens of ms, too short for this noisy host), 20 up to 16M,
@@ -52,6 +54,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds=$2; shift 2 ;;
     --pass) pass=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --gradsync-args) gradsync_args=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
   esac
@@ -105,7 +108,7 @@ run_tool() {  # tool n size iters
   case "$tool" in
     gradsync)
       "$gradsync" bench allreduce --ranks "$n" -b "$size" -e "$size" \
-        -n "$it" -w "$warmup" --json ;;
+        -n "$it" -w "$warmup" --json $gradsync_args ;;
     gloo)
       "$python" "$here/gloo_allreduce.py" --ranks "$n" -b "$size" \
         -e "$size" -n "$it" -w "$warmup" --json ;;
