@@ -25,11 +25,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "collectives/tcp/socket.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
@@ -46,6 +49,7 @@ constexpr char kUsage[] =
     "                       [--address IP] [--host NAME]\n"
     "                       [--collective-timeout-s N] "
     "[--rendezvous-timeout-s N]\n"
+    "                       [--tcp-congestion NAME]\n"
     "\n"
     "Runs a gradsync worker daemon until SIGINT or SIGTERM.\n"
     "\n"
@@ -62,7 +66,12 @@ constexpr char kUsage[] =
     "  --collective-timeout-s N a collective waiting longer on a peer fails\n"
     "                           the job, naming the peer (default 60)\n"
     "  --rendezvous-timeout-s N how long ranks wait for all peers to connect\n"
-    "                           (default 120)\n";
+    "                           (default 120)\n"
+    "  --tcp-congestion NAME    congestion control of the ranks' TCP ring:\n"
+    "                           auto (reno between ranks of one host, the\n"
+    "                           system's elsewhere), default (the system's),\n"
+    "                           or an algorithm the kernel allows (default\n"
+    "                           auto)\n";
 
 constexpr char kDefaultCoordinator[] = "127.0.0.1:29400";
 
@@ -73,13 +82,30 @@ struct Flags {
   std::string host;
   int64_t collective_timeout_s = 60;
   int64_t rendezvous_timeout_s = 120;
+  std::string tcp_congestion = "auto";
   bool help = false;
 };
 
 bool TakesValue(const std::string& arg) {
   return arg == "--coordinator" || arg == "--devices" || arg == "--address" ||
          arg == "--host" || arg == "--collective-timeout-s" ||
-         arg == "--rendezvous-timeout-s";
+         arg == "--rendezvous-timeout-s" || arg == "--tcp-congestion";
+}
+
+// A named algorithm must be one the kernel lets this process use: refuse
+// it at start rather than fail every job's rendezvous.
+absl::Status CheckCongestionControl(const std::string& name) {
+  if (name.empty() || name == "auto" || name == "default") {
+    return absl::OkStatus();
+  }
+  if (name.size() > 15) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is longer than a kernel algorithm name"));
+  }
+  absl::StatusOr<gradsync::Socket> probe =
+      gradsync::Socket::Listen("127.0.0.1", 0);
+  if (!probe.ok()) return probe.status();
+  return probe->SetCongestionControl(name);
 }
 
 // Parses argv into `flags`; false (after saying why) on a bad command line.
@@ -110,6 +136,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       flags->address = value;
     } else if (arg == "--host") {
       flags->host = value;
+    } else if (arg == "--tcp-congestion") {
+      flags->tcp_congestion = value;
     } else if (arg == "--collective-timeout-s" ||
                arg == "--rendezvous-timeout-s") {
       int64_t s = 0;
@@ -127,6 +155,10 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
   }
   if (flags->address.empty()) {
     std::cerr << "gradsync-worker: --address is empty\n";
+    return false;
+  }
+  if (absl::Status s = CheckCongestionControl(flags->tcp_congestion); !s.ok()) {
+    std::cerr << "gradsync-worker: --tcp-congestion: " << s.message() << "\n";
     return false;
   }
   return true;
@@ -225,6 +257,7 @@ int main(int argc, char** argv) {
   runner.listen_host = flags.address;
   runner.collective_timeout = absl::Seconds(flags.collective_timeout_s);
   runner.rendezvous_timeout = absl::Seconds(flags.rendezvous_timeout_s);
+  runner.tcp_congestion_control = flags.tcp_congestion;
   runner.blas = &blas;
   runner.log = log;
 

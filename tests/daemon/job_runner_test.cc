@@ -178,6 +178,25 @@ TEST_F(JobRunnerTest, BadSpec_FailsEveryRankNamingTheField) {
   EXPECT_EQ(CountReports("job-3", RANK_STATE_READY), 0u);
 }
 
+// The worker's --tcp-congestion reaches the ranks' communicators: one the
+// kernel refuses fails the job at rendezvous, naming it.
+TEST_F(JobRunnerTest, RefusedCongestionControl_FailsRanksNamingIt) {
+  JobRunnerConfig config = Config("w-1");
+  config.tcp_congestion_control = "no-such-cc";
+  absl::StatusOr<std::unique_ptr<JobRunner>> runner =
+      JobRunner::Start(MakeAssignment("job-cc", MlpSpec(4), 2, {0, 1}), config,
+                       server_.NewStub());
+  ASSERT_THAT(runner, IsOk());
+  ASSERT_TRUE(fake().WaitFor([&] { return (*runner)->Done(); }));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-cc", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_THAT(r.message(), HasSubstr("'no-such-cc'"));
+  }
+  EXPECT_EQ(CountReports("job-cc", RANK_STATE_SUCCEEDED), 0u);
+}
+
 TEST_F(JobRunnerTest, Cancel_MidTraining_EndsRanksPromptly) {
   std::unique_ptr<JobRunner> runner =
       Start(MakeAssignment("job-4", SyntheticSpec(1000000, 5), 2, {0, 1}));

@@ -300,6 +300,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   options.listen_host = config_.listen_host;
   options.connect_timeout = config_.rendezvous_timeout;
   options.timeout = config_.collective_timeout;
+  options.congestion_control = config_.tcp_congestion_control;
   options.cancelled = &cancelled_;
   return CreateTcpCommunicator(store_.get(), rank, assignment_.world_size(),
                                options);

@@ -91,6 +91,8 @@ struct JobRunnerConfig {
   absl::Duration rendezvous_timeout = absl::Seconds(120);
   // Per collective (the TCP backend names the late peer when it expires).
   absl::Duration collective_timeout = absl::Seconds(60);
+  // TcpOptions::congestion_control of the jobs' TCP communicators.
+  std::string tcp_congestion_control = "auto";
   // Unary RPCs to the coordinator (ReportRank, ReportMetrics).
   absl::Duration rpc_timeout = absl::Seconds(10);
   BlasThreadPolicy* blas = nullptr;  // required; owned by the daemon
