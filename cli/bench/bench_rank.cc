@@ -19,6 +19,7 @@
 #include "cli/bench/report.h"
 #include "cli/bench/runner.h"
 #include "collectives/prefix_store.h"
+#include "collectives/tcp/tcp_communicator.h"
 #include "common/status_macros.h"
 #include "server/store/grpc_store.h"
 
@@ -62,6 +63,10 @@ ReportHeader MakeHeader(const BenchOptions& options,
   header.algorithm = options.backend == Backend::kRing
                          ? options.algorithm
                          : std::string(BackendName(options.backend));
+  if (options.backend == Backend::kRing) {
+    header.tcp_congestion =
+        options.congestion_control.value_or(TcpOptions().congestion_control);
+  }
   if (options.backend == Backend::kPs) {
     header.ps_shard_addresses = PsShardAddresses(options);
   }

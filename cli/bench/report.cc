@@ -107,6 +107,9 @@ std::string FormatTextHeader(const ReportHeader& header) {
       header.backend, ", ",
       ps ? absl::StrCat(header.ps_shard_addresses.size(), " shards")
          : absl::StrCat("algo ", header.algorithm),
+      header.tcp_congestion.empty()
+          ? ""
+          : absl::StrCat(", tcp congestion ", header.tcp_congestion),
       ", ", header.ranks, " ranks\n");
   if (ps) {
     absl::StrAppend(&out, "# PS shards:");

@@ -53,6 +53,9 @@ struct ReportHeader {
   Collective collective = Collective::kAllReduce;
   std::string backend;
   std::string algorithm;
+  // Backend "ring": TcpOptions::congestion_control ("auto", "default", a
+  // name); empty for the others.
+  std::string tcp_congestion;
   int ranks = 1;
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;

@@ -38,6 +38,14 @@ SizeResult Result() {
   return result;
 }
 
+TEST(FormatTextHeaderTest, NamesTheRingsCongestionControl) {
+  ReportHeader header = AllReduceHeader();
+  header.tcp_congestion = "auto";
+  EXPECT_THAT(FormatTextHeader(header),
+              HasSubstr("# gradsync bench allreduce: backend ring, algo auto, "
+                        "tcp congestion auto, 4 ranks\n"));
+}
+
 TEST(FormatTimeTest, DecimalsLikeNcclTests) {
   EXPECT_EQ(FormatTime(12.3456), "  12.35");
   EXPECT_EQ(FormatTime(1234.56), " 1234.6");
@@ -51,6 +59,7 @@ TEST(FormatTextRowTest, ColumnsLineUpWithTheHeader) {
             "     1048576        262144     float     sum      -1   1234.5"
             "    0.85    1.27       0    12.35   84.94  127.41       0\n");
   const std::string text = FormatTextHeader(header);
+  EXPECT_THAT(text, HasSubstr("backend ring, algo auto, 4 ranks\n"));
   // The column names end where the row's columns end.
   const size_t names = text.find("#       size");
   ASSERT_NE(names, std::string::npos);
