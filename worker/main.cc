@@ -98,10 +98,6 @@ absl::Status CheckCongestionControl(const std::string& name) {
   if (name.empty() || name == "auto" || name == "default") {
     return absl::OkStatus();
   }
-  if (name.size() > 15) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", name, "' is longer than a kernel algorithm name"));
-  }
   absl::StatusOr<gradsync::Socket> probe =
       gradsync::Socket::Listen("127.0.0.1", 0);
   if (!probe.ok()) return probe.status();

@@ -22,9 +22,6 @@
 namespace gradsync {
 namespace {
 
-// The kernel's TCP_CA_NAME_MAX (linux/tcp.h, not in glibc's headers).
-constexpr int kCongestionNameMax = 16;
-
 absl::Status ErrnoStatus(absl::string_view what, int err) {
   if (err == ECONNRESET || err == EPIPE || err == ECONNREFUSED ||
       err == ENOTCONN || err == ECONNABORTED) {
@@ -189,6 +186,11 @@ bool Socket::PeerIsLocal() const {
 }
 
 absl::Status Socket::SetCongestionControl(const std::string& name) const {
+  if (name.size() > kMaxCongestionControlName) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TCP congestion control '", name, "' is longer than a kernel ",
+        "algorithm name (", kMaxCongestionControlName, " characters)"));
+  }
   if (setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name.data(),
                  static_cast<socklen_t>(name.size())) != 0) {
     const int err = errno;
@@ -202,7 +204,7 @@ absl::Status Socket::SetCongestionControl(const std::string& name) const {
 }
 
 absl::StatusOr<std::string> Socket::CongestionControl() const {
-  char name[kCongestionNameMax] = {0};
+  char name[kMaxCongestionControlName + 1] = {0};
   socklen_t len = sizeof(name);
   if (getsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) {
     return ErrnoStatus("TCP_CONGESTION", errno);

@@ -15,6 +15,7 @@
 #include "collectives/tcp/halving_doubling.h"
 #include "collectives/tcp/rendezvous.h"
 #include "collectives/tcp/ring.h"
+#include "collectives/tcp/socket.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -441,10 +442,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
     return absl::InvalidArgumentError(
         "segment_bytes and sub_block_bytes must be at least 64");
   }
-  if (options.congestion_control.size() >= 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "congestion_control '", options.congestion_control,
-        "' is longer than a kernel algorithm name (15 characters)"));
+  if (options.congestion_control.size() > kMaxCongestionControlName) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("congestion_control '", options.congestion_control,
+                     "' is longer than a kernel algorithm name (",
+                     kMaxCongestionControlName, " characters)"));
   }
   ASSIGN_OR_RETURN(std::vector<Socket> sockets,
                    ConnectAllPeers(store, rank, size, options));

@@ -119,6 +119,18 @@ TEST(TcpCongestionTest, OverlongNameIsInvalidArgument) {
   EXPECT_THAT(std::string(comm.status().message()), HasSubstr("15 characters"));
 }
 
+// The kernel would truncate "reno-and-then-more" to 15 characters and
+// might find an algorithm by that prefix; the socket refuses it instead.
+TEST(TcpCongestionTest, SocketRefusesNamesTheKernelWouldTruncate) {
+  absl::StatusOr<Socket> s = Socket::Listen("127.0.0.1", 0);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string before = s->CongestionControl().value_or("?");
+  const absl::Status set =
+      s->SetCongestionControl("reno" + std::string(20, ' '));
+  EXPECT_TRUE(absl::IsInvalidArgument(set)) << set;
+  EXPECT_EQ(s->CongestionControl().value_or("?"), before);
+}
+
 TEST(TcpCongestionTest, SumsStayExactWithTheSystemAlgorithm) {
   RankGroup group(3, Options("default"));
   constexpr size_t kCount = 100003;
