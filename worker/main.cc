@@ -26,13 +26,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "collectives/tcp/socket.h"
+#include "collectives/tcp/tcp_communicator.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
@@ -92,18 +91,6 @@ bool TakesValue(const std::string& arg) {
          arg == "--rendezvous-timeout-s" || arg == "--tcp-congestion";
 }
 
-// A named algorithm must be one the kernel lets this process use: refuse
-// it at start rather than fail every job's rendezvous.
-absl::Status CheckCongestionControl(const std::string& name) {
-  if (name.empty() || name == "auto" || name == "default") {
-    return absl::OkStatus();
-  }
-  absl::StatusOr<gradsync::Socket> probe =
-      gradsync::Socket::Listen("127.0.0.1", 0);
-  if (!probe.ok()) return probe.status();
-  return probe->SetCongestionControl(name);
-}
-
 // Parses argv into `flags`; false (after saying why) on a bad command line.
 bool ParseFlags(int argc, char** argv, Flags* flags) {
   for (int i = 1; i < argc; ++i) {
@@ -153,7 +140,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     std::cerr << "gradsync-worker: --address is empty\n";
     return false;
   }
-  if (absl::Status s = CheckCongestionControl(flags->tcp_congestion); !s.ok()) {
+  if (absl::Status s = gradsync::CheckCongestionControl(flags->tcp_congestion);
+      !s.ok()) {
     std::cerr << "gradsync-worker: --tcp-congestion: " << s.message() << "\n";
     return false;
   }

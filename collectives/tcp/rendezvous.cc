@@ -40,16 +40,12 @@ absl::StatusOr<std::string> GetAddress(Store* store, int peer,
   }
 }
 
-bool IsDefaultCongestionControl(const std::string& name) {
-  return name.empty() || name == "default";
-}
-
-// Applies options.congestion_control to a connected socket (see
-// TcpOptions); "auto" is best effort.
+// Applies options.congestion_control, which CreateTcpCommunicator checked,
+// to a connected socket (see TcpOptions); "auto" is best effort.
 absl::Status ApplyCongestionControl(const Socket& s,
                                     const TcpOptions& options) {
   const std::string& name = options.congestion_control;
-  if (IsDefaultCongestionControl(name)) return absl::OkStatus();
+  if (name.empty() || name == "default") return absl::OkStatus();
   if (name == "auto") {
     if (s.PeerIsLocal()) s.SetCongestionControl("reno").IgnoreError();
     return absl::OkStatus();
@@ -94,11 +90,6 @@ absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
   ASSIGN_OR_RETURN(Socket listener,
                    Socket::Listen(options.listen_host, options.listen_port));
   ASSIGN_OR_RETURN(int port, listener.LocalPort());
-  // An algorithm the kernel refuses fails here, before peers can see us.
-  const std::string& congestion = options.congestion_control;
-  if (!IsDefaultCongestionControl(congestion) && congestion != "auto") {
-    RETURN_IF_ERROR(listener.SetCongestionControl(congestion));
-  }
   const std::string host = options.advertise_host.empty()
                                ? options.listen_host
                                : options.advertise_host;

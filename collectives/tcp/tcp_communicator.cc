@@ -432,6 +432,14 @@ class TcpCommunicator final : public Communicator {
 
 }  // namespace
 
+absl::Status CheckCongestionControl(const std::string& name) {
+  if (name.empty() || name == "auto" || name == "default") {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Socket probe, Socket::Listen("127.0.0.1", 0));
+  return probe.SetCongestionControl(name);
+}
+
 absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
     Store* store, int rank, int size, const TcpOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {
@@ -442,12 +450,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
     return absl::InvalidArgumentError(
         "segment_bytes and sub_block_bytes must be at least 64");
   }
-  if (options.congestion_control.size() > kMaxCongestionControlName) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("congestion_control '", options.congestion_control,
-                     "' is longer than a kernel algorithm name (",
-                     kMaxCongestionControlName, " characters)"));
-  }
+  // Before rendezvous: a refused algorithm fails before peers can see us.
+  RETURN_IF_ERROR(CheckCongestionControl(options.congestion_control));
   ASSIGN_OR_RETURN(std::vector<Socket> sockets,
                    ConnectAllPeers(store, rank, size, options));
   auto core = std::make_shared<Core>(rank, size, options, std::move(sockets));

@@ -105,6 +105,13 @@ struct TcpOptions {
 int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes);
 int ReceiveBufferBytes(const TcpOptions& options);
 
+// OK for "auto", "default" and "" (see TcpOptions::congestion_control);
+// for any other name, whether the kernel lets this process use it, probed
+// on a fresh socket: INVALID_ARGUMENT if longer than a kernel algorithm
+// name, FAILED_PRECONDITION if refused. CreateTcpCommunicator checks
+// first; daemons call it at start to refuse a bad flag early.
+absl::Status CheckCongestionControl(const std::string& name);
+
 // Connects rank `rank` of `size` to its peers through `store` and returns
 // the communicator. Blocks until every peer is connected or
 // options.connect_timeout passes (DEADLINE_EXCEEDED naming the ranks that
