@@ -21,7 +21,8 @@
 // expected value (the gradients are small integers, so every sum is
 // exact), and cpu_ms: the CPU time the server and client processes spent
 // in the round (all their threads), which other load on the host does not
-// inflate the way it inflates wall time. The summary gives medians and the
+// inflate the way it inflates wall time, and srv_cpu: the part of it
+// the server process spent. The summary gives medians and the
 // gRPC / TCP ratios, plus the shards' own time for summing and the
 // optimizer per round (the same work in both columns).
 //
@@ -59,7 +60,8 @@ double Median(std::vector<double> v) {
 
 struct RoundResult {
   double seconds = 0;
-  double cpu_seconds = 0;  // server and clients together
+  double cpu_seconds = 0;         // server and clients together
+  double server_cpu_seconds = 0;  // the server process alone
   int64_t wrong = 0;
   bool ok = true;
 };
@@ -97,8 +99,9 @@ RoundResult RunRound(ChildProcess& server, std::vector<ChildProcess>& clients,
     last_end = std::max(last_end, end);
     result.cpu_seconds += static_cast<double>(cpu) * 1e-9;
   }
-  result.cpu_seconds +=
+  result.server_cpu_seconds =
       static_cast<double>(ServerCpu(server) - server_cpu) * 1e-9;
+  result.cpu_seconds += result.server_cpu_seconds;
   // Checked after every client finished, so that no check overlaps a round.
   for (ChildProcess& client : clients) {
     client.WriteLine(absl::StrCat("check ", step));
@@ -149,9 +152,10 @@ int Run(const BenchOptions& options) {
       FormatBytes(options.transport.stream_window_bytes).c_str(),
       options.transport.bdp_probe ? ", BDP probing on" : "",
       options.tune_malloc ? "" : ", malloc untuned");
-  std::printf("# %5s  %-9s %10s %14s %9s %7s\n", "round", "transport",
-              "time_ms", "GB/s(in+out)", "cpu_ms", "#wrong");
+  std::printf("# %5s  %-9s %10s %14s %9s %9s %7s\n", "round", "transport",
+              "time_ms", "GB/s(in+out)", "cpu_ms", "srv_cpu", "#wrong");
   std::vector<double> grpc_rates, tcp_rates, grpc_cpu, tcp_cpu;
+  std::vector<double> grpc_server_cpu, tcp_server_cpu;
   int64_t total_wrong = 0;
   bool all_ok = true;
   int64_t step = 0;
@@ -167,11 +171,13 @@ int Run(const BenchOptions& options) {
       if (!warm) {
         (transport == 'g' ? grpc_rates : tcp_rates).push_back(rate);
         (transport == 'g' ? grpc_cpu : tcp_cpu).push_back(r.cpu_seconds);
+        (transport == 'g' ? grpc_server_cpu : tcp_server_cpu)
+            .push_back(r.server_cpu_seconds);
       }
-      std::printf("  %5d  %-9s %10.1f %14.3f %9.1f %7lld%s\n", round,
+      std::printf("  %5d  %-9s %10.1f %14.3f %9.1f %9.1f %7lld%s\n", round,
                   transport == 'g' ? "grpc" : "tcp", r.seconds * 1e3, rate,
-                  r.cpu_seconds * 1e3, static_cast<long long>(r.wrong),
-                  warm ? "  (warm-up)" : "");
+                  r.cpu_seconds * 1e3, r.server_cpu_seconds * 1e3,
+                  static_cast<long long>(r.wrong), warm ? "  (warm-up)" : "");
     }
     ++step;
     if (!all_ok) break;
@@ -190,6 +196,8 @@ int Run(const BenchOptions& options) {
       "# median CPU ms per round (all processes): grpc %.1f, tcp %.1f; "
       "tcp/grpc = %.3f\n",
       grpc_ms, tcp_ms, grpc_ms > 0 ? tcp_ms / grpc_ms : 0.0);
+  std::printf("# of which the server process: grpc %.1f, tcp %.1f\n",
+              Median(grpc_server_cpu) * 1e3, Median(tcp_server_cpu) * 1e3);
   std::printf("# server shard work per round (ms): %s\n", stats.c_str());
   std::printf("# #wrong total: %lld\n", static_cast<long long>(total_wrong));
   return all_ok && total_wrong == 0 ? 0 : 1;
