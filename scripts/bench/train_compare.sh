@@ -52,17 +52,19 @@ seed=1
 scaling=1
 accuracy_epochs=0
 out=""
+worker_args=""
 
 usage() {
   cat <<EOF
 usage: $0 [--build DIR] [--rounds 3] [--warmup 20] [--steps 200]
           [--large-steps 40] [--batch-size 256] [--optimizer adam] [--lr 0.001]
-          [--no-scaling] [--accuracy-epochs E] [--out DIR]
+          [--no-scaling] [--accuracy-epochs E] [--worker-args "ARGS"] [--out DIR]
 
 --steps and --large-steps are the timed steps of the small (784-256-256-10)
 and large (784-2048-2048-10) model. --no-scaling runs only the 4-rank
 comparison. --accuracy-epochs E also trains each tool for E epochs at 4
-ranks and reports test accuracy.
+ranks and reports test accuracy. --worker-args passes extra flags to every
+gradsync-worker (e.g. "--tcp-congestion default").
 EOF
 }
 
@@ -79,6 +81,7 @@ while [[ $# -gt 0 ]]; do
     --no-scaling) scaling=0; shift ;;
     --accuracy-epochs) accuracy_epochs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --worker-args) worker_args=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "train_compare.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
   esac
@@ -139,7 +142,7 @@ address=$(sed -n 's/^gradsync-coordinator listening on //p' "$out/coordinator.lo
 export GRADSYNC_COORDINATOR=$address
 for i in 0 1 2 3; do
   "$worker_bin" --coordinator "$address" --devices cpu:1 --address 127.0.0.1 \
-      --host bench > "$out/worker-$i.log" 2>&1 &
+      --host bench $worker_args > "$out/worker-$i.log" 2>&1 &
   pids+=($!)
 done
 idle_workers() {
