@@ -191,6 +191,19 @@ int Run(const BenchOptions& options) {
   const double grpc = Median(grpc_rates), tcp = Median(tcp_rates);
   std::printf("# median GB/s: grpc %.3f, tcp %.3f; grpc/tcp = %.3f\n", grpc,
               tcp, tcp > 0 ? grpc / tcp : 0.0);
+  // Each round's two runs are back to back, so their ratio sees the same
+  // load on the host; the median of those ratios is the side-by-side
+  // figure, less moved by load that changes from round to round.
+  std::vector<double> pair_ratios;
+  for (size_t i = 0; i < grpc_rates.size() && i < tcp_rates.size(); ++i) {
+    if (tcp_rates[i] > 0) pair_ratios.push_back(grpc_rates[i] / tcp_rates[i]);
+  }
+  if (!pair_ratios.empty()) {
+    std::printf("# median of the rounds' grpc/tcp: %.3f (range %.3f .. %.3f)\n",
+                Median(pair_ratios),
+                *std::min_element(pair_ratios.begin(), pair_ratios.end()),
+                *std::max_element(pair_ratios.begin(), pair_ratios.end()));
+  }
   const double grpc_ms = Median(grpc_cpu) * 1e3, tcp_ms = Median(tcp_cpu) * 1e3;
   std::printf(
       "# median CPU ms per round (all processes): grpc %.1f, tcp %.1f; "
