@@ -25,11 +25,20 @@ namespace gradsync {
 // How often a waiting handler checks for cancellation and shutdown.
 inline constexpr absl::Duration kCancelCheckInterval = absl::Milliseconds(100);
 
-// The end of a wait on `shard` for this call.
+// The most a wait ends before the client's deadline (see CallDeadline).
+inline constexpr absl::Duration kMaxReplyMargin = absl::Seconds(1);
+
+// The end of a wait on `shard` for this call: the shard's max_wait, or a
+// little before the client's deadline (a tenth of the time left, at most
+// kMaxReplyMargin), so that the shard's error, which names the ranks it
+// waited for, reaches the client before the client's own deadline ends
+// the call with a bare "Deadline Exceeded".
 inline absl::Time CallDeadline(const grpc::ServerContextBase& context,
                                const PsShard& shard) {
-  return std::min(absl::FromChrono(context.deadline()),
-                  absl::Now() + shard.config().max_wait);
+  const absl::Time now = absl::Now();
+  absl::Time end = absl::FromChrono(context.deadline());
+  if (end > now) end -= std::min(kMaxReplyMargin, (end - now) / 10);
+  return std::min(end, now + shard.config().max_wait);
 }
 
 // CANCELLED if the client cancelled the call or went away, UNAVAILABLE

@@ -313,14 +313,19 @@ TEST_F(PsGrpcErrorTest, PushPull_ShardReleasedWhileWaiting_Aborted) {
               StatusIs(absl::StatusCode::kAborted, HasSubstr("released")));
 }
 
-TEST_F(PsGrpcErrorTest, PushPull_MissingRank_DeadlineExceeded) {
+// The server gives up a little before the client's deadline, so that the
+// client hears which rank it waited for, not only gRPC's "Deadline
+// Exceeded".
+TEST_F(PsGrpcErrorTest, PushPull_MissingRank_DeadlineExceededNamingIt) {
   ASSERT_THAT(admin_->CreateShard(ShardRequest("sync", 0, 1, kTotal, 2)),
               IsOk());
   std::unique_ptr<PsClient> rank0 =
       MakeClient("sync", 0, kTotal, {server_->address()}, kDefaultChunkBytes,
                  absl::Milliseconds(300));
   EXPECT_THAT(rank0->PushPull(0, grads_, absl::MakeSpan(params_)),
-              StatusIs(absl::StatusCode::kDeadlineExceeded));
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       AllOf(HasSubstr("ps shard 0"), HasSubstr("step 0"),
+                             HasSubstr("ranks 1 have not pushed it"))));
 }
 
 TEST(PsGrpcStateTest, FetchStateSeedShards_RoundTripThroughShards) {
