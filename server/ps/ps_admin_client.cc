@@ -1,21 +1,28 @@
 #include "server/ps/ps_admin_client.h"
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/ps/ps_transport.h"
 #include "server/store/grpc_status.h"
 
 namespace gradsync {
 
 PsAdminClient::PsAdminClient(std::string address, absl::Duration timeout)
-    : address_(std::move(address)), timeout_(timeout) {
-  stub_ = ps::ParameterServer::NewStub(
-      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    : address_(std::move(address)),
+      timeout_(timeout),
+      channel_(CreatePsControlChannel(address_)),
+      stub_(ps::ParameterServer::NewStub(channel_)) {}
+
+absl::StatusOr<absl::Time> PsAdminClient::Connected() {
+  const absl::Time deadline = absl::Now() + timeout_;
+  RETURN_IF_ERROR(Annotate(ConnectPsChannel(channel_.get(), deadline,
+                                            []() { return absl::OkStatus(); }),
+                           absl::StrCat("parameter server ", address_)));
+  return deadline;
 }
 
 std::unique_ptr<PsAdminClient> PsAdminClient::Connect(
@@ -24,8 +31,9 @@ std::unique_ptr<PsAdminClient> PsAdminClient::Connect(
 }
 
 absl::Status PsAdminClient::CreateShard(const ps::CreateShardRequest& request) {
+  ASSIGN_OR_RETURN(const absl::Time deadline, Connected());
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  context.set_deadline(absl::ToChronoTime(deadline));
   ps::CreateShardResponse response;
   return Annotate(
       FromGrpcStatus(stub_->CreateShard(&context, request, &response)),
@@ -34,8 +42,9 @@ absl::Status PsAdminClient::CreateShard(const ps::CreateShardRequest& request) {
 
 absl::StatusOr<int> PsAdminClient::ReleaseShard(const std::string& job_id,
                                                 int shard) {
+  ASSIGN_OR_RETURN(const absl::Time deadline, Connected());
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  context.set_deadline(absl::ToChronoTime(deadline));
   ps::ReleaseShardRequest request;
   request.set_job_id(job_id);
   request.set_shard(shard);
@@ -48,8 +57,9 @@ absl::StatusOr<int> PsAdminClient::ReleaseShard(const std::string& job_id,
 
 absl::StatusOr<std::vector<ps::ShardStats>> PsAdminClient::GetShardStats(
     const std::string& job_id, int shard) {
+  ASSIGN_OR_RETURN(const absl::Time deadline, Connected());
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  context.set_deadline(absl::ToChronoTime(deadline));
   ps::GetShardStatsRequest request;
   request.set_job_id(job_id);
   request.set_shard(shard);

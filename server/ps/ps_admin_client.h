@@ -15,6 +15,8 @@
 #ifndef GRADSYNC_SERVER_PS_PS_ADMIN_CLIENT_H_
 #define GRADSYNC_SERVER_PS_PS_ADMIN_CLIENT_H_
 
+#include <grpcpp/channel.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,8 +47,13 @@ class PsAdminClient {
  private:
   PsAdminClient(std::string address, absl::Duration timeout);
 
+  // A deadline of timeout_ from now, once the channel is READY (see
+  // ConnectPsChannel); the error names the server.
+  absl::StatusOr<absl::Time> Connected();
+
   const std::string address_;
   const absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ps::ParameterServer::Stub> stub_;
 };
 

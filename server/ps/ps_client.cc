@@ -92,15 +92,28 @@ absl::Status PsClient::ForEachShard(
   calls_.fetch_add(1);
   std::vector<absl::Status> results(shards_.size());
   std::vector<std::thread> threads;
+  auto connect_and_run = [this, &fn](size_t k) {
+    const absl::Status connected = ConnectShard(k);
+    return connected.ok() ? fn(k) : connected;
+  };
   for (size_t k = 1; k < shards_.size(); ++k) {
-    threads.emplace_back([&fn, &results, k]() { results[k] = fn(k); });
+    threads.emplace_back(
+        [&connect_and_run, &results, k]() { results[k] = connect_and_run(k); });
   }
-  results[0] = fn(0);
+  results[0] = connect_and_run(0);
   for (std::thread& t : threads) t.join();
   for (size_t k = 0; k < shards_.size(); ++k) {
     if (!results[k].ok()) return CancelledOr(NameShard(k, results[k]));
   }
   return absl::OkStatus();
+}
+
+absl::Status PsClient::ConnectShard(size_t k) {
+  return ConnectPsChannel(shards_[k].channel.get(),
+                          absl::Now() + options_.timeout, [this]() {
+                            absl::MutexLock lock(&cancel_mu_);
+                            return cancelled_;
+                          });
 }
 
 absl::Status PsClient::NameShard(size_t k, const absl::Status& status) const {

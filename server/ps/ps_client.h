@@ -212,8 +212,13 @@ class PsClient {
   // call failed (gRPC says only CANCELLED; the reason says why).
   absl::Status CancelledOr(absl::Status status) const;
 
-  // Runs fn(k) for every shard k at once (k = 0 on the calling thread);
-  // returns the first error in shard order, naming the shard.
+  // Brings shard k's channel to READY (ConnectPsChannel) within the
+  // client's timeout; stops early with the cancel reason once cancelled.
+  absl::Status ConnectShard(size_t k);
+
+  // Runs fn(k) for every shard k at once (k = 0 on the calling thread),
+  // each after ConnectShard(k); returns the first error in shard order,
+  // naming the shard.
   absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
   absl::Status PushPullShard(size_t k, int64_t step, bool pull_only,
                              absl::Span<const float> grads,

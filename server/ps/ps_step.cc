@@ -13,6 +13,7 @@
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_client_stream.h"
+#include "server/ps/ps_transport.h"
 #include "server/ps/raw_tensor_rpc.h"
 #include "server/ps/tensor_codec.h"
 #include "server/ps/tensor_stream.h"
@@ -188,6 +189,17 @@ absl::Status PsStep::RunShard(size_t k) {
     absl::MutexLock lock(&mu_);
     context = call.context.get();
   }
+  // A connection attempt that gRPC fails spuriously must not fail the step
+  // (see ConnectPsChannel); a cancelled step stops waiting.
+  RETURN_IF_ERROR(ConnectPsChannel(client_->shards_[k].channel.get(),
+                                   call_deadline_, [this]() -> absl::Status {
+                                     {
+                                       absl::MutexLock lock(&mu_);
+                                       if (!cancelled_.ok()) return cancelled_;
+                                     }
+                                     absl::MutexLock lock(&client_->cancel_mu_);
+                                     return client_->cancelled_;
+                                   }));
   SendPin pin;
   absl::Status status;
   {
