@@ -28,6 +28,8 @@ absl::Status PsClient::CreateAndSeedShard(size_t k,
   }
   RETURN_IF_ERROR(ValidateOptimizerState(state.optimizer));
   calls_.fetch_add(1);
+  const absl::Status connected = ConnectShard(k);
+  if (!connected.ok()) return CancelledOr(NameShard(k, connected));
   const PsShardLocation& location = shards_[k].location;
   const absl::Time deadline = absl::Now() + options_.timeout;
   ps::CreateShardRequest request = base;
