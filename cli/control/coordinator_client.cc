@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_connect.h"
 #include "server/store/grpc_status.h"
 
 namespace gradsync {
@@ -48,13 +49,21 @@ CoordinatorClient::CoordinatorClient(ClientConfig config)
   args.SetMaxReceiveMessageSize(-1);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  SetReconnectBackoff(&args);
   channel_ = grpc::CreateCustomChannel(
       config_.address, grpc::InsecureChannelCredentials(), args);
   stub_ = Coordinator::NewStub(channel_);
 }
 
 void CoordinatorClient::PrepareContext(grpc::ClientContext* context) const {
-  context->set_deadline(ToChrono(absl::Now() + config_.rpc_timeout));
+  const absl::Time deadline = absl::Now() + config_.rpc_timeout;
+  // Through a spurious connect failure of gRPC 1.51 (grpc_connect.h). The
+  // result is not needed: a coordinator that is really not there fails
+  // the call itself at once, which Convert explains.
+  ConnectChannel(channel_.get(), deadline, []() {
+    return absl::OkStatus();
+  }).IgnoreError();
+  context->set_deadline(ToChrono(deadline));
 }
 
 absl::Status CoordinatorClient::Convert(const grpc::Status& status,

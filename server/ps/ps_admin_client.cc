@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_connect.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_transport.h"
 #include "server/store/grpc_status.h"
@@ -19,8 +20,8 @@ PsAdminClient::PsAdminClient(std::string address, absl::Duration timeout)
 
 absl::StatusOr<absl::Time> PsAdminClient::Connected() {
   const absl::Time deadline = absl::Now() + timeout_;
-  RETURN_IF_ERROR(Annotate(ConnectPsChannel(channel_.get(), deadline,
-                                            []() { return absl::OkStatus(); }),
+  RETURN_IF_ERROR(Annotate(ConnectChannel(channel_.get(), deadline,
+                                          []() { return absl::OkStatus(); }),
                            absl::StrCat("parameter server ", address_)));
   return deadline;
 }

@@ -48,7 +48,7 @@ class PsAdminClient {
   PsAdminClient(std::string address, absl::Duration timeout);
 
   // A deadline of timeout_ from now, once the channel is READY (see
-  // ConnectPsChannel); the error names the server.
+  // ConnectChannel); the error names the server.
   absl::StatusOr<absl::Time> Connected();
 
   const std::string address_;

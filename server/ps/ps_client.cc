@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_connect.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client_stream.h"
@@ -109,11 +110,11 @@ absl::Status PsClient::ForEachShard(
 }
 
 absl::Status PsClient::ConnectShard(size_t k) {
-  return ConnectPsChannel(shards_[k].channel.get(),
-                          absl::Now() + options_.timeout, [this]() {
-                            absl::MutexLock lock(&cancel_mu_);
-                            return cancelled_;
-                          });
+  return ConnectChannel(shards_[k].channel.get(),
+                        absl::Now() + options_.timeout, [this]() {
+                          absl::MutexLock lock(&cancel_mu_);
+                          return cancelled_;
+                        });
 }
 
 absl::Status PsClient::NameShard(size_t k, const absl::Status& status) const {

@@ -212,7 +212,7 @@ class PsClient {
   // call failed (gRPC says only CANCELLED; the reason says why).
   absl::Status CancelledOr(absl::Status status) const;
 
-  // Brings shard k's channel to READY (ConnectPsChannel) within the
+  // Brings shard k's channel to READY (ConnectChannel) within the
   // client's timeout; stops early with the cancel reason once cancelled.
   absl::Status ConnectShard(size_t k);
 

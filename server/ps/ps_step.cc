@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/grpc_connect.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client.h"
@@ -190,16 +191,16 @@ absl::Status PsStep::RunShard(size_t k) {
     context = call.context.get();
   }
   // A connection attempt that gRPC fails spuriously must not fail the step
-  // (see ConnectPsChannel); a cancelled step stops waiting.
-  RETURN_IF_ERROR(ConnectPsChannel(client_->shards_[k].channel.get(),
-                                   call_deadline_, [this]() -> absl::Status {
-                                     {
-                                       absl::MutexLock lock(&mu_);
-                                       if (!cancelled_.ok()) return cancelled_;
-                                     }
-                                     absl::MutexLock lock(&client_->cancel_mu_);
-                                     return client_->cancelled_;
-                                   }));
+  // (see ConnectChannel); a cancelled step stops waiting.
+  RETURN_IF_ERROR(ConnectChannel(client_->shards_[k].channel.get(),
+                                 call_deadline_, [this]() -> absl::Status {
+                                   {
+                                     absl::MutexLock lock(&mu_);
+                                     if (!cancelled_.ok()) return cancelled_;
+                                   }
+                                   absl::MutexLock lock(&client_->cancel_mu_);
+                                   return client_->cancelled_;
+                                 }));
   SendPin pin;
   absl::Status status;
   {

@@ -5,10 +5,7 @@
 #include <grpcpp/security/credentials.h>
 #include <malloc.h>
 
-#include <algorithm>
-
-#include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/grpc_connect.h"
 #include "server/ps/tensor_codec.h"
 
 namespace gradsync {
@@ -18,16 +15,6 @@ namespace {
 // (whole-shard buffers) are long-lived and may keep their own mappings.
 constexpr int kMmapThreshold = 32 << 20;
 constexpr int kTrimThreshold = 512 << 20;
-
-// Reconnect backoff of PS channels: a spurious connection failure (see
-// ConnectPsChannel) costs 100 ms, and a restarted server is found within
-// a second.
-constexpr int kInitialReconnectBackoffMs = 100;
-constexpr int kMaxReconnectBackoffMs = 1000;
-
-// How long ConnectPsChannel waits for a state change between checks of
-// alive().
-constexpr absl::Duration kConnectPoll = absl::Milliseconds(100);
 
 template <typename Sink>
 void AddArguments(const PsTransportOptions& options, Sink&& set) {
@@ -40,12 +27,6 @@ void AddArguments(const PsTransportOptions& options, Sink&& set) {
   if (options.max_frame_bytes > 0) {
     set(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, options.max_frame_bytes);
   }
-}
-
-void SetReconnectBackoff(grpc::ChannelArguments* args) {
-  args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-               kInitialReconnectBackoffMs);
-  args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
 }
 
 }  // namespace
@@ -81,38 +62,6 @@ std::shared_ptr<grpc::Channel> CreatePsControlChannel(
   SetReconnectBackoff(&args);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
-}
-
-absl::Status ConnectPsChannel(grpc::Channel* channel, absl::Time deadline,
-                              absl::FunctionRef<absl::Status()> alive) {
-  absl::Time give_up = deadline;
-  absl::Time failing_since = absl::InfiniteFuture();
-  for (;;) {
-    const grpc_connectivity_state state =
-        channel->GetState(/*try_to_connect=*/true);
-    if (state == GRPC_CHANNEL_READY) return absl::OkStatus();
-    const absl::Time now = absl::Now();
-    if (state == GRPC_CHANNEL_SHUTDOWN) {
-      return absl::UnavailableError("the channel to the server is shut down");
-    }
-    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE &&
-        failing_since == absl::InfiniteFuture()) {
-      failing_since = now;
-      give_up = std::min(deadline, now + kConnectRetryWindow);
-    }
-    if (now >= give_up) {
-      if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
-        return absl::UnavailableError(
-            absl::StrCat("could not connect: every attempt failed for ",
-                         absl::FormatDuration(now - failing_since)));
-      }
-      return absl::DeadlineExceededError(
-          "no connection to the server before the deadline");
-    }
-    RETURN_IF_ERROR(alive());
-    channel->WaitForStateChange(
-        state, absl::ToChronoTime(std::min(give_up, now + kConnectPoll)));
-  }
 }
 
 bool TuneMallocForTensorTraffic() {

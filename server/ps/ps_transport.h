@@ -24,10 +24,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/functional/function_ref.h"
-#include "absl/status/status.h"
-#include "absl/time/time.h"
-
 namespace gradsync {
 
 struct PsTransportOptions {
@@ -58,29 +54,9 @@ std::shared_ptr<grpc::Channel> CreatePsChannel(
 
 // A channel for a PS's small control calls (CreateShard, ReleaseShard,
 // GetShardStats): gRPC's defaults and shared connections, with the PS
-// channels' reconnect backoff (see ConnectPsChannel).
+// channels' reconnect backoff (common/grpc_connect.h).
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(
     const std::string& address);
-
-// Brings `channel` to READY before a call starts on it, and returns at once
-// when it is READY already (the common case: one GetState per call).
-//
-// Why: gRPC 1.51 (Debian 12) reads errno for a connect() in progress only
-// after other calls that may overwrite it (grpc/grpc#35064, fixed in a
-// later release), so now and then a connection attempt to a live server
-// fails as "connect: No such file or directory". The channel then sits in
-// TRANSIENT_FAILURE for its reconnect backoff, and a call started on it
-// fails at once with UNAVAILABLE, failing the step for every rank. Here a
-// failed attempt is retried after the backoff (100 ms on PS channels):
-// the call gives up only when the channel stays in TRANSIENT_FAILURE for
-// kConnectRetryWindow, as it does when no server listens.
-//
-// Returns UNAVAILABLE then, DEADLINE_EXCEEDED if `deadline` passes first,
-// or the error of `alive()`, which it checks every 100 ms (a cancelled
-// call stops waiting).
-inline constexpr absl::Duration kConnectRetryWindow = absl::Seconds(1);
-absl::Status ConnectPsChannel(grpc::Channel* channel, absl::Time deadline,
-                              absl::FunctionRef<absl::Status()> alive);
 
 // Raises glibc's mmap and trim thresholds so that megabyte buffers are
 // reused from the heap instead of mapped and unmapped each time.

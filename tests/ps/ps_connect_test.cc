@@ -1,4 +1,4 @@
-// ConnectPsChannel: a channel whose connection attempts fail for a while
+// ConnectChannel: a channel whose connection attempts fail for a while
 // (here: nobody listens yet) is retried until a server answers; one where
 // nobody ever listens gives up with UNAVAILABLE after the retry window, not
 // at the call's deadline; a cancelled caller stops waiting. This is the
@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_connect.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_admin_client.h"
@@ -34,24 +35,24 @@ int FreedPort() {
   return server.ok() ? (*server)->port() : 1;
 }
 
-TEST(ConnectPsChannelTest, LiveServer_Ready) {
+TEST(ConnectChannelTest, LiveServer_Ready) {
   absl::StatusOr<std::unique_ptr<PsServer>> server =
       PsServer::Start("127.0.0.1:0");
   ASSERT_TRUE(server.ok()) << server.status();
   std::shared_ptr<grpc::Channel> channel =
       CreatePsChannel((*server)->address());
   EXPECT_TRUE(
-      ConnectPsChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive)
+      ConnectChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive)
           .ok());
   // Ready already: returns at once.
   const absl::Time start = absl::Now();
   EXPECT_TRUE(
-      ConnectPsChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive)
+      ConnectChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive)
           .ok());
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(100));
 }
 
-TEST(ConnectPsChannelTest, ServerComesUpAfterFailedAttempts_Connects) {
+TEST(ConnectChannelTest, ServerComesUpAfterFailedAttempts_Connects) {
   const int port = FreedPort();
   const std::string address = absl::StrCat("127.0.0.1:", port);
   std::shared_ptr<grpc::Channel> channel = CreatePsChannel(address);
@@ -63,7 +64,7 @@ TEST(ConnectPsChannelTest, ServerComesUpAfterFailedAttempts_Connects) {
     if (server.ok()) late = *std::move(server);
   });
   const absl::Status status =
-      ConnectPsChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive);
+      ConnectChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive);
   starter.join();
   // The port might have been taken in between; then there is nothing to
   // show.
@@ -71,12 +72,12 @@ TEST(ConnectPsChannelTest, ServerComesUpAfterFailedAttempts_Connects) {
   EXPECT_TRUE(status.ok()) << status;
 }
 
-TEST(ConnectPsChannelTest, NobodyListens_UnavailableAfterTheRetryWindow) {
+TEST(ConnectChannelTest, NobodyListens_UnavailableAfterTheRetryWindow) {
   std::shared_ptr<grpc::Channel> channel =
       CreatePsChannel(absl::StrCat("127.0.0.1:", FreedPort()));
   const absl::Time start = absl::Now();
   const absl::Status status =
-      ConnectPsChannel(channel.get(), absl::Now() + absl::Seconds(60), Alive);
+      ConnectChannel(channel.get(), absl::Now() + absl::Seconds(60), Alive);
   const absl::Duration took = absl::Now() - start;
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("could not connect"));
@@ -84,17 +85,17 @@ TEST(ConnectPsChannelTest, NobodyListens_UnavailableAfterTheRetryWindow) {
   EXPECT_LT(took, absl::Seconds(10));  // not the 60 s deadline
 }
 
-TEST(ConnectPsChannelTest, CancelledCaller_StopsWithItsReason) {
+TEST(ConnectChannelTest, CancelledCaller_StopsWithItsReason) {
   std::shared_ptr<grpc::Channel> channel =
       CreatePsChannel(absl::StrCat("127.0.0.1:", FreedPort()));
-  const absl::Status status = ConnectPsChannel(
+  const absl::Status status = ConnectChannel(
       channel.get(), absl::Now() + absl::Seconds(60),
       []() { return absl::CancelledError("the job was cancelled"); });
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
   EXPECT_THAT(std::string(status.message()), HasSubstr("job was cancelled"));
 }
 
-TEST(ConnectPsChannelTest, AdminClientOfADeadServer_UnavailableNamingIt) {
+TEST(ConnectChannelTest, AdminClientOfADeadServer_UnavailableNamingIt) {
   const std::string dead = absl::StrCat("127.0.0.1:", FreedPort());
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<ps::ShardStats>> stats =
