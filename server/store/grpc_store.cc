@@ -12,16 +12,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/grpc_connect.h"
 #include "proto/store.grpc.pb.h"
 #include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
 
-// Reconnect quickly: ranks often start before the store, and a long gRPC
-// backoff (up to 120 s by default) would outlast the store's start.
-constexpr int kInitialReconnectBackoffMs = 100;
-constexpr int kMaxReconnectBackoffMs = 1000;
+// Reconnect quickly (SetReconnectBackoff): ranks often start before the
+// store, and a long gRPC backoff (up to 120 s by default) would outlast
+// the store's start. Connection attempts time out as quickly.
+constexpr int kMinConnectTimeoutMs = 100;
 
 // Milliseconds left until `deadline`, rounded up, never negative.
 int64_t TimeoutMs(absl::Time deadline) {
@@ -153,10 +154,8 @@ absl::StatusOr<std::unique_ptr<Store>> ConnectGrpcStore(
         "store target is empty; expected host:port of the store server");
   }
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-              kInitialReconnectBackoffMs);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kInitialReconnectBackoffMs);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  SetReconnectBackoff(&args);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
   std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
       target, grpc::InsecureChannelCredentials(), args);
   if (!channel->WaitForConnected(

@@ -19,6 +19,7 @@
 #include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_server.h"
 #include "server/ps/ps_transport.h"
+#include "tests/ps/ps_grpc_test_util.h"
 
 namespace gradsync {
 namespace {
@@ -29,18 +30,14 @@ absl::Status Alive() { return absl::OkStatus(); }
 
 // A loopback port that a server held a moment ago and nobody holds now.
 int FreedPort() {
-  absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start("127.0.0.1:0");
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? (*server)->port() : 1;
+  std::unique_ptr<PsServer> server = testing::StartServer();
+  return server != nullptr ? server->port() : 1;
 }
 
 TEST(ConnectChannelTest, LiveServer_Ready) {
-  absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start("127.0.0.1:0");
-  ASSERT_TRUE(server.ok()) << server.status();
-  std::shared_ptr<grpc::Channel> channel =
-      CreatePsChannel((*server)->address());
+  std::unique_ptr<PsServer> server = testing::StartServer();
+  ASSERT_NE(server, nullptr);
+  std::shared_ptr<grpc::Channel> channel = CreatePsChannel(server->address());
   EXPECT_TRUE(
       ConnectChannel(channel.get(), absl::Now() + absl::Seconds(20), Alive)
           .ok());
