@@ -345,26 +345,44 @@ absl::Status Optimizer::Step(absl::Span<float> params,
   }
   // Elements [b, e): every update is element-wise, so how the range is cut
   // does not change a bit.
-  auto update = [&](size_t b, size_t e) {
-    float* p = params.data() + b;
-    const float* g = grads.data() + b;
-    switch (config_.kind) {
-      case OptimizerKind::kSgd:
-        SgdStep(config_, p, g, e - b);
-        break;
-      case OptimizerKind::kMomentum:
-        MomentumStep(config_, step_ == 0, p, g, buffers_[0].data() + b, e - b);
-        break;
-      case OptimizerKind::kAdam:
-      case OptimizerKind::kAdamW:
-        AdamStep(config_, step_ + 1, p, g, buffers_[0].data() + b,
-                 buffers_[1].data() + b, e - b);
-        break;
-    }
-  };
-  ParallelFor(pool, size_, kMinPartElements, update);
+  ParallelFor(pool, size_, kMinPartElements, [&](size_t b, size_t e) {
+    UpdateRange(b, params.data() + b, grads.data() + b, e - b);
+  });
   ++step_;
   return absl::OkStatus();
+}
+
+absl::Status Optimizer::StepRange(size_t begin, absl::Span<float> params,
+                                  absl::Span<const float> grads) {
+  if (params.size() != grads.size() || begin > size_ ||
+      params.size() > size_ - begin) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer step over ", size_, " parameters got a range of ",
+        params.size(), " parameters and ", grads.size(),
+        " gradients at element ", begin));
+  }
+  if (Overlap(params.data(), params.size(), grads.data(), grads.size())) {
+    return absl::InvalidArgumentError(
+        "optimizer step: parameter and gradient buffers overlap");
+  }
+  UpdateRange(begin, params.data(), grads.data(), params.size());
+  return absl::OkStatus();
+}
+
+void Optimizer::UpdateRange(size_t begin, float* p, const float* g, size_t n) {
+  switch (config_.kind) {
+    case OptimizerKind::kSgd:
+      SgdStep(config_, p, g, n);
+      break;
+    case OptimizerKind::kMomentum:
+      MomentumStep(config_, step_ == 0, p, g, buffers_[0].data() + begin, n);
+      break;
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      AdamStep(config_, step_ + 1, p, g, buffers_[0].data() + begin,
+               buffers_[1].data() + begin, n);
+      break;
+  }
 }
 
 absl::Status Optimizer::SetLearningRate(double lr) {

@@ -139,6 +139,19 @@ class Optimizer {
                                   absl::Span<const float> grads,
                                   ComputePool* pool = nullptr);
 
+  // Step in pieces, for callers that make the gradient block by block (a
+  // parameter-server shard sums its ranks' gradients a few KiB at a time
+  // and updates those parameters while the sums are still in L1, instead
+  // of writing a whole summed gradient out and reading it back):
+  // StepRange() over disjoint element ranges that together cover
+  // [0, size()) exactly once, from several threads at once if wanted, then
+  // EndStep() once. Bitwise the same parameters and state as one Step().
+  // StepRange: `params` and `grads` hold elements [begin, begin + n) and
+  // must not overlap; INVALID_ARGUMENT (nothing changed) otherwise.
+  [[nodiscard]] absl::Status StepRange(size_t begin, absl::Span<float> params,
+                                       absl::Span<const float> grads);
+  void EndStep() { ++step_; }
+
   // The least elements Step gives one thread of a pool.
   static constexpr size_t kMinPartElements = 128 * 1024;
 
@@ -161,6 +174,8 @@ class Optimizer {
 
  private:
   Optimizer(const OptimizerConfig& config, size_t size);
+  // The update of elements [begin, begin + n) at p, g (checked by callers).
+  void UpdateRange(size_t begin, float* p, const float* g, size_t n);
 
   OptimizerConfig config_;
   size_t size_;

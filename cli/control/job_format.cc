@@ -359,20 +359,20 @@ std::string FormatShardTable(
     const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards) {
   std::vector<std::vector<std::string>> rows;
   for (const ps::ShardStats& s : shards) {
-    rows.push_back(
-        {absl::StrCat(s.shard()), absl::StrCat(s.end() - s.begin()),
-         absl::StrCat(s.pushes()), absl::StrCat(s.pulls()),
-         absl::StrCat(s.updates()),
-         FormatBytes(static_cast<double>(s.bytes_in())),
-         FormatBytes(static_cast<double>(s.bytes_out())),
-         FormatMillis(s.wait_last_worker_s()), FormatMillis(s.aggregate_s()),
-         FormatMillis(s.optimizer_s()), FormatMillis(s.staleness_wait_s()),
-         absl::StrCat(s.queue_depth(), "/", s.max_queue_depth())});
+    rows.push_back({absl::StrCat(s.shard()), absl::StrCat(s.end() - s.begin()),
+                    absl::StrCat(s.pushes()), absl::StrCat(s.pulls()),
+                    absl::StrCat(s.updates()),
+                    FormatBytes(static_cast<double>(s.bytes_in())),
+                    FormatBytes(static_cast<double>(s.bytes_out())),
+                    FormatMillis(s.wait_last_worker_s()),
+                    FormatMillis(s.apply_s()),
+                    FormatMillis(s.staleness_wait_s()),
+                    absl::StrCat(s.queue_depth(), "/", s.max_queue_depth())});
   }
-  return FormatTable({"SHARD", "ELEMENTS", "PUSHES", "PULLS", "UPDATES",
-                      "BYTES_IN", "BYTES_OUT", "WAIT_LAST_MS", "AGGREGATE_MS",
-                      "OPTIMIZER_MS", "SSP_WAIT_MS", "QUEUE/MAX"},
-                     rows);
+  return FormatTable(
+      {"SHARD", "ELEMENTS", "PUSHES", "PULLS", "UPDATES", "BYTES_IN",
+       "BYTES_OUT", "WAIT_LAST_MS", "APPLY_MS", "SSP_WAIT_MS", "QUEUE/MAX"},
+      rows);
 }
 
 }  // namespace control

@@ -72,7 +72,8 @@ std::string ShardsToCsv(
 
 // The shard counters for people: SHARD ELEMENTS PUSHES PULLS UPDATES
 // BYTES_IN BYTES_OUT WAIT_LAST_MS (sync: first push to last, summed over
-// steps) AGGREGATE_MS OPTIMIZER_MS SSP_WAIT_MS QUEUE/MAX.
+// steps) APPLY_MS (the mean and the optimizer's update) SSP_WAIT_MS
+// QUEUE/MAX.
 std::string FormatShardTable(
     const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards);
 

@@ -121,9 +121,10 @@ void GatherSegments(const GradientSegments& segments, absl::Span<char> out) {
 
 namespace {
 
-// out[i - first] for elements [first, first + out.size()) of the ranks.
+// Hands consume() the rank-order sums (averages) of elements [first,
+// first + n) block by block.
 void ReduceRange(absl::Span<const GradientSegments* const> ranks, bool average,
-                 size_t first, absl::Span<float> out) {
+                 size_t first, size_t n, const ReducedBlockFn& consume) {
   std::vector<SegmentReader> readers;
   readers.reserve(ranks.size());
   for (const GradientSegments* r : ranks) {
@@ -132,27 +133,37 @@ void ReduceRange(absl::Span<const GradientSegments* const> ranks, bool average,
   }
   const float divisor = static_cast<float>(ranks.size());
   alignas(64) float sum[kBlock];
-  for (size_t b = 0; b < out.size(); b += kBlock) {
-    const size_t n = std::min(kBlock, out.size() - b);
-    readers[0].Apply</*kAssign=*/true>(sum, n);
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t k = std::min(kBlock, n - b);
+    readers[0].Apply</*kAssign=*/true>(sum, k);
     for (size_t r = 1; r < readers.size(); ++r) {
-      readers[r].Apply</*kAssign=*/false>(sum, n);
+      readers[r].Apply</*kAssign=*/false>(sum, k);
     }
     if (average && readers.size() > 1) {
-      for (size_t i = 0; i < n; ++i) sum[i] /= divisor;
+      for (size_t i = 0; i < k; ++i) sum[i] /= divisor;
     }
-    std::memcpy(out.data() + b, sum, n * sizeof(float));
+    consume(first + b, absl::MakeConstSpan(sum, k));
   }
 }
 
 void ReduceInRankOrder(absl::Span<const GradientSegments* const> ranks,
                        bool average, absl::Span<float> out, ComputePool* pool) {
-  ParallelFor(pool, out.size(), kMinPartFloats, [&](size_t begin, size_t end) {
-    ReduceRange(ranks, average, begin, out.subspan(begin, end - begin));
-  });
+  ReduceInBlocks(ranks, average, out.size(), pool,
+                 [out](size_t begin, absl::Span<const float> block) {
+                   std::memcpy(out.data() + begin, block.data(),
+                               block.size() * sizeof(float));
+                 });
 }
 
 }  // namespace
+
+void ReduceInBlocks(absl::Span<const GradientSegments* const> ranks,
+                    bool average, size_t n, ComputePool* pool,
+                    const ReducedBlockFn& consume) {
+  ParallelFor(pool, n, kMinPartFloats, [&](size_t begin, size_t end) {
+    ReduceRange(ranks, average, begin, end - begin, consume);
+  });
+}
 
 void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
                         absl::Span<float> out, ComputePool* pool) {

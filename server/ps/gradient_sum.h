@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "common/compute_pool.h"
 
@@ -53,6 +54,21 @@ void AverageInRankOrder(absl::Span<const GradientSegments* const> ranks,
 // AverageInRankOrder, without the division).
 void SumInRankOrder(absl::Span<const GradientSegments* const> ranks,
                     absl::Span<float> out, ComputePool* pool = nullptr);
+
+// What ReduceInBlocks hands each block to: the block's first element and
+// its sums. Called from several threads at once for disjoint blocks.
+using ReducedBlockFn =
+    absl::FunctionRef<void(size_t begin, absl::Span<const float> block)>;
+
+// The sums (average: the averages) of AverageInRankOrder/SumInRankOrder,
+// not written out but handed to `consume` a few KiB at a time while they
+// are in L1: blocks that tile [0, n) exactly once, in ascending order
+// within each of the pool's parts. For a consumer that uses the sums at
+// once (a shard's optimizer update), this saves writing n floats out and
+// reading them back.
+void ReduceInBlocks(absl::Span<const GradientSegments* const> ranks,
+                    bool average, size_t n, ComputePool* pool,
+                    const ReducedBlockFn& consume);
 
 }  // namespace gradsync
 

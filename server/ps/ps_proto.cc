@@ -142,8 +142,7 @@ void ShardStatsToProto(const PsShard& shard, ps::ShardStats* out) {
   out->set_wait_last_worker_s(absl::ToDoubleSeconds(stats.wait_last_worker));
   out->set_last_wait_last_worker_s(
       absl::ToDoubleSeconds(stats.last_wait_last_worker));
-  out->set_aggregate_s(absl::ToDoubleSeconds(stats.aggregate_time));
-  out->set_optimizer_s(absl::ToDoubleSeconds(stats.optimizer_time));
+  out->set_apply_s(absl::ToDoubleSeconds(stats.apply_time));
   out->set_staleness_wait_s(absl::ToDoubleSeconds(stats.staleness_wait));
   out->set_queue_depth(stats.queue_depth);
   out->set_max_queue_depth(stats.max_queue_depth);

@@ -271,27 +271,18 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
   stats_.wait_last_worker += stats_.last_wait_last_worker;
   std::vector<const GradientSegments*> parts;
   for (const RankSlot& r : ranks_) parts.push_back(&r.segments);
-  if (ranks_[0].staging == nullptr) ranks_[0].staging.reset(new float[size()]);
-  const absl::Span<float> mean(ranks_[0].staging.get(), size());
   std::vector<double> scalar_sums = SumScalarsLocked();
   std::vector<std::vector<std::shared_ptr<const void>>> holds;
   absl::Status status;
-  absl::Duration aggregate, optimize;
+  absl::Duration apply;
   mu_.Unlock();
   {
     // writing_ gives this thread the parameters, the optimizer and the
-    // committed gradients (no rank can push until version_ moves).
+    // committed gradients (no rank can push until version_ moves). The
+    // mean is made and applied a block at a time, while it is in L1.
     const absl::Time t0 = absl::Now();
-    if (config_.sum_gradients) {
-      SumInRankOrder(parts, mean, config_.compute.get());
-    } else {
-      AverageInRankOrder(parts, mean, config_.compute.get());
-    }
-    const absl::Time t1 = absl::Now();
-    status =
-        optimizer_.Step(absl::MakeSpan(params_), mean, config_.compute.get());
-    aggregate = t1 - t0;
-    optimize = absl::Now() - t1;
+    status = ApplyMean(parts);
+    apply = absl::Now() - t0;
     // Hand the transports' buffers back now, without the lock.
     for (RankSlot& r : ranks_) {
       holds.push_back(std::move(r.holds));
@@ -302,8 +293,7 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
   }
   mu_.Lock();
   writing_ = false;
-  stats_.aggregate_time += aggregate;
-  stats_.optimizer_time += optimize;
+  stats_.apply_time += apply;
   for (RankSlot& r : ranks_) r.committed = false;
   committed_ = 0;
   if (!status.ok()) {
@@ -314,6 +304,32 @@ absl::Status PsShard::CommitSyncLocked(Push& push, absl::Time deadline) {
   ++version_;
   ++stats_.updates;
   FinishSyncStepLocked(std::move(scalar_sums));
+  return absl::OkStatus();
+}
+
+absl::Status PsShard::ApplyMean(
+    absl::Span<const GradientSegments* const> parts) {
+  // StepRange fails only for a range outside the optimizer's elements;
+  // checked once here, so that a step is applied whole or not at all.
+  if (params_.size() != optimizer_.size()) {
+    return absl::InternalError(absl::StrCat("the shard holds ", params_.size(),
+                                            " parameters but its optimizer ",
+                                            optimizer_.size()));
+  }
+  absl::Mutex mu;
+  absl::Status first_error;
+  ReduceInBlocks(
+      parts, /*average=*/!config_.sum_gradients, size(), config_.compute.get(),
+      [&](size_t begin, absl::Span<const float> mean) {
+        absl::Status status = optimizer_.StepRange(
+            begin, absl::MakeSpan(params_).subspan(begin, mean.size()), mean);
+        if (!status.ok()) {
+          absl::MutexLock lock(&mu);
+          first_error.Update(status);
+        }
+      });
+  RETURN_IF_ERROR(first_error);
+  optimizer_.EndStep();
   return absl::OkStatus();
 }
 
@@ -348,7 +364,7 @@ absl::Status PsShard::CommitAsyncLocked(Push& push, absl::Time deadline) {
   mu_.Lock();
   writing_ = false;
   --appliers_;
-  stats_.optimizer_time += optimize;
+  stats_.apply_time += optimize;
   if (!status.ok()) return Annotate(status, Describe());
   // Step control: decide with this push counted as in flight, so that its
   // own reply carries a decision it triggered; then, with it done, decide

@@ -161,8 +161,9 @@ struct PsShardStats {
   uint64_t updates = 0;    // optimizer steps
   absl::Duration wait_last_worker;       // sync: first commit -> last
   absl::Duration last_wait_last_worker;  // of the last applied step
-  absl::Duration aggregate_time;         // summing and averaging
-  absl::Duration optimizer_time;
+  // Applying updates: sync, the rank-order mean of the gradients and the
+  // optimizer's update, fused block by block; async, the update.
+  absl::Duration apply_time;
   absl::Duration staleness_wait;  // SSP pushes held back
   int queue_depth = 0;            // committed, not applied yet
   int max_queue_depth = 0;
@@ -355,6 +356,12 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
   // Drops a push that was not committed.
   void Abandon(int rank);
   void ReleaseView();
+  // Applies the committed gradients' rank-order mean (their sum with
+  // config.sum_gradients) to the parameters, block by block while each
+  // block of the mean is in L1 (ReduceInBlocks into Optimizer::StepRange):
+  // the whole mean is never written out. The caller is the writer
+  // (writing_); nothing changes on error.
+  absl::Status ApplyMean(absl::Span<const GradientSegments* const> parts);
   // A view whose version is `version`; `pull_rank` >= 0 adds that rank's
   // step control.
   ShardViewRef MakeViewLocked(bool with_state, int64_t version, int pull_rank)

@@ -156,7 +156,7 @@ ps::ShardStats ShardCounters(int shard) {
   s.set_bytes_in(4096);
   s.set_bytes_out(2048);
   s.set_wait_last_worker_s(0.0125);
-  s.set_optimizer_s(0.002);
+  s.set_apply_s(0.002);
   s.set_queue_depth(1);
   s.set_max_queue_depth(2);
   s.add_rank_steps(4);  // repeated: left out of CSV and the table

@@ -1,5 +1,6 @@
 #include "server/ps/gradient_sum.h"
 
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -112,6 +113,46 @@ TEST(GradientSumTest, PoolGivesBitwiseTheSameResult) {
       SumInRankOrder(c.ranks, absl::MakeSpan(serial_sum));
       ASSERT_EQ(std::memcmp(sum.data(), serial_sum.data(), n * sizeof(float)),
                 0);
+    }
+  }
+}
+
+// The shard's path: the sums handed out block by block (to the optimizer)
+// instead of written out. Every element exactly once, bitwise the values
+// of the written-out sums, with and without a pool.
+TEST(GradientSumTest, ReduceInBlocksHandsEachElementOnceWithTheSameBits) {
+  for (size_t n : {0, 1, 2049, 1000003}) {
+    const Case c = MakeCase(3, n, /*integers=*/false, 23 + n);
+    for (bool average : {true, false}) {
+      std::vector<float> expect(n);
+      if (average) {
+        AverageInRankOrder(c.ranks, absl::MakeSpan(expect));
+      } else {
+        SumInRankOrder(c.ranks, absl::MakeSpan(expect));
+      }
+      for (int helpers : {0, 2}) {
+        SCOPED_TRACE(testing::Message() << n << " floats, average " << average
+                                        << ", " << helpers << " helpers");
+        ComputePool pool(helpers);
+        std::vector<float> got(n, -1.0f);
+        // Blocks are disjoint, so each element's counter has one writer.
+        std::vector<int> seen(n, 0);
+        std::atomic<bool> outside{false};
+        ReduceInBlocks(c.ranks, average, n, &pool,
+                       [&](size_t begin, absl::Span<const float> block) {
+                         if (begin > n || block.size() > n - begin) {
+                           outside = true;
+                           return;
+                         }
+                         for (size_t i = 0; i < block.size(); ++i) {
+                           got[begin + i] = block[i];
+                           ++seen[begin + i];
+                         }
+                       });
+        ASSERT_FALSE(outside);
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "element " << i;
+        ASSERT_EQ(std::memcmp(got.data(), expect.data(), n * sizeof(float)), 0);
+      }
     }
   }
 }

@@ -344,7 +344,7 @@ TEST(PsShardSyncTest, Stats_CountBytesWaitsAndOptimizerTime) {
   EXPECT_EQ(stats.updates, 1u);
   EXPECT_GE(stats.wait_last_worker, absl::Milliseconds(30));
   EXPECT_EQ(stats.wait_last_worker, stats.last_wait_last_worker);
-  EXPECT_GT(stats.optimizer_time, absl::ZeroDuration());
+  EXPECT_GT(stats.apply_time, absl::ZeroDuration());
   EXPECT_EQ(stats.max_queue_depth, 2);
   EXPECT_EQ(stats.queue_depth, 0);
   EXPECT_THAT(stats.rank_steps, ElementsAre(1, 1));

@@ -1,7 +1,9 @@
 #include "common/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -310,6 +312,47 @@ TEST_P(OptimizerKindTest, PoolStepEqualsSerialStep) {
   }
 }
 
+// A PS shard applies its step in blocks as it sums them (StepRange per
+// block, from several threads, in no fixed order, then EndStep): bitwise
+// the same parameters and state as one Step.
+TEST_P(OptimizerKindTest, StepRangeInShuffledPiecesEqualsStep) {
+  const size_t n = 10007;
+  const OptimizerConfig c = MakeConfig();
+  absl::StatusOr<Optimizer> whole = Optimizer::Create(c, n);
+  absl::StatusOr<Optimizer> pieces = Optimizer::Create(c, n);
+  ASSERT_TRUE(whole.ok() && pieces.ok());
+  std::vector<float> p = Pattern(n, 3), q = p;
+  std::mt19937 rng(17);
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<float> g = Pattern(n, 90 + step);
+    ASSERT_TRUE(whole->Step(absl::MakeSpan(p), g).ok());
+    std::vector<std::pair<size_t, size_t>> ranges;  // [begin, end)
+    std::uniform_int_distribution<size_t> len(1, 3000);
+    for (size_t b = 0; b < n;) {
+      const size_t e = std::min(n, b + len(rng));
+      ranges.emplace_back(b, e);
+      b = e;
+    }
+    std::shuffle(ranges.begin(), ranges.end(), rng);
+    for (const auto& [b, e] : ranges) {
+      // The gradient block lives elsewhere, as a shard's sums do.
+      const std::vector<float> block(g.begin() + b, g.begin() + e);
+      ASSERT_TRUE(
+          pieces->StepRange(b, absl::MakeSpan(q).subspan(b, e - b), block)
+              .ok());
+    }
+    EXPECT_EQ(pieces->step_count(), static_cast<uint64_t>(step));
+    pieces->EndStep();
+  }
+  ExpectBitwiseEqual(p, q);
+  EXPECT_EQ(pieces->step_count(), 4u);
+  const OptimizerState a = whole->ExportState(), b = pieces->ExportState();
+  ASSERT_EQ(a.buffers.size(), b.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    ExpectBitwiseEqual(a.buffers[i], b.buffers[i]);
+  }
+}
+
 TEST_P(OptimizerKindTest, ExportImportContinuesIdentically) {
   const size_t n = 300;
   const OptimizerConfig c = MakeConfig();
@@ -426,6 +469,31 @@ TEST(OptimizerTest, Step_WrongSizesOrOverlap_ReturnsInvalidArgumentUnchanged) {
   EXPECT_THAT(opt->SetLearningRate(-1),
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(opt->config().lr, 0.5);
+}
+
+TEST(OptimizerTest,
+     StepRange_OutsideOrOverlapping_ReturnsInvalidArgumentUnchanged) {
+  absl::StatusOr<Optimizer> opt =
+      Optimizer::Create(Config(OptimizerKind::kMomentum), 4);
+  ASSERT_TRUE(opt.ok());
+  std::vector<float> p = {1, 2, 3, 4};
+  const std::vector<float> g2 = {1, 1}, g3 = {1, 1, 1};
+  // Past the end, sizes that differ, a begin beyond the elements.
+  EXPECT_THAT(opt->StepRange(3, absl::MakeSpan(p).subspan(2, 2), g2),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(opt->StepRange(0, absl::MakeSpan(p).subspan(0, 2), g3),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(opt->StepRange(5, absl::Span<float>(), {}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  std::vector<float> buf = {1, 2, 3, 4};
+  EXPECT_THAT(opt->StepRange(0, absl::MakeSpan(buf).subspan(0, 2),
+                             absl::MakeConstSpan(buf).subspan(1, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ExpectBitwiseEqual({1, 2, 3, 4}, p);
+  ExpectBitwiseEqual({1, 2, 3, 4}, buf);
+  const absl::Span<const float> momentum = opt->state_buffer(0);
+  ExpectBitwiseEqual({0, 0, 0, 0}, {momentum.begin(), momentum.end()});
+  EXPECT_EQ(opt->step_count(), 0u);
 }
 
 TEST(OptimizerTest, ImportState_Mismatch_ReturnsInvalidArgumentUnchanged) {

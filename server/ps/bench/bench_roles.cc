@@ -77,15 +77,14 @@ PsShardConfig BenchShardConfig(const BenchOptions& options, const char* job) {
   return config;
 }
 
-// Per-round milliseconds of the shard's summing, optimizer and wait for
-// the last worker.
+// Per-round milliseconds of the shard's update (the mean and the
+// optimizer, fused) and its wait for the last worker.
 std::string ShardWork(const char* name, const PsShard& shard) {
   const PsShardStats stats = shard.Stats();
   const double rounds = std::max<double>(1, stats.updates);
   return absl::StrFormat(
-      "%s: sum %.1f, optimizer %.1f, wait-last %.1f", name,
-      absl::ToDoubleMilliseconds(stats.aggregate_time) / rounds,
-      absl::ToDoubleMilliseconds(stats.optimizer_time) / rounds,
+      "%s: apply %.1f, wait-last %.1f", name,
+      absl::ToDoubleMilliseconds(stats.apply_time) / rounds,
       absl::ToDoubleMilliseconds(stats.wait_last_worker) / rounds);
 }
 
