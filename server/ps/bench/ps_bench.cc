@@ -23,8 +23,9 @@
 // in the round (all their threads), which other load on the host does not
 // inflate the way it inflates wall time, and srv_cpu: the part of it
 // the server process spent. The summary gives medians and the
-// gRPC / TCP ratios, plus the shards' own time for summing and the
-// optimizer per round (the same work in both columns).
+// gRPC / TCP ratios, plus the shards' own time per round for applying
+// the step (the mean and the optimizer, fused; the same work in both
+// columns) and for waiting on the last worker.
 //
 // Exit code: 0 when every round ran with #wrong = 0, 1 otherwise, 2 on a
 // bad command line.
