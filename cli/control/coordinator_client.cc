@@ -5,6 +5,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -180,9 +181,16 @@ absl::Status CoordinatorClient::WatchJob(
     absl::string_view job_id, absl::Duration deadline,
     const std::function<absl::Status(const JobEvent&)>& on_event) {
   grpc::ClientContext context;
+  const absl::Time start = absl::Now();
   if (deadline != absl::InfiniteDuration()) {
-    context.set_deadline(ToChrono(absl::Now() + deadline));
+    context.set_deadline(ToChrono(start + deadline));
   }
+  // As PrepareContext: through a spurious connect failure first, for at
+  // most one call's timeout (the stream itself may run for hours).
+  ConnectChannel(channel_.get(),
+                 start + std::min(config_.rpc_timeout, deadline),
+                 []() { return absl::OkStatus(); })
+      .IgnoreError();
   WatchJobRequest request;
   request.set_job_id(std::string(job_id));
   std::unique_ptr<grpc::ClientReader<JobEvent>> reader =

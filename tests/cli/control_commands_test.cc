@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -229,6 +230,43 @@ TEST(UnreachableCoordinatorTest, Client_FailsFastWithTheClearMessage) {
   EXPECT_EQ(watch.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(watch.message()),
               HasSubstr("cannot reach the coordinator"));
+}
+
+// `gradsync watch` started a moment before the coordinator listens (or
+// through gRPC 1.51's spurious connect failure, which takes the same path,
+// see common/grpc_connect.h) follows the job instead of failing at once.
+TEST(UnreachableCoordinatorTest, Watch_CoordinatorComesUpLate_Follows) {
+  const int port = ClosedPort();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  test_support::FakeCoordinator service;
+  std::unique_ptr<grpc::Server> server;
+  std::thread starter([&]() {
+    // Several connection attempts are refused first (100 ms backoff).
+    absl::SleepFor(absl::Milliseconds(300));
+    grpc::ServerBuilder builder;
+    int bound = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                             &bound);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    if (bound != port) server.reset();
+  });
+  ClientConfig config;
+  config.address = address;
+  config.rpc_timeout = absl::Seconds(20);
+  CoordinatorClient client(config);
+  int events = 0;
+  const absl::Status watch =
+      client.WatchJob("j-1", absl::Seconds(20), [&](const JobEvent&) {
+        ++events;
+        return absl::OkStatus();
+      });
+  starter.join();
+  // The port may have been taken in between; then there is nothing to show.
+  if (server == nullptr) GTEST_SKIP() << "port " << port << " was taken";
+  EXPECT_TRUE(watch.ok()) << watch;
+  EXPECT_EQ(events, 5);  // the fake's RUNNING, three steps, SUCCEEDED
+  server->Shutdown();
 }
 
 TEST(UnreachableCoordinatorTest, Commands_ExitOneWithTheMessage) {
