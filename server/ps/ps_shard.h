@@ -25,8 +25,9 @@
 //           t: the gradients are summed in rank order (0, 1, ..., N-1, so
 //           the result is bitwise the same whatever order they arrived in),
 //           divided by N (unless config.sum_gradients) and handed to the
-//           optimizer; Pull(t + 1) then returns. The committing thread of
-//           the last rank does the work.
+//           optimizer, a block at a time (the mean is never written out);
+//           Pull(t + 1) then returns. The committing thread of the last
+//           rank does the work, on config.compute's threads too.
 //   kAsync  each committed gradient is applied at once, as is (each rank's
 //           gradient is already the mean over its local batch); Pull
 //           returns the latest parameters without waiting.
