@@ -9,41 +9,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/optimizer_test_util.h"
 
 namespace gradsync {
 namespace {
 
+using testing::Config;
+using testing::ExpectBitwiseEqual;
 using ::testing::HasSubstr;
-
-MATCHER_P(StatusIs, code, "") { return arg.code() == code; }
-
-// Deterministic test data: small dyadic values of both signs.
-std::vector<float> Pattern(size_t n, uint32_t salt) {
-  std::vector<float> v(n);
-  uint32_t x = 2463534242u ^ salt;
-  for (size_t i = 0; i < n; ++i) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v[i] = static_cast<float>(static_cast<int>(x % 2001) - 1000) / 512.0f;
-  }
-  return v;
-}
-
-OptimizerConfig Config(OptimizerKind kind) {
-  OptimizerConfig c;
-  c.kind = kind;
-  c.lr = 0.5;
-  return c;
-}
-
-void ExpectBitwiseEqual(const std::vector<float>& want,
-                        const std::vector<float>& got) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(want[i], got[i]) << "at index " << i;
-  }
-}
+using testing::Pattern;
+using testing::StatusIs;
 
 TEST(OptimizerTest, ParseNames) {
   EXPECT_EQ(*ParseOptimizerKind("sgd"), OptimizerKind::kSgd);
@@ -244,168 +219,6 @@ TEST(OptimizerTest, Adam_FirstStepMovesByLearningRate) {
   EXPECT_NEAR(p[1], 0.01f, 1e-8);
   EXPECT_EQ(p[2], 0.0f);
 }
-
-class OptimizerKindTest : public ::testing::TestWithParam<OptimizerKind> {
- protected:
-  OptimizerConfig MakeConfig() const {
-    OptimizerConfig c;
-    c.kind = GetParam();
-    c.lr = 0.05;
-    c.weight_decay = 0.01;
-    c.momentum = 0.9;
-    c.nesterov = GetParam() == OptimizerKind::kMomentum;
-    return c;
-  }
-};
-
-TEST_P(OptimizerKindTest, TwoHalvesEqualWhole) {
-  const size_t n = 1001, k = 500;
-  const OptimizerConfig c = MakeConfig();
-  absl::StatusOr<Optimizer> whole = Optimizer::Create(c, n);
-  absl::StatusOr<Optimizer> lo = Optimizer::Create(c, k);
-  absl::StatusOr<Optimizer> hi = Optimizer::Create(c, n - k);
-  ASSERT_TRUE(whole.ok() && lo.ok() && hi.ok());
-  std::vector<float> p = Pattern(n, 7), q = p;
-  for (int step = 0; step < 4; ++step) {
-    const std::vector<float> g = Pattern(n, 50 + step);
-    ASSERT_TRUE(whole->Step(absl::MakeSpan(p), g).ok());
-    ASSERT_TRUE(lo->Step(absl::MakeSpan(q).subspan(0, k),
-                         absl::MakeConstSpan(g).subspan(0, k))
-                    .ok());
-    ASSERT_TRUE(hi->Step(absl::MakeSpan(q).subspan(k),
-                         absl::MakeConstSpan(g).subspan(k))
-                    .ok());
-  }
-  ExpectBitwiseEqual(p, q);
-  const OptimizerState parts[] = {lo->ExportState(), hi->ExportState()};
-  absl::StatusOr<OptimizerState> joined = ConcatOptimizerStates(parts);
-  ASSERT_TRUE(joined.ok()) << joined.status();
-  const OptimizerState all = whole->ExportState();
-  EXPECT_EQ(joined->step, all.step);
-  ASSERT_EQ(joined->buffers.size(), all.buffers.size());
-  for (size_t b = 0; b < all.buffers.size(); ++b) {
-    ExpectBitwiseEqual(all.buffers[b], joined->buffers[b]);
-  }
-}
-
-// A pool cuts the update into element ranges on several threads; the
-// parameters and state must come out bitwise as without one.
-TEST_P(OptimizerKindTest, PoolStepEqualsSerialStep) {
-  const size_t n = 3 * Optimizer::kMinPartElements + 17;
-  const OptimizerConfig c = MakeConfig();
-  ComputePool pool(2);
-  absl::StatusOr<Optimizer> serial = Optimizer::Create(c, n);
-  absl::StatusOr<Optimizer> pooled = Optimizer::Create(c, n);
-  ASSERT_TRUE(serial.ok() && pooled.ok());
-  std::vector<float> p = Pattern(n, 9), q = p;
-  for (int step = 0; step < 3; ++step) {
-    const std::vector<float> g = Pattern(n, 70 + step);
-    ASSERT_TRUE(serial->Step(absl::MakeSpan(p), g).ok());
-    ASSERT_TRUE(pooled->Step(absl::MakeSpan(q), g, &pool).ok());
-  }
-  ExpectBitwiseEqual(p, q);
-  EXPECT_EQ(pooled->step_count(), 3u);
-  const OptimizerState a = serial->ExportState(), b = pooled->ExportState();
-  ASSERT_EQ(a.buffers.size(), b.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i) {
-    ExpectBitwiseEqual(a.buffers[i], b.buffers[i]);
-  }
-}
-
-// A PS shard applies its step in blocks as it sums them (StepRange per
-// block, from several threads, in no fixed order, then EndStep): bitwise
-// the same parameters and state as one Step.
-TEST_P(OptimizerKindTest, StepRangeInShuffledPiecesEqualsStep) {
-  const size_t n = 10007;
-  const OptimizerConfig c = MakeConfig();
-  absl::StatusOr<Optimizer> whole = Optimizer::Create(c, n);
-  absl::StatusOr<Optimizer> pieces = Optimizer::Create(c, n);
-  ASSERT_TRUE(whole.ok() && pieces.ok());
-  std::vector<float> p = Pattern(n, 3), q = p;
-  std::mt19937 rng(17);
-  for (int step = 0; step < 4; ++step) {
-    const std::vector<float> g = Pattern(n, 90 + step);
-    ASSERT_TRUE(whole->Step(absl::MakeSpan(p), g).ok());
-    std::vector<std::pair<size_t, size_t>> ranges;  // [begin, end)
-    std::uniform_int_distribution<size_t> len(1, 3000);
-    for (size_t b = 0; b < n;) {
-      const size_t e = std::min(n, b + len(rng));
-      ranges.emplace_back(b, e);
-      b = e;
-    }
-    std::shuffle(ranges.begin(), ranges.end(), rng);
-    for (const auto& [b, e] : ranges) {
-      // The gradient block lives elsewhere, as a shard's sums do.
-      const std::vector<float> block(g.begin() + b, g.begin() + e);
-      ASSERT_TRUE(
-          pieces->StepRange(b, absl::MakeSpan(q).subspan(b, e - b), block)
-              .ok());
-    }
-    EXPECT_EQ(pieces->step_count(), static_cast<uint64_t>(step));
-    pieces->EndStep();
-  }
-  ExpectBitwiseEqual(p, q);
-  EXPECT_EQ(pieces->step_count(), 4u);
-  const OptimizerState a = whole->ExportState(), b = pieces->ExportState();
-  ASSERT_EQ(a.buffers.size(), b.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i) {
-    ExpectBitwiseEqual(a.buffers[i], b.buffers[i]);
-  }
-}
-
-TEST_P(OptimizerKindTest, ExportImportContinuesIdentically) {
-  const size_t n = 300;
-  const OptimizerConfig c = MakeConfig();
-  absl::StatusOr<Optimizer> a = Optimizer::Create(c, n);
-  ASSERT_TRUE(a.ok());
-  std::vector<float> p = Pattern(n, 3);
-  for (int step = 0; step < 3; ++step) {
-    ASSERT_TRUE(a->Step(absl::MakeSpan(p), Pattern(n, 10 + step)).ok());
-  }
-  // Whole-vector import (a PS -> ring switch) ...
-  absl::StatusOr<Optimizer> b = Optimizer::Create(c, n);
-  ASSERT_TRUE(b.ok());
-  ASSERT_TRUE(b->ImportState(a->ExportState()).ok());
-  EXPECT_EQ(b->step_count(), 3u);
-  // ... and shard imports (a ring -> PS switch with shards [0,100),
-  // [100,300)).
-  absl::StatusOr<OptimizerState> s0 =
-      SliceOptimizerState(a->ExportState(), 0, 100);
-  absl::StatusOr<OptimizerState> s1 =
-      SliceOptimizerState(a->ExportState(), 100, n);
-  ASSERT_TRUE(s0.ok() && s1.ok());
-  absl::StatusOr<Optimizer> shard0 = Optimizer::Create(c, 100);
-  absl::StatusOr<Optimizer> shard1 = Optimizer::Create(c, n - 100);
-  ASSERT_TRUE(shard0.ok() && shard1.ok());
-  ASSERT_TRUE(shard0->ImportState(*s0).ok());
-  ASSERT_TRUE(shard1->ImportState(*s1).ok());
-
-  std::vector<float> pb = p, ps = p;
-  for (int step = 3; step < 6; ++step) {
-    const std::vector<float> g = Pattern(n, 10 + step);
-    ASSERT_TRUE(a->Step(absl::MakeSpan(p), g).ok());
-    ASSERT_TRUE(b->Step(absl::MakeSpan(pb), g).ok());
-    ASSERT_TRUE(shard0
-                    ->Step(absl::MakeSpan(ps).subspan(0, 100),
-                           absl::MakeConstSpan(g).subspan(0, 100))
-                    .ok());
-    ASSERT_TRUE(shard1
-                    ->Step(absl::MakeSpan(ps).subspan(100),
-                           absl::MakeConstSpan(g).subspan(100))
-                    .ok());
-  }
-  ExpectBitwiseEqual(p, pb);
-  ExpectBitwiseEqual(p, ps);
-}
-
-INSTANTIATE_TEST_SUITE_P(AllKinds, OptimizerKindTest,
-                         ::testing::Values(OptimizerKind::kSgd,
-                                           OptimizerKind::kMomentum,
-                                           OptimizerKind::kAdam,
-                                           OptimizerKind::kAdamW),
-                         [](const auto& info) {
-                           return std::string(OptimizerKindName(info.param));
-                         });
 
 TEST(OptimizerTest, Create_BadHyperParameters_ReturnsInvalidArgument) {
   struct Case {
