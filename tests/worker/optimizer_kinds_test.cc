@@ -17,6 +17,7 @@ namespace gradsync {
 namespace {
 
 using testing::ExpectBitwiseEqual;
+using testing::ExpectSameStateBuffers;
 using testing::Pattern;
 
 class OptimizerKindTest : public ::testing::TestWithParam<OptimizerKind> {
@@ -56,10 +57,7 @@ TEST_P(OptimizerKindTest, TwoHalvesEqualWhole) {
   ASSERT_TRUE(joined.ok()) << joined.status();
   const OptimizerState all = whole->ExportState();
   EXPECT_EQ(joined->step, all.step);
-  ASSERT_EQ(joined->buffers.size(), all.buffers.size());
-  for (size_t b = 0; b < all.buffers.size(); ++b) {
-    ExpectBitwiseEqual(all.buffers[b], joined->buffers[b]);
-  }
+  ExpectSameStateBuffers(all, *joined);
 }
 
 // A pool cuts the update into element ranges on several threads; the
@@ -79,11 +77,7 @@ TEST_P(OptimizerKindTest, PoolStepEqualsSerialStep) {
   }
   ExpectBitwiseEqual(p, q);
   EXPECT_EQ(pooled->step_count(), 3u);
-  const OptimizerState a = serial->ExportState(), b = pooled->ExportState();
-  ASSERT_EQ(a.buffers.size(), b.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i) {
-    ExpectBitwiseEqual(a.buffers[i], b.buffers[i]);
-  }
+  ExpectSameStateBuffers(serial->ExportState(), pooled->ExportState());
 }
 
 // A PS shard applies its step in blocks as it sums them (StepRange per
@@ -120,11 +114,7 @@ TEST_P(OptimizerKindTest, StepRangeInShuffledPiecesEqualsStep) {
   }
   ExpectBitwiseEqual(p, q);
   EXPECT_EQ(pieces->step_count(), 4u);
-  const OptimizerState a = whole->ExportState(), b = pieces->ExportState();
-  ASSERT_EQ(a.buffers.size(), b.buffers.size());
-  for (size_t i = 0; i < a.buffers.size(); ++i) {
-    ExpectBitwiseEqual(a.buffers[i], b.buffers[i]);
-  }
+  ExpectSameStateBuffers(whole->ExportState(), pieces->ExportState());
 }
 
 TEST_P(OptimizerKindTest, ExportImportContinuesIdentically) {

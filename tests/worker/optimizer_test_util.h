@@ -42,6 +42,15 @@ inline void ExpectBitwiseEqual(const std::vector<float>& want,
   }
 }
 
+// The state buffers of `got` bitwise those of `want`.
+inline void ExpectSameStateBuffers(const OptimizerState& want,
+                                   const OptimizerState& got) {
+  ASSERT_EQ(want.buffers.size(), got.buffers.size());
+  for (size_t i = 0; i < want.buffers.size(); ++i) {
+    ExpectBitwiseEqual(want.buffers[i], got.buffers[i]);
+  }
+}
+
 }  // namespace testing
 }  // namespace gradsync
 
