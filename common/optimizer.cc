@@ -42,11 +42,6 @@ double PowInt(double x, uint64_t n) {
   return result;
 }
 
-bool Overlap(const float* a, size_t na, const float* b, size_t nb) {
-  const std::less<const float*> lt;
-  return na > 0 && nb > 0 && lt(a, b + nb) && lt(b, a + na);
-}
-
 // The update loops below are the hot path of every optimizer step (a rank's
 // in ring mode, a PS shard's). Each loop is branch-free, with the
 // invariant choices (weight decay, Nesterov, the lerp's side) made once
@@ -116,13 +111,9 @@ void MomentumStep(const OptimizerConfig& c, bool first_step, float* p,
   }
 }
 
-struct AdamConstants {
-  float neg_step_size, bc2_sqrt, w, b2, one_minus_b2, eps, wd, decay;
-};
-
 // kDecay: 0 none, 1 L2 (Adam's weight decay), 2 decoupled (AdamW).
 template <int kDecay, bool kSmallW>
-void AdamLoop(const AdamConstants k, float* __restrict p,
+void AdamLoop(const AdamStepScalars k, float* __restrict p,
               const float* __restrict g, float* __restrict m,
               float* __restrict v, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -142,7 +133,7 @@ void AdamLoop(const AdamConstants k, float* __restrict p,
 }
 
 template <int kDecay>
-void AdamDispatch(const AdamConstants& k, float* p, const float* g, float* m,
+void AdamDispatch(const AdamStepScalars& k, float* p, const float* g, float* m,
                   float* v, size_t n) {
   if (k.w < 0.5f) {
     AdamLoop<kDecay, true>(k, p, g, m, v, n);
@@ -153,16 +144,7 @@ void AdamDispatch(const AdamConstants& k, float* p, const float* g, float* m,
 
 void AdamStep(const OptimizerConfig& c, uint64_t t, float* p, const float* g,
               float* m, float* v, size_t n) {
-  const double bc1 = 1.0 - PowInt(c.beta1, t);
-  const double bc2 = 1.0 - PowInt(c.beta2, t);
-  const AdamConstants k{static_cast<float>(-(c.lr / bc1)),
-                        static_cast<float>(std::sqrt(bc2)),
-                        static_cast<float>(1.0 - c.beta1),  // lerp weight
-                        static_cast<float>(c.beta2),
-                        static_cast<float>(1.0 - c.beta2),
-                        static_cast<float>(c.eps),
-                        static_cast<float>(c.weight_decay),
-                        static_cast<float>(1.0 - c.lr * c.weight_decay)};
+  const AdamStepScalars k = AdamStepScalarsAt(c, t);
   if (c.kind == OptimizerKind::kAdamW) {
     AdamDispatch<2>(k, p, g, m, v, n);
   } else if (k.wd != 0.0f) {
@@ -197,6 +179,26 @@ absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name) {
   return absl::InvalidArgumentError(
       absl::StrCat("unknown optimizer \"", name,
                    "\": expected one of sgd, momentum, adam, adamw"));
+}
+
+AdamStepScalars AdamStepScalarsAt(const OptimizerConfig& c, uint64_t t) {
+  const double bc1 = 1.0 - PowInt(c.beta1, t);
+  const double bc2 = 1.0 - PowInt(c.beta2, t);
+  AdamStepScalars k;
+  k.neg_step_size = static_cast<float>(-(c.lr / bc1));
+  k.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  k.w = static_cast<float>(1.0 - c.beta1);
+  k.b2 = static_cast<float>(c.beta2);
+  k.one_minus_b2 = static_cast<float>(1.0 - c.beta2);
+  k.eps = static_cast<float>(c.eps);
+  k.wd = static_cast<float>(c.weight_decay);
+  k.decay = static_cast<float>(1.0 - c.lr * c.weight_decay);
+  return k;
+}
+
+bool FloatSpansOverlap(const float* a, size_t na, const float* b, size_t nb) {
+  const std::less<const float*> lt;
+  return na > 0 && nb > 0 && lt(a, b + nb) && lt(b, a + na);
 }
 
 size_t NumStateBuffers(OptimizerKind kind) {
@@ -339,7 +341,8 @@ absl::Status Optimizer::Step(absl::Span<float> params,
         "optimizer step over ", size_, " parameters got ", params.size(),
         " parameters and ", grads.size(), " gradients"));
   }
-  if (Overlap(params.data(), params.size(), grads.data(), grads.size())) {
+  if (FloatSpansOverlap(params.data(), params.size(), grads.data(),
+                        grads.size())) {
     return absl::InvalidArgumentError(
         "optimizer step: parameter and gradient buffers overlap");
   }
@@ -361,7 +364,8 @@ absl::Status Optimizer::StepRange(size_t begin, absl::Span<float> params,
         params.size(), " parameters and ", grads.size(),
         " gradients at element ", begin));
   }
-  if (Overlap(params.data(), params.size(), grads.data(), grads.size())) {
+  if (FloatSpansOverlap(params.data(), params.size(), grads.data(),
+                        grads.size())) {
     return absl::InvalidArgumentError(
         "optimizer step: parameter and gradient buffers overlap");
   }

@@ -91,6 +91,26 @@ struct OptimizerConfig {
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.
 absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
 
+// Adam's (and AdamW's) fp32 scalars for step t >= 1, derived from `config`
+// in double precision. The CPU loops (optimizer.cc) and the CUDA kernels
+// (worker/model/cuda/cuda_optimizer.cc) both take them from here, so that
+// a GPU rank's update rounds exactly as a CPU rank's.
+struct AdamStepScalars {
+  float neg_step_size = 0.0f;  // -lr / (1 - beta1^t)
+  float bc2_sqrt = 0.0f;       // sqrt(1 - beta2^t)
+  float w = 0.0f;              // 1 - beta1: the lerp weight of exp_avg
+  float b2 = 0.0f;             // beta2
+  float one_minus_b2 = 0.0f;   // 1 - beta2
+  float eps = 0.0f;
+  float wd = 0.0f;     // weight decay
+  float decay = 0.0f;  // 1 - lr * wd: AdamW's decoupled decay
+};
+AdamStepScalars AdamStepScalarsAt(const OptimizerConfig& config, uint64_t t);
+
+// Whether [a, a + na) and [b, b + nb) share memory (an optimizer's
+// parameters must not alias its gradients).
+bool FloatSpansOverlap(const float* a, size_t na, const float* b, size_t nb);
+
 // The complete state of an Optimizer over `size` elements. `buffers` holds
 // NumStateBuffers(kind) vectors of `size` floats: {} for kSgd, {momentum}
 // for kMomentum, {exp_avg, exp_avg_sq} for kAdam and kAdamW. `step` counts

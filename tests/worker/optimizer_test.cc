@@ -220,6 +220,42 @@ TEST(OptimizerTest, Adam_FirstStepMovesByLearningRate) {
   EXPECT_EQ(p[2], 0.0f);
 }
 
+TEST(OptimizerTest, AdamStepScalars_HandComputed) {
+  // Powers of two keep every value exact: beta1 = 1/2, beta2 = 3/4.
+  OptimizerConfig c;
+  c.kind = OptimizerKind::kAdamW;
+  c.lr = 0.5;
+  c.beta1 = 0.5;
+  c.beta2 = 0.75;
+  c.eps = 0.125;
+  c.weight_decay = 0.25;
+  const AdamStepScalars first = AdamStepScalarsAt(c, 1);
+  EXPECT_EQ(first.neg_step_size, -1.0f);  // -lr / (1 - 1/2)
+  EXPECT_EQ(first.bc2_sqrt, 0.5f);        // sqrt(1 - 3/4)
+  EXPECT_EQ(first.w, 0.5f);
+  EXPECT_EQ(first.b2, 0.75f);
+  EXPECT_EQ(first.one_minus_b2, 0.25f);
+  EXPECT_EQ(first.eps, 0.125f);
+  EXPECT_EQ(first.wd, 0.25f);
+  EXPECT_EQ(first.decay, 0.875f);  // 1 - lr * wd
+  // Step 3: 1 - (1/2)^3 = 7/8 and 1 - (3/4)^3 = 37/64.
+  const AdamStepScalars third = AdamStepScalarsAt(c, 3);
+  EXPECT_EQ(third.neg_step_size, static_cast<float>(-0.5 / 0.875));
+  EXPECT_EQ(third.bc2_sqrt, static_cast<float>(std::sqrt(37.0 / 64.0)));
+}
+
+TEST(OptimizerTest, FloatSpansOverlap) {
+  float x[8] = {};
+  EXPECT_TRUE(FloatSpansOverlap(x, 8, x, 8));
+  EXPECT_TRUE(FloatSpansOverlap(x, 4, x + 3, 4));
+  EXPECT_TRUE(FloatSpansOverlap(x + 3, 4, x, 4));
+  EXPECT_TRUE(FloatSpansOverlap(x, 8, x + 2, 1));
+  EXPECT_FALSE(FloatSpansOverlap(x, 4, x + 4, 4));  // adjacent
+  EXPECT_FALSE(FloatSpansOverlap(x + 4, 4, x, 4));
+  EXPECT_FALSE(FloatSpansOverlap(x, 0, x, 8));  // an empty span
+  EXPECT_FALSE(FloatSpansOverlap(x, 8, x + 2, 0));
+}
+
 TEST(OptimizerTest, Create_BadHyperParameters_ReturnsInvalidArgument) {
   struct Case {
     const char* what;

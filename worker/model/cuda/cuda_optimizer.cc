@@ -1,7 +1,5 @@
 #include "worker/model/cuda/cuda_optimizer.h"
 
-#include <cmath>
-#include <functional>
 #include <new>
 #include <utility>
 
@@ -16,35 +14,18 @@
 namespace gradsync {
 namespace {
 
-// x^n by repeated squaring, exactly as common/optimizer.cc.
-double PowInt(double x, uint64_t n) {
-  double result = 1.0;
-  while (n > 0) {
-    if (n & 1) result *= x;
-    x *= x;
-    n >>= 1;
-  }
-  return result;
-}
-
-bool Overlap(const float* a, size_t na, const float* b, size_t nb) {
-  const std::less<const float*> lt;
-  return na > 0 && nb > 0 && lt(a, b + nb) && lt(b, a + na);
-}
-
 gpu::AdamScalars AdamScalarsFor(const OptimizerConfig& c, uint64_t t) {
   gpu::AdamScalars s;
   s.decoupled = c.kind == OptimizerKind::kAdamW;
-  const double bc1 = 1.0 - PowInt(c.beta1, t);
-  const double bc2 = 1.0 - PowInt(c.beta2, t);
-  s.neg_step_size = static_cast<float>(-(c.lr / bc1));
-  s.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-  s.w = static_cast<float>(1.0 - c.beta1);
-  s.b2 = static_cast<float>(c.beta2);
-  s.one_minus_b2 = static_cast<float>(1.0 - c.beta2);
-  s.eps = static_cast<float>(c.eps);
-  s.wd = static_cast<float>(c.weight_decay);
-  s.decay = static_cast<float>(1.0 - c.lr * c.weight_decay);
+  const AdamStepScalars k = AdamStepScalarsAt(c, t);
+  s.neg_step_size = k.neg_step_size;
+  s.bc2_sqrt = k.bc2_sqrt;
+  s.w = k.w;
+  s.b2 = k.b2;
+  s.one_minus_b2 = k.one_minus_b2;
+  s.eps = k.eps;
+  s.wd = k.wd;
+  s.decay = k.decay;
   return s;
 }
 
@@ -117,7 +98,8 @@ absl::Status CudaOptimizer::Step(absl::Span<float> params,
                                  cudaStream_t stream) {
   RETURN_IF_ERROR(CheckDeviceSpan(params.data(), params.size(), "parameters"));
   RETURN_IF_ERROR(CheckDeviceSpan(grads.data(), grads.size(), "gradients"));
-  if (Overlap(params.data(), params.size(), grads.data(), grads.size())) {
+  if (FloatSpansOverlap(params.data(), params.size(), grads.data(),
+                        grads.size())) {
     return absl::InvalidArgumentError(
         "CUDA optimizer step: parameter and gradient buffers overlap");
   }

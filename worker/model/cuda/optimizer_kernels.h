@@ -1,10 +1,11 @@
 // The element-wise update kernels of CudaOptimizer. The per-step scalars
-// (learning rate, bias corrections, ...) are computed on the host exactly
-// as common/optimizer.cc computes them (in double, rounded to float once)
-// and passed by value; the kernels then perform, element by element, the
-// same fp32 operations in the same order as the CPU loops. The .cu is
-// compiled without FMA contraction and with IEEE division and square root,
-// so a GPU step is bitwise identical to the CPU step.
+// (learning rate, bias corrections, ...) are computed on the host as
+// common/optimizer.cc computes them (in double, rounded to float once;
+// Adam's by that file's own AdamStepScalarsAt) and passed by value; the
+// kernels then perform, element by element, the same fp32 operations in
+// the same order as the CPU loops. The .cu is compiled without FMA
+// contraction and with IEEE division and square root, so a GPU step is
+// bitwise identical to the CPU step.
 //
 // Internal to worker/model/cuda. Threading: each call only enqueues work.
 #ifndef GRADSYNC_WORKER_MODEL_CUDA_OPTIMIZER_KERNELS_H_
