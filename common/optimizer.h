@@ -56,6 +56,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/adam_step_scalars.h"
 #include "common/compute_pool.h"
 
 namespace gradsync {
@@ -95,16 +96,6 @@ absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
 // in double precision. The CPU loops (optimizer.cc) and the CUDA kernels
 // (worker/model/cuda/cuda_optimizer.cc) both take them from here, so that
 // a GPU rank's update rounds exactly as a CPU rank's.
-struct AdamStepScalars {
-  float neg_step_size = 0.0f;  // -lr / (1 - beta1^t)
-  float bc2_sqrt = 0.0f;       // sqrt(1 - beta2^t)
-  float w = 0.0f;              // 1 - beta1: the lerp weight of exp_avg
-  float b2 = 0.0f;             // beta2
-  float one_minus_b2 = 0.0f;   // 1 - beta2
-  float eps = 0.0f;
-  float wd = 0.0f;     // weight decay
-  float decay = 0.0f;  // 1 - lr * wd: AdamW's decoupled decay
-};
 AdamStepScalars AdamStepScalarsAt(const OptimizerConfig& config, uint64_t t);
 
 // Whether [a, a + na) and [b, b + nb) share memory (an optimizer's

@@ -16,16 +16,8 @@ namespace {
 
 gpu::AdamScalars AdamScalarsFor(const OptimizerConfig& c, uint64_t t) {
   gpu::AdamScalars s;
+  static_cast<AdamStepScalars&>(s) = AdamStepScalarsAt(c, t);
   s.decoupled = c.kind == OptimizerKind::kAdamW;
-  const AdamStepScalars k = AdamStepScalarsAt(c, t);
-  s.neg_step_size = k.neg_step_size;
-  s.bc2_sqrt = k.bc2_sqrt;
-  s.w = k.w;
-  s.b2 = k.b2;
-  s.one_minus_b2 = k.one_minus_b2;
-  s.eps = k.eps;
-  s.wd = k.wd;
-  s.decay = k.decay;
   return s;
 }
 

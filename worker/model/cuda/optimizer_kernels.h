@@ -15,6 +15,8 @@
 
 #include <cstddef>
 
+#include "common/adam_step_scalars.h"
+
 namespace gradsync {
 namespace gpu {
 
@@ -32,16 +34,9 @@ struct MomentumScalars {
   bool first_step = false;
 };
 
-struct AdamScalars {
+// AdamStepScalarsAt's values, and which decay applies.
+struct AdamScalars : AdamStepScalars {
   bool decoupled = false;  // AdamW
-  float neg_step_size = 0.0f;
-  float bc2_sqrt = 0.0f;
-  float w = 0.0f;  // lerp weight 1 - beta1
-  float b2 = 0.0f;
-  float one_minus_b2 = 0.0f;
-  float eps = 0.0f;
-  float wd = 0.0f;
-  float decay = 0.0f;  // 1 - lr * wd (AdamW)
 };
 
 cudaError_t LaunchSgdStep(const SgdScalars& s, float* p, const float* g,
