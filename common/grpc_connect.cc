@@ -59,4 +59,8 @@ absl::Status ConnectChannel(grpc::Channel* channel, absl::Time deadline,
   }
 }
 
+absl::Status ConnectChannel(grpc::Channel* channel, absl::Time deadline) {
+  return ConnectChannel(channel, deadline, []() { return absl::OkStatus(); });
+}
+
 }  // namespace gradsync

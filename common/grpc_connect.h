@@ -40,6 +40,8 @@ void SetReconnectBackoff(grpc::ChannelArguments* args);
 // cancelled caller stops waiting).
 absl::Status ConnectChannel(grpc::Channel* channel, absl::Time deadline,
                             absl::FunctionRef<absl::Status()> alive);
+// The same for a caller that cannot be cancelled.
+absl::Status ConnectChannel(grpc::Channel* channel, absl::Time deadline);
 
 }  // namespace gradsync
 

@@ -58,13 +58,14 @@ CoordinatorClient::CoordinatorClient(ClientConfig config)
 
 void CoordinatorClient::PrepareContext(grpc::ClientContext* context) const {
   const absl::Time deadline = absl::Now() + config_.rpc_timeout;
-  // Through a spurious connect failure of gRPC 1.51 (grpc_connect.h). The
-  // result is not needed: a coordinator that is really not there fails
-  // the call itself at once, which Convert explains.
-  ConnectChannel(channel_.get(), deadline, []() {
-    return absl::OkStatus();
-  }).IgnoreError();
+  ConnectFirst(deadline);
   context->set_deadline(ToChrono(deadline));
+}
+
+void CoordinatorClient::ConnectFirst(absl::Time deadline) const {
+  // The result is not needed: a coordinator that is really not there fails
+  // the call itself at once, which Convert explains.
+  ConnectChannel(channel_.get(), deadline).IgnoreError();
 }
 
 absl::Status CoordinatorClient::Convert(const grpc::Status& status,
@@ -185,12 +186,8 @@ absl::Status CoordinatorClient::WatchJob(
   if (deadline != absl::InfiniteDuration()) {
     context.set_deadline(ToChrono(start + deadline));
   }
-  // As PrepareContext: through a spurious connect failure first, for at
-  // most one call's timeout (the stream itself may run for hours).
-  ConnectChannel(channel_.get(),
-                 start + std::min(config_.rpc_timeout, deadline),
-                 []() { return absl::OkStatus(); })
-      .IgnoreError();
+  // For at most one call's timeout (the stream itself may run for hours).
+  ConnectFirst(start + std::min(config_.rpc_timeout, deadline));
   WatchJobRequest request;
   request.set_job_id(std::string(job_id));
   std::unique_ptr<grpc::ClientReader<JobEvent>> reader =

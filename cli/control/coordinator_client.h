@@ -95,8 +95,12 @@ class CoordinatorClient {
       const std::function<absl::Status(const JobEvent&)>& on_event);
 
  private:
-  // Sets the call's deadline to now + rpc_timeout.
+  // Connects first (ConnectFirst), then sets the call's deadline to now +
+  // rpc_timeout.
   void PrepareContext(grpc::ClientContext* context) const;
+  // Brings the channel through a spurious connect failure of gRPC 1.51
+  // (common/grpc_connect.h) before a call, waiting until `deadline` at most.
+  void ConnectFirst(absl::Time deadline) const;
   // grpc::Status -> absl::Status, naming the coordinator when the
   // connection (not the coordinator) failed.
   absl::Status Convert(const grpc::Status& status, absl::string_view method);

@@ -20,8 +20,7 @@ PsAdminClient::PsAdminClient(std::string address, absl::Duration timeout)
 
 absl::StatusOr<absl::Time> PsAdminClient::Connected() {
   const absl::Time deadline = absl::Now() + timeout_;
-  RETURN_IF_ERROR(Annotate(ConnectChannel(channel_.get(), deadline,
-                                          []() { return absl::OkStatus(); }),
+  RETURN_IF_ERROR(Annotate(ConnectChannel(channel_.get(), deadline),
                            absl::StrCat("parameter server ", address_)));
   return deadline;
 }
