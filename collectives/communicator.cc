@@ -12,12 +12,24 @@ class DoneWork : public Work {
   explicit DoneWork(absl::Status status) : status_(std::move(status)) {}
   absl::Status Wait(absl::Time) override { return status_; }
   bool Done() override { return true; }
+  // Nothing ran: a finished handle of an empty or rejected call.
+  absl::StatusOr<absl::Duration> Elapsed() override {
+    if (!status_.ok()) {
+      return absl::FailedPreconditionError(
+          "the collective failed, so it has no duration");
+    }
+    return absl::ZeroDuration();
+  }
 
  private:
   absl::Status status_;
 };
 
 }  // namespace
+
+absl::StatusOr<absl::Duration> Work::Elapsed() {
+  return absl::UnimplementedError("this backend does not time its collectives");
+}
 
 std::unique_ptr<Work> MakeDoneWork(absl::Status status) {
   return std::make_unique<DoneWork>(std::move(status));

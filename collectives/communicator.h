@@ -34,6 +34,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collectives/types.h"
 
@@ -49,6 +50,15 @@ class Work {
   [[nodiscard]] virtual absl::Status Wait(absl::Time deadline) = 0;
   // True once Wait would return at once.
   virtual bool Done() = 0;
+  // The collective's own duration: from when the backend started it (the
+  // TCP progress thread took it up; on a GPU, when the stream reached it)
+  // until it completed. Waiting for a late peer counts; waiting in the
+  // queue behind earlier collectives of the communicator does not, so the
+  // durations of collectives issued back to back add up to the time the
+  // communicator was busy (what per-step algbw/busbw divide by).
+  // FAILED_PRECONDITION until Wait or Done has seen it succeed;
+  // UNIMPLEMENTED for a backend that does not time its collectives.
+  [[nodiscard]] virtual absl::StatusOr<absl::Duration> Elapsed();
 };
 
 // A Work that is already finished with `status`.

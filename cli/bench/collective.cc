@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/sync_bandwidth.h"
 
 namespace gradsync {
 namespace bench {
@@ -49,7 +50,7 @@ double BusBandwidthFactor(Collective collective, int ranks) {
   const double n = ranks;
   switch (collective) {
     case Collective::kAllReduce:
-      return 2.0 * (n - 1) / n;
+      return AllReduceBusFactor(ranks);
     case Collective::kReduceScatter:
     case Collective::kAllGather:
       return (n - 1) / n;

@@ -83,10 +83,5 @@ absl::Status ValidatePsOptions(const BenchOptions& o) {
   return absl::OkStatus();
 }
 
-double PsBusBandwidthFactor(int ranks, int shards) {
-  if (shards < 1) return 0.0;
-  return 2.0 * std::max(1.0, static_cast<double>(ranks) / shards);
-}
-
 }  // namespace bench
 }  // namespace gradsync

@@ -10,7 +10,8 @@
 //
 //   t >= 2 * max(S, N*S/K) / B,
 //
-// so busbw = algbw * 2 * max(1, N/K) reaches B when the PS runs at link
+// so busbw = algbw * 2 * max(1, N/K) (PsBusFactor, common/sync_bandwidth.h)
+// reaches B when the PS runs at link
 // speed, as busbw = algbw * 2(N-1)/N does for the ring (whose pushes and
 // pulls, reduce-scatter and all-gather, also follow each other).
 #ifndef GRADSYNC_CLI_BENCH_PS_OPTIONS_H_
@@ -37,9 +38,6 @@ std::vector<std::string> PsShardAddresses(const BenchOptions& options);
 // in member mode (--rank) a non-empty --ps-addresses, a --ps-chunk within
 // 4 B .. 64 MiB, at least one float per shard at the smallest size.
 [[nodiscard]] absl::Status ValidatePsOptions(const BenchOptions& options);
-
-// busbw / algbw of the PS path: 2 * max(1, ranks / shards) (see above).
-double PsBusBandwidthFactor(int ranks, int shards);
 
 }  // namespace bench
 }  // namespace gradsync

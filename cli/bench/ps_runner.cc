@@ -13,6 +13,7 @@
 #include "cli/bench/runner.h"
 #include "cli/bench/verifiable.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_client.h"
@@ -198,7 +199,7 @@ absl::StatusOr<PassResult> PsSweepRunner::RunPass(const std::string& job,
   PassResult pass;
   pass.time_us = seconds * 1e6;
   pass.algbw = AlgorithmBandwidth(count * sizeof(float), seconds);
-  pass.busbw = pass.algbw * PsBusBandwidthFactor(control_->size(), shards);
+  pass.busbw = pass.algbw * PsBusFactor(control_->size(), shards);
   if (config_.check) {
     // The checked step must start from zero parameters: an even step.
     if (step % 2 != 0) RETURN_IF_ERROR(push_pull());

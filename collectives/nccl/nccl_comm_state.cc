@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/nccl/cuda_util.h"
+#include "common/status_macros.h"
 
 namespace gradsync {
 namespace nccl_internal {
@@ -18,15 +19,19 @@ constexpr absl::Duration kMaxPause = absl::Milliseconds(1);
 // The handle of one enqueued collective: done when its CUDA event is.
 class NcclWork : public Work {
  public:
-  NcclWork(std::shared_ptr<NcclCommState> state, cudaEvent_t event,
-           std::string what, absl::Time issued)
+  // `started` and `event` are recorded on the stream just before and just
+  // after the collective; the work owns both.
+  NcclWork(std::shared_ptr<NcclCommState> state, cudaEvent_t started,
+           cudaEvent_t event, std::string what, absl::Time issued)
       : state_(std::move(state)),
+        started_(started),
         event_(event),
         what_(std::move(what)),
         issued_(issued) {}
 
   ~NcclWork() override {
     ScopedCudaDevice scoped(state_->device());
+    (void)cudaEventDestroy(started_);
     (void)cudaEventDestroy(event_);
   }
 
@@ -62,6 +67,22 @@ class NcclWork : public Work {
     return done_;
   }
 
+  // The device's time between the two events: the stream reached the
+  // collective once the work before it (the bucket's ready event) was done.
+  absl::StatusOr<absl::Duration> Elapsed() override {
+    absl::MutexLock lock(&mu_);
+    if (!done_ || !result_.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what_, done_ ? " failed" : " has not completed",
+                       ", so it has no duration"));
+    }
+    ScopedCudaDevice scoped(state_->device());
+    float ms = 0.0f;
+    RETURN_IF_ERROR(CudaStatus(cudaEventElapsedTime(&ms, started_, event_),
+                               absl::StrCat(what_, ": cudaEventElapsedTime")));
+    return absl::Microseconds(static_cast<double>(ms) * 1e3);
+  }
+
  private:
   void FinishLocked(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     done_ = true;
@@ -69,6 +90,7 @@ class NcclWork : public Work {
   }
 
   const std::shared_ptr<NcclCommState> state_;
+  const cudaEvent_t started_;
   const cudaEvent_t event_;
   const std::string what_;
   const absl::Time issued_;
@@ -139,6 +161,30 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
     return MakeDoneWork(status);
   }
 
+  // Timing events (the default flags): Elapsed reads the device's time
+  // between them, as nccl-tests does.
+  cudaEvent_t started = nullptr;
+  absl::Status status =
+      CudaStatus(cudaEventCreate(&started),
+                 absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
+  if (status.ok()) {
+    status =
+        CudaStatus(cudaEventRecord(started, stream_),
+                   absl::StrCat(what, " on rank ", rank_, ": cudaEventRecord"));
+    if (!status.ok()) (void)cudaEventDestroy(started);
+  }
+  if (!status.ok()) {
+    FailLocked(status);
+    return MakeDoneWork(status);
+  }
+  // Destroys `started` on the paths that return no NcclWork.
+  auto fail = [this, started](absl::Status status)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                    (void)cudaEventDestroy(started);
+                    FailLocked(status);
+                    return MakeDoneWork(std::move(status));
+                  };
+
   ncclResult_t result = launch(comm_, stream_);
   if (result == ncclInProgress) {
     // Non-blocking communicator: NCCL is still enqueueing (typically
@@ -146,27 +192,23 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
     issuing_ = true;
     result = AwaitEnqueuedLocked(deadline);
     issuing_ = false;
-    if (failed_) return MakeDoneWork(AbortedLocked());
+    if (failed_) return fail(AbortedLocked());
     if (result == ncclInProgress) {
-      absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+      return fail(absl::DeadlineExceededError(absl::StrCat(
           what, " on rank ", rank_, " timed out after ",
           absl::FormatDuration(absl::Now() - start),
           " while NCCL connected to the peers; a peer rank did not join "
-          "(check the other ranks' logs)"));
-      FailLocked(status);
-      return MakeDoneWork(status);
+          "(check the other ranks' logs)")));
     }
   }
   if (result != ncclSuccess) {
-    absl::Status status =
-        NcclStatus(result, absl::StrCat(what, " on rank ", rank_), comm_);
-    FailLocked(status);
-    return MakeDoneWork(status);
+    return fail(
+        NcclStatus(result, absl::StrCat(what, " on rank ", rank_), comm_));
   }
 
   cudaEvent_t event = nullptr;
-  absl::Status status =
-      CudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+  status =
+      CudaStatus(cudaEventCreate(&event),
                  absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
   if (status.ok()) {
     status =
@@ -177,11 +219,10 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   if (!status.ok()) {
     // The collective is enqueued but cannot be tracked: fail loudly rather
     // than let the caller read a buffer that is still being written.
-    FailLocked(status);
-    return MakeDoneWork(status);
+    return fail(std::move(status));
   }
-  return std::make_unique<NcclWork>(shared_from_this(), event, std::move(what),
-                                    start);
+  return std::make_unique<NcclWork>(shared_from_this(), started, event,
+                                    std::move(what), start);
 }
 
 ncclResult_t NcclCommState::AwaitEnqueuedLocked(absl::Time deadline) {

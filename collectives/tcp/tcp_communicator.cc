@@ -153,9 +153,16 @@ class TcpWork : public Work {
   TcpWork(std::shared_ptr<Core> core, std::string what)
       : core_(std::move(core)), what_(std::move(what)) {}
 
+  // The progress thread takes the collective up.
+  void Start() {
+    absl::MutexLock lock(&mu_);
+    started_ = absl::Now();
+  }
+
   void Finish(absl::Status status) {
     absl::MutexLock lock(&mu_);
     status_ = std::move(status);
+    finished_ = absl::Now();
     done_ = true;
   }
 
@@ -182,12 +189,24 @@ class TcpWork : public Work {
     return done_;
   }
 
+  absl::StatusOr<absl::Duration> Elapsed() override {
+    absl::MutexLock lock(&mu_);
+    if (!done_ || !status_.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what_, done_ ? " failed" : " has not completed",
+                       ", so it has no duration"));
+    }
+    return finished_ - started_;
+  }
+
  private:
   std::shared_ptr<Core> core_;
   const std::string what_;
   absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time finished_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 class TcpCommunicator final : public Communicator {
@@ -319,6 +338,7 @@ class TcpCommunicator final : public Communicator {
       return w_->Wait(deadline);
     }
     bool Done() override { return w_->Done(); }
+    absl::StatusOr<absl::Duration> Elapsed() override { return w_->Elapsed(); }
 
    private:
     std::shared_ptr<TcpWork> w_;
@@ -338,6 +358,7 @@ class TcpCommunicator final : public Communicator {
         op = std::move(queue_.front());
         queue_.pop_front();
       }
+      op.work->Start();
       op.work->Finish(Run(op));
     }
   }

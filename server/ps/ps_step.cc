@@ -6,11 +6,13 @@
 #include <iterator>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_connect.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_client_stream.h"
@@ -36,6 +38,9 @@ struct PsStep::ShardCall {
   std::thread thread;
   absl::Status status;  // written by the thread, read after the join
   ps::PullHeader reply;
+  // When the stream was busy (not waiting for Ready); written by the
+  // thread, read after the join.
+  std::vector<TimeInterval> busy;
   bool done = false;  // guarded by PsStep::mu_
 };
 
@@ -222,8 +227,12 @@ absl::Status PsStep::RunShard(size_t k) {
     const size_t chunk_floats =
         std::max<size_t>(1, options.chunk_bytes / sizeof(float));
     size_t sent_begin = location.end;
+    absl::Time busy_since = absl::Now();
     while (open && sent_begin > location.begin) {
+      const absl::Time waiting = absl::Now();
       absl::StatusOr<size_t> low = WaitReady(k, sent_begin);
+      call.busy.push_back({busy_since, waiting});
+      busy_since = absl::Now();
       if (!low.ok()) {
         status = low.status();
         break;
@@ -250,6 +259,7 @@ absl::Status PsStep::RunShard(size_t k) {
     }
     status = FinishPushPull(context, stream.get(), std::move(status), open,
                             complete, location);
+    call.busy.push_back({busy_since, absl::Now()});
   }
   {
     absl::MutexLock lock(&mu_);
@@ -342,9 +352,12 @@ absl::StatusOr<PsStepResult> PsStep::Finish(absl::Time deadline) {
   result.version = reply.version();
   result.bytes_sent = bytes_sent_.load();
   result.bytes_received = bytes_received_.load();
+  std::vector<TimeInterval> busy;
   for (size_t k = 0; k < calls_.size(); ++k) {
     client_->last_versions_[k] = calls_[k]->reply.version();
+    busy.insert(busy.end(), calls_[k]->busy.begin(), calls_[k]->busy.end());
   }
+  result.busy = BusyTime(std::move(busy));
   client_->bytes_sent_.fetch_add(result.bytes_sent);
   client_->bytes_received_.fetch_add(result.bytes_received);
   return result;

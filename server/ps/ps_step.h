@@ -89,6 +89,9 @@ struct PsStepResult {
   int64_t version = 0;  // PullHeader.version of shard 0
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
+  // How long at least one shard stream was busy: moving bytes or awaiting
+  // its reply, not waiting for Ready (common/sync_bandwidth.h BusyTime).
+  absl::Duration busy = absl::ZeroDuration();
 };
 
 class PsStep {

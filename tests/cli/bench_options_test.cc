@@ -295,16 +295,6 @@ TEST(PsOptionsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
   ExpectRefused(cases);
 }
 
-TEST(PsOptionsTest, BusBandwidthFactorIsTheBusiestLinksBytesPerByte) {
-  // A worker's link moves S each way; a shard's N*S/K each way; push and
-  // pull follow each other.
-  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(4, 1), 8.0);
-  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(4, 2), 4.0);
-  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(3, 2), 3.0);
-  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(2, 2), 2.0);
-  EXPECT_DOUBLE_EQ(PsBusBandwidthFactor(1, 4), 2.0);
-}
-
 }  // namespace
 }  // namespace bench
 }  // namespace gradsync

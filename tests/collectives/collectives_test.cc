@@ -5,6 +5,9 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
 
@@ -305,6 +308,64 @@ TEST(CollectivesTest, AsyncCallsCompleteInIssueOrder) {
     std::vector<std::string> out = {bufs[0][k], bufs[1][k], bufs[2][k]};
     ExpectReduced(DataType::kInt32, ReduceOp::kSum, 3, out, kCount, k);
   }
+}
+
+// Work::Elapsed: a collective's own duration counts waiting for a late
+// peer but not the time it sat queued behind earlier collectives.
+TEST(CollectivesTest, ElapsedCountsTheLatePeerButNotTheQueue) {
+  RankGroup group(2, SmallPipelineOptions());
+  constexpr absl::Duration kLate = absl::Milliseconds(300);
+  constexpr size_t kCount = 1001;
+  std::vector<absl::Duration> first(2), second(2);
+  std::vector<absl::Duration> wall(2);
+  auto status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> a(kCount, 1.0f), b(kCount, 2.0f);
+    if (r == 1) absl::SleepFor(kLate);
+    const absl::Time issued = absl::Now();
+    std::unique_ptr<Work> wa = group.comm(r).AllReduceAsync(
+        a.data(), a.data(), kCount, DataType::kFloat32, ReduceOp::kSum);
+    std::unique_ptr<Work> wb = group.comm(r).AllReduceAsync(
+        b.data(), b.data(), kCount, DataType::kFloat32, ReduceOp::kSum);
+    if (r == 0) {
+      // Rank 1 has not joined: no duration yet.
+      absl::StatusOr<absl::Duration> early = wb->Elapsed();
+      if (!absl::IsFailedPrecondition(early.status())) {
+        return absl::InternalError(absl::StrCat("Elapsed before completion: ",
+                                                early.status().ToString()));
+      }
+    }
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    RETURN_IF_ERROR(wa->Wait(deadline));
+    RETURN_IF_ERROR(wb->Wait(deadline));
+    wall[r] = absl::Now() - issued;
+    ASSIGN_OR_RETURN(first[r], wa->Elapsed());
+    ASSIGN_OR_RETURN(second[r], wb->Elapsed());
+    if (a[0] != 2.0f || b[0] != 4.0f) return absl::InternalError("wrong sum");
+    return absl::OkStatus();
+  });
+  for (const auto& s : status) ASSERT_TRUE(s.ok()) << s;
+  // Rank 0's first collective waited for rank 1; its second was queued
+  // behind the first the whole time but ran briefly.
+  EXPECT_GE(first[0], kLate / 2);  // less the threads' start skew
+  EXPECT_LT(second[0], first[0]);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_GE(second[r], absl::ZeroDuration()) << "rank " << r;
+    EXPECT_LE(first[r] + second[r], wall[r]) << "rank " << r;
+  }
+}
+
+TEST(CollectivesTest, ElapsedOfFinishedHandles) {
+  EXPECT_EQ(*MakeDoneWork(absl::OkStatus())->Elapsed(), absl::ZeroDuration());
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      MakeDoneWork(absl::UnavailableError("gone"))->Elapsed().status()));
+  RankGroup group(2, SmallPipelineOptions());
+  float x = 1;
+  // Rejected before it ran (a null buffer): no duration.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      group.comm(0)
+          .AllReduceAsync(nullptr, &x, 4, DataType::kFloat32, ReduceOp::kSum)
+          ->Elapsed()
+          .status()));
 }
 
 TEST(CollectivesTest, InvalidArgumentsFailWithoutSending) {

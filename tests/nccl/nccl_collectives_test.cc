@@ -99,6 +99,16 @@ void CheckInPlaceTypesAndAsync(Communicator* comm, size_t count,
   ASSERT_THAT(w1->Wait(deadline), IsOk());
   ASSERT_THAT(w2->Wait(deadline), IsOk());
   EXPECT_TRUE(w1->Done());
+  // The device's own time of each collective (Work::Elapsed): positive, and
+  // the three back to back on one stream fit in the time waited.
+  absl::Duration device_time = absl::ZeroDuration();
+  for (Work* w : {w1.get(), w2.get(), w3.get()}) {
+    absl::StatusOr<absl::Duration> elapsed = w->Elapsed();
+    ASSERT_THAT(elapsed, IsOk());
+    EXPECT_GT(*elapsed, absl::ZeroDuration());
+    device_time += *elapsed;
+  }
+  EXPECT_LE(device_time, absl::Now() - (deadline - comm->timeout()));
 
   std::vector<int32_t> int_sum(count);
   std::vector<double> double_sum(count);

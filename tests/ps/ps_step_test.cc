@@ -152,6 +152,7 @@ TEST_F(PsStepTest, ReadyInReverseBuckets_ExactlyThePushPullParameters) {
       EXPECT_EQ(result.version, t + 1);
       EXPECT_EQ(result.bytes_sent, kTotal * sizeof(float));
       EXPECT_EQ(result.bytes_received, kTotal * sizeof(float));
+      EXPECT_GT(result.busy, absl::ZeroDuration());
     }
   }
 }
@@ -165,6 +166,7 @@ TEST_F(PsStepTest, PartlyReady_StreamsTheReadyEndBeforeTheRest) {
   std::unique_ptr<PsClient> client =
       MakeClient("overlap", 0, kTotal, addresses_, 64);
   std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  const absl::Time started = absl::Now();
   absl::StatusOr<std::unique_ptr<PsStep>> step =
       client->StartStep(0, grads, absl::MakeSpan(params));
   ASSERT_THAT(step, IsOk());
@@ -182,13 +184,18 @@ TEST_F(PsStepTest, PartlyReady_StreamsTheReadyEndBeforeTheRest) {
   }));
   // An island below a gap waits for the gap.
   (*step)->Ready(0, 100);
-  absl::SleepFor(absl::Milliseconds(50));
+  constexpr absl::Duration kBackward = absl::Milliseconds(300);
+  absl::SleepFor(kBackward);
   EXPECT_EQ(BytesIn(addresses_[0], "overlap", 0), 200);
   (*step)->Ready(100, 450);
   absl::StatusOr<PsStepResult> result =
       (*step)->Finish(absl::Now() + absl::Seconds(10));
   ASSERT_THAT(result, IsOk());
   EXPECT_EQ(params, std::vector<float>(kTotal, -1.0f));
+  // Busy time leaves out waiting for backward's next bucket: shard 0 was
+  // idle for the pause (shard 1 had all its bytes and soon its reply).
+  EXPECT_GT(result->busy, absl::ZeroDuration());
+  EXPECT_LE(result->busy, absl::Now() - started - kBackward / 2);
 }
 
 TEST_F(PsStepTest, StepControl_SwitchDecisionFromTheStepsPushes) {

@@ -49,6 +49,7 @@ void RunExactSum(int world, size_t floats, size_t chunk, size_t bucket_bytes,
         RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
     if (!sync.ok()) return sync.status();
     for (int step = 0; step < steps; ++step) {
+      const absl::Time began = absl::Now();
       if (absl::Status s = (*sync)->BeginStep(step, 0); !s.ok()) return s;
       absl::Status s = work->Backward(
           r, step, absl::MakeSpan(grads), GradMode::kOverwrite,
@@ -63,6 +64,14 @@ void RunExactSum(int world, size_t floats, size_t chunk, size_t bucket_bytes,
       EXPECT_EQ(stats->operations,
                 static_cast<int64_t>((*sync)->bucketer().buckets().size()) + 1);
       EXPECT_EQ(stats->bytes_sent, stats->bytes_received);
+      // algbw/busbw inputs: S is the whole gradient; the buckets' own
+      // durations fit inside the step.
+      EXPECT_EQ(stats->payload_bytes,
+                static_cast<int64_t>(floats * sizeof(float)));
+      EXPECT_DOUBLE_EQ(stats->bus_factor,
+                       world > 1 ? 2.0 * (world - 1) / world : 0.0);
+      EXPECT_GT(stats->busy, absl::ZeroDuration());
+      EXPECT_LE(stats->busy, absl::Now() - began);
       if (world == 1) {
         EXPECT_EQ(stats->bytes_sent, 0);
       }

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_server.h"
@@ -291,6 +292,20 @@ TEST_P(TrainerPsOptimizerTest, PsAndSwitchedRuns_FollowTheRingRun) {
       }
       EXPECT_EQ(out.metrics[0][s].mode(),
                 expected == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING)
+          << "step " << s;
+      // nccl-tests' terms per step: S is the whole gradient (32-24-16-10:
+      // 1362 floats) on both paths; busbw = algbw * the path's factor
+      // (2(N-1)/N; 2 max(1, N/K) with K = 2 shards).
+      const StepMetrics& m = out.metrics[0][s];
+      EXPECT_EQ(m.sync_bytes(), 1362 * 4) << "step " << s;
+      EXPECT_GT(m.sync_busy_s(), 0) << "step " << s;
+      EXPECT_LE(m.sync_busy_s(), m.step_s()) << "step " << s;
+      const double algbw = m.sync_bytes() / m.sync_busy_s() / 1e9;
+      EXPECT_NEAR(m.algbw_gbps(), algbw, 1e-9 * algbw) << "step " << s;
+      EXPECT_DOUBLE_EQ(m.busbw_gbps(),
+                       m.algbw_gbps() * (expected == SyncPath::kPs
+                                             ? PsBusFactor(kWorld, 2)
+                                             : AllReduceBusFactor(kWorld)))
           << "step " << s;
     }
     std::cout << "largest relative loss difference to the ring run: "

@@ -258,6 +258,16 @@ TEST_F(TrainerTest, SyntheticModel_ExactBytesAndIdenticalHashes) {
   const int64_t want = 2 * 3 * 400000 / 4 + 2 * 3 * (8 + 4 * 8) / 4;
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(out.metrics[r][0].bytes_sent(), want) << r;
+    // nccl-tests' terms: S = the 100000-float gradient, busbw = algbw *
+    // 2(N-1)/N, the buckets' busy time within the step.
+    const StepMetrics& m = out.metrics[r][0];
+    EXPECT_EQ(m.sync_bytes(), 400000) << r;
+    EXPECT_GT(m.sync_busy_s(), 0) << r;
+    EXPECT_LE(m.sync_busy_s(), m.step_s()) << r;
+    EXPECT_NEAR(m.algbw_gbps(), 400000 / m.sync_busy_s() / 1e9,
+                1e-9 * m.algbw_gbps())
+        << r;
+    EXPECT_DOUBLE_EQ(m.busbw_gbps(), m.algbw_gbps() * 1.5) << r;
     EXPECT_EQ(out.metrics[r][0].samples(), 2);
     EXPECT_FALSE(out.results[r].evaluated);
   }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 #include "worker/train/ring_sync.h"
 
 namespace gradsync {
@@ -135,6 +136,10 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
   stats.bytes_sent = static_cast<int64_t>(result->bytes_sent);
   stats.bytes_received = static_cast<int64_t>(result->bytes_received);
   stats.operations = static_cast<int64_t>(client_->num_shards());
+  stats.payload_bytes = static_cast<int64_t>(grads_.size() * sizeof(float));
+  stats.busy = result->busy;
+  stats.bus_factor =
+      PsBusFactor(comm_->size(), static_cast<int>(client_->num_shards()));
   stats.switch_epoch = result->switch_epoch;
   stats.switch_step = result->switch_step;
   if (update_ == PsUpdate::kSync && !scalars.empty()) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 
 namespace gradsync {
 namespace {
@@ -106,11 +107,19 @@ absl::Status RingSync::Launch(const Bucket& bucket) {
   return absl::OkStatus();
 }
 
-absl::Status RingSync::WaitAll(absl::Time deadline) {
+absl::Status RingSync::WaitAll(absl::Time deadline, absl::Duration* busy) {
   absl::Status first;
   const size_t total = bucketer_.buckets().size();
+  bool timed = busy != nullptr;
+  absl::Duration sum = absl::ZeroDuration();
   for (InFlight& f : in_flight_) {
     absl::Status s = f.work->Wait(deadline);
+    if (s.ok() && timed) {
+      // The buckets run one after another: their durations add up.
+      absl::StatusOr<absl::Duration> elapsed = f.work->Elapsed();
+      timed = elapsed.ok();
+      if (timed) sum += *elapsed;
+    }
     if (!s.ok() && first.ok()) {
       first = Annotate(
           s, absl::StrCat("step ", step_, ": allreduce of bucket ",
@@ -119,6 +128,7 @@ absl::Status RingSync::WaitAll(absl::Time deadline) {
     }
   }
   in_flight_.clear();
+  if (busy != nullptr) *busy = timed ? sum : absl::ZeroDuration();
   return first;
 }
 
@@ -161,9 +171,12 @@ absl::StatusOr<SyncStats> RingSync::FinishStep(absl::Span<double> scalars,
   for (const InFlight& f : in_flight_) {
     stats.bytes_sent +=
         RingAllReduceBytes(f.bucket.size() * sizeof(float), world);
+    stats.payload_bytes +=
+        static_cast<int64_t>(f.bucket.size() * sizeof(float));
     ++stats.operations;
   }
-  absl::Status status = WaitAll(deadline);
+  stats.bus_factor = AllReduceBusFactor(world);
+  absl::Status status = WaitAll(deadline, &stats.busy);
   absl::Status s = scalar_work->Wait(deadline);
   if (!s.ok() && status.ok()) {
     status = Annotate(s, absl::StrCat("step ", step_,

@@ -108,7 +108,9 @@ class RingSync final : public GradientSync {
   absl::Status Launch(const Bucket& bucket);
   // Waits for every launched collective (even after an error: their
   // buffers must not be reused while they run); returns the first error.
-  absl::Status WaitAll(absl::Time deadline);
+  // `busy`, if given, gets the sum of their durations (Work::Elapsed; zero
+  // if the backend does not time them).
+  absl::Status WaitAll(absl::Time deadline, absl::Duration* busy = nullptr);
 
   struct InFlight {
     Bucket bucket;

@@ -57,6 +57,17 @@ struct SyncStats {
   int64_t bytes_received = 0;
   // Collectives (or pushes) issued for the step.
   int64_t operations = 0;
+  // For the step's algbw and busbw (common/sync_bandwidth.h): S, the
+  // gradient bytes this rank synchronised; how long the synchronisation
+  // was busy (zero when the backend does not time it): the sum of the
+  // bucket collectives' own durations (ring, Work::Elapsed), or how long
+  // at least one shard stream had bytes to move or awaited its reply (PS,
+  // not counting waits for backward's next bucket); and busbw / algbw.
+  // Both include waiting for slower ranks, which neither path can tell
+  // apart from link time (nor can nccl-tests).
+  int64_t payload_bytes = 0;
+  absl::Duration busy = absl::ZeroDuration();
+  double bus_factor = 0.0;
   // The switch decision after this step (0, 0: none yet). Identical on
   // every rank that receives it; see the top comment.
   int64_t switch_epoch = 0;

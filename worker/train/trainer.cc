@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ring_sync.h"
 
@@ -285,6 +286,11 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
       std::max(0.0, Seconds(end - start - compute - sync.exposed)));
   metrics->set_bytes_sent(sync.bytes_sent);
   metrics->set_bytes_received(sync.bytes_received);
+  metrics->set_sync_bytes(sync.payload_bytes);
+  metrics->set_sync_busy_s(Seconds(sync.busy));
+  const double algbw = AlgorithmBandwidth(sync.payload_bytes, sync.busy);
+  metrics->set_algbw_gbps(algbw);
+  metrics->set_busbw_gbps(algbw * sync.bus_factor);
   metrics->set_samples(static_cast<int64_t>(share));
   metrics->set_param_hash(hash);
   metrics->set_mode(path_ == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING);

@@ -51,6 +51,9 @@
 //   idle_s      the rest of the step: hashing and bookkeeping;
 //   step_s      the whole step (evaluation excluded);
 //   bytes_*     payload moved by this rank (ring_sync.h);
+//   sync_bytes, sync_busy_s, algbw_gbps, busbw_gbps
+//               the gradient's synchronisation in nccl-tests' terms
+//               (SyncStats in sync_strategy.h, common/sync_bandwidth.h);
 //   samples     examples in this rank's share;
 //   param_hash  HashParameters of the parameters after the step, equal on
 //               every rank of a synchronous job;
