@@ -10,6 +10,8 @@
 #include "cli/control/job_format.h"
 #include "cli/control/job_spec_builder.h"
 #include "cli/control/progress.h"
+#include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 
 namespace gradsync {
 namespace control {
@@ -281,10 +283,31 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                              shards_only = true;
                              return absl::OkStatus();
                            }});
+  double link_gbps = 0;
+  double node_link_gbps = 0;
+  flags.push_back(FlagSpec{
+      "link-gbps", "B",
+      "table: a rank's link bandwidth in GB/s; adds the ideal busbw "
+      "(DESIGN.md) and each row's share of it",
+      [&link_gbps](absl::string_view value) -> absl::Status {
+        ASSIGN_OR_RETURN(link_gbps, ParseDoubleValue("--link-gbps", value, 0));
+        return absl::OkStatus();
+      }});
+  flags.push_back(FlagSpec{
+      "node-link-gbps", "I",
+      "table, with --link-gbps: a node's link to the others in GB/s "
+      "(jobs on more than one host)",
+      [&node_link_gbps](absl::string_view value) -> absl::Status {
+        ASSIGN_OR_RETURN(node_link_gbps,
+                         ParseDoubleValue("--node-link-gbps", value, 0));
+        return absl::OkStatus();
+      }});
   std::vector<std::string> positional;
   if (auto done = Parse(args, std::move(flags), "metrics",
                         "usage: gradsync metrics JOB "
-                        "[--format csv|json|table] [--shards]\n\n"
+                        "[--format csv|json|table] [--shards]\n"
+                        "                        [--link-gbps B "
+                        "[--node-link-gbps I]]\n\n"
                         "Every step metric of every rank (times in seconds, "
                         "bytes, loss, mode),\nsorted by step then rank, and "
                         "the latest counters of each parameter-\nserver "
@@ -292,7 +315,14 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                         "with\n--shards the shards; json has both (the "
                         "shards under \"shards\"); table\nshows means per "
                         "rank and per sync mode and the shard table. --json "
-                        "is\n--format json.\n",
+                        "is\n--format json.\n\n"
+                        "algbw = S / t, S the gradient's bytes and t the time "
+                        "its synchronisation\nwas busy; busbw = algbw * "
+                        "2(N-1)/N on the ring, * 2 max(1, N/K) on a PS\nof K "
+                        "shards (nccl-tests' definitions; per step in csv and "
+                        "json). The\ntable's are time-weighted means; "
+                        "--link-gbps compares them with the busbw\nthe "
+                        "cluster's links allow.\n",
                         env, &common, &positional)) {
     return *done;
   }
@@ -301,11 +331,39 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
     return *done;
   }
   if (common.json) format = "json";
+  if ((link_gbps > 0 || node_link_gbps > 0) && format != "table") {
+    return ReportError(env, "metrics", common.json,
+                       absl::InvalidArgumentError(
+                           "--link-gbps and --node-link-gbps apply to "
+                           "--format table; csv and json have each step's "
+                           "busbw_gbps"));
+  }
+  if (node_link_gbps > 0 && link_gbps <= 0) {
+    return ReportError(
+        env, "metrics", common.json,
+        absl::InvalidArgumentError("--node-link-gbps needs --link-gbps (B, the "
+                                   "links within a node)"));
+  }
   std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
   absl::StatusOr<GetMetricsResponse> response =
       client->GetMetrics(positional[0]);
   if (!response.ok()) {
     return ReportError(env, "metrics", common.json, response.status());
+  }
+  double ideal = 0;
+  if (link_gbps > 0) {
+    absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
+    absl::StatusOr<ClusterLinks> links =
+        job.ok() ? JobClusterLinks(*job, link_gbps, node_link_gbps)
+                 : absl::StatusOr<ClusterLinks>(job.status());
+    absl::StatusOr<double> best = links.ok()
+                                      ? IdealBusBandwidth(*links)
+                                      : absl::StatusOr<double>(links.status());
+    if (!best.ok()) {
+      return ReportError(env, "metrics", common.json, best.status());
+    }
+    ideal = *best;
+    *env.out << DescribeIdeal(*links, ideal) << "\n\n";
   }
   const std::vector<StepMetrics> metrics = SortedMetrics(response->metrics());
   const auto& shards = response->shards();
@@ -313,13 +371,14 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
     *env.out << MetricsToJson(positional[0], metrics, shards);
   } else if (format == "table") {
     const std::vector<StepBreakdown> rows = ComputeBreakdown(metrics);
-    *env.out << (rows.empty() ? std::string("no step metrics yet\n")
-                              : absl::StrCat("per-step means:\n",
-                                             FormatBreakdownTable(rows)));
+    *env.out << (rows.empty()
+                     ? std::string("no step metrics yet\n")
+                     : absl::StrCat("per-step means:\n",
+                                    FormatBreakdownTable(rows, "RANK", ideal)));
     const std::vector<StepBreakdown> modes = ComputeModeBreakdown(metrics);
     if (!modes.empty()) {
       *env.out << "\nper-step means by sync mode:\n"
-               << FormatBreakdownTable(modes, "MODE");
+               << FormatBreakdownTable(modes, "MODE", ideal);
     }
     if (!shards.empty()) {
       *env.out << "\nparameter-server shards:\n" << FormatShardTable(shards);

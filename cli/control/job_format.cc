@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -318,6 +320,47 @@ std::vector<StepMetrics> SortedMetrics(
                      return a.rank() < b.rank();
                    });
   return sorted;
+}
+
+absl::StatusOr<ClusterLinks> JobClusterLinks(const JobStatus& job,
+                                             double link_gbps,
+                                             double node_link_gbps) {
+  std::map<std::string, int> ranks_on;
+  for (const RankPlacement& rank : job.ranks()) ++ranks_on[rank.host()];
+  if (ranks_on.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", job.job_id(),
+                     " has no ranks placed yet, so its cluster is not known"));
+  }
+  ClusterLinks links;
+  links.link_gbps = link_gbps;
+  links.node_link_gbps = node_link_gbps;
+  links.nodes = static_cast<int>(ranks_on.size());
+  links.ranks_per_node = ranks_on.begin()->second;
+  for (const auto& [host, count] : ranks_on) {
+    if (count != links.ranks_per_node) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ideal bandwidth assumes as many ranks on every node, but job ",
+          job.job_id(), " has ",
+          absl::StrJoin(ranks_on, ", ", absl::PairFormatter(" x")),
+          " (host x ranks)"));
+    }
+  }
+  return links;
+}
+
+std::string DescribeIdeal(const ClusterLinks& links, double ideal_gbps) {
+  std::string out = absl::StrFormat("ideal busbw %.2f GB/s (B %.2f GB/s",
+                                    ideal_gbps, links.link_gbps);
+  if (links.nodes > 1) {
+    absl::StrAppend(&out,
+                    absl::StrFormat(", I %.2f GB/s", links.node_link_gbps));
+  }
+  absl::StrAppend(&out, "; ", links.nodes,
+                  links.nodes == 1 ? " node, " : " nodes, ",
+                  links.ranks_per_node,
+                  links.ranks_per_node == 1 ? " rank" : " ranks", " each)");
+  return out;
 }
 
 std::string MetricsToCsv(const std::vector<StepMetrics>& metrics) {

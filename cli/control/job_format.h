@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/sync_bandwidth.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
 #include "proto/ps.pb.h"
@@ -55,6 +57,17 @@ std::string FormatWorkersTable(const ListWorkersResponse& workers, double now);
 // keeps its arrival order).
 std::vector<StepMetrics> SortedMetrics(
     const google::protobuf::RepeatedPtrField<StepMetrics>& metrics);
+
+// The links of the job's cluster for IdealBusBandwidth: B and I as given
+// (GB/s), Q the hosts its ranks were placed on, P the ranks on each.
+// INVALID_ARGUMENT when no rank is placed yet or the hosts hold different
+// numbers of ranks (the formula assumes P on every node), naming them.
+absl::StatusOr<ClusterLinks> JobClusterLinks(const JobStatus& job,
+                                             double link_gbps,
+                                             double node_link_gbps);
+
+// "ideal busbw 2.32 GB/s (B 2.32 GB/s; 1 node, 4 ranks each)".
+std::string DescribeIdeal(const ClusterLinks& links, double ideal_gbps);
 
 // CSV: a header of StepMetrics' field names, then one row per metric.
 std::string MetricsToCsv(const std::vector<StepMetrics>& metrics);

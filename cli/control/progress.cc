@@ -27,6 +27,11 @@ void Accumulate(const StepMetrics& m, StepBreakdown* row) {
   row->step_s += m.step_s();
   row->bytes_sent += static_cast<double>(m.bytes_sent());
   row->bytes_received += static_cast<double>(m.bytes_received());
+  if (m.sync_busy_s() > 0) {
+    row->sync_bytes += static_cast<double>(m.sync_bytes());
+    row->bus_bytes += m.busbw_gbps() * 1e9 * m.sync_busy_s();
+    row->busy_s += m.sync_busy_s();
+  }
 }
 
 void Average(StepBreakdown* row) {
@@ -38,6 +43,15 @@ void Average(StepBreakdown* row) {
   row->step_s /= n;
   row->bytes_sent /= n;
   row->bytes_received /= n;
+  if (row->busy_s > 0) {
+    row->algbw_gbps = row->sync_bytes / row->busy_s / 1e9;
+    row->busbw_gbps = row->bus_bytes / row->busy_s / 1e9;
+  }
+}
+
+// GB/s with two decimals; "-" for none.
+std::string FormatGbps(double gbps) {
+  return gbps > 0 ? absl::StrFormat("%.2f", gbps) : std::string("-");
 }
 
 double Share(double part, double whole) {
@@ -230,18 +244,26 @@ std::vector<StepBreakdown> ComputeModeBreakdown(
 }
 
 std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows,
-                                 const std::string& key) {
+                                 const std::string& key, double ideal_busbw) {
   std::vector<std::vector<std::string>> cells;
   for (const StepBreakdown& row : rows) {
     cells.push_back(
         {row.label, absl::StrCat(row.steps), FormatMillis(row.compute_s),
          FormatMillis(row.comm_s), FormatMillis(row.idle_s),
          FormatMillis(row.step_s), FormatPercent(Share(row.comm_s, row.step_s)),
-         FormatBytes(row.bytes_sent), FormatBytes(row.bytes_received)});
+         FormatBytes(row.bytes_sent), FormatBytes(row.bytes_received),
+         FormatGbps(row.algbw_gbps), FormatGbps(row.busbw_gbps)});
+    if (ideal_busbw > 0) {
+      cells.back().push_back(row.busbw_gbps > 0
+                                 ? FormatPercent(row.busbw_gbps / ideal_busbw)
+                                 : std::string("-"));
+    }
   }
-  return FormatTable({key, "STEPS", "COMPUTE_MS", "COMM_MS", "IDLE_MS",
-                      "STEP_MS", "COMM", "SENT/STEP", "RECV/STEP"},
-                     cells);
+  std::vector<std::string> header = {
+      key,    "STEPS",     "COMPUTE_MS", "COMM_MS", "IDLE_MS", "STEP_MS",
+      "COMM", "SENT/STEP", "RECV/STEP",  "ALGBW",   "BUSBW"};
+  if (ideal_busbw > 0) header.push_back("OF_IDEAL");
+  return FormatTable(header, cells);
 }
 
 std::string BreakdownToJson(const std::vector<StepBreakdown>& rows) {
@@ -253,7 +275,9 @@ std::string BreakdownToJson(const std::vector<StepBreakdown>& rows) {
         JsonNumber(row.comm_s), ",\"idleS\":", JsonNumber(row.idle_s),
         ",\"stepS\":", JsonNumber(row.step_s),
         ",\"bytesSent\":", JsonNumber(row.bytes_sent),
-        ",\"bytesReceived\":", JsonNumber(row.bytes_received), "}"));
+        ",\"bytesReceived\":", JsonNumber(row.bytes_received),
+        ",\"algbwGbps\":", JsonNumber(row.algbw_gbps),
+        ",\"busbwGbps\":", JsonNumber(row.busbw_gbps), "}"));
   }
   return absl::StrCat("[", absl::StrJoin(items, ","), "]");
 }

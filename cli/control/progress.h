@@ -108,6 +108,16 @@ struct StepBreakdown {
   double step_s = 0;
   double bytes_sent = 0;
   double bytes_received = 0;
+  // Over the steps whose synchronisation was timed (sync_busy_s > 0):
+  // their S over their busy time, and likewise the bus bytes (busbw * busy
+  // per step), in GB/s; 0 when no step was timed. So each is a
+  // time-weighted mean of the steps' algbw / busbw.
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  // Accumulated before the means are taken.
+  double sync_bytes = 0;
+  double bus_bytes = 0;
+  double busy_s = 0;
 };
 
 // One row per rank (ascending), then "all" over every rank's steps; empty
@@ -120,10 +130,12 @@ std::vector<StepBreakdown> ComputeBreakdown(
 std::vector<StepBreakdown> ComputeModeBreakdown(
     const std::vector<StepMetrics>& metrics);
 
-// RANK STEPS COMPUTE_MS COMM_MS IDLE_MS STEP_MS COMM SENT/STEP RECV/STEP;
-// `key` names the first column.
+// RANK STEPS COMPUTE_MS COMM_MS IDLE_MS STEP_MS COMM SENT/STEP RECV/STEP
+// ALGBW BUSBW (GB/s); `key` names the first column. With `ideal_busbw` > 0
+// (GB/s, IdealBusBandwidth) a last column OF_IDEAL gives busbw / ideal.
 std::string FormatBreakdownTable(const std::vector<StepBreakdown>& rows,
-                                 const std::string& key = "RANK");
+                                 const std::string& key = "RANK",
+                                 double ideal_busbw = 0);
 // [{"rank":"0","steps":100,"computeS":...,...},...]
 std::string BreakdownToJson(const std::vector<StepBreakdown>& rows);
 

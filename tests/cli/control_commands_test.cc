@@ -185,6 +185,33 @@ TEST_F(ControlCommandsTest, Metrics_CsvSortedAndJson) {
   EXPECT_EQ(Run(RunMetrics, {"j-1", "--format", "xml"}), kExitUsage);
 }
 
+TEST_F(ControlCommandsTest, Metrics_TableAgainstTheIdealBandwidth) {
+  // j-1: 2 ranks on one host, so the ideal busbw is B.
+  EXPECT_EQ(Run(RunMetrics, {"j-1", "--format", "table", "--link-gbps", "2"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(),
+              StartsWith("ideal busbw 2.00 GB/s (B 2.00 GB/s; 1 node, 2 "
+                         "ranks each)\n\nper-step means:\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("ALGBW  BUSBW  OF_IDEAL\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("1.00   1.00   50.0%\n"));
+  // Without links: the bandwidths, no ideal.
+  EXPECT_EQ(Run(RunMetrics, {"j-1", "--format", "table"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("ALGBW  BUSBW\n"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("OF_IDEAL")));
+  // Links are for the table; I needs B; an unknown job fails cleanly.
+  EXPECT_EQ(Run(RunMetrics, {"j-1", "--link-gbps", "2"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("apply to --format table"));
+  EXPECT_EQ(
+      Run(RunMetrics, {"j-1", "--format", "table", "--node-link-gbps", "1"}),
+      kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--node-link-gbps needs --link-gbps"));
+  EXPECT_EQ(Run(RunMetrics, {"j-1", "--format", "table", "--link-gbps", "-1"}),
+            kExitUsage);
+  EXPECT_EQ(Run(RunMetrics, {"j-404", "--format", "table", "--link-gbps", "2"}),
+            kExitFailure);
+}
+
 TEST_F(ControlCommandsTest, Workers_TableAndJson) {
   EXPECT_EQ(Run(RunWorkers, {}), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("ID   HOST  ADDRESS    DEVICES  STATE"));

@@ -429,11 +429,62 @@ TEST(ProgressTest, BreakdownPerRankAndAll) {
   EXPECT_DOUBLE_EQ(rows[2].comm_s, 0.006);
   const std::string table = FormatBreakdownTable(rows);
   EXPECT_THAT(table, StartsWith("RANK  STEPS  COMPUTE_MS  COMM_MS  IDLE_MS  "
-                                "STEP_MS  COMM   SENT/STEP  RECV/STEP\n"));
+                                "STEP_MS  COMM   SENT/STEP  RECV/STEP  ALGBW  "
+                                "BUSBW\n"));
+  // No step was timed: no bandwidths.
   EXPECT_THAT(table, HasSubstr("0     2      20.00       4.00     6.00     "
-                               "30.00    13.3%  1.00 KiB   2.00 KiB\n"));
+                               "30.00    13.3%  1.00 KiB   2.00 KiB   -      "
+                               "-\n"));
   EXPECT_THAT(BreakdownToJson(rows),
               HasSubstr("{\"rank\":\"all\",\"steps\":3,"));
+}
+
+TEST(ProgressTest, BreakdownBandwidthsAreTimeWeighted) {
+  // 1 GB in 1 s at busbw 1.5, 1 GB in 3 s at busbw 0.5, and an untimed
+  // step: algbw 2 GB / 4 s, busbw (1.5 + 1.5) GB / 4 s.
+  std::vector<StepMetrics> metrics = {Metric(0, 0, 0.01, 0.01, 0.02),
+                                      Metric(0, 1, 0.01, 0.01, 0.02),
+                                      Metric(0, 2, 0.01, 0.01, 0.02)};
+  metrics[0].set_sync_bytes(1000000000);
+  metrics[0].set_sync_busy_s(1.0);
+  metrics[0].set_busbw_gbps(1.5);
+  metrics[1].set_sync_bytes(1000000000);
+  metrics[1].set_sync_busy_s(3.0);
+  metrics[1].set_busbw_gbps(0.5);
+  metrics[2].set_sync_bytes(1000000000);
+  const std::vector<StepBreakdown> rows = ComputeBreakdown(metrics);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows[0].algbw_gbps, 0.5);
+  EXPECT_DOUBLE_EQ(rows[0].busbw_gbps, 0.75);
+  EXPECT_THAT(FormatBreakdownTable(rows, "RANK", 1.5),
+              HasSubstr("0.50   0.75   50.0%\n"));
+  EXPECT_THAT(BreakdownToJson(rows),
+              HasSubstr("\"algbwGbps\":0.5,\"busbwGbps\":0.75}"));
+}
+
+TEST(JobClusterLinksTest, HostsAndRanksOfTheJob) {
+  JobStatus job;
+  job.set_job_id("j-1");
+  EXPECT_EQ(JobClusterLinks(job, 10, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  for (int r = 0; r < 4; ++r) {
+    RankPlacement* rank = job.add_ranks();
+    rank->set_rank(r);
+    rank->set_host(r < 2 ? "a" : "b");
+  }
+  absl::StatusOr<ClusterLinks> links = JobClusterLinks(job, 10, 1);
+  ASSERT_TRUE(links.ok()) << links.status();
+  EXPECT_EQ(links->nodes, 2);
+  EXPECT_EQ(links->ranks_per_node, 2);
+  // N = 4: min(1 * 3 * 2 / (4 * 1), 10 * 3 / 2) = 1.5.
+  EXPECT_DOUBLE_EQ(*IdealBusBandwidth(*links), 1.5);
+  EXPECT_EQ(DescribeIdeal(*links, 1.5),
+            "ideal busbw 1.50 GB/s (B 10.00 GB/s, I 1.00 GB/s; 2 nodes, 2 "
+            "ranks each)");
+  job.mutable_ranks(3)->set_host("c");
+  absl::StatusOr<ClusterLinks> uneven = JobClusterLinks(job, 10, 1);
+  EXPECT_EQ(uneven.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(uneven.status().message(), HasSubstr("a x2, b x1, c x1"));
 }
 
 TEST(ProgressTest, BreakdownPerMode_SideBySide) {

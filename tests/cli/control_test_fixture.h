@@ -35,6 +35,12 @@ inline StepMetrics Metric(int rank, int64_t step) {
   m.set_bytes_sent(4096);
   m.set_bytes_received(4096);
   m.set_samples(64);
+  // 1 MB synchronised in 1 ms of busy time: algbw 1 GB/s, busbw 1 GB/s on
+  // the 2-rank ring.
+  m.set_sync_bytes(1000000);
+  m.set_sync_busy_s(0.001);
+  m.set_algbw_gbps(1.0);
+  m.set_busbw_gbps(1.0);
   return m;
 }
 
