@@ -75,6 +75,9 @@ std::string FormatProgressLine(const ProgressSnapshot& s, int bar_width) {
     if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
     absl::StrAppendFormat(&line, "  loss %.4f  %.0f samples/s  comm %s  ",
                           s.loss, s.samples_per_s, FormatPercent(s.comm_share));
+    if (s.busbw_gbps > 0) {
+      absl::StrAppendFormat(&line, "busbw %.2f GB/s  ", s.busbw_gbps);
+    }
     absl::StrAppend(&line, SyncModeName(s.mode), "  ");
   } else {
     absl::StrAppend(&line, "step 0");
@@ -142,12 +145,15 @@ ProgressSnapshot ProgressTracker::Snapshot() const {
   s.steps_done = window_.back().step() + 1;
   s.loss = window_.back().loss();
   s.mode = window_.back().mode();
-  double samples = 0, step_s = 0, comm_s = 0;
+  double samples = 0, step_s = 0, comm_s = 0, bus_gb = 0, busy_s = 0;
   for (const StepMetrics& m : window_) {
     samples += static_cast<double>(m.samples());
     step_s += m.step_s();
     comm_s += m.comm_s();
+    bus_gb += m.busbw_gbps() * m.sync_busy_s();
+    busy_s += m.sync_busy_s();
   }
+  s.busbw_gbps = busy_s > 0 ? bus_gb / busy_s : 0;
   const int world = status_.ranks_size() > 0 ? status_.ranks_size()
                                              : status_.spec().num_workers();
   s.samples_per_s = step_s > 0 ? samples * std::max(1, world) / step_s : 0;

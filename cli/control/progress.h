@@ -43,6 +43,7 @@ struct ProgressSnapshot {
   double loss = 0;
   double samples_per_s = 0;
   double comm_share = 0;
+  double busbw_gbps = 0;  // time-weighted over the window; 0: untimed
   SyncMode mode = SYNC_MODE_UNSPECIFIED;  // the lead rank's (unset: ring)
 };
 
@@ -59,7 +60,7 @@ struct ProgressOptions {
   // On a terminal, the line is redrawn at most this often (and only when
   // it changed); events arrive once per rank and step.
   absl::Duration redraw_interval = absl::Milliseconds(100);
-  // Lead-rank steps averaged for samples/s and comm share.
+  // Lead-rank steps averaged for samples/s, comm share and busbw.
   int window = 10;
 };
 

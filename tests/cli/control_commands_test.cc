@@ -64,7 +64,7 @@ TEST_F(ControlCommandsTest, Submit_Follow_ShowsProgressAndTheBreakdown) {
   const std::string out = out_.str();
   EXPECT_THAT(out, HasSubstr("job j-1: RUNNING on 2 ranks\n"));
   EXPECT_THAT(out, HasSubstr("step 1/3  loss 2.0000  2560 samples/s  comm "
-                             "20.0%  ring  RUNNING\n"));
+                             "20.0%  busbw 1.00 GB/s  ring  RUNNING\n"));
   EXPECT_THAT(out, HasSubstr("step 3/3  loss 0.6667"));
   EXPECT_THAT(out, HasSubstr("job j-1 SUCCEEDED after 3 steps in 1.0 s: test "
                              "accuracy 0.8125"));

@@ -339,6 +339,10 @@ TEST(ProgressTest, LineWithBar) {
   EXPECT_EQ(FormatProgressLine(s, 0),
             "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  ring  "
             "RUNNING");
+  s.busbw_gbps = 1.234;  // timed steps: their busbw too
+  EXPECT_EQ(FormatProgressLine(s, 0),
+            "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  busbw "
+            "1.23 GB/s  ring  RUNNING");
 }
 
 JobEvent Event(JobState state, std::vector<StepMetrics> steps) {
