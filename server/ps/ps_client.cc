@@ -136,6 +136,11 @@ absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
         "StartStep: the gradient and parameter buffers overlap; the "
         "parameters arrive while gradients are still being sent");
   }
+  if (control.late_scalars > 0 && !control.scalars.empty()) {
+    return absl::InvalidArgumentError(
+        "StartStep: give the step's scalars either in the control or later "
+        "(late_scalars and SetScalars), not both");
+  }
   bool idle = false;
   if (!step_in_flight_.compare_exchange_strong(idle, true)) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -27,8 +27,11 @@
 //                  overlaps; ascending, or descending with
 //                  PushHeader.descending), out of range, of the wrong
 //                  size, or data after the gradient, step scalars of
-//                  another length than the other ranks'; CANCELLED. The
-//                  reply's header carries the step control (ps_shard.h).
+//                  another length than the other ranks', a trailer
+//                  (PushHeader.trailer_scalars) missing, malformed or of
+//                  another length than announced, or with scalars in the
+//                  header too; CANCELLED. The reply's header carries the
+//                  step control (ps_shard.h).
 //   SeedShard      as PushPull, plus INVALID_ARGUMENT for an optimizer or
 //                  buffer count that does not match the shard's.
 //   FetchState     NOT_FOUND; INVALID_ARGUMENT: chunk size, negative

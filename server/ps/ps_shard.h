@@ -254,6 +254,9 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
     // began, so a chunk in several pieces is taken last piece first.
     [[nodiscard]] absl::Status AppendExternal(
         absl::Span<const char> bytes, std::shared_ptr<const void> keep_alive);
+    // The step scalars, when they come after the gradient (a trailer):
+    // INVALID_ARGUMENT unless there are as many as BeginPush was given.
+    [[nodiscard]] absl::Status SetScalars(std::vector<double> scalars);
 
    private:
     friend class PsShard;

@@ -145,6 +145,18 @@ absl::Status PsShard::Push::AppendExternal(
   return absl::OkStatus();
 }
 
+absl::Status PsShard::Push::SetScalars(std::vector<double> scalars) {
+  if (scalars.size() != options_.scalars.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the trailer holds ", scalars.size(),
+                     " step scalars, but the push's "
+                     "header announced ",
+                     options_.scalars.size()));
+  }
+  options_.scalars = std::move(scalars);
+  return absl::OkStatus();
+}
+
 absl::Status PsShard::Push::Append(absl::Span<const char> bytes) {
   const size_t n = bytes.size();
   if (n <= size_bytes_ - filled_ && n > 0) {

@@ -156,6 +156,45 @@ void PsStep::CancelStreams(size_t except) {
   }
 }
 
+void PsStep::SetScalars(std::vector<double> scalars) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (control_.late_scalars == 0) {
+      status = absl::FailedPreconditionError(
+          "SetScalars on a step started without late_scalars");
+    } else if (late_scalars_.has_value()) {
+      status = absl::FailedPreconditionError("SetScalars was called twice");
+    } else if (scalars.size() != control_.late_scalars) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "SetScalars got ", scalars.size(),
+          " scalars, but the step was started for ", control_.late_scalars));
+    } else {
+      late_scalars_ = std::move(scalars);
+    }
+  }
+  if (!status.ok()) Cancel(status);
+}
+
+absl::StatusOr<std::vector<double>> PsStep::WaitScalars() {
+  auto go = [this]() {
+    return !cancelled_.ok() || failed_shard_ >= 0 || late_scalars_.has_value();
+  };
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rank ", client_->rank_, ", step ", step_,
+        ": the step's scalars were never given (SetScalars) before the "
+        "client's timeout"));
+  }
+  if (!cancelled_.ok()) return cancelled_;
+  if (failed_shard_ >= 0) {
+    return absl::CancelledError(
+        absl::StrCat("ps shard ", failed_shard_, " failed first"));
+  }
+  return *late_scalars_;
+}
+
 absl::StatusOr<size_t> PsStep::WaitReady(size_t k, size_t sent_begin) {
   const size_t floor = client_->shards_[k].location.begin;
   // The start of the ready run that ends at sent_begin (sent_begin if
@@ -220,6 +259,12 @@ absl::Status PsStep::RunShard(size_t k) {
     header.set_descending(true);
     header.mutable_scalars()->Add(control_.scalars.begin(),
                                   control_.scalars.end());
+    // Shard 0's reply carries the step control the ranks act on, and its
+    // range is what backward finishes last: the late scalars go there.
+    const bool trailer = k == 0 && control_.late_scalars > 0;
+    if (trailer) {
+      header.set_trailer_scalars(static_cast<int32_t>(control_.late_scalars));
+    }
     header.set_switch_epoch(control_.switch_epoch);
     // The header goes at once: the shard starts the push (and checks it)
     // while backward still runs.
@@ -247,6 +292,19 @@ absl::Status PsStep::RunShard(size_t k) {
           sent_begin = at;
           bytes_sent_.fetch_add(n * sizeof(float));
         }
+      }
+    }
+    if (open && status.ok() && trailer) {
+      const absl::Time waiting = absl::Now();
+      absl::StatusOr<std::vector<double>> scalars = WaitScalars();
+      call.busy.push_back({busy_since, waiting});
+      busy_since = absl::Now();
+      if (scalars.ok()) {
+        ps::PushHeader last;
+        last.mutable_scalars()->Add(scalars->begin(), scalars->end());
+        open = stream->Write(EncodeTensorMessage(&last, 0, 0, {}, nullptr));
+      } else {
+        status = scalars.status();
       }
     }
     const size_t size = location.end - location.begin;
@@ -320,6 +378,12 @@ absl::StatusOr<PsStepResult> PsStep::Finish(absl::Time deadline) {
       cancelled_ = absl::FailedPreconditionError(absl::StrCat(
           "Finish was called before gradient elements ", MissingLocked(),
           " were marked ready; call Ready for every bucket first"));
+    }
+    if (control_.late_scalars > 0 && !late_scalars_.has_value() &&
+        cancelled_.ok() && failed_shard_ < 0) {
+      cancelled_ = absl::FailedPreconditionError(
+          absl::StrCat("Finish was called before SetScalars gave the step's ",
+                       control_.late_scalars, " late scalars"));
     }
     auto all_done = [this]() { return done_ == calls_.size(); };
     if (cancelled_.ok() &&

@@ -25,6 +25,8 @@
 //
 // Every shard gets the same header (scalars and switch_epoch included);
 // the ranks act on shard 0's answer (see proto/ps.proto "Step control").
+// Scalars known only after backward (the loss) go to shard 0 alone, in a
+// trailer after its gradient: control.late_scalars, then SetScalars.
 // Replies keep a decision until a newer one replaces it, and a shard
 // created afresh (a ring -> PS switch) knows no earlier decisions: a rank
 // ignores epochs it has acted on already.
@@ -55,6 +57,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -75,6 +78,12 @@ struct PsStepControl {
   // Sync mode: summed over the ranks in rank order (e.g. the global loss
   // numerator and sample count). Every rank must send as many.
   std::vector<double> scalars;
+  // Sync mode, instead of `scalars`: this many scalars known only once
+  // backward is over, given to PsStep::SetScalars. Shard 0's stream sends
+  // them after its gradient (PushHeader.trailer_scalars): its range is the
+  // start of the flat vector, which backward finishes last, so it waits
+  // for them at most the moment between the last Ready and SetScalars.
+  size_t late_scalars = 0;
   // The newest switch request (epoch) the rank has heard of; 0: none.
   int64_t switch_epoch = 0;
 };
@@ -106,8 +115,15 @@ class PsStep {
   // Finish returns INVALID_ARGUMENT naming it.
   void Ready(size_t begin, size_t end);
 
+  // The step's late scalars (PsStepControl::late_scalars of them). Call
+  // once, before Finish; another count, a second call, or a step without
+  // late scalars cancels the step (Finish returns INVALID_ARGUMENT or
+  // FAILED_PRECONDITION).
+  void SetScalars(std::vector<double> scalars);
+
   // Waits (until `deadline`) for every shard's reply; the parameters are
-  // in `params` when it returns OK. Call once, after every Ready.
+  // in `params` when it returns OK. Call once, after every Ready (and
+  // SetScalars).
   [[nodiscard]] absl::StatusOr<PsStepResult> Finish(absl::Time deadline);
 
   // Ends the step: the streams are cancelled and Finish returns `reason`
@@ -135,6 +151,9 @@ class PsStep {
   // the lowest index of the ready run just below it, clipped to the shard),
   // the step is cancelled, or the call's deadline passes.
   absl::StatusOr<size_t> WaitReady(size_t k, size_t sent_begin);
+  // Waits until SetScalars gave the late scalars, the step is cancelled,
+  // or the call's deadline passes.
+  absl::StatusOr<std::vector<double>> WaitScalars();
   // Shard k's thread ended with `status`.
   void ShardDone(size_t k, absl::Status status);
   // Cancels every stream but `except` (none: calls_.size()).
@@ -160,6 +179,7 @@ class PsStep {
   // Ready elements as disjoint, merged intervals: begin -> end.
   std::map<size_t, size_t> ready_ ABSL_GUARDED_BY(mu_);
   size_t ready_count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<std::vector<double>> late_scalars_ ABSL_GUARDED_BY(mu_);
   absl::Status cancelled_ ABSL_GUARDED_BY(mu_);
   int failed_shard_ ABSL_GUARDED_BY(mu_) = -1;  // the first to fail
   size_t done_ ABSL_GUARDED_BY(mu_) = 0;        // shard threads finished

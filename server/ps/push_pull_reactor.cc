@@ -12,6 +12,10 @@
 namespace gradsync {
 namespace {
 
+// More step scalars than a rank could mean (a loss, a count, an epoch per
+// rank...) is a malformed header.
+constexpr int kMaxTrailerScalars = 1 << 16;
+
 // Takes one message's chunk of the gradient into `push` without copying
 // it: the push holds the message's receive buffers until the step is
 // applied. Chunks tile the gradient from its start up (ascending) or from
@@ -66,6 +70,47 @@ absl::Status TakeGradientChunk(DecodedTensorMessage& message,
   return absl::OkStatus();
 }
 
+// The push's step scalars as its header gives them; with a trailer, as
+// many zeros, which the trailer replaces (TakeTrailer).
+absl::StatusOr<std::vector<double>> AnnouncedScalars(
+    const ps::PushHeader& header) {
+  const int trailer = header.trailer_scalars();
+  if (trailer == 0) {
+    return std::vector<double>(header.scalars().begin(),
+                               header.scalars().end());
+  }
+  if (trailer < 0 || trailer > kMaxTrailerScalars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushPull: trailer_scalars is ", trailer,
+                     "; it must be between 0 and ", kMaxTrailerScalars));
+  }
+  if (!header.scalars().empty()) {
+    return absl::InvalidArgumentError(
+        "PushPull: a header with trailer_scalars must not carry scalars "
+        "itself");
+  }
+  return std::vector<double>(static_cast<size_t>(trailer), 0.0);
+}
+
+// The trailer after the gradient: a header holding the step scalars only.
+absl::Status TakeTrailer(DecodedTensorMessage& message, PsShard::Push* push) {
+  if (!message.has_header() || message.data_size() != 0) {
+    return absl::InvalidArgumentError(
+        "more data arrived after the whole gradient where the trailer of "
+        "step scalars was expected; the sender's sizes do not match the "
+        "shard's");
+  }
+  ps::PushHeader trailer;
+  RETURN_IF_ERROR(Annotate(message.ParseHeader(&trailer), "the trailer"));
+  if (!trailer.job_id().empty() || trailer.shard() != 0 ||
+      trailer.rank() != 0 || trailer.step() != 0 ||
+      trailer.trailer_scalars() != 0 || trailer.switch_epoch() != 0) {
+    return absl::InvalidArgumentError("the trailer may hold step scalars only");
+  }
+  return push->SetScalars(
+      std::vector<double>(trailer.scalars().begin(), trailer.scalars().end()));
+}
+
 }  // namespace
 
 PushPullReactor::PushPullReactor(const Env& env,
@@ -101,7 +146,15 @@ void PushPullReactor::OnReadDone(bool ok) {
       }
       if (status.ok()) status = TakeGradientChunk(message_, &*push_);
       if (!status.ok()) return Fail(ReceiveError(status));
-      if (push_->filled_bytes() == push_->size_bytes()) phase_ = Phase::kEnd;
+      phase_ = PhaseAfterChunk();
+      StartRead(&in_);
+      return;
+    case Phase::kTrailer:
+      if (!ok) return Fail(ReceiveError(StreamEnded()));
+      status = message_.Parse(in_);
+      if (status.ok()) status = TakeTrailer(message_, &*push_);
+      if (!status.ok()) return Fail(ReceiveError(status));
+      phase_ = Phase::kEnd;
       StartRead(&in_);
       return;
     case Phase::kEnd:
@@ -118,11 +171,21 @@ void PushPullReactor::OnReadDone(bool ok) {
   }
 }
 
+PushPullReactor::Phase PushPullReactor::PhaseAfterChunk() const {
+  if (push_->filled_bytes() != push_->size_bytes()) return Phase::kGradient;
+  return header_.trailer_scalars() > 0 ? Phase::kTrailer : Phase::kEnd;
+}
+
 absl::Status PushPullReactor::StreamEnded() const {
-  const std::string progress = push_.has_value()
-                                   ? absl::StrCat(push_->filled_bytes(), " of ",
-                                                  push_->size_bytes(), " bytes")
-                                   : "its header";
+  std::string progress = push_.has_value()
+                             ? absl::StrCat(push_->filled_bytes(), " of ",
+                                            push_->size_bytes(), " bytes")
+                             : "its header";
+  if (phase_ == Phase::kTrailer) {
+    progress = absl::StrCat("the whole gradient, without the trailer of ",
+                            header_.trailer_scalars(),
+                            " step scalars its header announced");
+  }
   if (context_->IsCancelled()) {
     return absl::CancelledError(
         absl::StrCat("the client went away after ", progress));
@@ -152,7 +215,7 @@ absl::Status PushPullReactor::DoBegin() {
   }
   PushOptions options;
   options.descending = header_.descending();
-  options.scalars.assign(header_.scalars().begin(), header_.scalars().end());
+  ASSIGN_OR_RETURN(options.scalars, AnnouncedScalars(header_));
   options.switch_epoch = header_.switch_epoch();
   const int rank = header_.rank();
   const int64_t step = header_.step();
@@ -165,8 +228,7 @@ absl::Status PushPullReactor::DoBegin() {
   push_.emplace(std::move(push));
   RETURN_IF_ERROR(ReceiveError(TakeGradientChunk(first_, &*push_)));
   pull_step_ = step + 1;
-  phase_ = push_->filled_bytes() == push_->size_bytes() ? Phase::kEnd
-                                                        : Phase::kGradient;
+  phase_ = PhaseAfterChunk();
   StartRead(&in_);
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 //   header    read the first message (header + first chunk)  [reaction]
 //   begin     find the shard, BeginPush (may wait)            [executor]
 //   gradient  take each chunk without a copy                   [reaction]
+//   trailer   the step scalars, if the header announced them   [reaction]
 //   end       read the client's half-close                     [reaction]
 //   commit    Commit (the last rank applies the step), Pull    [executor]
 //             (waits until the step is applied)
@@ -64,7 +65,7 @@ class PushPullReactor final
   void OnDone() override { delete this; }
 
  private:
-  enum class Phase { kHeader, kGradient, kEnd, kReply };
+  enum class Phase { kHeader, kGradient, kTrailer, kEnd, kReply };
 
   ~PushPullReactor() override = default;
 
@@ -81,6 +82,9 @@ class PushPullReactor final
   void WriteNext();
   // Ends the call with `status`, abandoning an unfinished push.
   void Fail(const absl::Status& status);
+  // kGradient until the whole gradient is in, then kTrailer if the header
+  // announced one, else kEnd.
+  Phase PhaseAfterChunk() const;
   // "the client went away" or "the stream ended" after what was received.
   absl::Status StreamEnded() const;
   // `status` (if an error) naming the rank and step whose push failed.

@@ -260,6 +260,99 @@ TEST_F(PsStepTest, Cancel_FinishReturnsTheReasonPromptly) {
   EXPECT_THAT(client->StartStep(1, grads, absl::MakeSpan(params)), IsOk());
 }
 
+// Scalars known only after backward ride to shard 0 in a trailer and come
+// back summed in rank order (values where another order rounds otherwise).
+TEST_F(PsStepTest, LateScalars_SummedInRankOrderByShardZero) {
+  constexpr size_t kTotal = 10;
+  constexpr int kWorkers = 3;
+  StartShards("late", 2, kTotal, kWorkers);
+  const std::vector<double> values = {1e16, 1.0, -1e16};
+  std::vector<PsStepResult> results(kWorkers);
+  std::vector<absl::Status> statuses(kWorkers);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorkers; ++r) {
+    ranks.emplace_back([&, r]() {
+      std::unique_ptr<PsClient> client =
+          MakeClient("late", r, kTotal, addresses_);
+      std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+      PsStepControl control;
+      control.late_scalars = 2;
+      absl::StatusOr<std::unique_ptr<PsStep>> step =
+          client->StartStep(0, grads, absl::MakeSpan(params), control);
+      statuses[r] = step.status();
+      if (!step.ok()) return;
+      ReadyReverse(**step, kTotal, 3);
+      (*step)->SetScalars({values[static_cast<size_t>(r)], 1.0});
+      absl::StatusOr<PsStepResult> result =
+          (*step)->Finish(absl::Now() + absl::Seconds(10));
+      statuses[r] = result.status();
+      if (result.ok()) results[r] = *result;
+      // The shards apply the mean (lr 1): -1 everywhere.
+      EXPECT_EQ(params, std::vector<float>(kTotal, -1.0f)) << "rank " << r;
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_THAT(statuses[r], IsOk()) << "rank " << r;
+    // (1e16 + 1) - 1e16 = 0 in doubles; any other order gives 1.
+    EXPECT_THAT(results[r].scalar_sums, ElementsAre(0.0, 3.0)) << "rank " << r;
+  }
+}
+
+TEST_F(PsStepTest, LateScalars_MisusedCallsEndTheStepPromptly) {
+  constexpr size_t kTotal = 10;
+  StartShards("late-bad", 1, kTotal, 1);
+  std::unique_ptr<PsClient> client =
+      MakeClient("late-bad", 0, kTotal, addresses_);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  PsStepControl both;
+  both.scalars = {1.0};
+  both.late_scalars = 1;
+  EXPECT_THAT(
+      client->StartStep(0, grads, absl::MakeSpan(params), both),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not both")));
+  PsStepControl late;
+  late.late_scalars = 2;
+  struct Misuse {
+    bool late;                   // started with late scalars
+    std::vector<double> values;  // given to SetScalars (none: not called)
+    absl::StatusCode code;
+    const char* why;
+  };
+  for (const Misuse& m :
+       {Misuse{true,
+               {1.0},
+               absl::StatusCode::kInvalidArgument,
+               "SetScalars got 1 scalars, but the step was started for 2"},
+        Misuse{true,
+               {},
+               absl::StatusCode::kFailedPrecondition,
+               "before SetScalars gave the step's 2 late scalars"},
+        Misuse{false,
+               {1.0},
+               absl::StatusCode::kFailedPrecondition,
+               "without late_scalars"}}) {
+    absl::StatusOr<std::unique_ptr<PsStep>> step = client->StartStep(
+        0, grads, absl::MakeSpan(params), m.late ? late : PsStepControl());
+    ASSERT_THAT(step, IsOk());
+    (*step)->Ready(0, kTotal);
+    if (!m.values.empty()) (*step)->SetScalars(m.values);
+    const absl::Time start = absl::Now();
+    EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(30)),
+                StatusIs(m.code, HasSubstr(m.why)));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  }
+  // The shard took none of it: step 0 goes through now.
+  absl::Status again;
+  for (int i = 0; i < 100; ++i) {
+    again = client->PushPull(0, grads, absl::MakeSpan(params));
+    if (again.code() != absl::StatusCode::kAlreadyExists) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(params, std::vector<float>(kTotal, -1.0f));
+}
+
 TEST_F(PsStepTest, BadCalls_RefusedAndTheShardTakesNothing) {
   constexpr size_t kTotal = 300;
   StartShards("bad", 2, kTotal, 1);

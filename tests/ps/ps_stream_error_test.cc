@@ -66,7 +66,8 @@ class PsStreamErrorTest : public ::testing::Test {
   // Sends `messages`, half-closes, reads the reply into `params` (if any)
   // and returns the call's status.
   grpc::Status Run(const std::vector<ps::PushPullRequest>& messages,
-                   std::vector<float>* params = nullptr) {
+                   std::vector<float>* params = nullptr,
+                   ps::PullHeader* reply = nullptr) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
     auto stream = stub_->PushPull(&context);
@@ -76,7 +77,10 @@ class PsStreamErrorTest : public ::testing::Test {
     stream->WritesDone();
     ps::PushPullResponse response;
     std::string bytes;
-    while (stream->Read(&response)) bytes += response.data();
+    while (stream->Read(&response)) {
+      if (response.has_header() && reply != nullptr) *reply = response.header();
+      bytes += response.data();
+    }
     if (params != nullptr) {
       params->assign(bytes.size() / sizeof(float), 0.0f);
       std::memcpy(params->data(), bytes.data(), bytes.size());
@@ -137,6 +141,75 @@ TEST_F(PsStreamErrorTest, DataAfterTheWholeGradient) {
 TEST_F(PsStreamErrorTest, PullOnlyRequestWithData) {
   ExpectRefused(Run({WithData(Header(0, /*pull_only=*/true), 0, 4)}),
                 "pull-only request carries gradient data");
+  ExpectUnchanged();
+}
+
+// The step scalars after the gradient (PushHeader.trailer_scalars).
+ps::PushPullRequest WithTrailerScalars(ps::PushPullRequest message, int n) {
+  message.mutable_header()->set_trailer_scalars(n);
+  return message;
+}
+ps::PushPullRequest Trailer(std::vector<double> scalars) {
+  ps::PushPullRequest message;
+  message.mutable_header()->mutable_scalars()->Add(scalars.begin(),
+                                                   scalars.end());
+  return message;
+}
+
+TEST_F(PsStreamErrorTest, TrailerScalarsComeBackSummed) {
+  std::vector<float> params;
+  ps::PullHeader reply;
+  const grpc::Status status =
+      Run({WithData(WithTrailerScalars(Header(0), 2), 0, 4), Data(4, 10),
+           Trailer({1.5, -2.25})},
+          &params, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(params,
+            (std::vector<float>{-1, -2, -3, -4, -5, -6, -7, -8, -9, -10}));
+  ASSERT_EQ(reply.scalar_sums_size(), 2);  // one worker: its own values
+  EXPECT_EQ(reply.scalar_sums(0), 1.5);
+  EXPECT_EQ(reply.scalar_sums(1), -2.25);
+}
+
+TEST_F(PsStreamErrorTest, TrailerMissing) {
+  ExpectRefused(
+      Run({WithData(WithTrailerScalars(Header(0), 2), 0, 4), Data(4, 10)}),
+      "without the trailer of 2 step scalars its header announced");
+  ExpectUnchanged();
+}
+
+TEST_F(PsStreamErrorTest, TrailerOfAnotherLength) {
+  ExpectRefused(Run({WithData(WithTrailerScalars(Header(0), 2), 0, 4),
+                     Data(4, 10), Trailer({1.0})}),
+                "the trailer holds 1 step scalars, but the push's header "
+                "announced 2");
+  ExpectUnchanged();
+}
+
+// Refusals change nothing, so one correct push at the end proves it.
+TEST_F(PsStreamErrorTest, TrailerWithDataOrMore) {
+  ExpectRefused(Run({WithData(WithTrailerScalars(Header(0), 1), 0, 4),
+                     Data(4, 10), Data(0, 1)}),
+                "where the trailer of step scalars was expected");
+  ps::PushPullRequest trailer = Trailer({1.0});
+  trailer.mutable_header()->set_job_id("j");
+  ExpectRefused(Run({WithData(WithTrailerScalars(Header(0), 1), 0, 4),
+                     Data(4, 10), trailer}),
+                "the trailer may hold step scalars only");
+  ExpectRefused(Run({WithData(WithTrailerScalars(Header(0), 1), 0, 4),
+                     Data(4, 10), Trailer({1.0}), Trailer({1.0})}),
+                "more data arrived after the whole gradient");
+  ExpectUnchanged();
+}
+
+TEST_F(PsStreamErrorTest, TrailerAnnouncedWrongly) {
+  ps::PushPullRequest both = WithTrailerScalars(Header(0), 1);
+  both.mutable_header()->add_scalars(3.0);
+  ExpectRefused(Run({WithData(both, 0, 4), Data(4, 10), Trailer({1.0})}),
+                "must not carry scalars itself");
+  ExpectRefused(
+      Run({WithData(WithTrailerScalars(Header(0), -1), 0, 4), Data(4, 10)}),
+      "trailer_scalars is -1");
   ExpectUnchanged();
 }
 

@@ -43,6 +43,7 @@ namespace {
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::RankGroup;
 using ::gradsync::testing::SmallPipelineOptions;
+using ::gradsync::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr int kWorld = 4;
@@ -243,12 +244,28 @@ TEST_F(TrainerPsTest, IntegerGradients_PsAndRingGiveTheSameSgdStep) {
     ASSIGN_OR_RETURN(
         std::unique_ptr<PsSync> ps,
         PsSync::Create(std::move(client), &group.comm(r), grads,
-                       absl::MakeSpan(ps_params[r]), PsUpdate::kSync));
+                       absl::MakeSpan(ps_params[r]), PsUpdate::kSync,
+                       /*step_scalars=*/1));
     RETURN_IF_ERROR(ps->BeginStep(0, 0));
     for (size_t end = kN; end > 0; end -= std::min<size_t>(end, 100)) {
       ps->OnGradReady(end - std::min<size_t>(end, 100), end);
     }
-    return ps->FinishStep({}, absl::Now() + absl::Seconds(20)).status();
+    // The step's scalar rides to shard 0 and comes back summed.
+    double loss[1] = {static_cast<double>(r + 1)};
+    RETURN_IF_ERROR(
+        ps->FinishStep(absl::MakeSpan(loss), absl::Now() + absl::Seconds(20))
+            .status());
+    EXPECT_EQ(loss[0], 10.0) << "rank " << r;  // 1 + 2 + 3 + 4
+    // A step with another number of scalars is refused.
+    RETURN_IF_ERROR(ps->BeginStep(1, 0));
+    ps->OnGradReady(0, kN);
+    double two[2] = {1.0, 2.0};
+    absl::StatusOr<SyncStats> wrong =
+        ps->FinishStep(absl::MakeSpan(two), absl::Now() + absl::Seconds(20));
+    EXPECT_THAT(wrong, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("FinishStep got 2 scalars, but the "
+                                          "PS strategy was created for 1")));
+    return absl::OkStatus();
   });
   for (int r = 0; r < kWorld; ++r) ASSERT_THAT(status[r], IsOk()) << r;
   for (int r = 0; r < kWorld; ++r) {

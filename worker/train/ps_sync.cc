@@ -1,6 +1,8 @@
 #include "worker/train/ps_sync.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -12,7 +14,8 @@ namespace gradsync {
 
 absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(
     std::unique_ptr<PsClient> client, Communicator* comm,
-    absl::Span<const float> grads, absl::Span<float> params, PsUpdate update) {
+    absl::Span<const float> grads, absl::Span<float> params, PsUpdate update,
+    size_t step_scalars) {
   if (client == nullptr || comm == nullptr) {
     return absl::InvalidArgumentError(
         "ps sync needs a PS client and a communicator");
@@ -25,17 +28,18 @@ absl::StatusOr<std::unique_ptr<PsSync>> PsSync::Create(
                      " (gradients ", grads.size(), ")"));
   }
   return std::unique_ptr<PsSync>(
-      new PsSync(std::move(client), comm, grads, params, update));
+      new PsSync(std::move(client), comm, grads, params, update, step_scalars));
 }
 
 PsSync::PsSync(std::unique_ptr<PsClient> client, Communicator* comm,
                absl::Span<const float> grads, absl::Span<float> params,
-               PsUpdate update)
+               PsUpdate update, size_t step_scalars)
     : client_(std::move(client)),
       comm_(comm),
       grads_(grads),
       params_(params),
-      update_(update) {}
+      update_(update),
+      step_scalars_(step_scalars) {}
 
 PsSync::~PsSync() {
   absl::MutexLock lock(&mu_);
@@ -81,6 +85,7 @@ void PsSync::OnGradReady(size_t begin, size_t end) {
     // rest of backward.
     PsStepControl control;
     control.switch_epoch = switch_epoch_;
+    if (update_ == PsUpdate::kSync) control.late_scalars = step_scalars_;
     absl::StatusOr<std::unique_ptr<PsStep>> push =
         client_->StartStep(step_, grads_, params_, std::move(control));
     if (!push.ok()) {
@@ -109,6 +114,11 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
     error_ = absl::InternalError(absl::StrCat(
         "step ", step_, ": backward reported no gradient to push"));
   }
+  if (error_.ok() && scalars.size() != step_scalars_) {
+    error_ = absl::InvalidArgumentError(absl::StrCat(
+        "step ", step_, ": FinishStep got ", scalars.size(),
+        " scalars, but the PS strategy was created for ", step_scalars_));
+  }
   if (!error_.ok()) {
     if (push != nullptr) push->Cancel(error_);
     // The peers may wait for this rank's push: closing its connections
@@ -117,6 +127,9 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
     return Annotate(error_, absl::StrCat("step ", step_, ": push to the PS"));
   }
   // Only this thread resets push_, so `push` stays valid.
+  if (update_ == PsUpdate::kSync && step_scalars_ > 0) {
+    push->SetScalars(std::vector<double>(scalars.begin(), scalars.end()));
+  }
   absl::StatusOr<PsStepResult> result = push->Finish(deadline);
   if (!result.ok()) {
     comm_->Abort(result.status());
@@ -143,13 +156,17 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
   stats.switch_epoch = result->switch_epoch;
   stats.switch_step = result->switch_step;
   if (update_ == PsUpdate::kSync && !scalars.empty()) {
-    // Every rank's push of this step is in: the sum is one short message.
-    absl::Status s = SumOverRanks(comm_, scalars, deadline);
-    if (!s.ok()) {
-      return Annotate(
-          s, absl::StrCat("step ", step_, ": allreduce of the step's loss"));
+    // Shard 0 summed every rank's scalars in rank order.
+    if (result->scalar_sums.size() != scalars.size()) {
+      const absl::Status s = absl::DataLossError(
+          absl::StrCat("step ", step_, ": shard 0 answered with ",
+                       result->scalar_sums.size(),
+                       " step scalar sums instead of ", scalars.size()));
+      comm_->Abort(s);
+      return s;
     }
-    ++stats.operations;
+    std::copy(result->scalar_sums.begin(), result->scalar_sums.end(),
+              scalars.begin());
   }
   stats.exposed = absl::Now() - start;
   return stats;

@@ -17,9 +17,10 @@
 //
 // Step control: the switch epoch this rank heard of rides in its push
 // headers; the decision comes back in shard 0's reply (proto/ps.proto,
-// "Step control"). In sync mode the step's scalars (the loss numerator)
-// are then summed over the ranks by one small all-reduce on the job's
-// communicator; evaluation's sums use it too.
+// "Step control"). In sync mode the step's scalars (the loss numerator,
+// known once backward is over) follow shard 0's gradient in a trailer and
+// come back summed in rank order in its reply, so a step needs no other
+// message between the ranks; evaluation's sums use the job's communicator.
 //
 // Bytes: a push+pull of S bytes sends S and receives S bytes per rank.
 //
@@ -49,11 +50,14 @@ namespace gradsync {
 class PsSync final : public GradientSync {
  public:
   // `grads` and `params` are the rank's flat buffers (same length as the
-  // client's vector); `comm` sums the scalars (sync mode, evaluation).
-  // INVALID_ARGUMENT for null pointers or mismatched lengths.
+  // client's vector); `comm` sums evaluation's scalars. Every FinishStep
+  // passes `step_scalars` scalars (sync mode: the shards sum them; a step
+  // with another count fails with INVALID_ARGUMENT). INVALID_ARGUMENT for
+  // null pointers or mismatched lengths.
   static absl::StatusOr<std::unique_ptr<PsSync>> Create(
       std::unique_ptr<PsClient> client, Communicator* comm,
-      absl::Span<const float> grads, absl::Span<float> params, PsUpdate update);
+      absl::Span<const float> grads, absl::Span<float> params, PsUpdate update,
+      size_t step_scalars = 0);
 
   ~PsSync() override;
 
@@ -73,13 +77,14 @@ class PsSync final : public GradientSync {
  private:
   PsSync(std::unique_ptr<PsClient> client, Communicator* comm,
          absl::Span<const float> grads, absl::Span<float> params,
-         PsUpdate update);
+         PsUpdate update, size_t step_scalars);
 
   const std::unique_ptr<PsClient> client_;
   Communicator* const comm_;
   const absl::Span<const float> grads_;
   const absl::Span<float> params_;
   const PsUpdate update_;
+  const size_t step_scalars_;
 
   int64_t step_ = -1;
   int64_t switch_epoch_ = 0;

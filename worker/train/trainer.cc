@@ -16,8 +16,6 @@
 namespace gradsync {
 namespace {
 
-// Indices of the step loop's scalar reduction.
-enum StepScalar { kLossSum = 0, kNumStepScalars };
 // Indices of the evaluation's reduction.
 enum EvalScalar { kEvalLossSum = 0, kEvalCorrect, kEvalCount, kNumEvalScalars };
 

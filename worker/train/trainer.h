@@ -166,6 +166,9 @@ class Trainer {
   SyncPath path() const { return path_; }
 
  private:
+  // Indices of the scalars each step sums across ranks (FinishStep).
+  enum StepScalar { kLossSum = 0, kNumStepScalars };
+
   // A runtime switch the ranks agreed on, not yet acted on.
   struct Decision {
     int64_t epoch = 0;

@@ -218,7 +218,7 @@ absl::Status Trainer::EnterPs(int64_t step) {
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
   ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps,
                    PsSync::Create(std::move(client), comm_, model_->grads(),
-                                  params, config_.ps.update));
+                                  params, config_.ps.update, kNumStepScalars));
   {
     absl::MutexLock lock(&abort_mu_);
     ps_ = std::move(ps);
