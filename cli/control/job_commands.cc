@@ -288,7 +288,8 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   flags.push_back(FlagSpec{
       "link-gbps", "B",
       "table: a rank's link bandwidth in GB/s; adds the ideal busbw "
-      "(DESIGN.md) and each row's share of it",
+      "(B on one node; min(I(N-1)Q/(N(Q-1)), B(N-1)/(N-Q)) on Q nodes of P "
+      "ranks) and each row's share of it",
       [&link_gbps](absl::string_view value) -> absl::Status {
         ASSIGN_OR_RETURN(link_gbps, ParseDoubleValue("--link-gbps", value, 0));
         return absl::OkStatus();
