@@ -48,7 +48,7 @@ constexpr char kUsage[] =
     "                       [--address IP] [--host NAME]\n"
     "                       [--collective-timeout-s N] "
     "[--rendezvous-timeout-s N]\n"
-    "                       [--tcp-congestion NAME]\n"
+    "                       [--tcp-congestion NAME] [--spin-polls auto|N]\n"
     "\n"
     "Runs a gradsync worker daemon until SIGINT or SIGTERM.\n"
     "\n"
@@ -70,7 +70,11 @@ constexpr char kUsage[] =
     "                           auto (reno between ranks of one host, the\n"
     "                           system's elsewhere), default (the system's),\n"
     "                           or an algorithm the kernel allows (default\n"
-    "                           auto)\n";
+    "                           auto)\n"
+    "  --spin-polls auto|N      polls before a small collective's receive\n"
+    "                           blocks: auto (10000, or none when the job has\n"
+    "                           more ranks on this host than it has cores),\n"
+    "                           or N for every job (default auto)\n";
 
 constexpr char kDefaultCoordinator[] = "127.0.0.1:29400";
 
@@ -82,13 +86,15 @@ struct Flags {
   int64_t collective_timeout_s = 60;
   int64_t rendezvous_timeout_s = 120;
   std::string tcp_congestion = "auto";
+  int spin_polls = -1;  // -1: auto
   bool help = false;
 };
 
 bool TakesValue(const std::string& arg) {
   return arg == "--coordinator" || arg == "--devices" || arg == "--address" ||
          arg == "--host" || arg == "--collective-timeout-s" ||
-         arg == "--rendezvous-timeout-s" || arg == "--tcp-congestion";
+         arg == "--rendezvous-timeout-s" || arg == "--tcp-congestion" ||
+         arg == "--spin-polls";
 }
 
 // Parses argv into `flags`; false (after saying why) on a bad command line.
@@ -121,6 +127,17 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       flags->host = value;
     } else if (arg == "--tcp-congestion") {
       flags->tcp_congestion = value;
+    } else if (arg == "--spin-polls") {
+      int polls = 0;
+      if (value == "auto") {
+        flags->spin_polls = -1;
+      } else if (absl::SimpleAtoi(value, &polls) && polls >= 0) {
+        flags->spin_polls = polls;
+      } else {
+        std::cerr << "gradsync-worker: --spin-polls '" << value
+                  << "' is neither auto nor a count >= 0\n";
+        return false;
+      }
     } else if (arg == "--collective-timeout-s" ||
                arg == "--rendezvous-timeout-s") {
       int64_t s = 0;
@@ -242,6 +259,7 @@ int main(int argc, char** argv) {
   runner.collective_timeout = absl::Seconds(flags.collective_timeout_s);
   runner.rendezvous_timeout = absl::Seconds(flags.rendezvous_timeout_s);
   runner.tcp_congestion_control = flags.tcp_congestion;
+  if (flags.spin_polls >= 0) runner.spin_polls = flags.spin_polls;
   runner.blas = &blas;
   runner.log = log;
 

@@ -479,4 +479,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
   return std::unique_ptr<Communicator>(new TcpCommunicator(std::move(core)));
 }
 
+int SpinPollsForHost(int spin_polls, int ranks_on_host, int cores) {
+  if (ranks_on_host <= 0 || cores <= 0) return spin_polls;
+  return ranks_on_host > cores ? 0 : spin_polls;
+}
+
 }  // namespace gradsync

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -338,6 +339,11 @@ void CoordinatorService::ScheduleLocked() {
       }
     }
     std::vector<std::string> placement;
+    absl::flat_hash_map<std::string, int> ranks_on_host;
+    for (const std::string& worker_id : job->WorkerIds()) {
+      ranks_on_host[workers_.Find(worker_id)->host] +=
+          static_cast<int>(job->RanksOn(worker_id).size());
+    }
     for (const std::string& worker_id : job->WorkerIds()) {
       Assignment assignment;
       assignment.set_job_id(id);
@@ -353,6 +359,7 @@ void CoordinatorService::ScheduleLocked() {
         assignment.add_ps_addresses(shard.address);
       }
       WorkerRecord* worker = workers_.Find(worker_id);
+      assignment.set_ranks_on_host(ranks_on_host[worker->host]);
       placement.push_back(absl::StrCat(RankList(ranks), " on ", worker_id,
                                        " (host ", worker->host, ")"));
       worker->mailbox.assignments.push_back(std::move(assignment));

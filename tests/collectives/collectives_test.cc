@@ -249,6 +249,16 @@ TEST(TcpOptionsTest, SocketBufferSizeClasses) {
   EXPECT_EQ(ReceiveBufferBytes(o), 0);
 }
 
+TEST(TcpOptionsTest, NoSpinOnAnOversubscribedHost) {
+  EXPECT_EQ(SpinPollsForHost(10000, 2, 2), 10000);
+  EXPECT_EQ(SpinPollsForHost(10000, 1, 16), 10000);
+  EXPECT_EQ(SpinPollsForHost(10000, 3, 2), 0);
+  EXPECT_EQ(SpinPollsForHost(10000, 4, 2), 0);
+  EXPECT_EQ(SpinPollsForHost(10000, 0, 2), 10000);  // unknown: as asked
+  EXPECT_EQ(SpinPollsForHost(10000, 4, 0), 10000);
+  EXPECT_EQ(SpinPollsForHost(0, 1, 2), 0);
+}
+
 TEST(CollectivesTest, LargeOddCountWithDefaultSegments) {
   RankGroup group(4, TcpOptions());
   // Several 1 MiB segments per chunk.

@@ -51,9 +51,23 @@ TEST_F(JobsTest, SubmitJob_EnoughDevices_PlacesRanksAndQueuesAssignments) {
   ASSERT_THAT(a1.devices(), SizeIs(2));
   EXPECT_EQ(a1.devices(1).index(), 1);
   EXPECT_EQ(a1.spec().device(), "cpu");
-  EXPECT_THAT(Ranks(Poll(w2).assignments(0)), ElementsAre(2));
+  EXPECT_EQ(a1.ranks_on_host(), 2);
+  const HeartbeatResponse news2 = Poll(w2);
+  EXPECT_THAT(Ranks(news2.assignments(0)), ElementsAre(2));
+  EXPECT_EQ(news2.assignments(0).ranks_on_host(), 1);
   // Delivered once.
   EXPECT_THAT(Poll(w1).assignments(), IsEmpty());
+}
+
+// Workers of one host share its cores: each learns the host's rank count.
+TEST_F(JobsTest, SubmitJob_RanksOnHostCountsEveryWorkerThere) {
+  const std::string w1 = Register("host-a", 1);
+  const std::string w2 = Register("host-a", 1);
+  const std::string w3 = Register("host-b", 1);
+  ASSERT_THAT(Submit(ValidSpec(3)), IsOk());
+  EXPECT_EQ(Poll(w1).assignments(0).ranks_on_host(), 2);
+  EXPECT_EQ(Poll(w2).assignments(0).ranks_on_host(), 2);
+  EXPECT_EQ(Poll(w3).assignments(0).ranks_on_host(), 1);
 }
 
 TEST_F(JobsTest, SubmitJob_MoreWorkersThanDevices_ReturnsResourceExhausted) {

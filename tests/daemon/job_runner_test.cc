@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -195,6 +197,40 @@ TEST_F(JobRunnerTest, RefusedCongestionControl_FailsRanksNamingIt) {
     EXPECT_THAT(r.message(), HasSubstr("'no-such-cc'"));
   }
   EXPECT_EQ(CountReports("job-cc", RANK_STATE_SUCCEEDED), 0u);
+}
+
+// More of the job's ranks on the host than cores: its collectives wait
+// without spinning (SpinPollsForHost), and the log says so; --spin-polls
+// (JobRunnerConfig::spin_polls) overrides the rule.
+TEST_F(JobRunnerTest, OversubscribedHost_CollectivesDoNotSpin) {
+  for (const bool forced : {false, true}) {
+    absl::Mutex mu;
+    std::vector<std::string> lines;
+    JobRunnerConfig config = Config("w-1");
+    config.log = [&](absl::string_view line) {
+      absl::MutexLock lock(&mu);
+      lines.emplace_back(line);
+    };
+    if (forced) config.spin_polls = 10000;
+    const std::string job = forced ? "job-forced" : "job-crowded";
+    Assignment a = MakeAssignment(job, MlpSpec(3), 2, {0, 1});
+    a.set_ranks_on_host(1 << 20);  // more than any host's cores
+    absl::StatusOr<std::unique_ptr<JobRunner>> runner =
+        JobRunner::Start(a, config, server_.NewStub());
+    ASSERT_THAT(runner, IsOk());
+    ASSERT_TRUE(fake().WaitFor([&] { return (*runner)->Done(); }));
+    (*runner)->Join();
+    EXPECT_EQ(CountReports(job, RANK_STATE_SUCCEEDED), 2u);
+    absl::MutexLock lock(&mu);
+    size_t quiet = 0;
+    for (const std::string& line : lines) {
+      if (absl::StrContains(line, "1048576 ranks of the job on this host") &&
+          absl::StrContains(line, "collectives wait without spinning")) {
+        ++quiet;
+      }
+    }
+    EXPECT_EQ(quiet, forced ? 0u : 2u) << (forced ? "forced" : "auto");
+  }
 }
 
 TEST_F(JobRunnerTest, Cancel_MidTraining_EndsRanksPromptly) {

@@ -1,5 +1,7 @@
 #include "worker/daemon/job_runner.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -19,6 +21,14 @@
 
 namespace gradsync {
 namespace {
+
+// Cores this process may run on (its affinity mask); 0 if unknown.
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
 
 // ReportRank attempts while the coordinator is unreachable.
 constexpr int kReportAttempts = 3;
@@ -302,6 +312,18 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   options.timeout = config_.collective_timeout;
   options.congestion_control = config_.tcp_congestion_control;
   options.cancelled = &cancelled_;
+  const int cores = UsableCores();
+  if (config_.spin_polls.has_value()) {
+    options.spin_polls = *config_.spin_polls;
+  } else {
+    options.spin_polls = SpinPollsForHost(options.spin_polls,
+                                          assignment_.ranks_on_host(), cores);
+  }
+  if (options.spin_polls == 0 && !config_.spin_polls.has_value()) {
+    Log(absl::StrCat("rank ", rank, ": ", assignment_.ranks_on_host(),
+                     " ranks of the job on this host, ", cores,
+                     " cores: collectives wait without spinning"));
+  }
   return CreateTcpCommunicator(store_.get(), rank, assignment_.world_size(),
                                options);
 }

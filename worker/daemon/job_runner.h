@@ -47,6 +47,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +94,10 @@ struct JobRunnerConfig {
   absl::Duration collective_timeout = absl::Seconds(60);
   // TcpOptions::congestion_control of the jobs' TCP communicators.
   std::string tcp_congestion_control = "auto";
+  // TcpOptions::spin_polls for every job; unset: TcpOptions' default, or
+  // none on a host with more of the job's ranks than cores
+  // (SpinPollsForHost).
+  std::optional<int> spin_polls;
   // Unary RPCs to the coordinator (ReportRank, ReportMetrics).
   absl::Duration rpc_timeout = absl::Seconds(10);
   BlasThreadPolicy* blas = nullptr;  // required; owned by the daemon
