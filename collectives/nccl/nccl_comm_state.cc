@@ -1,6 +1,7 @@
 #include "collectives/nccl/nccl_comm_state.h"
 
 #include <algorithm>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -100,6 +101,23 @@ class NcclWork : public Work {
   absl::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
+// A new timing event recorded on `stream` (destroyed again if recording
+// fails); `context` names the collective in errors.
+absl::StatusOr<cudaEvent_t> RecordEvent(cudaStream_t stream,
+                                        const std::string& context) {
+  cudaEvent_t event = nullptr;
+  RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event),
+                             absl::StrCat(context, ": cudaEventCreate")));
+  const absl::Status recorded =
+      CudaStatus(cudaEventRecord(event, stream),
+                 absl::StrCat(context, ": cudaEventRecord"));
+  if (!recorded.ok()) {
+    (void)cudaEventDestroy(event);
+    return recorded;
+  }
+  return event;
+}
+
 }  // namespace
 
 absl::Duration PollPause(int polls, absl::Duration remaining) {
@@ -161,22 +179,15 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
     return MakeDoneWork(status);
   }
 
-  // Timing events (the default flags): Elapsed reads the device's time
+  // Timing events around the collective: Elapsed reads the device's time
   // between them, as nccl-tests does.
-  cudaEvent_t started = nullptr;
-  absl::Status status =
-      CudaStatus(cudaEventCreate(&started),
-                 absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
-  if (status.ok()) {
-    status =
-        CudaStatus(cudaEventRecord(started, stream_),
-                   absl::StrCat(what, " on rank ", rank_, ": cudaEventRecord"));
-    if (!status.ok()) (void)cudaEventDestroy(started);
+  const std::string context = absl::StrCat(what, " on rank ", rank_);
+  absl::StatusOr<cudaEvent_t> recorded = RecordEvent(stream_, context);
+  if (!recorded.ok()) {
+    FailLocked(recorded.status());
+    return MakeDoneWork(recorded.status());
   }
-  if (!status.ok()) {
-    FailLocked(status);
-    return MakeDoneWork(status);
-  }
+  const cudaEvent_t started = *recorded;
   // Destroys `started` on the paths that return no NcclWork.
   auto fail = [this, started](absl::Status status)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -206,22 +217,13 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
         NcclStatus(result, absl::StrCat(what, " on rank ", rank_), comm_));
   }
 
-  cudaEvent_t event = nullptr;
-  status =
-      CudaStatus(cudaEventCreate(&event),
-                 absl::StrCat(what, " on rank ", rank_, ": cudaEventCreate"));
-  if (status.ok()) {
-    status =
-        CudaStatus(cudaEventRecord(event, stream_),
-                   absl::StrCat(what, " on rank ", rank_, ": cudaEventRecord"));
-    if (!status.ok()) (void)cudaEventDestroy(event);
-  }
-  if (!status.ok()) {
+  recorded = RecordEvent(stream_, context);
+  if (!recorded.ok()) {
     // The collective is enqueued but cannot be tracked: fail loudly rather
     // than let the caller read a buffer that is still being written.
-    return fail(std::move(status));
+    return fail(recorded.status());
   }
-  return std::make_unique<NcclWork>(shared_from_this(), started, event,
+  return std::make_unique<NcclWork>(shared_from_this(), started, *recorded,
                                     std::move(what), start);
 }
 

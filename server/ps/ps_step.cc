@@ -156,6 +156,15 @@ void PsStep::CancelStreams(size_t except) {
   }
 }
 
+absl::Status PsStep::StoppedLocked() const {
+  if (!cancelled_.ok()) return cancelled_;
+  if (failed_shard_ >= 0) {
+    return absl::CancelledError(
+        absl::StrCat("ps shard ", failed_shard_, " failed first"));
+  }
+  return absl::OkStatus();
+}
+
 void PsStep::SetScalars(std::vector<double> scalars) {
   absl::Status status;
   {
@@ -187,11 +196,7 @@ absl::StatusOr<std::vector<double>> PsStep::WaitScalars() {
         ": the step's scalars were never given (SetScalars) before the "
         "client's timeout"));
   }
-  if (!cancelled_.ok()) return cancelled_;
-  if (failed_shard_ >= 0) {
-    return absl::CancelledError(
-        absl::StrCat("ps shard ", failed_shard_, " failed first"));
-  }
+  RETURN_IF_ERROR(StoppedLocked());
   return *late_scalars_;
 }
 
@@ -217,11 +222,7 @@ absl::StatusOr<size_t> PsStep::WaitReady(size_t k, size_t sent_begin) {
         " were never marked ready before the client's timeout; did "
         "backward report every bucket?"));
   }
-  if (!cancelled_.ok()) return cancelled_;
-  if (failed_shard_ >= 0) {
-    return absl::CancelledError(
-        absl::StrCat("ps shard ", failed_shard_, " failed first"));
-  }
+  RETURN_IF_ERROR(StoppedLocked());
   return run_begin();
 }
 

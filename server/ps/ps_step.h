@@ -151,6 +151,9 @@ class PsStep {
   // the lowest index of the ready run just below it, clipped to the shard),
   // the step is cancelled, or the call's deadline passes.
   absl::StatusOr<size_t> WaitReady(size_t k, size_t sent_begin);
+  // Why a waiting stream must stop: the Cancel reason, or CANCELLED when
+  // another shard failed first; OK to go on.
+  absl::Status StoppedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until SetScalars gave the late scalars, the step is cancelled,
   // or the call's deadline passes.
   absl::StatusOr<std::vector<double>> WaitScalars();
