@@ -27,10 +27,6 @@ class DoneWork : public Work {
 
 }  // namespace
 
-absl::StatusOr<absl::Duration> Work::Elapsed() {
-  return absl::UnimplementedError("this backend does not time its collectives");
-}
-
 std::unique_ptr<Work> MakeDoneWork(absl::Status status) {
   return std::make_unique<DoneWork>(std::move(status));
 }

@@ -56,9 +56,8 @@ class Work {
   // queue behind earlier collectives of the communicator does not, so the
   // durations of collectives issued back to back add up to the time the
   // communicator was busy (what per-step algbw/busbw divide by).
-  // FAILED_PRECONDITION until Wait or Done has seen it succeed;
-  // UNIMPLEMENTED for a backend that does not time its collectives.
-  [[nodiscard]] virtual absl::StatusOr<absl::Duration> Elapsed();
+  // FAILED_PRECONDITION until Wait or Done has seen it succeed.
+  [[nodiscard]] virtual absl::StatusOr<absl::Duration> Elapsed() = 0;
 };
 
 // A Work that is already finished with `status`.

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
 #include "common/sync_bandwidth.h"
 
 namespace gradsync {
@@ -61,8 +62,8 @@ double BusBandwidthFactor(Collective collective, int ranks) {
 }
 
 double AlgorithmBandwidth(size_t bytes, double seconds) {
-  if (seconds <= 0) return 0.0;
-  return static_cast<double>(bytes) / 1.0e9 / seconds;
+  return gradsync::AlgorithmBandwidth(static_cast<int64_t>(bytes),
+                                      absl::Seconds(seconds));
 }
 
 CollectiveCounts CountsForSize(Collective collective, size_t bytes,

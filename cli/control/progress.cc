@@ -145,19 +145,19 @@ ProgressSnapshot ProgressTracker::Snapshot() const {
   s.steps_done = window_.back().step() + 1;
   s.loss = window_.back().loss();
   s.mode = window_.back().mode();
-  double samples = 0, step_s = 0, comm_s = 0, bus_gb = 0, busy_s = 0;
+  double samples = 0;
+  StepBreakdown sums;
   for (const StepMetrics& m : window_) {
     samples += static_cast<double>(m.samples());
-    step_s += m.step_s();
-    comm_s += m.comm_s();
-    bus_gb += m.busbw_gbps() * m.sync_busy_s();
-    busy_s += m.sync_busy_s();
+    Accumulate(m, &sums);
   }
-  s.busbw_gbps = busy_s > 0 ? bus_gb / busy_s : 0;
   const int world = status_.ranks_size() > 0 ? status_.ranks_size()
                                              : status_.spec().num_workers();
-  s.samples_per_s = step_s > 0 ? samples * std::max(1, world) / step_s : 0;
-  s.comm_share = Share(comm_s, step_s);
+  s.samples_per_s =
+      sums.step_s > 0 ? samples * std::max(1, world) / sums.step_s : 0;
+  s.comm_share = Share(sums.comm_s, sums.step_s);
+  Average(&sums);
+  s.busbw_gbps = sums.busbw_gbps;
   return s;
 }
 

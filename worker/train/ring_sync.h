@@ -109,7 +109,7 @@ class RingSync final : public GradientSync {
   // Waits for every launched collective (even after an error: their
   // buffers must not be reused while they run); returns the first error.
   // `busy`, if given, gets the sum of their durations (Work::Elapsed; zero
-  // if the backend does not time them).
+  // if one could not be read, e.g. a failed CUDA event query).
   absl::Status WaitAll(absl::Time deadline, absl::Duration* busy = nullptr);
 
   struct InFlight {

@@ -59,7 +59,7 @@ struct SyncStats {
   int64_t operations = 0;
   // For the step's algbw and busbw (common/sync_bandwidth.h): S, the
   // gradient bytes this rank synchronised; how long the synchronisation
-  // was busy (zero when the backend does not time it): the sum of the
+  // was busy (zero when it could not be read): the sum of the
   // bucket collectives' own durations (ring, Work::Elapsed), or how long
   // at least one shard stream had bytes to move or awaited its reply (PS,
   // not counting waits for backward's next bucket); and busbw / algbw.
