@@ -300,14 +300,16 @@ absl::Status Socket::RecvAll(void* data, size_t len, absl::Time deadline,
       return absl::AbortedError("communicator aborted");
     }
     if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) {
-      if (spins > 0) {
-        --spins;
-        sched_yield();
-        continue;
-      }
+      // Checked while spinning too: on a crowded host each sched_yield can
+      // hand the core away for a whole time slice, so the polls alone may
+      // outlast the deadline.
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(
             "timed out waiting for data from the peer");
+      }
+      if (spins > 0) {
+        --spins;
+        sched_yield();
       }
       continue;
     }

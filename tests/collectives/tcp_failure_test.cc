@@ -66,15 +66,13 @@ TEST(TcpRendezvousTest, Cancelled_ReturnsPromptlyWithCancelled) {
   o.connect_timeout = absl::Seconds(30);
   o.cancelled = &cancelled;
   absl::Status s0, s2;
-  std::thread t0(
-      [&] { s0 = CreateTcpCommunicator(&store, 0, 3, o).status(); });
-  std::thread t2(
-      [&] { s2 = CreateTcpCommunicator(&store, 2, 3, o).status(); });
+  std::thread t0([&] { s0 = CreateTcpCommunicator(&store, 0, 3, o).status(); });
+  std::thread t2([&] { s2 = CreateTcpCommunicator(&store, 2, 3, o).status(); });
   // Both wait for rank 1, which never comes: one accepting, one reading
   // rank 1's address from the store.
-  ASSERT_TRUE(store.Wait({"tcp/addr/0", "tcp/addr/2"},
-                         absl::Now() + absl::Seconds(10))
-                  .ok());
+  ASSERT_TRUE(
+      store.Wait({"tcp/addr/0", "tcp/addr/2"}, absl::Now() + absl::Seconds(10))
+          .ok());
   const absl::Time start = absl::Now();
   cancelled = true;
   t0.join();
@@ -189,6 +187,29 @@ TEST(TcpCollectiveTest, MismatchedOps_FailWithinDeadline) {
     }
   }
   EXPECT_GE(named, 1);
+}
+
+TEST(SocketTest, RecvAll_SpinningPastTheDeadline_StopsAtIt) {
+  absl::StatusOr<Socket> listener = Socket::Listen("127.0.0.1", 0);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  absl::StatusOr<int> port = listener->LocalPort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  const absl::Time connect_by = absl::Now() + absl::Seconds(5);
+  absl::StatusOr<Socket> client =
+      Socket::Connect("127.0.0.1", *port, connect_by);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Socket> server = listener->Accept(connect_by);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE(server->Configure(0, 0, absl::Milliseconds(50)).ok());
+  // Nothing is ever sent. Spinning for a billion polls (minutes, or hours
+  // when the polls' sched_yield hands the core away) must still end at the
+  // deadline.
+  char byte = 0;
+  const absl::Time start = absl::Now();
+  const absl::Status s = server->RecvAll(
+      &byte, 1, start + absl::Milliseconds(100), nullptr, 1000000000);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s)) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 TEST(TcpCollectiveTest, PeerNeverCalls_DeadlineNamesRankAndSequence) {
