@@ -109,6 +109,8 @@ class CoordinatorService {
   // are offered to pending jobs at once.
   // INVALID_ARGUMENT: empty host or address, no devices, a device kind that
   // is not "cpu"/"cuda", a negative or repeated device (nothing added).
+  // FAILED_PRECONDITION: the worker's wire_version is not this build's
+  // (common/wire_version.h; nothing added).
   // Withdraws a worker that is shutting down: like a lost lease, but at
   // once; its running jobs fail naming it and the reason.
   // NOT_FOUND: the worker is unknown or already lost.
@@ -249,7 +251,8 @@ class CoordinatorService {
   // (lease_ms and heartbeat_ms as for workers). A live server registered
   // before at the same address is declared lost (it was replaced).
   // INVALID_ARGUMENT: empty host, or an address that is not host:port
-  // (nothing added).
+  // (nothing added). FAILED_PRECONDITION: another wire_version, as for
+  // workers.
   [[nodiscard]] absl::StatusOr<RegisterParameterServerResponse>
   RegisterParameterServer(const RegisterParameterServerRequest& request);
 

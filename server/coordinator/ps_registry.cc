@@ -6,6 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "common/wire_version.h"
 #include "server/coordinator/worker_registry.h"
 
 namespace gradsync {
@@ -33,6 +35,10 @@ bool IsHostPort(absl::string_view address) {
 
 absl::StatusOr<const PsRecord*> PsRegistry::Register(
     const RegisterParameterServerRequest& request, absl::Time now) {
+  RETURN_IF_ERROR(
+      CheckWireVersion(request.wire_version(),
+                       absl::StrCat("parameter server (host '", request.host(),
+                                    "', pid ", request.pid(), ")")));
   if (request.host().empty()) {
     return InvalidRegistration(request,
                                "host is empty; pass the machine's host name");

@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "common/wire_version.h"
 
 namespace gradsync {
 namespace {
@@ -49,6 +51,9 @@ std::vector<std::string> WorkerRecord::JobIds() const {
 
 absl::StatusOr<const WorkerRecord*> WorkerRegistry::Register(
     const RegisterWorkerRequest& request, absl::Time now) {
+  RETURN_IF_ERROR(CheckWireVersion(
+      request.wire_version(), absl::StrCat("worker (host '", request.host(),
+                                           "', pid ", request.pid(), ")")));
   if (request.host().empty()) {
     return InvalidRegistration(request,
                                "host is empty; pass the machine's host name");

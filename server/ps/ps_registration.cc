@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/wire_version.h"
 #include "server/ps/ps_proto.h"
 #include "server/store/grpc_status.h"
 
@@ -97,6 +98,7 @@ absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
   request.set_host(config_.host);
   request.set_address(config_.address);
   request.set_pid(config_.pid);
+  request.set_wire_version(kWireVersion);
   RegisterParameterServerResponse response;
   const absl::Status status =
       FromGrpcStatus(Call(timeout, [&](grpc::ClientContext* context) {
@@ -143,8 +145,10 @@ absl::Status PsRegistration::Register() {
           absl::StrCat(
               "coordinator ", config_.coordinator,
               " refused to register this parameter server: ", last.message(),
-              "; does that coordinator support parameter servers "
-              "(same gradsync version)?"));
+              last.code() == absl::StatusCode::kUnimplemented
+                  ? "; that coordinator does not know parameter servers: run "
+                    "it from the same gradsync build"
+                  : ""));
     }
     if (!outage_) {
       outage_ = true;

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -44,6 +45,7 @@ TEST(CoordinatorBinaryTest, Run_AnnouncesAddressServesAndExitsOnSigterm) {
   request.set_host("host-a");
   request.set_address("127.0.0.1");
   request.add_devices()->set_kind("cpu");
+  request.set_wire_version(kWireVersion);
   RegisterWorkerResponse response;
   ASSERT_TRUE(stub->RegisterWorker(&context, request, &response).ok());
   EXPECT_EQ(response.lease_ms(), 3000);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
@@ -32,6 +33,7 @@ TEST_F(PsTest, RegisterParameterServer_ReturnsIdAndTheWorkersLease) {
   RegisterParameterServerRequest request;
   request.set_host("ps-host");
   request.set_address("10.0.0.9:29600");
+  request.set_wire_version(kWireVersion);
   absl::StatusOr<RegisterParameterServerResponse> response =
       service_->RegisterParameterServer(request);
   ASSERT_THAT(response, IsOk());
@@ -48,6 +50,7 @@ TEST_F(PsTest, RegisterParameterServer_ReturnsIdAndTheWorkersLease) {
 TEST_F(PsTest, RegisterParameterServer_BadAddress_InvalidArgumentAddsNothing) {
   RegisterParameterServerRequest request;
   request.set_host("ps-host");
+  request.set_wire_version(kWireVersion);
   for (const char* address : {"", "10.0.0.9", "10.0.0.9:0", ":80", "h:x"}) {
     request.set_address(address);
     EXPECT_THAT(service_->RegisterParameterServer(request),

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -51,6 +53,7 @@ class CoordinatorRpcTest : public ::testing::Test {
     RegisterWorkerRequest request;
     request.set_host(host);
     request.set_address("127.0.0.1");
+    request.set_wire_version(kWireVersion);
     for (int i = 0; i < devices; ++i) {
       request.add_devices()->set_kind("cpu");
       request.mutable_devices(i)->set_index(i);
@@ -88,6 +91,7 @@ TEST_F(CoordinatorRpcTest, ParameterServer_SwitchJob_OverTheWire) {
   RegisterParameterServerRequest ps;
   ps.set_host("ps-host");
   ps.set_address("127.0.0.1:29600");
+  ps.set_wire_version(kWireVersion);
   RegisterParameterServerResponse registered;
   ASSERT_TRUE(
       stub_->RegisterParameterServer(Context().get(), ps, &registered).ok());
@@ -234,6 +238,34 @@ TEST_F(CoordinatorRpcTest, Errors_CrossTheWireWithTheirCodes) {
   JobEvent event;
   EXPECT_FALSE(reader->Read(&event));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+
+  // A daemon of another build is refused, with both versions named.
+  RegisterWorkerRequest old_worker;
+  old_worker.set_host("host-c");
+  old_worker.set_address("127.0.0.1");
+  old_worker.add_devices()->set_kind("cpu");
+  RegisterWorkerResponse registered;
+  status = stub_->RegisterWorker(Context().get(), old_worker, &registered);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrCat("wire version 0 (a build from before "
+                                     "versioned registration) but this "
+                                     "coordinator speaks version ",
+                                     kWireVersion)));
+  RegisterParameterServerRequest newer_ps;
+  newer_ps.set_host("host-c");
+  newer_ps.set_address("127.0.0.1:29600");
+  newer_ps.set_wire_version(kWireVersion + 1);
+  RegisterParameterServerResponse ps_registered;
+  EXPECT_EQ(
+      stub_->RegisterParameterServer(Context().get(), newer_ps, &ps_registered)
+          .error_code(),
+      grpc::StatusCode::FAILED_PRECONDITION);
+  ListWorkersResponse list;
+  ASSERT_TRUE(
+      stub_->ListWorkers(Context().get(), ListWorkersRequest(), &list).ok());
+  EXPECT_EQ(list.workers_size(), 2);
+  EXPECT_EQ(list.parameter_servers_size(), 0);
   (void)w1;
 }
 

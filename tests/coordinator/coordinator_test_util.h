@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.pb.h"
@@ -95,6 +96,7 @@ class CoordinatorTest : public ::testing::Test {
     request.set_host(host);
     request.set_address("10.0.0.1");
     request.set_pid(1234);
+    request.set_wire_version(kWireVersion);
     for (int i = 0; i < devices; ++i) {
       Device* device = request.add_devices();
       device->set_kind(kind);
@@ -204,6 +206,7 @@ class CoordinatorTest : public ::testing::Test {
     request.set_host(host);
     request.set_address(address);
     request.set_pid(4321);
+    request.set_wire_version(kWireVersion);
     absl::StatusOr<RegisterParameterServerResponse> response =
         service_->RegisterParameterServer(request);
     EXPECT_THAT(response, IsOk());

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/mode_history.h"
@@ -16,6 +17,7 @@ namespace {
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::StatusIs;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
@@ -26,6 +28,7 @@ RegisterParameterServerRequest Request(const std::string& address) {
   request.set_host("node");
   request.set_address(address);
   request.set_pid(7);
+  request.set_wire_version(kWireVersion);
   return request;
 }
 
@@ -51,6 +54,20 @@ TEST(PsRegistryTest, Register_BadInput_InvalidArgumentAddsNothing) {
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(registry.All(), IsEmpty());
   ASSERT_THAT(registry.Register(Request("[::1]:5"), kT0), IsOk());
+  EXPECT_EQ(registry.All()[0]->id, "ps-1");
+}
+
+TEST(PsRegistryTest, Register_OtherWireVersion_FailedPreconditionAddsNothing) {
+  PsRegistry registry;
+  RegisterParameterServerRequest old_build = Request("h:1");
+  old_build.clear_wire_version();
+  EXPECT_THAT(registry.Register(old_build, kT0),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("run the coordinator, gradsync-ps and "
+                                 "gradsync-worker from the same gradsync "
+                                 "build")));
+  EXPECT_THAT(registry.All(), IsEmpty());
+  ASSERT_THAT(registry.Register(Request("h:1"), kT0), IsOk());
   EXPECT_EQ(registry.All()[0]->id, "ps-1");
 }
 

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/store/status_matchers.h"
@@ -27,6 +29,7 @@ RegisterWorkerRequest Request(const std::string& host, int devices,
   RegisterWorkerRequest request;
   request.set_host(host);
   request.set_address("10.1.1.1");
+  request.set_wire_version(kWireVersion);
   for (int i = 0; i < devices; ++i) {
     Device* device = request.add_devices();
     device->set_kind(kind);
@@ -114,6 +117,22 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadRegistration>& info) {
       return info.param.name;
     });
+
+TEST(WorkerRegistryTest,
+     Register_OtherWireVersion_FailedPreconditionAddsNothing) {
+  WorkerRegistry registry;
+  for (const int32_t version : {0, kWireVersion + 1}) {
+    RegisterWorkerRequest request = Request("a", 1);
+    request.set_wire_version(version);
+    EXPECT_THAT(registry.Register(request, kT0),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr(absl::StrCat("speaks gradsync wire version ",
+                                                version, " "))))
+        << version;
+  }
+  EXPECT_THAT(registry.All(), IsEmpty());
+  EXPECT_EQ(Add(registry, Request("a", 1)), "w-1");
+}
 
 TEST(WorkerRegistryTest, Allocate_OrdersByHostThenWorkerThenDevice) {
   WorkerRegistry registry;

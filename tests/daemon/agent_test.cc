@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/daemon/fake_coordinator.h"
@@ -203,6 +204,7 @@ TEST_F(AgentTest, Register_SendsHostAddressDevicesAndHeartbeats) {
   EXPECT_EQ(regs[0].host(), "host-a");
   EXPECT_EQ(regs[0].address(), "127.0.0.1");
   EXPECT_EQ(regs[0].pid(), 42);
+  EXPECT_EQ(regs[0].wire_version(), kWireVersion);
   ASSERT_EQ(regs[0].devices_size(), 2);
   EXPECT_EQ(regs[0].devices(1).kind(), "cpu");
   EXPECT_EQ(regs[0].devices(1).index(), 1);

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
@@ -111,6 +112,7 @@ TEST_F(PsRegistrationTest, Register_ThenHeartbeatsCarryEveryShard) {
   EXPECT_EQ(request.host(), "ps-host");
   EXPECT_EQ(request.address(), "10.0.0.5:29600");
   EXPECT_EQ(request.pid(), 4242);
+  EXPECT_EQ(request.wire_version(), kWireVersion);
   registration.StartHeartbeats();
   ASSERT_TRUE(
       Eventually([&]() { return coordinator.heartbeats().size() >= 3; }));
@@ -152,7 +154,8 @@ TEST_F(PsRegistrationTest, Heartbeat_ReleaseJobIds_DropsThoseJobsShards) {
   EXPECT_EQ(log_.Count("released 2 shards of job 'a'"), 1);
 }
 
-TEST_F(PsRegistrationTest, ReleasedShard_FinalCountersGoInTheNextHeartbeatOnly) {
+TEST_F(PsRegistrationTest,
+       ReleasedShard_FinalCountersGoInTheNextHeartbeatOnly) {
   FakeCoordinator coordinator;
   PsRegistration registration(Config(coordinator.address()),
                               ConnectCoordinator(coordinator.address()),
@@ -240,7 +243,8 @@ TEST_F(PsRegistrationTest, Register_Refused_FailsAtOnce) {
   const absl::Time start = absl::Now();
   EXPECT_THAT(registration.Register(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr(coordinator.address())));
+                       AllOf(HasSubstr(coordinator.address()),
+                             HasSubstr("does not know parameter servers"))));
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/wire_version.h"
 #include "server/store/grpc_status.h"
 #include "worker/daemon/devices.h"
 
@@ -184,6 +185,7 @@ absl::Status Agent::Register() {
   request.set_address(config_.address);
   for (const Device& d : config_.devices) *request.add_devices() = d;
   request.set_pid(config_.pid);
+  request.set_wire_version(kWireVersion);
   RegisterWorkerResponse response;
   grpc::ClientContext context;
   SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
