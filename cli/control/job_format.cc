@@ -228,6 +228,18 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
                                                      " from step ", s.step());
                                    }));
   }
+  if (!spec.checkpoint().directory().empty()) {
+    line("ckpt",
+         absl::StrCat(
+             spec.checkpoint().directory(),
+             spec.checkpoint().every_steps() > 0
+                 ? absl::StrCat(", every ", spec.checkpoint().every_steps(),
+                                " steps and at the end")
+                 : ", at the end"));
+  }
+  if (!spec.checkpoint().resume_from().empty()) {
+    line("resumed", absl::StrCat("from ", spec.checkpoint().resume_from()));
+  }
   if (job.switch_requests() > 0) {
     line("requests",
          absl::StrCat(job.switch_requests(), " runtime switch request",

@@ -341,6 +341,19 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_checkpoint()->set_every_steps(n);
        return absl::OkStatus();
      }},
+    {"resume-from", "FILE",
+     "start from this checkpoint (a path on the workers' hosts): its step, "
+     "parameters and optimizer state",
+     "checkpoint.resume_from",
+     [](absl::string_view v, JobSpec* s) {
+       if (v.empty()) {
+         return absl::InvalidArgumentError(
+             "--resume-from needs a checkpoint file, e.g. "
+             "ckpt/step-100.ckpt");
+       }
+       s->mutable_checkpoint()->set_resume_from(std::string(v));
+       return absl::OkStatus();
+     }},
 };
 
 bool Contains(const std::vector<std::string>& paths, absl::string_view path) {

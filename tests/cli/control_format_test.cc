@@ -253,8 +253,15 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   second->set_from_mode(SYNC_MODE_PS);
   second->set_to_mode(SYNC_MODE_RING);
   job.add_ranks()->set_worker_id("w-1");
+  job.mutable_spec()->mutable_checkpoint()->set_directory("/ckpt");
+  job.mutable_spec()->mutable_checkpoint()->set_every_steps(30);
+  job.mutable_spec()->mutable_checkpoint()->set_resume_from(
+      "/ckpt/step-30.ckpt");
   const std::string detail = FormatJobDetail(job, 0);
   EXPECT_THAT(detail, HasSubstr("mode:      ring\n"));
+  EXPECT_THAT(detail,
+              HasSubstr("ckpt:      /ckpt, every 30 steps and at the end\n"
+                        "resumed:   from /ckpt/step-30.ckpt\n"));
   EXPECT_THAT(detail, HasSubstr("ps:        2 shards, ssp (staleness 3)\n"));
   EXPECT_THAT(detail,
               HasSubstr("ps shards: 0=127.0.0.1:7001 1=127.0.0.1:7002\n"));
@@ -271,6 +278,8 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   EXPECT_THAT(plain, HasSubstr("mode:      ring\n"));
   EXPECT_THAT(plain, Not(HasSubstr("\nps")));
   EXPECT_THAT(plain, Not(HasSubstr("switches")));
+  EXPECT_THAT(plain, Not(HasSubstr("ckpt")));
+  EXPECT_THAT(plain, Not(HasSubstr("resumed")));
 }
 
 TEST(JobFormatTest, WorkersTableListsParameterServers) {

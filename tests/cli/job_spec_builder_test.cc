@@ -117,22 +117,44 @@ TEST(JobSpecBuilderTest, NoFlags_GivesTheDefaults) {
 }
 
 TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
-  absl::StatusOr<JobSpec> spec = Build({"--name",         "run1",
-                                        "--workers",      "4",
-                                        "--model",        "mlp",
-                                        "--layers",       "784,128,10",
-                                        "--dataset",      "fashion-mnist",
-                                        "--optimizer",    "momentum",
-                                        "--lr",           "0.05",
-                                        "--momentum",     "0.8",
-                                        "--batch-size",   "512",
-                                        "--steps",        "300",
-                                        "--seed",         "7",
-                                        "--bucket-mb",    "1.5",
-                                        "--accumulate",   "2",
-                                        "--eval-every",   "50",
-                                        "--blas-threads", "2",
-                                        "--mode",         "ps"});
+  absl::StatusOr<JobSpec> spec = Build({"--name",
+                                        "run1",
+                                        "--workers",
+                                        "4",
+                                        "--model",
+                                        "mlp",
+                                        "--layers",
+                                        "784,128,10",
+                                        "--dataset",
+                                        "fashion-mnist",
+                                        "--optimizer",
+                                        "momentum",
+                                        "--lr",
+                                        "0.05",
+                                        "--momentum",
+                                        "0.8",
+                                        "--batch-size",
+                                        "512",
+                                        "--steps",
+                                        "300",
+                                        "--seed",
+                                        "7",
+                                        "--bucket-mb",
+                                        "1.5",
+                                        "--accumulate",
+                                        "2",
+                                        "--eval-every",
+                                        "50",
+                                        "--blas-threads",
+                                        "2",
+                                        "--mode",
+                                        "ps",
+                                        "--checkpoint-dir",
+                                        "ckpt",
+                                        "--checkpoint-every",
+                                        "25",
+                                        "--resume-from",
+                                        "ckpt/step-100.ckpt"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name(), "run1");
   EXPECT_EQ(spec->num_workers(), 4);
@@ -148,6 +170,9 @@ TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
   EXPECT_EQ(spec->eval_every_steps(), 50);
   EXPECT_EQ(spec->blas_threads(), 2);
   EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
+  EXPECT_EQ(spec->checkpoint().directory(), "ckpt");
+  EXPECT_EQ(spec->checkpoint().every_steps(), 25);
+  EXPECT_EQ(spec->checkpoint().resume_from(), "ckpt/step-100.ckpt");
 }
 
 TEST(JobSpecBuilderTest, SyntheticModel_DefaultsToSyntheticData) {
@@ -172,7 +197,8 @@ TEST(JobSpecBuilderTest, BadFlagValues_AreInvalidArgument) {
                                              {"--lr", "0"},
                                              {"--optimizer", "lamb"},
                                              {"--bucket-mb", "-1"},
-                                             {"--seed", "-3"}}) {
+                                             {"--seed", "-3"},
+                                             {"--resume-from", ""}}) {
     absl::StatusOr<JobSpec> spec = Build(args);
     EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument)
         << args[0] << " " << args[1];

@@ -59,6 +59,9 @@ TEST(TrainConfigTest, FromJobSpec_CopiesEveryField) {
   spec.set_eval_every_steps(10);
   spec.set_blas_threads(2);
   spec.mutable_dataset()->set_path("/data/fm");
+  spec.mutable_checkpoint()->set_directory("/ckpt");
+  spec.mutable_checkpoint()->set_every_steps(5);
+  spec.mutable_checkpoint()->set_resume_from("/ckpt/step-5.ckpt");
   absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(spec);
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->optimizer.kind, OptimizerKind::kAdam);
@@ -70,6 +73,9 @@ TEST(TrainConfigTest, FromJobSpec_CopiesEveryField) {
   EXPECT_EQ(c->eval_every_steps, 10);
   EXPECT_EQ(c->blas_threads, 2);
   EXPECT_EQ(c->dataset_path, "/data/fm");
+  EXPECT_EQ(c->checkpoint_dir, "/ckpt");
+  EXPECT_EQ(c->checkpoint_every, 5);
+  EXPECT_EQ(c->resume_from, "/ckpt/step-5.ckpt");
 }
 
 TEST(TrainConfigTest, FromJobSpec_Synthetic) {

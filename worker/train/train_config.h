@@ -111,6 +111,10 @@ struct TrainerConfig {
   // checkpoint_every steps (0: only at the end) and after the last step.
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  // A checkpoint.h file to start from (empty: step 0 from the seed): every
+  // rank reads it and runs steps [its steps_done, steps) from its
+  // parameters and optimizer state, in the mode the spec gives that step.
+  std::string resume_from;
   // Process-wide BLAS threads per rank (applied by the daemon, blas.h).
   int blas_threads = 1;
   // Deadline of one step's communication and of each evaluation's

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
+#include "worker/train/checkpoint.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ring_sync.h"
 
@@ -118,6 +119,45 @@ absl::Status Trainer::Init() {
         absl::StrCat("the job has no step to run (steps ", config_.steps,
                      ", epochs ", config_.epochs, ")"));
   }
+  if (!config_.resume_from.empty()) RETURN_IF_ERROR(Resume());
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Resume() {
+  const std::string& path = config_.resume_from;
+  // (gradsync::Checkpoint: Trainer::Checkpoint writes one.)
+  absl::StatusOr<gradsync::Checkpoint> checkpoint = ReadCheckpoint(path);
+  if (!checkpoint.ok()) {
+    return absl::Status(
+        checkpoint.status().code(),
+        absl::StrCat("cannot resume: ", checkpoint.status().message(),
+                     " (checkpoint.resumeFrom must name a checkpoint file "
+                     "readable on every worker's host)"));
+  }
+  const absl::Span<float> params = model_->params();
+  if (checkpoint->params.size() != params.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot resume from ", path, ": it holds ", checkpoint->params.size(),
+        " parameters, but the job's model has ", params.size(),
+        "; resume with the model spec that wrote it"));
+  }
+  if (checkpoint->steps_done < 0 || checkpoint->steps_done >= num_steps_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot resume from ", path, ": it was written after step ",
+        checkpoint->steps_done, " and the job has ", num_steps_,
+        " steps; ask for more steps (or epochs) than the checkpoint has "
+        "done"));
+  }
+  const absl::Status imported = optimizer_->ImportState(checkpoint->optimizer);
+  if (!imported.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot resume from ", path,
+        ": its optimizer state does not fit the job's optimizer (",
+        imported.message(), "); resume with the optimizer that wrote it"));
+  }
+  std::copy(checkpoint->params.begin(), checkpoint->params.end(),
+            params.begin());
+  first_step_ = checkpoint->steps_done;
   return absl::OkStatus();
 }
 
@@ -146,7 +186,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   }
   ran_ = true;
   TrainResult result;
-  for (int64_t step = 0; step < num_steps_; ++step) {
+  for (int64_t step = first_step_; step < num_steps_; ++step) {
     operation_ = "step start";
     if (Cancelled()) return Fail(step, absl::CancelledError("cancelled"));
     int64_t epoch = 0;
@@ -159,7 +199,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     status = Step(step, &metrics);
     if (!status.ok()) return Fail(step, status);
     metrics.set_switch_epoch(epoch);
-    if (path_ != before || (step == 0 && path_ == SyncPath::kPs)) {
+    if (path_ != before || (step == first_step_ && path_ == SyncPath::kPs)) {
       metrics.set_switch_s(Seconds(switching));
     }
     const bool last = step + 1 == num_steps_;

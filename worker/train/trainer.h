@@ -13,6 +13,12 @@
 //      ran it and the reply brought the new parameters);
 //   5. metrics to the sink (gradsync::StepMetrics), evaluation every
 //      eval_every_steps if asked.
+// A resumed job (config.resume_from, a checkpoint.h file) starts at the
+// checkpoint's step with its parameters and optimizer state on every rank,
+// in the path the spec gives that step (the mode, then the scripted
+// switches up to it); the data order, the evaluations and the checkpoints
+// go by the step number, so it continues the run that wrote the file
+// exactly.
 // Paths and switches (trainer_switch.cc; the protocol is in
 // proto/coordinator.proto, "Switching a running job"): the job's
 // communicator stays connected the whole run, so a switch reconnects
@@ -162,6 +168,8 @@ class Trainer {
   int rank() const { return rank_; }
   int world_size() const { return world_; }
   int64_t num_steps() const { return num_steps_; }
+  // The step Run starts at: 0, or the steps a resumed checkpoint had done.
+  int64_t first_step() const { return first_step_; }
   absl::Span<const float> params() const { return model_->params(); }
   SyncPath path() const { return path_; }
 
@@ -181,6 +189,9 @@ class Trainer {
           DeviceCommFactory device_comms);
 
   absl::Status Init();
+  // Init's part for config.resume_from: loads the checkpoint's parameters
+  // and optimizer state and sets first_step_.
+  absl::Status Resume();
   // One step; fills `metrics`. On error sets operation_.
   absl::Status Step(int64_t step, StepMetrics* metrics);
   // Test loss and accuracy, sharded over the ranks and summed.
@@ -250,6 +261,7 @@ class Trainer {
   std::optional<Optimizer> optimizer_;
   std::optional<Batcher> batcher_;
   int64_t num_steps_ = 0;
+  int64_t first_step_ = 0;
   bool ran_ = false;
 
   // The operation in progress, for failure reports.

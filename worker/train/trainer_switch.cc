@@ -64,7 +64,15 @@ absl::Status Trainer::NoteDecision(int64_t step, const SyncStats& stats) {
 
 absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
   *epoch = 0;
-  SyncPath target = step == 0 ? config_.initial_path : path_;
+  SyncPath target = path_;
+  if (step == first_step_) {
+    // The spec's mode, then the scripted switches up to here (a resumed
+    // job starts where the run that wrote its checkpoint was).
+    target = config_.initial_path;
+    for (const ScriptedSwitch& s : config_.switches) {
+      if (s.step <= step) target = s.path;
+    }
+  }
   for (const ScriptedSwitch& s : config_.switches) {
     if (s.step == step) target = s.path;
   }
@@ -99,9 +107,12 @@ absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
     *epoch = pending_->epoch;
     pending_.reset();
   }
-  if (step == 0 && target == SyncPath::kPs) return EnterPs(0);
-  if (step == 0 && config_.ring_backend == RingBackend::kNccl) {
-    return StartDeviceRing(0, nullptr);
+  if (step == first_step_ && target == SyncPath::kPs) return EnterPs(step);
+  if (step == first_step_ && config_.ring_backend == RingBackend::kNccl) {
+    if (step == 0) return StartDeviceRing(0, nullptr);
+    // Resumed: the device ring starts from the checkpoint's state.
+    const OptimizerState state = optimizer_->ExportState();
+    return StartDeviceRing(step, &state);
   }
   if (target == path_) return absl::OkStatus();
   return target == SyncPath::kPs ? EnterPs(step)
