@@ -237,6 +237,10 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
                                 " steps and at the end")
                  : ", at the end"));
   }
+  if (!job.last_checkpoint().empty()) {
+    line("saved", absl::StrCat(job.last_checkpoint(), " (",
+                               job.last_checkpoint_steps(), " steps done)"));
+  }
   if (!spec.checkpoint().resume_from().empty()) {
     line("resumed", absl::StrCat("from ", spec.checkpoint().resume_from()));
   }

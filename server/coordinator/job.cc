@@ -78,6 +78,13 @@ absl::Status Job::TransitionTo(JobState to, std::string message,
   }
   state_ = to;
   message_ = std::move(message);
+  if ((to == JOB_STATE_FAILED || to == JOB_STATE_CANCELLED) &&
+      !last_checkpoint_.empty()) {
+    absl::StrAppend(&message_, "; its last checkpoint is ", last_checkpoint_,
+                    " (", last_checkpoint_steps_,
+                    " steps done): resubmit the job with --resume-from ",
+                    last_checkpoint_, " to go on from there");
+  }
   if (to == JOB_STATE_RUNNING) start_time_ = now;
   if (IsFinal(to)) end_time_ = now;
   ++version_;
@@ -138,6 +145,11 @@ void Job::AddMetrics(
     if (step.rank() == 0) {
       modes_.Record(step.step(), step.mode(), step.switch_epoch(),
                     step.switch_s());
+      if (!step.checkpoint().empty() &&
+          step.step() + 1 >= last_checkpoint_steps_) {
+        last_checkpoint_ = step.checkpoint();
+        last_checkpoint_steps_ = step.step() + 1;
+      }
     }
     metrics_.push_back(step);
   }
@@ -213,6 +225,8 @@ JobStatus Job::Status() const {
     status.add_ps_addresses(shard.address);
   }
   status.set_switch_requests(switch_requests_);
+  status.set_last_checkpoint(last_checkpoint_);
+  status.set_last_checkpoint_steps(last_checkpoint_steps_);
   return status;
 }
 

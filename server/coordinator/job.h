@@ -109,7 +109,9 @@ class Job {
 
   // Moves to `to` along an edge of the diagram (FAILED_PRECONDITION
   // otherwise, nothing changed), sets the message, and stamps the start
-  // (RUNNING) or end (final states) time with `now`.
+  // (RUNNING) or end (final states) time with `now`. A job that fails or
+  // is cancelled after a checkpoint gets the way to resume from it
+  // appended.
   [[nodiscard]] absl::Status TransitionTo(JobState to, std::string message,
                                           absl::Time now);
 
@@ -131,8 +133,8 @@ class Job {
   // Workers hosting ranks, in rank order, without repeats.
   std::vector<std::string> WorkerIds() const;
 
-  // Appends step metrics (ranks already checked by the caller) and raises
-  // each rank's last step.
+  // Appends step metrics (ranks already checked by the caller), raises
+  // each rank's last step and keeps the newest checkpoint rank 0 wrote.
   void AddMetrics(const google::protobuf::RepeatedPtrField<StepMetrics>& steps);
 
   // Lowest last step over the ranks (0 while some rank has none).
@@ -190,6 +192,8 @@ class Job {
   std::vector<ShardPlacement> ps_shards_;
   int64_t switch_requests_ = 0;
   SyncMode requested_mode_ = SYNC_MODE_UNSPECIFIED;
+  std::string last_checkpoint_;  // StepMetrics.checkpoint of rank 0
+  int64_t last_checkpoint_steps_ = 0;
   std::map<int, ps::ShardStats> shard_stats_;
 };
 

@@ -257,10 +257,13 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   job.mutable_spec()->mutable_checkpoint()->set_every_steps(30);
   job.mutable_spec()->mutable_checkpoint()->set_resume_from(
       "/ckpt/step-30.ckpt");
+  job.set_last_checkpoint("/ckpt/step-60.ckpt");
+  job.set_last_checkpoint_steps(60);
   const std::string detail = FormatJobDetail(job, 0);
   EXPECT_THAT(detail, HasSubstr("mode:      ring\n"));
   EXPECT_THAT(detail,
               HasSubstr("ckpt:      /ckpt, every 30 steps and at the end\n"
+                        "saved:     /ckpt/step-60.ckpt (60 steps done)\n"
                         "resumed:   from /ckpt/step-30.ckpt\n"));
   EXPECT_THAT(detail, HasSubstr("ps:        2 shards, ssp (staleness 3)\n"));
   EXPECT_THAT(detail,

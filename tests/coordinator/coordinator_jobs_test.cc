@@ -18,6 +18,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 using JobsTest = CoordinatorTest;
@@ -211,6 +212,51 @@ TEST_F(JobsTest, ReportRank_Failed_FailsJobNamingRankStepAndOperation) {
   }
   EXPECT_EQ(service_->ListWorkers().workers(0).state(), WORKER_STATE_IDLE);
   EXPECT_EQ(service_->ListWorkers().workers(1).state(), WORKER_STATE_IDLE);
+}
+
+TEST_F(JobsTest, ReportRank_FailedAfterACheckpoint_SaysHowToResume) {
+  const std::string w1 = Register("host-a", 2);
+  absl::StatusOr<std::string> job = Submit(ValidSpec(2));
+  ASSERT_THAT(job, IsOk());
+  Poll(w1);
+  ReportAll(*job, RANK_STATE_READY);
+  // Rank 0 names the files it wrote; a late report of an older one (and
+  // any rank's other steps) leaves the newest.
+  StepMetrics at10 = Step(0, 9);
+  at10.set_checkpoint("/ckpt/step-10.ckpt");
+  StepMetrics at20 = Step(0, 19);
+  at20.set_checkpoint("/ckpt/step-20.ckpt");
+  StepMetrics rank1 = Step(1, 24);
+  rank1.set_checkpoint("/elsewhere/step-25.ckpt");
+  ASSERT_THAT(ReportSteps(w1, *job, {at20, Step(0, 20)}), IsOk());
+  ASSERT_THAT(ReportSteps(w1, *job, {at10, rank1}), IsOk());
+  EXPECT_EQ(Status(*job).last_checkpoint(), "/ckpt/step-20.ckpt");
+  EXPECT_EQ(Status(*job).last_checkpoint_steps(), 20);
+
+  ASSERT_THAT(Report(w1, *job, 1, RANK_STATE_FAILED, 24, "allreduce #60",
+                     "connection reset by peer"),
+              IsOk());
+  const JobStatus status = Status(*job);
+  EXPECT_EQ(status.state(), JOB_STATE_FAILED);
+  EXPECT_THAT(status.message(),
+              AllOf(HasSubstr("rank 1 failed at step 24"),
+                    HasSubstr("its last checkpoint is /ckpt/step-20.ckpt (20 "
+                              "steps done): resubmit the job with "
+                              "--resume-from /ckpt/step-20.ckpt")));
+
+  // A cancelled job says so too; one without a checkpoint says nothing.
+  absl::StatusOr<std::string> second = Submit(ValidSpec(1));
+  absl::StatusOr<std::string> third = Submit(ValidSpec(1));
+  ASSERT_THAT(third, IsOk());
+  ASSERT_THAT(ReportSteps(w1, *second, {at10}), IsOk());
+  for (const std::string& id : {*second, *third}) {
+    CancelJobRequest cancel;
+    cancel.set_job_id(id);
+    ASSERT_THAT(service_->CancelJob(cancel), IsOk());
+  }
+  EXPECT_THAT(Status(*second).message(),
+              HasSubstr("--resume-from /ckpt/step-10.ckpt"));
+  EXPECT_THAT(Status(*third).message(), Not(HasSubstr("checkpoint")));
 }
 
 TEST_F(JobsTest, ReportRank_RankOfAnotherWorker_ReturnsPermissionDenied) {

@@ -49,6 +49,15 @@ TEST(TrainerCheckpointTest, EveryNStepsAndAtEnd_MatchTheRun) {
               HashParameters(c->params));
   }
   EXPECT_FALSE(std::filesystem::exists(CheckpointPath(dir, 4)));
+  // Rank 0 names each file in the metrics of its step; no other rank does.
+  for (int r = 0; r < 2; ++r) {
+    for (const StepMetrics& m : out.metrics[r]) {
+      const int64_t done = m.step() + 1;
+      const bool written = r == 0 && (done % 5 == 0 || done == 12);
+      EXPECT_EQ(m.checkpoint(), written ? CheckpointPath(dir, done) : "")
+          << "rank " << r << " step " << m.step();
+    }
+  }
   const absl::StatusOr<Checkpoint> last =
       ReadCheckpoint(CheckpointPath(dir, 12));
   ASSERT_THAT(last.status(), IsOk());

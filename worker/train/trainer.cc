@@ -223,8 +223,10 @@ absl::StatusOr<TrainResult> Trainer::Run() {
         (last || (config_.checkpoint_every > 0 &&
                   (step + 1) % config_.checkpoint_every == 0))) {
       operation_ = "checkpoint";
-      status = Checkpoint(step);
+      std::string written;
+      status = Checkpoint(step, &written);
       if (!status.ok()) return Fail(step, status);
+      metrics.set_checkpoint(written);
     }
     metrics.set_wall_time(
         absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));

@@ -220,8 +220,9 @@ class Trainer {
   absl::StatusOr<ParameterState> FetchPsState(int64_t step);
   // Last step in PS mode: every rank takes the final parameters.
   absl::Status FinishPs();
-  // Rank 0's checkpoint after `step` (PS mode: fetched from the shards).
-  absl::Status Checkpoint(int64_t step);
+  // Rank 0's checkpoint after `step` (PS mode: fetched from the shards);
+  // rank 0 sets *written to the file's path.
+  absl::Status Checkpoint(int64_t step, std::string* written);
   int64_t HeardEpoch() const;
   // Records the failure of `step` during operation_ and returns the
   // prefixed status (CANCELLED instead when cancellation caused it).

@@ -283,9 +283,10 @@ absl::Status Trainer::LeavePs(int64_t step, bool resume) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Checkpoint(int64_t step) {
+absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
   const int64_t done = step + 1;
   const std::string path = CheckpointPath(config_.checkpoint_dir, done);
+  if (rank_ == 0) *written = path;
   if (path_ == SyncPath::kRing) {
     if (rank_ != 0) return absl::OkStatus();
     if (device_ring_ != nullptr) {
