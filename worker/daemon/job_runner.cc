@@ -405,6 +405,10 @@ void JobRunner::RunRank(int rank, const std::string& device,
     return;
   }
   Register(trainer->get());
+  if ((*trainer)->first_step() > 0) {
+    Log(absl::StrCat("rank ", rank, ": resuming from ", config.resume_from,
+                     " at step ", (*trainer)->first_step()));
+  }
   absl::StatusOr<TrainResult> result = (*trainer)->Run();
   Unregister(trainer->get());
   Unregister(communicator.get());
