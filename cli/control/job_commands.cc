@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cli/control/command_common.h"
 #include "cli/control/coordinator_client.h"
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
@@ -16,111 +17,6 @@
 namespace gradsync {
 namespace control {
 namespace {
-
-// Flags of the commands that follow a job (submit --follow, watch).
-struct FollowOptions {
-  bool follow = false;
-  int64_t every = 0;
-  absl::Duration deadline = absl::InfiniteDuration();
-};
-
-void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
-  flags->push_back(IntFlag(
-      "every", "not a terminal: a progress line every N steps (total/20)", 1,
-      &options->every));
-  flags->push_back(SecondsFlag(
-      "deadline", "stop following after this long (the job keeps running)",
-      &options->deadline));
-}
-
-// Parses `args` with the command's own `flags` followed by the common
-// ones (into `common`); returns the exit status when the command is done
-// already (--help, or a bad command line), nullopt to go on.
-std::optional<int> Parse(const std::vector<std::string>& args,
-                         std::vector<FlagSpec> flags, absl::string_view command,
-                         absl::string_view usage, const CommandEnv& env,
-                         CommonOptions* common,
-                         std::vector<std::string>* positional) {
-  AddCommonFlags(common, &flags);
-  absl::StatusOr<std::vector<std::string>> parsed = ParseFlags(args, flags);
-  if (!parsed.ok()) {
-    return ReportUsageError(env, command, args, parsed.status());
-  }
-  if (common->help) {
-    *env.out << usage << "\nflags:\n" << FlagsUsage(flags);
-    return kExitOk;
-  }
-  *positional = std::move(*parsed);
-  return std::nullopt;
-}
-
-// Checks that exactly `want` positional arguments (named `what`) came.
-std::optional<int> ExpectPositional(const std::vector<std::string>& args,
-                                    const std::vector<std::string>& positional,
-                                    size_t want, absl::string_view what,
-                                    absl::string_view command,
-                                    const CommandEnv& env) {
-  if (positional.size() == want) return std::nullopt;
-  const absl::Status status = absl::InvalidArgumentError(
-      positional.size() < want
-          ? absl::StrCat("name the ", what)
-          : absl::StrCat("unexpected argument '", positional[want], "'"));
-  return ReportUsageError(env, command, args, status);
-}
-
-std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
-                                              const CommandEnv& env) {
-  ClientConfig config;
-  config.address =
-      ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
-  config.rpc_timeout = common.timeout;
-  return std::make_unique<CoordinatorClient>(std::move(config));
-}
-
-double NowSeconds(const CommandEnv& env) {
-  return absl::ToDoubleSeconds(env.now() - absl::UnixEpoch());
-}
-
-// Follows the job to its end; exit 0 only if it SUCCEEDED.
-int Follow(CoordinatorClient& client, const std::string& job_id,
-           const FollowOptions& follow, bool json, absl::string_view command,
-           const CommandEnv& env) {
-  ProgressOptions options;
-  options.tty = env.out_is_tty;
-  options.every_steps = follow.every;
-  ProgressTracker tracker(options, json ? nullptr : env.out);
-  if (!json) {
-    *env.out << "following job " << job_id
-             << " (Ctrl-C stops following; the job keeps running)\n"
-             << std::flush;
-  }
-  const absl::Status status =
-      client.WatchJob(job_id, follow.deadline, [&](const JobEvent& event) {
-        tracker.OnEvent(event);
-        if (json) *env.out << MessageToJson(event) << "\n" << std::flush;
-        return absl::OkStatus();
-      });
-  tracker.Finish();
-  if (!status.ok()) return ReportError(env, command, json, status);
-  if (!tracker.has_status() || !IsTerminal(tracker.status().state())) {
-    return ReportError(env, command, json,
-                       absl::UnavailableError(absl::StrCat(
-                           "the coordinator closed the watch of job ", job_id,
-                           " before the job ended; `gradsync status ", job_id,
-                           "` shows where it is")));
-  }
-  const std::vector<StepMetrics>& metrics = tracker.metrics();
-  if (json) {
-    *env.out << "{\"final\":" << MessageToJson(tracker.status())
-             << ",\"breakdown\":" << BreakdownToJson(ComputeBreakdown(metrics))
-             << "}\n";
-  } else {
-    *env.out << FormatFinalReport(tracker.status(), metrics);
-  }
-  env.out->flush();
-  return tracker.status().state() == JOB_STATE_SUCCEEDED ? kExitOk
-                                                         : kExitFailure;
-}
 
 constexpr char kSubmitUsage[] =
     "usage: gradsync submit [flags]   (or --file job.json [flags])\n\n"
@@ -148,8 +44,8 @@ int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
       &follow.follow));
   AddFollowFlags(&follow, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, std::move(flags), "submit", kSubmitUsage, env,
-                        &common, &positional)) {
+  if (auto done = ParseCommand(args, std::move(flags), "submit", kSubmitUsage,
+                               env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 0, "", "submit", env)) {
@@ -187,12 +83,13 @@ int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
   std::vector<FlagSpec> flags;
   AddFollowFlags(&follow, &flags);
   std::vector<std::string> positional;
-  if (auto done = Parse(args, std::move(flags), "watch",
-                        "usage: gradsync watch JOB [flags]\n\n"
-                        "Follows a job until it ends: progress, then the "
-                        "final state and the\nper-step time breakdown. Exit "
-                        "0 if it SUCCEEDED, 1 otherwise.\n",
-                        env, &common, &positional)) {
+  if (auto done =
+          ParseCommand(args, std::move(flags), "watch",
+                       "usage: gradsync watch JOB [flags]\n\n"
+                       "Follows a job until it ends: progress, then the "
+                       "final state and the\nper-step time breakdown. Exit "
+                       "0 if it SUCCEEDED, 1 otherwise.\n",
+                       env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 1, "job", "watch", env)) {
@@ -205,11 +102,12 @@ int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
 int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
   std::vector<std::string> positional;
-  if (auto done = Parse(args, {}, "status",
-                        "usage: gradsync status [JOB] [flags]\n\n"
-                        "One job (state, step, accuracy, rank placement) or "
-                        "a table of all jobs.\n",
-                        env, &common, &positional)) {
+  if (auto done =
+          ParseCommand(args, {}, "status",
+                       "usage: gradsync status [JOB] [flags]\n\n"
+                       "One job (state, step, accuracy, rank placement) or "
+                       "a table of all jobs.\n",
+                       env, &common, &positional)) {
     return *done;
   }
   if (positional.size() > 1) {
@@ -236,11 +134,11 @@ int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
 int RunCancel(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
   std::vector<std::string> positional;
-  if (auto done = Parse(args, {}, "cancel",
-                        "usage: gradsync cancel JOB [flags]\n\n"
-                        "Cancels a job: its ranks stop and it ends "
-                        "CANCELLED.\n",
-                        env, &common, &positional)) {
+  if (auto done = ParseCommand(args, {}, "cancel",
+                               "usage: gradsync cancel JOB [flags]\n\n"
+                               "Cancels a job: its ranks stop and it ends "
+                               "CANCELLED.\n",
+                               env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 1, "job", "cancel", env)) {
@@ -304,27 +202,28 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
         return absl::OkStatus();
       }});
   std::vector<std::string> positional;
-  if (auto done = Parse(args, std::move(flags), "metrics",
-                        "usage: gradsync metrics JOB "
-                        "[--format csv|json|table] [--shards]\n"
-                        "                        [--link-gbps B "
-                        "[--node-link-gbps I]]\n\n"
-                        "Every step metric of every rank (times in seconds, "
-                        "bytes, loss, mode),\nsorted by step then rank, and "
-                        "the latest counters of each parameter-\nserver "
-                        "shard (PS jobs): csv prints one table, the steps or "
-                        "with\n--shards the shards; json has both (the "
-                        "shards under \"shards\"); table\nshows means per "
-                        "rank and per sync mode and the shard table. --json "
-                        "is\n--format json.\n\n"
-                        "algbw = S / t, S the gradient's bytes and t the time "
-                        "its synchronisation\nwas busy; busbw = algbw * "
-                        "2(N-1)/N on the ring, * 2 max(1, N/K) on a PS\nof K "
-                        "shards (nccl-tests' definitions; per step in csv and "
-                        "json). The\ntable's are time-weighted means; "
-                        "--link-gbps compares them with the busbw\nthe "
-                        "cluster's links allow.\n",
-                        env, &common, &positional)) {
+  if (auto done =
+          ParseCommand(args, std::move(flags), "metrics",
+                       "usage: gradsync metrics JOB "
+                       "[--format csv|json|table] [--shards]\n"
+                       "                        [--link-gbps B "
+                       "[--node-link-gbps I]]\n\n"
+                       "Every step metric of every rank (times in seconds, "
+                       "bytes, loss, mode),\nsorted by step then rank, and "
+                       "the latest counters of each parameter-\nserver "
+                       "shard (PS jobs): csv prints one table, the steps or "
+                       "with\n--shards the shards; json has both (the "
+                       "shards under \"shards\"); table\nshows means per "
+                       "rank and per sync mode and the shard table. --json "
+                       "is\n--format json.\n\n"
+                       "algbw = S / t, S the gradient's bytes and t the time "
+                       "its synchronisation\nwas busy; busbw = algbw * "
+                       "2(N-1)/N on the ring, * 2 max(1, N/K) on a PS\nof K "
+                       "shards (nccl-tests' definitions; per step in csv and "
+                       "json). The\ntable's are time-weighted means; "
+                       "--link-gbps compares them with the busbw\nthe "
+                       "cluster's links allow.\n",
+                       env, &common, &positional)) {
     return *done;
   }
   if (auto done =
@@ -396,11 +295,11 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
 int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
   std::vector<std::string> positional;
-  if (auto done = Parse(args, {}, "workers",
-                        "usage: gradsync workers [flags]\n\n"
-                        "The registered workers: devices, state, free "
-                        "devices, jobs.\n",
-                        env, &common, &positional)) {
+  if (auto done = ParseCommand(args, {}, "workers",
+                               "usage: gradsync workers [flags]\n\n"
+                               "The registered workers: devices, state, free "
+                               "devices, jobs.\n",
+                               env, &common, &positional)) {
     return *done;
   }
   if (auto done = ExpectPositional(args, positional, 0, "", "workers", env)) {
@@ -420,14 +319,15 @@ int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
 int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
   std::vector<std::string> positional;
-  if (auto done = Parse(args, {}, "switch",
-                        "usage: gradsync switch JOB ps|ring [flags]\n\n"
-                        "Asks a pending or running job to synchronise "
-                        "through the parameter\nserver (ps) or the peer "
-                        "ring (ring). The ranks apply it at the next\nstep "
-                        "boundary they agree on; `gradsync status JOB` "
-                        "shows the step.\n",
-                        env, &common, &positional)) {
+  if (auto done =
+          ParseCommand(args, {}, "switch",
+                       "usage: gradsync switch JOB ps|ring [flags]\n\n"
+                       "Asks a pending or running job to synchronise "
+                       "through the parameter\nserver (ps) or the peer "
+                       "ring (ring). The ranks apply it at the next\nstep "
+                       "boundary they agree on; `gradsync status JOB` "
+                       "shows the step.\n",
+                       env, &common, &positional)) {
     return *done;
   }
   if (positional.size() == 1) {

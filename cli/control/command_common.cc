@@ -1,0 +1,113 @@
+#include "cli/control/command_common.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cli/control/format.h"
+#include "cli/control/job_format.h"
+#include "cli/control/progress.h"
+
+namespace gradsync {
+namespace control {
+
+void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
+  flags->push_back(IntFlag(
+      "every", "not a terminal: a progress line every N steps (total/20)", 1,
+      &options->every));
+  flags->push_back(SecondsFlag(
+      "deadline", "stop following after this long (the job keeps running)",
+      &options->deadline));
+}
+
+// Parses `args` with the command's own `flags` followed by the common
+// ones (into `common`); returns the exit status when the command is done
+// already (--help, or a bad command line), nullopt to go on.
+std::optional<int> ParseCommand(const std::vector<std::string>& args,
+                                std::vector<FlagSpec> flags,
+                                absl::string_view command,
+                                absl::string_view usage, const CommandEnv& env,
+                                CommonOptions* common,
+                                std::vector<std::string>* positional) {
+  AddCommonFlags(common, &flags);
+  absl::StatusOr<std::vector<std::string>> parsed = ParseFlags(args, flags);
+  if (!parsed.ok()) {
+    return ReportUsageError(env, command, args, parsed.status());
+  }
+  if (common->help) {
+    *env.out << usage << "\nflags:\n" << FlagsUsage(flags);
+    return kExitOk;
+  }
+  *positional = std::move(*parsed);
+  return std::nullopt;
+}
+
+// Checks that exactly `want` positional arguments (named `what`) came.
+std::optional<int> ExpectPositional(const std::vector<std::string>& args,
+                                    const std::vector<std::string>& positional,
+                                    size_t want, absl::string_view what,
+                                    absl::string_view command,
+                                    const CommandEnv& env) {
+  if (positional.size() == want) return std::nullopt;
+  const absl::Status status = absl::InvalidArgumentError(
+      positional.size() < want
+          ? absl::StrCat("name the ", what)
+          : absl::StrCat("unexpected argument '", positional[want], "'"));
+  return ReportUsageError(env, command, args, status);
+}
+
+std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
+                                              const CommandEnv& env) {
+  ClientConfig config;
+  config.address =
+      ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
+  config.rpc_timeout = common.timeout;
+  return std::make_unique<CoordinatorClient>(std::move(config));
+}
+
+double NowSeconds(const CommandEnv& env) {
+  return absl::ToDoubleSeconds(env.now() - absl::UnixEpoch());
+}
+
+// Follows the job to its end; exit 0 only if it SUCCEEDED.
+int Follow(CoordinatorClient& client, const std::string& job_id,
+           const FollowOptions& follow, bool json, absl::string_view command,
+           const CommandEnv& env) {
+  ProgressOptions options;
+  options.tty = env.out_is_tty;
+  options.every_steps = follow.every;
+  ProgressTracker tracker(options, json ? nullptr : env.out);
+  if (!json) {
+    *env.out << "following job " << job_id
+             << " (Ctrl-C stops following; the job keeps running)\n"
+             << std::flush;
+  }
+  const absl::Status status =
+      client.WatchJob(job_id, follow.deadline, [&](const JobEvent& event) {
+        tracker.OnEvent(event);
+        if (json) *env.out << MessageToJson(event) << "\n" << std::flush;
+        return absl::OkStatus();
+      });
+  tracker.Finish();
+  if (!status.ok()) return ReportError(env, command, json, status);
+  if (!tracker.has_status() || !IsTerminal(tracker.status().state())) {
+    return ReportError(env, command, json,
+                       absl::UnavailableError(absl::StrCat(
+                           "the coordinator closed the watch of job ", job_id,
+                           " before the job ended; `gradsync status ", job_id,
+                           "` shows where it is")));
+  }
+  const std::vector<StepMetrics>& metrics = tracker.metrics();
+  if (json) {
+    *env.out << "{\"final\":" << MessageToJson(tracker.status())
+             << ",\"breakdown\":" << BreakdownToJson(ComputeBreakdown(metrics))
+             << "}\n";
+  } else {
+    *env.out << FormatFinalReport(tracker.status(), metrics);
+  }
+  env.out->flush();
+  return tracker.status().state() == JOB_STATE_SUCCEEDED ? kExitOk
+                                                         : kExitFailure;
+}
+
+}  // namespace control
+}  // namespace gradsync

@@ -1,0 +1,67 @@
+// Pieces shared by the control commands (job_commands.cc,
+// resume_command.cc): parsing a command line with the common flags,
+// positional-argument checks, the coordinator client, and following a job
+// to its end (submit --follow, watch, resume --follow).
+#ifndef GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_
+#define GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "cli/control/command_env.h"
+#include "cli/control/coordinator_client.h"
+#include "cli/control/flags.h"
+
+namespace gradsync {
+namespace control {
+
+// Flags of the commands that follow a job.
+struct FollowOptions {
+  bool follow = false;
+  int64_t every = 0;
+  absl::Duration deadline = absl::InfiniteDuration();
+};
+
+// --every and --deadline (the caller adds --follow where it is optional).
+void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags);
+
+// Parses `args` with the command's own `flags` followed by the common
+// ones (into `common`); returns the exit status when the command is done
+// already (--help, or a bad command line), nullopt to go on.
+std::optional<int> ParseCommand(const std::vector<std::string>& args,
+                                std::vector<FlagSpec> flags,
+                                absl::string_view command,
+                                absl::string_view usage, const CommandEnv& env,
+                                CommonOptions* common,
+                                std::vector<std::string>* positional);
+
+// Checks that exactly `want` positional arguments (named `what`) came;
+// otherwise reports the usage error and returns its exit status.
+std::optional<int> ExpectPositional(const std::vector<std::string>& args,
+                                    const std::vector<std::string>& positional,
+                                    size_t want, absl::string_view what,
+                                    absl::string_view command,
+                                    const CommandEnv& env);
+
+// A client of the coordinator that --coordinator or the environment names.
+std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
+                                              const CommandEnv& env);
+
+double NowSeconds(const CommandEnv& env);
+
+// Follows the job to its end, printing progress and the final report (or
+// JSON events); exit 0 only if it SUCCEEDED.
+int Follow(CoordinatorClient& client, const std::string& job_id,
+           const FollowOptions& follow, bool json, absl::string_view command,
+           const CommandEnv& env);
+
+}  // namespace control
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_
