@@ -33,6 +33,8 @@ constexpr Command kCommands[] = {
     {"status", "one job's state and placement, or all jobs",
      &gradsync::control::StatusMain},
     {"cancel", "cancel a job", &gradsync::control::CancelMain},
+    {"resume", "resubmit an ended job from its newest checkpoint",
+     &gradsync::control::ResumeMain},
     {"switch", "switch a job between the parameter server and the ring",
      &gradsync::control::SwitchMain},
     {"metrics", "a job's per-step metrics and PS shard counters (CSV, JSON)",

@@ -7,6 +7,8 @@
 //   gradsync metrics JOB [--format csv|json|table]
 //   gradsync workers
 //   gradsync switch JOB ps|ring
+//   gradsync resume JOB [--from FILE] [--steps N] [--follow]
+//                                     (resume_command.cc)
 //
 // Each takes --coordinator HOST:PORT (else $GRADSYNC_COORDINATOR, else
 // 127.0.0.1:29400), --timeout SECONDS (per call) and --json (one JSON
@@ -32,6 +34,7 @@ int RunCancel(const std::vector<std::string>& args, const CommandEnv& env);
 int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env);
 int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env);
 int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env);
+int RunResume(const std::vector<std::string>& args, const CommandEnv& env);
 
 int SubmitMain(const std::vector<std::string>& args);
 int WatchMain(const std::vector<std::string>& args);
@@ -40,6 +43,7 @@ int CancelMain(const std::vector<std::string>& args);
 int MetricsMain(const std::vector<std::string>& args);
 int WorkersMain(const std::vector<std::string>& args);
 int SwitchMain(const std::vector<std::string>& args);
+int ResumeMain(const std::vector<std::string>& args);
 
 }  // namespace control
 }  // namespace gradsync

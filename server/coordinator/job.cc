@@ -82,8 +82,9 @@ absl::Status Job::TransitionTo(JobState to, std::string message,
       !last_checkpoint_.empty()) {
     absl::StrAppend(&message_, "; its last checkpoint is ", last_checkpoint_,
                     " (", last_checkpoint_steps_,
-                    " steps done): resubmit the job with --resume-from ",
-                    last_checkpoint_, " to go on from there");
+                    " steps done): go on from there with `gradsync resume ",
+                    id_, "` (or submit with --resume-from ", last_checkpoint_,
+                    ")");
   }
   if (to == JOB_STATE_RUNNING) start_time_ = now;
   if (IsFinal(to)) end_time_ = now;

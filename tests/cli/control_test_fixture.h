@@ -66,8 +66,25 @@ class FakeCoordinator final : public Coordinator::Service {
       *response = PsJob();
       return grpc::Status::OK;
     }
+    if (request->job_id() == "j-fail" || request->job_id() == "j-ckpt") {
+      // j-ckpt failed after the checkpoint of step 20; j-fail before any.
+      *response = Job(request->job_id(), JOB_STATE_FAILED);
+      response->mutable_spec()->mutable_checkpoint()->set_directory("/ck");
+      if (request->job_id() == "j-ckpt") {
+        response->set_last_checkpoint("/ck/step-20.ckpt");
+        response->set_last_checkpoint_steps(20);
+      }
+      return grpc::Status::OK;
+    }
+    if (request->job_id() == "j-run") {
+      *response = Job("j-run", JOB_STATE_RUNNING);
+      return grpc::Status::OK;
+    }
     if (request->job_id() != "j-1") return NotFound(request->job_id());
     *response = Job("j-1", JOB_STATE_SUCCEEDED);
+    response->mutable_spec()->mutable_checkpoint()->set_directory("/ck");
+    response->set_last_checkpoint("/ck/step-3.ckpt");
+    response->set_last_checkpoint_steps(3);
     return grpc::Status::OK;
   }
 

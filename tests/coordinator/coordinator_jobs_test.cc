@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
@@ -240,9 +241,12 @@ TEST_F(JobsTest, ReportRank_FailedAfterACheckpoint_SaysHowToResume) {
   EXPECT_EQ(status.state(), JOB_STATE_FAILED);
   EXPECT_THAT(status.message(),
               AllOf(HasSubstr("rank 1 failed at step 24"),
-                    HasSubstr("its last checkpoint is /ckpt/step-20.ckpt (20 "
-                              "steps done): resubmit the job with "
-                              "--resume-from /ckpt/step-20.ckpt")));
+                    HasSubstr(absl::StrCat(
+                        "its last checkpoint is /ckpt/step-20.ckpt (20 steps "
+                        "done): go on from there with `gradsync resume ",
+                        *job,
+                        "` (or submit with --resume-from "
+                        "/ckpt/step-20.ckpt)"))));
 
   // A cancelled job says so too; one without a checkpoint says nothing.
   absl::StatusOr<std::string> second = Submit(ValidSpec(1));
