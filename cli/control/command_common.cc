@@ -68,10 +68,13 @@ double NowSeconds(const CommandEnv& env) {
   return absl::ToDoubleSeconds(env.now() - absl::UnixEpoch());
 }
 
-// Follows the job to its end; exit 0 only if it SUCCEEDED.
-int Follow(CoordinatorClient& client, const std::string& job_id,
-           const FollowOptions& follow, bool json, absl::string_view command,
-           const CommandEnv& env) {
+namespace {
+
+// Follows one job to its end; exit 0 only if it SUCCEEDED. Sets
+// *restarted_as to the job that restarts it (JobSpec.max_restarts).
+int FollowOne(CoordinatorClient& client, const std::string& job_id,
+              const FollowOptions& follow, bool json, absl::string_view command,
+              const CommandEnv& env, std::string* restarted_as) {
   ProgressOptions options;
   options.tty = env.out_is_tty;
   options.every_steps = follow.every;
@@ -105,8 +108,28 @@ int Follow(CoordinatorClient& client, const std::string& job_id,
     *env.out << FormatFinalReport(tracker.status(), metrics);
   }
   env.out->flush();
+  *restarted_as = tracker.status().restarted_as();
   return tracker.status().state() == JOB_STATE_SUCCEEDED ? kExitOk
                                                          : kExitFailure;
+}
+
+}  // namespace
+
+int Follow(CoordinatorClient& client, const std::string& job_id,
+           const FollowOptions& follow, bool json, absl::string_view command,
+           const CommandEnv& env) {
+  std::string current = job_id;
+  for (;;) {
+    std::string restarted_as;
+    const int exit =
+        FollowOne(client, current, follow, json, command, env, &restarted_as);
+    if (restarted_as.empty()) return exit;
+    if (!json) {
+      *env.out << "job " << current << " was restarted as " << restarted_as
+               << "\n";
+    }
+    current = restarted_as;
+  }
 }
 
 }  // namespace control

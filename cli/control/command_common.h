@@ -56,7 +56,8 @@ std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
 double NowSeconds(const CommandEnv& env);
 
 // Follows the job to its end, printing progress and the final report (or
-// JSON events); exit 0 only if it SUCCEEDED.
+// JSON events), and on into the jobs that restart it (JobSpec
+// max_restarts); exit 0 only if the last one SUCCEEDED.
 int Follow(CoordinatorClient& client, const std::string& job_id,
            const FollowOptions& follow, bool json, absl::string_view command,
            const CommandEnv& env);

@@ -244,6 +244,13 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
   if (!spec.checkpoint().resume_from().empty()) {
     line("resumed", absl::StrCat("from ", spec.checkpoint().resume_from()));
   }
+  if (!job.restart_of().empty()) {
+    line("restarts", absl::StrCat(job.restart_of(), " (", spec.max_restarts(),
+                                  " more allowed)"));
+  }
+  if (!job.restarted_as().empty()) {
+    line("restarted", absl::StrCat("as ", job.restarted_as()));
+  }
   if (job.switch_requests() > 0) {
     line("requests",
          absl::StrCat(job.switch_requests(), " runtime switch request",

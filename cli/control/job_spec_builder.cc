@@ -341,6 +341,14 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_checkpoint()->set_every_steps(n);
        return absl::OkStatus();
      }},
+    {"max-restarts", "N",
+     "on failure, resubmit the job from its newest checkpoint up to N times",
+     "max_restarts",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--max-restarts", v, 0));
+       s->set_max_restarts(static_cast<int32_t>(std::min<int64_t>(n, 1 << 30)));
+       return absl::OkStatus();
+     }},
     {"resume-from", "FILE",
      "start from this checkpoint (a path on the workers' hosts): its step, "
      "parameters and optimizer state",

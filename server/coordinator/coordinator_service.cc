@@ -212,7 +212,33 @@ std::vector<std::string> CoordinatorService::CheckLeases(absl::Time now) {
                         absl::FormatDuration(config_.lease)));
     lost.push_back(ps_id);
   }
+  // Restarted jobs wait out a lease (ScheduleLocked); this is their tick.
+  if (!jobs_.pending().empty()) ScheduleLocked();
   return lost;
+}
+
+std::string CoordinatorService::RestartLocked(Job& failed) {
+  JobSpec spec = failed.spec();
+  spec.set_max_restarts(spec.max_restarts() - 1);
+  const std::string& checkpoint = failed.last_checkpoint();
+  if (!checkpoint.empty()) {
+    spec.mutable_checkpoint()->set_resume_from(checkpoint);
+  }
+  Job* restart = jobs_.Create(std::move(spec), Now());
+  restart->set_restart_of(failed.id());
+  restart->set_not_before(Now() + config_.lease);
+  failed.set_restarted_as(restart->id());
+  const std::string from =
+      !checkpoint.empty() ? absl::StrCat("from its checkpoint ", checkpoint)
+      : failed.spec().checkpoint().resume_from().empty()
+          ? std::string("from step 0 (it wrote no checkpoint)")
+          : absl::StrCat("from ", failed.spec().checkpoint().resume_from(),
+                         " again (it wrote no checkpoint)");
+  LogLocked(absl::StrCat("job ", restart->id(), " submitted: restarts job ",
+                         failed.id(), " ", from));
+  return absl::StrCat("restarted as ", restart->id(), " ", from, " (",
+                      restart->spec().max_restarts(),
+                      " more restarts allowed)");
 }
 
 absl::Status CoordinatorService::DeregisterWorker(
@@ -302,6 +328,15 @@ void CoordinatorService::ScheduleLocked() {
       jobs_.RemovePending(jobs_.pending().front());
       continue;
     }
+    if (Now() < job->not_before()) {
+      // The lease check runs this again, and places it after the wait.
+      job->SetMessage(absl::StrCat(
+          "restarts ", job->restart_of(), " once a lease (",
+          absl::FormatDuration(config_.lease),
+          ") has passed since it failed, so that the daemons that failed it "
+          "are known lost by then"));
+      return;
+    }
     const JobSpec& spec = job->spec();
     const bool needs_ps = NeedsPs(*job);
     if (needs_ps && servers_.Live().empty()) {
@@ -375,7 +410,12 @@ void CoordinatorService::ScheduleLocked() {
 JobStatus CoordinatorService::EndJobLocked(Job& job, JobState state,
                                            const std::string& message) {
   const std::string id = job.id();
-  if (absl::Status status = job.TransitionTo(state, message, Now());
+  std::string final_message = message;
+  if (state == JOB_STATE_FAILED && !IsFinal(job.state()) &&
+      job.spec().max_restarts() > 0) {
+    absl::StrAppend(&final_message, "; ", RestartLocked(job));
+  }
+  if (absl::Status status = job.TransitionTo(state, final_message, Now());
       !status.ok()) {
     LogLocked(status.message());
     return job.Status();

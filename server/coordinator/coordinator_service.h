@@ -316,7 +316,8 @@ class CoordinatorService {
   // devices, erases its store keys and barriers, queues cancellations
   // (unless it succeeded) to its live workers, retires it and schedules
   // pending jobs. Returns its final status. `job` must not be used after
-  // the call: retiring may have dropped it.
+  // the call: retiring may have dropped it. A job that fails with
+  // restarts left is restarted (RestartLocked).
   // Marks a worker lost (`why`: "lost: no heartbeat for 5.0 s", "left:
   // ...") and fails the jobs it hosted, naming it, its ranks and last step.
   void DropWorkerLocked(const std::string& worker_id, absl::Time now,
@@ -324,6 +325,11 @@ class CoordinatorService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   JobStatus EndJobLocked(Job& job, JobState state, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // JobSpec.max_restarts of a job about to fail: submits its spec again
+  // (one restart fewer, from its newest checkpoint if it wrote one),
+  // placed no sooner than a lease from now; returns the note for the
+  // failed job's message.
+  std::string RestartLocked(Job& failed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Places pending jobs, oldest first, while the oldest fits.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

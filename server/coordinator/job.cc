@@ -79,7 +79,7 @@ absl::Status Job::TransitionTo(JobState to, std::string message,
   state_ = to;
   message_ = std::move(message);
   if ((to == JOB_STATE_FAILED || to == JOB_STATE_CANCELLED) &&
-      !last_checkpoint_.empty()) {
+      !last_checkpoint_.empty() && restarted_as_.empty()) {
     absl::StrAppend(&message_, "; its last checkpoint is ", last_checkpoint_,
                     " (", last_checkpoint_steps_,
                     " steps done): go on from there with `gradsync resume ",
@@ -228,6 +228,8 @@ JobStatus Job::Status() const {
   status.set_switch_requests(switch_requests_);
   status.set_last_checkpoint(last_checkpoint_);
   status.set_last_checkpoint_steps(last_checkpoint_steps_);
+  status.set_restarted_as(restarted_as_);
+  status.set_restart_of(restart_of_);
   return status;
 }
 

@@ -107,11 +107,22 @@ class Job {
   std::vector<RankRecord>& mutable_ranks() { return ranks_; }
   const std::vector<StepMetrics>& metrics() const { return metrics_; }
 
+  // JobSpec.max_restarts: this job restarts `restart_of`, and may not be
+  // placed before `not_before` (the daemons that failed it must be known
+  // lost by then); `restarted_as` is the job that restarted this one.
+  const std::string& restart_of() const { return restart_of_; }
+  void set_restart_of(std::string id) { restart_of_ = std::move(id); }
+  absl::Time not_before() const { return not_before_; }
+  void set_not_before(absl::Time t) { not_before_ = t; }
+  const std::string& restarted_as() const { return restarted_as_; }
+  void set_restarted_as(std::string id) { restarted_as_ = std::move(id); }
+  const std::string& last_checkpoint() const { return last_checkpoint_; }
+
   // Moves to `to` along an edge of the diagram (FAILED_PRECONDITION
   // otherwise, nothing changed), sets the message, and stamps the start
   // (RUNNING) or end (final states) time with `now`. A job that fails or
-  // is cancelled after a checkpoint gets the way to resume from it
-  // appended.
+  // is cancelled after a checkpoint, and was not restarted, gets the way
+  // to resume from it appended.
   [[nodiscard]] absl::Status TransitionTo(JobState to, std::string message,
                                           absl::Time now);
 
@@ -194,6 +205,9 @@ class Job {
   SyncMode requested_mode_ = SYNC_MODE_UNSPECIFIED;
   std::string last_checkpoint_;  // StepMetrics.checkpoint of rank 0
   int64_t last_checkpoint_steps_ = 0;
+  std::string restart_of_;
+  std::string restarted_as_;
+  absl::Time not_before_ = absl::InfinitePast();
   std::map<int, ps::ShardStats> shard_stats_;
 };
 

@@ -267,6 +267,13 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(NonNegative("evalEverySteps", spec.eval_every_steps()));
   RETURN_IF_ERROR(
       NonNegative("checkpoint.everySteps", spec.checkpoint().every_steps()));
+  RETURN_IF_ERROR(NonNegative("maxRestarts", spec.max_restarts()));
+  if (spec.max_restarts() > kMaxRestarts) {
+    return Invalid("maxRestarts", absl::StrCat("is ", spec.max_restarts(),
+                                               "; at most ", kMaxRestarts,
+                                               " (a job failing that often "
+                                               "needs a look, not a retry)"));
+  }
   RETURN_IF_ERROR(ValidatePs(spec.ps()));
   RETURN_IF_ERROR(ValidateSwitches(spec));
   return out;

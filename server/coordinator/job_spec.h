@@ -23,6 +23,7 @@ namespace gradsync {
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;  // DDP's
 inline constexpr absl::string_view kDefaultDevice = "cpu";
 inline constexpr double kDefaultMomentum = 0.9;
+inline constexpr int32_t kMaxRestarts = 100;  // JobSpec.max_restarts
 inline constexpr double kDefaultAdamBeta1 = 0.9;
 inline constexpr double kDefaultAdamBeta2 = 0.999;
 inline constexpr double kDefaultAdamEpsilon = 1e-8;

@@ -35,8 +35,7 @@ class ModeHistory {
   // Records the mode of `step` (and the seconds spent switching to it,
   // StepMetrics.switch_s); a step recorded again replaces the earlier
   // record. O(log steps).
-  void Record(int64_t step, SyncMode mode, int64_t epoch,
-              double switch_s = 0);
+  void Record(int64_t step, SyncMode mode, int64_t epoch, double switch_s = 0);
 
   // The mode of the highest step recorded; the initial mode before any.
   SyncMode current() const;

@@ -259,12 +259,17 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
       "/ckpt/step-30.ckpt");
   job.set_last_checkpoint("/ckpt/step-60.ckpt");
   job.set_last_checkpoint_steps(60);
+  job.set_restart_of("j-2");
+  job.set_restarted_as("j-4");
+  job.mutable_spec()->set_max_restarts(1);
   const std::string detail = FormatJobDetail(job, 0);
   EXPECT_THAT(detail, HasSubstr("mode:      ring\n"));
   EXPECT_THAT(detail,
               HasSubstr("ckpt:      /ckpt, every 30 steps and at the end\n"
                         "saved:     /ckpt/step-60.ckpt (60 steps done)\n"
-                        "resumed:   from /ckpt/step-30.ckpt\n"));
+                        "resumed:   from /ckpt/step-30.ckpt\n"
+                        "restarts:  j-2 (1 more allowed)\n"
+                        "restarted: as j-4\n"));
   EXPECT_THAT(detail, HasSubstr("ps:        2 shards, ssp (staleness 3)\n"));
   EXPECT_THAT(detail,
               HasSubstr("ps shards: 0=127.0.0.1:7001 1=127.0.0.1:7002\n"));

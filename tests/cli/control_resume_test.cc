@@ -1,7 +1,8 @@
 // gradsync resume against the fake coordinator: the new job is the old
-// one's spec starting from its newest checkpoint (or --from), with
-// --steps raising its length; jobs that cannot be resumed are refused
-// with what to do, and nothing is submitted.
+// one's spec starting from its newest checkpoint (or --from), with --steps
+// raising its length; jobs that cannot be resumed are refused with what to
+// do, and nothing is submitted. Also: following a job into the job that
+// restarts it (JobSpec.max_restarts).
 #include <string>
 #include <vector>
 
@@ -69,6 +70,17 @@ TEST_F(ControlCommandsTest, Resume_Refused_SaysWhatToDoAndSubmitsNothing) {
   EXPECT_EQ(Run(RunResume, {}), kExitUsage);
   EXPECT_EQ(Run(RunResume, {"j-ckpt", "--steps", "0"}), kExitUsage);
   EXPECT_TRUE(fake_.submitted().empty());
+}
+
+TEST_F(ControlCommandsTest, Watch_RestartedJob_FollowsTheRestart) {
+  EXPECT_EQ(Run(RunWatch, {"j-restarted", "--every", "1"}), kExitOk)
+      << err_.str();
+  const std::string out = out_.str();
+  const size_t restarted = out.find("job j-restarted was restarted as j-1");
+  ASSERT_NE(restarted, std::string::npos) << out;
+  EXPECT_NE(out.find("FAILED"), std::string::npos);
+  EXPECT_NE(out.find("following job j-1", restarted), std::string::npos);
+  EXPECT_NE(out.find("SUCCEEDED", restarted), std::string::npos);
 }
 
 TEST_F(ControlCommandsTest, Resume_Follow_FollowsTheNewJob) {

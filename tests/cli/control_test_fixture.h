@@ -125,7 +125,9 @@ class FakeCoordinator final : public Coordinator::Service {
 
   grpc::Status WatchJob(grpc::ServerContext*, const WatchJobRequest* request,
                         grpc::ServerWriter<JobEvent>* writer) override {
-    const bool fail = request->job_id() == "j-fail";
+    // j-restarted fails and is restarted as j-1 (JobSpec.max_restarts).
+    const bool restarted = request->job_id() == "j-restarted";
+    const bool fail = request->job_id() == "j-fail" || restarted;
     if (!fail && request->job_id() != "j-1") {
       return NotFound(request->job_id());
     }
@@ -141,6 +143,7 @@ class FakeCoordinator final : public Coordinator::Service {
     event.clear_steps();
     *event.mutable_status() =
         Job(request->job_id(), fail ? JOB_STATE_FAILED : JOB_STATE_SUCCEEDED);
+    if (restarted) event.mutable_status()->set_restarted_as("j-1");
     writer->Write(event);
     return grpc::Status::OK;
   }

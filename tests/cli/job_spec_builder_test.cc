@@ -154,7 +154,9 @@ TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
                                         "--checkpoint-every",
                                         "25",
                                         "--resume-from",
-                                        "ckpt/step-100.ckpt"});
+                                        "ckpt/step-100.ckpt",
+                                        "--max-restarts",
+                                        "3"});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->name(), "run1");
   EXPECT_EQ(spec->num_workers(), 4);
@@ -173,6 +175,7 @@ TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
   EXPECT_EQ(spec->checkpoint().directory(), "ckpt");
   EXPECT_EQ(spec->checkpoint().every_steps(), 25);
   EXPECT_EQ(spec->checkpoint().resume_from(), "ckpt/step-100.ckpt");
+  EXPECT_EQ(spec->max_restarts(), 3);
 }
 
 TEST(JobSpecBuilderTest, SyntheticModel_DefaultsToSyntheticData) {

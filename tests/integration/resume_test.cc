@@ -2,10 +2,16 @@
 // checkpoints on rank 0's worker; a second job submitted with the spec's
 // checkpoint.resumeFrom (what `gradsync resume` sends) starts from one
 // written in PS mode and reports, step by step and on every rank, the
-// losses and parameter hashes of the first job.
+// losses and parameter hashes of the first job. And JobSpec.max_restarts:
+// a job whose parameter server is killed is restarted by the coordinator
+// from its last checkpoint on the other server, and ends with the
+// parameters of a run that was never interrupted.
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <string>
 #include <utility>
@@ -105,6 +111,87 @@ TEST_F(ResumeTest, FromAPsModeCheckpoint_ContinuesTheFullRunBitwise) {
     EXPECT_EQ(m.mode(), a.mode()) << "rank " << rank << " step " << step;
   }
   EXPECT_EQ(resumed_end.test_accuracy(), full_end.test_accuracy());
+}
+
+class RestartTest : public ResumeTest {
+ protected:
+  TestClusterOptions Options() const override {
+    TestClusterOptions options;
+    options.workers = 2;
+    options.devices_per_worker = 2;
+    options.parameter_servers = 2;
+    // A short lease: the restart waits one out.
+    options.lease_ms = 1500;
+    return options;
+  }
+};
+
+TEST_F(RestartTest, PsKilledMidJob_RestartsFromItsCheckpointAndFinishes) {
+  constexpr int64_t kLongSteps = 1500;
+  JobSpec spec = FashionMnistSpec(kRanks, {784, 64, 10}, /*batch_size=*/128,
+                                  kLongSteps, /*learning_rate=*/1e-3,
+                                  /*seed=*/9);
+  if (!HaveFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
+  spec.set_mode(SYNC_MODE_PS);
+  spec.mutable_ps()->set_shards(1);
+  spec.mutable_checkpoint()->set_every_steps(50);
+
+  // The run nothing interrupts.
+  JobSpec reference = spec;
+  reference.mutable_checkpoint()->set_directory(absl::StrCat(dir_, "/ref"));
+  JobStatus reference_end;
+  std::map<std::pair<int, int64_t>, StepMetrics> reference_steps;
+  RunToEnd(reference, &reference_end, &reference_steps);
+  if (HasFatalFailure()) return;
+
+  spec.mutable_checkpoint()->set_directory(absl::StrCat(dir_, "/run"));
+  spec.set_max_restarts(1);
+  absl::StatusOr<std::string> job = cluster().Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<JobStatus> stepping = cluster().WaitForJob(
+      *job, [](const JobStatus& s) { return s.last_checkpoint_steps() >= 100; },
+      kJobTimeout, "two checkpoints in PS mode");
+  ASSERT_TRUE(stepping.ok()) << stepping.status();
+  ASSERT_EQ(stepping->ps_addresses_size(), 1);
+  int victim = -1;
+  for (int i = 0; i < cluster().num_parameter_servers(); ++i) {
+    if (cluster().parameter_server_address(i) == stepping->ps_addresses(0)) {
+      victim = i;
+    }
+  }
+  ASSERT_GE(victim, 0) << "no server at " << stepping->ps_addresses(0);
+  cluster().parameter_server(victim).Signal(SIGKILL);
+
+  absl::StatusOr<JobStatus> failed = cluster().WaitForJobEnd(*job, kJobTimeout);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  ASSERT_EQ(failed->state(), JOB_STATE_FAILED);
+  ASSERT_FALSE(failed->restarted_as().empty()) << failed->message();
+  std::cout << failed->job_id() << ": " << failed->message() << "\n";
+  absl::StatusOr<JobStatus> restarted =
+      cluster().WaitForJobEnd(failed->restarted_as(), kJobTimeout);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  ASSERT_EQ(restarted->state(), JOB_STATE_SUCCEEDED) << restarted->message();
+  EXPECT_EQ(restarted->restart_of(), *job);
+  EXPECT_EQ(restarted->spec().checkpoint().resume_from(),
+            failed->last_checkpoint());
+  EXPECT_NE(restarted->ps_addresses(0), stepping->ps_addresses(0));
+
+  absl::StatusOr<std::vector<StepMetrics>> metrics =
+      cluster().GetMetrics(restarted->job_id());
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  int64_t first = kLongSteps;
+  int compared = 0;
+  for (const StepMetrics& m : *metrics) {
+    first = std::min(first, m.step());
+    if (m.step() != kLongSteps - 1) continue;
+    const StepMetrics& want = reference_steps.at({m.rank(), m.step()});
+    EXPECT_EQ(m.param_hash(), want.param_hash()) << "rank " << m.rank();
+    EXPECT_EQ(m.loss(), want.loss()) << "rank " << m.rank();
+    ++compared;
+  }
+  EXPECT_EQ(compared, kRanks);
+  EXPECT_EQ(first, failed->last_checkpoint_steps());
+  EXPECT_EQ(restarted->test_accuracy(), reference_end.test_accuracy());
 }
 
 }  // namespace
