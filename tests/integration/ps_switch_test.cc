@@ -288,12 +288,7 @@ TEST_F(PsSwitchTest, PsKilledMidJob_JobFailsNamingTheShard) {
   // Kill the server that holds shard 1 (placement follows registration
   // order, which the processes race for).
   ASSERT_EQ(stepping->ps_addresses_size(), 2);
-  int victim = -1;
-  for (int i = 0; i < cluster().num_parameter_servers(); ++i) {
-    if (cluster().parameter_server_address(i) == stepping->ps_addresses(1)) {
-      victim = i;
-    }
-  }
+  const int victim = cluster().ParameterServerAt(stepping->ps_addresses(1));
   ASSERT_GE(victim, 0) << "no server at " << stepping->ps_addresses(1);
   cluster().parameter_server(victim).Signal(SIGKILL);
   const absl::Time killed = absl::Now();

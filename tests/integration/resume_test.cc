@@ -116,9 +116,7 @@ TEST_F(ResumeTest, FromAPsModeCheckpoint_ContinuesTheFullRunBitwise) {
 class RestartTest : public ResumeTest {
  protected:
   TestClusterOptions Options() const override {
-    TestClusterOptions options;
-    options.workers = 2;
-    options.devices_per_worker = 2;
+    TestClusterOptions options = ResumeTest::Options();
     options.parameter_servers = 2;
     // A short lease: the restart waits one out.
     options.lease_ms = 1500;
@@ -153,12 +151,7 @@ TEST_F(RestartTest, PsKilledMidJob_RestartsFromItsCheckpointAndFinishes) {
       kJobTimeout, "two checkpoints in PS mode");
   ASSERT_TRUE(stepping.ok()) << stepping.status();
   ASSERT_EQ(stepping->ps_addresses_size(), 1);
-  int victim = -1;
-  for (int i = 0; i < cluster().num_parameter_servers(); ++i) {
-    if (cluster().parameter_server_address(i) == stepping->ps_addresses(0)) {
-      victim = i;
-    }
-  }
+  const int victim = cluster().ParameterServerAt(stepping->ps_addresses(0));
   ASSERT_GE(victim, 0) << "no server at " << stepping->ps_addresses(0);
   cluster().parameter_server(victim).Signal(SIGKILL);
 

@@ -81,6 +81,13 @@ class TestCluster {
   const std::string& parameter_server_address(int i) const {
     return ps_addresses_[i];
   }
+  // The index of the parameter server serving at `address`; -1: none.
+  int ParameterServerAt(const std::string& address) const {
+    for (int i = 0; i < num_parameter_servers(); ++i) {
+      if (ps_addresses_[i] == address) return i;
+    }
+    return -1;
+  }
   // The coordinator's id of worker i (registered with host WorkerHost(i)).
   const std::string& worker_id(int i) const { return worker_ids_[i]; }
   // "node-a", "node-b", ...
