@@ -71,18 +71,12 @@ class PsSwitchTest : public ClusterTest {
   // Runs `spec` to success; returns its lockstep trajectory.
   void RunToSuccess(const JobSpec& spec, Trajectory* trajectory,
                     JobStatus* end = nullptr) {
-    absl::StatusOr<std::string> job = cluster().Submit(spec);
+    absl::StatusOr<TestCluster::FinishedJob> job =
+        cluster().RunToSuccess(spec, kJobTimeout);
     ASSERT_TRUE(job.ok()) << job.status();
-    absl::StatusOr<JobStatus> status =
-        cluster().WaitForJobEnd(*job, kJobTimeout);
-    ASSERT_TRUE(status.ok()) << status.status();
-    ASSERT_EQ(status->state(), JOB_STATE_SUCCEEDED) << status->message();
-    absl::StatusOr<std::vector<StepMetrics>> metrics =
-        cluster().GetMetrics(*job);
-    ASSERT_TRUE(metrics.ok()) << metrics.status();
     ASSERT_TRUE(
-        InLockstep(*metrics, spec.num_workers(), spec.steps(), trajectory));
-    if (end != nullptr) *end = *status;
+        InLockstep(job->metrics, spec.num_workers(), spec.steps(), trajectory));
+    if (end != nullptr) *end = job->status;
     ASSERT_TRUE(cluster().WaitForIdleWorkers(kIdleTimeout).ok());
   }
 };

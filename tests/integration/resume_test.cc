@@ -48,17 +48,11 @@ class ResumeTest : public ClusterTest {
   // Runs `spec` to SUCCEEDED; returns its status and (rank, step) metrics.
   void RunToEnd(const JobSpec& spec, JobStatus* end,
                 std::map<std::pair<int, int64_t>, StepMetrics>* steps) {
-    absl::StatusOr<std::string> job = cluster().Submit(spec);
+    absl::StatusOr<TestCluster::FinishedJob> job =
+        cluster().RunToSuccess(spec, kJobTimeout);
     ASSERT_TRUE(job.ok()) << job.status();
-    absl::StatusOr<JobStatus> status =
-        cluster().WaitForJobEnd(*job, kJobTimeout);
-    ASSERT_TRUE(status.ok()) << status.status();
-    ASSERT_EQ(status->state(), JOB_STATE_SUCCEEDED) << status->message();
-    *end = *status;
-    absl::StatusOr<std::vector<StepMetrics>> metrics =
-        cluster().GetMetrics(*job);
-    ASSERT_TRUE(metrics.ok()) << metrics.status();
-    for (const StepMetrics& m : *metrics) {
+    *end = job->status;
+    for (const StepMetrics& m : job->metrics) {
       ASSERT_TRUE(steps->emplace(std::make_pair(m.rank(), m.step()), m).second)
           << "rank " << m.rank() << " reported step " << m.step() << " twice";
     }

@@ -351,6 +351,22 @@ absl::StatusOr<JobStatus> TestCluster::WaitForJobEnd(const std::string& job_id,
       "end");
 }
 
+absl::StatusOr<TestCluster::FinishedJob> TestCluster::RunToSuccess(
+    const JobSpec& spec, absl::Duration timeout) {
+  absl::StatusOr<std::string> job = Submit(spec);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<JobStatus> status = WaitForJobEnd(*job, timeout);
+  if (!status.ok()) return status.status();
+  if (status->state() != JOB_STATE_SUCCEEDED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", *job, " ended ", JobState_Name(status->state()),
+                     ": ", status->message()));
+  }
+  absl::StatusOr<std::vector<StepMetrics>> metrics = GetMetrics(*job);
+  if (!metrics.ok()) return metrics.status();
+  return FinishedJob{*std::move(status), *std::move(metrics)};
+}
+
 absl::Status TestCluster::WaitForWorkers(
     const std::function<bool(const ListWorkersResponse&)>& done,
     absl::Duration timeout, absl::string_view what) {

@@ -122,6 +122,16 @@ class TestCluster {
   [[nodiscard]] absl::StatusOr<JobStatus> WaitForJobEnd(
       const std::string& job_id, absl::Duration timeout);
 
+  // Submits `spec`, waits up to `timeout` for the job to end and returns
+  // its final status and step metrics; FAILED_PRECONDITION with the job's
+  // message unless it SUCCEEDED.
+  struct FinishedJob {
+    JobStatus status;
+    std::vector<StepMetrics> metrics;
+  };
+  [[nodiscard]] absl::StatusOr<FinishedJob> RunToSuccess(
+      const JobSpec& spec, absl::Duration timeout);
+
   // Polls ListWorkers until `done` holds; DEADLINE_EXCEEDED naming `what`
   // and the workers' last states after `timeout`.
   [[nodiscard]] absl::Status WaitForWorkers(
