@@ -113,7 +113,7 @@ class RestartTest : public ResumeTest {
     TestClusterOptions options = ResumeTest::Options();
     options.parameter_servers = 2;
     // A short lease: the restart waits one out.
-    options.lease_ms = 1500;
+    options.lease_ms = 2500;
     return options;
   }
 };
