@@ -1,5 +1,8 @@
 // gradsync resume JOB: resubmits an ended job's spec from its newest
 // checkpoint (or --from FILE), optionally with more steps.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,18 +20,20 @@ namespace control {
 namespace {
 
 constexpr char kResumeUsage[] =
-    "usage: gradsync resume JOB [--from FILE] [--steps N] [--follow] "
-    "[flags]\n\n"
+    "usage: gradsync resume JOB [--from FILE] [--steps N] [--workers N]\n"
+    "                       [--follow] [flags]\n\n"
     "Submits JOB's spec again as a new job that starts from JOB's newest\n"
     "checkpoint (`gradsync status JOB` shows it as saved:), or from FILE:\n"
     "its parameters, optimizer state and step. JOB must have ended; a\n"
     "SUCCEEDED job goes on only with --steps above the steps it ran.\n\n"
     "  gradsync resume job-3 --follow          # after job-3 failed\n"
-    "  gradsync resume job-3 --steps 2000      # train on past the end\n";
+    "  gradsync resume job-3 --steps 2000      # train on past the end\n"
+    "  gradsync resume job-3 --workers 2       # on the nodes that are left\n";
 
 struct ResumeFlags {
   std::string from;
   int64_t steps = 0;
+  int64_t workers = 0;
 };
 
 // The spec of the new job: `job`'s, starting from its checkpoint.
@@ -55,6 +60,10 @@ absl::StatusOr<JobSpec> ResumedSpec(const JobStatus& job,
     spec.set_steps(flags.steps);
     spec.set_epochs(0);
   }
+  if (flags.workers > 0) {
+    spec.set_num_workers(static_cast<int32_t>(
+        std::min<int64_t>(flags.workers, std::numeric_limits<int32_t>::max())));
+  }
   if (job.state() == JOB_STATE_SUCCEEDED && flags.steps == 0 &&
       flags.from.empty()) {
     return absl::FailedPreconditionError(
@@ -79,6 +88,10 @@ int RunResume(const std::vector<std::string>& args, const CommandEnv& env) {
                  &resume.from),
       IntFlag("steps", "the new job's total steps (default: the job's)", 1,
               &resume.steps),
+      IntFlag("workers",
+              "the new job's ranks (default: the job's); the global batch "
+              "stays, so the run goes on with the same data",
+              1, &resume.workers),
       SwitchFlag("follow", "show progress until the new job ends",
                  &follow.follow)};
   AddFollowFlags(&follow, &flags);

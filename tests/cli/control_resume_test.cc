@@ -34,7 +34,7 @@ TEST_F(ControlCommandsTest, Resume_FailedJob_SubmitsItsSpecFromItsCheckpoint) {
   EXPECT_EQ(spec.checkpoint().directory(), "/ck");
 
   EXPECT_EQ(Run(RunResume, {"j-ckpt", "--from", "/other/step-10.ckpt",
-                            "--steps", "500", "--json"}),
+                            "--steps", "500", "--workers", "1", "--json"}),
             kExitOk)
       << err_.str();
   EXPECT_EQ(out_.str(),
@@ -44,6 +44,7 @@ TEST_F(ControlCommandsTest, Resume_FailedJob_SubmitsItsSpecFromItsCheckpoint) {
   EXPECT_EQ(fake_.submitted()[1].checkpoint().resume_from(),
             "/other/step-10.ckpt");
   EXPECT_EQ(fake_.submitted()[1].steps(), 500);
+  EXPECT_EQ(fake_.submitted()[1].num_workers(), 1);
 }
 
 TEST_F(ControlCommandsTest, Resume_SucceededJob_NeedsMoreSteps) {
