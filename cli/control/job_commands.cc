@@ -11,6 +11,7 @@
 #include "cli/control/job_format.h"
 #include "cli/control/job_spec_builder.h"
 #include "cli/control/progress.h"
+#include "cli/control/trace_format.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 
@@ -161,18 +162,20 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
   std::string format = "csv";
   std::vector<FlagSpec> flags;
-  flags.push_back(
-      FlagSpec{"format", "csv|json|table",
-               "csv (a header, then a row per rank and step), "
-               "json, or table (means per rank) (csv)",
-               [&format](absl::string_view value) {
-                 if (value != "csv" && value != "json" && value != "table") {
-                   return absl::InvalidArgumentError(absl::StrCat(
-                       "--format is '", value, "'; use csv, json or table"));
-                 }
-                 format = std::string(value);
-                 return absl::OkStatus();
-               }});
+  flags.push_back(FlagSpec{
+      "format", "csv|json|table|trace",
+      "csv (a header, then a row per rank and step), "
+      "json, table (means per rank) or trace (Chrome trace: "
+      "chrome://tracing, ui.perfetto.dev) (csv)",
+      [&format](absl::string_view value) {
+        if (value != "csv" && value != "json" && value != "table" &&
+            value != "trace") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--format is '", value, "'; use csv, json, table or trace"));
+        }
+        format = std::string(value);
+        return absl::OkStatus();
+      }});
   bool shards_only = false;
   flags.push_back(FlagSpec{"shards", "",
                            "csv: the parameter-server shards' counters "
@@ -205,7 +208,7 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done =
           ParseCommand(args, std::move(flags), "metrics",
                        "usage: gradsync metrics JOB "
-                       "[--format csv|json|table] [--shards]\n"
+                       "[--format csv|json|table|trace] [--shards]\n"
                        "                        [--link-gbps B "
                        "[--node-link-gbps I]]\n\n"
                        "Every step metric of every rank (times in seconds, "
@@ -214,8 +217,10 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                        "shard (PS jobs): csv prints one table, the steps or "
                        "with\n--shards the shards; json has both (the "
                        "shards under \"shards\"); table\nshows means per "
-                       "rank and per sync mode and the shard table. --json "
-                       "is\n--format json.\n\n"
+                       "rank and per sync mode and the shard table; trace "
+                       "is a\nChrome trace of every rank's steps (open it in "
+                       "ui.perfetto.dev or\nchrome://tracing). --json is "
+                       "--format json.\n\n"
                        "algbw = S / t, S the gradient's bytes and t the time "
                        "its synchronisation\nwas busy; busbw = algbw * "
                        "2(N-1)/N on the ring, * 2 max(1, N/K) on a PS\nof K "
@@ -269,6 +274,8 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   const auto& shards = response->shards();
   if (format == "json") {
     *env.out << MetricsToJson(positional[0], metrics, shards);
+  } else if (format == "trace") {
+    *env.out << MetricsToChromeTrace(positional[0], metrics);
   } else if (format == "table") {
     const std::vector<StepBreakdown> rows = ComputeBreakdown(metrics);
     *env.out << (rows.empty()
