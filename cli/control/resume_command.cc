@@ -46,8 +46,12 @@ absl::StatusOr<JobSpec> ResumedSpec(const JobStatus& job,
         job.job_id()));
   }
   JobSpec spec = job.spec();
-  const std::string from =
-      flags.from.empty() ? job.last_checkpoint() : flags.from;
+  // A job that wrote no checkpoint of its own (say, a restart cancelled
+  // while it waited for devices) goes on from the one it started from.
+  const std::string from = !flags.from.empty() ? flags.from
+                           : !job.last_checkpoint().empty()
+                               ? job.last_checkpoint()
+                               : spec.checkpoint().resume_from();
   if (from.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", job.job_id(), " reported no checkpoint (",

@@ -47,6 +47,20 @@ TEST_F(ControlCommandsTest, Resume_FailedJob_SubmitsItsSpecFromItsCheckpoint) {
   EXPECT_EQ(fake_.submitted()[1].num_workers(), 1);
 }
 
+TEST_F(ControlCommandsTest,
+       Resume_JobWithoutItsOwnCheckpoint_UsesTheOneItStartedFrom) {
+  // A restart that was cancelled while it waited for devices, resumed on
+  // the workers that are left.
+  EXPECT_EQ(Run(RunResume, {"j-waited", "--workers", "1"}), kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), StartsWith("submitted job j-1: j-waited resumed from "
+                                     "/ck/step-20.ckpt\n"));
+  ASSERT_EQ(fake_.submitted().size(), 1u);
+  EXPECT_EQ(fake_.submitted()[0].checkpoint().resume_from(),
+            "/ck/step-20.ckpt");
+  EXPECT_EQ(fake_.submitted()[0].num_workers(), 1);
+}
+
 TEST_F(ControlCommandsTest, Resume_SucceededJob_NeedsMoreSteps) {
   EXPECT_EQ(Run(RunResume, {"j-1"}), kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("pass --steps N (more than 3)"));

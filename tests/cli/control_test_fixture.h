@@ -76,6 +76,15 @@ class FakeCoordinator final : public Coordinator::Service {
       }
       return grpc::Status::OK;
     }
+    if (request->job_id() == "j-waited") {
+      // A restart of j-ckpt, cancelled before it ran a step.
+      *response = Job("j-waited", JOB_STATE_CANCELLED);
+      response->mutable_spec()->mutable_checkpoint()->set_directory("/ck");
+      response->mutable_spec()->mutable_checkpoint()->set_resume_from(
+          "/ck/step-20.ckpt");
+      response->set_restart_of("j-ckpt");
+      return grpc::Status::OK;
+    }
     if (request->job_id() == "j-run") {
       *response = Job("j-run", JOB_STATE_RUNNING);
       return grpc::Status::OK;
