@@ -19,9 +19,6 @@ void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
       &options->deadline));
 }
 
-// Parses `args` with the command's own `flags` followed by the common
-// ones (into `common`); returns the exit status when the command is done
-// already (--help, or a bad command line), nullopt to go on.
 std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 std::vector<FlagSpec> flags,
                                 absl::string_view command,
@@ -41,7 +38,6 @@ std::optional<int> ParseCommand(const std::vector<std::string>& args,
   return std::nullopt;
 }
 
-// Checks that exactly `want` positional arguments (named `what`) came.
 std::optional<int> ExpectPositional(const std::vector<std::string>& args,
                                     const std::vector<std::string>& positional,
                                     size_t want, absl::string_view what,

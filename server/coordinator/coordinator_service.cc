@@ -228,12 +228,16 @@ std::string CoordinatorService::RestartLocked(Job& failed) {
   restart->set_restart_of(failed.id());
   restart->set_not_before(Now() + config_.lease);
   failed.set_restarted_as(restart->id());
-  const std::string from =
-      !checkpoint.empty() ? absl::StrCat("from its checkpoint ", checkpoint)
-      : failed.spec().checkpoint().resume_from().empty()
-          ? std::string("from step 0 (it wrote no checkpoint)")
-          : absl::StrCat("from ", failed.spec().checkpoint().resume_from(),
-                         " again (it wrote no checkpoint)");
+  const std::string& started_from = failed.spec().checkpoint().resume_from();
+  std::string from;
+  if (!checkpoint.empty()) {
+    from = absl::StrCat("from its checkpoint ", checkpoint);
+  } else if (started_from.empty()) {
+    from = "from step 0 (it wrote no checkpoint)";
+  } else {
+    from =
+        absl::StrCat("from ", started_from, " again (it wrote no checkpoint)");
+  }
   LogLocked(absl::StrCat("job ", restart->id(), " submitted: restarts job ",
                          failed.id(), " ", from));
   return absl::StrCat("restarted as ", restart->id(), " ", from, " (",
