@@ -27,6 +27,7 @@ using ::gradsync::testing::IsOk;
 using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::LoadOrDie;
 using ::gradsync::testing::RunJob;
+using ::gradsync::testing::RunJobPerRank;
 using ::gradsync::testing::SmallMlpConfig;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
@@ -122,6 +123,24 @@ TEST_F(TrainerResumeTest, Ring_ContinuesTheRunThatWroteTheCheckpoint) {
       std::filesystem::exists(CheckpointPath(resume.checkpoint_dir, 6)));
 }
 
+// Without shared storage only the host that wrote the checkpoint has it:
+// here rank 2 alone can read it (the others are given a path that does not
+// exist on their "host"), and the run still continues bitwise on every rank.
+TEST_F(TrainerResumeTest, FileOnOneRanksHostOnly_EveryRankContinues) {
+  const TrainerConfig config = Config("full");
+  const TrainData data = LoadOrDie(config);
+  const JobOutcome full = RunJob(config, data, kWorld);
+  ExpectAllOk(full);
+
+  std::vector<TrainerConfig> configs(kWorld, Config("resumed"));
+  for (int r = 0; r < kWorld; ++r) {
+    configs[r].resume_from =
+        r == 2 ? CheckpointPath(config.checkpoint_dir, 6)
+               : absl::StrCat(dir_, "/not-on-this-host/step-6.ckpt");
+  }
+  ExpectContinues(full, RunJobPerRank(configs, data), 6, config.steps);
+}
+
 // Ring, then PS from step 4, then the ring again from step 9. Resumed from
 // step 3 (ring, before both switches), 6 (inside PS mode: the shards are
 // seeded from the checkpoint) and 9 (where the ring takes over again).
@@ -182,7 +201,7 @@ TEST_F(TrainerResumeTest, CheckpointThatDoesNotFit_RefusedBeforeAnyStep) {
   done_already.resume_from = path;
   for (const Case& c :
        {Case{"missing", missing, absl::StatusCode::kNotFound,
-             "readable on every worker's host"},
+             "no worker could read the checkpoint"},
         Case{"other model", other_model, absl::StatusCode::kFailedPrecondition,
              "but the job's model has"},
         Case{"other optimizer", other_optimizer,

@@ -29,10 +29,13 @@ struct JobOutcome {
   std::vector<std::vector<float>> final_params;   // per rank
 };
 
-inline JobOutcome RunJob(const TrainerConfig& config, const TrainData& data,
-                         int world,
-                         const std::atomic<bool>* cancelled = nullptr,
-                         RankGroup* group_in = nullptr) {
+// Runs one Trainer per rank, rank r with configs[r] (a world of
+// configs.size() ranks), to the end or the first error.
+inline JobOutcome RunJobPerRank(const std::vector<TrainerConfig>& configs,
+                                const TrainData& data,
+                                const std::atomic<bool>* cancelled = nullptr,
+                                RankGroup* group_in = nullptr) {
+  const int world = static_cast<int>(configs.size());
   std::unique_ptr<RankGroup> owned;
   RankGroup* group = group_in;
   if (group == nullptr) {
@@ -45,7 +48,7 @@ inline JobOutcome RunJob(const TrainerConfig& config, const TrainData& data,
   out.final_params.resize(world);
   out.status = group->Run([&](int r) -> absl::Status {
     absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
-        config, data, &group->comm(r),
+        configs[r], data, &group->comm(r),
         [&out, r](const StepMetrics& m) { out.metrics[r].push_back(m); },
         cancelled);
     if (!trainer.ok()) return trainer.status();
@@ -57,6 +60,15 @@ inline JobOutcome RunJob(const TrainerConfig& config, const TrainData& data,
     return absl::OkStatus();
   });
   return out;
+}
+
+// The same config on each of `world` ranks.
+inline JobOutcome RunJob(const TrainerConfig& config, const TrainData& data,
+                         int world,
+                         const std::atomic<bool>* cancelled = nullptr,
+                         RankGroup* group_in = nullptr) {
+  return RunJobPerRank(std::vector<TrainerConfig>(world, config), data,
+                       cancelled, group_in);
 }
 
 inline TrainerConfig SmallMlpConfig() {

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 #include "worker/train/checkpoint.h"
+#include "worker/train/checkpoint_share.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ring_sync.h"
 
@@ -125,15 +126,16 @@ absl::Status Trainer::Init() {
 
 absl::Status Trainer::Resume() {
   const std::string& path = config_.resume_from;
-  // (gradsync::Checkpoint: Trainer::Checkpoint writes one.)
-  absl::StatusOr<gradsync::Checkpoint> checkpoint = ReadCheckpoint(path);
-  if (!checkpoint.ok()) {
+  // One rank that can read the file broadcasts it: it needs to be on one
+  // worker's host only, and every rank starts from the same bits.
+  absl::StatusOr<SharedCheckpoint> shared = ShareCheckpoint(comm_, path);
+  if (!shared.ok()) {
     return absl::Status(
-        checkpoint.status().code(),
-        absl::StrCat("cannot resume: ", checkpoint.status().message(),
-                     " (checkpoint.resumeFrom must name a checkpoint file "
-                     "readable on every worker's host)"));
+        shared.status().code(),
+        absl::StrCat("cannot resume: ", shared.status().message()));
   }
+  // (gradsync::Checkpoint: Trainer::Checkpoint writes one.)
+  const gradsync::Checkpoint* checkpoint = &shared->checkpoint;
   const absl::Span<float> params = model_->params();
   if (checkpoint->params.size() != params.size()) {
     return absl::FailedPreconditionError(absl::StrCat(
