@@ -194,7 +194,10 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
   line("state", JobStateName(job.state()));
   if (!job.message().empty()) line("message", job.message());
   line("steps",
-       absl::StrCat(StepsDone(job), " of ", TotalSteps(spec), " done"));
+       absl::StrCat(StepsDone(job), " of ", TotalSteps(spec), " done",
+                    job.first_step() > 0
+                        ? absl::StrCat(" (from step ", job.first_step(), ")")
+                        : ""));
   std::string model = spec.model().kind();
   if (spec.model().kind() == "mlp") {
     absl::StrAppend(&model, " ",

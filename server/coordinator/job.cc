@@ -144,6 +144,9 @@ void Job::AddMetrics(
     RankRecord& rank = ranks_[step.rank()];
     rank.last_step = std::max(rank.last_step, step.step());
     if (step.rank() == 0) {
+      if (first_step_ < 0 || step.step() < first_step_) {
+        first_step_ = step.step();
+      }
       modes_.Record(step.step(), step.mode(), step.switch_epoch(),
                     step.switch_s());
       if (!step.checkpoint().empty() &&
@@ -230,6 +233,7 @@ JobStatus Job::Status() const {
   status.set_last_checkpoint_steps(last_checkpoint_steps_);
   status.set_restarted_as(restarted_as_);
   status.set_restart_of(restart_of_);
+  status.set_first_step(std::max<int64_t>(first_step_, 0));
   return status;
 }
 

@@ -205,6 +205,7 @@ class Job {
   SyncMode requested_mode_ = SYNC_MODE_UNSPECIFIED;
   std::string last_checkpoint_;  // StepMetrics.checkpoint of rank 0
   int64_t last_checkpoint_steps_ = 0;
+  int64_t first_step_ = -1;  // the lowest step rank 0 reported; -1: none yet
   std::string restart_of_;
   std::string restarted_as_;
   absl::Time not_before_ = absl::InfinitePast();

@@ -244,11 +244,15 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
       "/ckpt/step-30.ckpt");
   job.set_last_checkpoint("/ckpt/step-60.ckpt");
   job.set_last_checkpoint_steps(60);
+  job.set_first_step(30);
+  job.set_step(61);
+  job.mutable_spec()->set_steps(100);
   job.set_restart_of("j-2");
   job.set_restarted_as("j-4");
   job.mutable_spec()->set_max_restarts(1);
   const std::string detail = FormatJobDetail(job, 0);
   EXPECT_THAT(detail, HasSubstr("mode:      ring\n"));
+  EXPECT_THAT(detail, HasSubstr("steps:     62 of 100 done (from step 30)\n"));
   EXPECT_THAT(detail,
               HasSubstr("ckpt:      /ckpt, every 30 steps and at the end\n"
                         "saved:     /ckpt/step-60.ckpt (60 steps done)\n"
@@ -273,6 +277,7 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   EXPECT_THAT(plain, Not(HasSubstr("switches")));
   EXPECT_THAT(plain, Not(HasSubstr("ckpt")));
   EXPECT_THAT(plain, Not(HasSubstr("resumed")));
+  EXPECT_THAT(plain, Not(HasSubstr("from step")));
 }
 
 TEST(JobFormatTest, WorkersTableListsParameterServers) {

@@ -233,6 +233,8 @@ TEST_F(JobsTest, ReportRank_FailedAfterACheckpoint_SaysHowToResume) {
   ASSERT_THAT(ReportSteps(w1, *job, {at10, rank1}), IsOk());
   EXPECT_EQ(Status(*job).last_checkpoint(), "/ckpt/step-20.ckpt");
   EXPECT_EQ(Status(*job).last_checkpoint_steps(), 20);
+  // The lowest step rank 0 reported: where the job started.
+  EXPECT_EQ(Status(*job).first_step(), 9);
 
   ASSERT_THAT(Report(w1, *job, 1, RANK_STATE_FAILED, 24, "allreduce #60",
                      "connection reset by peer"),

@@ -95,6 +95,8 @@ TEST_F(ResumeTest, FromAPsModeCheckpoint_ContinuesTheFullRunBitwise) {
   RunToEnd(resume, &resumed_end, &resumed);
   if (HasFatalFailure()) return;
   ASSERT_EQ(resumed.size(), static_cast<size_t>(kRanks * (kSteps - 10)));
+  EXPECT_EQ(resumed_end.first_step(), 10);
+  EXPECT_EQ(full_end.first_step(), 0);
   for (const auto& [key, m] : resumed) {
     const auto& [rank, step] = key;
     ASSERT_GE(step, 10) << "rank " << rank;
@@ -178,6 +180,7 @@ TEST_F(RestartTest, PsKilledMidJob_RestartsFromItsCheckpointAndFinishes) {
   }
   EXPECT_EQ(compared, kRanks);
   EXPECT_EQ(first, failed->last_checkpoint_steps());
+  EXPECT_EQ(restarted->first_step(), first);
   EXPECT_EQ(restarted->test_accuracy(), reference_end.test_accuracy());
 }
 
