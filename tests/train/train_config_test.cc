@@ -1,12 +1,16 @@
 // TrainerConfigFromJobSpec, the synthetic dataset and the parameter hash.
 #include "worker/train/train_config.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/store/status_matchers.h"
+#include "worker/model/param_hash_terms.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/train_data.h"
 
@@ -290,6 +294,48 @@ TEST(ParamHashTest, DetectsAnyChangeAndLength) {
   std::vector<float> shorter(p.begin(), p.end() - 1);
   EXPECT_NE(HashParameters(shorter), h);
   EXPECT_NE(HashParameters({}), HashParameters(std::vector<float>{0.0f}));
+  // Order and sign bits count: swapped elements, swapped words, -0.
+  std::vector<float> ramp(64);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<float>(i);
+  const uint64_t r = HashParameters(ramp);
+  std::vector<float> swapped = ramp;
+  std::swap(swapped[0], swapped[1]);
+  EXPECT_NE(HashParameters(swapped), r);
+  swapped = ramp;
+  std::swap(swapped[2], swapped[40]);
+  std::swap(swapped[3], swapped[41]);
+  EXPECT_NE(HashParameters(swapped), r);
+  EXPECT_NE(HashParameters({-0.0f}), HashParameters({0.0f}));
+}
+
+// The host loop (four lanes, running offsets) is the definition in
+// param_hash_terms.h that the CUDA kernel computes term by term.
+uint64_t HashByDefinition(const std::vector<float>& p) {
+  auto bits = [&p](size_t i) -> uint32_t {
+    if (i >= p.size()) return 0;
+    uint32_t b;
+    std::memcpy(&b, &p[i], sizeof(b));
+    return b;
+  };
+  uint64_t sum = 0;
+  for (size_t j = 0; 2 * j < p.size(); ++j) {
+    sum += param_hash::Term(param_hash::Word(bits(2 * j), bits(2 * j + 1)), j);
+  }
+  return param_hash::Finish(sum, p.size());
+}
+
+TEST(ParamHashTest, EqualsTheDefinitionTheGpuComputes) {
+  std::vector<float> p;
+  for (size_t n = 0; n <= 41; ++n) {
+    EXPECT_EQ(HashParameters(p), HashByDefinition(p)) << n;
+    p.push_back(static_cast<float>(n) * -1.25f);
+  }
+  std::vector<float> large(100003);
+  for (size_t i = 0; i < large.size(); ++i) {
+    large[i] =
+        std::ldexp(static_cast<float>(i % 977), -static_cast<int>(i % 150));
+  }
+  EXPECT_EQ(HashParameters(large), HashByDefinition(large));
 }
 
 }  // namespace

@@ -38,6 +38,12 @@ class CudaDeviceRing final : public DeviceRing {
 
   absl::Status DownloadParams() override { return model_->DownloadParams(); }
 
+  absl::StatusOr<uint64_t> HashParams() override {
+    absl::StatusOr<uint64_t> hash = model_->mlp().HashParams();
+    if (!hash.ok()) return OnDevice(hash.status());
+    return hash;
+  }
+
   absl::StatusOr<OptimizerState> ExportOptimizerState() override {
     absl::StatusOr<OptimizerState> state =
         optimizer_.ExportState(model_->mlp().stream());

@@ -31,6 +31,7 @@
 #define GRADSYNC_WORKER_TRAIN_DEVICE_RING_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -73,8 +74,12 @@ class DeviceRing {
   // sync()->FinishStep returned OK).
   [[nodiscard]] virtual absl::Status OptimizerStep() = 0;
   // Copies the device parameters into the model's params() (after the
-  // work already enqueued), for hashes, checkpoints and the PS.
+  // work already enqueued), for checkpoints, the PS and the end of the run.
   [[nodiscard]] virtual absl::Status DownloadParams() = 0;
+  // HashParameters of the device parameters (after the work already
+  // enqueued), computed on the device: the per-step hash copies 8 bytes,
+  // not the parameters.
+  virtual absl::StatusOr<uint64_t> HashParams() = 0;
   // The optimizer state, copied to the host.
   virtual absl::StatusOr<OptimizerState> ExportOptimizerState() = 0;
   // Aborts the device communicator (a pending all-reduce fails).

@@ -4,10 +4,11 @@
 // hashes must be equal, and two runs of one spec and seed must end with
 // the same hash (invariant 3).
 //
-// FNV-1a (Fowler, Noll, Vo) over the buffer's bytes taken as host-order
-// 64-bit words (a trailing odd float is zero-extended), plus the length.
-// Not cryptographic: it detects divergence, it does not resist forgery.
-// About 1 ns per word.
+// The sum of a mixed term per pair of floats, then the length mixed in
+// (worker/model/param_hash_terms.h has the arithmetic): a GPU rank computes
+// the same value on the device (CudaMlp::HashParams) instead of copying its
+// parameters to the host every step. Not cryptographic: it detects
+// divergence, it does not resist forgery.
 //
 // Errors: none. Threading: a pure function.
 #ifndef GRADSYNC_WORKER_TRAIN_PARAM_HASH_H_

@@ -205,6 +205,12 @@ absl::StatusOr<TrainResult> Trainer::Run() {
       metrics.set_switch_s(Seconds(switching));
     }
     const bool last = step + 1 == num_steps_;
+    if (last && device_ring_ != nullptr) {
+      // The run's result is the host mirror (params()).
+      operation_ = "parameter download";
+      status = device_ring_->DownloadParams();
+      if (!status.ok()) return Fail(step, status);
+    }
     if (last && path_ == SyncPath::kPs) {
       // Every rank takes the final parameters (and the optimizer state,
       // for the checkpoint) from the shards, which are then released.
@@ -308,13 +314,15 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
       RETURN_IF_ERROR(optimizer_->Step(model_->params(), model_->grads()));
     }
   }
+  uint64_t hash = 0;
   if (device_ring_ != nullptr) {
-    // The hash (and a checkpoint) read the host mirror.
-    operation_ = "parameter download for the hash";
-    RETURN_IF_ERROR(device_ring_->DownloadParams());
+    // Hashed where the parameters are; waiting for it ends the step's
+    // device work, so its time counts as compute.
+    operation_ = "parameter hash on the device";
+    ASSIGN_OR_RETURN(hash, device_ring_->HashParams());
   }
   const absl::Time updated = absl::Now();
-  const uint64_t hash = HashParameters(model_->params());
+  if (device_ring_ == nullptr) hash = HashParameters(model_->params());
   const absl::Time end = absl::Now();
 
   metrics->set_rank(rank_);

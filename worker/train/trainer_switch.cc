@@ -290,7 +290,7 @@ absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
   if (path_ == SyncPath::kRing) {
     if (rank_ != 0) return absl::OkStatus();
     if (device_ring_ != nullptr) {
-      // Step downloaded the parameters for the hash already.
+      RETURN_IF_ERROR(device_ring_->DownloadParams());
       ASSIGN_OR_RETURN(OptimizerState state,
                        device_ring_->ExportOptimizerState());
       return WriteCheckpoint(path, done, model_->params(), state);

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/model/cuda/cuda_status.h"
+#include "worker/model/cuda/param_hash_kernel.h"
+#include "worker/model/param_hash_terms.h"
 
 namespace gradsync {
 
@@ -47,6 +49,8 @@ absl::StatusOr<CudaMlp> CudaMlp::Create(absl::Span<const size_t> layer_sizes,
                    gpu::DeviceMemory::Allocate(device, n * sizeof(float)));
   ASSIGN_OR_RETURN(mlp.grads_,
                    gpu::DeviceMemory::Allocate(device, n * sizeof(float)));
+  ASSIGN_OR_RETURN(mlp.hash_sum_, gpu::DeviceMemory::Allocate(
+                                      device, sizeof(unsigned long long)));
   RETURN_IF_ERROR(mlp.CopyParamsFromHost(0, initial));
   RETURN_IF_ERROR(mlp.ZeroGrads());
   RETURN_IF_ERROR(
@@ -128,6 +132,21 @@ absl::Status CudaMlp::ZeroGrads() {
       cudaMemsetAsync(grads_.data(), 0, num_parameters() * sizeof(float),
                       stream()),
       "cudaMemsetAsync (zero gradients)");
+}
+
+absl::StatusOr<uint64_t> CudaMlp::HashParams() {
+  gpu::ScopedCudaDevice scoped(device());
+  RETURN_IF_ERROR(scoped.status());
+  auto* sum = hash_sum_.as<unsigned long long>();
+  RETURN_IF_ERROR(
+      gpu::CudaStatus(gpu::LaunchParamHashSum(params_.as<float>(),
+                                              num_parameters(), sum, stream()),
+                      "parameter hash kernel"));
+  unsigned long long host_sum = 0;
+  RETURN_IF_ERROR(CopyOnStream(&host_sum, sum, sizeof(host_sum),
+                               cudaMemcpyDeviceToHost, stream(),
+                               "parameter hash to host"));
+  return param_hash::Finish(host_sum, num_parameters());
 }
 
 absl::Status CudaMlp::Reserve(size_t batch) {

@@ -150,6 +150,11 @@ class CudaMlp {
   // Enqueues zeroing every gradient on stream().
   [[nodiscard]] absl::Status ZeroGrads();
 
+  // HashParameters (worker/train/param_hash.h) of the device parameters
+  // after the work already on stream(), computed on the device: 8 bytes
+  // cross to the host. Returns when it is known.
+  absl::StatusOr<uint64_t> HashParams();
+
   // Forward and backward over the batch of labels.size() examples stored
   // row-major in host memory `inputs`, as Mlp::ForwardBackward (an empty
   // batch reports zero gradients or leaves them, still reporting every
@@ -199,6 +204,7 @@ class CudaMlp {
   gpu::CublasHandle blas_;
   gpu::DeviceMemory params_;
   gpu::DeviceMemory grads_;
+  gpu::DeviceMemory hash_sum_;  // one unsigned long long, for HashParams
   // Workspace for up to reserved_batch_ examples: the inputs and labels,
   // activations_[l] = output of layer l ([batch][out_l], post-ReLU except
   // the logits), two delta buffers [batch][max_width], per-example loss
