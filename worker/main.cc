@@ -256,6 +256,7 @@ int main(int argc, char** argv) {
   gradsync::JobRunnerConfig runner;
   runner.coordinator = flags.coordinator;
   runner.listen_host = flags.address;
+  runner.host = flags.host;
   runner.collective_timeout = absl::Seconds(flags.collective_timeout_s);
   runner.rendezvous_timeout = absl::Seconds(flags.rendezvous_timeout_s);
   runner.tcp_congestion_control = flags.tcp_congestion;

@@ -341,6 +341,14 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_checkpoint()->set_every_steps(n);
        return absl::OkStatus();
      }},
+    {"checkpoint-on-every-host", "",
+     "the lowest rank on each host writes the checkpoints there too (no "
+     "shared storage)",
+     "checkpoint.on_every_host",
+     [](absl::string_view, JobSpec* s) {
+       s->mutable_checkpoint()->set_on_every_host(true);
+       return absl::OkStatus();
+     }},
     {"max-restarts", "N",
      "on failure, resubmit the job from its newest checkpoint up to N times",
      "max_restarts",
@@ -350,8 +358,8 @@ const SpecFlagRow kSpecRows[] = {
        return absl::OkStatus();
      }},
     {"resume-from", "FILE",
-     "start from this checkpoint (a path on the workers' hosts): its step, "
-     "parameters and optimizer state",
+     "start from this checkpoint (a path on at least one worker's host): its "
+     "step, parameters and optimizer state",
      "checkpoint.resume_from",
      [](absl::string_view v, JobSpec* s) {
        if (v.empty()) {

@@ -267,6 +267,12 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   RETURN_IF_ERROR(NonNegative("evalEverySteps", spec.eval_every_steps()));
   RETURN_IF_ERROR(
       NonNegative("checkpoint.everySteps", spec.checkpoint().every_steps()));
+  if (spec.checkpoint().on_every_host() &&
+      spec.checkpoint().directory().empty()) {
+    return Invalid("checkpoint.onEveryHost",
+                   "is set without checkpoint.directory; name the directory "
+                   "each host writes its copy to");
+  }
   RETURN_IF_ERROR(NonNegative("maxRestarts", spec.max_restarts()));
   if (spec.max_restarts() > kMaxRestarts) {
     return Invalid("maxRestarts", absl::StrCat("is ", spec.max_restarts(),

@@ -153,6 +153,7 @@ TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
                                         "ckpt",
                                         "--checkpoint-every",
                                         "25",
+                                        "--checkpoint-on-every-host",
                                         "--resume-from",
                                         "ckpt/step-100.ckpt",
                                         "--max-restarts",
@@ -174,6 +175,7 @@ TEST(JobSpecBuilderTest, EveryFlagSetsItsField) {
   EXPECT_EQ(spec->mode(), SYNC_MODE_PS);
   EXPECT_EQ(spec->checkpoint().directory(), "ckpt");
   EXPECT_EQ(spec->checkpoint().every_steps(), 25);
+  EXPECT_TRUE(spec->checkpoint().on_every_host());
   EXPECT_EQ(spec->checkpoint().resume_from(), "ckpt/step-100.ckpt");
   EXPECT_EQ(spec->max_restarts(), 3);
 }

@@ -272,7 +272,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpecCase{
             "NegativeCheckpointEvery",
             [](JobSpec* s) { s->mutable_checkpoint()->set_every_steps(-1); },
-            "checkpoint.everySteps"}),
+            "checkpoint.everySteps"},
+        BadSpecCase{"CopyOnEveryHostWithoutDirectory",
+                    [](JobSpec* s) {
+                      s->mutable_checkpoint()->set_on_every_host(true);
+                    },
+                    "checkpoint.onEveryHost"}),
     [](const ::testing::TestParamInfo<BadSpecCase>& info) {
       return info.param.name;
     });

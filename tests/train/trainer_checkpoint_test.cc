@@ -5,12 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/ps/ps_server.h"
 #include "tests/store/status_matchers.h"
 #include "tests/train/trainer_test_util.h"
 #include "worker/train/checkpoint.h"
@@ -24,6 +26,7 @@ using ::gradsync::testing::IsOk;
 using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::LoadOrDie;
 using ::gradsync::testing::RunJob;
+using ::gradsync::testing::RunJobPerRank;
 using ::gradsync::testing::SmallMlpConfig;
 using ::gradsync::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -63,6 +66,67 @@ TEST(TrainerCheckpointTest, EveryNStepsAndAtEnd_MatchTheRun) {
   ASSERT_THAT(last.status(), IsOk());
   EXPECT_EQ(out.final_params[0], last->params);
   std::filesystem::remove_all(dir);
+}
+
+// checkpoint_on_every_host: the lowest rank of each host writes a copy
+// (on the ring from its own state, in PS mode fetched from the shards),
+// identical to rank 0's. Each rank is given its own directory here, so
+// that the test sees which ranks wrote on a single file system.
+void ExpectACopyPerHost(bool ps) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/ckpt-hosts-", getpid(), ps);
+  std::filesystem::remove_all(dir);
+  std::vector<std::unique_ptr<PsServer>> servers;
+  TrainerConfig base = SmallMlpConfig();
+  base.checkpoint_every = 6;
+  base.checkpoint_on_every_host = true;
+  if (ps) {
+    absl::StatusOr<std::unique_ptr<PsServer>> server =
+        PsServer::Start("127.0.0.1:0");
+    ASSERT_THAT(server, IsOk());
+    base.ps.addresses = {(*server)->address()};
+    servers.push_back(*std::move(server));
+    base.ps.job_id = "hosts";
+    base.ps.chunk_bytes = 512;
+    base.ps.optimizer.set_name("momentum");
+    base.ps.optimizer.set_learning_rate(base.optimizer.lr);
+    base.ps.optimizer.set_momentum(base.optimizer.momentum);
+    base.initial_path = SyncPath::kPs;
+  }
+  const std::vector<std::string> hosts = {"a", "a", "b", "c", "b"};
+  std::vector<TrainerConfig> configs(hosts.size(), base);
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    configs[r].host = hosts[r];
+    configs[r].checkpoint_dir = absl::StrCat(dir, "/rank-", r);
+  }
+  const TrainData data = LoadOrDie(base);
+  ExpectAllOk(RunJobPerRank(configs, data));
+  for (int64_t steps : {6, 12}) {
+    const absl::StatusOr<Checkpoint> want =
+        ReadCheckpoint(CheckpointPath(configs[0].checkpoint_dir, steps));
+    ASSERT_THAT(want.status(), IsOk()) << steps;
+    for (size_t r = 1; r < hosts.size(); ++r) {
+      const std::string path = CheckpointPath(configs[r].checkpoint_dir, steps);
+      const bool writer = r == 2 || r == 3;  // the first of hosts b and c
+      ASSERT_EQ(std::filesystem::exists(path), writer) << "rank " << r;
+      if (!writer) continue;
+      const absl::StatusOr<Checkpoint> copy = ReadCheckpoint(path);
+      ASSERT_THAT(copy.status(), IsOk()) << "rank " << r;
+      EXPECT_EQ(copy->steps_done, steps);
+      EXPECT_EQ(copy->params, want->params) << "rank " << r;
+      EXPECT_EQ(copy->optimizer.step, want->optimizer.step);
+      EXPECT_EQ(copy->optimizer.buffers, want->optimizer.buffers);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrainerCheckpointTest, OnEveryHost_Ring_TheFirstRankOfEachHostWrites) {
+  ExpectACopyPerHost(/*ps=*/false);
+}
+
+TEST(TrainerCheckpointTest, OnEveryHost_Ps_TheFirstRankOfEachHostWrites) {
+  ExpectACopyPerHost(/*ps=*/true);
 }
 
 TEST(CheckpointTest, GarbageAndTruncatedFiles_DataLoss) {

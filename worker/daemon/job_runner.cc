@@ -251,6 +251,7 @@ void JobRunner::Main() {
     return;
   }
   train_config_ = *std::move(config);
+  train_config_.host = config_.host;
   train_config_.ps.job_id = assignment_.job_id();
   train_config_.ps.addresses.assign(assignment_.ps_addresses().begin(),
                                     assignment_.ps_addresses().end());

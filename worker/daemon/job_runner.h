@@ -86,6 +86,8 @@ class JobHandle {
 struct JobRunnerConfig {
   std::string worker_id;
   std::string coordinator;  // "host:port", for messages
+  // The host name the worker registered with (TrainerConfig.host).
+  std::string host;
   // The worker's data-plane address: ranks listen and advertise here.
   std::string listen_host = "127.0.0.1";
   // Until every peer is connected.

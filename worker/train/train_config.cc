@@ -240,6 +240,7 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
     return Invalid("checkpoint.everySteps", "must be >= 0 (0: at the end)");
   }
   config.checkpoint_every = spec.checkpoint().every_steps();
+  config.checkpoint_on_every_host = spec.checkpoint().on_every_host();
   config.resume_from = spec.checkpoint().resume_from();
   if (spec.blas_threads() > 0) {
     config.blas_threads = spec.blas_threads();

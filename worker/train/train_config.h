@@ -109,11 +109,18 @@ struct TrainerConfig {
   size_t eval_batch_size = 1000;
   // Rank 0 writes checkpoint.h files here (empty: none): every
   // checkpoint_every steps (0: only at the end) and after the last step.
+  // With checkpoint_on_every_host the lowest rank of each `host` writes
+  // them too.
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
-  // A checkpoint.h file to start from (empty: step 0 from the seed): every
-  // rank reads it and runs steps [its steps_done, steps) from its
-  // parameters and optimizer state, in the mode the spec gives that step.
+  bool checkpoint_on_every_host = false;
+  // The host this rank runs on, as its worker registered it (the daemon
+  // sets it): ranks with equal names share a file system.
+  std::string host;
+  // A checkpoint.h file to start from (empty: step 0 from the seed): the
+  // lowest rank that can read it broadcasts it (checkpoint_share.h), and
+  // every rank runs steps [its steps_done, steps) from its parameters and
+  // optimizer state, in the mode the spec gives that step.
   std::string resume_from;
   // Process-wide BLAS threads per rank (applied by the daemon, blas.h).
   int blas_threads = 1;

@@ -120,7 +120,30 @@ absl::Status Trainer::Init() {
         absl::StrCat("the job has no step to run (steps ", config_.steps,
                      ", epochs ", config_.epochs, ")"));
   }
+  RETURN_IF_ERROR(ChooseCheckpointWriters());
   if (!config_.resume_from.empty()) RETURN_IF_ERROR(Resume());
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ChooseCheckpointWriters() {
+  writes_checkpoints_ = rank_ == 0;
+  if (config_.checkpoint_dir.empty() || !config_.checkpoint_on_every_host) {
+    return absl::OkStatus();
+  }
+  // Every rank's host name as a 53-bit FNV-1a fingerprint (exact in a
+  // double, the same in every build): a rank writes when no lower rank
+  // shares its host.
+  uint64_t fnv = 14695981039346656037ULL;
+  for (const char c : config_.host) {
+    fnv = (fnv ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  const double mine = static_cast<double>(fnv >> 11);
+  std::vector<double> hosts(static_cast<size_t>(world_));
+  RETURN_IF_ERROR(Annotate(
+      comm_->AllGather(&mine, hosts.data(), 1, DataType::kFloat64),
+      "finding the lowest rank of each host (checkpoint.onEveryHost)"));
+  writes_checkpoints_ = std::find(hosts.begin(), hosts.begin() + rank_, mine) ==
+                        hosts.begin() + rank_;
   return absl::OkStatus();
 }
 

@@ -220,8 +220,11 @@ class Trainer {
   absl::StatusOr<ParameterState> FetchPsState(int64_t step);
   // Last step in PS mode: every rank takes the final parameters.
   absl::Status FinishPs();
-  // Rank 0's checkpoint after `step` (PS mode: fetched from the shards);
-  // rank 0 sets *written to the file's path.
+  // Init's part for config.checkpoint_on_every_host: sets
+  // writes_checkpoints_ on the lowest rank of each host (and on rank 0).
+  absl::Status ChooseCheckpointWriters();
+  // The checkpoint after `step`, written by the writing ranks (PS mode:
+  // fetched from the shards); rank 0 sets *written to the file's path.
   absl::Status Checkpoint(int64_t step, std::string* written);
   int64_t HeardEpoch() const;
   // Records the failure of `step` during operation_ and returns the
@@ -263,6 +266,9 @@ class Trainer {
   std::optional<Batcher> batcher_;
   int64_t num_steps_ = 0;
   int64_t first_step_ = 0;
+  // This rank writes checkpoints: rank 0, and with checkpoint_on_every_host
+  // the lowest rank of each host.
+  bool writes_checkpoints_ = false;
   bool ran_ = false;
 
   // The operation in progress, for failure reports.

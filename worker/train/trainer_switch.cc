@@ -288,7 +288,7 @@ absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
   const std::string path = CheckpointPath(config_.checkpoint_dir, done);
   if (rank_ == 0) *written = path;
   if (path_ == SyncPath::kRing) {
-    if (rank_ != 0) return absl::OkStatus();
+    if (!writes_checkpoints_) return absl::OkStatus();
     if (device_ring_ != nullptr) {
       RETURN_IF_ERROR(device_ring_->DownloadParams());
       ASSIGN_OR_RETURN(OptimizerState state,
@@ -298,11 +298,11 @@ absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
     return WriteCheckpoint(path, done, model_->params(),
                            optimizer_->ExportState());
   }
-  // The optimizer state lives on the shards: rank 0 fetches it while the
+  // The optimizer state lives on the shards: the writers fetch it while the
   // others wait, so that no push of the next step changes it meanwhile.
   const absl::Time deadline = absl::Now() + config_.comm_timeout;
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
-  if (rank_ == 0) {
+  if (writes_checkpoints_) {
     ASSIGN_OR_RETURN(ParameterState state, FetchPsState(done));
     RETURN_IF_ERROR(WriteCheckpoint(path, done, state.params, state.optimizer));
   }
