@@ -29,7 +29,8 @@ constexpr absl::Duration kKillTimeout = absl::Seconds(10);
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     std::string name, const std::string& binary,
-    const std::vector<std::string>& args, std::string log_path) {
+    const std::vector<std::string>& args, std::string log_path,
+    const std::string& working_dir) {
   // Everything the child needs is prepared before fork: between fork and
   // exec a multi-threaded parent's child may only make async-signal-safe
   // calls.
@@ -66,6 +67,12 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!working_dir.empty() && chdir(working_dir.c_str()) != 0) {
+      static constexpr char kChdirFailed[] =
+          "integration test: chdir to the working directory failed\n";
+      (void)!write(STDERR_FILENO, kChdirFailed, sizeof(kChdirFailed) - 1);
+      _exit(127);
+    }
     execv(argv[0], argv.data());
     static constexpr char kExecFailed[] = "integration test: execv failed\n";
     (void)!write(STDERR_FILENO, kExecFailed, sizeof(kExecFailed) - 1);

@@ -33,10 +33,12 @@ namespace testing {
 class ChildProcess {
  public:
   // Runs `binary` with `args`; stdin is /dev/null, stdout and stderr go to
-  // `log_path` (created or appended to).
+  // `log_path` (created or appended to). A non-empty `working_dir` (which
+  // must exist) is the child's current directory.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(
       std::string name, const std::string& binary,
-      const std::vector<std::string>& args, std::string log_path);
+      const std::vector<std::string>& args, std::string log_path,
+      const std::string& working_dir = "");
 
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -61,6 +61,11 @@ std::string TestCluster::WorkerHost(int i) {
   return absl::StrCat("node-", std::string(1, static_cast<char>('a' + i)));
 }
 
+std::string TestCluster::WorkerDir(int i) const {
+  if (!options_.worker_dirs) return std::filesystem::current_path().string();
+  return absl::StrCat(log_dir_, "/", WorkerHost(i));
+}
+
 TestCluster::TestCluster(const TestClusterOptions& options, std::string log_dir)
     : options_(options), log_dir_(std::move(log_dir)) {}
 
@@ -178,13 +183,22 @@ absl::Status TestCluster::StartParameterServers() {
 absl::Status TestCluster::StartWorkers() {
   for (int i = 0; i < options_.workers; ++i) {
     const std::string host = WorkerHost(i);
+    if (options_.worker_dirs) {
+      std::error_code error;
+      std::filesystem::create_directories(WorkerDir(i), error);
+      if (error) {
+        return absl::InternalError(absl::StrCat("cannot create ", WorkerDir(i),
+                                                ": ", error.message()));
+      }
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> worker,
                      ChildProcess::Start(
                          absl::StrCat("worker ", host), GRADSYNC_WORKER_BINARY,
                          {"--coordinator", address_, "--devices",
                           absl::StrCat("cpu:", options_.devices_per_worker),
                           "--address", "127.0.0.1", "--host", host},
-                         absl::StrCat(log_dir_, "/worker-", host, ".log")));
+                         absl::StrCat(log_dir_, "/worker-", host, ".log"),
+                         options_.worker_dirs ? WorkerDir(i) : ""));
     workers_.push_back(std::move(worker));
   }
   worker_ids_.assign(workers_.size(), "");

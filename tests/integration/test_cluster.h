@@ -45,6 +45,9 @@ struct TestClusterOptions {
   int workers = 2;
   int devices_per_worker = 2;
   int parameter_servers = 0;
+  // Each worker runs in its own directory, log_dir()/WorkerHost(i), as if
+  // on its own disk: a relative checkpoint directory is per host.
+  bool worker_dirs = false;
   // The coordinator's --lease-ms and --heartbeat-ms.
   int64_t lease_ms = 5000;
   int64_t heartbeat_ms = 250;
@@ -92,6 +95,9 @@ class TestCluster {
   const std::string& worker_id(int i) const { return worker_ids_[i]; }
   // "node-a", "node-b", ...
   static std::string WorkerHost(int i);
+  // Worker i's current directory: log_dir()/WorkerHost(i) with
+  // options.worker_dirs, else the test's.
+  std::string WorkerDir(int i) const;
 
   // ---- RPCs (each with kRpcTimeout) ----
   [[nodiscard]] absl::StatusOr<std::string> Submit(const JobSpec& spec);
