@@ -67,8 +67,11 @@ if [[ ! -x "$bench" ]]; then
 fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/gradsync-ps-transport.XXXXXX")
+loadavg() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?"; }
 echo "# $runs runs of: gradsync-ps-bench ${bench_args[*]}"
 echo "# raw output: $log"
+# The host is shared: the load before and after says how busy it was.
+echo "# load average at the start: $(loadavg)"
 failed=0
 for ((i = 1; i <= runs; i++)); do
   echo "## run $i" >>"$log"
@@ -109,4 +112,5 @@ if [[ -n "$complete" ]]; then
   printf "# runs at or above %.3f: medians %d of %d, rounds %d of %d\n" \
     "$target" "$(reach 1)" "$n" "$(reach 2)" "$n"
 fi
+echo "# load average at the end: $(loadavg)"
 exit "$failed"

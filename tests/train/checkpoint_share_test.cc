@@ -168,6 +168,30 @@ TEST_F(CheckpointShareTest, OnlyACorruptCopy_DataLossOnEveryRank) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad magic")));
 }
 
+// A peer that goes away (its communicator aborted, as a failing rank's
+// is) ends the share at once on the others, naming what was under way;
+// nothing waits for the deadline.
+TEST_F(CheckpointShareTest, PeerGone_FailsPromptlyNamingTheOperation) {
+  const std::string path = Write("step-41.ckpt", Made(1));
+  RankGroup group(3, SmallPipelineOptions());
+  std::vector<absl::Status> out(3);
+  const absl::Time start = absl::Now();
+  group.Run([&](int r) {
+    if (r == 2) {
+      group.comm(r).Abort(absl::UnavailableError("rank 2's host went away"));
+      return absl::OkStatus();
+    }
+    out[r] = ShareCheckpoint(&group.comm(r), path).status();
+    return out[r];
+  });
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_THAT(out[r], StatusIs(absl::StatusCode::kUnavailable,
+                                 HasSubstr("asking which ranks can read")))
+        << "rank " << r;
+  }
+}
+
 TEST_F(CheckpointShareTest, SgdAndOneRank_NoBuffersToSend) {
   Checkpoint c = Made(4, 10);
   c.optimizer.kind = OptimizerKind::kSgd;
