@@ -132,14 +132,22 @@ TEST_F(CheckpointShareTest, DifferentFilesUnderTheName_LowestRankWins) {
   }
 }
 
-TEST_F(CheckpointShareTest, CorruptCopy_SkippedForAGoodOne) {
-  const std::string corrupt = absl::StrCat(dir_, "/corrupt.ckpt");
-  std::ofstream(corrupt) << "not a checkpoint";
+// Garbage, and a copy with one flipped bit (caught by the checksum), on
+// the lower ranks: the good copy of the highest rank is taken.
+TEST_F(CheckpointShareTest, CorruptCopies_SkippedForAGoodOne) {
+  const std::string garbage = absl::StrCat(dir_, "/garbage.ckpt");
+  std::ofstream(garbage) << "not a checkpoint";
   const Checkpoint c = Made(3);
-  const auto out = Share({corrupt, Write("good.ckpt", c)});
-  for (int r = 0; r < 2; ++r) {
+  const std::string flipped = Write("flipped.ckpt", c);
+  {
+    std::fstream file(flipped, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(100);  // inside the parameters
+    file.put('\x7f');
+  }
+  const auto out = Share({garbage, flipped, Write("good.ckpt", c)});
+  for (int r = 0; r < 3; ++r) {
     ASSERT_THAT(out[r], IsOk()) << "rank " << r;
-    EXPECT_EQ(out[r]->source_rank, 1);
+    EXPECT_EQ(out[r]->source_rank, 2);
     ExpectSameCheckpoint(out[r]->checkpoint, c);
   }
 }

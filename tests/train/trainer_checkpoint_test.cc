@@ -145,5 +145,59 @@ TEST(CheckpointTest, GarbageAndTruncatedFiles_DataLoss) {
   std::filesystem::remove(path);
 }
 
+// One flipped bit anywhere in the body fails the checksum; a file of the
+// format before the checksum (GSCKPT01) still loads.
+TEST(CheckpointTest, FlippedBit_DataLossAndVersion1StillLoads) {
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/flip-", getpid(), ".ckpt");
+  OptimizerState adam;
+  adam.kind = OptimizerKind::kAdam;
+  adam.step = 7;
+  adam.size = 64;
+  adam.buffers = {std::vector<float>(64, 0.5f), std::vector<float>(64, 2.0f)};
+  const std::vector<float> params(64, 1.5f);
+  ASSERT_THAT(WriteCheckpoint(path, 7, params, adam), IsOk());
+  ASSERT_THAT(ReadCheckpoint(path).status(), IsOk());
+  const auto size =
+      static_cast<std::streamoff>(std::filesystem::file_size(path));
+  // In the parameters, in Adam's second buffer, in the optimizer step.
+  for (const std::streamoff at :
+       {std::streamoff{40}, size - 20, std::streamoff{8 + 8 + 8 + 256 + 1}}) {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(at);
+    const char byte = static_cast<char>(file.get());
+    file.seekp(at);
+    file.put(static_cast<char>(byte ^ 0x10));
+    file.close();
+    EXPECT_THAT(ReadCheckpoint(path).status(),
+                StatusIs(absl::StatusCode::kDataLoss, HasSubstr("checksum")))
+        << "byte " << at;
+    file.open(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(at);
+    file.put(byte);
+  }
+  ASSERT_THAT(ReadCheckpoint(path).status(), IsOk());
+
+  {
+    std::ofstream v1(path, std::ios::binary | std::ios::trunc);
+    auto put = [&v1](const auto& value) {
+      v1.write(reinterpret_cast<const char*>(&value), sizeof(value));
+    };
+    v1.write("GSCKPT01", 8);
+    put(int64_t{3});
+    put(uint64_t{2});
+    put(1.25f);
+    put(-2.5f);
+    put(static_cast<uint8_t>(OptimizerKind::kSgd));
+    put(uint64_t{3});
+    put(uint32_t{0});
+  }
+  const absl::StatusOr<Checkpoint> old = ReadCheckpoint(path);
+  ASSERT_THAT(old.status(), IsOk());
+  EXPECT_EQ(old->steps_done, 3);
+  EXPECT_EQ(old->params, (std::vector<float>{1.25f, -2.5f}));
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace gradsync

@@ -5,14 +5,36 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/train/param_hash.h"
 
 namespace gradsync {
 namespace {
 
-constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
+// Version 2 adds the checksum trailer; version 1 files still load.
+constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '2'};
+constexpr char kMagicV1[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
+
+// Over everything the file holds: the fields, then the parameters and each
+// optimizer buffer (HashParameters of each, which covers its length).
+uint64_t Checksum(int64_t steps_done, absl::Span<const float> params,
+                  uint8_t kind, uint64_t step,
+                  const std::vector<std::vector<float>>& buffers) {
+  constexpr uint64_t kPrime = 1099511628211ULL;  // FNV-1a's
+  uint64_t h = 14695981039346656037ULL;
+  for (uint64_t v :
+       {static_cast<uint64_t>(steps_done), static_cast<uint64_t>(kind), step,
+        static_cast<uint64_t>(buffers.size()), HashParameters(params)}) {
+    h = (h ^ v) * kPrime;
+  }
+  for (const std::vector<float>& buffer : buffers) {
+    h = (h ^ HashParameters(buffer)) * kPrime;
+  }
+  return h;
+}
 
 template <typename T>
 void Put(std::ofstream& out, const T& value) {
@@ -89,6 +111,9 @@ absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
     Put(out, static_cast<uint64_t>(optimizer.step));
     Put(out, static_cast<uint32_t>(optimizer.buffers.size()));
     for (const auto& buffer : optimizer.buffers) PutFloats(out, buffer);
+    Put(out,
+        Checksum(steps_done, params, static_cast<uint8_t>(optimizer.kind),
+                 static_cast<uint64_t>(optimizer.step), optimizer.buffers));
     out.flush();
     if (!out) {
       std::filesystem::remove(tmp, ec);
@@ -110,7 +135,8 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   const uint64_t limit = std::filesystem::file_size(path) / sizeof(float);
   char magic[sizeof(kMagic)];
   in.read(magic, sizeof(magic));
-  if (!in || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+  const bool v1 = in && std::memcmp(magic, kMagicV1, sizeof(kMagicV1)) == 0;
+  if (!in || (!v1 && std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)) {
     return absl::DataLossError(
         absl::StrCat(path, " is not a gradsync checkpoint (bad magic)"));
   }
@@ -134,6 +160,15 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   c.optimizer.buffers.resize(buffers);
   for (auto& buffer : c.optimizer.buffers) {
     RETURN_IF_ERROR(r.GetFloats(&buffer, limit));
+  }
+  if (!v1) {
+    uint64_t stored = 0;
+    RETURN_IF_ERROR(r.Get(&stored));
+    if (stored !=
+        Checksum(c.steps_done, c.params, kind, step, c.optimizer.buffers)) {
+      return absl::DataLossError(absl::StrCat(
+          path, " is corrupt: its checksum does not match its contents"));
+    }
   }
   RETURN_IF_ERROR(ValidateOptimizerState(c.optimizer));
   return c;

@@ -3,9 +3,12 @@
 // binary file. Rank 0 writes them (all ranks hold the same bits); a PS job
 // will write the same format from its shards.
 //
-// Format (little-endian): "GSCKPT01", int64 steps done, uint64 parameter
+// Format (little-endian): "GSCKPT02", int64 steps done, uint64 parameter
 // count, the parameters (fp32), uint8 optimizer kind, uint64 optimizer
-// step, uint32 buffer count, then per buffer uint64 length and fp32 data.
+// step, uint32 buffer count, then per buffer uint64 length and fp32 data,
+// and a uint64 checksum of all of it (a corrupt copy is DATA_LOSS, and
+// resuming takes another rank's). "GSCKPT01" files, without the checksum,
+// still load.
 // Files are written to a temporary name and renamed, so a reader never
 // sees a half-written checkpoint.
 #ifndef GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
@@ -36,7 +39,8 @@ std::string CheckpointPath(const std::string& directory, int64_t steps_done);
                                            absl::Span<const float> params,
                                            const OptimizerState& optimizer);
 
-// NOT_FOUND if missing; DATA_LOSS if truncated or not a checkpoint.
+// NOT_FOUND if missing; DATA_LOSS if truncated, corrupt (checksum) or not
+// a checkpoint.
 [[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpoint(
     const std::string& path);
 
