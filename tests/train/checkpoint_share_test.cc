@@ -91,12 +91,13 @@ class CheckpointShareTest : public ::testing::Test {
 
   // Runs ShareCheckpoint on `paths.size()` ranks, rank r with paths[r].
   std::vector<absl::StatusOr<SharedCheckpoint>> Share(
-      const std::vector<std::string>& paths) {
+      const std::vector<std::string>& paths,
+      size_t chunk_floats = kShareChunkFloats) {
     RankGroup group(static_cast<int>(paths.size()), SmallPipelineOptions());
     std::vector<absl::StatusOr<SharedCheckpoint>> out(
         paths.size(), absl::UnknownError("not run"));
     group.Run([&](int r) {
-      out[r] = ShareCheckpoint(&group.comm(r), paths[r]);
+      out[r] = ShareCheckpoint(&group.comm(r), paths[r], chunk_floats);
       return out[r].status();
     });
     return out;
@@ -108,12 +109,16 @@ class CheckpointShareTest : public ::testing::Test {
 TEST_F(CheckpointShareTest, OnlyOneRankHasTheFile_EveryRankGetsItsBits) {
   const Checkpoint c = Made(1);
   const std::string path = Write("step-41.ckpt", c);
-  const auto out = Share({Missing(0), Missing(1), path, Missing(3)});
-  for (int r = 0; r < 4; ++r) {
-    SCOPED_TRACE(absl::StrCat("rank ", r));
-    ASSERT_THAT(out[r], IsOk());
-    EXPECT_EQ(out[r]->source_rank, 2);
-    ExpectSameCheckpoint(out[r]->checkpoint, c);
+  // In one broadcast per vector, and in chunks of 7 floats (1000 is not a
+  // multiple of 7).
+  for (const size_t chunk : {kShareChunkFloats, size_t{7}}) {
+    const auto out = Share({Missing(0), Missing(1), path, Missing(3)}, chunk);
+    for (int r = 0; r < 4; ++r) {
+      SCOPED_TRACE(absl::StrCat("rank ", r, ", chunks of ", chunk));
+      ASSERT_THAT(out[r], IsOk());
+      EXPECT_EQ(out[r]->source_rank, 2);
+      ExpectSameCheckpoint(out[r]->checkpoint, c);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "worker/train/checkpoint_share.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -74,16 +75,23 @@ absl::Status ShapeInto(const std::vector<double>& shape, int source,
 }
 
 absl::Status BroadcastFloats(Communicator* comm, std::vector<float>* values,
-                             int source) {
-  if (values->empty()) return absl::OkStatus();
-  return comm->Broadcast(values->data(), values->data(), values->size(),
-                         DataType::kFloat32, source);
+                             int source, size_t chunk_floats) {
+  for (size_t at = 0; at < values->size(); at += chunk_floats) {
+    const size_t n = std::min(chunk_floats, values->size() - at);
+    RETURN_IF_ERROR(comm->Broadcast(values->data() + at, values->data() + at, n,
+                                    DataType::kFloat32, source));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<SharedCheckpoint> ShareCheckpoint(Communicator* comm,
-                                                 const std::string& path) {
+                                                 const std::string& path,
+                                                 size_t chunk_floats) {
+  if (chunk_floats == 0) {
+    return absl::InvalidArgumentError("ShareCheckpoint: chunk_floats is 0");
+  }
   const int world = comm->size();
   const int rank = comm->rank();
   absl::StatusOr<Checkpoint> local = ReadCheckpoint(path);
@@ -128,9 +136,11 @@ absl::StatusOr<SharedCheckpoint> ShareCheckpoint(Communicator* comm,
                context));
   Checkpoint& c = shared.checkpoint;
   if (rank != source) RETURN_IF_ERROR(ShapeInto(shape, source, &c));
-  RETURN_IF_ERROR(Annotate(BroadcastFloats(comm, &c.params, source), context));
+  RETURN_IF_ERROR(Annotate(
+      BroadcastFloats(comm, &c.params, source, chunk_floats), context));
   for (std::vector<float>& buffer : c.optimizer.buffers) {
-    RETURN_IF_ERROR(Annotate(BroadcastFloats(comm, &buffer, source), context));
+    RETURN_IF_ERROR(Annotate(
+        BroadcastFloats(comm, &buffer, source, chunk_floats), context));
   }
   return shared;
 }

@@ -17,6 +17,7 @@
 #ifndef GRADSYNC_WORKER_TRAIN_CHECKPOINT_SHARE_H_
 #define GRADSYNC_WORKER_TRAIN_CHECKPOINT_SHARE_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -31,9 +32,15 @@ struct SharedCheckpoint {
   int source_rank = 0;
 };
 
-// Each collective waits until comm->timeout() from its start.
+// The vectors go in broadcasts of at most this many floats (64 MiB): each
+// collective waits until comm->timeout() from its start, and a
+// billion-parameter model's state would take longer than that on a slow
+// link in one piece.
+inline constexpr size_t kShareChunkFloats = size_t{16} << 20;
+
 [[nodiscard]] absl::StatusOr<SharedCheckpoint> ShareCheckpoint(
-    Communicator* comm, const std::string& path);
+    Communicator* comm, const std::string& path,
+    size_t chunk_floats = kShareChunkFloats);
 
 }  // namespace gradsync
 
