@@ -126,6 +126,9 @@ absl::StatusOr<SharedCheckpoint> ShareCheckpoint(Communicator* comm,
   SharedCheckpoint shared;
   shared.source_rank = source;
   if (rank == source) shared.checkpoint = *std::move(local);
+  // A rank that read its own copy drops it now: it takes the source's, and
+  // holding both would double its memory while the broadcast runs.
+  local = absl::StatusOr<Checkpoint>();
   const std::string context =
       absl::StrCat("receiving ", path, " from rank ", source);
   std::vector<double> shape = rank == source ? ShapeOf(shared.checkpoint)

@@ -290,7 +290,8 @@ absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
   if (path_ == SyncPath::kRing) {
     if (!writes_checkpoints_) return absl::OkStatus();
     if (device_ring_ != nullptr) {
-      RETURN_IF_ERROR(device_ring_->DownloadParams());
+      // Run downloads them after the last step itself.
+      if (done != num_steps_) RETURN_IF_ERROR(device_ring_->DownloadParams());
       ASSIGN_OR_RETURN(OptimizerState state,
                        device_ring_->ExportOptimizerState());
       return WriteCheckpoint(path, done, model_->params(), state);
