@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "collectives/tcp/wire.h"
 #include "common/status_macros.h"
+#include "common/tcp_congestion.h"
 
 namespace gradsync {
 namespace {
@@ -41,16 +42,14 @@ absl::StatusOr<std::string> GetAddress(Store* store, int peer,
 }
 
 // Applies options.congestion_control, which CreateTcpCommunicator checked,
-// to a connected socket (see TcpOptions); "auto" is best effort.
+// to a connected socket (common/tcp_congestion.h); "auto" is best effort.
 absl::Status ApplyCongestionControl(const Socket& s,
                                     const TcpOptions& options) {
-  const std::string& name = options.congestion_control;
-  if (name.empty() || name == "default") return absl::OkStatus();
-  if (name == "auto") {
-    if (s.PeerIsLocal()) s.SetCongestionControl("reno").IgnoreError();
-    return absl::OkStatus();
-  }
-  return s.SetCongestionControl(name);
+  const std::string& policy = options.congestion_control;
+  const std::string name = CongestionControlFor(policy, s.PeerIsLocal());
+  if (name.empty()) return absl::OkStatus();
+  absl::Status set = s.SetCongestionControl(name);
+  return policy == "auto" ? absl::OkStatus() : set;
 }
 
 // Connects to lower rank `peer` and has our handshake accepted.

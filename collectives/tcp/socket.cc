@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/tcp_congestion.h"
 
 namespace gradsync {
 namespace {
@@ -170,46 +171,14 @@ std::string Socket::PeerAddress() const {
   return absl::StrCat(ip, ":", ntohs(addr.sin_port));
 }
 
-bool Socket::PeerIsLocal() const {
-  sockaddr_in local{};
-  sockaddr_in peer{};
-  socklen_t local_len = sizeof(local);
-  socklen_t peer_len = sizeof(peer);
-  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
-      getpeername(fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
-      local.sin_family != AF_INET || peer.sin_family != AF_INET) {
-    return false;
-  }
-  const uint32_t peer_ip = ntohl(peer.sin_addr.s_addr);
-  return (peer_ip >> 24) == 127 ||
-         peer.sin_addr.s_addr == local.sin_addr.s_addr;
-}
+bool Socket::PeerIsLocal() const { return TcpPeerIsLocal(fd_); }
 
 absl::Status Socket::SetCongestionControl(const std::string& name) const {
-  if (name.size() > kMaxCongestionControlName) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TCP congestion control '", name, "' is longer than a kernel ",
-        "algorithm name (", kMaxCongestionControlName, " characters)"));
-  }
-  if (setsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name.data(),
-                 static_cast<socklen_t>(name.size())) != 0) {
-    const int err = errno;
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the kernel refused TCP congestion control '", name, "' (",
-        strerror(err),
-        "): pick one listed in /proc/sys/net/ipv4/"
-        "tcp_allowed_congestion_control, or 'default' for the system's"));
-  }
-  return absl::OkStatus();
+  return SetTcpCongestionControl(fd_, name);
 }
 
 absl::StatusOr<std::string> Socket::CongestionControl() const {
-  char name[kMaxCongestionControlName + 1] = {0};
-  socklen_t len = sizeof(name);
-  if (getsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) {
-    return ErrnoStatus("TCP_CONGESTION", errno);
-  }
-  return std::string(name, strnlen(name, len));
+  return GetTcpCongestionControl(fd_);
 }
 
 absl::Status Socket::Configure(int send_buffer_bytes, int receive_buffer_bytes,

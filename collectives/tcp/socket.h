@@ -26,10 +26,6 @@ namespace gradsync {
 absl::Status SplitHostPort(const std::string& address, std::string* host,
                            int* port);
 
-// Longest TCP congestion control name the kernel knows (TCP_CA_NAME_MAX
-// less the terminating NUL); it truncates longer ones silently.
-inline constexpr size_t kMaxCongestionControlName = 15;
-
 class Socket {
  public:
   Socket() = default;
@@ -69,7 +65,8 @@ class Socket {
   bool PeerIsLocal() const;
   // Sets the TCP congestion control algorithm (TCP_CONGESTION), e.g.
   // "reno". INVALID_ARGUMENT for a name longer than
-  // kMaxCongestionControlName; FAILED_PRECONDITION if the kernel refuses
+  // kMaxCongestionControlName (common/tcp_congestion.h);
+  // FAILED_PRECONDITION if the kernel refuses
   // it: not built, or not in net.ipv4.tcp_allowed_congestion_control for
   // this process.
   absl::Status SetCongestionControl(const std::string& name) const;

@@ -453,14 +453,6 @@ class TcpCommunicator final : public Communicator {
 
 }  // namespace
 
-absl::Status CheckCongestionControl(const std::string& name) {
-  if (name.empty() || name == "auto" || name == "default") {
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(Socket probe, Socket::Listen("127.0.0.1", 0));
-  return probe.SetCongestionControl(name);
-}
-
 absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
     Store* store, int rank, int size, const TcpOptions& options) {
   if (size < 1 || rank < 0 || rank >= size) {

@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "collectives/communicator.h"
 #include "collectives/store.h"
+#include "common/tcp_congestion.h"  // CheckCongestionControl
 
 namespace gradsync {
 
@@ -114,13 +115,6 @@ int SpinPollsForHost(int spin_polls, int ranks_on_host, int cores);
 // default is kept); and the receive buffer size of every connection.
 int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes);
 int ReceiveBufferBytes(const TcpOptions& options);
-
-// OK for "auto", "default" and "" (see TcpOptions::congestion_control);
-// for any other name, whether the kernel lets this process use it, probed
-// on a fresh socket: INVALID_ARGUMENT if longer than a kernel algorithm
-// name, FAILED_PRECONDITION if refused. CreateTcpCommunicator checks
-// first; daemons call it at start to refuse a bad flag early.
-absl::Status CheckCongestionControl(const std::string& name);
 
 // Connects rank `rank` of `size` to its peers through `store` and returns
 // the communicator. Blocks until every peer is connected or

@@ -3,6 +3,12 @@
 // host, "default" keeps the system's algorithm, a named one is set on every
 // connection, and one the kernel refuses fails rendezvous before the rank
 // publishes its address.
+#include "common/tcp_congestion.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 #include <thread>
@@ -148,6 +154,76 @@ TEST(TcpCongestionTest, SumsStayExactWithTheSystemAlgorithm) {
       ASSERT_EQ(bufs[r][i], expected) << "rank " << r << " element " << i;
     }
   }
+}
+
+TEST(TcpCongestionTest, PolicyGivesEachPeerItsAlgorithm) {
+  EXPECT_EQ(CongestionControlFor("auto", true), "reno");
+  EXPECT_EQ(CongestionControlFor("auto", false), "");
+  EXPECT_EQ(CongestionControlFor("default", true), "");
+  EXPECT_EQ(CongestionControlFor("", true), "");
+  EXPECT_EQ(CongestionControlFor("cubic", false), "cubic");
+  EXPECT_EQ(CongestionControlFor("cubic", true), "cubic");
+}
+
+TEST(TcpCongestionTest, HostIsLocalWithoutLookups) {
+  EXPECT_TRUE(HostIsLocal("127.0.0.1"));
+  EXPECT_TRUE(HostIsLocal("127.3.2.1"));
+  EXPECT_TRUE(HostIsLocal("localhost"));
+  EXPECT_TRUE(HostIsLocal("LocalHost"));
+  EXPECT_TRUE(HostIsLocal("::1"));
+  EXPECT_TRUE(HostIsLocal("[::1]"));
+  char name[256] = {0};
+  ASSERT_EQ(gethostname(name, sizeof(name) - 1), 0);
+  EXPECT_TRUE(HostIsLocal(name));
+  // TEST-NET-1 and -2 (RFC 5737) and a reserved name: never this host.
+  EXPECT_FALSE(HostIsLocal("192.0.2.1"));
+  EXPECT_FALSE(HostIsLocal("198.51.100.7"));
+  EXPECT_FALSE(HostIsLocal("no-such-host.invalid"));
+  EXPECT_FALSE(HostIsLocal(""));
+  EXPECT_FALSE(HostIsLocal("[]"));
+}
+
+TEST(TcpCongestionTest, CheckRefusesWhatTheKernelRefuses) {
+  EXPECT_TRUE(CheckCongestionControl("auto").ok());
+  EXPECT_TRUE(CheckCongestionControl("default").ok());
+  EXPECT_TRUE(CheckCongestionControl("").ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(CheckCongestionControl("no-such")));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(CheckCongestionControl("a-name-past-15-chars")));
+}
+
+// A dual-stack listener (as gRPC's "[::]:port") sees an IPv4 client on
+// 127.0.0.1 as ::ffff:127.0.0.1: still a peer on this host.
+TEST(TcpCongestionTest, PeerIsLocalThroughADualStackListener) {
+  const int listener = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  const int zero = 0;
+  setsockopt(listener, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+  sockaddr_in6 any{};
+  any.sin6_family = AF_INET6;
+  any.sin6_addr = in6addr_any;
+  socklen_t len = sizeof(any);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&any), sizeof(any)) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&any), &len) != 0) {
+    close(listener);
+    GTEST_SKIP() << "no IPv6 listener on this host";
+  }
+  absl::StatusOr<Socket> client =
+      Socket::Connect("127.0.0.1", ntohs(any.sin6_port),
+                      absl::Now() + absl::Seconds(10), nullptr);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const int accepted = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted, 0);
+  sockaddr_in6 peer{};
+  len = sizeof(peer);
+  ASSERT_EQ(getpeername(accepted, reinterpret_cast<sockaddr*>(&peer), &len), 0);
+  EXPECT_TRUE(IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr));
+  EXPECT_TRUE(TcpPeerIsLocal(accepted));
+  EXPECT_TRUE(client->PeerIsLocal());
+  EXPECT_FALSE(TcpPeerIsLocal(listener));  // not connected
+  close(accepted);
+  close(listener);
 }
 
 }  // namespace
