@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/tcp_congestion.h"
 #include "server/ps/ps_registration.h"
 
 namespace gradsync {
@@ -53,7 +54,7 @@ std::string HostName() {
 
 const char* PsDaemonUsage() {
   return "usage: gradsync-ps [--listen HOST:PORT] [--coordinator HOST:PORT]\n"
-         "                   [--compute-threads N]\n"
+         "                   [--compute-threads N] [--tcp-congestion NAME]\n"
          "\n"
          "Runs a gradsync parameter server until SIGINT or SIGTERM and prints\n"
          "the bound address on the first line of stdout.\n"
@@ -68,7 +69,12 @@ const char* PsDaemonUsage() {
          "                           jobs that ended\n"
          "  --compute-threads N      threads that sum a synchronous step's\n"
          "                           gradients and apply its update\n"
-         "                           (default 0: one per core)\n";
+         "                           (default 0: one per core)\n"
+         "  --tcp-congestion NAME    congestion control of the workers'\n"
+         "                           connections: auto (reno for workers on\n"
+         "                           this host, the system's for others),\n"
+         "                           default (the system's), or an algorithm\n"
+         "                           the kernel allows (default auto)\n";
 }
 
 absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
@@ -89,6 +95,19 @@ absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
         FlagValue(argc, argv, &i, "--coordinator", &config.coordinator);
     if (!coordinator.ok()) return coordinator.status();
     if (*coordinator) continue;
+    absl::StatusOr<bool> congestion =
+        FlagValue(argc, argv, &i, "--tcp-congestion",
+                  &config.server.transport.congestion_control, "NAME");
+    if (!congestion.ok()) return congestion.status();
+    if (*congestion) {
+      if (absl::Status s = CheckCongestionControl(
+              config.server.transport.congestion_control);
+          !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tcp-congestion: ", s.message()));
+      }
+      continue;
+    }
     std::string threads;
     absl::StatusOr<bool> compute =
         FlagValue(argc, argv, &i, "--compute-threads", &threads, "N");

@@ -5,7 +5,10 @@
 #include <grpcpp/security/credentials.h>
 #include <malloc.h>
 
+#include <utility>
+
 #include "common/grpc_connect.h"
+#include "server/ps/ps_socket_mutator.h"
 #include "server/ps/tensor_codec.h"
 
 namespace gradsync {
@@ -31,13 +34,15 @@ void AddArguments(const PsTransportOptions& options, Sink&& set) {
 
 }  // namespace
 
-grpc::ChannelArguments PsChannelArguments(const PsTransportOptions& options) {
+grpc::ChannelArguments PsChannelArguments(const std::string& address,
+                                          const PsTransportOptions& options) {
   grpc::ChannelArguments args;
   AddArguments(options, [&args](const char* key, int value) {
     args.SetInt(key, value);
   });
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   SetReconnectBackoff(&args);
+  SetClientCongestionControl(&args, options.congestion_control, address);
   return args;
 }
 
@@ -48,12 +53,15 @@ void ApplyPsServerArguments(grpc::ServerBuilder* builder,
   });
   builder->SetMaxReceiveMessageSize(static_cast<int>(kMaxTensorMessageBytes));
   builder->SetMaxSendMessageSize(static_cast<int>(kMaxTensorMessageBytes));
+  if (auto option = ServerCongestionControl(options.congestion_control)) {
+    builder->SetOption(std::move(option));
+  }
 }
 
 std::shared_ptr<grpc::Channel> CreatePsChannel(
     const std::string& address, const PsTransportOptions& options) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   PsChannelArguments(options));
+                                   PsChannelArguments(address, options));
 }
 
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(

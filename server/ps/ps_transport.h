@@ -10,6 +10,8 @@
 //   blocks with mmap and returns them with munmap, so every megabyte pays
 //   page faults. Raising M_MMAP_THRESHOLD and M_TRIM_THRESHOLD keeps them
 //   in the heap (TuneMallocForTensorTraffic).
+// - BBR paces loopback connections too: with the policy "auto", connections
+//   between processes of one host run reno (ps_socket_mutator.h).
 // - Each channel gets its own TCP connection (a local subchannel pool), so
 //   that shards and ranks do not share one connection's window.
 //
@@ -35,10 +37,16 @@ struct PsTransportOptions {
   // Largest HTTP/2 DATA frame the peer may send us (16 KiB .. 16 MiB - 1);
   // 0 keeps gRPC's default.
   int max_frame_bytes = 0;
+  // TCP congestion control of the connections, the TCP ring's policy
+  // (common/tcp_congestion.h): "auto" (reno between processes of one
+  // host), "default", or an algorithm's name, which the daemon checks with
+  // CheckCongestionControl at start.
+  std::string congestion_control = "auto";
 };
 
-// Channel arguments for a PS client channel.
+// Channel arguments for a PS client channel to `address` ("host:port").
 grpc::ChannelArguments PsChannelArguments(
+    const std::string& address,
     const PsTransportOptions& options = PsTransportOptions());
 
 // Adds the same settings to a server under construction.

@@ -94,7 +94,8 @@ struct JobRunnerConfig {
   absl::Duration rendezvous_timeout = absl::Seconds(120);
   // Per collective (the TCP backend names the late peer when it expires).
   absl::Duration collective_timeout = absl::Seconds(60);
-  // TcpOptions::congestion_control of the jobs' TCP communicators.
+  // TCP congestion control policy (common/tcp_congestion.h) of the jobs'
+  // TCP communicators and of their connections to the PS shards.
   std::string tcp_congestion_control = "auto";
   // TcpOptions::spin_polls for every job; unset: TcpOptions' default, or
   // none on a host with more of the job's ranks than cores

@@ -74,6 +74,9 @@ struct PsConfig {
   int staleness = 0;             // kSsp bound
   size_t chunk_bytes = 1 << 20;  // largest stream message
   OptimizerSpec optimizer;       // as the shards are created with it
+  // TCP congestion control of the connections to the shards
+  // (common/tcp_congestion.h); the daemon's --tcp-congestion.
+  std::string tcp_congestion = "auto";
 };
 
 // A scripted switch: steps >= step synchronise through `path`.

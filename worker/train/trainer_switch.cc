@@ -208,6 +208,7 @@ absl::Status Trainer::EnterPs(int64_t step) {
   PsClientOptions options;
   options.chunk_bytes = config_.ps.chunk_bytes;
   options.timeout = config_.comm_timeout;
+  options.transport.congestion_control = config_.ps.tcp_congestion;
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
                    PsClient::Create(config_.ps.job_id, rank_, n,
                                     std::move(shards), options));

@@ -1,0 +1,164 @@
+#include "server/ps/ps_socket_mutator.h"
+
+#include <grpc/support/sync.h>
+#include <grpcpp/version_info.h>
+#include <string.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "common/tcp_congestion.h"
+
+#if GRPC_CPP_VERSION_MAJOR == 1 && GRPC_CPP_VERSION_MINOR == 51
+#define GRADSYNC_GRPC_SOCKET_MUTATOR 1
+#else
+#define GRADSYNC_GRPC_SOCKET_MUTATOR 0
+#endif
+
+#if GRADSYNC_GRPC_SOCKET_MUTATOR
+// gRPC 1.51.1's src/core/lib/iomgr/socket_mutator.h, which Debian's
+// libgrpc-dev does not install: the types gRPC's core calls through, and
+// the one function (exported by libgrpc) that initialises the base.
+typedef enum {
+  GRPC_FD_CLIENT_CONNECTION_USAGE,
+  GRPC_FD_SERVER_LISTENER_USAGE,
+  GRPC_FD_SERVER_CONNECTION_USAGE,
+} grpc_fd_usage;
+
+typedef struct {
+  int fd;
+  grpc_fd_usage usage;
+} grpc_mutate_socket_info;
+
+struct grpc_socket_mutator_vtable {
+  bool (*mutate_fd)(int fd, grpc_socket_mutator* mutator);
+  int (*compare)(grpc_socket_mutator* a, grpc_socket_mutator* b);
+  void (*destroy)(grpc_socket_mutator* mutator);
+  bool (*mutate_fd_2)(const grpc_mutate_socket_info* info,
+                      grpc_socket_mutator* mutator);
+};
+
+struct grpc_socket_mutator {
+  const grpc_socket_mutator_vtable* vtable;
+  gpr_refcount refcount;
+};
+
+void grpc_socket_mutator_init(grpc_socket_mutator* mutator,
+                              const grpc_socket_mutator_vtable* vtable);
+#endif
+
+namespace gradsync {
+namespace {
+
+#if GRADSYNC_GRPC_SOCKET_MUTATOR
+
+// gRPC casts between the two: `base` must come first, and the whole must
+// stay standard-layout.
+struct CongestionMutator {
+  grpc_socket_mutator base;
+  // The algorithm for every connection, or "" to ask the peer (auto).
+  char name[kMaxCongestionControlName + 1];
+};
+
+CongestionMutator* Self(grpc_socket_mutator* m) {
+  return reinterpret_cast<CongestionMutator*>(m);
+}
+
+void Apply(int fd, grpc_fd_usage usage, CongestionMutator* self) {
+  if (usage == GRPC_FD_SERVER_LISTENER_USAGE) return;
+  std::string name = self->name;
+  if (name.empty()) {
+    // Auto: connections are judged by their peer, so only accepted ones
+    // (a client decides before connecting, with a fixed name).
+    if (usage != GRPC_FD_SERVER_CONNECTION_USAGE) return;
+    name = CongestionControlFor("auto", TcpPeerIsLocal(fd));
+    if (name.empty()) return;
+  }
+  // Best effort: a named algorithm passed CheckCongestionControl, and a
+  // false return would make gRPC drop the connection.
+  SetTcpCongestionControl(fd, name).IgnoreError();
+}
+
+bool MutateFd(int fd, grpc_socket_mutator* m) {
+  Apply(fd, GRPC_FD_CLIENT_CONNECTION_USAGE, Self(m));
+  return true;
+}
+
+bool MutateFd2(const grpc_mutate_socket_info* info, grpc_socket_mutator* m) {
+  Apply(info->fd, info->usage, Self(m));
+  return true;
+}
+
+int Compare(grpc_socket_mutator* a, grpc_socket_mutator* b) {
+  return strcmp(Self(a)->name, Self(b)->name);
+}
+
+void Destroy(grpc_socket_mutator* m) { delete Self(m); }
+
+constexpr grpc_socket_mutator_vtable kVtable = {MutateFd, Compare, Destroy,
+                                                MutateFd2};
+
+// A new mutator with one reference, which the caller hands to gRPC.
+grpc_socket_mutator* NewMutator(const std::string& name) {
+  auto* m = new CongestionMutator{};
+  const size_t n = std::min(name.size(), kMaxCongestionControlName);
+  memcpy(m->name, name.data(), n);
+  m->name[n] = '\0';
+  grpc_socket_mutator_init(&m->base, &kVtable);
+  return &m->base;
+}
+
+class ServerOption : public grpc::ServerBuilderOption {
+ public:
+  explicit ServerOption(std::string name) : name_(std::move(name)) {}
+  void UpdateArguments(grpc::ChannelArguments* args) override {
+    args->SetSocketMutator(NewMutator(name_));
+  }
+  void UpdatePlugins(
+      std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*) override {}
+
+ private:
+  const std::string name_;  // "" for auto
+};
+
+#endif  // GRADSYNC_GRPC_SOCKET_MUTATOR
+
+// The host of "host:port" or "[v6]:port".
+std::string TargetHost(const std::string& target) {
+  if (!target.empty() && target.front() == '[') {
+    const size_t close = target.find(']');
+    return close == std::string::npos ? "" : target.substr(1, close - 1);
+  }
+  const size_t colon = target.rfind(':');
+  return colon == std::string::npos ? target : target.substr(0, colon);
+}
+
+}  // namespace
+
+bool SocketMutatorSupported() { return GRADSYNC_GRPC_SOCKET_MUTATOR != 0; }
+
+void SetClientCongestionControl(grpc::ChannelArguments* args,
+                                const std::string& policy,
+                                const std::string& target) {
+  const std::string name =
+      CongestionControlFor(policy, HostIsLocal(TargetHost(target)));
+  if (name.empty()) return;
+#if GRADSYNC_GRPC_SOCKET_MUTATOR
+  args->SetSocketMutator(NewMutator(name));
+#else
+  (void)args;
+#endif
+}
+
+std::unique_ptr<grpc::ServerBuilderOption> ServerCongestionControl(
+    const std::string& policy) {
+  if (policy.empty() || policy == "default") return nullptr;
+#if GRADSYNC_GRPC_SOCKET_MUTATOR
+  return std::make_unique<ServerOption>(policy == "auto" ? "" : policy);
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace gradsync

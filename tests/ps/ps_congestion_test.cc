@@ -1,0 +1,198 @@
+// The PS's gRPC connections follow the TCP ring's congestion control policy
+// (server/ps/ps_socket_mutator.h): "auto" runs reno at both ends of a
+// connection between processes of one host, also through a dual-stack
+// listener that sees IPv4 peers as ::ffff:a.b.c.d; "default" keeps the
+// system's algorithm; a named one is set at both ends; a target on
+// another host gets no mutator; `gradsync-ps --tcp-congestion` refuses a
+// name the kernel will not set. Client and server live in this process,
+// so both ends of each connection are among its file descriptors.
+#include <dirent.h>
+#include <grpc/grpc.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/tcp_congestion.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/ps/ps_daemon.h"
+#include "server/ps/ps_server.h"
+#include "server/ps/ps_socket_mutator.h"
+#include "server/ps/ps_transport.h"
+
+namespace gradsync {
+namespace {
+
+using ::testing::Each;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+std::string SystemDefault() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  std::getline(in, name);
+  return std::string(absl::StripAsciiWhitespace(name));
+}
+
+int PortOf(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  }
+  if (a.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  }
+  return -1;
+}
+
+// The algorithm of each connected TCP socket of this process with `port`
+// at either end: both ends of every connection to a server on `port`.
+std::vector<std::string> AlgorithmsOnPort(int port) {
+  std::vector<std::string> names;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return names;
+  while (dirent* entry = readdir(dir)) {
+    int fd = -1;
+    if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(dir)) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof(local), peer_len = sizeof(peer);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0 ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+        (PortOf(local) != port && PortOf(peer) != port)) {
+      continue;
+    }
+    absl::StatusOr<std::string> name = GetTcpCongestionControl(fd);
+    names.push_back(name.ok() ? *name : name.status().ToString());
+  }
+  closedir(dir);
+  return names;
+}
+
+struct Connected {
+  std::unique_ptr<PsServer> server;
+  std::shared_ptr<grpc::Channel> channel;
+};
+
+// A server on `listen` (port 0) and a channel to 127.0.0.1 on its port,
+// both under `policy`, connected; a null server if it could not listen.
+Connected Connect(const std::string& listen, const std::string& policy) {
+  PsServerOptions options;
+  options.transport.congestion_control = policy;
+  absl::StatusOr<std::unique_ptr<PsServer>> server =
+      PsServer::Start(listen, options);
+  if (!server.ok()) return {};
+  PsTransportOptions transport;
+  transport.congestion_control = policy;
+  std::shared_ptr<grpc::Channel> channel =
+      CreatePsChannel(absl::StrCat("127.0.0.1:", (*server)->port()), transport);
+  EXPECT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() +
+                                        std::chrono::seconds(20)));
+  return {*std::move(server), std::move(channel)};
+}
+
+bool HasSocketMutator(const grpc::ChannelArguments& args) {
+  grpc_channel_args c{};
+  args.SetChannelArgs(&c);
+  for (size_t i = 0; i < c.num_args; ++i) {
+    if (std::string(c.args[i].key) == GRPC_ARG_SOCKET_MUTATOR) return true;
+  }
+  return false;
+}
+
+TEST(PsCongestionTest, AutoRunsRenoAtBothEndsOnOneHost) {
+  if (!SocketMutatorSupported()) GTEST_SKIP() << "no socket mutator";
+  if (!CheckCongestionControl("reno").ok()) GTEST_SKIP() << "no reno here";
+  Connected c = Connect("127.0.0.1:0", "auto");
+  ASSERT_NE(c.server, nullptr);
+  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
+  EXPECT_THAT(names, SizeIs(2));  // the client's end and the accepted one
+  EXPECT_THAT(names, Each(std::string("reno")));
+}
+
+TEST(PsCongestionTest, AutoJudgesIpv4PeersOfADualStackListener) {
+  if (!SocketMutatorSupported()) GTEST_SKIP() << "no socket mutator";
+  if (!CheckCongestionControl("reno").ok()) GTEST_SKIP() << "no reno here";
+  Connected c = Connect("[::]:0", "auto");
+  if (c.server == nullptr) GTEST_SKIP() << "no IPv6 listener on this host";
+  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
+  EXPECT_THAT(names, SizeIs(2));
+  EXPECT_THAT(names, Each(std::string("reno")));
+}
+
+TEST(PsCongestionTest, DefaultKeepsTheSystemAlgorithm) {
+  const std::string system = SystemDefault();
+  if (system.empty()) GTEST_SKIP() << "no /proc/sys/net/ipv4 here";
+  Connected c = Connect("127.0.0.1:0", "default");
+  ASSERT_NE(c.server, nullptr);
+  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
+  EXPECT_THAT(names, SizeIs(2));
+  EXPECT_THAT(names, Each(system));
+}
+
+TEST(PsCongestionTest, NamedAlgorithmAtBothEnds) {
+  if (!SocketMutatorSupported()) GTEST_SKIP() << "no socket mutator";
+  // One that differs from the system's, so that the test sees it set.
+  std::string named;
+  for (const char* candidate : {"cubic", "reno", "bbr"}) {
+    if (candidate != SystemDefault() &&
+        CheckCongestionControl(candidate).ok()) {
+      named = candidate;
+      break;
+    }
+  }
+  if (named.empty()) GTEST_SKIP() << "no second algorithm allowed here";
+  Connected c = Connect("127.0.0.1:0", named);
+  ASSERT_NE(c.server, nullptr);
+  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
+  EXPECT_THAT(names, SizeIs(2));
+  EXPECT_THAT(names, Each(named));
+}
+
+TEST(PsCongestionTest, ClientDecidesByTheTargetHost) {
+  if (!SocketMutatorSupported()) GTEST_SKIP() << "no socket mutator";
+  PsTransportOptions transport;  // auto
+  EXPECT_TRUE(HasSocketMutator(PsChannelArguments("127.0.0.1:29600")));
+  EXPECT_TRUE(HasSocketMutator(PsChannelArguments("localhost:29600")));
+  EXPECT_TRUE(HasSocketMutator(PsChannelArguments("[::1]:29600")));
+  // TEST-NET-1 (RFC 5737): never an address of this host.
+  EXPECT_FALSE(HasSocketMutator(PsChannelArguments("192.0.2.1:29600")));
+  transport.congestion_control = "default";
+  EXPECT_FALSE(
+      HasSocketMutator(PsChannelArguments("127.0.0.1:29600", transport)));
+  transport.congestion_control = "reno";
+  EXPECT_TRUE(
+      HasSocketMutator(PsChannelArguments("192.0.2.1:29600", transport)));
+}
+
+TEST(PsCongestionTest, DaemonFlag) {
+  auto parse = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "gradsync-ps");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    bool help = false;
+    return ParsePsDaemonFlags(static_cast<int>(argv.size()), argv.data(),
+                              &help);
+  };
+  absl::StatusOr<PsDaemonConfig> config = parse({});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->server.transport.congestion_control, "auto");
+  config = parse({"--tcp-congestion", "default"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->server.transport.congestion_control, "default");
+  config = parse({"--tcp-congestion=no-such-cc"});
+  EXPECT_TRUE(absl::IsInvalidArgument(config.status())) << config.status();
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("--tcp-congestion: the kernel refused TCP congestion "
+                        "control 'no-such-cc'"));
+}
+
+}  // namespace
+}  // namespace gradsync
