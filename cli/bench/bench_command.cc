@@ -45,7 +45,8 @@ int RunBenchCommand(const std::vector<std::string>& args) {
   std::vector<std::unique_ptr<PsServer>> ps_servers;
   if (options->backend == Backend::kPs && options->ps_addresses.empty()) {
     absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> started =
-        StartLocalPsServers(PsShardCount(*options));
+        StartLocalPsServers(PsShardCount(*options),
+                            options->congestion_control.value_or("auto"));
     if (!started.ok()) {
       std::cerr << "gradsync bench: " << started.status().message() << "\n";
       return kExitError;

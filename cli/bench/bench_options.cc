@@ -185,7 +185,8 @@ const FlagSpec kFlags[] = {
                                 &s->options.small_socket_buffer_bytes);
      }},
     {0, "tcp-congestion", "NAME",
-     "ring: auto (reno between local ranks), default, or an algorithm",
+     "ring, ps: auto (reno to peers on this host), default, or an "
+     "algorithm (--ps-addresses servers keep their own)",
      [](absl::string_view v, ParseState* s) {
        s->options.congestion_control = std::string(v);
        return absl::OkStatus();

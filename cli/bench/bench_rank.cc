@@ -63,7 +63,7 @@ ReportHeader MakeHeader(const BenchOptions& options,
   header.algorithm = options.backend == Backend::kRing
                          ? options.algorithm
                          : std::string(BackendName(options.backend));
-  if (options.backend == Backend::kRing) {
+  if (options.backend == Backend::kRing || options.backend == Backend::kPs) {
     header.tcp_congestion =
         options.congestion_control.value_or(TcpOptions().congestion_control);
   }
@@ -104,6 +104,8 @@ absl::StatusOr<SizeRunner> MakeSizeRunner(const BenchOptions& options,
     config.max_bytes = max_bytes;
     config.timeout = options.timeout;
     config.chunk_bytes = options.ps_chunk_bytes.value_or(0);
+    config.tcp_congestion =
+        options.congestion_control.value_or(TcpOptions().congestion_control);
     ASSIGN_OR_RETURN(std::shared_ptr<PsSweepRunner> runner,
                      PsSweepRunner::Create(backend->comm.get(), config));
     return SizeRunner(

@@ -10,11 +10,13 @@ namespace gradsync {
 namespace bench {
 
 absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> StartLocalPsServers(
-    int count) {
+    int count, const std::string& tcp_congestion) {
+  PsServerOptions options;
+  options.transport.congestion_control = tcp_congestion;
   std::vector<std::unique_ptr<PsServer>> servers;
   for (int k = 0; k < count; ++k) {
     absl::StatusOr<std::unique_ptr<PsServer>> server =
-        PsServer::Start("127.0.0.1:0");
+        PsServer::Start("127.0.0.1:0", options);
     if (!server.ok()) {
       return Annotate(
           server.status(),

@@ -23,10 +23,12 @@
 namespace gradsync {
 namespace bench {
 
-// Starts `count` PsServers on 127.0.0.1:0. Errors: PsServer::Start's
-// (UNAVAILABLE when no port can be bound), naming which server.
+// Starts `count` PsServers on 127.0.0.1:0, their connections under TCP
+// congestion control policy `tcp_congestion` (common/tcp_congestion.h).
+// Errors: PsServer::Start's (UNAVAILABLE when no port can be bound),
+// naming which server.
 [[nodiscard]] absl::StatusOr<std::vector<std::unique_ptr<PsServer>>>
-StartLocalPsServers(int count);
+StartLocalPsServers(int count, const std::string& tcp_congestion = "auto");
 
 // The addresses the servers bound, in order.
 std::vector<std::string> PsServerAddresses(

@@ -63,6 +63,9 @@ struct PsSweepConfig {
   absl::Duration timeout = absl::Seconds(60);
   // Largest message of the push/pull streams; 0 keeps PsClient's default.
   size_t chunk_bytes = 0;
+  // TCP congestion control policy of the connections to the shards
+  // (common/tcp_congestion.h).
+  std::string tcp_congestion = "auto";
 };
 
 class PsSweepRunner {

@@ -53,8 +53,8 @@ struct ReportHeader {
   Collective collective = Collective::kAllReduce;
   std::string backend;
   std::string algorithm;
-  // Backend "ring": TcpOptions::congestion_control ("auto", "default", a
-  // name); empty for the others.
+  // Backends "ring" and "ps": the TCP congestion control policy ("auto",
+  // "default", a name; common/tcp_congestion.h); empty for nccl.
   std::string tcp_congestion;
   int ranks = 1;
   DataType type = DataType::kFloat32;

@@ -23,6 +23,11 @@
 # sees it (S / t at N = 2 on the largest size: a 2-rank ring sends S per
 # rank), which folds the ring's own overheads into B.
 #
+# All three, the ring's connections, the PS's gRPC connections and B's
+# stream, run the congestion control that --tcp-congestion (default auto)
+# gives a peer on this host: reno for auto, the system's for default
+# (common/tcp_congestion.h), so that the model's B is the same link.
+#
 # Caveat for one host: all "links" are loopback on the same CPUs, so N
 # streams at once share the cores instead of each getting B; the model's
 # "N*S/K at the server" and "all ring links in parallel" only separate
@@ -52,11 +57,12 @@ iters=""
 warmup=1
 rounds=1
 out=""
+congestion=auto
 
 usage() {
   cat <<EOF
 usage: $0 [--ranks "2 3 4"] [-b 4M] [-e 256M] [-f 2] [-n ITERS] [-w 1]
-          [--rounds 1] [--out DIR]
+          [--rounds 1] [--out DIR] [--tcp-congestion auto|default|NAME]
 
 -n fixes the timed iterations at every size; by default 10 up to 16M, 5
 up to 64M, 3 above. --rounds R repeats the whole sweep (the three
@@ -75,6 +81,7 @@ while [[ $# -gt 0 ]]; do
     -w) warmup=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --tcp-congestion) congestion=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ps_vs_ring.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
   esac
@@ -121,10 +128,18 @@ iters_for() {
 # 5 transfers. Taken before every (round, N) block, so that B sees the
 # same background load as the runs; the table uses the median.
 measure_b() {
-  "$python" - "$largest" >>"$out/b.txt" <<'EOF'
+  "$python" - "$largest" "$congestion" >>"$out/b.txt" <<'EOF'
 import os, socket, sys, time
 size = int(sys.argv[1])
+# The algorithm the policy gives a peer on this host, at both ends.
+policy = sys.argv[2]
+algorithm = {"auto": "reno", "default": "", "": ""}.get(policy, policy)
+def congest(s):
+    if algorithm:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                     algorithm.encode())
 listener = socket.socket()
+congest(listener)
 listener.bind(("127.0.0.1", 0))
 listener.listen(1)
 port = listener.getsockname()[1]
@@ -132,7 +147,9 @@ rounds = 5
 pid = os.fork()
 if pid == 0:  # the sender
     listener.close()
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.socket()
+    congest(s)
+    s.connect(("127.0.0.1", port))
     data = bytearray(size)
     ack = bytearray(1)
     for _ in range(rounds):
@@ -141,6 +158,7 @@ if pid == 0:  # the sender
     s.close()
     os._exit(0)
 conn, _ = listener.accept()
+congest(conn)
 buf = memoryview(bytearray(size))
 best = 0.0
 for _ in range(rounds):
@@ -172,7 +190,8 @@ run_config() {  # config n
   for size in $sizes; do
     it=$(iters_for "$size")
     "$gradsync" bench allreduce --ranks "$n" "${flags[@]}" -b "$size" \
-      -e "$size" -n "$it" -w "$warmup" --timeout 300 --json || return 1
+      -e "$size" -n "$it" -w "$warmup" --timeout 300 \
+      --tcp-congestion "$congestion" --json || return 1
   done
 }
 
@@ -194,7 +213,7 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-"$python" - "$out" "$ranks" "$largest" <<'EOF' || failures=$((failures + 1))
+"$python" - "$out" "$ranks" "$largest" "$congestion" <<'EOF' || failures=$((failures + 1))
 import json, os, statistics, sys
 out, ranks, largest = sys.argv[1], sys.argv[2], int(sys.argv[3])
 bs = [float(x) for x in open(os.path.join(out, "b.txt")).read().split()]
@@ -233,7 +252,8 @@ ring2 = med(("ring", 2, largest))
 b_ring2 = largest / (ring2 / 1e3) if ring2 else None
 print(f"\nB (one loopback TCP stream, {fmt_size(largest)}, best of 5, median "
       f"of {len(bs)} measurements): {b_stream / 1e9:.2f} GB/s "
-      f"(range {min(bs) / 1e9:.2f} .. {max(bs) / 1e9:.2f})")
+      f"(range {min(bs) / 1e9:.2f} .. {max(bs) / 1e9:.2f}); tcp congestion "
+      f"{sys.argv[4]} for the stream, the ring and the PS")
 if b_ring2:
     print(f"B as the 2-rank ring sees it (S/t at N=2, {fmt_size(largest)}): "
           f"{b_ring2 / 1e9:.2f} GB/s (not used below)")

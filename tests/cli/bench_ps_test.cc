@@ -75,7 +75,7 @@ TEST(BenchPsTest, TwoRanksTwoShards_VerifiesAndPrintsTheTable) {
   }
   const std::string& out = runs[0].output;
   EXPECT_THAT(out, HasSubstr("# gradsync bench allreduce: backend ps, 2 "
-                             "shards, 2 ranks\n"));
+                             "shards, tcp congestion auto, 2 ranks\n"));
   EXPECT_THAT(out,
               HasSubstr(absl::StrCat("# PS shards: 0 at ", local.addresses[0],
                                      ", 1 at ", local.addresses[1])));

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/tcp_congestion.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/tcp_baseline.h"
 #include "server/ps/ps_client.h"
@@ -94,14 +95,16 @@ const char* BenchUsage() {
   return "usage: gradsync-ps-bench [--clients N] [--bytes S] [--rounds R]\n"
          "         [--warmup W] [--chunk_bytes C] [--window_bytes B]\n"
          "         [--max_frame_bytes F] [--bdp_probe] [--no_malloc_tuning]\n"
-         "         [--only grpc|tcp]\n"
+         "         [--only grpc|tcp] [--tcp_congestion auto|default|NAME]\n"
          "\n"
          "N client processes push and pull S bytes each per round through\n"
          "one parameter-server process, over gRPC and over raw TCP\n"
          "alternately; prints GB/s per round and the gRPC/TCP ratio.\n"
          "Defaults: 4 clients, 64M, 10 rounds (+2 warm-up), 1M chunks,\n"
          "16M window, BDP probing off, malloc tuned. Sizes take K/M/G.\n"
-         "--only runs one transport (for profiling).\n";
+         "--only runs one transport (for profiling). --tcp_congestion\n"
+         "sets both paths' TCP congestion control (default auto: reno,\n"
+         "as for every connection between processes of one host).\n";
 }
 
 std::string FormatBytes(size_t bytes) {
@@ -175,6 +178,11 @@ absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv) {
       options.transport.bdp_probe = true;
     } else if (arg == "--no_malloc_tuning") {
       options.tune_malloc = false;
+    } else if (arg == "--tcp_congestion") {
+      absl::StatusOr<std::string> name = next();
+      if (!name.ok()) return name.status();
+      status = CheckCongestionControl(*name);
+      options.transport.congestion_control = *name;
     } else if (arg == "--only") {
       absl::StatusOr<std::string> which = next();
       if (!which.ok()) return which.status();
@@ -224,8 +232,8 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
               << " " << tcp_shard.status() << "\n";
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<TcpShardServer>> tcp =
-      TcpShardServer::Start(*tcp_shard, options.timeout);
+  absl::StatusOr<std::unique_ptr<TcpShardServer>> tcp = TcpShardServer::Start(
+      *tcp_shard, options.timeout, options.transport.congestion_control);
   if (!tcp.ok()) {
     std::cerr << "bench server: " << tcp.status() << "\n";
     return 1;
@@ -263,8 +271,8 @@ int RunBenchClient(const BenchOptions& options, int rank,
   client_options.transport = options.transport;
   absl::StatusOr<std::unique_ptr<PsClient>> grpc = PsClient::Create(
       kGrpcJob, rank, n, {{grpc_address, 0, 0, n}}, client_options);
-  absl::StatusOr<std::unique_ptr<TcpShardClient>> tcp =
-      TcpShardClient::Connect(tcp_port, rank, options.timeout);
+  absl::StatusOr<std::unique_ptr<TcpShardClient>> tcp = TcpShardClient::Connect(
+      tcp_port, rank, options.timeout, options.transport.congestion_control);
   if (!grpc.ok() || !tcp.ok()) {
     WriteLineTo(out, absl::StrCat("error: ", grpc.status().ToString(), " ",
                                   tcp.status().ToString()));

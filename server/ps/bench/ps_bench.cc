@@ -44,8 +44,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/tcp_congestion.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/bench_roles.h"
+#include "server/ps/ps_socket_mutator.h"
 
 namespace gradsync {
 namespace {
@@ -118,6 +120,19 @@ RoundResult RunRound(ChildProcess& server, std::vector<ChildProcess>& clients,
   return result;
 }
 
+// "auto (reno)": the policy and what it gives these loopback connections;
+// gRPC's connections keep the system's default where this build cannot
+// set it on them.
+std::string CongestionLabel(const std::string& policy) {
+  const std::string name = CongestionControlFor(policy, true);
+  std::string label = policy.empty() ? "default" : policy;
+  if (policy == "auto") label += name.empty() ? "" : " (" + name + ")";
+  if (!name.empty() && !SocketMutatorSupported()) {
+    label += "; gRPC path: system default (no socket mutator in this gRPC)";
+  }
+  return label;
+}
+
 int Run(const BenchOptions& options) {
   ChildProcess server = ChildProcess::Fork(
       [&options](int in, int out) { return RunBenchServer(options, in, out); });
@@ -147,10 +162,12 @@ int Run(const BenchOptions& options) {
       2.0 * options.clients * static_cast<double>(options.bytes);
   std::printf(
       "# gradsync-ps-bench: %d client processes x %s push + pull through one "
-      "server process (K=1 shard, sync, SGD), chunk %s, window %s%s%s\n",
+      "server process (K=1 shard, sync, SGD), chunk %s, window %s, "
+      "tcp congestion %s%s%s\n",
       options.clients, FormatBytes(options.bytes).c_str(),
       FormatBytes(options.chunk_bytes).c_str(),
       FormatBytes(options.transport.stream_window_bytes).c_str(),
+      CongestionLabel(options.transport.congestion_control).c_str(),
       options.transport.bdp_probe ? ", BDP probing on" : "",
       options.tune_malloc ? "" : ", malloc untuned");
   std::printf("# %5s  %-9s %10s %14s %9s %9s %7s\n", "round", "transport",

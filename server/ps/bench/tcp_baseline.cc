@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/tcp_congestion.h"
 
 namespace gradsync {
 namespace {
@@ -64,7 +65,9 @@ absl::Status RecvAll(int fd, void* data, size_t n) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TcpShardServer>> TcpShardServer::Start(
-    std::shared_ptr<PsShard> shard, absl::Duration timeout) {
+    std::shared_ptr<PsShard> shard, absl::Duration timeout,
+    const std::string& congestion) {
+  RETURN_IF_ERROR(CheckCongestionControl(congestion));
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return SocketError("socket");
   sockaddr_in addr = {};
@@ -79,17 +82,20 @@ absl::StatusOr<std::unique_ptr<TcpShardServer>> TcpShardServer::Start(
     return error;
   }
   std::unique_ptr<TcpShardServer> server(
-      new TcpShardServer(std::move(shard), fd, ntohs(addr.sin_port), timeout));
+      new TcpShardServer(std::move(shard), fd, ntohs(addr.sin_port), timeout,
+                         CongestionControlFor(congestion, true)));
   server->acceptor_ = std::thread([s = server.get()]() { s->AcceptLoop(); });
   return server;
 }
 
 TcpShardServer::TcpShardServer(std::shared_ptr<PsShard> shard, int listen_fd,
-                               int port, absl::Duration timeout)
+                               int port, absl::Duration timeout,
+                               std::string congestion_name)
     : shard_(std::move(shard)),
       listen_fd_(listen_fd),
       port_(port),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      congestion_name_(std::move(congestion_name)) {}
 
 TcpShardServer::~TcpShardServer() {
   std::vector<std::thread> servers;
@@ -116,6 +122,9 @@ void TcpShardServer::AcceptLoop() {
       return;  // shut down
     }
     SetTimeouts(fd, timeout_);
+    if (!congestion_name_.empty()) {
+      SetTcpCongestionControl(fd, congestion_name_).IgnoreError();  // checked
+    }
     absl::MutexLock lock(&mu_);
     if (closing_) {
       close(fd);
@@ -157,9 +166,13 @@ void TcpShardServer::Serve(int fd) {
 }
 
 absl::StatusOr<std::unique_ptr<TcpShardClient>> TcpShardClient::Connect(
-    int port, int rank, absl::Duration timeout) {
+    int port, int rank, absl::Duration timeout, const std::string& congestion) {
+  RETURN_IF_ERROR(CheckCongestionControl(congestion));
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return SocketError("socket");
+  // Before connect, as gRPC's socket mutator does (ps_socket_mutator.h).
+  const std::string name = CongestionControlFor(congestion, true);
+  if (!name.empty()) SetTcpCongestionControl(fd, name).IgnoreError();
   sockaddr_in addr = {};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

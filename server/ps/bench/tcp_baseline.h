@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,9 +35,12 @@ namespace gradsync {
 
 class TcpShardServer {
  public:
-  // Serves `shard` on 127.0.0.1, port chosen by the kernel.
+  // Serves `shard` on 127.0.0.1, port chosen by the kernel. Accepted
+  // connections run the TCP congestion control that policy `congestion`
+  // gives a local peer (common/tcp_congestion.h), as the gRPC path's do.
   static absl::StatusOr<std::unique_ptr<TcpShardServer>> Start(
-      std::shared_ptr<PsShard> shard, absl::Duration timeout);
+      std::shared_ptr<PsShard> shard, absl::Duration timeout,
+      const std::string& congestion = "auto");
 
   TcpShardServer(const TcpShardServer&) = delete;
   TcpShardServer& operator=(const TcpShardServer&) = delete;
@@ -47,7 +51,7 @@ class TcpShardServer {
 
  private:
   TcpShardServer(std::shared_ptr<PsShard> shard, int listen_fd, int port,
-                 absl::Duration timeout);
+                 absl::Duration timeout, std::string congestion_name);
   void AcceptLoop();
   void Serve(int fd);
 
@@ -55,6 +59,7 @@ class TcpShardServer {
   const int listen_fd_;
   const int port_;
   const absl::Duration timeout_;
+  const std::string congestion_name_;  // "" keeps the system's default
   std::thread acceptor_;
   absl::Mutex mu_;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
@@ -64,8 +69,11 @@ class TcpShardServer {
 
 class TcpShardClient {
  public:
+  // Connects to a TcpShardServer on 127.0.0.1 as `rank`, under the same
+  // congestion control policy.
   static absl::StatusOr<std::unique_ptr<TcpShardClient>> Connect(
-      int port, int rank, absl::Duration timeout);
+      int port, int rank, absl::Duration timeout,
+      const std::string& congestion = "auto");
 
   TcpShardClient(const TcpShardClient&) = delete;
   TcpShardClient& operator=(const TcpShardClient&) = delete;
