@@ -66,9 +66,8 @@ class Socket {
   // Sets the TCP congestion control algorithm (TCP_CONGESTION), e.g.
   // "reno". INVALID_ARGUMENT for a name longer than
   // kMaxCongestionControlName (common/tcp_congestion.h);
-  // FAILED_PRECONDITION if the kernel refuses
-  // it: not built, or not in net.ipv4.tcp_allowed_congestion_control for
-  // this process.
+  // FAILED_PRECONDITION if the kernel refuses it: not built, or not in
+  // net.ipv4.tcp_allowed_congestion_control for this process.
   absl::Status SetCongestionControl(const std::string& name) const;
   // The algorithm in use ("bbr", "cubic", ...).
   absl::StatusOr<std::string> CongestionControl() const;

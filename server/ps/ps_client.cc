@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_connect.h"
 #include "common/status_macros.h"
+#include "common/tcp_congestion.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client_stream.h"
 #include "server/ps/raw_tensor_rpc.h"
@@ -52,6 +53,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the PS client timeout must be > 0");
   }
+  RETURN_IF_ERROR(CheckCongestionControl(options.transport.congestion_control));
   if (shards.empty()) {
     return absl::InvalidArgumentError("a PS client needs at least one shard");
   }

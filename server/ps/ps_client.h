@@ -100,7 +100,9 @@ class PsClient {
  public:
   // A client of rank `rank` for the job's `total_elements`-float vector
   // held by `shards` (which must tile [0, total_elements)). Connects
-  // lazily: an unreachable server shows up on the first call.
+  // lazily: an unreachable server shows up on the first call. A TCP
+  // congestion control the kernel refuses (options.transport) fails here
+  // (CheckCongestionControl).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<PsClient>> Create(
       std::string job_id, int rank, size_t total_elements,
       std::vector<PsShardLocation> shards,

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "common/tcp_congestion.h"
 #include "server/store/sync_server.h"
 
 namespace gradsync {
@@ -37,6 +38,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
         absl::StrCat("parameter-server max_threads is ", options.max_threads,
                      "; it needs at least ", kSyncServerMaxPollers + 1));
   }
+  // A refused algorithm fails here, not silently per connection.
+  RETURN_IF_ERROR(CheckCongestionControl(options.transport.congestion_control));
   if (options.compute_threads < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("parameter-server compute_threads is ",

@@ -54,7 +54,9 @@ struct PsServerOptions {
 class PsServer {
  public:
   // Binds `listen_address` ("host:port"; port 0 picks a free one) and
-  // starts serving. The port is bound exclusively (no SO_REUSEPORT).
+  // starts serving. The port is bound exclusively (no SO_REUSEPORT). A TCP
+  // congestion control the kernel refuses (options.transport) fails here
+  // (CheckCongestionControl).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<PsServer>> Start(
       const std::string& listen_address,
       const PsServerOptions& options = PsServerOptions());

@@ -3,9 +3,10 @@
 // connection between processes of one host, also through a dual-stack
 // listener that sees IPv4 peers as ::ffff:a.b.c.d; "default" keeps the
 // system's algorithm; a named one is set at both ends; a target on
-// another host gets no mutator; `gradsync-ps --tcp-congestion` refuses a
-// name the kernel will not set. Client and server live in this process,
-// so both ends of each connection are among its file descriptors.
+// another host gets no mutator; a name the kernel will not set fails the
+// server, the client and `gradsync-ps --tcp-congestion` at start. Client and
+// server live in this process, so both ends of each connection are among its
+// file descriptors.
 #include <dirent.h>
 #include <grpc/grpc.h>
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 #include "common/tcp_congestion.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/ps/ps_client.h"
 #include "server/ps/ps_daemon.h"
 #include "server/ps/ps_server.h"
 #include "server/ps/ps_socket_mutator.h"
@@ -170,6 +172,21 @@ TEST(PsCongestionTest, ClientDecidesByTheTargetHost) {
   transport.congestion_control = "reno";
   EXPECT_TRUE(
       HasSocketMutator(PsChannelArguments("192.0.2.1:29600", transport)));
+}
+
+TEST(PsCongestionTest, RefusedAlgorithmFailsServerAndClientAtCreation) {
+  PsServerOptions server_options;
+  server_options.transport.congestion_control = "no-such-cc";
+  absl::StatusOr<std::unique_ptr<PsServer>> server =
+      PsServer::Start("127.0.0.1:0", server_options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(server.status())) << server.status();
+  EXPECT_THAT(std::string(server.status().message()),
+              HasSubstr("'no-such-cc'"));
+  PsClientOptions client_options;
+  client_options.transport.congestion_control = "no-such-cc";
+  absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(
+      "job", 0, 4, {{"127.0.0.1:29600", 0, 0, 4}}, client_options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(client.status())) << client.status();
 }
 
 TEST(PsCongestionTest, DaemonFlag) {
