@@ -508,5 +508,20 @@ TEST_F(TrainerPsTest, ServerShutDownMidRun_EveryRankFailsNamingTheShard) {
   EXPECT_GE(naming, 1);
 }
 
+// The worker's --tcp-congestion reaches the PS clients it makes
+// (PsConfig.tcp_congestion): a refused name fails entering PS mode on
+// every rank, naming it, instead of being ignored per connection.
+TEST_F(TrainerPsTest, RefusedCongestionControl_EveryRankFailsNamingIt) {
+  TrainerConfig config = Config(OptimizerKind::kMomentum, 4);
+  config.initial_path = SyncPath::kPs;
+  config.ps.tcp_congestion = "no-such-cc";
+  const Outcome out = Run(config);
+  for (int r = 0; r < kWorld; ++r) {
+    EXPECT_THAT(out.status[r], StatusIs(absl::StatusCode::kFailedPrecondition,
+                                        HasSubstr("'no-such-cc'")))
+        << "rank " << r;
+  }
+}
+
 }  // namespace
 }  // namespace gradsync
