@@ -7,7 +7,8 @@
 //     ring-only run within 1e-5 relative, for momentum and Adam;
 //   - runtime switches (directives as the coordinator writes them): a storm
 //     of 50 requests loses and repeats no step, keeps the ranks identical;
-//   - a parameter server that goes away fails every rank, naming the shard.
+//   - PS-mode checkpoints match ring-mode ones.
+// Failures are in trainer_ps_failure_test.cc.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -31,6 +32,7 @@
 #include "server/ps/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/store/status_matchers.h"
+#include "tests/train/trainer_ps_fixture.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/ps_sync.h"
@@ -40,145 +42,17 @@
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::ExpectLockstep;
+using ::gradsync::testing::FakeSwitchBoard;
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::kWorld;
+using ::gradsync::testing::MaxRelative;
+using ::gradsync::testing::Outcome;
 using ::gradsync::testing::RankGroup;
 using ::gradsync::testing::SmallPipelineOptions;
 using ::gradsync::testing::StatusIs;
+using ::gradsync::testing::TrainerPsTest;
 using ::testing::HasSubstr;
-
-constexpr int kWorld = 4;
-
-// Directives of runtime switch requests, as the coordinator's store holds
-// them, and the epoch the "daemon" has heard of.
-class FakeSwitchBoard {
- public:
-  // Publishes request `epoch` for `mode` and lets the ranks hear of it.
-  void Request(int64_t epoch, SyncMode mode,
-               const std::vector<std::string>& addresses) {
-    {
-      absl::MutexLock lock(&mu_);
-      SwitchDirective d;
-      d.set_epoch(epoch);
-      d.set_mode(mode);
-      for (const std::string& a : addresses) d.add_ps_addresses(a);
-      directives_[epoch] = d;
-    }
-    heard_.store(epoch);
-  }
-  SwitchSource Source() {
-    SwitchSource source;
-    source.heard_epoch = &heard_;
-    source.directive = [this](int64_t epoch,
-                              absl::Time) -> absl::StatusOr<SwitchDirective> {
-      absl::MutexLock lock(&mu_);
-      auto it = directives_.find(epoch);
-      if (it == directives_.end()) {
-        return absl::NotFoundError(absl::StrCat("no directive ", epoch));
-      }
-      return it->second;
-    };
-    return source;
-  }
-
- private:
-  std::atomic<int64_t> heard_{0};
-  absl::Mutex mu_;
-  std::map<int64_t, SwitchDirective> directives_ ABSL_GUARDED_BY(mu_);
-};
-
-struct Outcome {
-  std::vector<absl::Status> status;
-  std::vector<std::vector<StepMetrics>> metrics;  // [rank][step]
-};
-
-class TrainerPsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (int i = 0; i < 2; ++i) {
-      absl::StatusOr<std::unique_ptr<PsServer>> server =
-          PsServer::Start("127.0.0.1:0");
-      ASSERT_THAT(server, IsOk());
-      addresses_.push_back((*server)->address());
-      servers_.push_back(*std::move(server));
-    }
-  }
-
-  TrainerConfig Config(OptimizerKind optimizer, int64_t steps) {
-    TrainerConfig c;
-    c.model = ModelKind::kMlp;
-    c.layer_sizes = {32, 24, 16, 10};
-    c.dataset = DatasetKind::kSynthetic;
-    c.optimizer.kind = optimizer;
-    c.optimizer.lr = optimizer == OptimizerKind::kAdam ? 1e-3 : 0.05;
-    c.global_batch_size = 50;
-    c.steps = steps;
-    c.seed = 5;
-    c.bucket_bytes = 300 * 4;
-    c.comm_timeout = absl::Seconds(20);
-    c.ps.addresses = addresses_;
-    c.ps.job_id = absl::StrCat("job-", ++jobs_);
-    c.ps.chunk_bytes = 512;  // several chunks per shard
-    c.ps.optimizer.set_name(optimizer == OptimizerKind::kAdam ? "adam"
-                                                              : "momentum");
-    c.ps.optimizer.set_learning_rate(c.optimizer.lr);
-    return c;
-  }
-
-  // `progress` (if set) follows rank 0's last finished step.
-  Outcome Run(const TrainerConfig& config, SwitchSource source = {},
-              std::atomic<int64_t>* progress = nullptr) {
-    absl::StatusOr<TrainData> data = LoadTrainData(config);
-    EXPECT_THAT(data, IsOk());
-    RankGroup group(kWorld, SmallPipelineOptions());
-    Outcome out;
-    out.metrics.resize(kWorld);
-    out.status = group.Run([&](int r) -> absl::Status {
-      absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
-          config, *data, &group.comm(r),
-          [&out, r, progress](const StepMetrics& m) {
-            out.metrics[r].push_back(m);
-            if (r == 0 && progress != nullptr) progress->store(m.step());
-          },
-          nullptr, source);
-      if (!trainer.ok()) return trainer.status();
-      return (*trainer)->Run().status();
-    });
-    return out;
-  }
-
-  std::vector<std::string> addresses_;
-  std::vector<std::unique_ptr<PsServer>> servers_;
-  int jobs_ = 0;
-};
-
-void ExpectLockstep(const Outcome& out, int64_t steps) {
-  for (int r = 0; r < kWorld; ++r) {
-    ASSERT_THAT(out.status[r], IsOk()) << "rank " << r;
-    ASSERT_EQ(out.metrics[r].size(), static_cast<size_t>(steps)) << r;
-    for (int64_t s = 0; s < steps; ++s) {
-      ASSERT_EQ(out.metrics[r][s].step(), s) << "rank " << r;
-    }
-  }
-  for (int64_t s = 0; s < steps; ++s) {
-    for (int r = 1; r < kWorld; ++r) {
-      ASSERT_EQ(out.metrics[r][s].param_hash(), out.metrics[0][s].param_hash())
-          << "rank " << r << " diverged at step " << s;
-      ASSERT_EQ(out.metrics[r][s].mode(), out.metrics[0][s].mode())
-          << "rank " << r << " step " << s;
-      ASSERT_EQ(out.metrics[r][s].loss(), out.metrics[0][s].loss());
-    }
-  }
-}
-
-double MaxRelative(const Outcome& a, const Outcome& b) {
-  double worst = 0;
-  for (size_t s = 0; s < a.metrics[0].size(); ++s) {
-    const double x = a.metrics[0][s].loss();
-    const double y = b.metrics[0][s].loss();
-    worst = std::max(worst, std::abs(x - y) / std::max(std::abs(x), 1e-12));
-  }
-  return worst;
-}
 
 // Integer gradients: the PS's rank-order sum and the ring's sum are exact,
 // so one SGD step (lr 0.5, exact too) leaves bitwise the same parameters.
@@ -484,43 +358,6 @@ TEST_F(TrainerPsTest, PsModeCheckpoints_MatchRingModeCheckpoints) {
     EXPECT_LT(m_diff, 1e-4 * m_norm + 1e-9);
   }
   std::filesystem::remove_all(base);
-}
-
-// A server that goes away in the middle of PS steps: every rank fails
-// within the deadline, naming the shard.
-TEST_F(TrainerPsTest, ServerShutDownMidRun_EveryRankFailsNamingTheShard) {
-  TrainerConfig config = Config(OptimizerKind::kMomentum, 100000);
-  config.initial_path = SyncPath::kPs;
-  config.comm_timeout = absl::Seconds(10);
-  std::thread killer([&] {
-    absl::SleepFor(absl::Milliseconds(300));
-    servers_[1]->Shutdown();
-  });
-  const absl::Time start = absl::Now();
-  const Outcome out = Run(config);
-  killer.join();
-  EXPECT_LT(absl::Now() - start, absl::Seconds(40));
-  int naming = 0;
-  for (int r = 0; r < kWorld; ++r) {
-    EXPECT_FALSE(out.status[r].ok()) << r;
-    if (absl::StrContains(out.status[r].message(), "shard 1")) ++naming;
-  }
-  EXPECT_GE(naming, 1);
-}
-
-// The worker's --tcp-congestion reaches the PS clients it makes
-// (PsConfig.tcp_congestion): a refused name fails entering PS mode on
-// every rank, naming it, instead of being ignored per connection.
-TEST_F(TrainerPsTest, RefusedCongestionControl_EveryRankFailsNamingIt) {
-  TrainerConfig config = Config(OptimizerKind::kMomentum, 4);
-  config.initial_path = SyncPath::kPs;
-  config.ps.tcp_congestion = "no-such-cc";
-  const Outcome out = Run(config);
-  for (int r = 0; r < kWorld; ++r) {
-    EXPECT_THAT(out.status[r], StatusIs(absl::StatusCode::kFailedPrecondition,
-                                        HasSubstr("'no-such-cc'")))
-        << "rank " << r;
-  }
 }
 
 }  // namespace
