@@ -9,14 +9,18 @@
 #   medians   the ratio of the two paths' median GB/s (gRPC / TCP);
 #   rounds    the median of the per-round ratios (each round runs both
 #             paths back to back, under the same load);
-#   cpu       the CPU-time ratio per round, all processes (TCP / gRPC).
+#   cpu       the CPU-time ratio per round, all processes (TCP / gRPC);
 #
-# and how many runs reach the target ratio (--target, default 0.9: the
-# PS issue's ">= 0.9x raw TCP"), by either of the first two numbers.
+# how many runs reach the target ratio (--target, default 0.9: the PS
+# issue's ">= 0.9x raw TCP"), by either of the first two numbers; and the
+# TCP congestion control both paths ran (the bench's --tcp_congestion,
+# default auto: reno on loopback).
 #
 #   scripts/bench/ps_transport.sh                         # 8 runs
 #   scripts/bench/ps_transport.sh --runs 17 -- --rounds 20
 #   scripts/bench/ps_transport.sh --target 0.85
+#   scripts/bench/ps_transport.sh -- --clients 4 --bytes 64M --rounds 16 \
+#       --warmup 2 --tcp_congestion default      # both paths on BBR, say
 #   BUILD_DIR=build-c scripts/bench/ps_transport.sh -- --chunk_bytes 512K
 #
 # Arguments after `--` go to every gradsync-ps-bench run (default: --clients
@@ -77,6 +81,11 @@ for ((i = 1; i <= runs; i++)); do
   echo "## run $i" >>"$log"
   if ! "$bench" "${bench_args[@]}" >>"$log" 2>&1; then failed=1; fi
 done
+
+# Both paths' congestion control, from the first run's header line.
+congestion=$(sed -n 's/^# gradsync-ps-bench:.*, tcp congestion \([^,]*\).*/\1/p' "$log" |
+  head -n 1)
+echo "# tcp congestion (both paths): ${congestion:-?}"
 
 # One line per run: medians rounds cpu #wrong ("-" where a number is missing).
 rows=$(awk '
