@@ -181,6 +181,10 @@ std::string FormatJsonRow(const ReportHeader& header,
       header.ps_shard_addresses.empty()
           ? std::string()
           : absl::StrCat(",\"shards\":", header.ps_shard_addresses.size()),
+      header.tcp_congestion.empty()
+          ? std::string()
+          : absl::StrCat(",\"tcp_congestion\":",
+                         JsonString(header.tcp_congestion)),
       ",\"size\":", result.size_bytes, ",\"count\":", result.count,
       ",\"type\":", JsonString(std::string(DataTypeName(header.type))),
       ",\"redop\":", JsonString(RedopLabel(header)),

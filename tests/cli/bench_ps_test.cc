@@ -142,7 +142,8 @@ TEST(BenchPsTest, ThreeRanksThreeShardsOnTwoServers_Verifies) {
   const std::string& out = runs[0].output;
   EXPECT_THAT(out, HasSubstr("{\"collective\":\"allreduce\",\"backend\":"
                              "\"ps\",\"algo\":\"ps\",\"ranks\":3,\"shards\":3,"
-                             "\"size\":1000,\"count\":250,"));
+                             "\"tcp_congestion\":\"auto\",\"size\":1000,"
+                             "\"count\":250,"));
   EXPECT_THAT(out, HasSubstr("\"size\":25024,\"count\":6256,"));
   EXPECT_THAT(out, HasSubstr("\"in_place\":null}"));
   EXPECT_THAT(out, HasSubstr("\"wrong\":0,\"ok\":true,\"checked\":true"));

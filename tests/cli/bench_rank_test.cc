@@ -86,7 +86,8 @@ TEST(BenchRankTest, JsonLines) {
   EXPECT_EQ(out.find('#'), std::string::npos) << out;
   EXPECT_THAT(out, HasSubstr("{\"collective\":\"allgather\",\"backend\":"
                              "\"ring\",\"algo\":\"auto\",\"ranks\":2,"
-                             "\"size\":1024,\"count\":128,"));
+                             "\"tcp_congestion\":\"auto\",\"size\":1024,"
+                             "\"count\":128,"));
   EXPECT_THAT(out, HasSubstr("\"size\":2048,\"count\":256,"));
   EXPECT_THAT(out, HasSubstr("{\"summary\":true,"));
   EXPECT_THAT(out, HasSubstr("\"wrong\":0,\"ok\":true,\"checked\":true"));

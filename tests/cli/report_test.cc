@@ -136,6 +136,14 @@ TEST(FormatJsonTest, RowAndSummary) {
             "\"out_of_place\":{\"time_us\":1234.5,\"algbw\":0.85,"
             "\"busbw\":1.27,\"wrong\":0},\"in_place\":{\"time_us\":12.3456,"
             "\"algbw\":84.94,\"busbw\":127.41,\"wrong\":null}}\n");
+  // The policy the transport ran, for scripts that compare runs.
+  ReportHeader ps = AllReduceHeader();
+  ps.backend = ps.algorithm = "ps";
+  ps.ps_shard_addresses = {"127.0.0.1:1", "127.0.0.1:2"};
+  ps.tcp_congestion = "default";
+  EXPECT_THAT(FormatJsonRow(ps, result),
+              HasSubstr("\"ranks\":4,\"shards\":2,\"tcp_congestion\":"
+                        "\"default\",\"size\":1048576,"));
   Summary summary;
   summary.checked = true;
   summary.avg_busbw = 2.25;
