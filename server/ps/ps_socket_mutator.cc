@@ -4,7 +4,7 @@
 #include <grpcpp/version_info.h>
 #include <string.h>
 
-#include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -60,6 +60,7 @@ struct CongestionMutator {
   // The algorithm for every connection, or "" to ask the peer (auto).
   char name[kMaxCongestionControlName + 1];
 };
+static_assert(std::is_standard_layout_v<CongestionMutator>);
 
 CongestionMutator* Self(grpc_socket_mutator* m) {
   return reinterpret_cast<CongestionMutator*>(m);
@@ -99,12 +100,12 @@ void Destroy(grpc_socket_mutator* m) { delete Self(m); }
 constexpr grpc_socket_mutator_vtable kVtable = {MutateFd, Compare, Destroy,
                                                 MutateFd2};
 
-// A new mutator with one reference, which the caller hands to gRPC.
+// A new mutator with one reference, which the caller hands to gRPC;
+// `name` fits (the callers check).
 grpc_socket_mutator* NewMutator(const std::string& name) {
   auto* m = new CongestionMutator{};
-  const size_t n = std::min(name.size(), kMaxCongestionControlName);
-  memcpy(m->name, name.data(), n);
-  m->name[n] = '\0';
+  memcpy(m->name, name.data(), name.size());
+  m->name[name.size()] = '\0';
   grpc_socket_mutator_init(&m->base, &kVtable);
   return &m->base;
 }
@@ -143,7 +144,9 @@ void SetClientCongestionControl(grpc::ChannelArguments* args,
                                 const std::string& target) {
   const std::string name =
       CongestionControlFor(policy, HostIsLocal(TargetHost(target)));
-  if (name.empty()) return;
+  // A name the kernel could not hold is refused by CheckCongestionControl
+  // (PsClient::Create); here it only must not be truncated to another.
+  if (name.empty() || name.size() > kMaxCongestionControlName) return;
 #if GRADSYNC_GRPC_SOCKET_MUTATOR
   args->SetSocketMutator(NewMutator(name));
 #else
@@ -153,7 +156,10 @@ void SetClientCongestionControl(grpc::ChannelArguments* args,
 
 std::unique_ptr<grpc::ServerBuilderOption> ServerCongestionControl(
     const std::string& policy) {
-  if (policy.empty() || policy == "default") return nullptr;
+  if (policy.empty() || policy == "default" ||
+      policy.size() > kMaxCongestionControlName) {
+    return nullptr;  // overlong: refused by PsServer::Start
+  }
 #if GRADSYNC_GRPC_SOCKET_MUTATOR
   return std::make_unique<ServerOption>(policy == "auto" ? "" : policy);
 #else

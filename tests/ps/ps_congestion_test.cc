@@ -172,6 +172,10 @@ TEST(PsCongestionTest, ClientDecidesByTheTargetHost) {
   transport.congestion_control = "reno";
   EXPECT_TRUE(
       HasSocketMutator(PsChannelArguments("192.0.2.1:29600", transport)));
+  // Never truncated into another algorithm's name.
+  transport.congestion_control = "reno-and-then-more";
+  EXPECT_FALSE(
+      HasSocketMutator(PsChannelArguments("127.0.0.1:29600", transport)));
 }
 
 TEST(PsCongestionTest, RefusedAlgorithmFailsServerAndClientAtCreation) {
