@@ -81,11 +81,6 @@ void Apply(int fd, grpc_fd_usage usage, CongestionMutator* self) {
   SetTcpCongestionControl(fd, name).IgnoreError();
 }
 
-bool MutateFd(int fd, grpc_socket_mutator* m) {
-  Apply(fd, GRPC_FD_CLIENT_CONNECTION_USAGE, Self(m));
-  return true;
-}
-
 bool MutateFd2(const grpc_mutate_socket_info* info, grpc_socket_mutator* m) {
   Apply(info->fd, info->usage, Self(m));
   return true;
@@ -97,7 +92,8 @@ int Compare(grpc_socket_mutator* a, grpc_socket_mutator* b) {
 
 void Destroy(grpc_socket_mutator* m) { delete Self(m); }
 
-constexpr grpc_socket_mutator_vtable kVtable = {MutateFd, Compare, Destroy,
+// gRPC 1.51 calls mutate_fd only where mutate_fd_2 is null.
+constexpr grpc_socket_mutator_vtable kVtable = {nullptr, Compare, Destroy,
                                                 MutateFd2};
 
 // A new mutator with one reference, which the caller hands to gRPC;
@@ -125,16 +121,6 @@ class ServerOption : public grpc::ServerBuilderOption {
 
 #endif  // GRADSYNC_GRPC_SOCKET_MUTATOR
 
-// The host of "host:port" or "[v6]:port".
-std::string TargetHost(const std::string& target) {
-  if (!target.empty() && target.front() == '[') {
-    const size_t close = target.find(']');
-    return close == std::string::npos ? "" : target.substr(1, close - 1);
-  }
-  const size_t colon = target.rfind(':');
-  return colon == std::string::npos ? target : target.substr(0, colon);
-}
-
 }  // namespace
 
 bool SocketMutatorSupported() { return GRADSYNC_GRPC_SOCKET_MUTATOR != 0; }
@@ -142,8 +128,10 @@ bool SocketMutatorSupported() { return GRADSYNC_GRPC_SOCKET_MUTATOR != 0; }
 void SetClientCongestionControl(grpc::ChannelArguments* args,
                                 const std::string& policy,
                                 const std::string& target) {
-  const std::string name =
-      CongestionControlFor(policy, HostIsLocal(TargetHost(target)));
+  // Split at the last colon, as the daemons' addresses are; "[v6]" keeps
+  // its brackets, which HostIsLocal takes.
+  const std::string host = target.substr(0, target.rfind(':'));
+  const std::string name = CongestionControlFor(policy, HostIsLocal(host));
   // A name the kernel could not hold is refused by CheckCongestionControl
   // (PsClient::Create); here it only must not be truncated to another.
   if (name.empty() || name.size() > kMaxCongestionControlName) return;

@@ -126,7 +126,7 @@ RoundResult RunRound(ChildProcess& server, std::vector<ChildProcess>& clients,
 std::string CongestionLabel(const std::string& policy) {
   const std::string name = CongestionControlFor(policy, true);
   std::string label = policy.empty() ? "default" : policy;
-  if (policy == "auto") label += name.empty() ? "" : " (" + name + ")";
+  if (policy == "auto") label += " (" + name + ")";  // reno
   if (!name.empty() && !SocketMutatorSupported()) {
     label += "; gRPC path: system default (no socket mutator in this gRPC)";
   }
