@@ -2,7 +2,6 @@
 // valid JSON (read back with protobuf's JSON parser), with one process per
 // rank, a span per step at the step's exact start and length, a busbw
 // counter, and an instant where rank 0's steps change mode.
-#include "absl/strings/str_cat.h"
 #include "cli/control/trace_format.h"
 
 #include <google/protobuf/struct.pb.h>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
