@@ -160,11 +160,15 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   const absl::Time deadline = start + timeout_;
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithDeadline(absl::Condition(&IssueSlotFree, this), deadline)) {
-    return MakeDoneWork(absl::DeadlineExceededError(absl::StrCat(
+    // This rank now skips a collective its peers issue: fail the
+    // communicator, so that no later call pairs with the wrong one.
+    absl::Status status = absl::DeadlineExceededError(absl::StrCat(
         name, " on rank ", rank_, " could not be issued within ",
         absl::FormatDuration(timeout_),
         ": another collective of this communicator is still waiting for "
-        "NCCL to connect to the peers (check the other ranks' logs)")));
+        "NCCL to connect to the peers (check the other ranks' logs)"));
+    FailLocked(status);
+    return MakeDoneWork(std::move(status));
   }
   if (failed_) return MakeDoneWork(AbortedLocked());
 
@@ -289,6 +293,17 @@ absl::Status NcclCommState::TimeOut(absl::string_view what,
 
 absl::Status NcclCommState::WaitEvent(cudaEvent_t event) {
   absl::MutexLock lock(&mu_);
+  // A collective still being enqueued must land on the stream before the
+  // wait does ("only collectives issued after this call wait").
+  if (!mu_.AwaitWithTimeout(absl::Condition(&IssueSlotFree, this), timeout_)) {
+    absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+        "ordering the next collectives of rank ", rank_,
+        " after a CUDA event: an earlier collective was still waiting for "
+        "NCCL to connect to the peers after ",
+        absl::FormatDuration(timeout_), " (check the other ranks' logs)"));
+    FailLocked(status);
+    return status;
+  }
   if (failed_) return AbortedLocked();
   ScopedCudaDevice scoped(device_);
   absl::Status status = scoped.status();
@@ -315,15 +330,21 @@ void NcclCommState::Shutdown() {
   if (comm_ != nullptr) {
     ScopedCudaDevice scoped(device_);
     const absl::Time deadline = absl::Now() + timeout_;
-    // Finalize flushes this rank's pending work; on a non-blocking
-    // communicator it returns ncclInProgress until that is done.
-    ncclResult_t state = ncclCommFinalize(comm_);
-    for (int polls = 0; state == ncclInProgress; ++polls) {
-      const absl::Time now = absl::Now();
-      if (now >= deadline) break;
-      absl::SleepFor(std::max(PollPause(polls, deadline - now), kFirstPause));
-      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) {
-        state = ncclInternalError;
+    ncclResult_t state = ncclInProgress;
+    // A collective still being enqueued by another thread (in Issue) keeps
+    // the communicator in progress, where NCCL refuses Finalize: abort
+    // instead, and that Issue fails with the reason set below.
+    if (!issuing_) {
+      // Finalize flushes this rank's pending work; on a non-blocking
+      // communicator it returns ncclInProgress until that is done.
+      state = ncclCommFinalize(comm_);
+      for (int polls = 0; state == ncclInProgress; ++polls) {
+        const absl::Time now = absl::Now();
+        if (now >= deadline) break;
+        absl::SleepFor(std::max(PollPause(polls, deadline - now), kFirstPause));
+        if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) {
+          state = ncclInternalError;
+        }
       }
     }
     if (state == ncclSuccess) {
