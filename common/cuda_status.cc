@@ -1,5 +1,8 @@
 #include "common/cuda_status.h"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
@@ -79,11 +82,48 @@ absl::Status RequireCudaDevice(int device, absl::string_view what) {
   return absl::OkStatus();
 }
 
+void DiscardCudaError(cudaError_t error) {
+  if (error != cudaSuccess) (void)cudaGetLastError();
+}
+
+namespace {
+
+// Whether the calling thread has a current CUDA context: the driver's
+// cuCtxGetCurrent, reached through the runtime, so that nothing links
+// libcuda. When it cannot be asked, the answer is yes (restore as before).
+bool ThreadHasContext() {
+  // Looked up once; an immutable function pointer.
+  static const PFN_cuCtxGetCurrent_v4000 get_current = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000,
+                                         cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(fn);
+  }();
+  if (get_current == nullptr) return true;
+  CUcontext context = nullptr;
+  return get_current(&context) != CUDA_SUCCESS || context != nullptr;
+}
+
+}  // namespace
+
 ScopedCudaDevice::ScopedCudaDevice(int device) {
   status_ = CudaStatus(cudaGetDevice(&previous_), "cudaGetDevice");
   if (!status_.ok()) return;
-  restore_ = true;
-  if (previous_ == device) return;
+  if (previous_ == device) {
+    restore_ = true;
+    return;
+  }
+  // A thread that never used a device reads device 0 here; restoring that
+  // would create a context on GPU 0 (cudaSetDevice initialises the primary
+  // context), costing memory there for a process that drives only GPU 1,
+  // say, or failing where GPU 0 is in exclusive-process mode.
+  restore_ = ThreadHasContext();
   status_ = CudaStatus(cudaSetDevice(device),
                        absl::StrCat("cudaSetDevice(", device, ")"));
 }
@@ -94,7 +134,7 @@ ScopedCudaDevice::~ScopedCudaDevice() {
   // devices itself (so may NCCL's teardown).
   int current = -1;
   if (cudaGetDevice(&current) == cudaSuccess && current == previous_) return;
-  (void)cudaSetDevice(previous_);
+  DiscardCudaError(cudaSetDevice(previous_));
 }
 
 }  // namespace gpu

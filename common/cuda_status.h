@@ -26,6 +26,12 @@ namespace gpu {
 // in an unrelated later check.
 absl::Status CudaStatus(cudaError_t error, absl::string_view context);
 
+// For cleanup calls whose failure nothing can act on (frees and destroys in
+// destructors and on error paths): ignores `error`, but clears the runtime's
+// last-error slot, so that it does not resurface in an unrelated later
+// kernel-launch check (cudaGetLastError).
+void DiscardCudaError(cudaError_t error);
+
 // cudaEventQuery without its side effect: the runtime records
 // cudaErrorNotReady (work still running, not an error) as the thread's last
 // error, where the next kernel-launch check (cudaGetLastError) would report
@@ -45,8 +51,10 @@ absl::Status RequireCudaDevice(int device, absl::string_view what);
 
 // Makes `device` the calling thread's current CUDA device for the scope and
 // restores the previous one on exit (also when code inside the scope
-// switched devices itself). Check status() after construction: when it is
-// not OK the current device may not be `device`.
+// switched devices itself), unless the thread had no CUDA context before:
+// then `device` stays current, rather than a context being made on device 0
+// (which a fresh thread reports as its device). Check status() after
+// construction: when it is not OK the current device may not be `device`.
 class ScopedCudaDevice {
  public:
   explicit ScopedCudaDevice(int device);

@@ -21,6 +21,7 @@ namespace nccl_internal {
 // CUDA runtime results and the scoped device switch are shared with the
 // rest of gradsync (common/cuda_status.h).
 using ::gradsync::gpu::CudaStatus;
+using ::gradsync::gpu::DiscardCudaError;
 using ::gradsync::gpu::ScopedCudaDevice;
 
 // OK for ncclSuccess; otherwise a status whose code follows the NCCL result

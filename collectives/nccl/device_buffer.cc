@@ -11,6 +11,7 @@
 namespace gradsync {
 
 using nccl_internal::CudaStatus;
+using nccl_internal::DiscardCudaError;
 using nccl_internal::ScopedCudaDevice;
 
 absl::StatusOr<int> CudaDeviceCount() {
@@ -71,7 +72,7 @@ DeviceBuffer::~DeviceBuffer() { Release(); }
 void DeviceBuffer::Release() {
   if (data_ == nullptr) return;
   ScopedCudaDevice scoped(device_);
-  (void)cudaFree(data_);
+  DiscardCudaError(cudaFree(data_));
   data_ = nullptr;
   size_bytes_ = 0;
 }

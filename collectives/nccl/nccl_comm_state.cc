@@ -32,8 +32,8 @@ class NcclWork : public Work {
 
   ~NcclWork() override {
     ScopedCudaDevice scoped(state_->device());
-    (void)cudaEventDestroy(started_);
-    (void)cudaEventDestroy(event_);
+    DiscardCudaError(cudaEventDestroy(started_));
+    DiscardCudaError(cudaEventDestroy(event_));
   }
 
   absl::Status Wait(absl::Time deadline) override {
@@ -112,7 +112,7 @@ absl::StatusOr<cudaEvent_t> RecordEvent(cudaStream_t stream,
       CudaStatus(cudaEventRecord(event, stream),
                  absl::StrCat(context, ": cudaEventRecord"));
   if (!recorded.ok()) {
-    (void)cudaEventDestroy(event);
+    DiscardCudaError(cudaEventDestroy(event));
     return recorded;
   }
   return event;
@@ -149,8 +149,8 @@ NcclCommState::~NcclCommState() {
     }
   }
   ScopedCudaDevice scoped(device_);
-  (void)cudaStreamDestroy(stream_);
-  (void)cudaFree(barrier_buffer_);
+  DiscardCudaError(cudaStreamDestroy(stream_));
+  DiscardCudaError(cudaFree(barrier_buffer_));
 }
 
 std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
@@ -195,7 +195,7 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   // Destroys `started` on the paths that return no NcclWork.
   auto fail = [this, started](absl::Status status)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                    (void)cudaEventDestroy(started);
+                    DiscardCudaError(cudaEventDestroy(started));
                     FailLocked(status);
                     return MakeDoneWork(std::move(status));
                   };

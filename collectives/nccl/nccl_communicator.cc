@@ -20,6 +20,7 @@ namespace {
 
 using nccl_internal::AwaitInit;
 using nccl_internal::CudaStatus;
+using nccl_internal::DiscardCudaError;
 using nccl_internal::ExchangeUniqueId;
 using nccl_internal::MarkJoined;
 using nccl_internal::NcclCommState;
@@ -287,8 +288,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> Wrap(ncclComm_t comm, int rank,
                         absl::StrCat("rank ", rank, ": barrier flag"));
   }
   if (!status.ok()) {
-    if (barrier != nullptr) (void)cudaFree(barrier);
-    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    if (barrier != nullptr) DiscardCudaError(cudaFree(barrier));
+    if (stream != nullptr) DiscardCudaError(cudaStreamDestroy(stream));
     (void)ncclCommAbort(comm);
     return status;
   }

@@ -92,7 +92,7 @@ TEST_F(CudaMlpReadyTest, StreamOrderedConsumerWaitsOnReadyEvent) {
   const cudaStream_t comm = comm_stream->get();
   const size_t n = gpu->num_parameters();
   absl::StatusOr<gpu::PinnedMemory> staging =
-      gpu::PinnedMemory::Allocate(n * sizeof(float));
+      gpu::PinnedMemory::Allocate(0, n * sizeof(float));
   ASSERT_TRUE(staging.ok()) << staging.status();
   float* pinned = staging->as<float>();
   ForwardBackwardOptions opts;

@@ -40,14 +40,14 @@ absl::StatusOr<std::unique_ptr<TrainModel>> CudaTrainModel::Create(
   if (!mlp.ok()) return Annotate(mlp.status(), where);
   const size_t n = mlp->num_parameters();
   absl::StatusOr<gpu::PinnedMemory> params =
-      gpu::PinnedMemory::Allocate(n * sizeof(float));
+      gpu::PinnedMemory::Allocate(device, n * sizeof(float));
   if (!params.ok()) {
     return Annotate(
         params.status(),
         absl::StrCat(where, ": pinned host mirror of ", n, " parameters"));
   }
   absl::StatusOr<gpu::PinnedMemory> grads =
-      gpu::PinnedMemory::Allocate(n * sizeof(float));
+      gpu::PinnedMemory::Allocate(device, n * sizeof(float));
   if (!grads.ok()) {
     return Annotate(
         grads.status(),

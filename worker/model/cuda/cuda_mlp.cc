@@ -188,14 +188,14 @@ absl::Status CudaMlp::Reserve(size_t batch) {
                    gpu::DeviceMemory::Allocate(dev, batch * sizeof(float)));
   ASSIGN_OR_RETURN(correct_,
                    gpu::DeviceMemory::Allocate(dev, batch * sizeof(int32_t)));
-  ASSIGN_OR_RETURN(staged_inputs_,
-                   gpu::PinnedMemory::Allocate(batch * in * sizeof(float)));
+  ASSIGN_OR_RETURN(staged_inputs_, gpu::PinnedMemory::Allocate(
+                                       dev, batch * in * sizeof(float)));
   ASSIGN_OR_RETURN(staged_labels_,
-                   gpu::PinnedMemory::Allocate(batch * sizeof(int32_t)));
+                   gpu::PinnedMemory::Allocate(dev, batch * sizeof(int32_t)));
   ASSIGN_OR_RETURN(host_loss_,
-                   gpu::PinnedMemory::Allocate(batch * sizeof(float)));
+                   gpu::PinnedMemory::Allocate(dev, batch * sizeof(float)));
   ASSIGN_OR_RETURN(host_correct_,
-                   gpu::PinnedMemory::Allocate(batch * sizeof(int32_t)));
+                   gpu::PinnedMemory::Allocate(dev, batch * sizeof(int32_t)));
   reserved_batch_ = batch;
   return absl::OkStatus();
 }

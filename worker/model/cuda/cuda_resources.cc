@@ -44,30 +44,35 @@ DeviceMemory::~DeviceMemory() { Release(); }
 void DeviceMemory::Release() {
   if (data_ == nullptr) return;
   ScopedCudaDevice scoped(device_);
-  (void)cudaFree(data_);
+  DiscardCudaError(cudaFree(data_));
   data_ = nullptr;
   bytes_ = 0;
 }
 
 // --- PinnedMemory -----------------------------------------------------------
 
-absl::StatusOr<PinnedMemory> PinnedMemory::Allocate(size_t bytes) {
+absl::StatusOr<PinnedMemory> PinnedMemory::Allocate(int device, size_t bytes) {
   PinnedMemory memory;
   if (bytes == 0) return memory;
-  RETURN_IF_ERROR(
-      CudaStatus(cudaMallocHost(&memory.data_, bytes),
-                 absl::StrCat("cudaMallocHost(", bytes, " bytes)")));
+  ScopedCudaDevice scoped(device);
+  RETURN_IF_ERROR(scoped.status());
+  RETURN_IF_ERROR(CudaStatus(
+      cudaMallocHost(&memory.data_, bytes),
+      absl::StrCat("cudaMallocHost(", bytes, " bytes) for device ", device)));
+  memory.device_ = device;
   memory.bytes_ = bytes;
   return memory;
 }
 
 PinnedMemory::PinnedMemory(PinnedMemory&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
+    : device_(std::exchange(other.device_, -1)),
+      data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)) {}
 
 PinnedMemory& PinnedMemory::operator=(PinnedMemory&& other) noexcept {
   if (this != &other) {
     Release();
+    device_ = std::exchange(other.device_, -1);
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
   }
@@ -78,7 +83,9 @@ PinnedMemory::~PinnedMemory() { Release(); }
 
 void PinnedMemory::Release() {
   if (data_ == nullptr) return;
-  (void)cudaFreeHost(data_);
+  ScopedCudaDevice scoped(device_);
+  DiscardCudaError(cudaFreeHost(data_));
+  device_ = -1;
   data_ = nullptr;
   bytes_ = 0;
 }

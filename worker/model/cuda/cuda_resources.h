@@ -60,10 +60,13 @@ class DeviceMemory {
 };
 
 // Page-locked host memory, so that cudaMemcpyAsync really is asynchronous.
+// Allocated and freed with `device` current (its context owns it; every
+// device can copy from it), so that neither makes a context on whatever
+// device the calling thread happens to have (device 0 on a fresh thread).
 class PinnedMemory {
  public:
   PinnedMemory() = default;
-  static absl::StatusOr<PinnedMemory> Allocate(size_t bytes);
+  static absl::StatusOr<PinnedMemory> Allocate(int device, size_t bytes);
 
   PinnedMemory(PinnedMemory&& other) noexcept;
   PinnedMemory& operator=(PinnedMemory&& other) noexcept;
@@ -81,6 +84,7 @@ class PinnedMemory {
  private:
   void Release();
 
+  int device_ = -1;
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };
@@ -119,6 +123,8 @@ class DeviceHandle {
     if (handle_ == nullptr) return;
     ScopedCudaDevice scoped(device_);
     (void)Destroy(handle_);
+    // Nor may it resurface in a later kernel-launch check.
+    (void)cudaGetLastError();
     handle_ = nullptr;
   }
 
