@@ -187,7 +187,13 @@ absl::StatusOr<BatchMetrics> CudaTrainModel::PassWithStagedRanges(
     }
     if (!status.ok()) return;
     staged.push_back({begin, end, copied});
-    forward(/*wait=*/false);
+    // Ranges are reported as their backward is enqueued, well before the
+    // device runs it. After the last one (every layer's), wait here for
+    // each copy in turn, handing each range over as soon as it is on the
+    // host: so the ring or the PS starts on the last layers' gradients
+    // while the device still computes the first layers', rather than after
+    // the pass's own end-of-backward synchronisation.
+    forward(/*wait=*/staged.size() == copy_events_.size());
   };
   absl::StatusOr<BatchMetrics> m =
       mlp_.ForwardBackward(batch.features, batch.labels, options);

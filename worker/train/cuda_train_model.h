@@ -21,10 +21,11 @@
 //     its own, ordered after the layer's backward by the model's ready
 //     event (ReadyOrdering::kStreamOrdered), so the copy of layer l
 //     overlaps the backward of layer l-1 and the sync of earlier ranges.
-//     A range goes to `ready` once its copy has finished (polled after
-//     each layer, in report order; the rest are waited for when backward
-//     ends), so the sync still overlaps the rest of backward, as on the
-//     CPU.
+//     Ranges are reported as their backward is enqueued, ahead of the
+//     device; once all are, the pass waits for each copy in report order
+//     and hands its range to `ready` as soon as it is on the host, before
+//     the pass's end-of-backward synchronisation. So the sync of the last
+//     layers overlaps the backward of the first, as on the CPU.
 // So a step moves 2 x 4 x num_parameters bytes over PCIe at least (more
 // with gradient accumulation, whose every micro-batch uploads the
 // parameters again). The NCCL ring path avoids all of it: while a
