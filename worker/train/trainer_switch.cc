@@ -109,8 +109,9 @@ absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
   }
   if (step == first_step_ && target == SyncPath::kPs) return EnterPs(step);
   if (step == first_step_ && config_.ring_backend == RingBackend::kNccl) {
-    if (step == 0) return StartDeviceRing(0, nullptr);
-    // Resumed: the device ring starts from the checkpoint's state.
+    if (config_.resume_from.empty()) return StartDeviceRing(step, nullptr);
+    // Resumed (even from a checkpoint of step 0, which another writer may
+    // make): the device ring starts from the checkpoint's state.
     const OptimizerState state = optimizer_->ExportState();
     return StartDeviceRing(step, &state);
   }
