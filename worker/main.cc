@@ -197,6 +197,16 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-worker: " << devices.status().message() << "\n";
     return 2;
   }
+
+  // Block the signals before any thread starts (the CUDA driver's, when the
+  // device check below initialises it; gRPC's), so that they inherit the
+  // mask and only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   for (const gradsync::Device& d : *devices) {
     if (d.kind() == "cpu") continue;
 #ifdef GRADSYNC_HAVE_CUDA_KERNELS
@@ -214,14 +224,6 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
-
-  // Block the signals before gRPC starts its threads, so that they inherit
-  // the mask and only sigwait below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // One lock keeps lines from interleaving; owned here, shared by copies.
   auto log_mu = std::make_shared<absl::Mutex>();
