@@ -7,8 +7,10 @@
 //   BLAS threads acquired (blas_policy.h), data loaded ONCE and shared
 //   one thread per local rank, on the Assignment's device of that rank
 //   (devices(i) hosts ranks(i)): a copy of the TrainerConfig with
-//   cuda_device set (-1 for cpu); a cuda rank trains its mlp on that GPU
-//   with host-staged syncs (worker/train/cuda_train_model.h):
+//   cuda_device set (-1 for cpu); a cuda rank trains its mlp on that GPU,
+//   syncing through NCCL on the ring when the job's ring backend resolves
+//   to it ("auto" does for an mlp on cuda; worker/train/cuda_device_ring.h),
+//   host-staged otherwise (worker/train/cuda_train_model.h):
 //     rendezvous: a TCP communicator through a CoordinatorStore scoped to
 //       (worker, job, generation), TcpOptions.job_id "<job>/<generation>",
 //       listening on the worker's address

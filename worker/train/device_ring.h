@@ -25,7 +25,9 @@
 // ring builds a new one).
 //
 // Errors: those of the NCCL communicator and the CUDA calls, naming the
-// device; DeviceRing calls after an Abort fail with ABORTED.
+// device. After an Abort, sync() fails with ABORTED; the calls that touch
+// only the device (OptimizerStep, DownloadParams, HashParams,
+// ExportOptimizerState) still run.
 // Threading: the rank's thread; Abort from any thread.
 #ifndef GRADSYNC_WORKER_TRAIN_DEVICE_RING_H_
 #define GRADSYNC_WORKER_TRAIN_DEVICE_RING_H_
