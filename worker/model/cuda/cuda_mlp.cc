@@ -15,6 +15,12 @@
 
 namespace gradsync {
 
+CudaMlp::~CudaMlp() {
+  if (stream_.get() == nullptr) return;  // moved from
+  gpu::ScopedCudaDevice scoped(device());
+  gpu::DiscardCudaError(cudaStreamSynchronize(stream_.get()));
+}
+
 absl::StatusOr<CudaMlp> CudaMlp::Create(absl::Span<const size_t> layer_sizes,
                                         uint64_t seed,
                                         const CudaMlpOptions& options) {

@@ -101,10 +101,14 @@ class CudaMlp {
                                         const CudaMlpOptions& options = {});
 
   CudaMlp(CudaMlp&&) = default;
-  CudaMlp& operator=(CudaMlp&&) = default;
+  // Not move-assignable: the members' assignment would free the old stream
+  // before the old buffers its queued work still uses.
+  CudaMlp& operator=(CudaMlp&&) = delete;
   CudaMlp(const CudaMlp&) = delete;
   CudaMlp& operator=(const CudaMlp&) = delete;
-  ~CudaMlp() = default;
+  // Waits for work still queued on the stream (an optimizer step, a pass
+  // that failed half-way) before its memory is freed.
+  ~CudaMlp();
 
   const MlpLayout& layout() const { return layout_; }
   size_t num_parameters() const { return layout_.num_parameters(); }
