@@ -127,7 +127,9 @@ class CudaOptimizerTest : public GpuTest {};
 
 TEST_F(CudaOptimizerTest, EveryKindMatchesCpuBitwiseOverSteps) {
   for (const NamedConfig& nc : Configs()) {
-    for (size_t n : {1u, 1000u, 4099u}) {
+    // 2,500,003: more than two passes of the kernels' grid (4096 blocks of
+    // 256 threads), so that a wrong grid stride shows.
+    for (size_t n : {1u, 1000u, 4099u, 2500003u}) {
       SCOPED_TRACE(nc.name + " n=" + std::to_string(n));
       absl::StatusOr<Optimizer> cpu = Optimizer::Create(nc.config, n);
       absl::StatusOr<CudaOptimizer> gpu =
