@@ -3,10 +3,13 @@
 # up --workers 1 --ps 2` in a temporary run directory (any free port), the
 # servers in `gradsync workers --json`; a 2-rank job started on the ring,
 # switched to the PS and back by `gradsync switch`, followed to success,
-# its switches in `gradsync status --json`; `local down` stopping it all.
-# Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync
+# its switches in `gradsync status --json`, and scripts/check_job.sh
+# finding every step once, in the mode its switch table says, with the
+# ranks' parameters bitwise equal; `local down` stopping it all.
+# Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync PATH/TO/check_job.sh
 set -eu
 gradsync=$1
+check_job=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-ps-e2e.XXXXXX")
 cleanup() {
   "$gradsync" local down --run-dir "$dir" >/dev/null 2>&1 || true
@@ -44,5 +47,6 @@ echo "$status" | grep -q '"toMode": *"SYNC_MODE_PS"' ||
   { echo "no switch to PS recorded"; exit 1; }
 echo "$status" | grep -q '"toMode": *"SYNC_MODE_RING"' ||
   { echo "no switch back to the ring recorded"; exit 1; }
+GRADSYNC=$gradsync "$check_job" "$job" --switches 2
 "$gradsync" local down --run-dir "$dir"
 echo "local-cluster-ps-e2e-ok"
