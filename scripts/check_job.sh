@@ -123,7 +123,10 @@ count=$(wc -w <<<"${switches}")
       }
     }
     if (wrong_mode || repeated || differ || missing) exit 1
-    printf "%s: steps %d-%d on %d ranks, each once; %d ring and %d ps steps as its %d %s; parameters bitwise equal across ranks after every step\n",
-           job, lo, hi, nranks, count["ring"] / nranks, count["ps"] / nranks,
-           n, n == 1 ? "switch says" : "switches say"
+    equal = "parameters bitwise equal across ranks after every step"
+    if (nranks == 1) equal = "one rank, so no parameters to compare"
+    printf "%s: steps %d-%d on %d rank%s, each once; %d ring and %d ps steps as its %d %s; %s\n",
+           job, lo, hi, nranks, nranks == 1 ? "" : "s",
+           count["ring"] / nranks, count["ps"] / nranks,
+           n, n == 1 ? "switch says" : "switches say", equal
   }' || fail "see above"
