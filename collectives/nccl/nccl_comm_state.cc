@@ -50,9 +50,11 @@ class NcclWork : public Work {
       }
       const absl::Duration pause = PollPause(polls, deadline - now);
       if (pause == absl::ZeroDuration()) {
-        std::this_thread::yield();
+        std::this_thread::yield();  // the first few polls: microseconds
       } else {
-        absl::SleepFor(pause);
+        // Paused without mu_, so that Done() and Elapsed() from another
+        // thread do not block for the whole wait; wakes if Done() finished.
+        mu_.AwaitWithTimeout(absl::Condition(&done_), pause);
       }
     }
     return result_;
