@@ -144,8 +144,11 @@ void JobRunner::Cancel(const absl::Status& reason) {
     if (cancelled_.load()) return;
     cancel_reason_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
     cancelled_.store(true);
-    // Aborting only shuts sockets down and cancels PS calls; it does not
-    // block.
+    // Under mu_, so that no rank unregisters (and destroys) what is being
+    // aborted. A TCP ring's or a PS client's abort only shuts sockets down
+    // and cancels calls; an NCCL communicator's (ncclCommAbort) also stops
+    // NCCL's threads, which can take a moment, and Register/Unregister of
+    // the other ranks wait for it meanwhile.
     for (Communicator* comm : comms_) comm->Abort(cancel_reason_);
     for (Trainer* trainer : trainers_) trainer->Abort(cancel_reason_);
   }
