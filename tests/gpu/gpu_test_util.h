@@ -8,12 +8,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/model/cuda/cuda_status.h"
+#include "worker/model/mlp_layout.h"
 #include "worker/util/portable_random.h"
 
 namespace gradsync {
@@ -48,6 +51,46 @@ inline TestBatch MakeBatch(size_t batch, size_t features, size_t classes,
     b.y.push_back(static_cast<int32_t>(rng.NextBelow(classes)));
   }
   return b;
+}
+
+// How far the batch keeps every hidden ReLU input from 0, in units of what
+// rounding could move it: min over examples and hidden units of
+// |z| / (8 * 2^-24 * sqrt(fan-in + 1) * sqrt(b^2 + sum_i (w_i a_i)^2)), z
+// the pre-activation, computed in double with the CPU model's parameters.
+// CPU and GPU add a layer's products in other orders; where this is below
+// 1, their ReLU masks may differ for one example, and a whole row of the
+// gradients with them (by more than ExpectNear allows). Tests comparing
+// gradients pick a batch where it is at least 1.
+inline double ReluMarginInRoundings(const MlpLayout& layout,
+                                    absl::Span<const float> params,
+                                    const TestBatch& b) {
+  const size_t batch = b.y.size();
+  double margin = std::numeric_limits<double>::infinity();
+  for (size_t e = 0; e < batch; ++e) {
+    std::vector<double> a(b.x.begin() + e * layout.input_size(),
+                          b.x.begin() + (e + 1) * layout.input_size());
+    for (size_t l = 0; l + 1 < layout.num_layers(); ++l) {  // hidden layers
+      const LayerSlice& s = layout.layer(l);
+      std::vector<double> next(s.out);
+      for (size_t o = 0; o < s.out; ++o) {
+        const double bias = params[s.bias_offset + o];
+        double z = bias;
+        double squares = bias * bias;
+        for (size_t i = 0; i < s.in; ++i) {
+          const double term = params[s.weight_offset + o * s.in + i] * a[i];
+          z += term;
+          squares += term * term;
+        }
+        const double rounding = 8.0 * std::ldexp(1.0, -24) *
+                                std::sqrt(static_cast<double>(s.in + 1)) *
+                                std::sqrt(squares);
+        if (rounding > 0) margin = std::min(margin, std::fabs(z) / rounding);
+        next[o] = z > 0 ? z : 0.0;
+      }
+      a = std::move(next);
+    }
+  }
+  return margin;
 }
 
 // n values in [-scale, scale).
