@@ -37,6 +37,10 @@ class NcclWork : public Work {
   }
 
   absl::Status Wait(absl::Time deadline) override {
+    // As the TCP backend does, the communicator's own timeout bounds every
+    // collective, so that even Wait(absl::InfiniteFuture()) names a peer
+    // that never joins instead of hanging.
+    deadline = std::min(deadline, issued_ + state_->timeout());
     absl::MutexLock lock(&mu_);
     for (int polls = 0; !done_; ++polls) {
       if (std::optional<absl::Status> status = state_->Poll(event_, what_)) {
