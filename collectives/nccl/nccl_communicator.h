@@ -40,7 +40,11 @@
 //     synchronous call may therefore take up to twice timeout() in total).
 //   - The Work's Wait polls the collective's CUDA event and the NCCL
 //     communicator's asynchronous error (spinning briefly, then sleeping up
-//     to 1 ms between polls).
+//     to 1 ms between polls), until the caller's deadline or timeout()
+//     after the call, whichever comes first.
+//   - Abort is local: ncclCommAbort tells no peer. The peers' pending and
+//     later collectives with this rank fail at their own timeout() (the TCP
+//     backend's abort closes its sockets, so its peers fail at once).
 //
 // Errors (absl::Status), in addition to Communicator's:
 //   CreateNcclCommunicator*: INVALID_ARGUMENT for bad rank/size/devices;
