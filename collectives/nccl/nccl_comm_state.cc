@@ -28,7 +28,8 @@ class NcclWork : public Work {
         started_(started),
         event_(event),
         what_(std::move(what)),
-        issued_(issued) {}
+        issued_(issued),
+        enqueued_(absl::Now()) {}
 
   ~NcclWork() override {
     ScopedCudaDevice scoped(state_->device());
@@ -38,9 +39,10 @@ class NcclWork : public Work {
 
   absl::Status Wait(absl::Time deadline) override {
     // As the TCP backend does, the communicator's own timeout bounds every
-    // collective, so that even Wait(absl::InfiniteFuture()) names a peer
-    // that never joins instead of hanging.
-    deadline = std::min(deadline, issued_ + state_->timeout());
+    // collective (from when it was enqueued), so that even
+    // Wait(absl::InfiniteFuture()) names a peer that never joins instead of
+    // hanging.
+    deadline = std::min(deadline, enqueued_ + state_->timeout());
     absl::MutexLock lock(&mu_);
     for (int polls = 0; !done_; ++polls) {
       if (std::optional<absl::Status> status = state_->Poll(event_, what_)) {
@@ -100,7 +102,8 @@ class NcclWork : public Work {
   const cudaEvent_t started_;
   const cudaEvent_t event_;
   const std::string what_;
-  const absl::Time issued_;
+  const absl::Time issued_;    // the call
+  const absl::Time enqueued_;  // NCCL had it on the stream
 
   absl::Mutex mu_;  // Taken before state_->mu_.
   bool done_ ABSL_GUARDED_BY(mu_) = false;

@@ -41,7 +41,7 @@
 //   - The Work's Wait polls the collective's CUDA event and the NCCL
 //     communicator's asynchronous error (spinning briefly, then sleeping up
 //     to 1 ms between polls), until the caller's deadline or timeout()
-//     after the call, whichever comes first.
+//     after the collective was enqueued, whichever comes first.
 //   - Abort is local: ncclCommAbort tells no peer. The peers' pending and
 //     later collectives with this rank fail at their own timeout() (the TCP
 //     backend's abort closes its sockets, so its peers fail at once).
