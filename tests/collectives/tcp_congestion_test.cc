@@ -9,37 +9,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "collectives/memory_store.h"
 #include "collectives/tcp/rendezvous.h"
 #include "collectives/tcp/socket.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
+#include "tests/util/tcp_congestion_test_util.h"
 
 namespace gradsync::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string SystemDefault() {
-  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
-  std::string name;
-  std::getline(in, name);
-  return std::string(absl::StripAsciiWhitespace(name));
-}
-
-// Whether the kernel lets this process use `name` (probed on a fresh
-// listening socket).
-bool KernelAllows(const std::string& name) {
-  absl::StatusOr<Socket> probe = Socket::Listen("127.0.0.1", 0);
-  return probe.ok() && probe->SetCongestionControl(name).ok();
-}
 
 TcpOptions Options(const std::string& congestion) {
   TcpOptions o = SmallPipelineOptions();
@@ -83,20 +68,21 @@ void ExpectAlgorithm(const std::vector<std::vector<Socket>>& sockets,
 }
 
 TEST(TcpCongestionTest, AutoRunsRenoBetweenRanksOfOneHost) {
-  if (!KernelAllows("reno")) GTEST_SKIP() << "the kernel refuses reno here";
+  if (!CheckCongestionControl("reno").ok())
+    GTEST_SKIP() << "the kernel refuses reno here";
   ExpectAlgorithm(ConnectRanks(3, Options("auto")), "reno");
 }
 
 TEST(TcpCongestionTest, DefaultKeepsTheSystemAlgorithm) {
-  const std::string system = SystemDefault();
+  const std::string system = SystemTcpCongestionControl();
   if (system.empty()) GTEST_SKIP() << "no /proc/sys/net/ipv4 here";
   ExpectAlgorithm(ConnectRanks(3, Options("default")), system);
   ExpectAlgorithm(ConnectRanks(2, Options("")), system);
 }
 
 TEST(TcpCongestionTest, NamedAlgorithmOnEveryConnection) {
-  const std::string system = SystemDefault();
-  if (system.empty() || !KernelAllows(system)) {
+  const std::string system = SystemTcpCongestionControl();
+  if (system.empty() || !CheckCongestionControl(system).ok()) {
     GTEST_SKIP() << "the system's algorithm is not allowed to this process";
   }
   // The system's own name, set explicitly: allowed wherever TCP runs.

@@ -14,12 +14,10 @@
 #include <sys/socket.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/tcp_congestion.h"
@@ -30,6 +28,7 @@
 #include "server/ps/ps_server.h"
 #include "server/ps/ps_socket_mutator.h"
 #include "server/ps/ps_transport.h"
+#include "tests/util/tcp_congestion_test_util.h"
 
 namespace gradsync {
 namespace {
@@ -37,13 +36,6 @@ namespace {
 using ::testing::Each;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
-
-std::string SystemDefault() {
-  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
-  std::string name;
-  std::getline(in, name);
-  return std::string(absl::StripAsciiWhitespace(name));
-}
 
 int PortOf(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) {
@@ -100,6 +92,13 @@ Connected Connect(const std::string& listen, const std::string& policy) {
   return {*std::move(server), std::move(channel)};
 }
 
+// Both ends of the one connection of `c` run `algorithm`.
+void ExpectBothEndsRun(const Connected& c, const std::string& algorithm) {
+  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
+  EXPECT_THAT(names, SizeIs(2));  // the client's end and the accepted one
+  EXPECT_THAT(names, Each(algorithm));
+}
+
 bool HasSocketMutator(const grpc::ChannelArguments& args) {
   grpc_channel_args c{};
   args.SetChannelArgs(&c);
@@ -114,9 +113,7 @@ TEST(PsCongestionTest, AutoRunsRenoAtBothEndsOnOneHost) {
   if (!CheckCongestionControl("reno").ok()) GTEST_SKIP() << "no reno here";
   Connected c = Connect("127.0.0.1:0", "auto");
   ASSERT_NE(c.server, nullptr);
-  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
-  EXPECT_THAT(names, SizeIs(2));  // the client's end and the accepted one
-  EXPECT_THAT(names, Each(std::string("reno")));
+  ExpectBothEndsRun(c, "reno");
 }
 
 TEST(PsCongestionTest, AutoJudgesIpv4PeersOfADualStackListener) {
@@ -124,19 +121,15 @@ TEST(PsCongestionTest, AutoJudgesIpv4PeersOfADualStackListener) {
   if (!CheckCongestionControl("reno").ok()) GTEST_SKIP() << "no reno here";
   Connected c = Connect("[::]:0", "auto");
   if (c.server == nullptr) GTEST_SKIP() << "no IPv6 listener on this host";
-  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
-  EXPECT_THAT(names, SizeIs(2));
-  EXPECT_THAT(names, Each(std::string("reno")));
+  ExpectBothEndsRun(c, "reno");
 }
 
 TEST(PsCongestionTest, DefaultKeepsTheSystemAlgorithm) {
-  const std::string system = SystemDefault();
+  const std::string system = testing::SystemTcpCongestionControl();
   if (system.empty()) GTEST_SKIP() << "no /proc/sys/net/ipv4 here";
   Connected c = Connect("127.0.0.1:0", "default");
   ASSERT_NE(c.server, nullptr);
-  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
-  EXPECT_THAT(names, SizeIs(2));
-  EXPECT_THAT(names, Each(system));
+  ExpectBothEndsRun(c, system);
 }
 
 TEST(PsCongestionTest, NamedAlgorithmAtBothEnds) {
@@ -144,7 +137,7 @@ TEST(PsCongestionTest, NamedAlgorithmAtBothEnds) {
   // One that differs from the system's, so that the test sees it set.
   std::string named;
   for (const char* candidate : {"cubic", "reno", "bbr"}) {
-    if (candidate != SystemDefault() &&
+    if (candidate != testing::SystemTcpCongestionControl() &&
         CheckCongestionControl(candidate).ok()) {
       named = candidate;
       break;
@@ -153,9 +146,7 @@ TEST(PsCongestionTest, NamedAlgorithmAtBothEnds) {
   if (named.empty()) GTEST_SKIP() << "no second algorithm allowed here";
   Connected c = Connect("127.0.0.1:0", named);
   ASSERT_NE(c.server, nullptr);
-  const std::vector<std::string> names = AlgorithmsOnPort(c.server->port());
-  EXPECT_THAT(names, SizeIs(2));
-  EXPECT_THAT(names, Each(named));
+  ExpectBothEndsRun(c, named);
 }
 
 TEST(PsCongestionTest, ClientDecidesByTheTargetHost) {
