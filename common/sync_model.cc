@@ -1,0 +1,181 @@
+#include "common/sync_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync {
+namespace {
+
+// The busiest link's bytes, one way, of one PS phase (push or pull; they
+// are symmetric), per byte of S.
+double PsPhaseFactor(const SyncCase& c) {
+  const double n = c.workers;
+  const double k = c.shards;
+  if (c.layout == SyncLayout::kPsSeparate) return std::max(1.0, n / k);
+  // Colocated: a shard host takes (N-1)/K of pushes in and sends its own
+  // worker's (K-1)/K out; a host without a shard sends all of S.
+  const double shard_host = std::max((n - 1) / k, (k - 1) / k);
+  return c.shards < c.workers ? std::max(shard_host, 1.0) : shard_host;
+}
+
+// Pipelined: push and pull share each link's two directions at once.
+double PsPipelinedFactor(const SyncCase& c) {
+  const double n = c.workers;
+  const double k = c.shards;
+  if (c.layout == SyncLayout::kPsSeparate) return std::max(1.0, n / k);
+  const double shard_host = (n + k - 2) / k;
+  return c.shards < c.workers ? std::max(shard_host, 1.0) : shard_host;
+}
+
+}  // namespace
+
+absl::string_view SyncLayoutName(SyncLayout layout) {
+  switch (layout) {
+    case SyncLayout::kRing:
+      return "ring";
+    case SyncLayout::kPsSeparate:
+      return "ps";
+    case SyncLayout::kPsColocated:
+      return "ps-colocated";
+  }
+  return "?";
+}
+
+absl::StatusOr<SyncLayout> ParseSyncLayout(absl::string_view name) {
+  for (SyncLayout layout : {SyncLayout::kRing, SyncLayout::kPsSeparate,
+                            SyncLayout::kPsColocated}) {
+    if (name == SyncLayoutName(layout)) return layout;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown layout '", name, "'; use ring, ps or ps-colocated"));
+}
+
+absl::Status ValidateSyncCase(const SyncCase& c) {
+  if (c.workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workers is ", c.workers, "; it must be >= 1"));
+  }
+  if (c.layout != SyncLayout::kRing && c.shards < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shards is ", c.shards, "; a PS needs >= 1"));
+  }
+  if (c.layout == SyncLayout::kPsColocated && c.shards > c.workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(c.shards, " colocated shards on ", c.workers,
+                     " worker hosts; colocated shards are at most one per "
+                     "worker host"));
+  }
+  if (!(c.bytes >= 0) || !std::isfinite(c.bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bytes is ", c.bytes, "; it must be >= 0"));
+  }
+  if (!(c.partition_bytes >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partition_bytes is ", c.partition_bytes, "; it must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+SyncCost ModelCost(const SyncCase& c) {
+  SyncCost cost;
+  if (c.layout == SyncLayout::kRing) {
+    if (c.workers < 2) return cost;
+    const double n = c.workers;
+    cost.latency_terms = 2 * (n - 1);
+    cost.link_bytes = 2 * (n - 1) / n * c.bytes;
+    return cost;
+  }
+  cost.latency_terms = 2;
+  if (!c.pipelined) {
+    cost.link_bytes = 2 * PsPhaseFactor(c) * c.bytes;
+    return cost;
+  }
+  const double factor = PsPipelinedFactor(c);
+  cost.link_bytes = factor * c.bytes;
+  // P partitions flow through a pipeline of P + 1 stages (a partition's
+  // pull overlaps the next one's push): one alpha per stage, and the last
+  // partition's pull, 1/P of the bytes, after every push.
+  const double slice = c.bytes / c.shards;
+  if (c.partition_bytes > 0 && slice > 0) {
+    const double partitions = std::ceil(slice / c.partition_bytes);
+    cost.link_bytes += factor * c.bytes / partitions;
+    cost.latency_terms = partitions + 1;
+  }
+  return cost;
+}
+
+double PredictSeconds(const SyncCost& cost, const LinkModel& model) {
+  return cost.latency_terms * model.alpha_s +
+         cost.link_bytes / model.bandwidth_Bps;
+}
+
+double PredictSeconds(const SyncCase& c, const LinkModel& model) {
+  return PredictSeconds(ModelCost(c), model);
+}
+
+double BytePsSeconds(int n, int k, double bytes, double bandwidth_Bps) {
+  const double dn = n;
+  const double dk = k;
+  return 2 * dn * (dn - 1) * bytes /
+         ((dn * dn + dk * dn - 2 * dk) * bandwidth_Bps);
+}
+
+double CrossoverShards(int workers, bool pipelined) {
+  if (workers < 2) return 0;
+  const double n = workers;
+  return pipelined ? n * n / (2 * (n - 1)) : n * n / (n - 1);
+}
+
+absl::StatusOr<LinkModel> FitAlphaBeta(
+    const std::vector<SyncObservation>& observations) {
+  if (observations.empty()) {
+    return absl::InvalidArgumentError("nothing to fit: no observations");
+  }
+  // Rows (a_i, b_i) . (alpha, beta) ~ 1 with a = latency_terms / t,
+  // b = link_bytes / t: least squares on the relative error.
+  double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
+  for (const SyncObservation& o : observations) {
+    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a measured time of ", o.seconds, " s; every one must be > 0"));
+    }
+    const double a = o.cost.latency_terms / o.seconds;
+    const double b = o.cost.link_bytes / o.seconds;
+    aa += a * a;
+    ab += a * b;
+    bb += b * b;
+    a1 += a;
+    b1 += b;
+  }
+  if (bb <= 0) {
+    return absl::InvalidArgumentError(
+        "the observations move no bytes over any link; the bandwidth is "
+        "undetermined");
+  }
+  LinkModel model;
+  const double det = aa * bb - ab * ab;
+  double alpha = -1, beta = 0;
+  if (observations.size() > 1 && det > 1e-12 * aa * bb) {
+    alpha = (a1 * bb - b1 * ab) / det;
+    beta = (b1 * aa - a1 * ab) / det;
+  }
+  if (alpha < 0 || beta <= 0) {
+    alpha = 0;
+    beta = b1 / bb;
+  }
+  if (!(beta > 0)) {
+    return absl::InvalidArgumentError(
+        "the fit found no positive bandwidth for these observations");
+  }
+  model.alpha_s = alpha;
+  model.bandwidth_Bps = 1 / beta;
+  return model;
+}
+
+double RelativeError(double predicted, double measured) {
+  return (predicted - measured) / measured;
+}
+
+}  // namespace gradsync
