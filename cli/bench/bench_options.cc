@@ -217,6 +217,14 @@ const FlagSpec kFlags[] = {
      [](absl::string_view v, ParseState* s) {
        return ParseOptionalSize("--ps-chunk", v, &s->options.ps_chunk_bytes);
      }},
+    {0, "ps-partition", "SIZE",
+     "ps: pipeline each server's slice in partitions of SIZE (4M; 0: off)",
+     [](absl::string_view v, ParseState* s) {
+       std::optional<size_t> size;
+       RETURN_IF_ERROR(ParseOptionalSize("--ps-partition", v, &size));
+       s->options.ps_partition_bytes = size.value_or(0);
+       return absl::OkStatus();
+     }},
     {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
      [](absl::string_view v, ParseState* s) {
        return ParseSeconds("--timeout", v, &s->options.timeout);

@@ -72,6 +72,9 @@ struct BenchOptions {
   int ps_shards = 0;
   std::vector<std::string> ps_addresses;
   std::optional<size_t> ps_chunk_bytes;
+  // --ps-partition: each server's slice in partitions of this size, pushed
+  // one at a time so that pulls overlap pushes (ps_client.h); 0: none.
+  size_t ps_partition_bytes = 4 << 20;
 
   // Deadline of rendezvous and of each collective.
   absl::Duration timeout = absl::Seconds(60);

@@ -104,6 +104,7 @@ absl::StatusOr<SizeRunner> MakeSizeRunner(const BenchOptions& options,
     config.max_bytes = max_bytes;
     config.timeout = options.timeout;
     config.chunk_bytes = options.ps_chunk_bytes.value_or(0);
+    config.partition_bytes = options.ps_partition_bytes;
     config.tcp_congestion =
         options.congestion_control.value_or(TcpOptions().congestion_control);
     ASSIGN_OR_RETURN(std::shared_ptr<PsSweepRunner> runner,

@@ -129,11 +129,12 @@ absl::StatusOr<SizeResult> PsSweepRunner::RunSize(size_t bytes) {
         ")"));
   }
   const std::string job = absl::StrCat(config_.job_id, "/S", bytes);
+  const std::vector<std::string> addresses = PartitionAddresses(
+      count, config_.shard_addresses, config_.partition_bytes);
   std::unique_ptr<SizeShards> owned;
   absl::Status created;
   if (control_->rank() == 0) {
-    owned = std::make_unique<SizeShards>(job, config_.shard_addresses,
-                                         config_.timeout);
+    owned = std::make_unique<SizeShards>(job, addresses, config_.timeout);
     created = owned->Create(count, control_->size());
   }
   RETURN_IF_ERROR(AgreeShardsCreated(created, bytes));
@@ -142,7 +143,7 @@ absl::StatusOr<SizeResult> PsSweepRunner::RunSize(size_t bytes) {
   result.size_bytes = count * sizeof(float);
   result.count = count;
   result.has_in_place = false;
-  ASSIGN_OR_RETURN(result.out_of_place, RunPass(job, count));
+  ASSIGN_OR_RETURN(result.out_of_place, RunPass(job, count, addresses));
   // No rank still reads a reply when the shards go.
   RETURN_IF_ERROR(control_->Barrier());
   if (owned != nullptr) {
@@ -166,12 +167,13 @@ absl::Status PsSweepRunner::AgreeShardsCreated(const absl::Status& rank0_status,
   return absl::OkStatus();
 }
 
-absl::StatusOr<PassResult> PsSweepRunner::RunPass(const std::string& job,
-                                                  size_t count) {
+absl::StatusOr<PassResult> PsSweepRunner::RunPass(
+    const std::string& job, size_t count,
+    const std::vector<std::string>& addresses) {
   const int rank = control_->rank();
-  const int shards = static_cast<int>(config_.shard_addresses.size());
   ASSIGN_OR_RETURN(std::vector<PsShardLocation> locations,
-                   BalancedShardLocations(count, config_.shard_addresses));
+                   BalancedShardLocations(count, addresses));
+  const int shards = static_cast<int>(config_.shard_addresses.size());
   PsClientOptions options;
   options.timeout = config_.timeout;
   if (config_.chunk_bytes > 0) options.chunk_bytes = config_.chunk_bytes;

@@ -63,6 +63,9 @@ struct PsSweepConfig {
   absl::Duration timeout = absl::Seconds(60);
   // Largest message of the push/pull streams; 0 keeps PsClient's default.
   size_t chunk_bytes = 0;
+  // Each server's slice in partitions of this size (PartitionAddresses);
+  // 0: one shard per address.
+  size_t partition_bytes = 0;
   // TCP congestion control policy of the connections to the shards
   // (common/tcp_congestion.h).
   std::string tcp_congestion = "auto";
@@ -84,8 +87,8 @@ class PsSweepRunner {
   PsSweepRunner(Communicator* control, const PsSweepConfig& config);
 
   // Steps 2 and 3 above on this size's shards.
-  [[nodiscard]] absl::StatusOr<PassResult> RunPass(const std::string& job,
-                                                   size_t count);
+  [[nodiscard]] absl::StatusOr<PassResult> RunPass(const std::string& job, size_t count,
+                                     const std::vector<std::string>& addresses);
   // Creates this size's shards on rank 0 and tells every rank whether
   // that worked; an error on every rank otherwise.
   [[nodiscard]] absl::Status AgreeShardsCreated(

@@ -32,6 +32,43 @@ absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
   return locations;
 }
 
+std::vector<std::string> PartitionAddresses(
+    size_t total_elements, const std::vector<std::string>& addresses,
+    size_t partition_bytes) {
+  if (addresses.empty() || partition_bytes == 0) return addresses;
+  const size_t servers = addresses.size();
+  const size_t largest = (total_elements + servers - 1) / servers;
+  const size_t partition_floats =
+      std::max<size_t>(1, partition_bytes / sizeof(float));
+  size_t per_server = (largest + partition_floats - 1) / partition_floats;
+  // No empty partition, and no more shards than a job may have.
+  per_server = std::max<size_t>(
+      1, std::min({per_server, total_elements / servers,
+                   kMaxPartitionsPerJob / servers}));
+  std::vector<std::string> expanded;
+  expanded.reserve(servers * per_server);
+  for (const std::string& address : addresses) {
+    expanded.insert(expanded.end(), per_server, address);
+  }
+  return expanded;
+}
+
+absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
+    size_t total_elements, const std::vector<std::string>& addresses,
+    size_t partition_bytes) {
+  return BalancedShardLocations(
+      total_elements,
+      PartitionAddresses(total_elements, addresses, partition_bytes));
+}
+
+int ServerCount(const std::vector<PsShardLocation>& shards) {
+  int servers = 0;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    if (k == 0 || shards[k].address != shards[k - 1].address) ++servers;
+  }
+  return servers;
+}
+
 PsClient::PsClient(std::string job_id, int rank, size_t total,
                    const PsClientOptions& options)
     : job_id_(std::move(job_id)),
@@ -40,6 +77,16 @@ PsClient::PsClient(std::string job_id, int rank, size_t total,
       options_(options) {}
 
 PsClient::~PsClient() = default;
+
+int PsClient::num_servers() const {
+  int servers = 0;
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    if (k == 0 || shards_[k].location.address != shards_[k - 1].location.address) {
+      ++servers;
+    }
+  }
+  return servers;
+}
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
     std::string job_id, int rank, size_t total_elements,
@@ -73,10 +120,17 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
   }
   std::unique_ptr<PsClient> client(
       new PsClient(std::move(job_id), rank, total_elements, options));
+  // One channel (one TCP connection) per server: its partitions take
+  // turns on it (ps_step.h), so the connection stays busy, and warm,
+  // through the whole step instead of idling between one partition's turn
+  // and the next step's.
+  std::shared_ptr<grpc::Channel> channel;
   for (PsShardLocation& location : shards) {
-    std::shared_ptr<grpc::Channel> channel =
-        CreatePsChannel(location.address, options.transport);
-    client->shards_.push_back(Shard{std::move(location), std::move(channel)});
+    if (client->shards_.empty() ||
+        client->shards_.back().location.address != location.address) {
+      channel = CreatePsChannel(location.address, options.transport);
+    }
+    client->shards_.push_back(Shard{std::move(location), channel});
   }
   client->last_versions_.assign(client->shards_.size(), 0);
   return client;
@@ -163,6 +217,16 @@ absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
     return absl::InvalidArgumentError(absl::StrCat(
         "PushPull needs ", total_, " gradients and parameters; got ",
         grads.size(), " and ", params.size()));
+  }
+  const float* g = grads.data();
+  const float* p = params.data();
+  const bool overlap = g < p + params.size() && p < g + grads.size();
+  if (!overlap && num_servers() < static_cast<int>(shards_.size())) {
+    // Partitions: PsStep pushes them in turn per server (ps_step.h).
+    ASSIGN_OR_RETURN(std::unique_ptr<PsStep> ps_step,
+                     StartStep(step, grads, params, PsStepControl()));
+    ps_step->Ready(0, total_);
+    return ps_step->Finish(absl::Now() + options_.timeout).status();
   }
   const absl::Time deadline = absl::Now() + options_.timeout;
   return ForEachShard([&](size_t k) {

@@ -1,6 +1,7 @@
 // PsClient: one rank's connection to the parameter-server shards of its
 // job. PushPull sends the rank's whole flat gradient, each shard its slice,
-// over one gRPC stream per shard at once (chunked, the bytes never copied
+// over one gRPC stream per shard at once (partitions of one server in turn,
+// through a PsStep, when the buffers do not overlap) (chunked, the bytes never copied
 // on the way out), and writes each shard's updated parameters into the
 // rank's flat parameter buffer as they arrive (one copy, from gRPC's
 // buffers). StartStep does the same while backward still runs: it returns
@@ -80,6 +81,27 @@ struct PsShardLocation {
 // shard_range.h.
 absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
     size_t total_elements, const std::vector<std::string>& addresses);
+
+// BytePS's partitions: each server's slice split into P partitions of at
+// most `partition_bytes` (the same P for every server: the ceiling of the
+// largest slice over partition_bytes; 0 means P = 1), each a shard of its
+// own on that server. Partition p of server k is shard k * P + p at
+// addresses[k]; the K * P ranges are balanced (shard_range.h), so server
+// k's partitions tile a contiguous slice. PsStep pushes one partition per
+// server at a time, so that the pull of one overlaps the push of the next
+// (ps_step.h). P is capped so that no partition is empty. INVALID_ARGUMENT
+// as BalancedShardLocations.
+inline constexpr size_t kMaxPartitionsPerJob = 4096;
+absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
+    size_t total_elements, const std::vector<std::string>& addresses,
+    size_t partition_bytes);
+// The shards' addresses of that layout: each of `addresses` P times.
+std::vector<std::string> PartitionAddresses(
+    size_t total_elements, const std::vector<std::string>& addresses,
+    size_t partition_bytes);
+
+// The number of servers (distinct consecutive addresses) of `shards`.
+int ServerCount(const std::vector<PsShardLocation>& shards);
 
 struct PsClientOptions {
   // Largest message of the tensor streams (4 B .. 64 MiB).
@@ -178,6 +200,9 @@ class PsClient {
   int rank() const { return rank_; }
   size_t total_elements() const { return total_; }
   size_t num_shards() const { return shards_.size(); }
+  // Distinct servers: shards are partitions of fewer servers
+  // (PartitionedShardLocations).
+  int num_servers() const;
   const PsShardLocation& shard_location(size_t k) const {
     return shards_[k].location;
   }

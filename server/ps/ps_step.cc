@@ -26,6 +26,10 @@ namespace {
 
 // Gaps listed in errors about elements never marked ready.
 constexpr size_t kMaxGapsNamed = 4;
+// Partitions of one server a rank may have pushed without their parameters
+// back yet (WaitPushTurn).
+constexpr size_t kPipelineDepth = 4;
+
 
 }  // namespace
 
@@ -53,6 +57,7 @@ PsStep::PsStep(PsClient* client, int64_t step, absl::Span<const float> grads,
       params_(params),
       control_(std::move(control)),
       call_deadline_(call_deadline) {
+  push_written_.assign(client_->shards_.size(), false);
   for (size_t k = 0; k < client_->shards_.size(); ++k) {
     calls_.push_back(std::make_unique<ShardCall>());
     calls_.back()->context = std::make_unique<grpc::ClientContext>();
@@ -200,6 +205,40 @@ absl::StatusOr<std::vector<double>> PsStep::WaitScalars() {
   return *late_scalars_;
 }
 
+absl::Status PsStep::WaitPushTurn(size_t k) {
+  const size_t before = k + 1;
+  if (before >= client_->shards_.size() ||
+      client_->shards_[before].location.address !=
+          client_->shards_[k].location.address) {
+    return absl::OkStatus();
+  }
+  // The partition kPipelineDepth turns back must have its reply: no rank
+  // runs further ahead of the server's applied partitions than that (see
+  // the top of ps_step.h).
+  const size_t credit = k + kPipelineDepth;
+  const bool wait_credit =
+      credit < client_->shards_.size() &&
+      client_->shards_[credit].location.address ==
+          client_->shards_[k].location.address;
+  auto go = [this, before, credit, wait_credit]() {
+    return !cancelled_.ok() || failed_shard_ >= 0 ||
+           (push_written_[before] && (!wait_credit || calls_[credit]->done));
+  };
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rank ", client_->rank_, ", step ", step_, ": partition ", before,
+        " on ", client_->shards_[k].location.address,
+        " did not finish its push before the client's timeout"));
+  }
+  return StoppedLocked();
+}
+
+void PsStep::PushWritten(size_t k) {
+  absl::MutexLock lock(&mu_);
+  push_written_[k] = true;
+}
+
 absl::StatusOr<size_t> PsStep::WaitReady(size_t k, size_t sent_begin) {
   const size_t floor = client_->shards_[k].location.begin;
   // The start of the ready run that ends at sent_begin (sent_begin if
@@ -273,8 +312,10 @@ absl::Status PsStep::RunShard(size_t k) {
     const size_t chunk_floats =
         std::max<size_t>(1, options.chunk_bytes / sizeof(float));
     size_t sent_begin = location.end;
+    // The previous partition on this server goes first (see the top).
+    if (open) status = WaitPushTurn(k);
     absl::Time busy_since = absl::Now();
-    while (open && sent_begin > location.begin) {
+    while (open && status.ok() && sent_begin > location.begin) {
       const absl::Time waiting = absl::Now();
       absl::StatusOr<size_t> low = WaitReady(k, sent_begin);
       call.busy.push_back({busy_since, waiting});
@@ -312,6 +353,7 @@ absl::Status PsStep::RunShard(size_t k) {
     bool complete = false;
     if (open && status.ok()) {
       stream->WritesDone();
+      PushWritten(k);
       status = ReadPullReply(stream.get(), location,
                              params_.subspan(location.begin, size), &call.reply,
                              &bytes_received_, &complete);

@@ -23,6 +23,19 @@
 //     pending = {result.switch_epoch, result.switch_step};
 //   }
 //
+// Partitions (BytePS's): shards on the same server (consecutive shards
+// with one address, PartitionedShardLocations) push one after another, the
+// highest first: the next one's gradient goes once the previous one's is
+// written, while the previous one already waits for, and receives, its
+// parameters. So the server's link takes in one partition while it sends
+// out another, and a synchronous step's pull overlaps its push. A rank also
+// waits for the parameters of the partition four turns back before it
+// pushes the next (a credit, as BytePS schedules): TCP shares a server's
+// link unevenly among the ranks, and a partition can only come back once
+// the slowest rank pushed it, so a rank running far ahead would only pile
+// replies up behind the slowest. Shards on different servers push at once,
+// as before.
+//
 // Every shard gets the same header (scalars and switch_epoch included);
 // the ranks act on shard 0's answer (see proto/ps.proto "Step control").
 // Scalars known only after backward (the loss) go to shard 0 alone, in a
@@ -154,6 +167,13 @@ class PsStep {
   // Why a waiting stream must stop: the Cancel reason, or CANCELLED when
   // another shard failed first; OK to go on.
   absl::Status StoppedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until the partition before shard k on its server (shard k + 1
+  // there) has written its whole push and the one four turns back has its
+  // reply, the step is cancelled, or the call's deadline passes. At once
+  // for a shard with no such partition.
+  absl::Status WaitPushTurn(size_t k);
+  // Shard k's push is written (or failed): the next partition may go.
+  void PushWritten(size_t k);
   // Waits until SetScalars gave the late scalars, the step is cancelled,
   // or the call's deadline passes.
   absl::StatusOr<std::vector<double>> WaitScalars();
@@ -186,6 +206,8 @@ class PsStep {
   absl::Status cancelled_ ABSL_GUARDED_BY(mu_);
   int failed_shard_ ABSL_GUARDED_BY(mu_) = -1;  // the first to fail
   size_t done_ ABSL_GUARDED_BY(mu_) = 0;        // shard threads finished
+  // Per shard: its push is written (partitions go in turn, see the top).
+  std::vector<bool> push_written_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool joined_ = false;  // by the thread that calls Finish or ~PsStep
 };

@@ -464,5 +464,91 @@ TEST_F(PsStepTest, NoServer_UnavailableNamingTheAddress) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
+// BytePS's partitions: 2 servers' slices in partitions of 48 floats (7 per
+// server, the last shorter), which take turns per server. Every rank ends
+// each step with exactly the parameters of one shard per server, and the
+// turns cannot deadlock with ranks of one server at different partitions.
+TEST_F(PsStepTest, Partitions_SameParametersAsOneShardPerServer) {
+  constexpr int kWorkers = 3;
+  constexpr size_t kTotal = 661;
+  constexpr size_t kPartitionBytes = 48 * sizeof(float);
+  ASSERT_TRUE(StartServers(2, &servers_, &addresses_));
+  const std::vector<std::string> partitioned =
+      PartitionAddresses(kTotal, addresses_, kPartitionBytes);
+  ASSERT_EQ(partitioned.size(), 14u);  // ceil(331 / 48) = 7 per server
+  EXPECT_EQ(partitioned[6], addresses_[0]);
+  EXPECT_EQ(partitioned[7], addresses_[1]);
+  ASSERT_THAT(testing::CreateShards(partitioned, "parts", kTotal, kWorkers),
+              IsOk());
+  ASSERT_THAT(testing::CreateShards(addresses_, "whole", kTotal, kWorkers),
+              IsOk());
+  std::vector<std::vector<float>> parts(kWorkers), whole(kWorkers);
+  std::vector<absl::Status> statuses(kWorkers);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorkers; ++r) {
+    ranks.emplace_back([&, r]() {
+      std::unique_ptr<PsClient> a = MakeClient("parts", r, kTotal, partitioned,
+                                               /*chunk_bytes=*/20 * 4);
+      std::unique_ptr<PsClient> b = MakeClient("whole", r, kTotal, addresses_);
+      EXPECT_EQ(a->num_servers(), 2);
+      EXPECT_EQ(a->num_shards(), 14u);
+      std::vector<float> pa(kTotal), pb(kTotal);
+      for (int64_t t = 0; t < 4 && statuses[r].ok(); ++t) {
+        const std::vector<float> grads = IntegerGradient(kTotal, r, t);
+        absl::StatusOr<std::unique_ptr<PsStep>> step =
+            a->StartStep(t, grads, absl::MakeSpan(pa), PsStepControl());
+        if (!step.ok()) {
+          statuses[r] = step.status();
+          break;
+        }
+        ReadyReverse(**step, kTotal, 50);
+        absl::StatusOr<PsStepResult> result =
+            (*step)->Finish(absl::Now() + absl::Seconds(30));
+        statuses[r] = result.status();
+        if (statuses[r].ok()) {
+          // PushPull takes the partitioned path too.
+          statuses[r] = b->PushPull(t, grads, absl::MakeSpan(pb));
+        }
+      }
+      parts[r] = pa;
+      whole[r] = pb;
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_THAT(statuses[r], IsOk()) << "rank " << r;
+    for (size_t i = 0; i < kTotal; ++i) {
+      ASSERT_EQ(std::memcmp(&parts[r][i], &whole[r][i], 4), 0)
+          << "rank " << r << " at index " << i << ": " << parts[r][i]
+          << " vs " << whole[r][i];
+      ASSERT_EQ(std::memcmp(&parts[r][i], &parts[0][i], 4), 0)
+          << "rank " << r << " differs from rank 0 at index " << i;
+    }
+  }
+}
+
+TEST(PartitionsTest, EveryServerGetsTheSameNumberOfContiguousPartitions) {
+  const std::vector<std::string> servers = {"a:1", "b:1", "c:1"};
+  // 1000 floats: slices of 334/333/333; 100-float partitions: 4 each.
+  absl::StatusOr<std::vector<PsShardLocation>> shards =
+      PartitionedShardLocations(1000, servers, 100 * sizeof(float));
+  ASSERT_THAT(shards, IsOk());
+  ASSERT_EQ(shards->size(), 12u);
+  size_t next = 0;
+  for (size_t k = 0; k < shards->size(); ++k) {
+    EXPECT_EQ((*shards)[k].address, servers[k / 4]) << "shard " << k;
+    EXPECT_EQ((*shards)[k].shard, static_cast<int>(k));
+    EXPECT_EQ((*shards)[k].begin, next);
+    next = (*shards)[k].end;
+  }
+  EXPECT_EQ(next, 1000u);
+  EXPECT_EQ(ServerCount(*shards), 3);
+  // 0: one shard per server; larger than a slice: one too.
+  EXPECT_EQ(PartitionAddresses(1000, servers, 0), servers);
+  EXPECT_EQ(PartitionAddresses(1000, servers, 1 << 20), servers);
+  // Never an empty partition: 5 floats on 2 servers in 1-float pieces.
+  EXPECT_EQ(PartitionAddresses(5, {"a:1", "b:1"}, 4).size(), 4u);
+}
+
 }  // namespace
 }  // namespace gradsync
