@@ -29,6 +29,12 @@ struct CoordinatorConfig {
   // WorkerInfo. Empty: absl::Now. Tests pass a fake one. Deadlines of
   // blocking calls are always in real time (absl::Now).
   std::function<absl::Time()> clock;
+  // The links of the cluster, for the alpha-beta model behind `--mode
+  // auto`'s reasons (common/sync_model.h): B, each host's link in bytes/s
+  // of payload (0: unknown, the model stays silent), and alpha, the
+  // latency per message.
+  double link_bandwidth_Bps = 0;
+  double link_alpha_s = 0;
   // Receives one line per notable event (worker registered or lost, job
   // state changes). Empty: events are not reported. Called with the
   // service's lock held: it must not call back into the service.

@@ -121,6 +121,7 @@ absl::Status CoordinatorService::ReportMetrics(
   }
   if (request.metrics().empty()) return absl::OkStatus();
   job->AddMetrics(request.metrics());
+  if (job->auto_mode() != nullptr) RunAutoModeLocked(*job);
   return absl::OkStatus();
 }
 

@@ -43,16 +43,53 @@ absl::Status CoordinatorService::PlaceShardsLocked(Job& job) {
         absl::StrCat("job ", job.id(), " needs parameter-server shards but ",
                      kNoParameterServerMessage));
   }
+  // The hosts of the job's ranks, in rank order (first rank first).
+  std::vector<std::string> rank_hosts;
+  for (const RankRecord& rank : job.ranks()) {
+    if (std::find(rank_hosts.begin(), rank_hosts.end(), rank.slot.host) ==
+        rank_hosts.end()) {
+      rank_hosts.push_back(rank.slot.host);
+    }
+  }
+  const std::string& placement = job.spec().ps().placement();
+  auto host_order = [&](const PsRecord* server) {
+    return static_cast<int>(
+        std::find(rank_hosts.begin(), rank_hosts.end(), server->host) -
+        rank_hosts.begin());
+  };
+  const int no_rank = static_cast<int>(rank_hosts.size());
+  if (placement == "separate" || placement == "colocated") {
+    const bool colocated = placement == "colocated";
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [&](const PsRecord* server) {
+                                return (host_order(server) < no_rank) !=
+                                       colocated;
+                              }),
+               live.end());
+    if (live.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job.id(), " asks for ", placement,
+          " parameter servers (ps.placement), but no live server runs ",
+          colocated ? "on" : "off", " the hosts of its ranks (",
+          absl::StrJoin(rank_hosts, ", "), "); start gradsync-ps ",
+          colocated ? "on those hosts" : "on other hosts",
+          " or submit with --ps-placement any"));
+    }
+  }
   // Load: shards of the other jobs that have not ended.
   absl::flat_hash_map<std::string, int> load;
   for (const Job* other : jobs_.All()) {
     if (other == &job || IsFinal(other->state())) continue;
     for (const ShardPlacement& shard : other->ps_shards()) ++load[shard.ps_id];
   }
+  // Colocated: shard k on the k-th host in rank order, then by load.
+  const bool by_host = placement == "colocated";
   std::stable_sort(live.begin(), live.end(),
                    [&](const PsRecord* a, const PsRecord* b) {
-                     return std::make_tuple(load[a->id], a->number) <
-                            std::make_tuple(load[b->id], b->number);
+                     return std::make_tuple(by_host ? host_order(a) : 0,
+                                            load[a->id], a->number) <
+                            std::make_tuple(by_host ? host_order(b) : 0,
+                                            load[b->id], b->number);
                    });
   const int count = job.spec().ps().shards() > 0
                         ? job.spec().ps().shards()
@@ -63,8 +100,8 @@ absl::Status CoordinatorService::PlaceShardsLocked(Job& job) {
   for (int k = 0; k < count; ++k) {
     const PsRecord* server = live[k % live.size()];
     shards.push_back({server->id, server->address});
-    where.push_back(
-        absl::StrCat(k, " on ", server->id, " (", server->address, ")"));
+    where.push_back(absl::StrCat(k, " on ", server->id, " (", server->address,
+                                 ", host ", server->host, ")"));
   }
   job.SetPsShards(std::move(shards));
   LogLocked(absl::StrCat("job ", job.id(),
@@ -123,27 +160,36 @@ absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(
   }
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Job * job, FindJobLocked(request.job_id()));
-  if (IsFinal(job->state())) {
-    return JobEndedError(*job, "there is nothing to switch");
-  }
-  const bool pending = job->state() == JOB_STATE_PENDING;
-  if (mode == SYNC_MODE_PS) {
-    if (servers_.Live().empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot switch job ", job->id(),
-                       " to PS: ", kNoParameterServerMessage));
-    }
-    // A pending job gets its shards with its ranks (ScheduleLocked).
-    if (!pending && (job->ps_shards().empty() || HasLostShardLocked(*job))) {
-      RETURN_IF_ERROR(PlaceShardsLocked(*job));
-    }
-  }
-  const int64_t epoch = job->AddSwitchRequest(mode);
-  if (!pending) AnnounceSwitchLocked(*job);
+  ASSIGN_OR_RETURN(const int64_t epoch, SwitchJobLocked(*job, mode, ""));
   SwitchJobResponse response;
   response.set_epoch(epoch);
   *response.mutable_status() = job->Status();
   return response;
+}
+
+absl::StatusOr<int64_t> CoordinatorService::SwitchJobLocked(
+    Job& job, SyncMode mode, std::string reason) {
+  if (IsFinal(job.state())) {
+    return JobEndedError(job, "there is nothing to switch");
+  }
+  const bool pending = job.state() == JOB_STATE_PENDING;
+  if (mode == SYNC_MODE_PS) {
+    if (servers_.Live().empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot switch job ", job.id(),
+                       " to PS: ", kNoParameterServerMessage));
+    }
+    // A pending job gets its shards with its ranks (ScheduleLocked).
+    if (!pending && (job.ps_shards().empty() || HasLostShardLocked(job))) {
+      RETURN_IF_ERROR(PlaceShardsLocked(job));
+    }
+  }
+  if (!reason.empty()) {
+    LogLocked(absl::StrCat("job ", job.id(), " ", reason));
+  }
+  const int64_t epoch = job.AddSwitchRequest(mode, std::move(reason));
+  if (!pending) AnnounceSwitchLocked(job);
+  return epoch;
 }
 
 // ---- parameter servers ----

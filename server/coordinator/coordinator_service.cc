@@ -372,9 +372,12 @@ void CoordinatorService::ScheduleLocked() {
       continue;
     }
     if (needs_ps) {
-      // A live server exists (checked above), so this cannot fail.
+      // A live server exists (checked above); a placement that none
+      // satisfies fails the job, which frees its devices again.
       if (absl::Status status = PlaceShardsLocked(*job); !status.ok()) {
         LogLocked(absl::StrCat("job ", id, ": ", status.message()));
+        EndJobLocked(*job, JOB_STATE_FAILED, std::string(status.message()));
+        continue;
       }
     }
     std::vector<std::string> placement;

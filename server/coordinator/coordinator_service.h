@@ -346,6 +346,20 @@ class CoordinatorService {
   bool HasLostShardLocked(const Job& job) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // SwitchJob's work on a found job; `reason` goes to the log and the
+  // switch's record. Returns the request's epoch.
+  absl::StatusOr<int64_t> SwitchJobLocked(Job& job, SyncMode mode,
+                                          std::string reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // `--mode auto`: feeds the job's finished steps to its policy and asks
+  // for the switches it wants (coordinator_auto.cc).
+  void RunAutoModeLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The alpha-beta model's view of `job`'s two paths at `sync_bytes`
+  // (unknown without link facts in the config).
+  AutoModelView ModelViewLocked(const Job& job, int64_t sync_bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Writes the directive of the job's newest switch request into its store
   // (current generation) and queues its notice to the job's live workers.
   void AnnounceSwitchLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

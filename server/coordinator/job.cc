@@ -106,6 +106,15 @@ absl::Status Job::Place(std::vector<DeviceSlot> slots, absl::Time now) {
     ranks_.push_back(std::move(rank));
   }
   generation_ = 1;
+  if (spec_.auto_mode().enabled()) {
+    // Validated at submit time; the defaults stand in should it not be.
+    absl::StatusOr<AutoModeConfig> config =
+        AutoModeConfigFromSpec(spec_.auto_mode());
+    auto_mode_.reset(new AutoMode{AutoStepCollector(world_size()),
+                                  AutoModePolicy(config.ok()
+                                                     ? *config
+                                                     : AutoModeConfig())});
+  }
   return absl::OkStatus();
 }
 
@@ -155,6 +164,7 @@ void Job::AddMetrics(
         last_checkpoint_steps_ = step.step() + 1;
       }
     }
+    if (auto_mode_ != nullptr) auto_mode_->steps.Add(step);
     metrics_.push_back(step);
   }
   ++version_;
@@ -182,10 +192,12 @@ std::vector<int> Job::ShardsOn(absl::string_view ps_id) const {
   return shards;
 }
 
-int64_t Job::AddSwitchRequest(SyncMode mode) {
+int64_t Job::AddSwitchRequest(SyncMode mode, std::string reason) {
   requested_mode_ = mode;
   ++version_;
-  return ++switch_requests_;
+  ++switch_requests_;
+  if (!reason.empty()) switch_reasons_[switch_requests_] = std::move(reason);
+  return switch_requests_;
 }
 
 void Job::SetShardStats(const ps::ShardStats& stats) {
@@ -223,7 +235,16 @@ JobStatus Job::Status() const {
   status.set_test_loss(test_loss_);
   status.set_mode(modes_.current());
   for (SwitchRecord& record : modes_.Switches()) {
+    auto reason = switch_reasons_.find(record.epoch());
+    if (record.epoch() > 0 && reason != switch_reasons_.end()) {
+      record.set_reason(reason->second);
+    }
     *status.add_switches() = std::move(record);
+  }
+  if (auto_mode_ != nullptr) {
+    for (const ModeDecision& d : auto_mode_->policy.decisions()) {
+      *status.add_mode_decisions() = d;
+    }
   }
   for (const ShardPlacement& shard : ps_shards_) {
     status.add_ps_addresses(shard.address);

@@ -54,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
+#include "server/coordinator/auto_mode.h"
 #include "server/coordinator/mode_history.h"
 #include "server/coordinator/worker_registry.h"
 
@@ -160,8 +161,17 @@ class Job {
   // Shards placed on `ps_id`, ascending.
   std::vector<int> ShardsOn(absl::string_view ps_id) const;
 
+  // `--mode auto` (JobSpec.auto_mode): the finished-step collector and the
+  // policy, made when the ranks are placed; null for other jobs.
+  struct AutoMode {
+    AutoStepCollector steps;
+    AutoModePolicy policy;
+  };
+  AutoMode* auto_mode() { return auto_mode_.get(); }
+
   // Numbers a runtime switch request to `mode`; returns its epoch.
-  int64_t AddSwitchRequest(SyncMode mode);
+  // `reason`, if any, shows in the switch's SwitchRecord.
+  int64_t AddSwitchRequest(SyncMode mode, std::string reason = "");
   int64_t switch_requests() const { return switch_requests_; }
   // The mode of the newest request; UNSPECIFIED before any.
   SyncMode requested_mode() const { return requested_mode_; }
@@ -210,6 +220,8 @@ class Job {
   std::string restarted_as_;
   absl::Time not_before_ = absl::InfinitePast();
   std::map<int, ps::ShardStats> shard_stats_;
+  std::unique_ptr<AutoMode> auto_mode_;
+  std::map<int64_t, std::string> switch_reasons_;  // by epoch
 };
 
 // The FAILED_PRECONDITION of a call on a job that already ended: "job J

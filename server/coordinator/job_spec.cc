@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/optimizer.h"
+#include "common/model_profiles.h"
 #include "common/status_macros.h"
+#include "server/coordinator/auto_mode.h"
 
 namespace gradsync {
 namespace {
@@ -19,8 +21,29 @@ absl::Status Invalid(absl::string_view field, absl::string_view problem) {
       absl::StrCat("job spec field ", field, " ", problem));
 }
 
+}  // namespace
+
+absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model) {
+  ASSIGN_OR_RETURN(std::vector<ProfileTensor> tensors,
+                   ModelProfile(model.profile()));
+  const double scale = model.profile_scale() == 0 ? 1 : model.profile_scale();
+  ASSIGN_OR_RETURN(std::vector<size_t> floats,
+                   ScaledLayerFloats(tensors, scale));
+  int64_t total = 0;
+  for (size_t f : floats) total += static_cast<int64_t>(f);
+  return total;
+}
+
+namespace {
+
 absl::Status ValidateModel(const JobSpec& spec) {
   const ModelSpec& model = spec.model();
+  if (!model.profile().empty() && model.kind() != "synthetic") {
+    return Invalid("model.profile",
+                   absl::StrCat("is '", model.profile(),
+                                "' but model.kind is '", model.kind(),
+                                "'; a profile shapes the synthetic model"));
+  }
   if (model.kind() == "mlp") {
     if (model.layer_sizes_size() < 2) {
       return Invalid("model.layerSizes",
@@ -60,7 +83,22 @@ absl::Status ValidateModel(const JobSpec& spec) {
     return absl::OkStatus();
   }
   if (model.kind() == "synthetic") {
-    if (model.synthetic_floats() <= 0 ||
+    if (!model.profile().empty()) {
+      absl::StatusOr<int64_t> floats = ProfileFloats(model);
+      if (!floats.ok()) return Invalid("model.profile", floats.status().message());
+      if (model.synthetic_floats() != 0 && model.synthetic_floats() != *floats) {
+        return Invalid("model.syntheticFloats",
+                       absl::StrCat("is ", model.synthetic_floats(), " but ",
+                                    model.profile(), " at scale ",
+                                    model.profile_scale(), " has ", *floats,
+                                    "; leave it 0"));
+      }
+      if (*floats > kMaxModelParameters) {
+        return Invalid("model.profileScale",
+                       absl::StrCat("makes ", *floats, " parameters; at most ",
+                                    kMaxModelParameters));
+      }
+    } else if (model.synthetic_floats() <= 0 ||
         model.synthetic_floats() > kMaxModelParameters) {
       return Invalid("model.syntheticFloats",
                      absl::StrCat("is ", model.synthetic_floats(),
@@ -150,6 +188,23 @@ absl::Status ValidatePs(const PsSpec& ps) {
                      "synchronous parallel): set ps.sync to \"ssp\" or "
                      "staleness to 0"));
   }
+  if (ps.placement() != "" && ps.placement() != "any" &&
+      ps.placement() != "separate" && ps.placement() != "colocated") {
+    return Invalid("ps.placement",
+                   absl::StrCat("is '", ps.placement(),
+                                "'; use \"any\", \"separate\" or "
+                                "\"colocated\""));
+  }
+  const int64_t partition = ps.partition_bytes();
+  if (partition != 0 && (partition < kMinPsPartitionBytes ||
+                         partition > kMaxPsPartitionBytes ||
+                         partition % 4 != 0)) {
+    return Invalid("ps.partitionBytes",
+                   absl::StrCat("is ", partition,
+                                "; use 0 (4 MiB) or a multiple of 4 in ",
+                                kMinPsPartitionBytes, "..",
+                                kMaxPsPartitionBytes, " (1 GiB)"));
+  }
   const int64_t chunk = ps.chunk_bytes();
   if (chunk != 0 && (chunk < kMinPsChunkBytes || chunk > kMaxPsChunkBytes ||
                      chunk % 4 != 0)) {
@@ -199,6 +254,10 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
                                 "'; use \"fashion-mnist\" or \"synthetic\""));
   }
   RETURN_IF_ERROR(ValidateModel(spec));
+  if (!spec.model().profile().empty() && spec.model().synthetic_floats() == 0) {
+    ASSIGN_OR_RETURN(const int64_t floats, ProfileFloats(spec.model()));
+    out.mutable_model()->set_synthetic_floats(floats);
+  }
   if (spec.num_workers() < 1 || spec.num_workers() > kMaxNumWorkers) {
     return Invalid(
         "numWorkers",
@@ -282,11 +341,24 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   }
   RETURN_IF_ERROR(ValidatePs(spec.ps()));
   RETURN_IF_ERROR(ValidateSwitches(spec));
+  if (spec.auto_mode().enabled()) {
+    RETURN_IF_ERROR(AutoModeConfigFromSpec(spec.auto_mode()).status());
+    if (spec.switches_size() > 0) {
+      return Invalid("autoMode", "and scripted switches (switches) exclude "
+                                 "each other: auto mode decides the switches");
+    }
+    if (!spec.ps().sync().empty() && spec.ps().sync() != "sync") {
+      return Invalid("autoMode",
+                     absl::StrCat("compares the ring with the synchronous "
+                                  "PS; ps.sync is '",
+                                  spec.ps().sync(), "'"));
+    }
+  }
   return out;
 }
 
 bool JobNeedsPs(const JobSpec& spec) {
-  if (spec.mode() == SYNC_MODE_PS) return true;
+  if (spec.mode() == SYNC_MODE_PS || spec.auto_mode().enabled()) return true;
   return std::any_of(
       spec.switches().begin(), spec.switches().end(),
       [](const SwitchSpec& s) { return s.mode() == SYNC_MODE_PS; });

@@ -36,6 +36,9 @@ inline constexpr int32_t kMaxNumWorkers = 4096;
 inline constexpr int32_t kMaxPsShards = 1024;
 inline constexpr int64_t kMinPsChunkBytes = 4;
 inline constexpr int64_t kMaxPsChunkBytes = int64_t{64} << 20;
+// PsSpec.partition_bytes: 0 (4 MiB) or 4 KiB .. 1 GiB.
+inline constexpr int64_t kMinPsPartitionBytes = 4096;
+inline constexpr int64_t kMaxPsPartitionBytes = int64_t{1} << 30;
 
 // Fashion-MNIST: 28x28 grey images in 10 classes.
 inline constexpr int64_t kFashionMnistFeatures = 784;
@@ -68,6 +71,11 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 
 // True when the job synchronises through parameter-server shards at some
 // point: its mode is PS or a scripted switch goes to PS.
+// The synthetic gradient's length for model.profile at model.profile_scale
+// (common/model_profiles.h). INVALID_ARGUMENT for an unknown profile or a
+// scale outside (0, 1].
+[[nodiscard]] absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model);
+
 bool JobNeedsPs(const JobSpec& spec);
 
 // Parses a JobSpec from JSON in protobuf's JSON mapping (camelCase or

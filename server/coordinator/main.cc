@@ -25,7 +25,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gradsync-coordinator [--listen HOST:PORT] [--lease-ms N]\n"
-    "                            [--heartbeat-ms N]\n"
+    "                            [--heartbeat-ms N] [--link-gbps B]\n"
+    "                            [--link-alpha-us A]\n"
     "\n"
     "Runs the gradsync coordinator until SIGINT or SIGTERM.\n"
     "\n"
@@ -36,12 +37,18 @@ constexpr char kUsage[] =
     "                      long is lost and its jobs fail (default 5000)\n"
     "  --heartbeat-ms N    how often workers and parameter servers\n"
     "                      heartbeat (default 500; must be below\n"
-    "                      --lease-ms)\n";
+    "                      --lease-ms)\n"
+    "  --link-gbps B       each host's link, GB/s of payload, for the\n"
+    "                      alpha-beta model behind --mode auto's decisions\n"
+    "                      (default: unknown)\n"
+    "  --link-alpha-us A   the model's latency per message (default 0)\n";
 
 struct Flags {
   std::string listen = "127.0.0.1:29400";
   int64_t lease_ms = 5000;
   int64_t heartbeat_ms = 500;
+  double link_gbps = 0;
+  double link_alpha_us = 0;
   bool help = false;
 };
 
@@ -59,7 +66,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
     } else if (arg == "--listen" || arg == "--lease-ms" ||
-               arg == "--heartbeat-ms") {
+               arg == "--heartbeat-ms" || arg == "--link-gbps" ||
+               arg == "--link-alpha-us") {
       if (i + 1 == argc) {
         std::cerr << "gradsync-coordinator: " << arg << " needs a value\n";
         return false;
@@ -76,6 +84,16 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
         return false;
       }
       (arg == "--lease-ms" ? flags->lease_ms : flags->heartbeat_ms) = ms;
+    } else if (arg == "--link-gbps" || arg == "--link-alpha-us") {
+      double number = 0;
+      if (!absl::SimpleAtod(value, &number) || !(number >= 0) ||
+          number > 1e6) {
+        std::cerr << "gradsync-coordinator: " << arg << " '" << value
+                  << "' is not a number >= 0\n";
+        return false;
+      }
+      (arg == "--link-gbps" ? flags->link_gbps : flags->link_alpha_us) =
+          number;
     } else {
       std::cerr << "gradsync-coordinator: unknown argument '" << argv[i]
                 << "'\n";
@@ -111,6 +129,8 @@ int main(int argc, char** argv) {
   config.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
   config.lease_check_interval =
       std::min(absl::Milliseconds(250), config.lease / 4);
+  config.link_bandwidth_Bps = flags.link_gbps * 1e9;
+  config.link_alpha_s = flags.link_alpha_us * 1e-6;
   config.event_log = [](absl::string_view line) {
     std::cerr << absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
                                   absl::LocalTimeZone())

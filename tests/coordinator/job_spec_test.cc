@@ -119,6 +119,31 @@ TEST(ValidateJobSpecTest, BadPsSpecOrSwitches_InvalidArgumentNamingTheField) {
   EXPECT_THAT(ValidateJobSpec(in), IsOk());
 }
 
+TEST(ValidateJobSpecTest, Profile_FillsTheScaledGradientLength) {
+  JobSpec in = ValidSpec(2);
+  in.mutable_model()->set_kind("synthetic");
+  in.mutable_model()->clear_layer_sizes();
+  in.mutable_model()->set_profile("resnet50");
+  in.mutable_model()->set_profile_scale(0.5);
+  in.mutable_dataset()->set_name("synthetic");
+  absl::StatusOr<JobSpec> spec = ValidateJobSpec(in);
+  ASSERT_THAT(spec, IsOk());
+  absl::StatusOr<int64_t> floats = ProfileFloats(in.model());
+  ASSERT_THAT(floats, IsOk());
+  EXPECT_EQ(spec->model().synthetic_floats(), *floats);
+  EXPECT_NEAR(*floats / (25557032 * 0.5), 1.0, 0.001);
+  // The same length given outright is accepted.
+  in.mutable_model()->set_synthetic_floats(*floats);
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
+}
+
+TEST(ValidateJobSpecTest, AutoMode_NeedsPsShards) {
+  JobSpec in = ValidSpec(2);
+  in.mutable_auto_mode()->set_enabled(true);
+  EXPECT_TRUE(JobNeedsPs(in));
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
+}
+
 TEST(ValidateJobSpecTest, ExplicitValues_AreKept) {
   JobSpec in = ValidSpec(2, "cuda");
   in.set_mode(SYNC_MODE_RING);
@@ -184,6 +209,55 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpecCase{"UnknownModel",
                     [](JobSpec* s) { s->mutable_model()->set_kind("resnet"); },
                     "model.kind"},
+        BadSpecCase{"ProfileOnAnMlp",
+                    [](JobSpec* s) {
+                      s->mutable_model()->set_profile("resnet50");
+                    },
+                    "model.profile"},
+        BadSpecCase{"UnknownProfile",
+                    [](JobSpec* s) {
+                      s->mutable_model()->set_kind("synthetic");
+                      s->mutable_model()->set_profile("gpt5");
+                    },
+                    "model.profile"},
+        BadSpecCase{"ProfileScaleAboveOne",
+                    [](JobSpec* s) {
+                      s->mutable_model()->set_kind("synthetic");
+                      s->mutable_model()->set_profile("resnet50");
+                      s->mutable_model()->set_profile_scale(2);
+                    },
+                    "model.profile"},
+        BadSpecCase{"ProfileAndOtherFloats",
+                    [](JobSpec* s) {
+                      s->mutable_model()->set_kind("synthetic");
+                      s->mutable_model()->set_profile("resnet50");
+                      s->mutable_model()->set_synthetic_floats(5);
+                    },
+                    "model.syntheticFloats"},
+        BadSpecCase{"UnknownPlacement",
+                    [](JobSpec* s) {
+                      s->mutable_ps()->set_placement("nearby");
+                    },
+                    "ps.placement"},
+        BadSpecCase{"TinyPartitions",
+                    [](JobSpec* s) {
+                      s->mutable_ps()->set_partition_bytes(100);
+                    },
+                    "ps.partitionBytes"},
+        BadSpecCase{"AutoWithScriptedSwitches",
+                    [](JobSpec* s) {
+                      s->mutable_auto_mode()->set_enabled(true);
+                      SwitchSpec* w = s->add_switches();
+                      w->set_step(2);
+                      w->set_mode(SYNC_MODE_PS);
+                    },
+                    "autoMode"},
+        BadSpecCase{"AutoWithAsyncPs",
+                    [](JobSpec* s) {
+                      s->mutable_auto_mode()->set_enabled(true);
+                      s->mutable_ps()->set_sync("async");
+                    },
+                    "autoMode"},
         BadSpecCase{"OneLayer",
                     [](JobSpec* s) {
                       s->mutable_model()->mutable_layer_sizes()->Truncate(1);

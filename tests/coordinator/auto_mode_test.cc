@@ -1,0 +1,197 @@
+// AutoModePolicy on crafted step times: it measures both paths, settles
+// on the faster, re-measures on schedule or when the step time moves, and
+// says why each time.
+#include "server/coordinator/auto_mode.h"
+
+#include <optional>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+// Feeds steps in `mode` taking `seconds` each until the policy asks for a
+// switch (returned) or `max_steps` went by (nullopt).
+class Driver {
+ public:
+  explicit Driver(AutoModeConfig config) : policy_(config) {}
+
+  std::optional<AutoSwitch> Run(SyncMode mode, double seconds, int max_steps,
+                                AutoModelView model = {}) {
+    for (int i = 0; i < max_steps; ++i) {
+      AutoStep step;
+      step.step = next_++;
+      step.mode = mode;
+      step.step_s = seconds;
+      step.sync_s = seconds / 2;
+      std::optional<AutoSwitch> s = policy_.Observe(step, model);
+      if (s.has_value()) return s;
+    }
+    return std::nullopt;
+  }
+
+  int64_t next() const { return next_; }
+  const AutoModePolicy& policy() const { return policy_; }
+
+ private:
+  AutoModePolicy policy_;
+  int64_t next_ = 0;
+};
+
+AutoModeConfig Small() {
+  AutoModeConfig config;
+  config.settle_steps = 2;
+  config.probe_steps = 3;
+  config.recheck_every = 50;
+  config.change_threshold = 0.25;
+  return config;
+}
+
+TEST(AutoModeTest, PicksThePsWhenItIsFasterAndStaysThere) {
+  Driver d(Small());
+  // Ring: 2 settle + 3 measured steps, then it tries the PS.
+  std::optional<AutoSwitch> s = d.Run(SYNC_MODE_RING, 0.100, 100);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->mode, SYNC_MODE_PS);
+  EXPECT_EQ(d.next(), 5);
+  EXPECT_THAT(s->reason, HasSubstr("measured ring 100.0 ms per step"));
+  // The switch takes a step to land; those ring steps change nothing.
+  EXPECT_FALSE(d.Run(SYNC_MODE_RING, 0.100, 2).has_value());
+  // PS is faster: after its 5 steps the policy stays, asking for nothing.
+  EXPECT_FALSE(d.Run(SYNC_MODE_PS, 0.040, 5).has_value());
+  const auto& decisions = d.policy().decisions();
+  ASSERT_THAT(decisions, SizeIs(2));
+  EXPECT_EQ(decisions[1].chosen(), SYNC_MODE_PS);
+  EXPECT_FALSE(decisions[1].switch_requested());
+  EXPECT_DOUBLE_EQ(decisions[1].ring_step_s(), 0.100);
+  EXPECT_DOUBLE_EQ(decisions[1].ps_step_s(), 0.040);
+  EXPECT_THAT(decisions[1].reason(),
+              HasSubstr("ps is faster by x2.50; the model has no link facts"));
+  EXPECT_THAT(decisions[1].reason(), HasSubstr("staying on ps"));
+  // Steady: nothing more until the recheck.
+  EXPECT_FALSE(d.Run(SYNC_MODE_PS, 0.040, 40).has_value());
+}
+
+TEST(AutoModeTest, GoesBackToTheRingWhenThePsIsSlower) {
+  Driver d(Small());
+  ASSERT_TRUE(d.Run(SYNC_MODE_RING, 0.050, 100).has_value());
+  AutoModelView model{true, 0.020, 0.090};
+  std::optional<AutoSwitch> back = d.Run(SYNC_MODE_PS, 0.200, 100, model);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->mode, SYNC_MODE_RING);
+  EXPECT_THAT(back->reason, HasSubstr("ring is faster by x4.00"));
+  EXPECT_THAT(back->reason,
+              HasSubstr("the alpha-beta model predicts ring 20.0 ms and ps "
+                        "90.0 ms of sync, ring faster by x4.50"));
+  EXPECT_THAT(back->reason, HasSubstr("switching back to ring"));
+  EXPECT_DOUBLE_EQ(d.policy().decisions().back().ring_model_s(), 0.020);
+  EXPECT_DOUBLE_EQ(d.policy().decisions().back().ps_model_s(), 0.090);
+  // Back on the ring it settles: no further requests while steady.
+  EXPECT_FALSE(d.Run(SYNC_MODE_RING, 0.050, 30).has_value());
+}
+
+TEST(AutoModeTest, ReMeasuresWhenTheStepTimeMoves) {
+  Driver d(Small());
+  ASSERT_TRUE(d.Run(SYNC_MODE_RING, 0.050, 100).has_value());
+  ASSERT_TRUE(d.Run(SYNC_MODE_PS, 0.200, 100).has_value());  // back to ring
+  ASSERT_FALSE(d.Run(SYNC_MODE_RING, 0.050, 10).has_value());
+  // The ring slows down by 80%: after the window fills, try the PS again.
+  std::optional<AutoSwitch> again = d.Run(SYNC_MODE_RING, 0.090, 10);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->mode, SYNC_MODE_PS);
+  EXPECT_THAT(again->reason,
+              HasSubstr("re-measuring: the ring step time moved from 50.0 ms "
+                        "to 90.0 ms (+80%)"));
+  // Now the PS wins: stays there.
+  EXPECT_FALSE(d.Run(SYNC_MODE_PS, 0.060, 6).has_value());
+  EXPECT_EQ(d.policy().decisions().back().chosen(), SYNC_MODE_PS);
+}
+
+TEST(AutoModeTest, ReMeasuresOnSchedule) {
+  AutoModeConfig config = Small();
+  config.recheck_every = 20;
+  Driver d(config);
+  ASSERT_TRUE(d.Run(SYNC_MODE_RING, 0.050, 100).has_value());
+  ASSERT_TRUE(d.Run(SYNC_MODE_PS, 0.200, 100).has_value());
+  std::optional<AutoSwitch> again = d.Run(SYNC_MODE_RING, 0.050, 100);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_THAT(again->reason, HasSubstr("steps since the last decision"));
+}
+
+TEST(AutoModeTest, NeverReMeasuresWithoutASchedule) {
+  AutoModeConfig config = Small();
+  config.recheck_every = 0;
+  Driver d(config);
+  ASSERT_TRUE(d.Run(SYNC_MODE_RING, 0.050, 100).has_value());
+  ASSERT_TRUE(d.Run(SYNC_MODE_PS, 0.200, 100).has_value());
+  EXPECT_FALSE(d.Run(SYNC_MODE_RING, 0.050, 1000).has_value());
+}
+
+TEST(AutoModeTest, RepeatedOrOldStepsAreIgnored) {
+  AutoModePolicy policy(Small());
+  AutoStep step;
+  step.mode = SYNC_MODE_RING;
+  step.step_s = 0.1;
+  for (int i = 0; i < 20; ++i) {
+    step.step = 3;  // the same step again and again
+    EXPECT_FALSE(policy.Observe(step, {}).has_value());
+  }
+  EXPECT_TRUE(policy.decisions().empty());
+}
+
+TEST(AutoModeTest, ConfigFromSpecFillsDefaultsAndRejectsNonsense) {
+  AutoModeSpec spec;
+  absl::StatusOr<AutoModeConfig> config = AutoModeConfigFromSpec(spec);
+  ASSERT_THAT(config, IsOk());
+  EXPECT_EQ(config->settle_steps, 2);
+  EXPECT_EQ(config->probe_steps, 5);
+  EXPECT_EQ(config->recheck_every, 200);
+  EXPECT_DOUBLE_EQ(config->change_threshold, 0.25);
+  spec.set_recheck_every(-1);
+  EXPECT_EQ(AutoModeConfigFromSpec(spec)->recheck_every, 0);
+  spec.set_recheck_every(-2);
+  EXPECT_THAT(AutoModeConfigFromSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("autoMode.recheckEvery")));
+  spec.set_recheck_every(0);
+  spec.set_probe_steps(-1);
+  EXPECT_THAT(AutoModeConfigFromSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  spec.set_probe_steps(0);
+  spec.set_change_threshold(11);
+  EXPECT_THAT(AutoModeConfigFromSpec(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("changeThreshold")));
+}
+
+TEST(AutoModeTest, CollectorReleasesAStepOnceEveryRankReportedIt) {
+  AutoStepCollector collector(2);
+  StepMetrics m;
+  m.set_rank(1);
+  m.set_step(0);
+  m.set_step_s(0.3);
+  m.set_sync_bytes(64);
+  collector.Add(m);
+  EXPECT_TRUE(collector.TakeFinished().empty());
+  m.set_rank(0);
+  m.set_step_s(0.2);
+  m.set_mode(SYNC_MODE_PS);
+  collector.Add(m);
+  const std::vector<AutoStep> steps = collector.TakeFinished();
+  ASSERT_THAT(steps, SizeIs(1));
+  EXPECT_EQ(steps[0].mode, SYNC_MODE_PS);  // rank 0's
+  EXPECT_DOUBLE_EQ(steps[0].step_s, 0.3);  // the slowest rank's
+  EXPECT_EQ(steps[0].sync_bytes, 64);
+  EXPECT_TRUE(collector.TakeFinished().empty());
+}
+
+}  // namespace
+}  // namespace gradsync
