@@ -119,5 +119,57 @@ TEST(SyntheticTest, BadInput_ReturnsInvalidArgument) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+// A network's layers: reported last first, whole, each when its share of
+// the cost has passed (here the costs put 3/4 of the time on the first
+// layer, so the last two come at once and the first at the end).
+TEST(SyntheticTest, Layers_ReportedLastFirstAtTheirShareOfTheCost) {
+  SyntheticConfig config;
+  config.num_floats = 100;
+  config.layer_floats = {10, 60, 30};
+  config.layer_cost = {3, 1, 0};
+  config.compute_time = absl::Milliseconds(80);
+  absl::StatusOr<SyntheticWorkload> w = SyntheticWorkload::Create(config);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->num_chunks(), 3u);
+  std::vector<float> g(100);
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::vector<absl::Duration> at;
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(w->Backward(1, 2, absl::MakeSpan(g), GradMode::kOverwrite,
+                          [&](size_t b, size_t e) {
+                            ranges.emplace_back(b, e);
+                            at.push_back(absl::Now() - start);
+                          })
+                  .ok());
+  const std::vector<std::pair<size_t, size_t>> want = {
+      {70, 100}, {10, 70}, {0, 10}};
+  EXPECT_EQ(ranges, want);
+  // Cost shares from the end: 0, 1/4, 4/4 of 80 ms.
+  EXPECT_GE(at[1], absl::Milliseconds(20));
+  EXPECT_GE(at[2], absl::Milliseconds(80));
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_EQ(g[i], SyntheticWorkload::Value(1, 2, i)) << "at index " << i;
+  }
+}
+
+TEST(SyntheticTest, Layers_ThatDoNotAddUp_AreRejected) {
+  SyntheticConfig config;
+  config.num_floats = 100;
+  config.layer_floats = {10, 60};
+  absl::Status status = SyntheticWorkload::Create(config).status();
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("hold 70 floats"));
+  config.layer_floats = {40, 60};
+  config.layer_cost = {1};
+  status = SyntheticWorkload::Create(config).status();
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("1 layer costs for 2"));
+  config.layer_cost = {1, -1};
+  EXPECT_THAT(SyntheticWorkload::Create(config).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 }  // namespace
 }  // namespace gradsync

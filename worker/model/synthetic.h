@@ -14,8 +14,9 @@
 // (floats done / num_floats). kSleep sleeps (frees the core, as a GPU rank
 // would); kBusyWait spins (occupies the core, as a CPU rank would).
 //
-// Errors: INVALID_ARGUMENT for a negative or infinite compute_time, or a
-// gradient span whose size is not num_floats. Threading: a
+// Errors: INVALID_ARGUMENT for a negative or infinite compute_time, layers
+// that do not add up to num_floats (or costs of another count, or
+// negative), or a gradient span whose size is not num_floats. Threading: a
 // SyntheticWorkload is immutable; Backward may run on many threads at once
 // (each with its own gradient buffer).
 //
@@ -33,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,6 +52,12 @@ enum class EmulatedWait {
 struct SyntheticConfig {
   size_t num_floats = 0;    // gradient length
   size_t chunk_floats = 0;  // callback granularity; 0 = one chunk
+  // A network's layers instead of chunks (common/model_profiles.h): their
+  // sizes in forward order (summing to num_floats), reported last first,
+  // each when its share of `layer_cost` (e.g. FLOPs; all zero or empty:
+  // its share of the floats) of compute_time has passed since the start.
+  std::vector<size_t> layer_floats;
+  std::vector<double> layer_cost;
   absl::Duration compute_time = absl::ZeroDuration();  // per backward
   EmulatedWait wait = EmulatedWait::kSleep;
 };

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model_profiles.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -48,6 +49,28 @@ absl::Status ModelFromSpec(const ModelSpec& model, TrainerConfig* config) {
     }
     config->synthetic_floats = static_cast<size_t>(model.synthetic_floats());
     config->synthetic_compute = absl::Microseconds(std::llround(ms * 1000));
+    if (!model.profile().empty()) {
+      absl::StatusOr<std::vector<ProfileTensor>> tensors =
+          ModelProfile(model.profile());
+      if (!tensors.ok()) return Invalid("model.profile", tensors.status().message());
+      absl::StatusOr<std::vector<size_t>> layers = ScaledLayerFloats(
+          *tensors, model.profile_scale() == 0 ? 1 : model.profile_scale());
+      if (!layers.ok()) {
+        return Invalid("model.profileScale", layers.status().message());
+      }
+      size_t total = 0;
+      for (size_t f : *layers) total += f;
+      if (total != config->synthetic_floats) {
+        return Invalid("model.syntheticFloats",
+                       absl::StrCat("is ", config->synthetic_floats, " but ",
+                                    model.profile(), " has ", total));
+      }
+      config->synthetic_layers = *std::move(layers);
+      config->synthetic_layer_cost.clear();
+      for (const ProfileTensor& t : *tensors) {
+        config->synthetic_layer_cost.push_back(t.flops);
+      }
+    }
     return absl::OkStatus();
   }
   return Invalid("model.kind", absl::StrCat("is '", model.kind(),
@@ -103,6 +126,12 @@ absl::Status PsFromSpec(const JobSpec& spec, TrainerConfig* config) {
   }
   if (ps.staleness() < 0) return Invalid("ps.staleness", "must be >= 0");
   config->ps.staleness = ps.staleness();
+  if (ps.partition_bytes() < 0) {
+    return Invalid("ps.partitionBytes", "must be >= 0");
+  }
+  if (ps.partition_bytes() > 0) {
+    config->ps.partition_bytes = static_cast<size_t>(ps.partition_bytes());
+  }
   if (ps.chunk_bytes() < 0) return Invalid("ps.chunkBytes", "must be >= 0");
   if (ps.chunk_bytes() > 0) {
     config->ps.chunk_bytes = static_cast<size_t>(ps.chunk_bytes());

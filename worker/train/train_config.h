@@ -73,6 +73,9 @@ struct PsConfig {
   PsUpdate update = PsUpdate::kSync;
   int staleness = 0;             // kSsp bound
   size_t chunk_bytes = 1 << 20;  // largest stream message
+  // Each server's slice in partitions of at most this many bytes
+  // (PartitionedShardLocations); 0: one shard per server.
+  size_t partition_bytes = 4 << 20;
   OptimizerSpec optimizer;       // as the shards are created with it
   // TCP congestion control of the connections to the shards
   // (common/tcp_congestion.h); the daemon's --tcp-congestion.
@@ -89,6 +92,10 @@ struct TrainerConfig {
   ModelKind model = ModelKind::kMlp;
   std::vector<size_t> layer_sizes;  // kMlp: input first, classes last
   size_t synthetic_floats = 0;      // kSynthetic: gradient length
+  // kSynthetic with a model profile: its layers (summing to
+  // synthetic_floats) and their compute costs (SyntheticConfig).
+  std::vector<size_t> synthetic_layers;
+  std::vector<double> synthetic_layer_cost;
   absl::Duration synthetic_compute = absl::ZeroDuration();  // per step
   // The rank's CUDA device index, or -1 for a CPU rank. An mlp on a CUDA
   // device runs its passes there (cuda_train_model.h); the synthetic model

@@ -116,6 +116,8 @@ absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
   SyntheticConfig sc;
   sc.num_floats = config.synthetic_floats;
   sc.chunk_floats = kSyntheticChunkFloats;
+  sc.layer_floats = config.synthetic_layers;
+  sc.layer_cost = config.synthetic_layer_cost;
   sc.compute_time =
       config.synthetic_compute / std::max(1, config.grad_accumulation_steps);
   sc.wait = EmulatedWait::kSleep;

@@ -205,7 +205,9 @@ absl::Status Trainer::EnterPs(int64_t step) {
     optimizer_state = optimizer_->ExportState();
   }
   ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
-                   BalancedShardLocations(n, ps_addresses_));
+                   PartitionedShardLocations(n, ps_addresses_,
+                                             config_.ps.partition_bytes));
+  const int num_shards = static_cast<int>(shards.size());
   PsClientOptions options;
   options.chunk_bytes = config_.ps.chunk_bytes;
   options.timeout = config_.comm_timeout;
@@ -219,7 +221,6 @@ absl::Status Trainer::EnterPs(int64_t step) {
     if (!aborted_.ok()) seeding_->Cancel(aborted_);
   }
   // Rank r seeds shards r, r + N, ...: the ranks' states are identical.
-  const int num_shards = static_cast<int>(ps_addresses_.size());
   const absl::Status seeded =
       SeedShards(step, num_shards, std::move(optimizer_state), client.get());
   {
