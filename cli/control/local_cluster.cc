@@ -3,6 +3,7 @@
 #include "cli/control/local_cluster.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
@@ -51,7 +52,9 @@ std::string DaemonToJson(const DaemonRecord& d) {
                       ",\"binary\":", JsonQuote(d.binary), ",\"pid\":", d.pid,
                       ",\"log\":", JsonQuote(d.log),
                       ",\"address\":", JsonQuote(d.address),
-                      ",\"devices\":", JsonQuote(d.devices), "}");
+                      ",\"devices\":", JsonQuote(d.devices),
+                      ",\"netns\":", JsonQuote(d.netns),
+                      ",\"host\":", JsonQuote(d.host), "}");
 }
 
 // The program named by /proc/<pid>/cmdline (its argv[0]), or "".
@@ -144,6 +147,8 @@ absl::StatusOr<ClusterRecord> ClusterRecordFromJson(absl::string_view json,
       daemon.log = StringField(d, "log");
       daemon.address = StringField(d, "address");
       daemon.devices = StringField(d, "devices");
+      daemon.netns = StringField(d, "netns");
+      daemon.host = StringField(d, "host");
       if (daemon.name.empty() || daemon.pid == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             source,
@@ -223,12 +228,24 @@ bool IsRecordedDaemonAlive(const DaemonRecord& record) {
 
 absl::StatusOr<pid_t> SpawnDaemon(const std::string& binary,
                                   const std::vector<std::string>& args,
-                                  const std::string& log_path) {
+                                  const std::string& log_path,
+                                  const SpawnPlace& place) {
+  int netns_fd = -1;
+  if (!place.netns_path.empty()) {
+    netns_fd = open(place.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      return absl::InternalError(absl::StrCat("cannot open the namespace ",
+                                              place.netns_path, ": ",
+                                              std::strerror(errno)));
+    }
+  }
   const int log_fd =
       open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) {
+    const int error = errno;
+    if (netns_fd >= 0) close(netns_fd);
     return absl::InternalError(
-        absl::StrCat("cannot open log ", log_path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot open log ", log_path, ": ", std::strerror(error)));
   }
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   // argv is built before fork: only async-signal-safe calls in the child.
@@ -242,6 +259,7 @@ absl::StatusOr<pid_t> SpawnDaemon(const std::string& binary,
     const int error = errno;
     close(log_fd);
     if (null_fd >= 0) close(null_fd);
+    if (netns_fd >= 0) close(netns_fd);
     return absl::InternalError(
         absl::StrCat("fork failed: ", std::strerror(error)));
   }
@@ -250,6 +268,20 @@ absl::StatusOr<pid_t> SpawnDaemon(const std::string& binary,
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
+    if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) {
+      static const char kNs[] = "gradsync: cannot enter the namespace\n";
+      ssize_t ignored = write(STDERR_FILENO, kNs, sizeof(kNs) - 1);
+      (void)ignored;
+      _exit(127);
+    }
+    if (!place.hostname.empty() &&
+        (unshare(CLONE_NEWUTS) != 0 ||
+         sethostname(place.hostname.data(), place.hostname.size()) != 0)) {
+      static const char kUts[] = "gradsync: cannot set the host name\n";
+      ssize_t ignored = write(STDERR_FILENO, kUts, sizeof(kUts) - 1);
+      (void)ignored;
+      _exit(127);
+    }
     execv(binary.c_str(), argv.data());
     static const char kMessage[] = "gradsync local up: exec failed\n";
     ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
@@ -258,6 +290,7 @@ absl::StatusOr<pid_t> SpawnDaemon(const std::string& binary,
   }
   close(log_fd);
   if (null_fd >= 0) close(null_fd);
+  if (netns_fd >= 0) close(netns_fd);
   return pid;
 }
 

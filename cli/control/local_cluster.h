@@ -50,6 +50,10 @@ struct DaemonRecord {
   // line of its log); worker: its IP
   std::string address;
   std::string devices;  // workers: the --devices value
+  // Where it runs, in `gradsync lab`: its network namespace (empty: the
+  // caller's) and its host name (empty: the machine's).
+  std::string netns;
+  std::string host;
 };
 
 // cluster.json.
@@ -88,14 +92,22 @@ bool IsDaemonAlive(int pid, absl::string_view binary_name);
 // record.binary's file name.
 bool IsRecordedDaemonAlive(const DaemonRecord& record);
 
+// Where SpawnDaemon runs a daemon: a named network namespace (its path,
+// /run/netns/NAME) and a host name of its own (a new UTS namespace), as an
+// emulated host of `gradsync lab`. Empty fields: the caller's.
+struct SpawnPlace {
+  std::string netns_path;
+  std::string hostname;
+};
+
 // Starts `binary` with `args` in a new session, stdin from /dev/null,
-// stdout and stderr appended to `log_path` (created or truncated). The
-// daemon outlives this process. INTERNAL if the log cannot be opened or
-// fork fails; an exec failure shows as exit status 127 and a line in the
-// log.
+// stdout and stderr appended to `log_path` (created or truncated), at
+// `place`. The daemon outlives this process. INTERNAL if the log or the
+// namespace cannot be opened or fork fails; an exec failure (or a failure
+// to enter the namespace) shows as exit status 127 and a line in the log.
 [[nodiscard]] absl::StatusOr<pid_t> SpawnDaemon(
     const std::string& binary, const std::vector<std::string>& args,
-    const std::string& log_path);
+    const std::string& log_path, const SpawnPlace& place = {});
 
 // SIGTERM to each daemon still alive, wait up to `grace` for them to go,
 // then SIGKILL the rest. Returns the names of the daemons that had to be
@@ -119,6 +131,49 @@ struct LocalUpConfig {
   absl::Duration timeout = absl::Seconds(30);
   absl::Duration stop_grace = absl::Seconds(10);
 };
+
+// One daemon StartCluster starts. `args` leave out --coordinator, which
+// StartCluster adds (workers and parameter servers) once the coordinator's
+// address is known.
+struct DaemonPlan {
+  std::string name;  // "coordinator", "worker-0", "ps-0"
+  std::string binary;
+  std::vector<std::string> args;
+  // coordinator: HOST:PORT when known up front (else printed in its log);
+  // worker: its IP.
+  std::string address;
+  std::string devices;  // workers
+  std::string netns;    // lab: the namespace's name; empty: this one
+  std::string host;     // lab: its host name; empty: the machine's
+};
+
+struct ClusterPlan {
+  std::string run_dir;  // must exist
+  DaemonPlan coordinator;
+  std::vector<DaemonPlan> workers;
+  std::vector<DaemonPlan> servers;
+  absl::Duration timeout = absl::Seconds(30);
+  absl::Duration stop_grace = absl::Seconds(10);
+};
+
+struct StartedCluster {
+  ClusterRecord record;
+  int registered_workers = 0;
+  int registered_parameter_servers = 0;
+};
+
+// Starts the coordinator, waits for it to answer, starts the workers and
+// parameter servers, and waits until all of them have registered, keeping
+// <run_dir>/cluster.json current. On error, stops whatever it started and
+// removes cluster.json: UNAVAILABLE / DEADLINE_EXCEEDED naming the daemon
+// that exited or did not come up, with the tail of its log.
+[[nodiscard]] absl::StatusOr<StartedCluster> StartCluster(
+    const ClusterPlan& plan);
+
+// Workers first, then the parameter servers, then the coordinator; returns
+// the names of those that needed SIGKILL.
+std::vector<std::string> StopCluster(const std::vector<DaemonRecord>& daemons,
+                                     absl::Duration grace);
 
 struct LocalUpResult {
   ClusterRecord record;

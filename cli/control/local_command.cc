@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/control/format.h"
 #include "cli/control/local_cluster.h"
+#include "common/status_macros.h"
 
 namespace gradsync {
 namespace control {
@@ -214,6 +215,22 @@ int Down(const LocalOptions& o, const std::string& run_dir,
 }
 
 }  // namespace
+
+absl::StatusOr<DaemonBinaries> FindDaemonBinaries(const DaemonBinaries& flags,
+                                                  bool need_ps,
+                                                  const CommandEnv& env) {
+  DaemonBinaries found;
+  ASSIGN_OR_RETURN(found.coordinator,
+                   Binary(flags.coordinator, kCoordinatorBinary,
+                          {"../server/coordinator", ""}, env));
+  ASSIGN_OR_RETURN(found.worker, Binary(flags.worker, kWorkerBinary,
+                                        {"../worker", ""}, env));
+  if (need_ps) {
+    ASSIGN_OR_RETURN(found.ps,
+                     Binary(flags.ps, kPsBinary, {"../server/ps", ""}, env));
+  }
+  return found;
+}
 
 std::string ResolveRunDir(const std::string& flag, const std::string& env_value,
                           const std::string& cwd) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "cli/control/command_env.h"
 
 namespace gradsync {
@@ -29,6 +30,16 @@ int LocalMain(const std::vector<std::string>& args);
 // ".run", relative ones taken from `cwd`.
 std::string ResolveRunDir(const std::string& flag, const std::string& env_value,
                           const std::string& cwd);
+
+// The daemon binaries, found as described at the top (each flag, when not
+// empty, names one outright). NOT_FOUND saying where it looked.
+struct DaemonBinaries {
+  std::string coordinator;
+  std::string worker;
+  std::string ps;  // only when `need_ps`
+};
+[[nodiscard]] absl::StatusOr<DaemonBinaries> FindDaemonBinaries(
+    const DaemonBinaries& flags, bool need_ps, const CommandEnv& env);
 
 }  // namespace control
 }  // namespace gradsync

@@ -173,10 +173,37 @@ std::vector<std::string> StopWorkersThenCoordinator(
   return killed;
 }
 
-// The rest of LocalUp once the coordinator is spawned: its address, the
-// workers and parameter servers, the wait. On error the caller stops what
-// `record` lists.
-absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
+// Spawns `plan` (with `--coordinator ADDRESS` added unless empty) and
+// records it.
+absl::StatusOr<DaemonRecord> Spawn(const DaemonPlan& plan,
+                                   const std::string& run_dir,
+                                   const std::string& coordinator) {
+  DaemonRecord d;
+  d.name = plan.name;
+  d.binary = plan.binary;
+  d.log = absl::StrCat(run_dir, "/", plan.name, ".log");
+  d.address = plan.address;
+  d.devices = plan.devices;
+  d.netns = plan.netns;
+  d.host = plan.host;
+  std::vector<std::string> args = plan.args;
+  if (!coordinator.empty()) {
+    args.push_back("--coordinator");
+    args.push_back(coordinator);
+  }
+  SpawnPlace place;
+  if (!plan.netns.empty()) {
+    place.netns_path = absl::StrCat("/run/netns/", plan.netns);
+  }
+  place.hostname = plan.host;
+  ASSIGN_OR_RETURN(d.pid, SpawnDaemon(d.binary, args, d.log, place));
+  return d;
+}
+
+// The rest of StartCluster once the coordinator is spawned: its address,
+// the workers and parameter servers, the wait. On error the caller stops
+// what `record` lists.
+absl::Status StartAndWait(const ClusterPlan& plan, absl::Time deadline,
                           ClusterRecord* record, int* registered,
                           int* registered_servers) {
   // A reference into record->daemons would dangle once workers are added.
@@ -190,7 +217,7 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the coordinator did not report its address within ",
-          absl::FormatDuration(config.timeout), "; the end of ",
+          absl::FormatDuration(plan.timeout), "; the end of ",
           coordinator_log, ":\n", LogTail(coordinator_log, kLogTailLines)));
     }
     absl::SleepFor(kPoll);
@@ -205,38 +232,21 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the coordinator did not answer at ", address, " within ",
-          absl::FormatDuration(config.timeout), "; the end of ",
+          absl::FormatDuration(plan.timeout), "; the end of ",
           coordinator_log, ":\n", LogTail(coordinator_log, kLogTailLines)));
     }
     absl::SleepFor(kPoll);
   }
-  // The workers.
-  for (int i = 0; i < config.workers; ++i) {
-    DaemonRecord worker;
-    worker.name = absl::StrCat("worker-", i);
-    worker.binary = config.worker_binary;
-    worker.log = absl::StrCat(record->run_dir, "/", worker.name, ".log");
-    worker.address = "127.0.0.1";
-    worker.devices = config.devices_per_worker;
-    ASSIGN_OR_RETURN(worker.pid,
-                     SpawnDaemon(worker.binary,
-                                 {"--coordinator", address, "--devices",
-                                  worker.devices, "--address", worker.address},
-                                 worker.log));
-    record->daemons.push_back(std::move(worker));
-  }
-  for (int i = 0; i < config.parameter_servers; ++i) {
-    DaemonRecord server;
-    server.name = absl::StrCat("ps-", i);
-    server.binary = config.ps_binary;
-    server.log = absl::StrCat(record->run_dir, "/", server.name, ".log");
-    ASSIGN_OR_RETURN(server.pid, SpawnDaemon(server.binary,
-                                             {"--listen", "127.0.0.1:0",
-                                              "--coordinator", address},
-                                             server.log));
-    record->daemons.push_back(std::move(server));
+  for (const auto* group : {&plan.workers, &plan.servers}) {
+    for (const DaemonPlan& daemon : *group) {
+      ASSIGN_OR_RETURN(DaemonRecord d,
+                       Spawn(daemon, plan.run_dir, address));
+      record->daemons.push_back(std::move(d));
+    }
   }
   RETURN_IF_ERROR(WriteClusterRecord(*record));
+  const int want_workers = static_cast<int>(plan.workers.size());
+  const int want_servers = static_cast<int>(plan.servers.size());
   // Every worker and parameter server registered.
   while (true) {
     RETURN_IF_ERROR(CheckRunning(record->daemons));
@@ -244,13 +254,13 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
     if (workers.ok()) {
       *registered = LiveWorkers(*workers);
       *registered_servers = LiveParameterServers(*workers);
-      if (*registered >= config.workers &&
-          *registered_servers >= config.parameter_servers) {
+      if (*registered >= want_workers &&
+          *registered_servers >= want_servers) {
         break;
       }
     }
     if (absl::Now() > deadline) {
-      const bool workers_missing = *registered < config.workers;
+      const bool workers_missing = *registered < want_workers;
       std::string tails;
       for (const DaemonRecord& d : record->daemons) {
         if (d.name == "coordinator" ||
@@ -261,12 +271,11 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
       }
       return absl::DeadlineExceededError(absl::StrCat(
           workers_missing
-              ? absl::StrCat(*registered, " of ", config.workers,
+              ? absl::StrCat(*registered, " of ", want_workers,
                              " workers registered")
-              : absl::StrCat(*registered_servers, " of ",
-                             config.parameter_servers,
+              : absl::StrCat(*registered_servers, " of ", want_servers,
                              " parameter servers (gradsync-ps) registered"),
-          " with the coordinator within ", absl::FormatDuration(config.timeout),
+          " with the coordinator within ", absl::FormatDuration(plan.timeout),
           " (raise --timeout on a slow machine); the ends of their logs:",
           tails));
     }
@@ -288,6 +297,31 @@ absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
 }
 
 }  // namespace
+
+std::vector<std::string> StopCluster(const std::vector<DaemonRecord>& daemons,
+                                     absl::Duration grace) {
+  return StopWorkersThenCoordinator(daemons, grace);
+}
+
+absl::StatusOr<StartedCluster> StartCluster(const ClusterPlan& plan) {
+  const absl::Time deadline = absl::Now() + plan.timeout;
+  StartedCluster started;
+  ClusterRecord& record = started.record;
+  record.run_dir = plan.run_dir;
+  record.started_at = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  ASSIGN_OR_RETURN(DaemonRecord coordinator,
+                   Spawn(plan.coordinator, plan.run_dir, ""));
+  record.daemons.push_back(std::move(coordinator));
+  absl::Status status =
+      StartAndWait(plan, deadline, &record, &started.registered_workers,
+                   &started.registered_parameter_servers);
+  if (!status.ok()) {
+    StopWorkersThenCoordinator(record.daemons, plan.stop_grace);
+    RemoveClusterRecord(plan.run_dir);
+    return status;
+  }
+  return started;
+}
 
 absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   if (config.workers < 1) {
@@ -341,34 +375,42 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     }
   }
 
-  const absl::Time deadline = absl::Now() + config.timeout;
-  ClusterRecord record;
-  record.run_dir = config.run_dir;
-  record.started_at = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
-  DaemonRecord coordinator;
-  coordinator.name = "coordinator";
-  coordinator.binary = config.coordinator_binary;
-  coordinator.log = absl::StrCat(config.run_dir, "/coordinator.log");
+  ClusterPlan plan;
+  plan.run_dir = config.run_dir;
+  plan.timeout = config.timeout;
+  plan.stop_grace = config.stop_grace;
+  plan.coordinator.name = "coordinator";
+  plan.coordinator.binary = config.coordinator_binary;
+  plan.coordinator.args = {"--listen",
+                           absl::StrCat("127.0.0.1:", config.port)};
   if (config.port != 0) {
-    coordinator.address = absl::StrCat("127.0.0.1:", config.port);
+    plan.coordinator.address = absl::StrCat("127.0.0.1:", config.port);
   }
-  ASSIGN_OR_RETURN(
-      coordinator.pid,
-      SpawnDaemon(coordinator.binary,
-                  {"--listen", absl::StrCat("127.0.0.1:", config.port)},
-                  coordinator.log));
-  record.daemons.push_back(std::move(coordinator));
-
+  for (int i = 0; i < config.workers; ++i) {
+    DaemonPlan worker;
+    worker.name = absl::StrCat("worker-", i);
+    worker.binary = config.worker_binary;
+    worker.address = "127.0.0.1";
+    worker.devices = config.devices_per_worker;
+    worker.args = {"--devices", worker.devices, "--address", worker.address};
+    plan.workers.push_back(std::move(worker));
+  }
+  for (int i = 0; i < config.parameter_servers; ++i) {
+    DaemonPlan server;
+    server.name = absl::StrCat("ps-", i);
+    server.binary = config.ps_binary;
+    server.args = {"--listen", "127.0.0.1:0"};
+    plan.servers.push_back(std::move(server));
+  }
+  absl::StatusOr<StartedCluster> started = StartCluster(plan);
+  if (!started.ok()) {
+    return Annotate(started.status(),
+                    "the local cluster did not come up (stopped it)");
+  }
   LocalUpResult result;
-  absl::Status status =
-      StartAndWait(config, deadline, &record, &result.registered_workers,
-                   &result.registered_parameter_servers);
-  if (!status.ok()) {
-    StopWorkersThenCoordinator(record.daemons, config.stop_grace);
-    RemoveClusterRecord(config.run_dir);
-    return Annotate(status, "the local cluster did not come up (stopped it)");
-  }
-  result.record = std::move(record);
+  result.record = std::move(started->record);
+  result.registered_workers = started->registered_workers;
+  result.registered_parameter_servers = started->registered_parameter_servers;
   return result;
 }
 
