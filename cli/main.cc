@@ -11,6 +11,8 @@
 #include "cli/bench/bench_command.h"
 #include "cli/control/job_commands.h"
 #include "cli/control/local_command.h"
+#include "cli/lab/explain_command.h"
+#include "cli/lab/lab_command.h"
 
 namespace {
 
@@ -24,6 +26,10 @@ struct Command {
 constexpr Command kCommands[] = {
     {"local", "start (up) or stop (down) a cluster on this machine",
      &gradsync::control::LocalMain},
+    {"lab",
+     "an emulated multi-host cluster for the PS-vs-ring study (up, sweep, "
+     "down)",
+     &gradsync::lab::LabMain},
     {"workers", "list the registered workers and their devices",
      &gradsync::control::WorkersMain},
     {"submit", "submit a training job (flags or --file job.json; --follow)",
@@ -39,6 +45,10 @@ constexpr Command kCommands[] = {
      &gradsync::control::SwitchMain},
     {"metrics", "a job's per-step metrics and PS shard counters (CSV, JSON)",
      &gradsync::control::MetricsMain},
+    {"explain",
+     "a job's sync time against the alpha-beta model, its bottleneck, and "
+     "the faster path",
+     &gradsync::lab::ExplainMain},
     {"bench",
      "measure allreduce/reducescatter/allgather/broadcast (nccl-tests table)",
      &gradsync::bench::RunBenchCommand},

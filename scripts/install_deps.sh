@@ -8,6 +8,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
+  # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots
+  iproute2 python3-matplotlib
 )
 
 missing=()

@@ -156,6 +156,29 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_model()->set_synthetic_floats(n);
        return absl::OkStatus();
      }},
+    {"model-profile", "NAME",
+     "synthetic model shaped as resnet50, vgg16 or bert-large (its layer "
+     "sizes and compute order)",
+     "model.kind,model.profile",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(
+           OneOf("--model-profile", v, {"resnet50", "vgg16", "bert-large"}));
+       s->mutable_model()->set_kind("synthetic");
+       s->mutable_model()->set_profile(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"profile-scale", "X",
+     "--model-profile: shrink every layer to X of its size, in (0, 1] (1)",
+     "model.profile_scale",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(double x, ParseDoubleValue("--profile-scale", v, 0));
+       if (x <= 0 || x > 1) {
+         return absl::InvalidArgumentError(
+             absl::StrCat("--profile-scale ", v, " is not in (0, 1]"));
+       }
+       s->mutable_model()->set_profile_scale(x);
+       return absl::OkStatus();
+     }},
     {"compute-ms", "T", "synthetic model: emulated compute per step",
      "model.synthetic_compute_ms",
      [](absl::string_view v, JobSpec* s) {
@@ -274,10 +297,44 @@ const SpecFlagRow kSpecRows[] = {
        s->set_blas_threads(static_cast<int32_t>(n));
        return absl::OkStatus();
      }},
-    {"mode", "MODE", "gradient sync: ring or ps (ring)", "mode",
+    {"mode", "MODE",
+     "gradient sync: ring, ps, or auto (measure both, settle on the faster, "
+     "re-measure now and then) (ring)",
+     "mode,auto_mode.enabled",
      [](absl::string_view v, JobSpec* s) {
-       RETURN_IF_ERROR(OneOf("--mode", v, {"ring", "ps"}));
+       RETURN_IF_ERROR(OneOf("--mode", v, {"ring", "ps", "auto"}));
        s->set_mode(v == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING);
+       s->mutable_auto_mode()->set_enabled(v == "auto");
+       return absl::OkStatus();
+     }},
+    {"auto-recheck-every", "N",
+     "--mode auto: steps between re-measurements (200; -1: never)",
+     "auto_mode.recheck_every",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--auto-recheck-every", v, -1));
+       s->mutable_auto_mode()->set_recheck_every(n == 0 ? -1 : n);
+       return absl::OkStatus();
+     }},
+    {"auto-probe-steps", "N", "--mode auto: steps measured per path (5)",
+     "auto_mode.probe_steps",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--auto-probe-steps", v, 1));
+       if (n > 1000) {
+         return absl::InvalidArgumentError("--auto-probe-steps is above 1000");
+       }
+       s->mutable_auto_mode()->set_probe_steps(static_cast<int32_t>(n));
+       return absl::OkStatus();
+     }},
+    {"ps-partition-bytes", "N",
+     "PS: pipeline each server's slice in partitions of N bytes (4M)",
+     "ps.partition_bytes",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseByteSize("--ps-partition-bytes", v, 1));
+       if (n < 4096) {
+         return absl::InvalidArgumentError(absl::StrCat(
+             "--ps-partition-bytes ", v, " is below 4K"));
+       }
+       s->mutable_ps()->set_partition_bytes(n);
        return absl::OkStatus();
      }},
     {"ps-shards", "K", "PS shards (0: one per parameter server)", "ps.shards",
@@ -310,6 +367,16 @@ const SpecFlagRow kSpecRows[] = {
      [](absl::string_view v, JobSpec* s) {
        ASSIGN_OR_RETURN(int64_t n, ParseByteSize("--ps-chunk-bytes", v, 1));
        s->mutable_ps()->set_chunk_bytes(n);
+       return absl::OkStatus();
+     }},
+    {"ps-placement", "P",
+     "PS servers: any, separate (hosts without ranks) or colocated (the "
+     "ranks' hosts) (any)",
+     "ps.placement",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(
+           OneOf("--ps-placement", v, {"any", "separate", "colocated"}));
+       s->mutable_ps()->set_placement(std::string(v));
        return absl::OkStatus();
      }},
     {"switch-at", "STEP:MODE",
@@ -387,8 +454,13 @@ void AddJobSpecFlags(JobSpecFlags* out, std::vector<FlagSpec>* flags) {
     flags->push_back(FlagSpec{row.name, row.value_name, row.help,
                               [out, &row](absl::string_view value) {
                                 RETURN_IF_ERROR(row.set(value, &out->values));
-                                if (!Contains(out->paths, row.path))
-                                  out->paths.push_back(row.path);
+                                // A row may set several fields ("a,b").
+                                for (absl::string_view path :
+                                     absl::StrSplit(row.path, ',')) {
+                                  if (!Contains(out->paths, path)) {
+                                    out->paths.emplace_back(path);
+                                  }
+                                }
                                 return absl::OkStatus();
                               }});
   }

@@ -234,6 +234,39 @@ TEST(JobSpecBuilderTest, PsFlagsAndScriptedSwitches) {
   EXPECT_EQ(spec->ps().shards(), 0);
 }
 
+TEST(JobSpecBuilderTest, LabFlags_AutoModePlacementPartitionsProfile) {
+  absl::StatusOr<JobSpec> spec =
+      Build({"--mode", "auto", "--auto-probe-steps", "4",
+             "--auto-recheck-every", "50", "--ps-placement", "colocated",
+             "--ps-partition-bytes", "512K", "--model-profile", "vgg16",
+             "--profile-scale", "0.01", "--compute-ms", "30"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->mode(), SYNC_MODE_RING);  // auto starts on the ring
+  EXPECT_TRUE(spec->auto_mode().enabled());
+  EXPECT_EQ(spec->auto_mode().probe_steps(), 4);
+  EXPECT_EQ(spec->auto_mode().recheck_every(), 50);
+  EXPECT_EQ(spec->ps().placement(), "colocated");
+  EXPECT_EQ(spec->ps().partition_bytes(), 512 * 1024);
+  EXPECT_EQ(spec->model().kind(), "synthetic");
+  EXPECT_EQ(spec->model().profile(), "vgg16");
+  EXPECT_DOUBLE_EQ(spec->model().profile_scale(), 0.01);
+  EXPECT_EQ(spec->dataset().name(), "synthetic");
+  // --auto-recheck-every 0 means never (-1 in the spec).
+  spec = Build({"--mode", "auto", "--auto-recheck-every", "0"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->auto_mode().recheck_every(), -1);
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--ps-placement", "nearby"},
+        std::vector<std::string>{"--model-profile", "gpt5"},
+        std::vector<std::string>{"--profile-scale", "2"},
+        std::vector<std::string>{"--ps-partition-bytes", "1K"}}) {
+    absl::StatusOr<JobSpec> refused = Build(bad);
+    ASSERT_FALSE(refused.ok()) << bad[0];
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr(bad[0]));
+  }
+}
+
 TEST(JobSpecBuilderTest, SwitchAtFlags_ReplaceTheFilesSwitches) {
   TempFile file(R"({"switches": [{"step": 5, "mode": "SYNC_MODE_PS"},
     {"step": 9, "mode": "SYNC_MODE_RING"}], "ps": {"shards": 2}})");

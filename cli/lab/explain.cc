@@ -1,0 +1,269 @@
+#include "cli/lab/explain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace gradsync {
+namespace lab {
+namespace {
+
+// Steps after a mode starts that carry the switch or the warm-up.
+constexpr int kSettleSteps = 2;
+constexpr int64_t kDefaultPartitionBytes = 4 << 20;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+std::string Ms(double s) { return absl::StrFormat("%.1f ms", 1e3 * s); }
+std::string MiB(double b) { return absl::StrFormat("%.1f MiB", b / 1048576); }
+
+absl::string_view ModeName(SyncMode m) {
+  return m == SYNC_MODE_PS ? "ps" : "ring";
+}
+
+// The slowest rank of one step, and the step's mode (rank 0's).
+struct StepView {
+  SyncMode mode = SYNC_MODE_RING;
+  const StepMetrics* slowest = nullptr;
+  double sync_s = 0;
+  bool switched = false;
+  int ranks = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
+                                       const GetMetricsResponse& metrics,
+                                       const ListWorkersResponse& cluster,
+                                       const LinkFacts& links) {
+  Explanation e;
+  e.job_id = job.job_id();
+  e.workers = job.ranks_size();
+  e.links = links.source;
+  std::vector<std::string> hosts;
+  for (const RankPlacement& r : job.ranks()) {
+    if (std::find(hosts.begin(), hosts.end(), r.host()) == hosts.end()) {
+      hosts.push_back(r.host());
+    }
+  }
+  e.hosts = static_cast<int>(hosts.size());
+  std::map<std::string, std::string> server_host;  // address -> host
+  for (const ParameterServerInfo& p : cluster.parameter_servers()) {
+    server_host[p.address()] = p.host();
+  }
+  std::vector<std::string> servers;
+  e.colocated = job.ps_addresses_size() > 0;
+  for (const std::string& address : job.ps_addresses()) {
+    if (std::find(servers.begin(), servers.end(), address) != servers.end()) {
+      continue;
+    }
+    servers.push_back(address);
+    const std::string& host = server_host[address];
+    e.colocated = e.colocated &&
+                  std::find(hosts.begin(), hosts.end(), host) != hosts.end();
+  }
+  e.servers = static_cast<int>(servers.size());
+
+  std::map<int64_t, StepView> steps;
+  for (const StepMetrics& m : metrics.metrics()) {
+    e.sync_bytes = std::max(e.sync_bytes, m.sync_bytes());
+    StepView& v = steps[m.step()];
+    ++v.ranks;
+    if (m.rank() == 0) v.mode = m.mode() == SYNC_MODE_PS ? SYNC_MODE_PS
+                                                         : SYNC_MODE_RING;
+    v.switched = v.switched || m.switch_s() > 0;
+    v.sync_s = std::max(v.sync_s, m.sync_busy_s());
+    if (v.slowest == nullptr || m.step_s() > v.slowest->step_s()) {
+      v.slowest = &m;
+    }
+  }
+  if (e.sync_bytes <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job.job_id(),
+        " has reported no synchronised step yet; explain it once it runs"));
+  }
+  const double s = static_cast<double>(e.sync_bytes);
+  const LinkModel& model = links.model;
+  SyncCase ring{SyncLayout::kRing, e.hosts, 1, s};
+  e.ring_predicted_s = PredictSeconds(ring, model);
+  SyncCase ps;
+  ps.layout = e.colocated ? SyncLayout::kPsColocated : SyncLayout::kPsSeparate;
+  ps.workers = e.hosts;
+  ps.shards = std::max(1, e.colocated ? std::min(e.servers, e.hosts)
+                                      : e.servers);
+  ps.bytes = s;
+  ps.pipelined = true;
+  const int64_t partition = job.spec().ps().partition_bytes();
+  ps.partition_bytes =
+      static_cast<double>(partition > 0 ? partition : kDefaultPartitionBytes);
+  const bool have_ps = e.servers > 0 && ValidateSyncCase(ps).ok();
+  if (have_ps) e.ps_predicted_s = PredictSeconds(ps, model);
+
+  // Per mode: the settled steps every rank reported.
+  std::map<SyncMode, std::vector<const StepView*>> by_mode;
+  SyncMode previous = SYNC_MODE_UNSPECIFIED;
+  int since = 0;
+  for (const auto& [index, view] : steps) {
+    since = view.mode == previous ? since + 1 : 1;
+    previous = view.mode;
+    if (view.ranks < e.workers || view.switched || since <= kSettleSteps) {
+      continue;
+    }
+    by_mode[view.mode].push_back(&view);
+  }
+  // Busiest server: shard (partition) bytes summed per server.
+  std::map<std::string, double> server_bytes;
+  const int shard_count = static_cast<int>(metrics.shards_size());
+  const int per_server =
+      e.servers > 0 ? std::max(1, shard_count / e.servers) : 1;
+  for (const ps::ShardStats& shard : metrics.shards()) {
+    const int k = std::min(shard.shard() / per_server, e.servers - 1);
+    if (k >= 0 && k < static_cast<int>(servers.size())) {
+      server_bytes[servers[k]] += shard.bytes_in() + shard.bytes_out();
+    }
+  }
+  for (const auto& [mode, views] : by_mode) {
+    ModeExplanation m;
+    m.mode = mode;
+    m.steps = static_cast<int>(views.size());
+    std::vector<double> step_s, compute, comm, idle, sync;
+    for (const StepView* v : views) {
+      step_s.push_back(v->slowest->step_s());
+      compute.push_back(v->slowest->compute_s());
+      comm.push_back(v->slowest->comm_s());
+      idle.push_back(v->slowest->idle_s());
+      sync.push_back(v->sync_s);
+    }
+    m.step_s = Median(step_s);
+    m.compute_s = Median(compute);
+    m.comm_s = Median(comm);
+    m.idle_s = Median(idle);
+    m.sync_s = Median(sync);
+    const bool is_ps = mode == SYNC_MODE_PS;
+    m.predicted_s = is_ps ? e.ps_predicted_s : e.ring_predicted_s;
+    m.error = m.sync_s > 0 ? RelativeError(m.predicted_s, m.sync_s) : 0;
+    if (is_ps) {
+      m.layout = absl::StrCat("ps: ", e.servers, " server",
+                              e.servers == 1 ? "" : "s",
+                              e.colocated ? " on the workers' hosts"
+                                          : " on hosts of their own",
+                              ", ", e.hosts, " worker hosts");
+    } else {
+      m.layout = absl::StrCat("ring over ", e.hosts, " hosts");
+    }
+    std::string where;
+    if (m.step_s > 0 && m.compute_s / m.step_s > 0.5) {
+      where = absl::StrFormat(
+          "compute: %s of the %s step is the model's own compute, not "
+          "synchronisation",
+          Ms(m.compute_s), Ms(m.step_s));
+    } else if (m.step_s > 0 && m.idle_s / m.step_s > 0.25) {
+      where = absl::StrFormat(
+          "an idle wait on a slow rank: the slowest rank idles %s of its "
+          "%s step; look for a straggler (per-rank compute in gradsync "
+          "metrics)",
+          Ms(m.idle_s), Ms(m.step_s));
+    } else if (is_ps && e.servers > 0 &&
+               (e.colocated || e.hosts >= e.servers)) {
+      std::string busiest = servers.empty() ? "" : servers.front();
+      for (const auto& [address, bytes] : server_bytes) {
+        if (bytes > server_bytes[busiest]) busiest = address;
+      }
+      where = absl::StrFormat(
+          "the busiest server's link: %s (host %s) takes about %s in and "
+          "as much out per step (N*S/K), against S = %s for a worker",
+          busiest, server_host[busiest],
+          MiB(s * e.hosts / std::max(1, e.servers)), MiB(s));
+    } else if (is_ps) {
+      where = absl::StrFormat(
+          "the workers' links: each pushes and pulls S = %s per step; more "
+          "servers would not help",
+          MiB(s));
+    } else {
+      where = absl::StrFormat(
+          "every worker's link: each carries 2(N-1)/N*S = %s each way per "
+          "step, in %d steps of S/N",
+          MiB(2.0 * (e.hosts - 1) / e.hosts * s), 2 * (e.hosts - 1));
+    }
+    if (m.predicted_s > 0 && m.sync_s > 1.5 * m.predicted_s) {
+      absl::StrAppend(
+          &where,
+          absl::StrFormat("; but the links explain only %.0f%% of the "
+                          "measured sync time: the rest is CPU or software "
+                          "(look at the hosts' CPU use)",
+                          100 * m.predicted_s / m.sync_s));
+    }
+    m.bottleneck = std::move(where);
+    e.modes.push_back(std::move(m));
+  }
+
+  // The verdict.
+  std::string verdict;
+  if (have_ps) {
+    const bool ring_wins = e.ring_predicted_s <= e.ps_predicted_s;
+    verdict = absl::StrFormat(
+        "at N = %d hosts, K = %d server%s%s and S = %s the model says %s is "
+        "faster: ring %s, ps %s (x%.2f)",
+        e.hosts, e.servers, e.servers == 1 ? "" : "s",
+        e.colocated ? " (colocated)" : "", MiB(s),
+        ring_wins ? "the ring" : "the PS", Ms(e.ring_predicted_s),
+        Ms(e.ps_predicted_s),
+        std::max(e.ring_predicted_s, e.ps_predicted_s) /
+            std::max(1e-12, std::min(e.ring_predicted_s, e.ps_predicted_s)));
+  } else {
+    verdict = absl::StrFormat(
+        "the ring's model time at N = %d hosts and S = %s is %s; the job has "
+        "no parameter-server shards to compare with",
+        e.hosts, MiB(s), Ms(e.ring_predicted_s));
+  }
+  if (e.hosts >= 2) {
+    const double k_star = CrossoverShards(e.hosts, /*pipelined=*/true);
+    SyncCase best{SyncLayout::kPsSeparate, e.hosts, e.hosts, s, true,
+                  ps.partition_bytes};
+    absl::StrAppend(
+        &verdict,
+        absl::StrFormat(
+            "; a PS on separate hosts beats the ring from K* = N^2/(2(N-1)) "
+            "= %.2f servers on (with K = N = %d: %s)",
+            k_star, e.hosts, Ms(PredictSeconds(best, model))));
+  }
+  e.verdict = std::move(verdict);
+  return e;
+}
+
+std::string FormatExplanation(const Explanation& e) {
+  std::string out = absl::StrFormat(
+      "job %s: %d ranks on %d hosts, gradient S = %s per step\nlinks: %s\n",
+      e.job_id, e.workers, e.hosts, MiB(static_cast<double>(e.sync_bytes)),
+      e.links);
+  for (const ModeExplanation& m : e.modes) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat(
+            "\n%s (%s), median of %d steps: step %s = compute %s + exposed "
+            "comm %s + idle %s\n  sync %s measured, %s predicted (%+.0f%%)\n"
+            "  bottleneck: %s\n",
+            ModeName(m.mode), m.layout, m.steps, Ms(m.step_s), Ms(m.compute_s),
+            Ms(m.comm_s), Ms(m.idle_s), Ms(m.sync_s), Ms(m.predicted_s),
+            100 * m.error, m.bottleneck));
+  }
+  if (e.modes.empty()) {
+    absl::StrAppend(&out, "\nno settled step yet (the first steps of each "
+                          "mode are left out)\n");
+  }
+  absl::StrAppend(&out, "\nverdict: ", e.verdict, "\n");
+  return out;
+}
+
+}  // namespace lab
+}  // namespace gradsync

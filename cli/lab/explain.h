@@ -1,0 +1,73 @@
+// `gradsync explain JOB`: a job's synchronisation measured against the
+// alpha-beta model (common/sync_model.h), where the time goes, and which
+// path the model says is faster for this job's N, K, S and links.
+//
+// Explain is a pure function of what the coordinator reports (the job's
+// status and step metrics, the parameter servers' hosts) and of the
+// cluster's link facts: the lab's settings (lab.json) or the operator's
+// --link-gbps. It reports, per mode the job ran in:
+//   - the median over its steps of the slowest rank's step, compute,
+//     exposed communication, idle time and sync time;
+//   - the model's sync time for that layout, and the error;
+//   - the bottleneck: compute, an idle wait on a slow rank, or the link
+//     that carries the most bytes (the busiest server's, or every
+//     worker's), or, when the links explain less than two thirds of the
+//     measured time, the CPUs or software around them;
+// and then the model's verdict for both paths at this N, K and S.
+//
+// Errors: FAILED_PRECONDITION when the job reported no step with a sync
+// size yet.
+#ifndef GRADSYNC_CLI_LAB_EXPLAIN_H_
+#define GRADSYNC_CLI_LAB_EXPLAIN_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/sync_model.h"
+#include "proto/coordinator.pb.h"
+
+namespace gradsync {
+namespace lab {
+
+struct LinkFacts {
+  LinkModel model;      // alpha and B (payload bytes/s)
+  std::string source;   // "the lab in /x/.lab: 1 Gbit/s links", ...
+};
+
+// One mode's measurement.
+struct ModeExplanation {
+  SyncMode mode = SYNC_MODE_RING;
+  int steps = 0;
+  double step_s = 0, compute_s = 0, comm_s = 0, idle_s = 0, sync_s = 0;
+  double predicted_s = 0;
+  double error = 0;  // (predicted - measured) / measured
+  std::string layout;      // "ring over 4 hosts", "ps: 2 servers on ..."
+  std::string bottleneck;  // one sentence
+};
+
+struct Explanation {
+  std::string job_id;
+  int workers = 0;  // ranks
+  int hosts = 0;    // distinct hosts of the ranks
+  int servers = 0;  // distinct PS servers of its shards
+  bool colocated = false;
+  int64_t sync_bytes = 0;
+  std::string links;  // LinkFacts::source
+  std::vector<ModeExplanation> modes;
+  double ring_predicted_s = 0;
+  double ps_predicted_s = 0;
+  std::string verdict;  // which path the model says, by how much, and K*
+};
+
+[[nodiscard]] absl::StatusOr<Explanation> ExplainJob(
+    const JobStatus& job, const GetMetricsResponse& metrics,
+    const ListWorkersResponse& cluster, const LinkFacts& links);
+
+// The text `gradsync explain` prints.
+std::string FormatExplanation(const Explanation& e);
+
+}  // namespace lab
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_LAB_EXPLAIN_H_

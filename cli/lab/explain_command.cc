@@ -1,0 +1,161 @@
+#include "cli/lab/explain_command.h"
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/control/command_common.h"
+#include "cli/control/flags.h"
+#include "cli/control/format.h"
+#include "cli/control/local_command.h"
+#include "cli/lab/explain.h"
+#include "cli/lab/lab_state.h"
+#include "common/status_macros.h"
+
+namespace gradsync {
+namespace lab {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gradsync explain JOB [--link-gbps B] [--link-alpha-us A]\n"
+    "                            [--lab-dir DIR]\n\n"
+    "The job's synchronisation measured against the alpha-beta model: per\n"
+    "mode it ran in, the step split (compute, exposed communication,\n"
+    "idle), the measured and predicted sync time, and the bottleneck (the\n"
+    "busiest link, compute, or a slow rank); then which path the model\n"
+    "says is faster at this job's N, K and S, and by how much.\n"
+    "Link facts: --link-gbps (each host's link, GB/s of payload) on a real\n"
+    "cluster; on the lab its settings and its newest sweep's fit.\n";
+
+// TCP payload per frame: 1448 bytes of 1514 (MTU 1500 with timestamps).
+constexpr double kPayloadShare = 1448.0 / 1514.0;
+
+absl::StatusOr<LinkFacts> ResolveLinks(double gbps, double alpha_us,
+                                       const std::string& lab_dir,
+                                       const std::string& coordinator) {
+  LinkFacts facts;
+  if (gbps > 0) {
+    facts.model = {alpha_us * 1e-6, gbps * 1e9};
+    facts.source = absl::StrFormat(
+        "--link-gbps %g (alpha %g us): each host's link", gbps, alpha_us);
+    return facts;
+  }
+  ASSIGN_OR_RETURN(std::optional<LabState> state, ReadLabState(lab_dir));
+  if (!state.has_value() || state->coordinator() != coordinator) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no link facts for the coordinator at ", coordinator,
+        ": pass --link-gbps B (each host's link in GB/s of payload) on a "
+        "real cluster, or run it against a lab (--lab-dir; ",
+        state.has_value() ? "the lab there has another coordinator"
+                          : absl::StrCat("no lab.json in ", lab_dir),
+        ")"));
+  }
+  const double rate = static_cast<double>(state->spec().link().rate_bps());
+  if (state->fitted_bandwidth_bps() > 0) {
+    facts.model = {state->fitted_alpha_s(), state->fitted_bandwidth_bps()};
+    facts.source = absl::StrFormat(
+        "the lab in %s: %g Mbit/s links; its sweep fitted B = %.1f MB/s and "
+        "alpha = %.0f us",
+        lab_dir, rate / 1e6, state->fitted_bandwidth_bps() / 1e6,
+        state->fitted_alpha_s() * 1e6);
+  } else {
+    facts.model = {alpha_us * 1e-6, rate / 8 * kPayloadShare};
+    facts.source = absl::StrFormat(
+        "the lab in %s: %g Mbit/s links, %.1f MB/s of TCP payload (no "
+        "sweep fitted alpha yet; %g us assumed)",
+        lab_dir, rate / 1e6, rate / 8 * kPayloadShare / 1e6, alpha_us);
+  }
+  return facts;
+}
+
+}  // namespace
+
+int RunExplain(const std::vector<std::string>& args,
+               const control::CommandEnv& env) {
+  double gbps = 0, alpha_us = 0;
+  std::string lab_dir;
+  auto number = [](const char* name, double* out) {
+    return [name, out](absl::string_view v) {
+      absl::StatusOr<double> d = control::ParseDoubleValue(name, v, 0);
+      if (!d.ok()) return d.status();
+      *out = *d;
+      return absl::OkStatus();
+    };
+  };
+  std::vector<control::FlagSpec> flags = {
+      {"link-gbps", "B", "each host's link in GB/s of payload",
+       number("--link-gbps", &gbps)},
+      {"link-alpha-us", "A", "latency per message in us (0)",
+       number("--link-alpha-us", &alpha_us)},
+      control::StringFlag("lab-dir", "DIR",
+                          "the lab's run directory ($GRADSYNC_LAB_DIR, else "
+                          "./.lab)",
+                          &lab_dir),
+  };
+  control::CommonOptions common;
+  std::vector<std::string> positional;
+  if (std::optional<int> done = control::ParseCommand(
+          args, flags, "explain", kUsage, env, &common, &positional)) {
+    return *done;
+  }
+  if (std::optional<int> bad = control::ExpectPositional(
+          args, positional, 1, "a job id", "explain", env)) {
+    return *bad;
+  }
+  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
+  lab_dir = control::ResolveRunDir(
+      lab_dir.empty() ? std::string(dir_env ? dir_env : ".lab") : lab_dir, "",
+      env.cwd);
+  std::unique_ptr<control::CoordinatorClient> client =
+      control::MakeClient(common, env);
+  absl::StatusOr<LinkFacts> links =
+      ResolveLinks(gbps, alpha_us, lab_dir, client->address());
+  if (!links.ok()) {
+    return control::ReportError(env, "explain", common.json, links.status());
+  }
+  absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
+  if (!job.ok()) return control::ReportError(env, "explain", common.json,
+                                             job.status());
+  absl::StatusOr<GetMetricsResponse> metrics = client->GetMetrics(positional[0]);
+  if (!metrics.ok()) {
+    return control::ReportError(env, "explain", common.json, metrics.status());
+  }
+  absl::StatusOr<ListWorkersResponse> cluster = client->ListWorkers();
+  if (!cluster.ok()) {
+    return control::ReportError(env, "explain", common.json, cluster.status());
+  }
+  absl::StatusOr<Explanation> e = ExplainJob(*job, *metrics, *cluster, *links);
+  if (!e.ok()) return control::ReportError(env, "explain", common.json,
+                                           e.status());
+  if (common.json) {
+    *env.out << "{\"job\":" << control::JsonQuote(e->job_id)
+             << ",\"ringPredictedS\":" << control::JsonNumber(e->ring_predicted_s)
+             << ",\"psPredictedS\":" << control::JsonNumber(e->ps_predicted_s)
+             << ",\"verdict\":" << control::JsonQuote(e->verdict)
+             << ",\"modes\":[";
+    for (size_t i = 0; i < e->modes.size(); ++i) {
+      const ModeExplanation& m = e->modes[i];
+      *env.out << (i ? "," : "") << "{\"mode\":"
+               << control::JsonQuote(m.mode == SYNC_MODE_PS ? "ps" : "ring")
+               << ",\"steps\":" << m.steps
+               << ",\"stepS\":" << control::JsonNumber(m.step_s)
+               << ",\"syncS\":" << control::JsonNumber(m.sync_s)
+               << ",\"predictedS\":" << control::JsonNumber(m.predicted_s)
+               << ",\"bottleneck\":" << control::JsonQuote(m.bottleneck)
+               << "}";
+    }
+    *env.out << "]}\n";
+  } else {
+    *env.out << FormatExplanation(*e);
+  }
+  return control::kExitOk;
+}
+
+int ExplainMain(const std::vector<std::string>& args) {
+  return RunExplain(args, control::ProcessCommandEnv());
+}
+
+}  // namespace lab
+}  // namespace gradsync

@@ -1,0 +1,30 @@
+// `gradsync lab up|down|status|probe|set-link|sweep`: the bottleneck lab,
+// an emulated multi-host cluster on this machine (docs/lab.md).
+//
+//   sudo gradsync lab up --hosts 4 --ps-hosts 4 --link 1gbit
+//   export GRADSYNC_COORDINATOR=10.77.0.1:29400   (printed by up)
+//   gradsync submit ...                            (any command works)
+//   sudo gradsync lab sweep --workers 2,4 --out sweep/
+//   sudo gradsync lab down
+//
+// The run directory is --run-dir, else $GRADSYNC_LAB_DIR, else ./.lab.
+#ifndef GRADSYNC_CLI_LAB_LAB_COMMAND_H_
+#define GRADSYNC_CLI_LAB_LAB_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+#include "cli/control/command_env.h"
+
+namespace gradsync {
+namespace lab {
+
+// `args` are the arguments after "lab".
+int RunLab(const std::vector<std::string>& args,
+           const control::CommandEnv& env);
+int LabMain(const std::vector<std::string>& args);
+
+}  // namespace lab
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_LAB_LAB_COMMAND_H_

@@ -1,0 +1,137 @@
+// `gradsync explain` on a crafted job: per mode, the settled steps'
+// medians against the model, the bottleneck named, and the verdict.
+#include "cli/lab/explain.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace lab {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr int64_t kBytes = 8 << 20;
+
+// Two ranks on h1 and h2, one PS server on s1; 10 ring steps, then 10 PS
+// steps. Rank 1 is the slower one each step.
+struct Crafted {
+  JobStatus job;
+  GetMetricsResponse metrics;
+  ListWorkersResponse cluster;
+};
+
+Crafted MakeJob(double compute_s = 0.001) {
+  Crafted c;
+  c.job.set_job_id("job-7");
+  for (int r = 0; r < 2; ++r) {
+    RankPlacement* p = c.job.add_ranks();
+    p->set_rank(r);
+    p->set_host(r == 0 ? "h1" : "h2");
+  }
+  c.job.add_ps_addresses("10.0.0.9:1");
+  ParameterServerInfo* ps = c.cluster.add_parameter_servers();
+  ps->set_address("10.0.0.9:1");
+  ps->set_host("s1");
+  for (int64_t step = 0; step < 20; ++step) {
+    const bool on_ps = step >= 10;
+    for (int r = 0; r < 2; ++r) {
+      StepMetrics* m = c.metrics.add_metrics();
+      m->set_rank(r);
+      m->set_step(step);
+      m->set_mode(on_ps ? SYNC_MODE_PS : SYNC_MODE_RING);
+      m->set_sync_bytes(kBytes);
+      const double sync = (on_ps ? 0.30 : 0.09) + 0.001 * r;
+      m->set_sync_busy_s(sync);
+      m->set_compute_s(compute_s);
+      m->set_comm_s(sync);
+      m->set_step_s(sync + compute_s + 0.002 * r);
+      if (step == 10) m->set_switch_s(0.5);  // the switch's own step
+    }
+  }
+  return c;
+}
+
+LinkFacts Links() {
+  LinkFacts links;
+  links.model = {0, 100e6};
+  links.source = "test links";
+  return links;
+}
+
+TEST(ExplainTest, MeasuredNextToPredictedPerModeWithTheBottleneck) {
+  const Crafted c = MakeJob();
+  absl::StatusOr<Explanation> e =
+      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(e->hosts, 2);
+  EXPECT_EQ(e->servers, 1);
+  EXPECT_FALSE(e->colocated);
+  // Ring: 2(N-1)/N S / B = S / B.
+  EXPECT_NEAR(e->ring_predicted_s, kBytes / 100e6, 1e-12);
+  // PS, one server: N S (1 + 1/P) with P = 2 partitions of 4 MiB.
+  EXPECT_NEAR(e->ps_predicted_s, 3.0 * kBytes / 100e6, 1e-12);
+  ASSERT_THAT(e->modes, SizeIs(2));
+  // The settled steps: 2 left out after each start (the ring's first two,
+  // the PS's switch step and the next).
+  const ModeExplanation& ring = e->modes[0].mode == SYNC_MODE_RING
+                                    ? e->modes[0]
+                                    : e->modes[1];
+  const ModeExplanation& ps = e->modes[0].mode == SYNC_MODE_PS ? e->modes[0]
+                                                               : e->modes[1];
+  EXPECT_EQ(ring.steps, 8);
+  EXPECT_EQ(ps.steps, 8);
+  EXPECT_NEAR(ring.sync_s, 0.091, 1e-12);
+  EXPECT_NEAR(ps.sync_s, 0.301, 1e-12);
+  EXPECT_THAT(ring.bottleneck, HasSubstr("every worker's link"));
+  EXPECT_THAT(ps.bottleneck,
+              HasSubstr("the busiest server's link: 10.0.0.9:1 (host s1)"));
+  EXPECT_THAT(e->verdict, HasSubstr("the model says the ring is faster"));
+  EXPECT_THAT(e->verdict, HasSubstr("K* = N^2/(2(N-1)) = 2.00"));
+  const std::string text = FormatExplanation(*e);
+  EXPECT_THAT(text, HasSubstr("links: test links"));
+  EXPECT_THAT(text, HasSubstr("sync 301.0 ms measured, 251.7 ms predicted"));
+}
+
+TEST(ExplainTest, ComputeHeavyStepsBlameCompute) {
+  const Crafted c = MakeJob(/*compute_s=*/1.0);
+  absl::StatusOr<Explanation> e =
+      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ASSERT_THAT(e, IsOk());
+  for (const ModeExplanation& m : e->modes) {
+    EXPECT_THAT(m.bottleneck, HasSubstr("compute:")) << m.mode;
+  }
+}
+
+TEST(ExplainTest, LinksThatExplainLittleSaySo) {
+  Crafted c = MakeJob();
+  // 10x slower than the links allow.
+  for (StepMetrics& m : *c.metrics.mutable_metrics()) {
+    m.set_sync_busy_s(m.sync_busy_s() * 10);
+    m.set_step_s(m.step_s() * 10);
+    m.set_comm_s(m.comm_s() * 10);
+  }
+  absl::StatusOr<Explanation> e =
+      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ASSERT_THAT(e, IsOk());
+  EXPECT_THAT(e->modes[0].bottleneck,
+              HasSubstr("the links explain only"));
+}
+
+TEST(ExplainTest, NoSynchronisedStepYetIsAnError) {
+  Crafted c = MakeJob();
+  c.metrics.clear_metrics();
+  EXPECT_THAT(ExplainJob(c.job, c.metrics, c.cluster, Links()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("no synchronised step yet")));
+}
+
+}  // namespace
+}  // namespace lab
+}  // namespace gradsync

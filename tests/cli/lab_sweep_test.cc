@@ -1,0 +1,255 @@
+// The sweep's grid, its per-cell summary of a job's metrics, and the
+// report against the alpha-beta model, on crafted and recorded data.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "cli/lab/lab_report.h"
+#include "cli/lab/lab_sweep.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/store/status_matchers.h"
+
+namespace gradsync {
+namespace lab {
+namespace {
+
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StatusIs;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr int64_t kMiB = 1 << 20;
+
+TEST(LabSweepTest, ShardTokensResolvePerN) {
+  EXPECT_THAT(*ResolveShards("N", 6), ElementsAre(6));
+  EXPECT_THAT(*ResolveShards("N/2", 6), ElementsAre(3));
+  EXPECT_THAT(*ResolveShards("N/2", 1), ElementsAre(1));
+  EXPECT_THAT(*ResolveShards("all", 3), ElementsAre(1, 2, 3));
+  EXPECT_THAT(*ResolveShards("2", 8), ElementsAre(2));
+  EXPECT_THAT(ResolveShards("0", 8),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shard count '0'")));
+  EXPECT_THAT(ResolveShards("N*2", 8),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(LabSweepTest, GridSkipsWhatTheLabCannotRunAndSaysWhy) {
+  LabConfig lab;
+  lab.worker_hosts = 4;
+  lab.ps_hosts = 2;
+  SweepGrid grid;
+  grid.workers = {2, 4, 6};
+  grid.shards = {"1", "N"};
+  grid.bytes = {kMiB};
+  grid.layouts = {SyncLayout::kRing, SyncLayout::kPsSeparate,
+                  SyncLayout::kPsColocated};
+  std::vector<std::string> skipped;
+  absl::StatusOr<std::vector<CellSpec>> cells =
+      ExpandGrid(grid, lab, &skipped);
+  ASSERT_THAT(cells, IsOk());
+  // N = 2: ring, ps K=1, ps K=2; N = 4: ring, ps K=1 (K=4 > 2 hosts).
+  std::vector<std::string> names;
+  for (const CellSpec& c : *cells) {
+    names.push_back(absl::StrCat(SyncLayoutName(c.layout), c.workers, "/",
+                                 c.shards));
+    EXPECT_EQ(c.rate_bps, lab.link.rate_bps);
+  }
+  EXPECT_THAT(names, ElementsAre("ring2/0", "ps2/1", "ps2/2", "ring4/0",
+                                 "ps4/1"));
+  EXPECT_THAT(skipped, Contains(HasSubstr("N = 6: the lab has 4 workers")));
+  EXPECT_THAT(skipped, Contains(HasSubstr("ps N = 4 K = 4: the lab has 2 "
+                                          "server hosts")));
+  EXPECT_THAT(skipped, Contains(HasSubstr("lab up --colocate-ps")));
+}
+
+TEST(LabSweepTest, CellJobIsOneBucketOfSyntheticGradient) {
+  CellSpec cell{SyncLayout::kPsColocated, 4, 2, 16 * kMiB, 1'000'000'000};
+  SweepOptions options;
+  options.warmup_steps = 2;
+  options.measured_steps = 5;
+  const JobSpec spec = CellJobSpec(cell, options);
+  EXPECT_EQ(spec.model().kind(), "synthetic");
+  EXPECT_EQ(spec.model().synthetic_floats(), 4 * kMiB);
+  EXPECT_EQ(spec.num_workers(), 4);
+  EXPECT_EQ(spec.steps(), 7);
+  EXPECT_EQ(spec.bucket_bytes(), 16 * kMiB);
+  EXPECT_EQ(spec.mode(), SYNC_MODE_PS);
+  EXPECT_EQ(spec.ps().shards(), 2);
+  EXPECT_EQ(spec.ps().placement(), "colocated");
+  EXPECT_EQ(spec.name(), "lab-ps-colocated-n4-k2-16MiB");
+  cell.layout = SyncLayout::kRing;
+  EXPECT_EQ(CellJobSpec(cell, options).mode(), SYNC_MODE_RING);
+}
+
+StepMetrics Step(int rank, int64_t step, double sync_s, double step_s,
+                 double wall) {
+  StepMetrics m;
+  m.set_rank(rank);
+  m.set_step(step);
+  m.set_sync_busy_s(sync_s);
+  m.set_step_s(step_s);
+  m.set_wall_time(wall);
+  return m;
+}
+
+TEST(LabSweepTest, CellTimeIsTheMedianOverStepsOfTheSlowestRank) {
+  GetMetricsResponse metrics;
+  // Warm-up steps 0 and 1 are slow and left out.
+  for (int rank : {0, 1}) {
+    *metrics.add_metrics() = Step(rank, 0, 9.0, 9.0, 100);
+    *metrics.add_metrics() = Step(rank, 1, 9.0, 9.0, 110);
+  }
+  // Steps 2..4: rank 1 is the slower one in steps 2 and 3.
+  *metrics.add_metrics() = Step(0, 2, 0.10, 0.12, 120);
+  *metrics.add_metrics() = Step(1, 2, 0.30, 0.31, 120);
+  *metrics.add_metrics() = Step(0, 3, 0.20, 0.22, 121);
+  *metrics.add_metrics() = Step(1, 3, 0.25, 0.26, 121);
+  *metrics.add_metrics() = Step(0, 4, 0.40, 0.41, 122);
+  *metrics.add_metrics() = Step(1, 4, 0.10, 0.11, 122);
+  // Step 5 came from one rank only: incomplete, left out.
+  *metrics.add_metrics() = Step(0, 5, 5.0, 5.0, 123);
+  SweepCell cell;
+  ASSERT_THAT(SummariseCell(metrics, 2, 2, &cell), IsOk());
+  EXPECT_EQ(cell.measured_steps(), 3);
+  EXPECT_THAT(cell.sync_samples_s(), ElementsAre(0.30, 0.25, 0.40));
+  EXPECT_DOUBLE_EQ(cell.sync_s(), 0.30);
+  EXPECT_DOUBLE_EQ(cell.step_s(), 0.31);
+}
+
+TEST(LabSweepTest, CellWithoutMeasuredStepsIsAnError) {
+  GetMetricsResponse metrics;
+  *metrics.add_metrics() = Step(0, 0, 1, 1, 1);
+  SweepCell cell;
+  cell.set_job_id("job-3");
+  EXPECT_THAT(SummariseCell(metrics, 1, 2, &cell),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("job job-3 reported no step after its 2")));
+}
+
+// Cells measured exactly as a known model predicts, times `noise`.
+SweepResults ModelSweep(const LinkModel& truth, bool pipelined,
+                        const std::vector<int>& ns, double noise) {
+  SweepResults results;
+  int i = 0;
+  for (int n : ns) {
+    for (int64_t bytes : {4 * kMiB, 16 * kMiB}) {
+      std::vector<std::pair<SyncLayout, int>> layouts = {
+          {SyncLayout::kRing, 0}};
+      for (int k = 1; k <= n; ++k) {
+        layouts.push_back({SyncLayout::kPsSeparate, k});
+      }
+      for (const auto& [layout, k] : layouts) {
+        SweepCell* cell = results.add_cells();
+        cell->set_layout(std::string(SyncLayoutName(layout)));
+        cell->set_workers(n);
+        cell->set_shards(k);
+        cell->set_bytes(bytes);
+        cell->set_rate_bps(1'000'000'000);
+        cell->set_link_ok(true);
+        cell->set_measured_steps(8);
+        SyncCase c{layout, n, std::max(1, k), static_cast<double>(bytes),
+                   pipelined, 0};
+        // Alternate the sign of the noise so it does not bias the fit.
+        const double sign = (i++ % 2 == 0) ? 1 : -1;
+        cell->set_sync_s(PredictSeconds(c, truth) * (1 + sign * noise));
+      }
+    }
+  }
+  return results;
+}
+
+TEST(LabReportTest, ExactCellsFitBackTheirModelAndPassEveryFinding) {
+  const LinkModel truth{0.0002, 118e6};
+  for (bool pipelined : {false, true}) {
+    SweepResults results = ModelSweep(truth, pipelined, {2, 4, 6, 8}, 0);
+    ReportOptions options;
+    options.pipelined_ps = pipelined;
+    ASSERT_THAT(AnalyseSweep(&results, options), IsOk());
+    EXPECT_NEAR(results.alpha_s(), truth.alpha_s, 1e-9);
+    EXPECT_NEAR(results.bandwidth_bps(), truth.bandwidth_Bps, 1e-3);
+    EXPECT_NEAR(results.mean_abs_error(), 0, 1e-9);
+    const std::string findings = absl::StrJoin(results.findings(), "\n");
+    EXPECT_THAT(findings, HasSubstr("PASS fidelity"));
+    EXPECT_THAT(findings, HasSubstr("PASS (a)"));
+    EXPECT_THAT(findings, HasSubstr("PASS (b)"));
+    EXPECT_THAT(findings, HasSubstr("PASS (c)"));
+    EXPECT_THAT(findings, HasSubstr("PASS (d)"));
+    EXPECT_THAT(findings, ::testing::Not(HasSubstr("MISS")));
+    if (pipelined) {
+      // N = 8: K* = 64/14 = 4.57 lies between the measured K.
+      EXPECT_THAT(findings, HasSubstr("N=8: crossover K* observed"));
+    } else {
+      EXPECT_THAT(findings, HasSubstr("never reaches the ring"));
+    }
+  }
+}
+
+TEST(LabReportTest, ErrorsAreRelativeAndTheLargestIsNamed) {
+  SweepResults results =
+      ModelSweep({0.0002, 118e6}, true, {2, 4}, /*noise=*/0.05);
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  // The fit spreads +-5% noise over the cells: on average they miss by
+  // the noise, none by much more.
+  EXPECT_NEAR(results.mean_abs_error(), 0.05, 0.01);
+  EXPECT_LT(results.max_abs_error(), 0.09);
+  EXPECT_THAT(results.findings(0), StartsWith("PASS fidelity: mean |error| "));
+  for (const SweepCell& c : results.cells()) {
+    EXPECT_LT(std::abs(c.relative_error()), 0.09) << c.layout();
+    EXPECT_GT(c.predicted_s(), 0);
+  }
+}
+
+TEST(LabReportTest, CpuBoundAndFailedCellsStayOutOfTheFitAndAreNamed) {
+  SweepResults results = ModelSweep({0.0002, 118e6}, true, {2, 4}, 0);
+  // A cell three times slower than the links allow, with busy CPUs.
+  SweepCell* slow = results.mutable_cells(0);
+  slow->set_sync_s(3 * slow->sync_s());
+  slow->set_cpu_busy(0.97);
+  slow->set_cpu_bound(true);
+  SweepCell* failed = results.mutable_cells(1);
+  failed->set_error("job job-9 ended JOB_STATE_FAILED: boom");
+  failed->set_sync_s(0);
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  EXPECT_NEAR(results.mean_abs_error(), 0, 1e-9);  // the rest are exact
+  EXPECT_EQ(results.fitted_cells(), results.cells_size() - 2);
+  const std::string findings = absl::StrJoin(results.findings(), "\n");
+  EXPECT_THAT(findings, HasSubstr("left out of the fit: ring N=2 S=4 MiB "
+                                  "(CPU-bound, 97% busy), ps N=2 K=1 S=4 MiB "
+                                  "(failed)"));
+  EXPECT_THAT(findings, HasSubstr("note: ring N=2 S=4 MiB is off by -67%: "
+                                  "CPU-bound: the CPUs were 97% busy"));
+}
+
+TEST(LabReportTest, AModelThatDoesNotHoldMisses) {
+  // Measured as if the PS were pipelined, reported as if it were not.
+  SweepResults results = ModelSweep({0.0002, 118e6}, true, {2, 4, 6, 8}, 0);
+  ASSERT_THAT(AnalyseSweep(&results, {false}), IsOk());
+  EXPECT_GT(results.max_abs_error(), 0.2);
+  EXPECT_THAT(results.findings(0), StartsWith("MISS fidelity"));
+}
+
+TEST(LabReportTest, NothingTrustedIsAnError) {
+  SweepResults results = ModelSweep({0.0002, 118e6}, true, {2}, 0);
+  for (SweepCell& c : *results.mutable_cells()) c.set_link_ok(false);
+  EXPECT_THAT(AnalyseSweep(&results, {true}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no cell can be trusted")));
+}
+
+TEST(LabReportTest, CsvHasARowPerCell) {
+  SweepResults results = ModelSweep({0.0002, 118e6}, true, {2}, 0);
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  const std::string csv = SweepCsv(results);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'),
+            results.cells_size() + 1);
+  EXPECT_THAT(csv, StartsWith("layout,workers,shards,bytes,rate_bps,"));
+  EXPECT_THAT(FormatSweepReport(results), HasSubstr("MEASURED ms"));
+}
+
+}  // namespace
+}  // namespace lab
+}  // namespace gradsync
