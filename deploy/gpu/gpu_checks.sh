@@ -105,7 +105,7 @@ gpu_cluster_up() {  # run_dir [devices]
   local out
   out="$("${G}" local up --workers 2 --devices-per-worker "${2:-cuda:0}" \
     --ps 1 --port 0 --run-dir "$1" --timeout 60)" ||
-    gpu_fail "gradsync local up failed: ${out}" || return 1
+    gpu_fail "gradsync local up failed (its message is above)" || return 1
   echo "${out}"
   GRADSYNC_COORDINATOR="$(sed -n 's/^export GRADSYNC_COORDINATOR=//p' <<<"${out}")"
   [[ -n "${GRADSYNC_COORDINATOR}" ]] ||
