@@ -8,6 +8,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
+  # The GPU bundle (deploy/gpu/bundle.sh) and its stripped-chroot test.
+  patchelf busybox-static bash-static
 )
 
 missing=()

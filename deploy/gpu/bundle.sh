@@ -244,9 +244,11 @@ commit="$(git -C "${ROOT}" rev-parse --short=12 HEAD 2>/dev/null || echo unknown
 [[ -n "$(git -C "${ROOT}" status --porcelain --untracked-files=no 2>/dev/null)" ]] &&
   commit+="+uncommitted"
 build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "${FROM_BUILD}/CMakeCache.txt")"
-archs="$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "${FROM_BUILD}/CMakeCache.txt")"
+# What nvcc was asked for, e.g. arch=compute_90,code=[compute_90,sm_90].
+archs="$({ grep -o -- '--generate-code=arch=[^ ]*' "${FROM_BUILD}/build.ninja" || true; } |
+  sort -u | sed 's/--generate-code=//' | paste -sd ' ')"
 {
-  echo "gradsync GPU bundle, commit ${commit}, built $(date -u '+%Y-%m-%d %H:%M UTC') (${build_type:-?}, CUDA archs ${archs:-?})"
+  echo "gradsync GPU bundle, commit ${commit}, built $(date -u '+%Y-%m-%d %H:%M UTC') (${build_type:-?}; CUDA code ${archs:-none})"
   echo
   echo "Unpacked by run_bundle.sh into ${BUNDLE_ROOT}; see its header for what it runs."
   echo
