@@ -10,6 +10,8 @@ PACKAGES=(
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
   # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots
   iproute2 python3-matplotlib
+  # The GPU bundle (deploy/gpu/bundle.sh) and its stripped-chroot test.
+  patchelf busybox-static bash-static
 )
 
 missing=()
