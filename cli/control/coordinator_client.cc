@@ -11,7 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_connect.h"
-#include "server/store/grpc_status.h"
+#include "common/grpc_status.h"
+#include "common/rpc_deadline.h"
 
 namespace gradsync {
 namespace control {
@@ -22,10 +23,6 @@ namespace {
 // interval, so the coordinator never answers them with "too many pings".
 constexpr int kKeepaliveTimeMs = 5 * 60 * 1000;
 constexpr int kKeepaliveTimeoutMs = 20 * 1000;
-
-std::chrono::system_clock::time_point ToChrono(absl::Time time) {
-  return absl::ToChronoTime(time);
-}
 
 }  // namespace
 
@@ -59,7 +56,7 @@ CoordinatorClient::CoordinatorClient(ClientConfig config)
 void CoordinatorClient::PrepareContext(grpc::ClientContext* context) const {
   const absl::Time deadline = absl::Now() + config_.rpc_timeout;
   ConnectFirst(deadline);
-  context->set_deadline(ToChrono(deadline));
+  SetRpcDeadline(context, deadline);
 }
 
 void CoordinatorClient::ConnectFirst(absl::Time deadline) const {
@@ -184,7 +181,7 @@ absl::Status CoordinatorClient::WatchJob(
   grpc::ClientContext context;
   const absl::Time start = absl::Now();
   if (deadline != absl::InfiniteDuration()) {
-    context.set_deadline(ToChrono(start + deadline));
+    SetRpcDeadline(&context, start + deadline);
   }
   // For at most one call's timeout (the stream itself may run for hours).
   ConnectFirst(start + std::min(config_.rpc_timeout, deadline));

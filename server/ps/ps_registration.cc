@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/wire_version.h"
 #include "server/ps/ps_proto.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {

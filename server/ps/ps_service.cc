@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_init/mlp_layout.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_range.h"
-#include "worker/model/mlp_layout.h"
 
 namespace gradsync {
 namespace {

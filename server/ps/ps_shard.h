@@ -102,9 +102,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/compute_pool.h"
+#include "common/model_init/parameter_state.h"
 #include "common/optimizer.h"
 #include "server/ps/gradient_sum.h"
-#include "server/ps/parameter_state.h"
 
 namespace gradsync {
 

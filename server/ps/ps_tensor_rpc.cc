@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/call_waits.h"
 #include "server/ps/ps_rpc.h"
 #include "server/ps/push_pull_reactor.h"
 #include "server/ps/tensor_codec.h"
 #include "server/ps/tensor_stream.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/call_waits.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {

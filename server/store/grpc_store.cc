@@ -13,8 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_connect.h"
+#include "common/grpc_status.h"
+#include "common/rpc_deadline.h"
 #include "proto/store.grpc.pb.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
@@ -23,19 +24,6 @@ namespace {
 // store, and a long gRPC backoff (up to 120 s by default) would outlast
 // the store's start. Connection attempts time out as quickly.
 constexpr int kMinConnectTimeoutMs = 100;
-
-// Milliseconds left until `deadline`, rounded up, never negative.
-int64_t TimeoutMs(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  if (left == absl::InfiniteDuration()) return INT64_MAX;
-  return absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1)));
-}
-
-void SetRpcDeadline(grpc::ClientContext* context, absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return;  // gRPC's default: none
-  context->set_deadline(absl::ToChronoTime(deadline));
-}
 
 std::string QuotedKeys(const std::vector<std::string>& keys) {
   return absl::StrCat("'", absl::StrJoin(keys, "', '"), "'");
@@ -63,7 +51,7 @@ class GrpcStore : public Store {
                                   absl::Time deadline) override {
     store::GetRequest request;
     request.set_key(std::string(key));
-    request.set_timeout_ms(TimeoutMs(deadline));
+    request.set_timeout_ms(MillisecondsUntil(deadline));
     store::GetResponse response;
     grpc::ClientContext context;
     const absl::Time rpc_deadline = std::max(deadline, absl::Now()) + kRpcGrace;
@@ -94,7 +82,7 @@ class GrpcStore : public Store {
                     absl::Time deadline) override {
     store::WaitRequest request;
     for (const std::string& key : keys) request.add_keys(key);
-    request.set_timeout_ms(TimeoutMs(deadline));
+    request.set_timeout_ms(MillisecondsUntil(deadline));
     store::WaitResponse response;
     grpc::ClientContext context;
     const absl::Time rpc_deadline = std::max(deadline, absl::Now()) + kRpcGrace;

@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/job_spec.h"
-#include "server/store/grpc_status.h"
 #include "tests/integration/cluster_test_base.h"
 #include "tests/store/status_matchers.h"
 

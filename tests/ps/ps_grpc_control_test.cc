@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -19,7 +20,6 @@
 #include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
-#include "server/store/grpc_status.h"
 #include "tests/ps/ps_grpc_test_util.h"
 #include "tests/store/status_matchers.h"
 

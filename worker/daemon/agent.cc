@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/wire_version.h"
-#include "server/store/grpc_status.h"
 #include "worker/daemon/devices.h"
 
 namespace gradsync {

@@ -16,8 +16,8 @@
 #if GRADSYNC_HAVE_NCCL
 #include "collectives/nccl/nccl_communicator.h"
 #endif
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {

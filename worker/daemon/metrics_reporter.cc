@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/store/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace gradsync {
 

@@ -1,7 +1,7 @@
-// Small helpers shared by the worker daemon's coordinator clients: deadline
-// arithmetic and a set of in-flight RPCs that can be cancelled together
-// (so that stopping the daemon or cancelling a job unblocks a long-poll or
-// a blocking store call at once instead of after its timeout).
+// A set of in-flight RPCs of the worker daemon's coordinator clients that
+// can be cancelled together, so that stopping the daemon or cancelling a job
+// unblocks a long-poll or a blocking store call at once instead of after its
+// timeout.
 //
 //   CancellableCalls calls;
 //   grpc::ClientContext context;
@@ -25,15 +25,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/rpc_deadline.h"
 
 namespace gradsync {
-
-// Milliseconds left until `deadline`, rounded up, never negative; INT64_MAX
-// for the infinite future.
-int64_t MillisecondsUntil(absl::Time deadline);
-
-// Sets the gRPC deadline of `context` (none for the infinite future).
-void SetRpcDeadline(grpc::ClientContext* context, absl::Time deadline);
 
 class CancellableCalls {
  public:

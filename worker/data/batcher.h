@@ -3,8 +3,8 @@
 //
 // The training set is visited in a fresh random order every epoch: epoch e
 // uses RandomPermutation(dataset_size, DeriveSeed(seed, e))
-// (worker/util/portable_random.h), identical on every platform. Step s takes
-// ONE global batch of global_batch_size consecutive positions of that
+// (common/model_init/portable_random.h), identical on every platform. Step s
+// takes ONE global batch of global_batch_size consecutive positions of that
 // order, and rank r of N takes its contiguous share of it: positions
 // [ShareOf(B, N, r).begin, ShareOf(B, N, r).end) of the batch, a balanced
 // split in which the first B % N ranks hold one example more (so some ranks

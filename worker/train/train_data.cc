@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_init/portable_random.h"
 #include "common/status_macros.h"
 #include "worker/data/fashion_mnist.h"
-#include "worker/util/portable_random.h"
 
 namespace gradsync {
 namespace {

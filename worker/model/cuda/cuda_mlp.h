@@ -73,10 +73,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/model_init/mlp_layout.h"
 #include "worker/model/cuda/cuda_resources.h"
 #include "worker/model/gradient_ready.h"
 #include "worker/model/mlp.h"
-#include "worker/model/mlp_layout.h"
 
 namespace gradsync {
 

@@ -17,8 +17,8 @@
 //
 // Initialisation follows nn.Linear's default (Kaiming-uniform with
 // a = sqrt(5)): W_l and b_l ~ U(-1/sqrt(in), 1/sqrt(in)), drawn from
-// SplitMix64 streams (worker/util/portable_random.h): element j of W_l is a
-// pure function of (seed, 2l, j), of b_l of (seed, 2l+1, j). Every rank thus
+// SplitMix64 streams (common/model_init/portable_random.h): element j of W_l is
+// a pure function of (seed, 2l, j), of b_l of (seed, 2l+1, j). Every rank thus
 // gets bitwise identical parameters, and a PS shard can generate just its
 // slice with InitializeParameters.
 //
@@ -35,8 +35,8 @@
 //   std::vector<float> shard(end - begin);
 //   RETURN_IF_ERROR(InitializeParameters(layout, seed, begin,
 //                                        absl::MakeSpan(shard)));
-#ifndef GRADSYNC_WORKER_MODEL_MLP_LAYOUT_H_
-#define GRADSYNC_WORKER_MODEL_MLP_LAYOUT_H_
+#ifndef GRADSYNC_COMMON_MODEL_INIT_MLP_LAYOUT_H_
+#define GRADSYNC_COMMON_MODEL_INIT_MLP_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -87,4 +87,4 @@ class MlpLayout {
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_WORKER_MODEL_MLP_LAYOUT_H_
+#endif  // GRADSYNC_COMMON_MODEL_INIT_MLP_LAYOUT_H_

@@ -1,4 +1,4 @@
-#include "worker/util/portable_random.h"
+#include "common/model_init/portable_random.h"
 
 #include <numeric>
 #include <utility>

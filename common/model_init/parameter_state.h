@@ -3,8 +3,8 @@
 // (momentum, Adam's m and v, the step count) over the same elements. A
 // shard's state covers its slice; a rank's covers the whole flat vector
 // (PsClient's FetchState concatenates the shards').
-#ifndef GRADSYNC_SERVER_PS_PARAMETER_STATE_H_
-#define GRADSYNC_SERVER_PS_PARAMETER_STATE_H_
+#ifndef GRADSYNC_COMMON_MODEL_INIT_PARAMETER_STATE_H_
+#define GRADSYNC_COMMON_MODEL_INIT_PARAMETER_STATE_H_
 
 #include <cstdint>
 #include <vector>
@@ -24,4 +24,4 @@ struct ParameterState {
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_SERVER_PS_PARAMETER_STATE_H_
+#endif  // GRADSYNC_COMMON_MODEL_INIT_PARAMETER_STATE_H_

@@ -1,4 +1,4 @@
-#include "server/store/grpc_status.h"
+#include "common/grpc_status.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "worker/model/mlp_layout.h"
+#include "common/model_init/mlp_layout.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "worker/util/portable_random.h"
+#include "common/model_init/portable_random.h"
 
 namespace gradsync {
 namespace {

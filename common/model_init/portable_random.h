@@ -20,8 +20,8 @@
 //   SplitMix64 rng(DeriveSeed(seed, epoch));
 //   float u = rng.NextFloat01();            // [0, 1), 24 random bits
 //   std::vector<size_t> perm = RandomPermutation(60000, DeriveSeed(seed, 1));
-#ifndef GRADSYNC_WORKER_UTIL_PORTABLE_RANDOM_H_
-#define GRADSYNC_WORKER_UTIL_PORTABLE_RANDOM_H_
+#ifndef GRADSYNC_COMMON_MODEL_INIT_PORTABLE_RANDOM_H_
+#define GRADSYNC_COMMON_MODEL_INIT_PORTABLE_RANDOM_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -64,4 +64,4 @@ std::vector<size_t> RandomPermutation(size_t n, uint64_t seed);
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_WORKER_UTIL_PORTABLE_RANDOM_H_
+#endif  // GRADSYNC_COMMON_MODEL_INIT_PORTABLE_RANDOM_H_
