@@ -19,7 +19,7 @@ namespace gradsync {
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // Returns the absl::Status with the code and message of `status`.
-absl::Status FromGrpcStatus(const grpc::Status& status);
+[[nodiscard]] absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace gradsync
 

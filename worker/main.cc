@@ -39,6 +39,7 @@
 #include "worker/model/blas.h"
 #ifdef GRADSYNC_HAVE_CUDA_KERNELS
 #include "common/cuda_status.h"
+#include "common/host.h"
 #endif
 
 namespace {
@@ -163,14 +164,6 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
     return false;
   }
   return true;
-}
-
-std::string HostName() {
-  char name[HOST_NAME_MAX + 1] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
-    return "localhost";
-  }
-  return name;
 }
 
 }  // namespace

@@ -36,8 +36,9 @@ struct FlagSpec {
   Setter set;
 };
 
-absl::Status ParseInt(absl::string_view flag, absl::string_view value, int min,
-                      int* out) {
+[[nodiscard]] absl::Status ParseInt(absl::string_view flag,
+                                    absl::string_view value, int min,
+                                    int* out) {
   int parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -47,16 +48,17 @@ absl::Status ParseInt(absl::string_view flag, absl::string_view value, int min,
   return absl::OkStatus();
 }
 
-absl::Status ParseSizeFlag(absl::string_view flag, absl::string_view value,
-                           size_t* out) {
+[[nodiscard]] absl::Status ParseSizeFlag(absl::string_view flag,
+                                         absl::string_view value, size_t* out) {
   absl::StatusOr<size_t> size = ParseSize(value);
   if (!size.ok()) return Annotate(size.status(), flag);
   *out = *size;
   return absl::OkStatus();
 }
 
-absl::Status ParseOptionalSize(absl::string_view flag, absl::string_view value,
-                               std::optional<size_t>* out) {
+[[nodiscard]] absl::Status ParseOptionalSize(absl::string_view flag,
+                                             absl::string_view value,
+                                             std::optional<size_t>* out) {
   size_t size = 0;
   RETURN_IF_ERROR(ParseSizeFlag(flag, value, &size));
   *out = size;
@@ -64,8 +66,9 @@ absl::Status ParseOptionalSize(absl::string_view flag, absl::string_view value,
 }
 
 // Seconds ("30", "2.5") or an absl duration ("90s", "2m").
-absl::Status ParseSeconds(absl::string_view flag, absl::string_view value,
-                          absl::Duration* out) {
+[[nodiscard]] absl::Status ParseSeconds(absl::string_view flag,
+                                        absl::string_view value,
+                                        absl::Duration* out) {
   double seconds = 0;
   absl::Duration duration;
   if (absl::SimpleAtod(value, &seconds)) {
@@ -290,7 +293,7 @@ const FlagSpec* FindFlag(absl::string_view arg, absl::string_view* inline_value,
   return nullptr;
 }
 
-absl::Status Validate(const ParseState& state) {
+[[nodiscard]] absl::Status Validate(const ParseState& state) {
   const BenchOptions& o = state.options;
   if (o.min_bytes > o.max_bytes) {
     return absl::InvalidArgumentError(

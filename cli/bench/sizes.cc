@@ -63,18 +63,6 @@ absl::StatusOr<size_t> ParseSize(absl::string_view text) {
   return static_cast<size_t>(bytes);
 }
 
-std::string FormatSize(size_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  double value = static_cast<double>(bytes) / 1024;
-  int unit = 0;
-  while (value >= 1024 && unit < 3) {
-    value /= 1024;
-    ++unit;
-  }
-  return absl::StrFormat("%g %s", value, kUnits[unit]);
-}
-
 std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
                                size_t increment) {
   std::vector<size_t> sizes;

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/units.h"
 
 namespace gradsync {
 namespace bench {
@@ -19,9 +20,6 @@ namespace bench {
 // "512", "1K", "64M", "1GiB". Rejects empty, negative, fractional and
 // overflowing values.
 [[nodiscard]] absl::StatusOr<size_t> ParseSize(absl::string_view text);
-
-// "1 KiB", "64 MiB", "1.5 GiB", or "N B" below 1 KiB.
-std::string FormatSize(size_t bytes);
 
 // The sizes of the sweep, ascending, min..max inclusive of max only when
 // reached exactly. Requires factor >= 2 (or increment > 0), min >= 1 for

@@ -103,7 +103,8 @@ class CoordinatorClient {
   void ConnectFirst(absl::Time deadline) const;
   // grpc::Status -> absl::Status, naming the coordinator when the
   // connection (not the coordinator) failed.
-  absl::Status Convert(const grpc::Status& status, absl::string_view method);
+  [[nodiscard]] absl::Status Convert(const grpc::Status& status,
+                                     absl::string_view method);
 
   ClientConfig config_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -35,8 +35,9 @@ struct SpecFlagRow {
   SpecSetter set;
 };
 
-absl::Status OneOf(absl::string_view flag, absl::string_view value,
-                   std::initializer_list<absl::string_view> allowed) {
+[[nodiscard]] absl::Status OneOf(
+    absl::string_view flag, absl::string_view value,
+    std::initializer_list<absl::string_view> allowed) {
   for (absl::string_view name : allowed) {
     if (value == name) return absl::OkStatus();
   }
@@ -50,8 +51,9 @@ absl::Status OneOf(absl::string_view flag, absl::string_view value,
 
 // A byte count: an integer with an optional K, M or G suffix (KiB, MiB,
 // GiB), e.g. "256K"; >= min.
-absl::StatusOr<int64_t> ParseByteSize(absl::string_view flag,
-                                      absl::string_view value, int64_t min) {
+[[nodiscard]] absl::StatusOr<int64_t> ParseByteSize(absl::string_view flag,
+                                                    absl::string_view value,
+                                                    int64_t min) {
   int64_t unit = 1;
   absl::string_view digits = value;
   if (!digits.empty()) {
@@ -84,7 +86,8 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view flag,
 }
 
 // --switch-at STEP:MODE: adds the switch, keeping them in step order.
-absl::Status AddScriptedSwitch(absl::string_view value, JobSpec* spec) {
+[[nodiscard]] absl::Status AddScriptedSwitch(absl::string_view value,
+                                             JobSpec* spec) {
   const size_t colon = value.find(':');
   if (colon == absl::string_view::npos) {
     return absl::InvalidArgumentError(

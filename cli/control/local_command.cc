@@ -80,10 +80,9 @@ std::string DirName(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-absl::StatusOr<std::string> Binary(const std::string& flag,
-                                   absl::string_view name,
-                                   const std::vector<std::string>& relative,
-                                   const CommandEnv& env) {
+[[nodiscard]] absl::StatusOr<std::string> Binary(
+    const std::string& flag, absl::string_view name,
+    const std::vector<std::string>& relative, const CommandEnv& env) {
   if (!flag.empty()) return flag;
   return FindDaemonBinary(name,
                           env.self_exe.empty() ? "" : DirName(env.self_exe),

@@ -23,6 +23,7 @@
 #include "cli/control/coordinator_client.h"
 #include "cli/control/local_cluster.h"
 #include "common/status_macros.h"
+#include "common/wait_status.h"
 
 namespace gradsync {
 namespace control {
@@ -49,18 +50,9 @@ std::string LogTail(const std::string& path, int lines) {
   return absl::StrCat("  ", absl::StrJoin(tail, "\n  "));
 }
 
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) {
-    return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status));
-  }
-  return absl::StrCat("ended with wait status ", status);
-}
-
 // UNAVAILABLE for the first of `daemons` (our children) that has exited.
-absl::Status CheckRunning(const std::vector<DaemonRecord>& daemons) {
+[[nodiscard]] absl::Status CheckRunning(
+    const std::vector<DaemonRecord>& daemons) {
   for (const DaemonRecord& d : daemons) {
     int status = 0;
     if (waitpid(d.pid, &status, WNOHANG) == d.pid) {
@@ -123,7 +115,8 @@ bool IsParameterServer(const DaemonRecord& d) {
   return absl::StartsWith(d.name, "ps-");
 }
 
-absl::StatusOr<ListWorkersResponse> Probe(const std::string& address) {
+[[nodiscard]] absl::StatusOr<ListWorkersResponse> Probe(
+    const std::string& address) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = kProbeTimeout;
@@ -131,7 +124,7 @@ absl::StatusOr<ListWorkersResponse> Probe(const std::string& address) {
   return client.ListWorkers();
 }
 
-absl::Status WriteClusterRecord(const ClusterRecord& record) {
+[[nodiscard]] absl::Status WriteClusterRecord(const ClusterRecord& record) {
   const std::string path = absl::StrCat(record.run_dir, "/", kClusterFile);
   const std::string temp = absl::StrCat(path, ".tmp");
   {
@@ -176,9 +169,10 @@ std::vector<std::string> StopWorkersThenCoordinator(
 // The rest of LocalUp once the coordinator is spawned: its address, the
 // workers and parameter servers, the wait. On error the caller stops what
 // `record` lists.
-absl::Status StartAndWait(const LocalUpConfig& config, absl::Time deadline,
-                          ClusterRecord* record, int* registered,
-                          int* registered_servers) {
+[[nodiscard]] absl::Status StartAndWait(const LocalUpConfig& config,
+                                        absl::Time deadline,
+                                        ClusterRecord* record, int* registered,
+                                        int* registered_servers) {
   // A reference into record->daemons would dangle once workers are added.
   const std::string coordinator_log = record->daemons.front().log;
   std::string address = record->daemons.front().address;

@@ -37,8 +37,8 @@ struct ResumeFlags {
 };
 
 // The spec of the new job: `job`'s, starting from its checkpoint.
-absl::StatusOr<JobSpec> ResumedSpec(const JobStatus& job,
-                                    const ResumeFlags& flags) {
+[[nodiscard]] absl::StatusOr<JobSpec> ResumedSpec(const JobStatus& job,
+                                                  const ResumeFlags& flags) {
   if (!IsTerminal(job.state())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", job.job_id(), " is ", JobStateName(job.state()),

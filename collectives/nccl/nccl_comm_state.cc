@@ -112,8 +112,8 @@ class NcclWork : public Work {
 
 // A new timing event recorded on `stream` (destroyed again if recording
 // fails); `context` names the collective in errors.
-absl::StatusOr<cudaEvent_t> RecordEvent(cudaStream_t stream,
-                                        const std::string& context) {
+[[nodiscard]] absl::StatusOr<cudaEvent_t> RecordEvent(
+    cudaStream_t stream, const std::string& context) {
   cudaEvent_t event = nullptr;
   RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event),
                              absl::StrCat(context, ": cudaEventCreate")));

@@ -32,18 +32,6 @@ absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
       "unknown all-reduce algorithm '", name, "'; use auto, ring or hd"));
 }
 
-absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algo) {
-  switch (algo) {
-    case AllReduceAlgorithm::kAuto:
-      return "auto";
-    case AllReduceAlgorithm::kRing:
-      return "ring";
-    case AllReduceAlgorithm::kHalvingDoubling:
-      return "hd";
-  }
-  return "unknown";
-}
-
 int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
   if (options.socket_buffer_bytes <= 0 ||
       options.small_socket_buffer_bytes <= 0) {
@@ -98,7 +86,7 @@ class Core {
     }
   }
 
-  absl::Status CheckUsable() {
+  [[nodiscard]] absl::Status CheckUsable() {
     if (!aborted_.load()) return absl::OkStatus();
     absl::MutexLock lock(&mu_);
     return absl::AbortedError(
@@ -366,7 +354,7 @@ class TcpCommunicator final : public Communicator {
   // Gives every connection the send buffer that suits a collective of
   // `message_bytes`, if the last one needed another. Runs between
   // collectives, when no send is in flight.
-  absl::Status SizeSendBuffers(size_t message_bytes) {
+  [[nodiscard]] absl::Status SizeSendBuffers(size_t message_bytes) {
     const int bytes = SendBufferBytesFor(core_->options(), message_bytes);
     if (bytes <= 0 || bytes == send_buffer_bytes_) return absl::OkStatus();
     for (Connection* c : core_->peers()) {

@@ -60,7 +60,8 @@ struct LayerSlice {
 
 class MlpLayout {
  public:
-  static absl::StatusOr<MlpLayout> Create(absl::Span<const size_t> layer_sizes);
+  [[nodiscard]] static absl::StatusOr<MlpLayout> Create(
+      absl::Span<const size_t> layer_sizes);
 
   const std::vector<size_t>& layer_sizes() const { return sizes_; }
   size_t num_layers() const { return layers_.size(); }

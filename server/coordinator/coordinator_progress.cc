@@ -11,7 +11,8 @@
 namespace gradsync {
 namespace {
 
-absl::Status NotInJob(const Job& job, absl::string_view worker_id, int rank) {
+[[nodiscard]] absl::Status NotInJob(const Job& job, absl::string_view worker_id,
+                                    int rank) {
   if (rank < 0 || rank >= job.world_size()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "rank ", rank, " is not in job ", job.id(), " (",

@@ -13,7 +13,7 @@
 namespace gradsync {
 namespace {
 
-absl::Status CheckKey(absl::string_view key) {
+[[nodiscard]] absl::Status CheckKey(absl::string_view key) {
   if (!key.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       "store key is empty; name the value, e.g. \"tcp/addr/0\"");

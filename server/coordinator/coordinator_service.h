@@ -111,14 +111,14 @@ class CoordinatorService {
   // is not "cpu"/"cuda", a negative or repeated device (nothing added).
   // FAILED_PRECONDITION: the worker's wire_version is not this build's
   // (common/wire_version.h; nothing added).
+  [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
+      const RegisterWorkerRequest& request);
+
   // Withdraws a worker that is shutting down: like a lost lease, but at
   // once; its running jobs fail naming it and the reason.
   // NOT_FOUND: the worker is unknown or already lost.
   [[nodiscard]] absl::Status DeregisterWorker(
       const DeregisterWorkerRequest& request);
-
-  [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
-      const RegisterWorkerRequest& request);
 
   // Renews the worker's lease and returns its news: new assignments, jobs to
   // cancel and runtime switch notices. Returns at once when there is news,
@@ -299,17 +299,24 @@ class CoordinatorService {
   // Waits on mu_ until `ready()`, `deadline`, `cancelled()` or shutdown.
   // OK when ready; DEADLINE_EXCEEDED (generic message; callers say what
   // was missing), CANCELLED or UNAVAILABLE otherwise.
-  absl::Status AwaitLocked(absl::FunctionRef<bool()> ready, absl::Time deadline,
-                           CancelledFn cancelled)
+  [[nodiscard]] absl::Status AwaitLocked(absl::FunctionRef<bool()> ready,
+                                         absl::Time deadline,
+                                         CancelledFn cancelled)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // NOT_FOUND naming `job_id` when unknown.
-  absl::StatusOr<Job*> FindJobLocked(absl::string_view job_id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::StatusOr<Job*> FindJobLocked(
+      absl::string_view job_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The job of a store call or barrier, after the common checks listed
   // above the store methods.
-  absl::StatusOr<Job*> CheckScopeLocked(const StoreScope& scope) const
+  [[nodiscard]] absl::StatusOr<Job*> CheckScopeLocked(
+      const StoreScope& scope) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Marks a worker lost (`why`: "lost: no heartbeat for 5.0 s", "left:
+  // ...") and fails the jobs it hosted, naming it, its ranks and last step.
+  void DropWorkerLocked(const std::string& worker_id, absl::Time now,
+                        absl::string_view why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Moves `job` to the final state `state` with `message`; frees its
@@ -318,13 +325,9 @@ class CoordinatorService {
   // pending jobs. Returns its final status. `job` must not be used after
   // the call: retiring may have dropped it. A job that fails with
   // restarts left is restarted (RestartLocked).
-  // Marks a worker lost (`why`: "lost: no heartbeat for 5.0 s", "left:
-  // ...") and fails the jobs it hosted, naming it, its ranks and last step.
-  void DropWorkerLocked(const std::string& worker_id, absl::Time now,
-                        absl::string_view why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   JobStatus EndJobLocked(Job& job, JobState state, const std::string& message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // JobSpec.max_restarts of a job about to fail: submits its spec again
   // (one restart fewer, from its newest checkpoint if it wrote one),
   // placed no sooner than a lease from now; returns the note for the
@@ -340,7 +343,8 @@ class CoordinatorService {
 
   // (Re)places the job's PS shards over the live servers (see the top).
   // FAILED_PRECONDITION (nothing changed) when no server is live.
-  absl::Status PlaceShardsLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::Status PlaceShardsLocked(Job& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // True when some shard of the job sits on a lost (or unknown) server.
   bool HasLostShardLocked(const Job& job) const

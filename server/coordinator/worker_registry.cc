@@ -17,8 +17,8 @@ namespace {
 
 constexpr absl::string_view kWorkerIdPrefix = "w-";
 
-absl::Status InvalidRegistration(const RegisterWorkerRequest& request,
-                                 absl::string_view problem) {
+[[nodiscard]] absl::Status InvalidRegistration(
+    const RegisterWorkerRequest& request, absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("cannot register worker (host '", request.host(), "', pid ",
                    request.pid(), "): ", problem));

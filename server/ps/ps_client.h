@@ -78,8 +78,9 @@ struct PsShardLocation {
 
 // Shard k of addresses.size() on addresses[k], with the balanced ranges of
 // shard_range.h.
-absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
-    size_t total_elements, const std::vector<std::string>& addresses);
+[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>>
+BalancedShardLocations(size_t total_elements,
+                       const std::vector<std::string>& addresses);
 
 struct PsClientOptions {
   // Largest message of the tensor streams (4 B .. 64 MiB).
@@ -212,25 +213,30 @@ class PsClient {
 
   // `status`, or the cancel reason when the client was cancelled and the
   // call failed (gRPC says only CANCELLED; the reason says why).
-  absl::Status CancelledOr(absl::Status status) const;
+  [[nodiscard]] absl::Status CancelledOr(absl::Status status) const;
 
   // Brings shard k's channel to READY (ConnectChannel) within the
   // client's timeout; stops early with the cancel reason once cancelled.
-  absl::Status ConnectShard(size_t k);
+  [[nodiscard]] absl::Status ConnectShard(size_t k);
 
   // Runs fn(k) for every shard k at once (k = 0 on the calling thread),
   // each after ConnectShard(k); returns the first error in shard order,
   // naming the shard.
-  absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
-  absl::Status PushPullShard(size_t k, int64_t step, bool pull_only,
-                             absl::Span<const float> grads,
-                             absl::Span<float> params, absl::Time deadline);
-  absl::StatusOr<ParameterState> FetchShard(size_t k, int64_t step,
-                                            absl::Time deadline);
+  [[nodiscard]] absl::Status ForEachShard(
+      const std::function<absl::Status(size_t)>& fn);
+  [[nodiscard]] absl::Status PushPullShard(size_t k, int64_t step,
+                                           bool pull_only,
+                                           absl::Span<const float> grads,
+                                           absl::Span<float> params,
+                                           absl::Time deadline);
+  [[nodiscard]] absl::StatusOr<ParameterState> FetchShard(size_t k,
+                                                          int64_t step,
+                                                          absl::Time deadline);
   // Names shard k ("ps shard 1 at 10.0.0.6:29600") in `status`.
-  absl::Status NameShard(size_t k, const absl::Status& status) const;
-  absl::Status SeedShard(size_t k, const ParameterState& state,
-                         absl::Time deadline);
+  [[nodiscard]] absl::Status NameShard(size_t k,
+                                       const absl::Status& status) const;
+  [[nodiscard]] absl::Status SeedShard(size_t k, const ParameterState& state,
+                                       absl::Time deadline);
 
   const std::string job_id_;
   const int rank_;

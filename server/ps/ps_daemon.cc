@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/host.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/ps_registration.h"
 
@@ -23,9 +24,9 @@ namespace {
 
 // Reads "--name VALUE" or "--name=VALUE" at argv[*i] into *value.
 // Returns false when argv[*i] is another argument.
-absl::StatusOr<bool> FlagValue(int argc, char** argv, int* i,
-                               absl::string_view name, std::string* value,
-                               absl::string_view value_name = "HOST:PORT") {
+[[nodiscard]] absl::StatusOr<bool> FlagValue(
+    int argc, char** argv, int* i, absl::string_view name, std::string* value,
+    absl::string_view value_name = "HOST:PORT") {
   const absl::string_view arg = argv[*i];
   if (arg == name) {
     if (*i + 1 == argc) {
@@ -40,14 +41,6 @@ absl::StatusOr<bool> FlagValue(int argc, char** argv, int* i,
     return true;
   }
   return false;
-}
-
-std::string HostName() {
-  char name[HOST_NAME_MAX + 1] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
-    return "localhost";
-  }
-  return name;
 }
 
 }  // namespace

@@ -52,8 +52,9 @@ struct PsDaemonHooks {
 
 // Parses argv. Sets *help (and returns the defaults) for -h/--help;
 // INVALID_ARGUMENT naming the bad argument otherwise.
-absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
-                                                  bool* help);
+[[nodiscard]] absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc,
+                                                                char** argv,
+                                                                bool* help);
 
 // The usage text.
 const char* PsDaemonUsage();

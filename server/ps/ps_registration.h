@@ -110,10 +110,10 @@ class PsRegistration {
 
  private:
   // One RegisterParameterServer call; on success records the id.
-  absl::Status RegisterOnce(absl::Duration timeout);
+  [[nodiscard]] absl::Status RegisterOnce(absl::Duration timeout);
   // One PsHeartbeat call with every shard's counters; releases the jobs
   // the reply names.
-  absl::Status HeartbeatOnce();
+  [[nodiscard]] absl::Status HeartbeatOnce();
   void Loop();
   // Sleeps `d` or until Stop; false when stopping.
   bool Sleep(absl::Duration d);

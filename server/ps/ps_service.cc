@@ -40,7 +40,8 @@ absl::Status CheckRange(const ShardSpec& spec) {
 }
 
 // The shard's initial parameters (kZeros, kMlp).
-absl::StatusOr<std::vector<float>> InitialParameters(const ShardSpec& spec) {
+[[nodiscard]] absl::StatusOr<std::vector<float>> InitialParameters(
+    const ShardSpec& spec) {
   const PsShardConfig& config = spec.config;
   std::vector<float> params(config.end - config.begin, 0.0f);
   if (spec.init.kind != ShardInit::Kind::kMlp) return params;

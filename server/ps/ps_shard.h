@@ -142,7 +142,7 @@ struct PsShardConfig {
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field.
-absl::Status ValidatePsShardConfig(const PsShardConfig& config);
+[[nodiscard]] absl::Status ValidatePsShardConfig(const PsShardConfig& config);
 
 // One gradient the shard took, in the order it took them.
 struct PushRecord {
@@ -209,11 +209,11 @@ using ShardViewRef = std::shared_ptr<const ShardView>;
 class PsShard : public std::enable_shared_from_this<PsShard> {
  public:
   // A shard serving `params` (end - begin floats) from config.first_step.
-  static absl::StatusOr<std::shared_ptr<PsShard>> Create(
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<PsShard>> Create(
       const PsShardConfig& config, std::vector<float> params);
   // A shard that waits for ImportState before it takes pushes.
-  static absl::StatusOr<std::shared_ptr<PsShard>> CreateAwaitingSeed(
-      const PsShardConfig& config);
+  [[nodiscard]] static absl::StatusOr<std::shared_ptr<PsShard>>
+  CreateAwaitingSeed(const PsShardConfig& config);
 
   PsShard(const PsShard&) = delete;
   PsShard& operator=(const PsShard&) = delete;
@@ -365,33 +365,37 @@ class PsShard : public std::enable_shared_from_this<PsShard> {
   // block of the mean is in L1 (ReduceInBlocks into Optimizer::StepRange):
   // the whole mean is never written out. The caller is the writer
   // (writing_); nothing changes on error.
-  absl::Status ApplyMean(absl::Span<const GradientSegments* const> parts);
+  [[nodiscard]] absl::Status ApplyMean(
+      absl::Span<const GradientSegments* const> parts);
   // A view whose version is `version`; `pull_rank` >= 0 adds that rank's
   // step control.
   ShardViewRef MakeViewLocked(bool with_state, int64_t version, int pull_rank)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckPushLocked(int rank, int64_t step) const
+  [[nodiscard]] absl::Status CheckPushLocked(int rank, int64_t step) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckServingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::Status CheckServingLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t SlowestStepLocked(int* slowest_rank) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until no view is alive and nobody writes, then marks the
   // parameters as being written. `what` names the writer in errors.
-  absl::Status BeginWriteLocked(absl::Time deadline, const char* what)
+  [[nodiscard]] absl::Status BeginWriteLocked(absl::Time deadline,
+                                              const char* what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ranks that have not committed the current step (kSync).
   std::string MissingRanksLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe() const;
   absl::Time CapDeadline(absl::Time deadline) const;
-  absl::Status CommitSyncLocked(Push& push, absl::Time deadline)
+  [[nodiscard]] absl::Status CommitSyncLocked(Push& push, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CommitAsyncLocked(Push& push, absl::Time deadline)
+  [[nodiscard]] absl::Status CommitAsyncLocked(Push& push, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordLocked(int rank, int64_t step, int64_t slowest)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Step control (ps_shard_control.cc). kSync: INVALID_ARGUMENT unless
   // `count` scalars match the step's committed ones.
-  absl::Status CheckScalarsLocked(int rank, int64_t step, size_t count) const
+  [[nodiscard]] absl::Status CheckScalarsLocked(int rank, int64_t step,
+                                                size_t count) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // kSync, after step version_ - 1 was applied: its scalar sums and the
   // decision of its pushes' epochs.

@@ -22,7 +22,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Parses `args` with the job-spec flags and builds the spec.
-absl::StatusOr<JobSpec> Build(const std::vector<std::string>& args) {
+[[nodiscard]] absl::StatusOr<JobSpec> Build(
+    const std::vector<std::string>& args) {
   JobSpecFlags spec_flags;
   std::vector<FlagSpec> flags;
   AddJobSpecFlags(&spec_flags, &flags);

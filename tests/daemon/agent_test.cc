@@ -62,7 +62,7 @@ class FakeJobState {
     absl::MutexLock lock(&mu_);
     return joined_;
   }
-  absl::Status cancel_reason() const {
+  [[nodiscard]] absl::Status cancel_reason() const {
     absl::MutexLock lock(&mu_);
     return cancel_reason_;
   }

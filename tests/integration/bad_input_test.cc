@@ -150,8 +150,8 @@ class BadInputTest : public ClusterTest {
         cluster().stub().ReportMetrics(&context, request, &response));
   }
 
-  absl::Status ReportRankFailed(const std::string& job_id, int worker,
-                                int rank) {
+  [[nodiscard]] absl::Status ReportRankFailed(const std::string& job_id,
+                                              int worker, int rank) {
     grpc::ClientContext context;
     SetDeadline(&context);
     ReportRankRequest request;

@@ -1,6 +1,8 @@
 #include "common/compute_pool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -96,10 +98,31 @@ TEST(ComputePoolTest, ConcurrentCallersShareThePool) {
   }
 }
 
-TEST(ComputePoolTest, DefaultHelpersLeaveTheCallerACore) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  EXPECT_EQ(ComputePool::DefaultHelpers(),
-            cores > 1 ? static_cast<int>(cores) - 1 : 0);
+// The default pool works in parallel where the machine allows, and its
+// helpers and the caller, which always runs a part itself, fit the
+// machine's cores together.
+TEST(ComputePoolTest, DefaultPool_CallerRunsAPart_ThreadsFitTheCores) {
+  const int cores =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ComputePool pool(ComputePool::DefaultHelpers());
+  EXPECT_LE(pool.helpers() + 1, cores);
+  if (cores > 1) {
+    EXPECT_GE(pool.helpers(), 1);
+  }
+
+  constexpr size_t kItems = 4096;
+  absl::Mutex mu;
+  std::set<std::thread::id> threads;
+  size_t items = 0;
+  pool.For(kItems, /*grain=*/1, [&](size_t begin, size_t end) {
+    absl::MutexLock lock(&mu);
+    threads.insert(std::this_thread::get_id());
+    items += end - begin;
+  });
+  EXPECT_EQ(items, kItems);
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 1u)
+      << "the caller ran no part";
+  EXPECT_LE(static_cast<int>(threads.size()), cores);
 }
 
 }  // namespace

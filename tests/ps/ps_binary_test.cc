@@ -86,7 +86,8 @@ TEST(GradsyncPsBinaryTest, Run_PortTaken_ExitsOne) {
 }
 
 // A one-shard job of `total` zeros for `workers` ranks on `address`.
-absl::Status CreateJob(const std::string& address, int64_t total, int workers) {
+[[nodiscard]] absl::Status CreateJob(const std::string& address, int64_t total,
+                                     int workers) {
   ps::CreateShardRequest request;
   request.set_job_id("job");
   request.set_num_shards(1);

@@ -45,10 +45,10 @@ struct Chunk {
 // Sends rank 0's gradient `grads` for step 0 of job "j" as a descending
 // push in `chunks` with the generated stub; returns the call's status and
 // the parameters it got back.
-absl::Status PushChunks(const std::string& address,
-                        const std::vector<float>& grads,
-                        const std::vector<Chunk>& chunks,
-                        std::vector<float>* params) {
+[[nodiscard]] absl::Status PushChunks(const std::string& address,
+                                      const std::vector<float>& grads,
+                                      const std::vector<Chunk>& chunks,
+                                      std::vector<float>* params) {
   std::unique_ptr<ps::ParameterServer::Stub> stub =
       ps::ParameterServer::NewStub(
           grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));

@@ -36,7 +36,6 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::ExpectAllOk;
-using ::gradsync::testing::HaveFashionMnist;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::LoadOrDie;
@@ -128,7 +127,7 @@ TEST_F(TrainerTest, FourRanks_TrackOneRank_SyntheticData) {
 }
 
 TEST_F(TrainerTest, FourRanks_TrackOneRank_FashionMnist) {
-  if (!HaveFashionMnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
   TrainerConfig config;
   config.layer_sizes = {784, 64, 10};
   config.dataset = DatasetKind::kFashionMnist;

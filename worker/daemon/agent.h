@@ -102,9 +102,9 @@ class Agent {
  private:
   void Deregister(const absl::Status& reason);
   void Loop();
-  absl::Status Register();
+  [[nodiscard]] absl::Status Register();
   // One long-poll; sets *had_news when it brought assignments/cancels.
-  absl::Status Heartbeat(bool* had_news);
+  [[nodiscard]] absl::Status Heartbeat(bool* had_news);
   void Launch(const std::string& worker_id, const Assignment& assignment);
   void CancelJob(const std::string& job_id, const absl::Status& reason);
   void CancelAllJobs(const absl::Status& reason);

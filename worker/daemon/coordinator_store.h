@@ -51,12 +51,14 @@ class CoordinatorStore : public Store {
                    StoreScope scope, std::string target,
                    CoordinatorStoreOptions options = {});
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override;
-  absl::StatusOr<std::string> Get(absl::string_view key,
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override;
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
                                   absl::Time deadline) override;
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override;
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override;
 
   // Makes calls in flight return at once and later calls fail, all with
   // CANCELLED carrying `reason` (a cancelled job's rendezvous).
@@ -64,8 +66,9 @@ class CoordinatorStore : public Store {
 
  private:
   // The status of an RPC described by `what` (see the .cc).
-  absl::Status FromRpc(const grpc::Status& rpc_status, absl::string_view what,
-                       absl::Time rpc_deadline) const;
+  [[nodiscard]] absl::Status FromRpc(const grpc::Status& rpc_status,
+                                     absl::string_view what,
+                                     absl::Time rpc_deadline) const;
 
   const std::shared_ptr<Coordinator::StubInterface> stub_;
   const StoreScope scope_;

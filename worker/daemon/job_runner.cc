@@ -42,7 +42,7 @@ constexpr absl::Duration kStepDeadlineSlack = absl::Seconds(30);
 // How often a rank in rendezvous looks for cancellation.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
 
-absl::Status ValidateAssignment(const Assignment& a) {
+[[nodiscard]] absl::Status ValidateAssignment(const Assignment& a) {
   if (a.job_id().empty()) {
     return absl::InvalidArgumentError("assignment without a job id");
   }

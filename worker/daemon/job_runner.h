@@ -112,7 +112,7 @@ struct JobRunnerConfig {
 class JobRunner final : public JobHandle {
  public:
   // Validates `assignment` and starts the runner thread.
-  static absl::StatusOr<std::unique_ptr<JobRunner>> Start(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<JobRunner>> Start(
       const Assignment& assignment, JobRunnerConfig config,
       std::shared_ptr<Coordinator::StubInterface> stub);
 
@@ -136,7 +136,8 @@ class JobRunner final : public JobHandle {
                const TrainerConfig& config);
   // Connects `rank` to its peers; CANCELLED as soon as the job is
   // cancelled, even while the TCP rendezvous waits for peers (see .cc).
-  absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(int rank);
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(
+      int rank);
   // The NCCL communicators of an NCCL-ring rank (null otherwise, or when
   // this worker was built without NCCL: the trainer then refuses the job).
   DeviceCommFactory DeviceComms(int rank, const TrainerConfig& config);

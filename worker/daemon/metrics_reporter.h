@@ -70,7 +70,7 @@ class MetricsReporter {
  private:
   void SendLoop();
   // Sends one batch (one retry when the coordinator was unreachable).
-  absl::Status Send(const ReportMetricsRequest& request);
+  [[nodiscard]] absl::Status Send(const ReportMetricsRequest& request);
   void Log(absl::string_view line) const;
 
   const std::shared_ptr<Coordinator::StubInterface> stub_;

@@ -52,7 +52,7 @@ class CancellableCalls {
   // `reason` (the first reason wins).
   void CancelAll(const absl::Status& reason);
   // OK, or the CancelAll reason.
-  absl::Status status() const;
+  [[nodiscard]] absl::Status status() const;
 
  private:
   mutable absl::Mutex mu_;

@@ -58,7 +58,8 @@ class Reader {
     return Check();
   }
 
-  absl::Status GetFloats(std::vector<float>* values, uint64_t limit) {
+  [[nodiscard]] absl::Status GetFloats(std::vector<float>* values,
+                                       uint64_t limit) {
     uint64_t n = 0;
     RETURN_IF_ERROR(Get(&n));
     if (n > limit) {
@@ -73,7 +74,7 @@ class Reader {
   }
 
  private:
-  absl::Status Check() {
+  [[nodiscard]] absl::Status Check() {
     if (in_) return absl::OkStatus();
     return absl::DataLossError(absl::StrCat(path_, ": truncated checkpoint"));
   }

@@ -111,7 +111,7 @@ class SyntheticModel final : public TrainModel {
   std::vector<float> grads_;
 };
 
-absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
+[[nodiscard]] absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
     const TrainerConfig& config, int rank) {
   SyntheticConfig sc;
   sc.num_floats = config.synthetic_floats;

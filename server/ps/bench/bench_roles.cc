@@ -15,7 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "collectives/verifiable.h"
 #include "common/tcp_congestion.h"
+#include "common/units.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/tcp_baseline.h"
 #include "server/ps/ps_client.h"
@@ -29,7 +31,7 @@ constexpr char kTcpJob[] = "bench-tcp";
 // How long a server or client process waits for its next command.
 constexpr absl::Duration kCommandTimeout = absl::Hours(1);
 
-absl::StatusOr<size_t> ParseBytes(absl::string_view text) {
+[[nodiscard]] absl::StatusOr<size_t> ParseBytes(absl::string_view text) {
   size_t scale = 1;
   std::string digits = absl::AsciiStrToUpper(text);
   for (const auto& [suffix, factor] :
@@ -105,19 +107,6 @@ const char* BenchUsage() {
          "--only runs one transport (for profiling). --tcp_congestion\n"
          "sets both paths' TCP congestion control (default auto: reno,\n"
          "as for every connection between processes of one host).\n";
-}
-
-std::string FormatBytes(size_t bytes) {
-  if (bytes >= (size_t{1} << 30) && bytes % (size_t{1} << 30) == 0) {
-    return absl::StrCat(bytes >> 30, " GiB");
-  }
-  if (bytes >= (size_t{1} << 20) && bytes % (size_t{1} << 20) == 0) {
-    return absl::StrCat(bytes >> 20, " MiB");
-  }
-  if (bytes >= (size_t{1} << 10) && bytes % (size_t{1} << 10) == 0) {
-    return absl::StrCat(bytes >> 10, " KiB");
-  }
-  return absl::StrCat(bytes, " B");
 }
 
 absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv) {
@@ -201,7 +190,7 @@ absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv) {
   }
   if (options.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--chunk_bytes is at most ", FormatBytes(kMaxChunkBytes)));
+        absl::StrCat("--chunk_bytes is at most ", FormatSize(kMaxChunkBytes)));
   }
   return options;
 }
@@ -257,13 +246,16 @@ int RunBenchClient(const BenchOptions& options, int rank,
                    int out) {
   if (options.tune_malloc) TuneMallocForTensorTraffic();
   const size_t n = options.bytes / sizeof(float);
-  // Rank r's gradient, the same every round: (i % 7) + r. The mean over
-  // ranks is (i % 7) + (N - 1) / 2, a half-integer, so every sum and the
-  // parameters after each step, -(step + 1) * mean, are exact in fp32.
+  // Rank r's gradient, the same every round: the verifiable input
+  // (collectives/verifiable.h), (r + 1) * P(i) with P(i) in [1, 16]. The
+  // mean over ranks, P(i) * (N + 1) / 2, is a multiple of 1/2, so every sum
+  // and the parameters after each step, -(step + 1) * mean, are exact in
+  // fp32.
   std::vector<float> grads(n), params(n), mean(n);
+  FillInput(DataType::kFloat32, rank, grads.data(), n);
   for (size_t i = 0; i < n; ++i) {
-    grads[i] = static_cast<float>(i % 7 + rank);
-    mean[i] = static_cast<float>(i % 7) + 0.5f * (options.clients - 1);
+    mean[i] = static_cast<float>(
+        ReducedValue(ReduceOp::kAvg, DataType::kFloat32, options.clients, i));
   }
   PsClientOptions client_options;
   client_options.chunk_bytes = options.chunk_bytes;

@@ -40,10 +40,9 @@ struct BenchOptions {
 };
 
 // Parses argv; INVALID_ARGUMENT naming a bad flag or value.
-absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv);
+[[nodiscard]] absl::StatusOr<BenchOptions> ParseBenchOptions(int argc,
+                                                             char** argv);
 const char* BenchUsage();
-// "64 MiB", "1 MiB", "100 B".
-std::string FormatBytes(size_t bytes);
 
 // The process bodies; `in` and `out` are the pipes to the parent.
 int RunBenchServer(const BenchOptions& options, int in, int out);

@@ -164,9 +164,9 @@ int Run(const BenchOptions& options) {
       "# gradsync-ps-bench: %d client processes x %s push + pull through one "
       "server process (K=1 shard, sync, SGD), chunk %s, window %s, "
       "tcp congestion %s%s%s\n",
-      options.clients, FormatBytes(options.bytes).c_str(),
-      FormatBytes(options.chunk_bytes).c_str(),
-      FormatBytes(options.transport.stream_window_bytes).c_str(),
+      options.clients, FormatSize(options.bytes).c_str(),
+      FormatSize(options.chunk_bytes).c_str(),
+      FormatSize(options.transport.stream_window_bytes).c_str(),
       CongestionLabel(options.transport.congestion_control).c_str(),
       options.transport.bdp_probe ? ", BDP probing on" : "",
       options.tune_malloc ? "" : ", malloc untuned");
