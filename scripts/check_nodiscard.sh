@@ -6,11 +6,12 @@
 # Checked over every C++/CUDA source under ROOT (default: the repository
 # this script sits in):
 #   - a declaration in a header, member or free, needs the attribute;
-#   - in a .cc/.cu file, a function whose name is not qualified (a helper in
-#     an anonymous namespace, a class defined in the file, or the
-#     definition of a free function) needs it, unless a header declares a
-#     function of that name with it; out-of-class member definitions
-#     (Foo::Bar) take it from their declaration.
+#   - in a .cc/.cu file, a member of a class defined there (an indented
+#     declaration) needs it; so does a function at namespace scope whose
+#     name is not qualified (a helper in an anonymous namespace, or the
+#     definition of a free function), unless a header declares a function
+#     of that name with it; out-of-class member definitions (Foo::Bar)
+#     take it from their declaration.
 # The attribute goes before the declaration (`[[nodiscard]] static
 # absl::Status Load(...)`) or on the line above it. Lambdas and
 # std::function types are not declarations and are not checked.
@@ -32,12 +33,13 @@ if [ -z "$sources" ]; then
 fi
 
 # Finds the declarations of functions returning a status, one per line:
-# "file<TAB>line<TAB>has_nodiscard<TAB>name". The return type and the name
+# "file<TAB>line<TAB>has_nodiscard<TAB>name<TAB>indented". The return type
+# and the name
 # may be on one line or on two (a long StatusOr<...> alone on its line).
 # shellcheck disable=SC2086
 declarations=$(awk '
-  function report(file, line, attr, name) {
-    printf "%s\t%d\t%d\t%s\n", file, line, attr, name
+  function report(file, line, attr, name, indented) {
+    printf "%s\t%d\t%d\t%s\t%d\n", file, line, attr, name, indented
   }
   # The attribute, qualifiers, the status type; RSTART/RLENGTH of the
   # match, the rest of the line in `rest`.
@@ -55,20 +57,22 @@ declarations=$(awk '
       if (match(text, /^[[:space:]]*[A-Za-z_][A-Za-z_0-9:]*\(/)) {
         name = substr(text, RSTART, RLENGTH - 1)
         gsub(/[[:space:]]/, "", name)
-        report(FILENAME, FNR - 1, pending_attr, name)
+        report(FILENAME, FNR - 1, pending_attr, name, pending_indented)
       }
     }
     if (text ~ /^[[:space:]]*\/\//) { previous = text; next }
     if (status_head(text)) {
       attr = (text ~ /\[\[nodiscard\]\]/ ||
               previous ~ /\[\[nodiscard\]\][[:space:]]*$/) ? 1 : 0
+      indented = (text ~ /^[[:space:]]/) ? 1 : 0
       if (rest ~ /^[[:space:]]*$/) {
         pending = 1
         pending_attr = attr
+        pending_indented = indented
       } else if (match(rest, /^[[:space:]]*[A-Za-z_][A-Za-z_0-9:]*\(/)) {
         name = substr(rest, RSTART, RLENGTH - 1)
         gsub(/[[:space:]]/, "", name)
-        report(FILENAME, FNR, attr, name)
+        report(FILENAME, FNR, attr, name, indented)
       }
     }
     previous = text
@@ -82,7 +86,7 @@ awk -F'\t' '
     bad = 0
     for (i = 1; i <= n; i++) {
       split(rows[i], f, "\t")
-      file = f[1]; line = f[2]; attr = f[3]; name = f[4]
+      file = f[1]; line = f[2]; attr = f[3]; name = f[4]; indented = f[5]
       if (attr == 1) continue
       if (name ~ /::/) {
         # An out-of-class member definition: its declaration holds the
@@ -90,7 +94,7 @@ awk -F'\t' '
         # is the only one, which the class declaration rules out.
         continue
       }
-      if (file !~ /\.(h|cuh)$/ && (name in covered)) continue
+      if (file !~ /\.(h|cuh)$/ && !indented && (name in covered)) continue
       printf "%s:%s: %s returns a status but is not [[nodiscard]]; a dropped status would compile silently\n", file, line, name
       bad++
     }

@@ -10,9 +10,6 @@
 // variable GRADSYNC_COORDINATOR, else 127.0.0.1:29400. Logs one line per
 // event on stderr, with a timestamp. Exits 0 after a signal, 1 if it cannot
 // start, 2 on a bad command line.
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -32,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "server/coordinator/grpc_coordinator_client.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
@@ -238,14 +236,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  grpc::ChannelArguments args;
-  // Reconnect quickly when the coordinator comes back.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  std::shared_ptr<gradsync::Coordinator::StubInterface> stub =
-      gradsync::Coordinator::NewStub(grpc::CreateCustomChannel(
-          flags.coordinator, grpc::InsecureChannelCredentials(), args));
+  std::shared_ptr<gradsync::CoordinatorClient> client =
+      gradsync::NewGrpcCoordinatorClient(
+          gradsync::NewCoordinatorChannel(flags.coordinator),
+          flags.coordinator);
 
   gradsync::BlasThreadPolicy blas;
   gradsync::JobRunnerConfig runner;
@@ -270,8 +264,8 @@ int main(int argc, char** argv) {
                    gradsync::FormatDevices(*devices), ", address ",
                    flags.address, ", host ", flags.host));
   {
-    gradsync::Agent agent(config, stub,
-                          gradsync::JobRunnerLauncher(runner, stub));
+    gradsync::Agent agent(config, client,
+                          gradsync::JobRunnerLauncher(runner, client));
     agent.Start();
     int signal_number = 0;
     sigwait(&signals, &signal_number);

@@ -51,13 +51,13 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
   return ReportUsageError(env, command, args, status);
 }
 
-std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
-                                              const CommandEnv& env) {
+std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
+                                          const CommandEnv& env) {
   ClientConfig config;
   config.address =
       ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
   config.rpc_timeout = common.timeout;
-  return std::make_unique<CoordinatorClient>(std::move(config));
+  return std::make_unique<ControlClient>(std::move(config));
 }
 
 double NowSeconds(const CommandEnv& env) {
@@ -68,7 +68,7 @@ namespace {
 
 // Follows one job to its end; exit 0 only if it SUCCEEDED. Sets
 // *restarted_as to the job that restarts it (JobSpec.max_restarts).
-int FollowOne(CoordinatorClient& client, const std::string& job_id,
+int FollowOne(ControlClient& client, const std::string& job_id,
               const FollowOptions& follow, bool json, absl::string_view command,
               const CommandEnv& env, std::string* restarted_as) {
   ProgressOptions options;
@@ -111,7 +111,7 @@ int FollowOne(CoordinatorClient& client, const std::string& job_id,
 
 }  // namespace
 
-int Follow(CoordinatorClient& client, const std::string& job_id,
+int Follow(ControlClient& client, const std::string& job_id,
            const FollowOptions& follow, bool json, absl::string_view command,
            const CommandEnv& env) {
   std::string current = job_id;

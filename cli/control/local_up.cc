@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "cli/control/coordinator_client.h"
+#include "cli/control/control_client.h"
 #include "cli/control/local_cluster.h"
 #include "common/status_macros.h"
 #include "common/wait_status.h"
@@ -120,7 +120,7 @@ bool IsParameterServer(const DaemonRecord& d) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = kProbeTimeout;
-  CoordinatorClient client(config);
+  ControlClient client(config);
   return client.ListWorkers();
 }
 

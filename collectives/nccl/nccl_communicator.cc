@@ -222,7 +222,9 @@ class NcclCommunicator : public Communicator {
 
   void Abort(const absl::Status& reason) override { state_->Abort(reason); }
 
-  absl::Status WaitEvent(cudaEvent_t event) { return state_->WaitEvent(event); }
+  [[nodiscard]] absl::Status WaitEvent(cudaEvent_t event) {
+    return state_->WaitEvent(event);
+  }
 
  private:
   const std::shared_ptr<NcclCommState> state_;

@@ -154,7 +154,7 @@ class TcpWork : public Work {
     done_ = true;
   }
 
-  absl::Status Wait(absl::Time deadline) override {
+  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
       return status_;
@@ -177,7 +177,7 @@ class TcpWork : public Work {
     return done_;
   }
 
-  absl::StatusOr<absl::Duration> Elapsed() override {
+  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
     absl::MutexLock lock(&mu_);
     if (!done_ || !status_.ok()) {
       return absl::FailedPreconditionError(
@@ -322,11 +322,13 @@ class TcpCommunicator final : public Communicator {
   class WorkHandle : public Work {
    public:
     explicit WorkHandle(std::shared_ptr<TcpWork> w) : w_(std::move(w)) {}
-    absl::Status Wait(absl::Time deadline) override {
+    [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
       return w_->Wait(deadline);
     }
     bool Done() override { return w_->Done(); }
-    absl::StatusOr<absl::Duration> Elapsed() override { return w_->Elapsed(); }
+    [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
+      return w_->Elapsed();
+    }
 
    private:
     std::shared_ptr<TcpWork> w_;
@@ -364,7 +366,7 @@ class TcpCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  absl::Status Run(Op& op) {
+  [[nodiscard]] absl::Status Run(Op& op) {
     RETURN_IF_ERROR(core_->CheckUsable());
     CollectiveContext ctx;
     ctx.rank = rank();

@@ -155,11 +155,11 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
                                       (*server)->port());
     reg.pid = static_cast<int>(getpid());
     reg.register_timeout = config.register_timeout;
-    std::shared_ptr<Coordinator::StubInterface> stub =
+    std::shared_ptr<CoordinatorClient> client =
         hooks.connect_coordinator
             ? hooks.connect_coordinator(config.coordinator)
             : ConnectCoordinator(config.coordinator);
-    registration = std::make_unique<PsRegistration>(std::move(reg), stub,
+    registration = std::make_unique<PsRegistration>(std::move(reg), client,
                                                     (*server)->service());
   }
 

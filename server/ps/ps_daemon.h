@@ -27,7 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "server/coordinator/coordinator_client.h"
 #include "server/ps/ps_server.h"
 
 namespace gradsync {
@@ -43,9 +43,9 @@ struct PsDaemonConfig {
 
 // What the daemon uses beyond its config; unset ones take the defaults.
 struct PsDaemonHooks {
-  // The coordinator's stub; default: an insecure gRPC channel to
-  // `coordinator` that reconnects quickly.
-  std::function<std::shared_ptr<Coordinator::StubInterface>(
+  // The coordinator's client; default: ConnectCoordinator(coordinator), an
+  // insecure gRPC channel that reconnects quickly.
+  std::function<std::shared_ptr<CoordinatorClient>(
       const std::string& coordinator)>
       connect_coordinator;
 };

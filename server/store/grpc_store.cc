@@ -35,7 +35,8 @@ class GrpcStore : public Store {
       : target_(std::move(target)),
         stub_(store::StoreService::NewStub(std::move(channel))) {}
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override {
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override {
     store::SetRequest request;
     request.set_key(std::string(key));
     request.set_value(std::string(value));
@@ -47,8 +48,8 @@ class GrpcStore : public Store {
                    absl::StrCat("Set of key '", key, "'"), rpc_deadline);
   }
 
-  absl::StatusOr<std::string> Get(absl::string_view key,
-                                  absl::Time deadline) override {
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override {
     store::GetRequest request;
     request.set_key(std::string(key));
     request.set_timeout_ms(MillisecondsUntil(deadline));
@@ -63,7 +64,8 @@ class GrpcStore : public Store {
     return std::move(*response.mutable_value());
   }
 
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override {
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override {
     store::AddRequest request;
     request.set_key(std::string(key));
     request.set_delta(delta);
@@ -78,8 +80,8 @@ class GrpcStore : public Store {
     return response.value();
   }
 
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override {
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
+                                  absl::Time deadline) override {
     store::WaitRequest request;
     for (const std::string& key : keys) request.add_keys(key);
     request.set_timeout_ms(MillisecondsUntil(deadline));
@@ -96,8 +98,9 @@ class GrpcStore : public Store {
   // The status of an RPC described by `what`. Errors from the store logic
   // (which name their keys) pass unchanged; errors from the transport get
   // the target, the operation and a hint.
-  absl::Status FromRpc(const grpc::Status& rpc_status, absl::string_view what,
-                       absl::Time rpc_deadline) const {
+  [[nodiscard]] absl::Status FromRpc(const grpc::Status& rpc_status,
+                                     absl::string_view what,
+                                     absl::Time rpc_deadline) const {
     absl::Status status = FromGrpcStatus(rpc_status);
     switch (status.code()) {
       case absl::StatusCode::kOk:

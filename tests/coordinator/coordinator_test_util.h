@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_service.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {

@@ -23,7 +23,7 @@
 #include "server/ps/ps_server.h"
 #include "server/ps/shard_range.h"
 #include "tests/ps/ps_grpc_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_shard.h"
 #include "server/ps/tensor_codec.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {

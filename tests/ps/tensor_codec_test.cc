@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
 #include "server/ps/tensor_stream.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {

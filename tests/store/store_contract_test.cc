@@ -1,8 +1,14 @@
 // The Store contract (collectives/store.h), held by every implementation:
-// MemoryStore for ranks that are threads, and the gRPC client against a real
-// StoreServer on loopback for ranks that are processes. Each test runs once
-// per implementation (StoreContractTest/Memory.*, StoreContractTest/Grpc.*).
+// MemoryStore for ranks that are threads, PrefixStore over it, FileStore
+// over a shared directory, the gRPC client against a real StoreServer on
+// loopback for ranks that are processes, and the worker daemon's
+// CoordinatorStore against a real coordinator on loopback. Each test runs
+// once per implementation (StoreContractTest/Memory.*, .../Prefix.*,
+// .../File.*, .../Grpc.*, .../Coordinator.*).
+#include <stdlib.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -12,14 +18,20 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "collectives/file_store.h"
 #include "collectives/memory_store.h"
 #include "collectives/prefix_store.h"
 #include "collectives/store.h"
+#include "common/status_macros.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/coordinator/coordinator_server.h"
+#include "server/coordinator/grpc_coordinator_client.h"
 #include "server/store/grpc_store.h"
 #include "server/store/store_server.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
+#include "worker/daemon/coordinator_store.h"
 
 namespace gradsync {
 namespace {
@@ -39,7 +51,7 @@ constexpr absl::Duration kLongDeadline = absl::Seconds(10);
 class MemoryEnv {
  public:
   static constexpr char kName[] = "Memory";
-  absl::Status Init() { return absl::OkStatus(); }
+  [[nodiscard]] absl::Status Init() { return absl::OkStatus(); }
   Store* rank0() { return &store_; }
   Store* rank1() { return &store_; }
 
@@ -52,7 +64,7 @@ class MemoryEnv {
 class GrpcEnv {
  public:
   static constexpr char kName[] = "Grpc";
-  absl::Status Init() {
+  [[nodiscard]] absl::Status Init() {
     absl::StatusOr<std::unique_ptr<StoreServer>> server =
         StoreServer::Start("127.0.0.1:0");
     if (!server.ok()) return server.status();
@@ -74,6 +86,119 @@ class GrpcEnv {
   std::unique_ptr<Store> client1_;
 };
 
+// Two PrefixStores with one prefix over one MemoryStore, as the ranks of
+// one job generation hold them.
+class PrefixEnv {
+ public:
+  static constexpr char kName[] = "Prefix";
+  [[nodiscard]] absl::Status Init() { return absl::OkStatus(); }
+  Store* rank0() { return &rank0_; }
+  Store* rank1() { return &rank1_; }
+
+ private:
+  MemoryStore base_;
+  PrefixStore rank0_{&base_, "job-1/gen-0"};
+  PrefixStore rank1_{&base_, "job-1/gen-0"};
+};
+
+// Two FileStores over one fresh directory, as two processes on a shared
+// file system would have.
+class FileEnv {
+ public:
+  static constexpr char kName[] = "File";
+  ~FileEnv() {
+    if (!dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+    }
+  }
+  [[nodiscard]] absl::Status Init() {
+    const std::string base = ::testing::TempDir();
+    std::string pattern = base +
+                          (base.empty() || base.back() != '/' ? "/" : "") +
+                          "store_contract_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::InternalError("mkdtemp failed in " + base);
+    }
+    dir_ = pattern;
+    rank0_ = std::make_unique<FileStore>(dir_);
+    rank1_ = std::make_unique<FileStore>(dir_);
+    return absl::OkStatus();
+  }
+  Store* rank0() { return rank0_.get(); }
+  Store* rank1() { return rank1_.get(); }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<FileStore> rank0_;
+  std::unique_ptr<FileStore> rank1_;
+};
+
+// A real coordinator on a free loopback port with one worker hosting both
+// ranks of a job, and that worker's CoordinatorStore twice, each over its
+// own client and channel, as the ranks of a worker daemon use it.
+class CoordinatorEnv {
+ public:
+  static constexpr char kName[] = "Coordinator";
+  [[nodiscard]] absl::Status Init() {
+    CoordinatorConfig config;
+    // No heartbeats come: the worker must outlive the suite.
+    config.lease = absl::Hours(1);
+    ASSIGN_OR_RETURN(server_, CoordinatorServer::Start("127.0.0.1:0", config));
+    RegisterWorkerRequest worker;
+    worker.set_host("host-a");
+    worker.set_address("127.0.0.1");
+    worker.set_pid(1);
+    worker.set_wire_version(kWireVersion);
+    for (int i = 0; i < 2; ++i) {
+      Device* device = worker.add_devices();
+      device->set_kind("cpu");
+      device->set_index(i);
+    }
+    ASSIGN_OR_RETURN(const RegisterWorkerResponse registered,
+                     server_->service()->RegisterWorker(worker));
+    SubmitJobRequest submit;
+    JobSpec* spec = submit.mutable_spec();
+    spec->set_name("store-contract");
+    spec->mutable_model()->set_kind("mlp");
+    for (int width : {784, 32, 10})
+      spec->mutable_model()->add_layer_sizes(width);
+    spec->mutable_dataset()->set_name("synthetic");
+    spec->set_num_workers(2);
+    spec->mutable_optimizer()->set_name("sgd");
+    spec->mutable_optimizer()->set_learning_rate(0.1);
+    spec->set_batch_size(64);
+    spec->set_steps(10);
+    ASSIGN_OR_RETURN(const SubmitJobResponse submitted,
+                     server_->service()->SubmitJob(submit));
+    HeartbeatRequest poll;
+    poll.set_worker_id(registered.worker_id());
+    ASSIGN_OR_RETURN(const HeartbeatResponse news,
+                     server_->service()->Heartbeat(poll));
+    if (news.assignments_size() != 1) {
+      return absl::InternalError("the job was not assigned to the worker");
+    }
+    StoreScope scope;
+    scope.set_worker_id(registered.worker_id());
+    scope.set_job_id(submitted.job_id());
+    scope.set_generation(news.assignments(0).generation());
+    const std::string address = server_->address();
+    for (std::unique_ptr<CoordinatorStore>* rank : {&rank0_, &rank1_}) {
+      *rank = std::make_unique<CoordinatorStore>(
+          NewGrpcCoordinatorClient(NewCoordinatorChannel(address), address),
+          scope);
+    }
+    return absl::OkStatus();
+  }
+  Store* rank0() { return rank0_.get(); }
+  Store* rank1() { return rank1_.get(); }
+
+ private:
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<CoordinatorStore> rank0_;
+  std::unique_ptr<CoordinatorStore> rank1_;
+};
+
 template <typename Env>
 class StoreContractTest : public ::testing::Test {
  protected:
@@ -91,7 +216,8 @@ struct EnvName {
   }
 };
 
-using Envs = ::testing::Types<MemoryEnv, GrpcEnv>;
+using Envs =
+    ::testing::Types<MemoryEnv, PrefixEnv, FileEnv, GrpcEnv, CoordinatorEnv>;
 TYPED_TEST_SUITE(StoreContractTest, Envs, EnvName);
 
 TYPED_TEST(StoreContractTest, Set_ThenGet_ReturnsValue) {

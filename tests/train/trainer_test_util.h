@@ -14,8 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
-#include "tests/store/status_matchers.h"
 #include "tests/util/fashion_mnist.h"
+#include "tests/util/status_matchers.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/train/trainer.h"
 

@@ -60,7 +60,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/communicator.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/daemon/metrics_reporter.h"
@@ -114,7 +115,7 @@ class JobRunner final : public JobHandle {
   // Validates `assignment` and starts the runner thread.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<JobRunner>> Start(
       const Assignment& assignment, JobRunnerConfig config,
-      std::shared_ptr<Coordinator::StubInterface> stub);
+      std::shared_ptr<CoordinatorClient> client);
 
   ~JobRunner() override;
 
@@ -127,7 +128,7 @@ class JobRunner final : public JobHandle {
 
  private:
   JobRunner(const Assignment& assignment, JobRunnerConfig config,
-            std::shared_ptr<Coordinator::StubInterface> stub);
+            std::shared_ptr<CoordinatorClient> client);
 
   void Main();
   // Runs `rank` on `device` ("cpu:0", "cuda:1") with its own copy of the
@@ -161,7 +162,7 @@ class JobRunner final : public JobHandle {
 
   const Assignment assignment_;
   const JobRunnerConfig config_;
-  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::shared_ptr<CoordinatorClient> client_;
   // Shared with rendezvous helpers that may outlive the runner (RunRank).
   const std::shared_ptr<CoordinatorStore> store_;
   MetricsReporter reporter_;

@@ -53,7 +53,7 @@ class Reader {
   Reader(std::ifstream& in, const std::string& path) : in_(in), path_(path) {}
 
   template <typename T>
-  absl::Status Get(T* value) {
+  [[nodiscard]] absl::Status Get(T* value) {
     in_.read(reinterpret_cast<char*>(value), sizeof(*value));
     return Check();
   }

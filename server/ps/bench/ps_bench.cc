@@ -45,6 +45,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/tcp_congestion.h"
+#include "common/units.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/bench_roles.h"
 #include "server/ps/ps_socket_mutator.h"

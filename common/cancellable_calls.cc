@@ -1,20 +1,22 @@
-#include "worker/daemon/rpc_util.h"
+#include "common/cancellable_calls.h"
 
-#include "absl/time/clock.h"
+#include <utility>
 
 namespace gradsync {
 
 CancellableCalls::Scope::Scope(CancellableCalls* calls,
-                               grpc::ClientContext* context)
-    : calls_(calls), context_(context) {
+                               std::function<void()> cancel)
+    : calls_(calls) {
+  if (calls_ == nullptr) return;
   absl::MutexLock lock(&calls_->mu_);
   status_ = calls_->cancelled_;
-  if (status_.ok()) calls_->active_.insert(context_);
+  if (status_.ok()) calls_->active_.emplace(this, std::move(cancel));
 }
 
 CancellableCalls::Scope::~Scope() {
+  if (calls_ == nullptr) return;
   absl::MutexLock lock(&calls_->mu_);
-  calls_->active_.erase(context_);
+  calls_->active_.erase(this);
 }
 
 void CancellableCalls::CancelAll(const absl::Status& reason) {
@@ -22,9 +24,8 @@ void CancellableCalls::CancelAll(const absl::Status& reason) {
   if (cancelled_.ok()) {
     cancelled_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
   }
-  // TryCancel is thread-safe and does not block; the calls return
-  // CANCELLED promptly on their own threads.
-  for (grpc::ClientContext* context : active_) context->TryCancel();
+  // The calls return CANCELLED promptly on their own threads.
+  for (auto& [scope, cancel] : active_) cancel();
 }
 
 absl::Status CancellableCalls::status() const {

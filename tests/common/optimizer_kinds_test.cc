@@ -11,7 +11,7 @@
 #include "common/compute_pool.h"
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
-#include "tests/worker/optimizer_test_util.h"
+#include "tests/common/optimizer_test_util.h"
 
 namespace gradsync {
 namespace {

@@ -1,11 +1,11 @@
-// CoordinatorClient: the CLI's side of the Coordinator service
-// (proto/coordinator.proto). A thin wrapper over the generated stub that
-// puts a deadline on every call, turns grpc::Status into absl::Status and,
+// ControlClient: the control commands' side of the Coordinator service
+// (proto/coordinator.proto), over the one CoordinatorClient
+// (server/coordinator/coordinator_client.h). It puts a deadline on every
+// call, connects first (through gRPC 1.51's spurious connect failures) and,
 // when the coordinator cannot be reached, says so in words that tell the
 // user what to do next.
 //
-//   CoordinatorClient client({.address = ResolveCoordinatorAddress(
-//                                 flag, env)});
+//   ControlClient client({.address = ResolveCoordinatorAddress(flag, env)});
 //   ASSIGN_OR_RETURN(std::string job_id, client.SubmitJob(spec));
 //   RETURN_IF_ERROR(client.WatchJob(job_id, absl::InfiniteDuration(),
 //                                   [](const JobEvent& e) { ...; }));
@@ -17,10 +17,8 @@
 // own status (its codes are listed in coordinator.proto).
 //
 // Threading: one client may be used by one thread at a time.
-#ifndef GRADSYNC_CLI_CONTROL_COORDINATOR_CLIENT_H_
-#define GRADSYNC_CLI_CONTROL_COORDINATOR_CLIENT_H_
-
-#include <grpcpp/channel.h>
+#ifndef GRADSYNC_CLI_CONTROL_CONTROL_CLIENT_H_
+#define GRADSYNC_CLI_CONTROL_CONTROL_CLIENT_H_
 
 #include <functional>
 #include <memory>
@@ -30,7 +28,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
 namespace control {
@@ -53,14 +52,14 @@ struct ClientConfig {
   absl::Duration rpc_timeout = absl::Seconds(10);
 };
 
-class CoordinatorClient {
+class ControlClient {
  public:
   // Opens a channel to config.address (lazily: nothing is sent until the
   // first call).
-  explicit CoordinatorClient(ClientConfig config);
+  explicit ControlClient(ClientConfig config);
 
-  CoordinatorClient(const CoordinatorClient&) = delete;
-  CoordinatorClient& operator=(const CoordinatorClient&) = delete;
+  ControlClient(const ControlClient&) = delete;
+  ControlClient& operator=(const ControlClient&) = delete;
 
   const std::string& address() const { return config_.address; }
 
@@ -95,23 +94,18 @@ class CoordinatorClient {
       const std::function<absl::Status(const JobEvent&)>& on_event);
 
  private:
-  // Connects first (ConnectFirst), then sets the call's deadline to now +
-  // rpc_timeout.
-  void PrepareContext(grpc::ClientContext* context) const;
-  // Brings the channel through a spurious connect failure of gRPC 1.51
-  // (common/grpc_connect.h) before a call, waiting until `deadline` at most.
-  void ConnectFirst(absl::Time deadline) const;
-  // grpc::Status -> absl::Status, naming the coordinator when the
-  // connection (not the coordinator) failed.
-  [[nodiscard]] absl::Status Convert(const grpc::Status& status,
-                                     absl::string_view method);
+  // A call's options: the deadline now + rpc_timeout.
+  CallOptions Unary() const;
+  // The client's status in the user's words: the coordinator named when it
+  // could not be reached or did not answer `method` in time.
+  [[nodiscard]] absl::Status Explain(const absl::Status& status,
+                                     absl::string_view method) const;
 
   ClientConfig config_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<Coordinator::Stub> stub_;
+  std::shared_ptr<CoordinatorClient> client_;
 };
 
 }  // namespace control
 }  // namespace gradsync
 
-#endif  // GRADSYNC_CLI_CONTROL_COORDINATOR_CLIENT_H_
+#endif  // GRADSYNC_CLI_CONTROL_CONTROL_CLIENT_H_

@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/worker/optimizer_test_util.h"
+#include "tests/common/optimizer_test_util.h"
 
 namespace gradsync {
 namespace {

@@ -1,6 +1,6 @@
 // Shared by the optimizer tests: deterministic data and bitwise checks.
-#ifndef GRADSYNC_TESTS_WORKER_OPTIMIZER_TEST_UTIL_H_
-#define GRADSYNC_TESTS_WORKER_OPTIMIZER_TEST_UTIL_H_
+#ifndef GRADSYNC_TESTS_COMMON_OPTIMIZER_TEST_UTIL_H_
+#define GRADSYNC_TESTS_COMMON_OPTIMIZER_TEST_UTIL_H_
 
 #include <cstdint>
 #include <vector>
@@ -54,4 +54,4 @@ inline void ExpectSameStateBuffers(const OptimizerState& want,
 }  // namespace testing
 }  // namespace gradsync
 
-#endif  // GRADSYNC_TESTS_WORKER_OPTIMIZER_TEST_UTIL_H_
+#endif  // GRADSYNC_TESTS_COMMON_OPTIMIZER_TEST_UTIL_H_

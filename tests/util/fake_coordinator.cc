@@ -1,4 +1,4 @@
-#include "tests/daemon/fake_coordinator.h"
+#include "tests/util/fake_coordinator.h"
 
 #include <arpa/inet.h>
 #include <grpcpp/create_channel.h>
@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "server/coordinator/grpc_coordinator_client.h"
 
 namespace gradsync::testing {
 namespace {
@@ -233,6 +234,65 @@ int64_t FakeCoordinator::heartbeats() const {
   return heartbeats_;
 }
 
+grpc::Status FakeCoordinator::RegisterParameterServer(
+    grpc::ServerContext* context, const RegisterParameterServerRequest* request,
+    RegisterParameterServerResponse* response) {
+  absl::MutexLock lock(&mu_);
+  ++events_;
+  if (refuse_ps_) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "no parameter servers here");
+  }
+  ps_registrations_.push_back(*request);
+  const std::string id = absl::StrCat("ps-", ps_registrations_.size());
+  known_ps_.insert(id);
+  response->set_ps_id(id);
+  response->set_lease_ms(10 * ps_heartbeat_ms_);
+  response->set_heartbeat_ms(ps_heartbeat_ms_);
+  return grpc::Status::OK;
+}
+
+grpc::Status FakeCoordinator::PsHeartbeat(grpc::ServerContext* context,
+                                          const PsHeartbeatRequest* request,
+                                          PsHeartbeatResponse* response) {
+  absl::MutexLock lock(&mu_);
+  ++events_;
+  if (known_ps_.count(request->ps_id()) == 0) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("unknown ps '", request->ps_id(), "'"));
+  }
+  ps_heartbeats_.push_back(*request);
+  for (const std::string& job : release_) response->add_release_job_ids(job);
+  release_.clear();
+  return grpc::Status::OK;
+}
+
+void FakeCoordinator::ReleaseJobs(std::vector<std::string> jobs) {
+  absl::MutexLock lock(&mu_);
+  release_ = std::move(jobs);
+}
+
+void FakeCoordinator::ForgetParameterServers() {
+  absl::MutexLock lock(&mu_);
+  known_ps_.clear();
+}
+
+void FakeCoordinator::RefusePsRegistrations() {
+  absl::MutexLock lock(&mu_);
+  refuse_ps_ = true;
+}
+
+std::vector<RegisterParameterServerRequest> FakeCoordinator::ps_registrations()
+    const {
+  absl::MutexLock lock(&mu_);
+  return ps_registrations_;
+}
+
+std::vector<PsHeartbeatRequest> FakeCoordinator::ps_heartbeats() const {
+  absl::MutexLock lock(&mu_);
+  return ps_heartbeats_;
+}
+
 std::vector<ReportRankRequest> FakeCoordinator::Reports(
     const std::string& job_id, RankState state) const {
   absl::MutexLock lock(&mu_);
@@ -243,24 +303,38 @@ std::vector<ReportRankRequest> FakeCoordinator::Reports(
   return out;
 }
 
-FakeCoordinatorServer::FakeCoordinatorServer() {
+FakeCoordinatorServer::FakeCoordinatorServer(int port, int64_t ps_heartbeat_ms)
+    : fake_(ps_heartbeat_ms) {
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::StrCat("127.0.0.1:", port),
+                           grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&fake_);
   server_ = builder.BuildAndStart();
-  address_ = absl::StrCat("127.0.0.1:", port);
+  if (server_ == nullptr) port_ = 0;
+  address_ = absl::StrCat("127.0.0.1:", port_);
 }
 
 FakeCoordinatorServer::~FakeCoordinatorServer() {
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
 }
 
-std::shared_ptr<Coordinator::StubInterface> FakeCoordinatorServer::NewStub()
-    const {
-  return Coordinator::NewStub(
-      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+void FakeCoordinatorServer::Shutdown() {
+  if (server_ == nullptr) return;
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+  server_ = nullptr;
+}
+
+std::shared_ptr<CoordinatorClient> FakeCoordinatorServer::NewClient() const {
+  return NewTestClient(address_);
+}
+
+std::shared_ptr<CoordinatorClient> NewTestClient(const std::string& address) {
+  return NewGrpcCoordinatorClient(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()),
+      address);
 }
 
 std::string UnusedAddress() {

@@ -5,8 +5,8 @@
 //               StatusIs(absl::StatusCode::kDeadlineExceeded,
 //                        HasSubstr("'k'")));
 //   ASSERT_THAT(store.Set("k", "v"), IsOk());
-#ifndef GRADSYNC_TESTS_STORE_STATUS_MATCHERS_H_
-#define GRADSYNC_TESTS_STORE_STATUS_MATCHERS_H_
+#ifndef GRADSYNC_TESTS_UTIL_STATUS_MATCHERS_H_
+#define GRADSYNC_TESTS_UTIL_STATUS_MATCHERS_H_
 
 #include <string>
 
@@ -51,4 +51,4 @@ MATCHER_P2(StatusIs, code, message_matcher,
 }  // namespace testing
 }  // namespace gradsync
 
-#endif  // GRADSYNC_TESTS_STORE_STATUS_MATCHERS_H_
+#endif  // GRADSYNC_TESTS_UTIL_STATUS_MATCHERS_H_

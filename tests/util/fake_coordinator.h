@@ -1,10 +1,15 @@
-// A tiny in-process Coordinator gRPC service for the worker daemon's unit
-// tests: it registers workers, hands out news queued by the test (
-// assignments, cancellations) through the Heartbeat long-poll, serves a
-// rendezvous store scoped like the real one, and records every ReportRank
-// and ReportMetrics. Tests drive it from their own thread.
-#ifndef GRADSYNC_TESTS_DAEMON_FAKE_COORDINATOR_H_
-#define GRADSYNC_TESTS_DAEMON_FAKE_COORDINATOR_H_
+// The one fake coordinator of the tests: a tiny in-process Coordinator gRPC
+// service that the real clients (server/coordinator/coordinator_client.h)
+// talk to on 127.0.0.1. For worker daemons it registers workers, hands out
+// news queued by the test (assignments, cancellations, switch notices)
+// through the Heartbeat long-poll, serves a rendezvous store scoped like
+// the real one, and records every ReportRank and ReportMetrics. For
+// parameter servers it hands out ids "ps-1", "ps-2", ..., answers
+// heartbeats of unknown ids with NOT_FOUND (as a restarted coordinator
+// would) and releases the jobs the test names. The job RPCs answer
+// UNIMPLEMENTED. Tests drive it from their own thread.
+#ifndef GRADSYNC_TESTS_UTIL_FAKE_COORDINATOR_H_
+#define GRADSYNC_TESTS_UTIL_FAKE_COORDINATOR_H_
 
 #include <grpcpp/server.h>
 
@@ -12,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,12 +27,15 @@
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "server/coordinator/coordinator_client.h"
 
 namespace gradsync::testing {
 
 class FakeCoordinator final : public Coordinator::Service {
  public:
-  FakeCoordinator() = default;
+  // Parameter servers are told to heartbeat every `ps_heartbeat_ms`.
+  explicit FakeCoordinator(int64_t ps_heartbeat_ms = 50)
+      : ps_heartbeat_ms_(ps_heartbeat_ms) {}
 
   // ---- what workers call ----
   grpc::Status RegisterWorker(grpc::ServerContext* context,
@@ -54,6 +63,15 @@ class FakeCoordinator final : public Coordinator::Service {
                          const StoreWaitRequest* request,
                          StoreWaitResponse* response) override;
 
+  // ---- what parameter servers call ----
+  grpc::Status RegisterParameterServer(
+      grpc::ServerContext* context,
+      const RegisterParameterServerRequest* request,
+      RegisterParameterServerResponse* response) override;
+  grpc::Status PsHeartbeat(grpc::ServerContext* context,
+                           const PsHeartbeatRequest* request,
+                           PsHeartbeatResponse* response) override;
+
   // ---- test control ----
   // Queues news for `worker_id`'s next heartbeat.
   void Assign(const std::string& worker_id, const Assignment& assignment);
@@ -66,6 +84,12 @@ class FakeCoordinator final : public Coordinator::Service {
   void DeclareLost(const std::string& worker_id);
   // Every store call fails with `status` while it is not OK.
   void FailStoreCalls(absl::Status status);
+  // The next parameter-server heartbeat's reply names these jobs.
+  void ReleaseJobs(std::vector<std::string> jobs);
+  // Forgets every parameter server (heartbeats get NOT_FOUND).
+  void ForgetParameterServers();
+  // RegisterParameterServer answers UNIMPLEMENTED from now on.
+  void RefusePsRegistrations();
 
   // Blocks until `done()` holds (checked on every recorded event) or
   // `timeout` passes; returns whether it holds.
@@ -80,6 +104,8 @@ class FakeCoordinator final : public Coordinator::Service {
   // Reports of `job_id` with `state`.
   std::vector<ReportRankRequest> Reports(const std::string& job_id,
                                          RankState state) const;
+  std::vector<RegisterParameterServerRequest> ps_registrations() const;
+  std::vector<PsHeartbeatRequest> ps_heartbeats() const;
 
  private:
   struct News {
@@ -101,26 +127,44 @@ class FakeCoordinator final : public Coordinator::Service {
   int64_t events_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status store_failure_ ABSL_GUARDED_BY(mu_);
   MemoryStore store_;
+
+  const int64_t ps_heartbeat_ms_;
+  std::vector<RegisterParameterServerRequest> ps_registrations_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<PsHeartbeatRequest> ps_heartbeats_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> known_ps_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> release_ ABSL_GUARDED_BY(mu_);
+  bool refuse_ps_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// The fake served on 127.0.0.1 at a free port.
+// The fake served on 127.0.0.1:`port` (0: a free port); port() is 0 when
+// that failed.
 class FakeCoordinatorServer {
  public:
-  FakeCoordinatorServer();
+  explicit FakeCoordinatorServer(int port = 0, int64_t ps_heartbeat_ms = 50);
   ~FakeCoordinatorServer();
   FakeCoordinator& fake() { return fake_; }
+  int port() const { return port_; }
   const std::string& address() const { return address_; }
-  std::shared_ptr<Coordinator::StubInterface> NewStub() const;
+  // A new client of the real gRPC implementation, on its own channel.
+  std::shared_ptr<CoordinatorClient> NewClient() const;
+  // Stops serving at once (calls in flight fail). Idempotent.
+  void Shutdown();
 
  private:
   FakeCoordinator fake_;
   std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
   std::string address_;
 };
+
+// A client of the real gRPC implementation for `address` (where nothing
+// may listen).
+std::shared_ptr<CoordinatorClient> NewTestClient(const std::string& address);
 
 // A 127.0.0.1 address where nothing listens.
 std::string UnusedAddress();
 
 }  // namespace gradsync::testing
 
-#endif  // GRADSYNC_TESTS_DAEMON_FAKE_COORDINATOR_H_
+#endif  // GRADSYNC_TESTS_UTIL_FAKE_COORDINATOR_H_
