@@ -1,12 +1,16 @@
-// Byte counts for people: one rule for every size gradsync prints (and, in
-// the flags library, parses): binary units, K = 1024.
+// Byte counts for people: one rule for every size gradsync prints and
+// parses (flags, job specs): binary units, K = 1024.
 //
 // Pure functions; thread-safe.
 #ifndef GRADSYNC_COMMON_UNITS_H_
 #define GRADSYNC_COMMON_UNITS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace gradsync {
 
@@ -19,6 +23,12 @@ std::string FormatBytes(double bytes);
 // benchmark sweeps): "512 B", "1 KiB", "64 MiB", "1.5 GiB" (%g of the
 // largest unit reached).
 std::string FormatSize(size_t bytes);
+
+// Parses a byte count: digits with an optional K, M, G or T suffix (powers
+// of 1024, either case), optionally followed by "B" or "iB": "512", "1K",
+// "64M", "1GiB", "2GB" (= 2^31). INVALID_ARGUMENT for an empty, negative,
+// fractional or overflowing value and for an unknown suffix.
+[[nodiscard]] absl::StatusOr<uint64_t> ParseSize(absl::string_view text);
 
 }  // namespace gradsync
 

@@ -26,12 +26,14 @@ std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 CommonOptions* common,
                                 std::vector<std::string>* positional) {
   AddCommonFlags(common, &flags);
-  absl::StatusOr<std::vector<std::string>> parsed = ParseFlags(args, flags);
+  // The environment reaches commands through CommandEnv, not the table.
+  absl::StatusOr<std::vector<std::string>> parsed =
+      ParseFlags(args, flags, /*env=*/nullptr);
   if (!parsed.ok()) {
     return ReportUsageError(env, command, args, parsed.status());
   }
   if (common->help) {
-    *env.out << usage << "\nflags:\n" << FlagsUsage(flags);
+    *env.out << usage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
   *positional = std::move(*parsed);

@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "cli/control/command_env.h"
 #include "cli/control/control_client.h"
-#include "cli/control/flags.h"
+#include "common/flags.h"
 
 namespace gradsync {
 namespace control {

@@ -34,9 +34,6 @@
 namespace gradsync {
 namespace control {
 
-inline constexpr absl::string_view kDefaultCoordinatorAddress =
-    "127.0.0.1:29400";
-
 // The coordinator address: `flag_value` when given, else `env_value` (the
 // GRADSYNC_COORDINATOR variable, read once by the caller), else
 // kDefaultCoordinatorAddress.

@@ -49,42 +49,6 @@ struct SpecFlagRow {
       absl::StrCat(flag, " is '", value, "'; use one of ", list));
 }
 
-// A byte count: an integer with an optional K, M or G suffix (KiB, MiB,
-// GiB), e.g. "256K"; >= min.
-[[nodiscard]] absl::StatusOr<int64_t> ParseByteSize(absl::string_view flag,
-                                                    absl::string_view value,
-                                                    int64_t min) {
-  int64_t unit = 1;
-  absl::string_view digits = value;
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 'K':
-      case 'k':
-        unit = int64_t{1} << 10;
-        break;
-      case 'M':
-      case 'm':
-        unit = int64_t{1} << 20;
-        break;
-      case 'G':
-      case 'g':
-        unit = int64_t{1} << 30;
-        break;
-      default:
-        break;
-    }
-    if (unit > 1) digits.remove_suffix(1);
-  }
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(digits, &n) || n < min || n > (INT64_MAX >> 30)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " wants a byte count >= ", min,
-        " (an integer, optionally with K, M or G for KiB, MiB, GiB), got '",
-        value, "'"));
-  }
-  return n * unit;
-}
-
 // --switch-at STEP:MODE: adds the switch, keeping them in step order.
 [[nodiscard]] absl::Status AddScriptedSwitch(absl::string_view value,
                                              JobSpec* spec) {
@@ -311,8 +275,17 @@ const SpecFlagRow kSpecRows[] = {
     {"ps-chunk-bytes", "N", "PS push/pull message size, e.g. 256K (1M)",
      "ps.chunk_bytes",
      [](absl::string_view v, JobSpec* s) {
-       ASSIGN_OR_RETURN(int64_t n, ParseByteSize("--ps-chunk-bytes", v, 1));
-       s->mutable_ps()->set_chunk_bytes(n);
+       ASSIGN_OR_RETURN(const uint64_t n,
+                        ParseSizeValue("--ps-chunk-bytes", v, 1));
+       // The coordinator checks the exact range (job_spec.cc); this only
+       // keeps the value an int64.
+       if (n > (uint64_t{1} << 30)) {
+         return absl::InvalidArgumentError(absl::StrCat(
+             "--ps-chunk-bytes wants at most 1G (the coordinator takes up "
+             "to 64M), got '",
+             v, "'"));
+       }
+       s->mutable_ps()->set_chunk_bytes(static_cast<int64_t>(n));
        return absl::OkStatus();
      }},
     {"switch-at", "STEP:MODE",

@@ -38,6 +38,11 @@
 
 namespace gradsync {
 
+// Where daemons and the CLI look for the coordinator when neither a flag
+// nor $GRADSYNC_COORDINATOR says.
+inline constexpr absl::string_view kDefaultCoordinatorAddress =
+    "127.0.0.1:29400";
+
 // How one call runs.
 struct CallOptions {
   // When the call gives up with DEADLINE_EXCEEDED; the infinite future

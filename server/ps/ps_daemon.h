@@ -39,6 +39,8 @@ struct PsDaemonConfig {
   // How long the first registration may keep failing before exit 1.
   absl::Duration register_timeout = absl::Seconds(30);
   PsServerOptions server;
+  // --version: print the version and the wire version instead of serving.
+  bool version = false;
 };
 
 // What the daemon uses beyond its config; unset ones take the defaults.
@@ -50,14 +52,15 @@ struct PsDaemonHooks {
       connect_coordinator;
 };
 
-// Parses argv. Sets *help (and returns the defaults) for -h/--help;
-// INVALID_ARGUMENT naming the bad argument otherwise.
+// Parses argv (common/flags.h). Sets *help for -h/--help and
+// config.version for --version; INVALID_ARGUMENT naming the bad argument
+// otherwise.
 [[nodiscard]] absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc,
                                                                 char** argv,
                                                                 bool* help);
 
-// The usage text.
-const char* PsDaemonUsage();
+// The usage text, its flags wrapped to `width` columns.
+std::string PsDaemonUsage(int width = 80);
 
 // The address to register for a server listening on `listen_host` at
 // `port`: <host name>:<port> for a wildcard host, else listen_host:port.

@@ -44,6 +44,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/flags.h"
 #include "common/tcp_congestion.h"
 #include "common/units.h"
 #include "server/ps/bench/bench_process.h"
@@ -244,12 +245,16 @@ int main(int argc, char** argv) {
   absl::StatusOr<gradsync::BenchOptions> options =
       gradsync::ParseBenchOptions(argc, argv);
   if (!options.ok()) {
-    std::cerr << "gradsync-ps-bench: " << options.status().message() << "\n"
-              << gradsync::BenchUsage();
+    std::cerr << "gradsync-ps-bench: " << options.status().message() << "\n\n"
+              << gradsync::BenchUsage(gradsync::TerminalWidth());
     return 2;
   }
   if (options->help) {
-    std::cout << gradsync::BenchUsage();
+    std::cout << gradsync::BenchUsage(gradsync::TerminalWidth());
+    return 0;
+  }
+  if (options->version) {
+    std::cout << gradsync::VersionLine("gradsync-ps-bench") << "\n";
     return 0;
   }
   return gradsync::Run(*options);
