@@ -142,7 +142,7 @@ TEST(RunWorkerDaemonTest, RegistersItsDevicesThenStopsCleanly) {
   hooks.log = log.Fn();
   EXPECT_EQ(RunWorkerDaemon(config, hooks), 0);
   ASSERT_EQ(server.fake().registrations().size(), 1u);
-  const RegisterWorkerRequest& request = server.fake().registrations()[0];
+  const RegisterWorkerRequest request = server.fake().registrations()[0];
   EXPECT_EQ(request.host(), "node-t");
   EXPECT_EQ(request.address(), "127.0.0.1");
   EXPECT_EQ(request.devices_size(), 2);
