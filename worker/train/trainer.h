@@ -13,7 +13,7 @@
 // parameter server) can change between steps: the spec's mode, scripted
 // switches, and runtime switches all take effect for every rank at the
 // same step, moving the parameters and optimizer state with them
-// (trainer_switch.cc). The full protocol, and what each step metric
+// (sync_path.h). The full protocol, and what each step metric
 // means, are in docs/parameter-server.md ("Switch protocol").
 //
 // Cancellation: `cancelled` is polled before every step and micro-batch;
@@ -56,7 +56,7 @@
 #include "proto/coordinator.pb.h"
 #include "worker/data/batcher.h"
 #include "worker/train/device_ring.h"
-#include "worker/train/ps_sync.h"
+#include "worker/train/sync_path.h"
 #include "worker/train/sync_strategy.h"
 #include "worker/train/train_config.h"
 #include "worker/train/train_data.h"
@@ -67,17 +67,6 @@ namespace gradsync {
 // Receives each step's metrics on the rank's thread; must return quickly
 // (queue them).
 using MetricsSink = std::function<void(const StepMetrics&)>;
-
-// Where runtime switch requests come from (the daemon: the coordinator's
-// heartbeat notices and its job store). Unset: scripted switches only.
-struct SwitchSource {
-  // The newest request epoch this worker has heard of; read every step.
-  const std::atomic<int64_t>* heard_epoch = nullptr;
-  // The directive of `epoch` (the job-store key "switch/<epoch>").
-  std::function<absl::StatusOr<SwitchDirective>(int64_t epoch,
-                                                absl::Time deadline)>
-      directive;
-};
 
 struct TrainResult {
   int64_t steps = 0;        // steps completed
@@ -122,17 +111,11 @@ class Trainer {
   // The step Run starts at: 0, or the steps a resumed checkpoint had done.
   int64_t first_step() const { return first_step_; }
   absl::Span<const float> params() const { return model_->params(); }
-  SyncPath path() const { return path_; }
+  SyncPath path() const { return paths_->path(); }
 
  private:
   // Indices of the scalars each step sums across ranks (FinishStep).
   enum StepScalar { kLossSum = 0, kNumStepScalars };
-
-  // A runtime switch the ranks agreed on, not yet acted on.
-  struct Decision {
-    int64_t epoch = 0;
-    int64_t step = 0;
-  };
 
   Trainer(const TrainerConfig& config, const TrainData& data,
           Communicator* comm, MetricsSink sink,
@@ -149,37 +132,12 @@ class Trainer {
   [[nodiscard]] absl::Status Evaluate(double* loss, double* accuracy);
   bool Cancelled() const;
 
-  // trainer_switch.cc. Takes the path of step `step`; sets *epoch to the
-  // runtime request acted on (0: none).
-  [[nodiscard]] absl::Status TakePathOf(int64_t step, int64_t* epoch);
-  [[nodiscard]] absl::Status EnterPs(int64_t step);
-  // Rank r's part of entering the PS at `step`: creates shards r, r + N,
-  // ... through `client` and seeds them with the parameters and
-  // `optimizer_state` (identical on every rank).
-  [[nodiscard]] absl::Status SeedShards(int64_t step, int num_shards,
-                                        OptimizerState optimizer_state,
-                                        PsClient* client);
-  // `resume`: the ring path runs the next steps (false after the last
-  // step: only the final parameters and optimizer state come back).
-  [[nodiscard]] absl::Status LeavePs(int64_t step, bool resume);
-  // The NCCL ring (config_.ring_backend kNccl) from before step `step`,
-  // continuing from `state` (null: a fresh optimizer); and its end.
-  [[nodiscard]] absl::Status StartDeviceRing(int64_t step,
-                                             const OptimizerState* state);
-  void StopDeviceRing();
-  // Notes the decision a step's synchronisation returned.
-  [[nodiscard]] absl::Status NoteDecision(int64_t step, const SyncStats& stats);
-  // The shards' parameters and optimizer state of `step` (drained).
-  [[nodiscard]] absl::StatusOr<ParameterState> FetchPsState(int64_t step);
-  // Last step in PS mode: every rank takes the final parameters.
-  [[nodiscard]] absl::Status FinishPs();
   // Init's part for config.checkpoint_on_every_host: sets
   // writes_checkpoints_ on the lowest rank of each host (and on rank 0).
   [[nodiscard]] absl::Status ChooseCheckpointWriters();
   // The checkpoint after `step`, written by the writing ranks (PS mode:
   // fetched from the shards); rank 0 sets *written to the file's path.
   [[nodiscard]] absl::Status Checkpoint(int64_t step, std::string* written);
-  int64_t HeardEpoch() const;
   // Records the failure of `step` during operation_ and returns the
   // prefixed status (CANCELLED instead when cancellation caused it).
   [[nodiscard]] absl::Status Fail(int64_t step, const absl::Status& cause);
@@ -192,30 +150,12 @@ class Trainer {
   const int rank_;
   const int world_;
 
-  const SwitchSource switches_;
-  const DeviceCommFactory device_comms_;
+  SwitchSource switches_;           // moved into paths_ by Init
+  DeviceCommFactory device_comms_;  // moved into paths_ by Init
 
   std::unique_ptr<TrainModel> model_;
-  // The ring strategy lives the whole run; the PS one while in PS mode.
-  std::unique_ptr<GradientSync> ring_;
-  // Set and reset by the rank's thread under abort_mu_, so that Abort from
-  // another thread reaches the PS calls of the moment.
-  std::unique_ptr<PsSync> ps_;
-  // The NCCL ring while the device ring path runs (set and reset like ps_):
-  // the model is device-resident then, and optimizer_ is idle.
-  std::unique_ptr<DeviceRing> device_ring_;
-  absl::Mutex abort_mu_;
-  absl::Status aborted_ ABSL_GUARDED_BY(abort_mu_);
-  // EnterPs's client while it creates and seeds the shards (before a
-  // PsSync owns it), so that Abort cancels the seeding too.
-  PsClient* seeding_ ABSL_GUARDED_BY(abort_mu_) = nullptr;
-  GradientSync* sync_ = nullptr;  // the current one
-  SyncPath path_ = SyncPath::kRing;
-  std::vector<std::string> ps_addresses_;
-  // The newest runtime decision seen, and the one still to act on.
-  int64_t decided_epoch_ = 0;
-  std::optional<Decision> pending_;
-  std::optional<Optimizer> optimizer_;
+  // Which sync is live, the switches, and the optimizer state's place.
+  std::unique_ptr<SyncPathController> paths_;
   std::optional<Batcher> batcher_;
   int64_t num_steps_ = 0;
   int64_t first_step_ = 0;

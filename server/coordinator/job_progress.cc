@@ -1,12 +1,11 @@
-// CoordinatorService: what ranks report (lifecycle, step metrics) and what
-// users read back (job events, metrics).
+#include "server/coordinator/job_progress.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "server/coordinator/coordinator_service.h"
 
 namespace gradsync {
 namespace {
@@ -28,7 +27,7 @@ namespace {
 
 }  // namespace
 
-absl::Status CoordinatorService::ReportRank(const ReportRankRequest& request) {
+absl::Status JobProgress::ReportRank(const ReportRankRequest& request) {
   const RankState state = request.state();
   if (state != RANK_STATE_READY && state != RANK_STATE_SUCCEEDED &&
       state != RANK_STATE_FAILED) {
@@ -40,8 +39,8 @@ absl::Status CoordinatorService::ReportRank(const ReportRankRequest& request) {
     return absl::InvalidArgumentError(absl::StrCat(
         "rank report has step ", request.step(), "; steps count from 0"));
   }
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Job * job, FindJobLocked(request.job_id()));
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
   const int rank = request.rank();
   if (!job->HostsRank(request.worker_id(), rank)) {
     return NotInJob(*job, request.worker_id(), rank);
@@ -55,8 +54,8 @@ absl::Status CoordinatorService::ReportRank(const ReportRankRequest& request) {
   job->Touch();
 
   if (state == RANK_STATE_FAILED) {
-    const WorkerRecord* worker = workers_.Find(request.worker_id());
-    EndJobLocked(
+    const WorkerRecord* worker = state_.workers.Find(request.worker_id());
+    lifecycle_.EndLocked(
         *job, JOB_STATE_FAILED,
         absl::StrCat("rank ", rank, " failed at step ", request.step(),
                      " during ",
@@ -84,20 +83,20 @@ absl::Status CoordinatorService::ReportRank(const ReportRankRequest& request) {
       std::all_of(ranks.begin(), ranks.end(),
                   [](const RankRecord& r) { return r.succeeded; });
   if (all_ready && job->state() == JOB_STATE_RENDEZVOUS) {
-    RETURN_IF_ERROR(job->TransitionTo(JOB_STATE_RUNNING, "", Now()));
-    LogLocked(absl::StrCat("job ", job->id(), " RUNNING: all ",
-                           job->world_size(), " ranks ready"));
+    RETURN_IF_ERROR(job->TransitionTo(JOB_STATE_RUNNING, "", state_.Now()));
+    state_.LogLocked(absl::StrCat("job ", job->id(), " RUNNING: all ",
+                                  job->world_size(), " ranks ready"));
   }
   if (all_succeeded) {
-    EndJobLocked(*job, JOB_STATE_SUCCEEDED,
-                 absl::StrCat("all ", job->world_size(),
-                              " ranks finished; last step ", job->MinStep()));
+    lifecycle_.EndLocked(
+        *job, JOB_STATE_SUCCEEDED,
+        absl::StrCat("all ", job->world_size(), " ranks finished; last step ",
+                     job->MinStep()));
   }
   return absl::OkStatus();
 }
 
-absl::Status CoordinatorService::ReportMetrics(
-    const ReportMetricsRequest& request) {
+absl::Status JobProgress::ReportMetrics(const ReportMetricsRequest& request) {
   for (const StepMetrics& step : request.metrics()) {
     if (step.step() < 0) {
       return absl::InvalidArgumentError(
@@ -105,8 +104,8 @@ absl::Status CoordinatorService::ReportMetrics(
                        step.step(), "; steps count from 0 (nothing recorded)"));
     }
   }
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Job * job, FindJobLocked(request.job_id()));
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
   for (const StepMetrics& step : request.metrics()) {
     if (!job->HostsRank(request.worker_id(), step.rank())) {
       return Annotate(NotInJob(*job, request.worker_id(), step.rank()),
@@ -125,16 +124,16 @@ absl::Status CoordinatorService::ReportMetrics(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<JobEvent>> CoordinatorService::WaitForJobEvent(
+absl::StatusOr<std::optional<JobEvent>> JobProgress::WaitForJobEvent(
     absl::string_view job_id, JobWatchCursor* cursor, absl::Time deadline,
     CancelledFn cancelled) {
   const std::string id(job_id);
-  absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(FindJobLocked(id).status());
+  absl::MutexLock lock(&state_.mu);
+  RETURN_IF_ERROR(state_.FindJobLocked(id).status());
   if (cursor->done) return std::nullopt;
-  const absl::Status status = AwaitLocked(
-      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        const Job* job = jobs_.Find(id);
+  const absl::Status status = state_.AwaitLocked(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu) {
+        const Job* job = state_.jobs.Find(id);
         return job == nullptr || job->version() > cursor->version ||
                static_cast<int64_t>(job->metrics().size()) >
                    cursor->metrics_sent;
@@ -144,7 +143,7 @@ absl::StatusOr<std::optional<JobEvent>> CoordinatorService::WaitForJobEvent(
     return std::nullopt;
   }
   RETURN_IF_ERROR(status);
-  ASSIGN_OR_RETURN(const Job* job, FindJobLocked(id));
+  ASSIGN_OR_RETURN(const Job* job, state_.FindJobLocked(id));
   JobEvent event;
   *event.mutable_status() = job->Status();
   const std::vector<StepMetrics>& metrics = job->metrics();
@@ -161,10 +160,10 @@ absl::StatusOr<std::optional<JobEvent>> CoordinatorService::WaitForJobEvent(
   return event;
 }
 
-absl::StatusOr<GetMetricsResponse> CoordinatorService::GetMetrics(
+absl::StatusOr<GetMetricsResponse> JobProgress::GetMetrics(
     const GetMetricsRequest& request) const {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(const Job* job, FindJobLocked(request.job_id()));
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(const Job* job, state_.FindJobLocked(request.job_id()));
   GetMetricsResponse response;
   response.mutable_metrics()->Reserve(static_cast<int>(job->metrics().size()));
   for (const StepMetrics& step : job->metrics()) {

@@ -1,4 +1,6 @@
-// The trainer's paths and switches (trainer.h, "Paths and switches").
+// The sync paths and their switches (sync_path.h).
+#include "worker/train/sync_path.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -10,7 +12,7 @@
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client.h"
 #include "worker/train/checkpoint.h"
-#include "worker/train/trainer.h"
+#include "worker/train/ring_sync.h"
 
 namespace gradsync {
 namespace {
@@ -29,7 +31,75 @@ ps::UpdateMode ToProto(PsUpdate update) {
 
 }  // namespace
 
-void Trainer::Abort(const absl::Status& reason) {
+absl::StatusOr<std::unique_ptr<SyncPathController>> SyncPathController::Create(
+    const TrainerConfig& config, Communicator* comm, TrainModel* model,
+    SwitchSource switches, DeviceCommFactory device_comms, int step_scalars,
+    std::string* operation) {
+  ASSIGN_OR_RETURN(Optimizer optimizer,
+                   Optimizer::Create(config.optimizer, model->params().size()));
+  std::unique_ptr<SyncPathController> controller(new SyncPathController(
+      config, comm, model, std::move(switches), std::move(device_comms),
+      step_scalars, operation, std::move(optimizer)));
+  RingSyncOptions ring;
+  ring.bucket_bytes = config.bucket_bytes;
+  ASSIGN_OR_RETURN(controller->ring_,
+                   RingSync::Create(comm, model->grads(), ring));
+  controller->sync_ = controller->ring_.get();
+  return controller;
+}
+
+SyncPathController::SyncPathController(const TrainerConfig& config,
+                                       Communicator* comm, TrainModel* model,
+                                       SwitchSource switches,
+                                       DeviceCommFactory device_comms,
+                                       int step_scalars, std::string* operation,
+                                       Optimizer optimizer)
+    : config_(config),
+      comm_(comm),
+      model_(model),
+      switches_(std::move(switches)),
+      device_comms_(std::move(device_comms)),
+      step_scalars_(step_scalars),
+      operation_(operation),
+      rank_(comm->rank()),
+      world_(comm->size()),
+      ps_addresses_(config.ps.addresses),
+      optimizer_(std::move(optimizer)) {}
+
+SyncPathController::~SyncPathController() = default;
+
+void SyncPathController::AbortAfterFailure(const absl::Status& cause) {
+  sync_->Abort(cause);
+  if (sync_ != ring_.get()) ring_->Abort(cause);
+}
+
+absl::Status SyncPathController::OptimizerStep() {
+  if (device_ring_ != nullptr) return device_ring_->OptimizerStep();
+  return optimizer_.Step(model_->params(), model_->grads());
+}
+
+absl::StatusOr<uint64_t> SyncPathController::DeviceHash() {
+  return device_ring_->HashParams();
+}
+
+absl::Status SyncPathController::DownloadParams() {
+  return device_ring_->DownloadParams();
+}
+
+absl::Status SyncPathController::FinishPs(int64_t num_steps) {
+  return LeavePs(num_steps, /*resume=*/false);
+}
+
+absl::Status SyncPathController::ImportOptimizerState(
+    const OptimizerState& state) {
+  return optimizer_.ImportState(state);
+}
+
+OptimizerState SyncPathController::ExportOptimizerState() const {
+  return optimizer_.ExportState();
+}
+
+void SyncPathController::Abort(const absl::Status& reason) {
   absl::MutexLock lock(&abort_mu_);
   if (aborted_.ok()) {
     aborted_ = reason.ok() ? absl::CancelledError("aborted") : reason;
@@ -40,11 +110,12 @@ void Trainer::Abort(const absl::Status& reason) {
   if (device_ring_ != nullptr) device_ring_->Abort(aborted_);
 }
 
-int64_t Trainer::HeardEpoch() const {
+int64_t SyncPathController::HeardEpoch() const {
   return switches_.heard_epoch == nullptr ? 0 : switches_.heard_epoch->load();
 }
 
-absl::Status Trainer::NoteDecision(int64_t step, const SyncStats& stats) {
+absl::Status SyncPathController::NoteDecision(int64_t step,
+                                              const SyncStats& stats) {
   if (stats.switch_epoch <= decided_epoch_) return absl::OkStatus();
   if (stats.switch_step <= step) {
     return absl::InternalError(absl::StrCat(
@@ -62,10 +133,11 @@ absl::Status Trainer::NoteDecision(int64_t step, const SyncStats& stats) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
+absl::Status SyncPathController::TakePathOf(int64_t step, int64_t first_step,
+                                            int64_t* epoch) {
   *epoch = 0;
   SyncPath target = path_;
-  if (step == first_step_) {
+  if (step == first_step) {
     // The spec's mode, then the scripted switches up to here (a resumed
     // job starts where the run that wrote its checkpoint was).
     target = config_.initial_path;
@@ -82,7 +154,7 @@ absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
                                             " was never acted on"));
   }
   if (pending_.has_value() && pending_->step == step) {
-    operation_ = absl::StrCat("reading switch request ", pending_->epoch);
+    *operation_ = absl::StrCat("reading switch request ", pending_->epoch);
     if (!switches_.directive) {
       return absl::FailedPreconditionError(
           "the ranks agreed on a runtime switch, but this rank has no "
@@ -107,12 +179,12 @@ absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
     *epoch = pending_->epoch;
     pending_.reset();
   }
-  if (step == first_step_ && target == SyncPath::kPs) return EnterPs(step);
-  if (step == first_step_ && config_.ring_backend == RingBackend::kNccl) {
+  if (step == first_step && target == SyncPath::kPs) return EnterPs(step);
+  if (step == first_step && config_.ring_backend == RingBackend::kNccl) {
     if (config_.resume_from.empty()) return StartDeviceRing(step, nullptr);
     // Resumed (even from a checkpoint of step 0, which another writer may
     // make): the device ring starts from the checkpoint's state.
-    const OptimizerState state = optimizer_->ExportState();
+    const OptimizerState state = optimizer_.ExportState();
     return StartDeviceRing(step, &state);
   }
   if (target == path_) return absl::OkStatus();
@@ -120,12 +192,12 @@ absl::Status Trainer::TakePathOf(int64_t step, int64_t* epoch) {
                                  : LeavePs(step, /*resume=*/true);
 }
 
-absl::Status Trainer::StartDeviceRing(int64_t step,
-                                      const OptimizerState* state) {
-  operation_ = absl::StrCat("NCCL communicator setup before step ", step);
+absl::Status SyncPathController::StartDeviceRing(int64_t step,
+                                                 const OptimizerState* state) {
+  *operation_ = absl::StrCat("NCCL communicator setup before step ", step);
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> device_comm,
                    device_comms_(step, absl::Now() + config_.comm_timeout));
-  operation_ = absl::StrCat("start of the NCCL ring before step ", step);
+  *operation_ = absl::StrCat("start of the NCCL ring before step ", step);
   DeviceRingOptions options;
   options.device_comm = std::move(device_comm);
   options.host_comm = comm_;
@@ -143,7 +215,7 @@ absl::Status Trainer::StartDeviceRing(int64_t step,
   return absl::OkStatus();
 }
 
-void Trainer::StopDeviceRing() {
+void SyncPathController::StopDeviceRing() {
   sync_ = ring_.get();
   std::unique_ptr<DeviceRing> ring;
   {
@@ -155,9 +227,9 @@ void Trainer::StopDeviceRing() {
   ring.reset();
 }
 
-absl::Status Trainer::SeedShards(int64_t step, int num_shards,
-                                 OptimizerState optimizer_state,
-                                 PsClient* client) {
+absl::Status SyncPathController::SeedShards(int64_t step, int num_shards,
+                                            OptimizerState optimizer_state,
+                                            PsClient* client) {
   if (rank_ >= num_shards) return absl::OkStatus();
   const absl::Span<const float> params = model_->params();
   ParameterState state;
@@ -183,8 +255,8 @@ absl::Status Trainer::SeedShards(int64_t step, int num_shards,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::EnterPs(int64_t step) {
-  operation_ =
+absl::Status SyncPathController::EnterPs(int64_t step) {
+  *operation_ =
       absl::StrCat("switch to the parameter server before step ", step);
   if (ps_addresses_.empty()) {
     return absl::FailedPreconditionError(
@@ -202,7 +274,7 @@ absl::Status Trainer::EnterPs(int64_t step) {
     ASSIGN_OR_RETURN(optimizer_state, device_ring_->ExportOptimizerState());
     StopDeviceRing();
   } else {
-    optimizer_state = optimizer_->ExportState();
+    optimizer_state = optimizer_.ExportState();
   }
   ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
                    BalancedShardLocations(n, ps_addresses_));
@@ -227,11 +299,11 @@ absl::Status Trainer::EnterPs(int64_t step) {
     seeding_ = nullptr;
   }
   RETURN_IF_ERROR(seeded);
-  operation_ = absl::StrCat("barrier after seeding the PS before step ", step);
+  *operation_ = absl::StrCat("barrier after seeding the PS before step ", step);
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
   ASSIGN_OR_RETURN(std::unique_ptr<PsSync> ps,
                    PsSync::Create(std::move(client), comm_, model_->grads(),
-                                  params, config_.ps.update, kNumStepScalars));
+                                  params, config_.ps.update, step_scalars_));
   {
     absl::MutexLock lock(&abort_mu_);
     ps_ = std::move(ps);
@@ -242,7 +314,7 @@ absl::Status Trainer::EnterPs(int64_t step) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ParameterState> Trainer::FetchPsState(int64_t step) {
+absl::StatusOr<ParameterState> SyncPathController::FetchPsState(int64_t step) {
   ASSIGN_OR_RETURN(ParameterState state, ps_->client().FetchState(step));
   if (state.params.size() != model_->params().size()) {
     return absl::DataLossError(
@@ -258,15 +330,15 @@ absl::StatusOr<ParameterState> Trainer::FetchPsState(int64_t step) {
   return state;
 }
 
-absl::Status Trainer::LeavePs(int64_t step, bool resume) {
-  operation_ =
+absl::Status SyncPathController::LeavePs(int64_t step, bool resume) {
+  *operation_ =
       absl::StrCat("switch from the parameter server before step ", step);
   const absl::Time deadline = absl::Now() + config_.comm_timeout;
   ASSIGN_OR_RETURN(ParameterState state, FetchPsState(step));
   std::copy(state.params.begin(), state.params.end(), model_->params().begin());
   const bool device_ring = resume && config_.ring_backend == RingBackend::kNccl;
-  if (!device_ring) RETURN_IF_ERROR(optimizer_->ImportState(state.optimizer));
-  operation_ =
+  if (!device_ring) RETURN_IF_ERROR(optimizer_.ImportState(state.optimizer));
+  *operation_ =
       absl::StrCat("barrier after fetching the PS state before step ", step);
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
   if (rank_ == 0) {
@@ -285,27 +357,26 @@ absl::Status Trainer::LeavePs(int64_t step, bool resume) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
-  const int64_t done = step + 1;
-  const std::string path = CheckpointPath(config_.checkpoint_dir, done);
-  if (rank_ == 0) *written = path;
+absl::Status SyncPathController::Checkpoint(int64_t done, bool last,
+                                            bool writes,
+                                            const std::string& path) {
   if (path_ == SyncPath::kRing) {
-    if (!writes_checkpoints_) return absl::OkStatus();
+    if (!writes) return absl::OkStatus();
     if (device_ring_ != nullptr) {
       // Run downloads them after the last step itself.
-      if (done != num_steps_) RETURN_IF_ERROR(device_ring_->DownloadParams());
+      if (!last) RETURN_IF_ERROR(device_ring_->DownloadParams());
       ASSIGN_OR_RETURN(OptimizerState state,
                        device_ring_->ExportOptimizerState());
       return WriteCheckpoint(path, done, model_->params(), state);
     }
     return WriteCheckpoint(path, done, model_->params(),
-                           optimizer_->ExportState());
+                           optimizer_.ExportState());
   }
   // The optimizer state lives on the shards: the writers fetch it while the
   // others wait, so that no push of the next step changes it meanwhile.
   const absl::Time deadline = absl::Now() + config_.comm_timeout;
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
-  if (writes_checkpoints_) {
+  if (writes) {
     ASSIGN_OR_RETURN(ParameterState state, FetchPsState(done));
     RETURN_IF_ERROR(WriteCheckpoint(path, done, state.params, state.optimizer));
   }

@@ -1,5 +1,5 @@
-// CoordinatorService: the rendezvous calls (store operations and barriers),
-// scoped to a job and its rendezvous generation.
+#include "server/coordinator/job_rendezvous.h"
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -8,7 +8,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "server/coordinator/coordinator_service.h"
 
 namespace gradsync {
 namespace {
@@ -32,9 +31,9 @@ std::string Seconds(absl::Duration d) {
 
 }  // namespace
 
-absl::StatusOr<Job*> CoordinatorService::CheckScopeLocked(
+absl::StatusOr<Job*> JobRendezvous::CheckScopeLocked(
     const StoreScope& scope) const {
-  ASSIGN_OR_RETURN(Job * job, FindJobLocked(scope.job_id()));
+  ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(scope.job_id()));
   if (job->RanksOn(scope.worker_id()).empty()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "worker '", scope.worker_id(), "' hosts no rank of job ", job->id(),
@@ -60,33 +59,34 @@ absl::StatusOr<Job*> CoordinatorService::CheckScopeLocked(
   return job;
 }
 
-absl::Status CoordinatorService::StoreSet(const StoreSetRequest& request) {
+absl::Status JobRendezvous::StoreSet(const StoreSetRequest& request) {
   RETURN_IF_ERROR(CheckKey(request.key()));
-  // mu_ stays held so that a job ending now cannot erase its keys between
+  // state_.mu stays held so that a job ending now cannot erase its keys between
   // the check and the write (and leave this one behind).
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
-  return store_.Set(
+  return state_.store.Set(
       absl::StrCat(JobStorePrefix(job->id(), job->generation()), request.key()),
       request.value());
 }
 
-absl::StatusOr<StoreAddResponse> CoordinatorService::StoreAdd(
+absl::StatusOr<StoreAddResponse> JobRendezvous::StoreAdd(
     const StoreAddRequest& request) {
   RETURN_IF_ERROR(CheckKey(request.key()));
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
   ASSIGN_OR_RETURN(
       const int64_t value,
-      store_.Add(absl::StrCat(JobStorePrefix(job->id(), job->generation()),
-                              request.key()),
-                 request.delta()));
+      state_.store.Add(
+          absl::StrCat(JobStorePrefix(job->id(), job->generation()),
+                       request.key()),
+          request.delta()));
   StoreAddResponse response;
   response.set_value(value);
   return response;
 }
 
-absl::StatusOr<StoreGetResponse> CoordinatorService::StoreGet(
+absl::StatusOr<StoreGetResponse> JobRendezvous::StoreGet(
     const StoreGetRequest& request, absl::Time deadline,
     CancelledFn cancelled) {
   RETURN_IF_ERROR(CheckKey(request.key()));
@@ -95,9 +95,9 @@ absl::StatusOr<StoreGetResponse> CoordinatorService::StoreGet(
   for (;;) {
     std::string key;
     {
-      absl::MutexLock lock(&mu_);
+      absl::MutexLock lock(&state_.mu);
       ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
-      if (shutting_down_) {
+      if (state_.shutting_down) {
         return absl::UnavailableError(
             "the coordinator is shutting down; retry against its replacement");
       }
@@ -108,8 +108,8 @@ absl::StatusOr<StoreGetResponse> CoordinatorService::StoreGet(
       return absl::CancelledError("the caller cancelled the store get");
     }
     const absl::Time slice_end =
-        std::min(deadline, absl::Now() + config_.wait_slice);
-    absl::StatusOr<std::string> value = store_.Get(key, slice_end);
+        std::min(deadline, absl::Now() + state_.config.wait_slice);
+    absl::StatusOr<std::string> value = state_.store.Get(key, slice_end);
     if (value.ok()) {
       StoreGetResponse response;
       response.set_value(*std::move(value));
@@ -130,18 +130,18 @@ absl::StatusOr<StoreGetResponse> CoordinatorService::StoreGet(
   }
 }
 
-absl::Status CoordinatorService::StoreWait(const StoreWaitRequest& request,
-                                           absl::Time deadline,
-                                           CancelledFn cancelled) {
+absl::Status JobRendezvous::StoreWait(const StoreWaitRequest& request,
+                                      absl::Time deadline,
+                                      CancelledFn cancelled) {
   for (const std::string& key : request.keys()) RETURN_IF_ERROR(CheckKey(key));
   const absl::Time start = absl::Now();
   deadline = WaitDeadline(request.timeout_ms(), deadline);
   for (;;) {
     std::vector<std::string> keys;
     {
-      absl::MutexLock lock(&mu_);
+      absl::MutexLock lock(&state_.mu);
       ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
-      if (shutting_down_) {
+      if (state_.shutting_down) {
         return absl::UnavailableError(
             "the coordinator is shutting down; retry against its replacement");
       }
@@ -154,13 +154,13 @@ absl::Status CoordinatorService::StoreWait(const StoreWaitRequest& request,
       return absl::CancelledError("the caller cancelled the store wait");
     }
     const absl::Time slice_end =
-        std::min(deadline, absl::Now() + config_.wait_slice);
-    absl::Status status = store_.Wait(keys, slice_end);
+        std::min(deadline, absl::Now() + state_.config.wait_slice);
+    absl::Status status = state_.store.Wait(keys, slice_end);
     if (status.code() != absl::StatusCode::kDeadlineExceeded) return status;
     if (slice_end >= deadline) {
       std::vector<std::string> missing;
       for (int i = 0; i < request.keys_size(); ++i) {
-        if (!store_.Get(keys[i], absl::InfinitePast()).ok()) {
+        if (!state_.store.Get(keys[i], absl::InfinitePast()).ok()) {
           missing.push_back(absl::StrCat("'", request.keys(i), "'"));
         }
       }
@@ -176,9 +176,9 @@ absl::Status CoordinatorService::StoreWait(const StoreWaitRequest& request,
   }
 }
 
-absl::Status CoordinatorService::Barrier(const BarrierRequest& request,
-                                         absl::Time deadline,
-                                         CancelledFn cancelled) {
+absl::Status JobRendezvous::Barrier(const BarrierRequest& request,
+                                    absl::Time deadline,
+                                    CancelledFn cancelled) {
   if (request.name().empty()) {
     return absl::InvalidArgumentError(
         "barrier name is empty; name the point the ranks meet at, e.g. "
@@ -189,7 +189,7 @@ absl::Status CoordinatorService::Barrier(const BarrierRequest& request,
   const absl::Time start = absl::Now();
   deadline = WaitDeadline(request.timeout_ms(), deadline);
 
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(scope));
   if (!job->HostsRank(scope.worker_id(), rank)) {
     return absl::PermissionDeniedError(absl::StrCat(
@@ -211,18 +211,18 @@ absl::Status CoordinatorService::Barrier(const BarrierRequest& request,
 
   // The job may end (and be dropped) while this rank waits: look it up
   // again on every wake-up rather than keeping pointers into it.
-  auto still_waiting = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Job* {
-    Job* j = jobs_.Find(job_id);
+  auto still_waiting = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu) -> Job* {
+    Job* j = state_.jobs.Find(job_id);
     if (j == nullptr || IsFinal(j->state()) || j->generation() != generation) {
       return nullptr;
     }
     BarrierRecord& b = j->Barrier(request.name());
     return b.round > round ? nullptr : j;
   };
-  auto released = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto released = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu) {
     return still_waiting() == nullptr;
   };
-  absl::Status status = AwaitLocked(released, deadline, cancelled);
+  absl::Status status = state_.AwaitLocked(released, deadline, cancelled);
   job = still_waiting();
   if (job == nullptr) {
     // Completed, or the job ended / moved on: the scope check says which.
@@ -242,7 +242,7 @@ absl::Status CoordinatorService::Barrier(const BarrierRequest& request,
   if (status.code() != absl::StatusCode::kDeadlineExceeded) return status;
   std::vector<std::string> where;
   for (const auto& [worker_id, ranks] : missing_by_worker) {
-    const WorkerRecord* worker = workers_.Find(worker_id);
+    const WorkerRecord* worker = state_.workers.Find(worker_id);
     where.push_back(absl::StrCat("worker ", worker_id, " on host ",
                                  worker == nullptr ? "?" : worker->host, ": ",
                                  absl::StrJoin(ranks, ", ")));
