@@ -2,7 +2,8 @@
 // command is one row of kCommands, so adding one is adding its Run
 // function and a row. The control commands (everything but bench) take
 // --coordinator HOST:PORT (else $GRADSYNC_COORDINATOR, else
-// 127.0.0.1:29400) and --json.
+// 127.0.0.1:29400) and --json. `gradsync --version` prints the version and
+// the wire version.
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "cli/control/local_command.h"
 #include "cli/lab/explain_command.h"
 #include "cli/lab/lab_command.h"
+#include "common/flags.h"
 
 namespace {
 
@@ -55,7 +57,8 @@ constexpr Command kCommands[] = {
 };
 
 void PrintUsage(std::ostream& out) {
-  out << "usage: gradsync <command> [args]   (gradsync <command> --help)\n\n"
+  out << "usage: gradsync <command> [args]   (gradsync <command> --help)\n"
+         "       gradsync --version\n\n"
          "commands:\n";
   for (const Command& command : kCommands) {
     out << absl::StrFormat("  %-10s %s\n", command.name, command.summary);
@@ -72,6 +75,10 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "help" || name == "--help" || name == "-h") {
     PrintUsage(std::cout);
+    return 0;
+  }
+  if (name == "--version" || name == "version") {
+    std::cout << gradsync::VersionLine("gradsync") << "\n";
     return 0;
   }
   for (const Command& command : kCommands) {

@@ -10,10 +10,10 @@ constexpr absl::Duration kSyncWaitGrace = absl::Seconds(5);
 class DoneWork : public Work {
  public:
   explicit DoneWork(absl::Status status) : status_(std::move(status)) {}
-  absl::Status Wait(absl::Time) override { return status_; }
+  [[nodiscard]] absl::Status Wait(absl::Time) override { return status_; }
   bool Done() override { return true; }
   // Nothing ran: a finished handle of an empty or rejected call.
-  absl::StatusOr<absl::Duration> Elapsed() override {
+  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
     if (!status_.ok()) {
       return absl::FailedPreconditionError(
           "the collective failed, so it has no duration");

@@ -106,7 +106,7 @@ class Communicator {
   [[nodiscard]] absl::Status Barrier();
 
  private:
-  absl::Status WaitDefault(std::unique_ptr<Work> work);
+  [[nodiscard]] absl::Status WaitDefault(std::unique_ptr<Work> work);
 };
 
 }  // namespace gradsync

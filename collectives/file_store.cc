@@ -32,7 +32,7 @@ std::string Escape(absl::string_view key) {
   return out;
 }
 
-absl::Status BackOff(absl::Time deadline, absl::Duration* delay) {
+[[nodiscard]] absl::Status BackOff(absl::Time deadline, absl::Duration* delay) {
   if (absl::Now() >= deadline) return absl::DeadlineExceededError("");
   absl::SleepFor(std::min(*delay, deadline - absl::Now()));
   *delay = std::min(*delay * 2, absl::Milliseconds(20));

@@ -20,17 +20,20 @@ class FileStore : public Store {
   // `dir` must exist and be writable.
   explicit FileStore(std::string dir);
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override;
-  absl::StatusOr<std::string> Get(absl::string_view key,
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override;
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
                                   absl::Time deadline) override;
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override;
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override;
 
  private:
   std::string PathOf(absl::string_view key) const;
   // NOT_FOUND if the key is not set.
-  absl::StatusOr<std::string> TryRead(absl::string_view key) const;
+  [[nodiscard]] absl::StatusOr<std::string> TryRead(
+      absl::string_view key) const;
 
   const std::string dir_;
 };

@@ -20,12 +20,14 @@ class MemoryStore : public Store {
   MemoryStore(const MemoryStore&) = delete;
   MemoryStore& operator=(const MemoryStore&) = delete;
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override;
-  absl::StatusOr<std::string> Get(absl::string_view key,
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override;
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
                                   absl::Time deadline) override;
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override;
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override;
 
   // Removes every key that starts with `prefix` (a finished job's
   // namespace). Returns how many were removed.

@@ -19,12 +19,14 @@ class PrefixStore : public Store {
  public:
   PrefixStore(Store* base, absl::string_view prefix);
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override;
-  absl::StatusOr<std::string> Get(absl::string_view key,
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override;
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
                                   absl::Time deadline) override;
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override;
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override;
 
  private:
   std::string Key(absl::string_view key) const;

@@ -2,8 +2,10 @@
 // other (ring endpoints, the NCCL unique id, barriers). It is the only way
 // collectives/ sees the outside world; implementations are an in-memory one
 // for ranks that are threads (MemoryStore), a namespacing decorator
-// (PrefixStore), a gRPC client for ranks that are processes
-// (server/store/grpc_store.h), and later the coordinator itself.
+// (PrefixStore), one over a shared directory (FileStore), a gRPC client of
+// the standalone store server (server/store/grpc_store.h), and the
+// coordinator's store, which a worker daemon's ranks use
+// (worker/daemon/coordinator_store.h).
 //
 // Example:
 //   RETURN_IF_ERROR(store.Set("addr/0", "127.0.0.1:4000"));

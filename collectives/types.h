@@ -20,8 +20,8 @@ size_t DataTypeSize(DataType type);
 absl::string_view DataTypeName(DataType type);
 absl::string_view ReduceOpName(ReduceOp op);
 // Parses the names above (and aliases such as "fp32", "f32", "int").
-absl::StatusOr<DataType> ParseDataType(absl::string_view name);
-absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name);
+[[nodiscard]] absl::StatusOr<DataType> ParseDataType(absl::string_view name);
+[[nodiscard]] absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name);
 bool IsValid(DataType type);
 bool IsValid(ReduceOp op);
 

@@ -24,7 +24,8 @@ namespace gpu {
 // values, devices and pointers, INTERNAL otherwise. Also clears the
 // runtime's last-error slot, so that a non-sticky error does not resurface
 // in an unrelated later check.
-absl::Status CudaStatus(cudaError_t error, absl::string_view context);
+[[nodiscard]] absl::Status CudaStatus(cudaError_t error,
+                                      absl::string_view context);
 
 // For cleanup calls whose failure nothing can act on (frees and destroys in
 // destructors and on error paths): ignores `error`, but clears the runtime's
@@ -47,7 +48,8 @@ int VisibleCudaDeviceCount();
 // negative; FAILED_PRECONDITION ("no CUDA device visible ...") when the
 // process sees no GPU or fewer than device + 1. `what` names the caller in
 // the message ("CudaMlp", "--devices cuda:0").
-absl::Status RequireCudaDevice(int device, absl::string_view what);
+[[nodiscard]] absl::Status RequireCudaDevice(int device,
+                                             absl::string_view what);
 
 // Makes `device` the calling thread's current CUDA device for the scope and
 // restores the previous one on exit (also when code inside the scope

@@ -38,10 +38,12 @@ void SetReconnectBackoff(grpc::ChannelArguments* args);
 // failed for kConnectRetryWindow, DEADLINE_EXCEEDED if `deadline` passes
 // first, or the error of `alive()`, which it checks every 100 ms (a
 // cancelled caller stops waiting).
-absl::Status ConnectChannel(grpc::Channel* channel, absl::Time deadline,
-                            absl::FunctionRef<absl::Status()> alive);
+[[nodiscard]] absl::Status ConnectChannel(
+    grpc::Channel* channel, absl::Time deadline,
+    absl::FunctionRef<absl::Status()> alive);
 // The same for a caller that cannot be cancelled.
-absl::Status ConnectChannel(grpc::Channel* channel, absl::Time deadline);
+[[nodiscard]] absl::Status ConnectChannel(grpc::Channel* channel,
+                                          absl::Time deadline);
 
 }  // namespace gradsync
 

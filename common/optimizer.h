@@ -71,7 +71,8 @@ enum class OptimizerKind : uint8_t {
 // "sgd", "momentum", "adam", "adamw".
 absl::string_view OptimizerKindName(OptimizerKind kind);
 // Parses the names above (case-insensitive); INVALID_ARGUMENT otherwise.
-absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name);
+[[nodiscard]] absl::StatusOr<OptimizerKind> ParseOptimizerKind(
+    absl::string_view name);
 // How many per-element state buffers `kind` keeps: 0, 1 or 2.
 size_t NumStateBuffers(OptimizerKind kind);
 
@@ -90,7 +91,8 @@ struct OptimizerConfig {
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its allowed range.
-absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
+[[nodiscard]] absl::Status ValidateOptimizerConfig(
+    const OptimizerConfig& config);
 
 // Adam's (and AdamW's) fp32 scalars for step t >= 1, derived from `config`
 // in double precision. The CPU loops (optimizer.cc) and the CUDA kernels
@@ -115,27 +117,26 @@ struct OptimizerState {
 };
 
 // OK when `state` is self-consistent (buffer count and lengths).
-absl::Status ValidateOptimizerState(const OptimizerState& state);
+[[nodiscard]] absl::Status ValidateOptimizerState(const OptimizerState& state);
 
 // The state of elements [begin, end) of `state` (for a PS shard).
-absl::StatusOr<OptimizerState> SliceOptimizerState(const OptimizerState& state,
-                                                   size_t begin, size_t end);
+[[nodiscard]] absl::StatusOr<OptimizerState> SliceOptimizerState(
+    const OptimizerState& state, size_t begin, size_t end);
 
 // The concatenation of consecutive slices (shards back into one vector).
 // All parts must have the same kind and step.
-absl::StatusOr<OptimizerState> ConcatOptimizerStates(
+[[nodiscard]] absl::StatusOr<OptimizerState> ConcatOptimizerStates(
     absl::Span<const OptimizerState> parts);
 
 class Optimizer {
  public:
   // An optimizer of config.kind over `size` elements, state zeroed, step 0.
-  static absl::StatusOr<Optimizer> Create(const OptimizerConfig& config,
-                                          size_t size);
+  [[nodiscard]] static absl::StatusOr<Optimizer> Create(
+      const OptimizerConfig& config, size_t size);
   // As Create, with the kind given by name ("sgd", "momentum", "adam",
   // "adamw"); config.kind is ignored.
-  static absl::StatusOr<Optimizer> CreateByName(absl::string_view name,
-                                                OptimizerConfig config,
-                                                size_t size);
+  [[nodiscard]] static absl::StatusOr<Optimizer> CreateByName(
+      absl::string_view name, OptimizerConfig config, size_t size);
 
   Optimizer(Optimizer&&) = default;
   Optimizer& operator=(Optimizer&&) = default;

@@ -34,7 +34,8 @@ namespace gradsync {
 
 // Returns `status` with `context` prepended to its message ("context: msg"),
 // keeping the code. OK stays OK.
-absl::Status Annotate(const absl::Status& status, absl::string_view context);
+[[nodiscard]] absl::Status Annotate(const absl::Status& status,
+                                    absl::string_view context);
 
 }  // namespace gradsync
 

@@ -59,7 +59,8 @@ struct ClusterLinks {
 
 // The formula above. INVALID_ARGUMENT for B <= 0, P or Q < 1, or I <= 0
 // on more than one node.
-absl::StatusOr<double> IdealBusBandwidth(const ClusterLinks& links);
+[[nodiscard]] absl::StatusOr<double> IdealBusBandwidth(
+    const ClusterLinks& links);
 
 }  // namespace gradsync
 

@@ -40,16 +40,17 @@ std::string CongestionControlFor(const std::string& policy, bool peer_is_local);
 // lets this process use it, probed on a fresh socket: INVALID_ARGUMENT if
 // longer than a kernel algorithm name, FAILED_PRECONDITION if refused.
 // Daemons call it at start to refuse a bad flag early.
-absl::Status CheckCongestionControl(const std::string& name);
+[[nodiscard]] absl::Status CheckCongestionControl(const std::string& name);
 
 // Sets TCP_CONGESTION on socket `fd`. INVALID_ARGUMENT for a name longer
 // than kMaxCongestionControlName; FAILED_PRECONDITION if the kernel
 // refuses it (not built, or not in net.ipv4.tcp_allowed_congestion_control
 // for this process).
-absl::Status SetTcpCongestionControl(int fd, const std::string& name);
+[[nodiscard]] absl::Status SetTcpCongestionControl(int fd,
+                                                   const std::string& name);
 
 // The algorithm in use on `fd` ("bbr", "cubic", ...).
-absl::StatusOr<std::string> GetTcpCongestionControl(int fd);
+[[nodiscard]] absl::StatusOr<std::string> GetTcpCongestionControl(int fd);
 
 // True when the peer of connected TCP socket `fd` (IPv4, IPv6 or
 // IPv4-mapped IPv6) is on this host: its address is a loopback address or

@@ -25,7 +25,8 @@ inline constexpr int32_t kWireVersion = 1;
 // OK when a daemon that announced `peer_version` may join; otherwise
 // FAILED_PRECONDITION naming both versions, for `who` ("worker (host 'a',
 // pid 7)") and telling the operator to deploy one build.
-absl::Status CheckWireVersion(int32_t peer_version, absl::string_view who);
+[[nodiscard]] absl::Status CheckWireVersion(int32_t peer_version,
+                                            absl::string_view who);
 
 }  // namespace gradsync
 

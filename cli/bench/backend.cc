@@ -22,7 +22,7 @@ namespace {
 constexpr absl::Duration kPsProbeTimeout = absl::Seconds(10);
 
 #if GRADSYNC_HAVE_NCCL
-absl::StatusOr<int> VisibleGpus() {
+[[nodiscard]] absl::StatusOr<int> VisibleGpus() {
   ASSIGN_OR_RETURN(const int gpus, CudaDeviceCount());
   if (gpus == 0) {
     return absl::FailedPreconditionError(
@@ -32,10 +32,9 @@ absl::StatusOr<int> VisibleGpus() {
   return gpus;
 }
 
-absl::StatusOr<BenchBackend> CreateNcclBackend(Store* store,
-                                               const BenchOptions& options,
-                                               int rank, int world,
-                                               const std::string& job_id) {
+[[nodiscard]] absl::StatusOr<BenchBackend> CreateNcclBackend(
+    Store* store, const BenchOptions& options, int rank, int world,
+    const std::string& job_id) {
   ASSIGN_OR_RETURN(const int gpus, VisibleGpus());
   const int device = options.device >= 0 ? options.device : rank % gpus;
   if (device >= gpus) {

@@ -26,15 +26,15 @@ class HostBuffer : public BenchBuffer {
   void* data() override { return memory_.get(); }
   void* host() override { return memory_.get(); }
   size_t bytes() const override { return bytes_; }
-  absl::Status HostToData(size_t offset, size_t bytes) override {
+  [[nodiscard]] absl::Status HostToData(size_t offset, size_t bytes) override {
     return CheckRange(offset, bytes);
   }
-  absl::Status DataToHost(size_t offset, size_t bytes) override {
+  [[nodiscard]] absl::Status DataToHost(size_t offset, size_t bytes) override {
     return CheckRange(offset, bytes);
   }
 
  private:
-  absl::Status CheckRange(size_t offset, size_t bytes) const {
+  [[nodiscard]] absl::Status CheckRange(size_t offset, size_t bytes) const {
     if (offset > bytes_ || bytes > bytes_ - offset) {
       return absl::InvalidArgumentError(
           absl::StrCat("range [", offset, ", +", bytes,
@@ -49,7 +49,8 @@ class HostBuffer : public BenchBuffer {
 
 class HostMemory : public BenchMemory {
  public:
-  absl::StatusOr<std::unique_ptr<BenchBuffer>> Allocate(size_t bytes) override {
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<BenchBuffer>> Allocate(
+      size_t bytes) override {
     const size_t size = std::max<size_t>(bytes, 1);
     std::byte* raw = static_cast<std::byte*>(
         ::operator new[](size, kPageAlignment, std::nothrow));

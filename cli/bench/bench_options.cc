@@ -10,7 +10,9 @@
 #include "absl/strings/str_split.h"
 #include "cli/bench/ps_options.h"
 #include "cli/bench/verifiable.h"
+#include "common/flags.h"
 #include "common/status_macros.h"
+#include "common/units.h"
 
 namespace gradsync {
 namespace bench {
@@ -26,18 +28,9 @@ struct ParseState {
   bool ps_shards_set = false;
 };
 
-using Setter = absl::Status (*)(absl::string_view value, ParseState* state);
-
-struct FlagSpec {
-  char short_name;         // 0: none
-  const char* long_name;   // without "--"
-  const char* value_name;  // nullptr: a switch that takes no value
-  const char* help;
-  Setter set;
-};
-
-absl::Status ParseInt(absl::string_view flag, absl::string_view value, int min,
-                      int* out) {
+[[nodiscard]] absl::Status ParseInt(absl::string_view flag,
+                                    absl::string_view value, int min,
+                                    int* out) {
   int parsed = 0;
   if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -47,43 +40,33 @@ absl::Status ParseInt(absl::string_view flag, absl::string_view value, int min,
   return absl::OkStatus();
 }
 
-absl::Status ParseSizeFlag(absl::string_view flag, absl::string_view value,
-                           size_t* out) {
-  absl::StatusOr<size_t> size = ParseSize(value);
-  if (!size.ok()) return Annotate(size.status(), flag);
-  *out = *size;
+[[nodiscard]] absl::Status ParseSizeFlag(absl::string_view flag,
+                                         absl::string_view value, size_t* out) {
+  ASSIGN_OR_RETURN(*out, ParseSizeValue(flag, value, 0));
   return absl::OkStatus();
 }
 
-absl::Status ParseOptionalSize(absl::string_view flag, absl::string_view value,
-                               std::optional<size_t>* out) {
+[[nodiscard]] absl::Status ParseOptionalSize(absl::string_view flag,
+                                             absl::string_view value,
+                                             std::optional<size_t>* out) {
   size_t size = 0;
   RETURN_IF_ERROR(ParseSizeFlag(flag, value, &size));
   *out = size;
   return absl::OkStatus();
 }
 
-// Seconds ("30", "2.5") or an absl duration ("90s", "2m").
-absl::Status ParseSeconds(absl::string_view flag, absl::string_view value,
-                          absl::Duration* out) {
-  double seconds = 0;
-  absl::Duration duration;
-  if (absl::SimpleAtod(value, &seconds)) {
-    duration = absl::Seconds(seconds);
-  } else if (!absl::ParseDuration(value, &duration)) {
-    duration = absl::ZeroDuration();
-  }
-  if (duration <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " wants a positive number of seconds (or 90s, 2m), got '", value,
-        "'"));
-  }
-  *out = duration;
-  return absl::OkStatus();
-}
+// A row of the table below: a setter on the parse state.
+using Setter = absl::Status (*)(absl::string_view value, ParseState* state);
+struct Row {
+  char short_name;         // 0: none
+  const char* long_name;   // without "--"
+  const char* value_name;  // nullptr: a switch that takes no value
+  const char* help;
+  Setter set;
+};
 
 // The flag table: one row per flag, nccl-tests' letters first.
-const FlagSpec kFlags[] = {
+const Row kRows[] = {
     {'b', "minbytes", "SIZE", "smallest size in bytes, K/M/G suffixes (1M)",
      [](absl::string_view v, ParseState* s) {
        return ParseSizeFlag("-b", v, &s->options.min_bytes);
@@ -227,11 +210,14 @@ const FlagSpec kFlags[] = {
      }},
     {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
      [](absl::string_view v, ParseState* s) {
-       return ParseSeconds("--timeout", v, &s->options.timeout);
+       ASSIGN_OR_RETURN(s->options.timeout, ParseSecondsValue("--timeout", v));
+       return absl::OkStatus();
      }},
     {0, "deadline", "SECONDS", "launcher: stop the whole run after (3600)",
      [](absl::string_view v, ParseState* s) {
-       return ParseSeconds("--deadline", v, &s->options.deadline);
+       ASSIGN_OR_RETURN(s->options.deadline,
+                        ParseSecondsValue("--deadline", v));
+       return absl::OkStatus();
      }},
     {0, "world", "N", "join a run of N ranks (with --rank, --store)",
      [](absl::string_view v, ParseState* s) {
@@ -270,35 +256,21 @@ const FlagSpec kFlags[] = {
      }},
 };
 
-const FlagSpec* FindFlag(absl::string_view arg, absl::string_view* inline_value,
-                         bool* has_inline) {
-  *has_inline = false;
-  if (absl::StartsWith(arg, "--")) {
-    absl::string_view name = arg.substr(2);
-    const size_t eq = name.find('=');
-    if (eq != absl::string_view::npos) {
-      *inline_value = name.substr(eq + 1);
-      *has_inline = true;
-      name = name.substr(0, eq);
-    }
-    for (const FlagSpec& flag : kFlags) {
-      if (name == flag.long_name) return &flag;
-    }
-    return nullptr;
+// The table's rows as the flags library's, setting `state`.
+std::vector<FlagSpec> Flags(ParseState* state) {
+  std::vector<FlagSpec> flags;
+  for (const Row& row : kRows) {
+    FlagSpec flag{
+        row.long_name, row.value_name == nullptr ? "" : row.value_name,
+        row.help,
+        [set = row.set, state](absl::string_view v) { return set(v, state); }};
+    flag.short_name = row.short_name;
+    flags.push_back(std::move(flag));
   }
-  if (arg.size() < 2 || arg[0] != '-') return nullptr;
-  for (const FlagSpec& flag : kFlags) {
-    if (flag.short_name == 0 || arg[1] != flag.short_name) continue;
-    if (arg.size() > 2) {
-      *inline_value = arg.substr(arg[2] == '=' ? 3 : 2);
-      *has_inline = true;
-    }
-    return &flag;
-  }
-  return nullptr;
+  return flags;
 }
 
-absl::Status Validate(const ParseState& state) {
+[[nodiscard]] absl::Status Validate(const ParseState& state) {
   const BenchOptions& o = state.options;
   if (o.min_bytes > o.max_bytes) {
     return absl::InvalidArgumentError(
@@ -377,34 +349,8 @@ absl::string_view BackendName(Backend backend) {
 absl::StatusOr<BenchOptions> ParseBenchArgs(
     const std::vector<std::string>& args) {
   ParseState state;
-  std::vector<std::string> positional;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg.size() < 2 || arg[0] != '-') {
-      positional.push_back(arg);
-      continue;
-    }
-    absl::string_view value;
-    bool has_inline = false;
-    const FlagSpec* flag = FindFlag(arg, &value, &has_inline);
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", arg, "'; see gradsync bench --help"));
-    }
-    if (flag->value_name == nullptr) {
-      if (has_inline) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", flag->long_name, " takes no value"));
-      }
-    } else if (!has_inline) {
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(arg, " needs a value (", flag->value_name, ")"));
-      }
-      value = args[++i];
-    }
-    RETURN_IF_ERROR(flag->set(value, &state));
-  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> positional,
+                   ParseFlags(args, Flags(&state), /*env=*/nullptr));
   if (state.options.help) return state.options;
   if (positional.size() != 1) {
     return absl::InvalidArgumentError(
@@ -426,15 +372,8 @@ std::string BenchUsage() {
       "so the\nexact result is known; each size prints time, algbw, busbw "
       "and #wrong.\nExit status: 0 all results right, 2 wrong elements, 1 "
       "error.\n\n";
-  for (const FlagSpec& flag : kFlags) {
-    std::string name =
-        flag.short_name != 0
-            ? absl::StrFormat("-%c, --%s", flag.short_name, flag.long_name)
-            : absl::StrCat("    --", flag.long_name);
-    if (flag.value_name != nullptr)
-      absl::StrAppend(&name, " ", flag.value_name);
-    absl::StrAppendFormat(&usage, "  %-30s %s\n", name, flag.help);
-  }
+  ParseState unused;
+  absl::StrAppend(&usage, FlagsHelp(Flags(&unused), TerminalWidth()));
   absl::StrAppend(
       &usage,
       "\nLocal:      gradsync bench allreduce --ranks 4 -b 1M -e 256M\n"

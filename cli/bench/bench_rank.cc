@@ -34,8 +34,8 @@ std::string Hostname() {
 }
 
 // Reads every rank's info/<r> ("<pid>\t<host>\t<device>").
-absl::StatusOr<std::vector<RankInfo>> GatherRankInfo(Store* store, int world,
-                                                     absl::Time deadline) {
+[[nodiscard]] absl::StatusOr<std::vector<RankInfo>> GatherRankInfo(
+    Store* store, int world, absl::Time deadline) {
   std::vector<RankInfo> infos;
   for (int r = 0; r < world; ++r) {
     ASSIGN_OR_RETURN(const std::string value,
@@ -90,10 +90,9 @@ using SizeRunner = std::function<absl::StatusOr<SizeResult>(size_t bytes)>;
 // SweepRunner on the backend's communicator, or for --backend ps a
 // PsSweepRunner that uses it as its control channel. The runner lives in
 // the returned function; `backend` must outlive it.
-absl::StatusOr<SizeRunner> MakeSizeRunner(const BenchOptions& options,
-                                          const std::string& run_id,
-                                          size_t max_bytes,
-                                          BenchBackend* backend) {
+[[nodiscard]] absl::StatusOr<SizeRunner> MakeSizeRunner(
+    const BenchOptions& options, const std::string& run_id, size_t max_bytes,
+    BenchBackend* backend) {
   if (options.backend == Backend::kPs) {
     PsSweepConfig config;
     config.job_id = absl::StrCat("bench/", run_id);

@@ -25,11 +25,11 @@ class DeviceBenchBuffer : public BenchBuffer {
   void* host() override { return host_.get(); }
   size_t bytes() const override { return bytes_; }
 
-  absl::Status HostToData(size_t offset, size_t bytes) override {
+  [[nodiscard]] absl::Status HostToData(size_t offset, size_t bytes) override {
     if (bytes == 0) return absl::OkStatus();
     return device_.CopyFromHost(host_.get() + offset, bytes, offset);
   }
-  absl::Status DataToHost(size_t offset, size_t bytes) override {
+  [[nodiscard]] absl::Status DataToHost(size_t offset, size_t bytes) override {
     if (bytes == 0) return absl::OkStatus();
     return device_.CopyToHost(host_.get() + offset, bytes, offset);
   }
@@ -44,7 +44,8 @@ class DeviceMemory : public BenchMemory {
  public:
   explicit DeviceMemory(int device) : device_(device) {}
 
-  absl::StatusOr<std::unique_ptr<BenchBuffer>> Allocate(size_t bytes) override {
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<BenchBuffer>> Allocate(
+      size_t bytes) override {
     const size_t size = std::max<size_t>(bytes, 1);
     ASSIGN_OR_RETURN(DeviceBuffer device,
                      DeviceBuffer::Allocate(device_, size));

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/wait_status.h"
 #include "server/store/store_server.h"
 
 namespace gradsync {
@@ -35,8 +36,8 @@ struct Child {
 
 // fork + execv, the child dying with its parent. Only async-signal-safe
 // calls happen between fork and exec: argv is built before forking.
-absl::StatusOr<pid_t> Spawn(const std::string& executable,
-                            const std::vector<std::string>& argv) {
+[[nodiscard]] absl::StatusOr<pid_t> Spawn(
+    const std::string& executable, const std::vector<std::string>& argv) {
   std::vector<char*> c_argv;
   c_argv.reserve(argv.size() + 1);
   for (const std::string& arg : argv) {
@@ -60,17 +61,6 @@ absl::StatusOr<pid_t> Spawn(const std::string& executable,
     _exit(127);
   }
   return pid;
-}
-
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) {
-    return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (",
-                        strsignal(WTERMSIG(status)), ")");
-  }
-  return absl::StrCat("ended with wait status ", status);
 }
 
 // Reaps `child` if it has exited; returns true and its wait status then.

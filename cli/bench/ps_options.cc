@@ -6,21 +6,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/host.h"
 
 namespace gradsync {
 namespace bench {
-namespace {
-
-// "host:port" with a port in 1..65535 (the host is not resolved here).
-bool IsHostPort(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  return colon != absl::string_view::npos && colon > 0 &&
-         absl::SimpleAtoi(address.substr(colon + 1), &port) && port > 0 &&
-         port <= 65535;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int PsShardCount(const BenchOptions& options) {
   if (options.ps_shards > 0) return options.ps_shards;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json.h"
 
 namespace gradsync {
 namespace bench {
@@ -13,6 +14,9 @@ namespace {
 // pass (time, algbw, busbw, #wrong): 33, in the header and in the rows.
 constexpr int kPrefixWidth = 52;
 constexpr int kPassWidth = 33;
+// Times and bandwidths in the JSON lines: their digits past the sixth are
+// timing noise.
+constexpr int kMeasuredDigits = 6;
 
 std::string Center(const std::string& text, int width) {
   const int pad = width - static_cast<int>(text.size());
@@ -32,36 +36,12 @@ std::string PassColumns(const PassResult& pass) {
                          pass.algbw, pass.busbw, wrong);
 }
 
-// JSON numbers must be finite.
-std::string JsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  return absl::StrFormat("%.6g", value);
-}
-
 std::string JsonPass(const PassResult& pass) {
   return absl::StrCat(
-      "{\"time_us\":", JsonNumber(pass.time_us),
-      ",\"algbw\":", JsonNumber(pass.algbw),
-      ",\"busbw\":", JsonNumber(pass.busbw), ",\"wrong\":",
+      "{\"time_us\":", JsonNumber(pass.time_us, kMeasuredDigits),
+      ",\"algbw\":", JsonNumber(pass.algbw, kMeasuredDigits),
+      ",\"busbw\":", JsonNumber(pass.busbw, kMeasuredDigits), ",\"wrong\":",
       pass.wrong < 0 ? std::string("null") : absl::StrCat(pass.wrong), "}");
-}
-
-// Values printed here are names from fixed tables (no quoting needed), but
-// escape anyway so that the output stays valid JSON whatever they hold.
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
 }
 
 }  // namespace
@@ -175,19 +155,19 @@ std::string FormatJsonRow(const ReportHeader& header,
                           const SizeResult& result) {
   return absl::StrCat(
       "{\"collective\":",
-      JsonString(std::string(CollectiveName(header.collective))),
-      ",\"backend\":", JsonString(header.backend),
-      ",\"algo\":", JsonString(header.algorithm), ",\"ranks\":", header.ranks,
+      JsonQuote(std::string(CollectiveName(header.collective))),
+      ",\"backend\":", JsonQuote(header.backend),
+      ",\"algo\":", JsonQuote(header.algorithm), ",\"ranks\":", header.ranks,
       header.ps_shard_addresses.empty()
           ? std::string()
           : absl::StrCat(",\"shards\":", header.ps_shard_addresses.size()),
       header.tcp_congestion.empty()
           ? std::string()
           : absl::StrCat(",\"tcp_congestion\":",
-                         JsonString(header.tcp_congestion)),
+                         JsonQuote(header.tcp_congestion)),
       ",\"size\":", result.size_bytes, ",\"count\":", result.count,
-      ",\"type\":", JsonString(std::string(DataTypeName(header.type))),
-      ",\"redop\":", JsonString(RedopLabel(header)),
+      ",\"type\":", JsonQuote(std::string(DataTypeName(header.type))),
+      ",\"redop\":", JsonQuote(RedopLabel(header)),
       ",\"root\":", RootLabel(header),
       ",\"out_of_place\":", JsonPass(result.out_of_place), ",\"in_place\":",
       result.has_in_place ? JsonPass(result.in_place) : std::string("null"),
@@ -198,11 +178,11 @@ std::string FormatJsonSummary(const ReportHeader& header,
                               const Summary& summary) {
   return absl::StrCat(
       "{\"summary\":true,\"collective\":",
-      JsonString(std::string(CollectiveName(header.collective))),
-      ",\"backend\":", JsonString(header.backend), ",\"ranks\":", header.ranks,
+      JsonQuote(std::string(CollectiveName(header.collective))),
+      ",\"backend\":", JsonQuote(header.backend), ",\"ranks\":", header.ranks,
       ",\"wrong\":", summary.wrong, ",\"ok\":", summary.ok() ? "true" : "false",
       ",\"checked\":", summary.checked ? "true" : "false",
-      ",\"avg_busbw\":", JsonNumber(summary.avg_busbw), "}\n");
+      ",\"avg_busbw\":", JsonNumber(summary.avg_busbw, kMeasuredDigits), "}\n");
 }
 
 }  // namespace bench

@@ -7,39 +7,6 @@ namespace gradsync {
 namespace bench {
 namespace {
 
-// The reduction over `ranks` ranks of (r + 1) * p, r = 0..ranks-1.
-double ReducedValue(ReduceOp op, DataType type, int ranks, uint32_t p) {
-  const double n = ranks;
-  switch (op) {
-    case ReduceOp::kSum:
-      return p * n * (n + 1) / 2;
-    case ReduceOp::kAvg:
-      if (type == DataType::kInt32) {
-        // The backend divides the exact integer sum, truncating.
-        return static_cast<double>((static_cast<int64_t>(p) * (ranks + 1)) / 2);
-      }
-      return p * (n + 1) / 2;
-    case ReduceOp::kMax:
-      return p * n;
-    case ReduceOp::kMin:
-      return p;
-  }
-  return 0.0;
-}
-
-template <typename T>
-void FillTyped(int rank, T* buf, size_t count) {
-  const T factor = static_cast<T>(rank + 1);
-  for (size_t i = 0; i < count; ++i) {
-    buf[i] = factor * static_cast<T>(InputPattern(i));
-  }
-}
-
-template <typename T>
-void FillConstant(T* buf, size_t count, T value) {
-  for (size_t i = 0; i < count; ++i) buf[i] = value;
-}
-
 template <typename T>
 bool Matches(T got, double expected, double tolerance) {
   if (tolerance == 0.0) return got == static_cast<T>(expected);
@@ -60,47 +27,14 @@ int64_t CountWrongTyped(const VerifySpec& spec, const T* got,
 
 }  // namespace
 
-double InputValue(int rank, size_t index) {
-  return static_cast<double>(rank + 1) * InputPattern(index);
-}
-
-void FillInput(DataType type, int rank, void* buf, size_t count) {
-  switch (type) {
-    case DataType::kFloat32:
-      FillTyped(rank, static_cast<float*>(buf), count);
-      return;
-    case DataType::kFloat64:
-      FillTyped(rank, static_cast<double*>(buf), count);
-      return;
-    case DataType::kInt32:
-      FillTyped(rank, static_cast<int32_t*>(buf), count);
-      return;
-  }
-}
-
-void FillPoison(DataType type, void* buf, size_t count) {
-  switch (type) {
-    case DataType::kFloat32:
-      FillConstant(static_cast<float*>(buf), count, -1.0f);
-      return;
-    case DataType::kFloat64:
-      FillConstant(static_cast<double*>(buf), count, -1.0);
-      return;
-    case DataType::kInt32:
-      FillConstant(static_cast<int32_t*>(buf), count, int32_t{-1});
-      return;
-  }
-}
-
 double ExpectedValue(const VerifySpec& spec, size_t index) {
   switch (spec.collective) {
     case Collective::kAllReduce:
-      return ReducedValue(spec.op, spec.type, spec.ranks, InputPattern(index));
+      return ReducedValue(spec.op, spec.type, spec.ranks, index);
     case Collective::kReduceScatter:
       return ReducedValue(
           spec.op, spec.type, spec.ranks,
-          InputPattern(static_cast<size_t>(spec.rank) * spec.param_count +
-                       index));
+          static_cast<size_t>(spec.rank) * spec.param_count + index);
     case Collective::kAllGather: {
       if (spec.param_count == 0) return 0.0;
       const size_t block = index / spec.param_count;

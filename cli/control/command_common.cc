@@ -26,12 +26,14 @@ std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 CommonOptions* common,
                                 std::vector<std::string>* positional) {
   AddCommonFlags(common, &flags);
-  absl::StatusOr<std::vector<std::string>> parsed = ParseFlags(args, flags);
+  // The environment reaches commands through CommandEnv, not the table.
+  absl::StatusOr<std::vector<std::string>> parsed =
+      ParseFlags(args, flags, /*env=*/nullptr);
   if (!parsed.ok()) {
     return ReportUsageError(env, command, args, parsed.status());
   }
   if (common->help) {
-    *env.out << usage << "\nflags:\n" << FlagsUsage(flags);
+    *env.out << usage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
   *positional = std::move(*parsed);
@@ -51,13 +53,13 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
   return ReportUsageError(env, command, args, status);
 }
 
-std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
-                                              const CommandEnv& env) {
+std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
+                                          const CommandEnv& env) {
   ClientConfig config;
   config.address =
       ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
   config.rpc_timeout = common.timeout;
-  return std::make_unique<CoordinatorClient>(std::move(config));
+  return std::make_unique<ControlClient>(std::move(config));
 }
 
 double NowSeconds(const CommandEnv& env) {
@@ -68,7 +70,7 @@ namespace {
 
 // Follows one job to its end; exit 0 only if it SUCCEEDED. Sets
 // *restarted_as to the job that restarts it (JobSpec.max_restarts).
-int FollowOne(CoordinatorClient& client, const std::string& job_id,
+int FollowOne(ControlClient& client, const std::string& job_id,
               const FollowOptions& follow, bool json, absl::string_view command,
               const CommandEnv& env, std::string* restarted_as) {
   ProgressOptions options;
@@ -111,7 +113,7 @@ int FollowOne(CoordinatorClient& client, const std::string& job_id,
 
 }  // namespace
 
-int Follow(CoordinatorClient& client, const std::string& job_id,
+int Follow(ControlClient& client, const std::string& job_id,
            const FollowOptions& follow, bool json, absl::string_view command,
            const CommandEnv& env) {
   std::string current = job_id;

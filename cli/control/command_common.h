@@ -15,8 +15,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cli/control/command_env.h"
-#include "cli/control/coordinator_client.h"
-#include "cli/control/flags.h"
+#include "cli/control/control_client.h"
+#include "common/flags.h"
 
 namespace gradsync {
 namespace control {
@@ -50,15 +50,15 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
                                     const CommandEnv& env);
 
 // A client of the coordinator that --coordinator or the environment names.
-std::unique_ptr<CoordinatorClient> MakeClient(const CommonOptions& common,
-                                              const CommandEnv& env);
+std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
+                                          const CommandEnv& env);
 
 double NowSeconds(const CommandEnv& env);
 
 // Follows the job to its end, printing progress and the final report (or
 // JSON events), and on into the jobs that restart it (JobSpec
 // max_restarts); exit 0 only if the last one SUCCEEDED.
-int Follow(CoordinatorClient& client, const std::string& job_id,
+int Follow(ControlClient& client, const std::string& job_id,
            const FollowOptions& follow, bool json, absl::string_view command,
            const CommandEnv& env);
 

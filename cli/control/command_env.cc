@@ -39,6 +39,7 @@ CommandEnv ProcessCommandEnv() {
   env.out = &std::cout;
   env.err = &std::cerr;
   env.out_is_tty = isatty(STDOUT_FILENO) == 1;
+  env.terminal_width = TerminalWidth();
   env.coordinator_env = GetEnv("GRADSYNC_COORDINATOR");
   env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
   env.path_env = GetEnv("PATH");
@@ -57,7 +58,7 @@ void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
                                &options->timeout));
   flags->push_back(
       SwitchFlag("json", "machine-readable output (JSON)", &options->json));
-  flags->push_back(SwitchFlag("help", "print this help", &options->help));
+  flags->push_back(HelpFlag(&options->help));
 }
 
 int ReportError(const CommandEnv& env, absl::string_view command, bool json,

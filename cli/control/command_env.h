@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "cli/control/flags.h"
+#include "common/flags.h"
 
 namespace gradsync {
 namespace control {
@@ -33,6 +33,7 @@ struct CommandEnv {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   bool out_is_tty = false;
+  int terminal_width = 80;      // --help wraps to it
   std::string coordinator_env;  // $GRADSYNC_COORDINATOR
   std::string run_dir_env;      // $GRADSYNC_RUN_DIR
   std::string path_env;         // $PATH

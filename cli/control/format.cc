@@ -133,50 +133,6 @@ std::string FormatTable(const std::vector<std::string>& header,
   return out;
 }
 
-std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double value) {
-  if (std::isnan(value)) return "\"NaN\"";
-  if (std::isinf(value)) return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-  // The shortest of %.15g..%.17g that reads back exactly.
-  for (int precision = 15; precision <= 17; ++precision) {
-    std::string text = absl::StrFormat("%.*g", precision, value);
-    double back = 0;
-    if (absl::SimpleAtod(text, &back) && back == value) {
-      return text;
-    }
-  }
-  return absl::StrFormat("%.17g", value);
-}
-
 std::string MessageToJson(const Message& message) {
   const Descriptor& descriptor = *message.GetDescriptor();
   const Reflection& r = *message.GetReflection();
@@ -240,20 +196,6 @@ std::string StatusToJson(const absl::Status& status) {
   return absl::StrCat("{\"error\":{\"code\":",
                       JsonQuote(absl::StatusCodeToString(status.code())),
                       ",\"message\":", JsonQuote(status.message()), "}}");
-}
-
-std::string FormatBytes(double bytes) {
-  if (!std::isfinite(bytes) || bytes < 0) return "-";
-  if (bytes < 1024) return absl::StrFormat("%.0f B", bytes);
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = bytes / 1024;
-  int unit = 0;
-  while (value >= 1024 && unit < 3) {
-    value /= 1024;
-    ++unit;
-  }
-  return absl::StrFormat(value < 10 ? "%.2f %s" : "%.1f %s", value,
-                         kUnits[unit]);
 }
 
 std::string FormatMillis(double seconds) {

@@ -20,6 +20,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/json.h"
+#include "common/units.h"
 
 namespace gradsync {
 namespace control {
@@ -29,13 +31,6 @@ namespace control {
 // shorter than the header get empty cells.
 std::string FormatTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows);
-
-// `text` as a JSON string literal, quotes included.
-std::string JsonQuote(absl::string_view text);
-
-// A JSON number for `value`: shortest round-trip form; NaN and infinities
-// become the strings "NaN", "Infinity", "-Infinity" (as protobuf does).
-std::string JsonNumber(double value);
 
 // `message` as one line of JSON (see the file comment).
 std::string MessageToJson(const google::protobuf::Message& message);
@@ -49,8 +44,6 @@ std::string CsvRow(const google::protobuf::Message& message);
 // {"error":{"code":"UNAVAILABLE","message":"..."}}
 std::string StatusToJson(const absl::Status& status);
 
-// "512 B", "1.5 KiB", "64.0 MiB", "2.00 GiB".
-std::string FormatBytes(double bytes);
 // Milliseconds with 2 significant decimals: "12.34".
 std::string FormatMillis(double seconds);
 // "42 s", "3 min 5 s", "2 h 10 min"; "-" when negative.

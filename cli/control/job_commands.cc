@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/control/command_common.h"
-#include "cli/control/coordinator_client.h"
+#include "cli/control/control_client.h"
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/job_spec_builder.h"
@@ -54,7 +54,7 @@ int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
   }
   absl::StatusOr<JobSpec> spec = BuildJobSpec(spec_flags);
   if (!spec.ok()) return ReportError(env, "submit", common.json, spec.status());
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
   if (!job_id.ok()) {
     return ReportError(env, "submit", common.json, job_id.status());
@@ -96,7 +96,7 @@ int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done = ExpectPositional(args, positional, 1, "job", "watch", env)) {
     return *done;
   }
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   return Follow(*client, positional[0], follow, common.json, "watch", env);
 }
 
@@ -114,7 +114,7 @@ int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
   if (positional.size() > 1) {
     return ExpectPositional(args, positional, 1, "job", "status", env).value();
   }
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   if (positional.size() == 1) {
     absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
     if (!job.ok()) return ReportError(env, "status", common.json, job.status());
@@ -145,7 +145,7 @@ int RunCancel(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done = ExpectPositional(args, positional, 1, "job", "cancel", env)) {
     return *done;
   }
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<JobStatus> job = client->CancelJob(positional[0]);
   if (!job.ok()) return ReportError(env, "cancel", common.json, job.status());
   if (common.json) {
@@ -249,7 +249,7 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
         absl::InvalidArgumentError("--node-link-gbps needs --link-gbps (B, the "
                                    "links within a node)"));
   }
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<GetMetricsResponse> response =
       client->GetMetrics(positional[0]);
   if (!response.ok()) {
@@ -312,7 +312,7 @@ int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done = ExpectPositional(args, positional, 0, "", "workers", env)) {
     return *done;
   }
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<ListWorkersResponse> workers = client->ListWorkers();
   if (!workers.ok()) {
     return ReportError(env, "workers", common.json, workers.status());
@@ -353,7 +353,7 @@ int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env) {
             absl::StrCat("the mode is '", mode_name, "'; use ps or ring")));
   }
   const SyncMode mode = mode_name == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING;
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<SwitchJobResponse> response =
       client->SwitchJob(positional[0], mode);
   if (!response.ok()) {

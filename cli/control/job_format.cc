@@ -283,6 +283,13 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
   if (!job.switches().empty()) {
     absl::StrAppend(&out, "\nswitches:\n", FormatSwitchTable(job));
   }
+  if (!job.mode_decisions().empty()) {
+    // --mode auto: each decision with its reason, one per line.
+    absl::StrAppend(&out, "\nauto mode decisions:\n");
+    for (const ModeDecision& d : job.mode_decisions()) {
+      absl::StrAppend(&out, "  step ", d.step(), ": ", d.reason(), "\n");
+    }
+  }
   return out;
 }
 

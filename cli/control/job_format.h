@@ -62,9 +62,8 @@ std::vector<StepMetrics> SortedMetrics(
 // (GB/s), Q the hosts its ranks were placed on, P the ranks on each.
 // INVALID_ARGUMENT when no rank is placed yet or the hosts hold different
 // numbers of ranks (the formula assumes P on every node), naming them.
-absl::StatusOr<ClusterLinks> JobClusterLinks(const JobStatus& job,
-                                             double link_gbps,
-                                             double node_link_gbps);
+[[nodiscard]] absl::StatusOr<ClusterLinks> JobClusterLinks(
+    const JobStatus& job, double link_gbps, double node_link_gbps);
 
 // "ideal busbw 2.32 GB/s (B 2.32 GB/s; 1 node, 4 ranks each)".
 std::string DescribeIdeal(const ClusterLinks& links, double ideal_gbps);

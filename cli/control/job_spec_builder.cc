@@ -35,8 +35,9 @@ struct SpecFlagRow {
   SpecSetter set;
 };
 
-absl::Status OneOf(absl::string_view flag, absl::string_view value,
-                   std::initializer_list<absl::string_view> allowed) {
+[[nodiscard]] absl::Status OneOf(
+    absl::string_view flag, absl::string_view value,
+    std::initializer_list<absl::string_view> allowed) {
   for (absl::string_view name : allowed) {
     if (value == name) return absl::OkStatus();
   }
@@ -48,43 +49,9 @@ absl::Status OneOf(absl::string_view flag, absl::string_view value,
       absl::StrCat(flag, " is '", value, "'; use one of ", list));
 }
 
-// A byte count: an integer with an optional K, M or G suffix (KiB, MiB,
-// GiB), e.g. "256K"; >= min.
-absl::StatusOr<int64_t> ParseByteSize(absl::string_view flag,
-                                      absl::string_view value, int64_t min) {
-  int64_t unit = 1;
-  absl::string_view digits = value;
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 'K':
-      case 'k':
-        unit = int64_t{1} << 10;
-        break;
-      case 'M':
-      case 'm':
-        unit = int64_t{1} << 20;
-        break;
-      case 'G':
-      case 'g':
-        unit = int64_t{1} << 30;
-        break;
-      default:
-        break;
-    }
-    if (unit > 1) digits.remove_suffix(1);
-  }
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(digits, &n) || n < min || n > (INT64_MAX >> 30)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " wants a byte count >= ", min,
-        " (an integer, optionally with K, M or G for KiB, MiB, GiB), got '",
-        value, "'"));
-  }
-  return n * unit;
-}
-
 // --switch-at STEP:MODE: adds the switch, keeping them in step order.
-absl::Status AddScriptedSwitch(absl::string_view value, JobSpec* spec) {
+[[nodiscard]] absl::Status AddScriptedSwitch(absl::string_view value,
+                                             JobSpec* spec) {
   const size_t colon = value.find(':');
   if (colon == absl::string_view::npos) {
     return absl::InvalidArgumentError(
@@ -329,12 +296,13 @@ const SpecFlagRow kSpecRows[] = {
      "PS: pipeline each server's slice in partitions of N bytes (4M)",
      "ps.partition_bytes",
      [](absl::string_view v, JobSpec* s) {
-       ASSIGN_OR_RETURN(int64_t n, ParseByteSize("--ps-partition-bytes", v, 1));
-       if (n < 4096) {
+       ASSIGN_OR_RETURN(const uint64_t n,
+                        ParseSizeValue("--ps-partition-bytes", v, 1));
+       if (n < 4096 || n > (uint64_t{1} << 30)) {
          return absl::InvalidArgumentError(absl::StrCat(
-             "--ps-partition-bytes ", v, " is below 4K"));
+             "--ps-partition-bytes ", v, " is not in 4K..1G"));
        }
-       s->mutable_ps()->set_partition_bytes(n);
+       s->mutable_ps()->set_partition_bytes(static_cast<int64_t>(n));
        return absl::OkStatus();
      }},
     {"ps-shards", "K", "PS shards (0: one per parameter server)", "ps.shards",
@@ -365,8 +333,17 @@ const SpecFlagRow kSpecRows[] = {
     {"ps-chunk-bytes", "N", "PS push/pull message size, e.g. 256K (1M)",
      "ps.chunk_bytes",
      [](absl::string_view v, JobSpec* s) {
-       ASSIGN_OR_RETURN(int64_t n, ParseByteSize("--ps-chunk-bytes", v, 1));
-       s->mutable_ps()->set_chunk_bytes(n);
+       ASSIGN_OR_RETURN(const uint64_t n,
+                        ParseSizeValue("--ps-chunk-bytes", v, 1));
+       // The coordinator checks the exact range (job_spec.cc); this only
+       // keeps the value an int64.
+       if (n > (uint64_t{1} << 30)) {
+         return absl::InvalidArgumentError(absl::StrCat(
+             "--ps-chunk-bytes wants at most 1G (the coordinator takes up "
+             "to 64M), got '",
+             v, "'"));
+       }
+       s->mutable_ps()->set_chunk_bytes(static_cast<int64_t>(n));
        return absl::OkStatus();
      }},
     {"ps-placement", "P",

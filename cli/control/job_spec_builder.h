@@ -26,7 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "cli/control/flags.h"
+#include "common/flags.h"
 #include "proto/job.pb.h"
 
 namespace gradsync {

@@ -70,7 +70,7 @@ std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
       StringFlag("ps-binary", "PATH", "up: the gradsync-ps to run",
                  &o->ps_binary),
       SwitchFlag("json", "machine-readable output (JSON)", &o->json),
-      SwitchFlag("help", "print this help", &o->help),
+      HelpFlag(&o->help),
   };
   return flags;
 }
@@ -81,10 +81,9 @@ std::string DirName(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-absl::StatusOr<std::string> Binary(const std::string& flag,
-                                   absl::string_view name,
-                                   const std::vector<std::string>& relative,
-                                   const CommandEnv& env) {
+[[nodiscard]] absl::StatusOr<std::string> Binary(
+    const std::string& flag, absl::string_view name,
+    const std::vector<std::string>& relative, const CommandEnv& env) {
   if (!flag.empty()) return flag;
   return FindDaemonBinary(name,
                           env.self_exe.empty() ? "" : DirName(env.self_exe),
@@ -245,12 +244,14 @@ std::string ResolveRunDir(const std::string& flag, const std::string& env_value,
 int RunLocal(const std::vector<std::string>& args, const CommandEnv& env) {
   LocalOptions options;
   const std::vector<FlagSpec> flags = LocalFlags(&options);
-  absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
+  absl::StatusOr<std::vector<std::string>> positional =
+      ParseFlags(args, flags, /*env=*/nullptr);
   if (!positional.ok()) {
     return ReportUsageError(env, "local", args, positional.status());
   }
   if (options.help) {
-    *env.out << kLocalUsage << "\nflags:\n" << FlagsUsage(flags);
+    *env.out << kLocalUsage << "\nflags:\n"
+             << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
   if (positional->size() != 1 ||

@@ -20,9 +20,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "cli/control/coordinator_client.h"
+#include "cli/control/control_client.h"
 #include "cli/control/local_cluster.h"
 #include "common/status_macros.h"
+#include "common/wait_status.h"
 
 namespace gradsync {
 namespace control {
@@ -49,18 +50,9 @@ std::string LogTail(const std::string& path, int lines) {
   return absl::StrCat("  ", absl::StrJoin(tail, "\n  "));
 }
 
-std::string DescribeExit(int status) {
-  if (WIFEXITED(status)) {
-    return absl::StrCat("exited with status ", WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status));
-  }
-  return absl::StrCat("ended with wait status ", status);
-}
-
 // UNAVAILABLE for the first of `daemons` (our children) that has exited.
-absl::Status CheckRunning(const std::vector<DaemonRecord>& daemons) {
+[[nodiscard]] absl::Status CheckRunning(
+    const std::vector<DaemonRecord>& daemons) {
   for (const DaemonRecord& d : daemons) {
     int status = 0;
     if (waitpid(d.pid, &status, WNOHANG) == d.pid) {
@@ -123,15 +115,16 @@ bool IsParameterServer(const DaemonRecord& d) {
   return absl::StartsWith(d.name, "ps-");
 }
 
-absl::StatusOr<ListWorkersResponse> Probe(const std::string& address) {
+[[nodiscard]] absl::StatusOr<ListWorkersResponse> Probe(
+    const std::string& address) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = kProbeTimeout;
-  CoordinatorClient client(config);
+  ControlClient client(config);
   return client.ListWorkers();
 }
 
-absl::Status WriteClusterRecord(const ClusterRecord& record) {
+[[nodiscard]] absl::Status WriteClusterRecord(const ClusterRecord& record) {
   const std::string path = absl::StrCat(record.run_dir, "/", kClusterFile);
   const std::string temp = absl::StrCat(path, ".tmp");
   {
@@ -175,7 +168,7 @@ std::vector<std::string> StopWorkersThenCoordinator(
 
 // Spawns `plan` (with `--coordinator ADDRESS` added unless empty) and
 // records it.
-absl::StatusOr<DaemonRecord> Spawn(const DaemonPlan& plan,
+[[nodiscard]] absl::StatusOr<DaemonRecord> Spawn(const DaemonPlan& plan,
                                    const std::string& run_dir,
                                    const std::string& coordinator) {
   DaemonRecord d;
@@ -203,9 +196,10 @@ absl::StatusOr<DaemonRecord> Spawn(const DaemonPlan& plan,
 // The rest of StartCluster once the coordinator is spawned: its address,
 // the workers and parameter servers, the wait. On error the caller stops
 // what `record` lists.
-absl::Status StartAndWait(const ClusterPlan& plan, absl::Time deadline,
-                          ClusterRecord* record, int* registered,
-                          int* registered_servers) {
+[[nodiscard]] absl::Status StartAndWait(const ClusterPlan& plan,
+                                        absl::Time deadline,
+                                        ClusterRecord* record, int* registered,
+                                        int* registered_servers) {
   // A reference into record->daemons would dangle once workers are added.
   const std::string coordinator_log = record->daemons.front().log;
   std::string address = record->daemons.front().address;

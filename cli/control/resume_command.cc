@@ -37,8 +37,8 @@ struct ResumeFlags {
 };
 
 // The spec of the new job: `job`'s, starting from its checkpoint.
-absl::StatusOr<JobSpec> ResumedSpec(const JobStatus& job,
-                                    const ResumeFlags& flags) {
+[[nodiscard]] absl::StatusOr<JobSpec> ResumedSpec(const JobStatus& job,
+                                                  const ResumeFlags& flags) {
   if (!IsTerminal(job.state())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", job.job_id(), " is ", JobStateName(job.state()),
@@ -107,7 +107,7 @@ int RunResume(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done = ExpectPositional(args, positional, 1, "job", "resume", env)) {
     return *done;
   }
-  std::unique_ptr<CoordinatorClient> client = MakeClient(common, env);
+  std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
   if (!job.ok()) return ReportError(env, "resume", common.json, job.status());
   absl::StatusOr<JobSpec> spec = ResumedSpec(*job, resume);

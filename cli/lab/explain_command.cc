@@ -7,7 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/control/command_common.h"
-#include "cli/control/flags.h"
+#include "common/flags.h"
+#include "common/json.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/explain.h"
@@ -32,7 +33,7 @@ constexpr char kUsage[] =
 // TCP payload per frame: 1448 bytes of 1514 (MTU 1500 with timestamps).
 constexpr double kPayloadShare = 1448.0 / 1514.0;
 
-absl::StatusOr<LinkFacts> ResolveLinks(double gbps, double alpha_us,
+[[nodiscard]] absl::StatusOr<LinkFacts> ResolveLinks(double gbps, double alpha_us,
                                        const std::string& lab_dir,
                                        const std::string& coordinator) {
   LinkFacts facts;
@@ -78,18 +79,18 @@ int RunExplain(const std::vector<std::string>& args,
   std::string lab_dir;
   auto number = [](const char* name, double* out) {
     return [name, out](absl::string_view v) {
-      absl::StatusOr<double> d = control::ParseDoubleValue(name, v, 0);
+      absl::StatusOr<double> d = ParseDoubleValue(name, v, 0);
       if (!d.ok()) return d.status();
       *out = *d;
       return absl::OkStatus();
     };
   };
-  std::vector<control::FlagSpec> flags = {
+  std::vector<FlagSpec> flags = {
       {"link-gbps", "B", "each host's link in GB/s of payload",
        number("--link-gbps", &gbps)},
       {"link-alpha-us", "A", "latency per message in us (0)",
        number("--link-alpha-us", &alpha_us)},
-      control::StringFlag("lab-dir", "DIR",
+      StringFlag("lab-dir", "DIR",
                           "the lab's run directory ($GRADSYNC_LAB_DIR, else "
                           "./.lab)",
                           &lab_dir),
@@ -108,7 +109,7 @@ int RunExplain(const std::vector<std::string>& args,
   lab_dir = control::ResolveRunDir(
       lab_dir.empty() ? std::string(dir_env ? dir_env : ".lab") : lab_dir, "",
       env.cwd);
-  std::unique_ptr<control::CoordinatorClient> client =
+  std::unique_ptr<control::ControlClient> client =
       control::MakeClient(common, env);
   absl::StatusOr<LinkFacts> links =
       ResolveLinks(gbps, alpha_us, lab_dir, client->address());
@@ -130,20 +131,20 @@ int RunExplain(const std::vector<std::string>& args,
   if (!e.ok()) return control::ReportError(env, "explain", common.json,
                                            e.status());
   if (common.json) {
-    *env.out << "{\"job\":" << control::JsonQuote(e->job_id)
-             << ",\"ringPredictedS\":" << control::JsonNumber(e->ring_predicted_s)
-             << ",\"psPredictedS\":" << control::JsonNumber(e->ps_predicted_s)
-             << ",\"verdict\":" << control::JsonQuote(e->verdict)
+    *env.out << "{\"job\":" << JsonQuote(e->job_id)
+             << ",\"ringPredictedS\":" << JsonNumber(e->ring_predicted_s)
+             << ",\"psPredictedS\":" << JsonNumber(e->ps_predicted_s)
+             << ",\"verdict\":" << JsonQuote(e->verdict)
              << ",\"modes\":[";
     for (size_t i = 0; i < e->modes.size(); ++i) {
       const ModeExplanation& m = e->modes[i];
       *env.out << (i ? "," : "") << "{\"mode\":"
-               << control::JsonQuote(m.mode == SYNC_MODE_PS ? "ps" : "ring")
+               << JsonQuote(m.mode == SYNC_MODE_PS ? "ps" : "ring")
                << ",\"steps\":" << m.steps
-               << ",\"stepS\":" << control::JsonNumber(m.step_s)
-               << ",\"syncS\":" << control::JsonNumber(m.sync_s)
-               << ",\"predictedS\":" << control::JsonNumber(m.predicted_s)
-               << ",\"bottleneck\":" << control::JsonQuote(m.bottleneck)
+               << ",\"stepS\":" << JsonNumber(m.step_s)
+               << ",\"syncS\":" << JsonNumber(m.sync_s)
+               << ",\"predictedS\":" << JsonNumber(m.predicted_s)
+               << ",\"bottleneck\":" << JsonQuote(m.bottleneck)
                << "}";
     }
     *env.out << "]}\n";

@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/control/flags.h"
+#include "common/flags.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/lab_probe.h"
@@ -21,7 +21,6 @@ namespace lab {
 namespace {
 
 using control::CommandEnv;
-using control::FlagSpec;
 using control::kExitFailure;
 using control::kExitOk;
 
@@ -68,17 +67,17 @@ struct LabOptions {
 
 std::vector<FlagSpec> Flags(LabOptions* o) {
   return {
-      control::IntFlag("hosts", "up: worker hosts (2)", 1, &o->hosts),
-      control::IntFlag("ps-hosts", "up: parameter-server hosts (0)", 0,
+      IntFlag("hosts", "up: worker hosts (2)", 1, &o->hosts),
+      IntFlag("ps-hosts", "up: parameter-server hosts (0)", 0,
                        &o->ps_hosts),
-      control::SwitchFlag("colocate-ps",
+      SwitchFlag("colocate-ps",
                           "up: a gradsync-ps on every worker host too",
                           &o->colocate_ps),
-      control::IntFlag("workers-per-host", "up: worker daemons per host (1)",
+      IntFlag("workers-per-host", "up: worker daemons per host (1)",
                        1, &o->workers_per_host),
-      control::StringFlag("devices-per-worker", "LIST",
+      StringFlag("devices-per-worker", "LIST",
                           "up: each worker's --devices (cpu:1)", &o->devices),
-      control::StringFlag("link", "RATE",
+      StringFlag("link", "RATE",
                           "up, set-link: every link's rate each way, as tc "
                           "writes it (1gbit, 500mbit)",
                           &o->link),
@@ -104,45 +103,45 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                  }
                  return absl::OkStatus();
                }},
-      control::StringFlag("prefix", "NAME",
+      StringFlag("prefix", "NAME",
                           "names of namespaces and interfaces (gsl)",
                           &o->prefix),
-      control::StringFlag("subnet", "A.B.C", "up: the lab's /24 (10.77.0)",
+      StringFlag("subnet", "A.B.C", "up: the lab's /24 (10.77.0)",
                           &o->subnet),
-      control::StringFlag("tcp-congestion", "NAME",
+      StringFlag("tcp-congestion", "NAME",
                           "up: the daemons' TCP congestion control (default: "
                           "the machine's)",
                           &o->tcp_congestion),
-      control::StringFlag("run-dir", "DIR",
+      StringFlag("run-dir", "DIR",
                           "lab.json, cluster.json and logs ($GRADSYNC_LAB_DIR, "
                           "else ./.lab)",
                           &o->run_dir),
-      control::SecondsFlag("timeout", "up: wait for the daemons (60)",
+      SecondsFlag("timeout", "up: wait for the daemons (60)",
                            &o->timeout),
-      control::StringFlag("coordinator-binary", "PATH",
+      StringFlag("coordinator-binary", "PATH",
                           "up: the gradsync-coordinator to run",
                           &o->binaries.coordinator),
-      control::StringFlag("worker-binary", "PATH",
+      StringFlag("worker-binary", "PATH",
                           "up: the gradsync-worker to run",
                           &o->binaries.worker),
-      control::StringFlag("ps-binary", "PATH", "up: the gradsync-ps to run",
+      StringFlag("ps-binary", "PATH", "up: the gradsync-ps to run",
                           &o->binaries.ps),
-      control::StringFlag("pairs", "ring|all",
+      StringFlag("pairs", "ring|all",
                           "probe: host pairs to measure (ring)", &o->pairs),
-      control::SecondsFlag("duration", "probe: seconds per stream (0.6)",
+      SecondsFlag("duration", "probe: seconds per stream (0.6)",
                            &o->duration),
       FlagSpec{"tolerance", "SHARE",
                "probe: largest relative miss that passes (0.1)",
                [o](absl::string_view v) {
                  absl::StatusOr<double> t =
-                     control::ParseDoubleValue("--tolerance", v, 0);
+                     ParseDoubleValue("--tolerance", v, 0);
                  if (!t.ok()) return t.status();
                  o->tolerance = *t;
                  return absl::OkStatus();
                }},
-      control::SwitchFlag("no-probe", "up: skip the link probe", &o->no_probe),
-      control::SwitchFlag("json", "machine-readable output", &o->json),
-      control::SwitchFlag("help", "print this help", &o->help),
+      SwitchFlag("no-probe", "up: skip the link probe", &o->no_probe),
+      SwitchFlag("json", "machine-readable output", &o->json),
+      SwitchFlag("help", "print this help", &o->help),
   };
 }
 
@@ -172,36 +171,6 @@ std::string LinkText(const LabLink& link) {
                          absl::FormatDuration(
                              absl::Microseconds(link.queue_us())))
           : "");
-}
-
-std::string ProbeSummary(const ProbeReport& probe) {
-  if (probe.pairs().empty()) return "not probed (gradsync lab probe)";
-  double low = -1, high = 0, rtt = 0;
-  int failed = 0;
-  for (const PairProbe& p : probe.pairs()) {
-    low = low < 0 ? p.goodput_bps() : std::min(low, p.goodput_bps());
-    high = std::max(high, p.goodput_bps());
-    rtt = std::max(rtt, p.rtt_us());
-    failed += p.ok() ? 0 : 1;
-  }
-  std::string text = absl::StrFormat(
-      "%s: %d pairs, goodput %.0f-%.0f Mbit/s against %.0f expected "
-      "(tolerance %.0f%%), round trips up to %.0f us",
-      probe.ok() ? "links OK" : "LINKS OFF", probe.pairs_size(), low / 1e6,
-      high / 1e6, probe.pairs(0).expected_bps() / 1e6,
-      100 * probe.tolerance(), rtt);
-  if (failed > 0) absl::StrAppend(&text, "; ", failed, " pairs outside");
-  if (probe.concurrent_pairs() > 0) {
-    absl::StrAppend(
-        &text,
-        absl::StrFormat("\n  all at once: %d pairs, %.2f Gbit/s in total, the "
-                        "slowest %.0f Mbit/s; CPUs %.0f%% busy",
-                        probe.concurrent_pairs(),
-                        probe.concurrent_total_bps() / 1e9,
-                        probe.concurrent_min_bps() / 1e6,
-                        100 * probe.cpu_busy()));
-  }
-  return text;
 }
 
 void PrintHosts(const LabState& state, const control::ClusterRecord* cluster,
@@ -285,7 +254,7 @@ int Up(const LabOptions& o, const std::string& run_dir,
            << state.spec().subnet() << ".0/24), links "
            << LinkText(state.spec().link()) << "\n";
   PrintHosts(state, &result->cluster, *env.out);
-  *env.out << ProbeSummary(state.probe()) << "\n"
+  *env.out << FormatProbeSummary(state.probe()) << "\n"
            << "stop it with: gradsync lab down --run-dir " << run_dir << "\n"
            << "export GRADSYNC_COORDINATOR=" << state.coordinator() << "\n";
   return kExitOk;
@@ -348,7 +317,7 @@ int Status(const LabOptions& o, const std::string& run_dir,
            << (*state)->coordinator() << "; links "
            << LinkText((*state)->spec().link()) << "\n";
   PrintHosts(**state, record, *env.out);
-  *env.out << ProbeSummary((*state)->probe()) << "\n";
+  *env.out << FormatProbeSummary((*state)->probe()) << "\n";
   return kExitOk;
 }
 
@@ -392,7 +361,7 @@ int Probe(const LabOptions& o, const std::string& run_dir,
     *env.out << control::FormatTable({"PAIR", "GOODPUT Mbit/s",
                                       "EXPECTED", "MISS", "RTT us", ""},
                                      rows)
-             << ProbeSummary(*report) << "\n";
+             << FormatProbeSummary(*report) << "\n";
   }
   return report->ok() ? kExitOk : kExitFailure;
 }
@@ -423,12 +392,12 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   LabOptions options;
   const std::vector<FlagSpec> flags = Flags(&options);
   absl::StatusOr<std::vector<std::string>> positional =
-      control::ParseFlags(args, flags);
+      ParseFlags(args, flags);
   if (!positional.ok()) {
     return control::ReportUsageError(env, "lab", args, positional.status());
   }
   if (options.help) {
-    *env.out << kUsage << "\nflags:\n" << control::FlagsUsage(flags);
+    *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, TerminalWidth());
     return kExitOk;
   }
   const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");

@@ -124,7 +124,7 @@ bool ReadUntil(int fd, absl::Time deadline, std::string* out) {
 }
 
 // Runs one command; its stdout and stderr in *output.
-absl::Status RunOne(const NetCommand& command, absl::Duration timeout,
+[[nodiscard]] absl::Status RunOne(const NetCommand& command, absl::Duration timeout,
                     std::string* output) {
   const std::string tool = FindTool(command.argv.front());
   if (tool.empty()) {

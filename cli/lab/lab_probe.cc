@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "cli/lab/cpu_meter.h"
@@ -58,12 +59,12 @@ class Fd {
   int fd_;
 };
 
-absl::Status Errno(absl::string_view what) {
+[[nodiscard]] absl::Status Errno(absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
 // Moves the calling thread into the network namespace `netns`.
-absl::Status EnterNamespace(const std::string& netns) {
+[[nodiscard]] absl::Status EnterNamespace(const std::string& netns) {
   Fd fd(open(NamespacePath(netns).c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Errno(absl::StrCat("open ", NamespacePath(netns)));
   if (setns(fd.get(), CLONE_NEWNET) != 0) {
@@ -81,7 +82,7 @@ sockaddr_in Address(const std::string& ip, int port) {
 }
 
 // Waits until `fd` is ready for `events` or the timeout passes.
-absl::Status WaitFd(int fd, short events, absl::Duration timeout) {
+[[nodiscard]] absl::Status WaitFd(int fd, short events, absl::Duration timeout) {
   pollfd p{fd, events, 0};
   const int ready =
       poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
@@ -144,7 +145,7 @@ struct StreamResult {
 };
 
 // Receives until EOF; goodput over what arrived after `warmup`.
-absl::StatusOr<StreamResult> ReceiveStream(int listen_fd,
+[[nodiscard]] absl::StatusOr<StreamResult> ReceiveStream(int listen_fd,
                                            absl::Duration warmup) {
   absl::StatusOr<Fd> conn = Accept(listen_fd);
   if (!conn.ok()) return conn.status();
@@ -183,7 +184,7 @@ absl::StatusOr<StreamResult> ReceiveStream(int listen_fd,
   return result;
 }
 
-absl::Status SendStream(const LabHost& to, int port, absl::Duration duration,
+[[nodiscard]] absl::Status SendStream(const LabHost& to, int port, absl::Duration duration,
                         const std::string& congestion) {
   absl::StatusOr<Fd> fd = Connect(to, port, congestion);
   if (!fd.ok()) return fd.status();
@@ -205,7 +206,7 @@ void NoDelay(int fd) {
 }
 
 // Echoes single bytes until EOF.
-absl::Status Echo(int listen_fd) {
+[[nodiscard]] absl::Status Echo(int listen_fd) {
   absl::StatusOr<Fd> conn = Accept(listen_fd);
   if (!conn.ok()) return conn.status();
   NoDelay(conn->get());
@@ -220,7 +221,7 @@ absl::Status Echo(int listen_fd) {
 }
 
 // The median of `rounds` one-byte round trips, in microseconds.
-absl::StatusOr<double> RoundTrips(const LabHost& to, int port, int rounds) {
+[[nodiscard]] absl::StatusOr<double> RoundTrips(const LabHost& to, int port, int rounds) {
   absl::StatusOr<Fd> fd = Connect(to, port);
   if (!fd.ok()) return fd.status();
   NoDelay(fd->get());
@@ -256,7 +257,7 @@ struct PairRun {
   double rtt_us = 0;
 };
 
-absl::Status RunPairs(std::vector<PairRun>* runs, const ProbeOptions& options,
+[[nodiscard]] absl::Status RunPairs(std::vector<PairRun>* runs, const ProbeOptions& options,
                       const std::string& congestion, bool round_trips) {
   const size_t n = runs->size();
   std::vector<absl::Status> statuses(4 * n);
@@ -414,6 +415,36 @@ absl::StatusOr<ProbeReport> ProbeLab(const LabConfig& config,
   }
   report.set_ok(ok);
   return report;
+}
+
+std::string FormatProbeSummary(const ProbeReport& probe) {
+  if (probe.pairs().empty()) return "not probed (gradsync lab probe)";
+  double low = -1, high = 0, rtt = 0;
+  int failed = 0;
+  for (const PairProbe& p : probe.pairs()) {
+    low = low < 0 ? p.goodput_bps() : std::min(low, p.goodput_bps());
+    high = std::max(high, p.goodput_bps());
+    rtt = std::max(rtt, p.rtt_us());
+    failed += p.ok() ? 0 : 1;
+  }
+  std::string text = absl::StrFormat(
+      "%s: %d pairs, goodput %.0f-%.0f Mbit/s against %.0f expected "
+      "(tolerance %.0f%%), round trips up to %.0f us",
+      probe.ok() ? "links OK" : "LINKS OFF", probe.pairs_size(), low / 1e6,
+      high / 1e6, probe.pairs(0).expected_bps() / 1e6,
+      100 * probe.tolerance(), rtt);
+  if (failed > 0) absl::StrAppend(&text, "; ", failed, " pairs outside");
+  if (probe.concurrent_pairs() > 0) {
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("\n  all at once: %d pairs, %.2f Gbit/s in total, the "
+                        "slowest %.0f Mbit/s; CPUs %.0f%% busy",
+                        probe.concurrent_pairs(),
+                        probe.concurrent_total_bps() / 1e9,
+                        probe.concurrent_min_bps() / 1e6,
+                        100 * probe.cpu_busy()));
+  }
+  return text;
 }
 
 }  // namespace lab

@@ -23,6 +23,7 @@
 #ifndef GRADSYNC_CLI_LAB_LAB_PROBE_H_
 #define GRADSYNC_CLI_LAB_LAB_PROBE_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,6 +51,10 @@ std::vector<std::pair<int, int>> ProbePairList(int hosts, ProbePairs pairs);
 // What a frame of `mss` payload bytes allows of `rate_bps` on links of
 // `mtu`: rate * mss / (mtu + 14).
 double ExpectedGoodput(double rate_bps, int mss, int mtu);
+
+// Two lines for people: the pairs' goodput range against the expected, the
+// round trips, and the all-at-once round with the CPUs' share.
+std::string FormatProbeSummary(const ProbeReport& probe);
 
 [[nodiscard]] absl::StatusOr<ProbeReport> ProbeLab(
     const LabConfig& config, const ProbeOptions& options);

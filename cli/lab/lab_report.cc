@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/control/format.h"
+#include "common/json.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -447,7 +448,7 @@ std::string SweepCsv(const SweepResults& results) {
                 absl::StrFormat("%.0f", c.link_bytes()),
                 absl::StrFormat("%.3f", c.cpu_busy()),
                 c.cpu_bound() ? "1" : "0", c.link_ok() ? "1" : "0",
-                c.pipelined() ? "1" : "0", control::JsonQuote(c.error())},
+                c.pipelined() ? "1" : "0", JsonQuote(c.error())},
             ","),
         "\n");
   }

@@ -85,7 +85,7 @@ class CpuSampler {
 };
 
 // Polls the job until it ends or `deadline`; cancels it on the deadline.
-absl::StatusOr<JobStatus> AwaitJob(control::CoordinatorClient& client,
+[[nodiscard]] absl::StatusOr<JobStatus> AwaitJob(control::ControlClient& client,
                                    const std::string& job_id,
                                    absl::Time deadline) {
   while (true) {
@@ -263,7 +263,7 @@ absl::Status SummariseCell(const GetMetricsResponse& metrics, int world_size,
 }
 
 absl::StatusOr<std::vector<SweepCell>> RunSweep(
-    control::CoordinatorClient& client, const std::vector<CellSpec>& cells,
+    control::ControlClient& client, const std::vector<CellSpec>& cells,
     const SweepOptions& options, const SetRate& set_rate,
     std::vector<ProbeReport>* probes,
     const std::function<void(const SweepCell&)>& on_cell) {

@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "cli/control/coordinator_client.h"
+#include "cli/control/control_client.h"
 #include "cli/lab/lab_config.h"
 #include "common/sync_model.h"
 #include "proto/coordinator.pb.h"
@@ -104,7 +104,7 @@ using SetRate =
 // finished cell. A cell whose job fails is recorded with its error and the
 // sweep goes on; a failing `set_rate` or coordinator ends it.
 [[nodiscard]] absl::StatusOr<std::vector<SweepCell>> RunSweep(
-    control::CoordinatorClient& client, const std::vector<CellSpec>& cells,
+    control::ControlClient& client, const std::vector<CellSpec>& cells,
     const SweepOptions& options, const SetRate& set_rate,
     std::vector<ProbeReport>* probes,
     const std::function<void(const SweepCell&)>& on_cell);

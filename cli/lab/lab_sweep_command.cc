@@ -18,9 +18,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "cli/bench/sizes.h"
+#include "common/units.h"
 #include "cli/control/command_common.h"
-#include "cli/control/flags.h"
+#include "common/flags.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
@@ -35,7 +35,6 @@ namespace lab {
 namespace {
 
 using control::CommandEnv;
-using control::FlagSpec;
 using control::kExitFailure;
 using control::kExitOk;
 
@@ -78,34 +77,34 @@ struct SweepFlags {
 std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
   auto number = [](const char* name, double min, double* out) {
     return [name, min, out](absl::string_view v) {
-      absl::StatusOr<double> d = control::ParseDoubleValue(name, v, min);
+      absl::StatusOr<double> d = ParseDoubleValue(name, v, min);
       if (!d.ok()) return d.status();
       *out = *d;
       return absl::OkStatus();
     };
   };
   return {
-      control::StringFlag("workers", "N,...", "worker counts (2,4,6,8)",
+      StringFlag("workers", "N,...", "worker counts (2,4,6,8)",
                           &f->workers),
-      control::StringFlag("shards", "K,...",
+      StringFlag("shards", "K,...",
                           "PS shard counts per N: numbers, N, N/2, all "
                           "(1,2,N/2,N)",
                           &f->shards),
-      control::StringFlag("sizes", "S,...", "gradient sizes (4M,16M)",
+      StringFlag("sizes", "S,...", "gradient sizes (4M,16M)",
                           &f->sizes),
-      control::StringFlag("links", "RATE,...",
+      StringFlag("links", "RATE,...",
                           "link rates to sweep, reshaping the lab (its "
                           "current rate)",
                           &f->links),
-      control::StringFlag("layouts", "L,...",
+      StringFlag("layouts", "L,...",
                           "ring, ps (server hosts), ps-colocated (ring,ps)",
                           &f->layouts),
-      control::IntFlag("steps", "measured steps per cell (8)", 1, &f->steps),
-      control::IntFlag("warmup", "steps left out at the start (2)", 0,
+      IntFlag("steps", "measured steps per cell (8)", 1, &f->steps),
+      IntFlag("warmup", "steps left out at the start (2)", 0,
                        &f->warmup),
       FlagSpec{"compute-ms", "MS", "emulated compute per step (0)",
                number("--compute-ms", 0, &f->compute_ms)},
-      control::SecondsFlag("cell-timeout", "longest a cell may run (300)",
+      SecondsFlag("cell-timeout", "longest a cell may run (300)",
                            &f->cell_timeout),
       FlagSpec{"cpu-limit", "SHARE",
                "CPU busy share above which a cell is CPU-bound (0.9)",
@@ -114,7 +113,7 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                "PS cells: each server's slice in partitions of SIZE, which "
                "pipelines push and pull (512K)",
                [f](absl::string_view v) {
-                 absl::StatusOr<size_t> size = bench::ParseSize(v);
+                 absl::StatusOr<uint64_t> size = ParseSize(v);
                  if (!size.ok() || *size < 4096 || *size % 4 != 0) {
                    return absl::InvalidArgumentError(absl::StrCat(
                        "--ps-partition '", v,
@@ -123,7 +122,7 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                  f->partition_bytes = static_cast<int64_t>(*size);
                  return absl::OkStatus();
                }},
-      control::StringFlag("model-profile", "NAME",
+      StringFlag("model-profile", "NAME",
                           "cells shaped as resnet50, vgg16 or bert-large "
                           "(their layers and compute order; replaces --sizes)",
                           &f->profile),
@@ -133,22 +132,22 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
       FlagSpec{"bucket-bytes", "SIZE",
                "--model-profile: all-reduce bucket size (25M, DDP's)",
                [f](absl::string_view v) {
-                 absl::StatusOr<size_t> size = bench::ParseSize(v);
+                 absl::StatusOr<uint64_t> size = ParseSize(v);
                  if (!size.ok()) return size.status();
                  f->bucket_bytes = static_cast<int64_t>(*size);
                  return absl::OkStatus();
                }},
-      control::StringFlag("out", "DIR", "where results go (lab-sweep)",
+      StringFlag("out", "DIR", "where results go (lab-sweep)",
                           &f->out),
-      control::SwitchFlag("plot", "also write PNG plots", &f->plot),
-      control::StringFlag("run-dir", "DIR",
+      SwitchFlag("plot", "also write PNG plots", &f->plot),
+      StringFlag("run-dir", "DIR",
                           "the lab's ($GRADSYNC_LAB_DIR, else ./.lab)",
                           &f->run_dir),
   };
 }
 
 template <typename T>
-absl::StatusOr<std::vector<T>> ParseList(
+[[nodiscard]] absl::StatusOr<std::vector<T>> ParseList(
     absl::string_view flag, absl::string_view text,
     const std::function<absl::StatusOr<T>(absl::string_view)>& parse) {
   std::vector<T> values;
@@ -166,7 +165,7 @@ absl::StatusOr<std::vector<T>> ParseList(
   return values;
 }
 
-absl::StatusOr<SweepGrid> BuildGrid(const SweepFlags& f) {
+[[nodiscard]] absl::StatusOr<SweepGrid> BuildGrid(const SweepFlags& f) {
   SweepGrid grid;
   ASSIGN_OR_RETURN(grid.workers,
                    ParseList<int>("workers", f.workers,
@@ -190,7 +189,7 @@ absl::StatusOr<SweepGrid> BuildGrid(const SweepFlags& f) {
                                       [](absl::string_view v)
                                           -> absl::StatusOr<int64_t> {
                                         ASSIGN_OR_RETURN(size_t s,
-                                                         bench::ParseSize(v));
+                                                         ParseSize(v));
                                         if (s < 4 || s % 4 != 0) {
                                           return absl::InvalidArgumentError(
                                               absl::StrCat(
@@ -258,7 +257,7 @@ std::string SourceCommit(const CommandEnv& env) {
   return commit.empty() ? "unknown" : commit;
 }
 
-absl::Status WriteFile(const std::string& path, const std::string& text) {
+[[nodiscard]] absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
@@ -267,7 +266,7 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
 
 // Runs scripts/lab_plot.py (found next to the binary, or in
 // ../share/gradsync) on `json` into `out_dir`.
-absl::Status Plot(const std::string& json, const std::string& out_dir,
+[[nodiscard]] absl::Status Plot(const std::string& json, const std::string& out_dir,
                   const CommandEnv& env) {
   const std::filesystem::path exe_dir =
       std::filesystem::path(env.self_exe).parent_path();
@@ -387,15 +386,31 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   options.bucket_bytes = f.bucket_bytes;
   control::CommonOptions common = f.common;
   if (common.coordinator.empty()) common.coordinator = (*state)->coordinator();
-  std::unique_ptr<control::CoordinatorClient> client =
+  std::unique_ptr<control::ControlClient> client =
       control::MakeClient(common, env);
+  // A rate the lab runs at and verified already needs no new probe; any
+  // other is shaped and probed first (and recorded in lab.json).
   const SetRate set_rate = [&](int64_t rate) -> absl::StatusOr<ProbeReport> {
+    ASSIGN_OR_RETURN(std::optional<LabState> now, ReadLabState(run_dir));
+    if (now.has_value() && now->spec().link().rate_bps() == rate &&
+        now->probe().ok() && now->probe().link().rate_bps() == rate) {
+      *env.out << "links at " << DescribeLinkRate(rate)
+               << ": verified by the lab's probe\n  "
+               << FormatProbeSummary(now->probe()) << "\n";
+      return now->probe();
+    }
     LabConfig shaped = lab;
     shaped.link.rate_bps = rate;
     RETURN_IF_ERROR(SetLabLink(run_dir, shaped.link, absl::Seconds(10)));
-    ProbeOptions probe;
-    probe.duration = absl::Milliseconds(400);
-    return ProbeLab(shaped, probe);
+    ASSIGN_OR_RETURN(ProbeReport probe, ProbeLab(shaped, ProbeOptions()));
+    *env.out << "links at " << DescribeLinkRate(rate) << ": "
+             << FormatProbeSummary(probe) << "\n";
+    ASSIGN_OR_RETURN(now, ReadLabState(run_dir));
+    if (now.has_value()) {
+      *now->mutable_probe() = probe;
+      RETURN_IF_ERROR(WriteLabState(run_dir, *now));
+    }
+    return probe;
   };
   *env.out << "sweeping " << cells->size() << " cells on the lab in "
            << run_dir << (skipped.empty() ? "" : " (")

@@ -69,7 +69,7 @@ Leftovers RemoveNetwork(const std::string& prefix,
   return left;
 }
 
-absl::Status CheckBinaries(const LabConfig& config,
+[[nodiscard]] absl::Status CheckBinaries(const LabConfig& config,
                            const LabBinaries& binaries) {
   if (binaries.coordinator.empty() || binaries.worker.empty()) {
     return absl::InvalidArgumentError(

@@ -29,8 +29,9 @@ using ::gradsync::gpu::ScopedCudaDevice;
 // UNAVAILABLE; ncclInvalidArgument/ncclInvalidUsage: INVALID_ARGUMENT; the
 // rest: INTERNAL), with NCCL's own last-error text appended. `comm` may be
 // null. ncclInProgress is not an error and must be handled by the caller.
-absl::Status NcclStatus(ncclResult_t result, absl::string_view context,
-                        ncclComm_t comm);
+[[nodiscard]] absl::Status NcclStatus(ncclResult_t result,
+                                      absl::string_view context,
+                                      ncclComm_t comm);
 
 }  // namespace nccl_internal
 }  // namespace gradsync

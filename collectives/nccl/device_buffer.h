@@ -38,7 +38,7 @@ namespace gradsync {
 // Number of CUDA devices visible to this process. 0, never an error, when
 // there is no GPU or no driver (libcuda absent, driver too old, no device);
 // UNAVAILABLE only for unexpected CUDA failures. Never crashes.
-absl::StatusOr<int> CudaDeviceCount();
+[[nodiscard]] absl::StatusOr<int> CudaDeviceCount();
 
 class DeviceBuffer {
  public:
@@ -76,7 +76,7 @@ class DeviceBuffer {
  private:
   DeviceBuffer(int device, void* data, size_t size_bytes)
       : device_(device), data_(data), size_bytes_(size_bytes) {}
-  absl::Status CheckRange(size_t bytes, size_t offset) const;
+  [[nodiscard]] absl::Status CheckRange(size_t bytes, size_t offset) const;
   void Release();
 
   int device_ = -1;

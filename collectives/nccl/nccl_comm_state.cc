@@ -37,7 +37,7 @@ class NcclWork : public Work {
     DiscardCudaError(cudaEventDestroy(event_));
   }
 
-  absl::Status Wait(absl::Time deadline) override {
+  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
     // As the TCP backend does, the communicator's own timeout bounds every
     // collective (from when it was enqueued), so that even
     // Wait(absl::InfiniteFuture()) names a peer that never joins instead of
@@ -78,7 +78,7 @@ class NcclWork : public Work {
 
   // The device's time between the two events: the stream reached the
   // collective once the work before it (the bucket's ready event) was done.
-  absl::StatusOr<absl::Duration> Elapsed() override {
+  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
     absl::MutexLock lock(&mu_);
     if (!done_ || !result_.ok()) {
       return absl::FailedPreconditionError(
@@ -112,8 +112,8 @@ class NcclWork : public Work {
 
 // A new timing event recorded on `stream` (destroyed again if recording
 // fails); `context` names the collective in errors.
-absl::StatusOr<cudaEvent_t> RecordEvent(cudaStream_t stream,
-                                        const std::string& context) {
+[[nodiscard]] absl::StatusOr<cudaEvent_t> RecordEvent(
+    cudaStream_t stream, const std::string& context) {
   cudaEvent_t event = nullptr;
   RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event),
                              absl::StrCat(context, ": cudaEventCreate")));

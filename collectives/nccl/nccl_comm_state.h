@@ -70,7 +70,7 @@ class NcclCommState : public std::enable_shared_from_this<NcclCommState> {
   // Makes the collectives issued after this call wait on the device for
   // `event` (cudaStreamWaitEvent on the stream; the host does not block).
   // ABORTED once the communicator failed; a CUDA failure fails it.
-  absl::Status WaitEvent(cudaEvent_t event);
+  [[nodiscard]] absl::Status WaitEvent(cudaEvent_t event);
 
   // One non-blocking check of the collective behind `event`: OK once it
   // finished, an error if the communicator failed (which then stays
@@ -80,7 +80,8 @@ class NcclCommState : public std::enable_shared_from_this<NcclCommState> {
   // Fails the communicator because the collective `what`, issued `waited`
   // ago, missed its deadline; returns the DEADLINE_EXCEEDED to report (or
   // the earlier failure if the communicator had already failed).
-  absl::Status TimeOut(absl::string_view what, absl::Duration waited);
+  [[nodiscard]] absl::Status TimeOut(absl::string_view what,
+                                     absl::Duration waited);
 
   // Aborts the communicator with `reason` (Communicator::Abort).
   void Abort(const absl::Status& reason);
@@ -99,7 +100,8 @@ class NcclCommState : public std::enable_shared_from_this<NcclCommState> {
   void FailLocked(const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The ABORTED status reported by calls after a failure.
-  absl::Status AbortedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::Status AbortedLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Polls ncclCommGetAsyncError until it leaves ncclInProgress, the
   // deadline passes (returns ncclInProgress), or the communicator fails
   // (returns ncclInProgress with failed_ set). Releases mu_ between polls.

@@ -62,8 +62,9 @@ std::string Detail(size_t count, DataType type, absl::string_view extra) {
 
 // INVALID_ARGUMENT unless `ptr` is device memory on `device` (or managed
 // memory), which is what NCCL kernels on that device can read and write.
-absl::Status CheckDeviceBuffer(const void* ptr, absl::string_view role,
-                               absl::string_view op, int device) {
+[[nodiscard]] absl::Status CheckDeviceBuffer(const void* ptr,
+                                             absl::string_view role,
+                                             absl::string_view op, int device) {
   cudaPointerAttributes attributes{};
   const cudaError_t error = cudaPointerGetAttributes(&attributes, ptr);
   if (error != cudaSuccess) {
@@ -91,9 +92,10 @@ absl::Status CheckDeviceBuffer(const void* ptr, absl::string_view role,
 
 // Validates the type and the `send` (unless !check_send) and `recv` buffers
 // of a collective over `count` elements. Buffer extents cannot be checked.
-absl::Status CheckBuffers(absl::string_view op, const void* send,
-                          bool check_send, void* recv, size_t count,
-                          DataType type, int device) {
+[[nodiscard]] absl::Status CheckBuffers(absl::string_view op, const void* send,
+                                        bool check_send, void* recv,
+                                        size_t count, DataType type,
+                                        int device) {
   if (!IsValid(type)) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": invalid data type ", static_cast<int>(type)));
@@ -108,15 +110,15 @@ absl::Status CheckBuffers(absl::string_view op, const void* send,
   return CheckDeviceBuffer(recv, "recv", op, device);
 }
 
-absl::Status CheckOp(absl::string_view op_name, ReduceOp op) {
+[[nodiscard]] absl::Status CheckOp(absl::string_view op_name, ReduceOp op) {
   if (IsValid(op)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       op_name, ": invalid reduction operator ", static_cast<int>(op)));
 }
 
 // The total of size * count elements must be addressable.
-absl::Status CheckBlocks(absl::string_view op, size_t count, DataType type,
-                         int size) {
+[[nodiscard]] absl::Status CheckBlocks(absl::string_view op, size_t count,
+                                       DataType type, int size) {
   const size_t max_elements =
       std::numeric_limits<size_t>::max() / DataTypeSize(type);
   if (count > max_elements / static_cast<size_t>(size)) {
@@ -220,13 +222,16 @@ class NcclCommunicator : public Communicator {
 
   void Abort(const absl::Status& reason) override { state_->Abort(reason); }
 
-  absl::Status WaitEvent(cudaEvent_t event) { return state_->WaitEvent(event); }
+  [[nodiscard]] absl::Status WaitEvent(cudaEvent_t event) {
+    return state_->WaitEvent(event);
+  }
 
  private:
   const std::shared_ptr<NcclCommState> state_;
 };
 
-absl::Status CheckOptions(Store* store, const NcclOptions& options) {
+[[nodiscard]] absl::Status CheckOptions(Store* store,
+                                        const NcclOptions& options) {
   if (store == nullptr) {
     return absl::InvalidArgumentError("NCCL communicator: null store");
   }
@@ -240,7 +245,7 @@ absl::Status CheckOptions(Store* store, const NcclOptions& options) {
   return absl::OkStatus();
 }
 
-absl::Status CheckDevices(const std::vector<int>& devices) {
+[[nodiscard]] absl::Status CheckDevices(const std::vector<int>& devices) {
   ASSIGN_OR_RETURN(const int count, CudaDeviceCount());
   if (count == 0) {
     return absl::FailedPreconditionError(
@@ -266,9 +271,8 @@ absl::Status CheckDevices(const std::vector<int>& devices) {
 
 // Wraps an initialised `comm` with its stream and barrier flag. On failure
 // aborts `comm`.
-absl::StatusOr<std::unique_ptr<Communicator>> Wrap(ncclComm_t comm, int rank,
-                                                   int size, int device,
-                                                   absl::Duration timeout) {
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>> Wrap(
+    ncclComm_t comm, int rank, int size, int device, absl::Duration timeout) {
   ScopedCudaDevice scoped(device);
   cudaStream_t stream = nullptr;
   void* barrier = nullptr;
@@ -300,9 +304,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> Wrap(ncclComm_t comm, int rank,
 
 // Creates the communicators of ranks first_rank .. first_rank +
 // devices.size() - 1 of world_size (arguments already validated).
-absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> CreateLocalRanks(
-    Store* store, int first_rank, int world_size,
-    const std::vector<int>& devices, const NcclOptions& options) {
+[[nodiscard]] absl::StatusOr<std::vector<std::unique_ptr<Communicator>>>
+CreateLocalRanks(Store* store, int first_rank, int world_size,
+                 const std::vector<int>& devices, const NcclOptions& options) {
   const int local = static_cast<int>(devices.size());
   const std::string ranks = RankRange(first_rank, local);
   const absl::Time deadline = absl::Now() + options.connect_timeout;

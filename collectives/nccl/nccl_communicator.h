@@ -97,8 +97,9 @@ struct NcclOptions {
 // exchanging the NCCL unique id through `store`. Blocks until every rank has
 // joined or options.connect_timeout passes (DEADLINE_EXCEEDED naming the
 // ranks that never joined). `store` is used only during this call.
-absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    Store* store, int rank, int size, const NcclOptions& options);
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>>
+CreateNcclCommunicator(Store* store, int rank, int size,
+                       const NcclOptions& options);
 
 // For one process hosting several ranks, one per GPU: creates the
 // communicators of ranks first_rank .. first_rank + devices.size() - 1 of
@@ -108,7 +109,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
 // Devices must be distinct (NCCL cannot put two ranks of one communicator
 // on one device). options.device is ignored. Returns one communicator per
 // local rank, in order; drive each from its own thread.
-absl::StatusOr<std::vector<std::unique_ptr<Communicator>>>
+[[nodiscard]] absl::StatusOr<std::vector<std::unique_ptr<Communicator>>>
 CreateNcclCommunicatorsInProcess(Store* store, int first_rank, int world_size,
                                  const std::vector<int>& devices,
                                  const NcclOptions& options);
@@ -118,7 +119,7 @@ CreateNcclCommunicatorsInProcess(Store* store, int first_rank, int world_size,
 // (e.g. the compute stream right after backward wrote a bucket's
 // gradients): stream ordering without a host round trip. INVALID_ARGUMENT
 // for another backend; ABORTED if the communicator failed.
-absl::Status NcclWaitEvent(Communicator* comm, cudaEvent_t event);
+[[nodiscard]] absl::Status NcclWaitEvent(Communicator* comm, cudaEvent_t event);
 
 }  // namespace gradsync
 

@@ -19,8 +19,10 @@ constexpr int kMaxRanksNamed = 16;
 
 std::string JoinedKey(int rank) { return absl::StrCat("nccl/joined/", rank); }
 
-absl::Status DecodeUniqueId(absl::string_view value, absl::string_view job_id,
-                            absl::string_view ranks, ncclUniqueId* id) {
+[[nodiscard]] absl::Status DecodeUniqueId(absl::string_view value,
+                                          absl::string_view job_id,
+                                          absl::string_view ranks,
+                                          ncclUniqueId* id) {
   const size_t newline = value.rfind('\n');
   if (newline == absl::string_view::npos) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -32,13 +32,13 @@ inline constexpr absl::string_view kUniqueIdKey = "nccl/unique_id";
 // errors ("rank 3", "ranks 4-7"). Errors: DEADLINE_EXCEEDED when no id
 // arrives, FAILED_PRECONDITION when the id belongs to another job or is
 // malformed, UNAVAILABLE/INTERNAL for store or NCCL failures.
-absl::StatusOr<ncclUniqueId> ExchangeUniqueId(Store* store, bool is_root,
-                                              absl::string_view job_id,
-                                              absl::string_view ranks,
-                                              absl::Time deadline);
+[[nodiscard]] absl::StatusOr<ncclUniqueId> ExchangeUniqueId(
+    Store* store, bool is_root, absl::string_view job_id,
+    absl::string_view ranks, absl::Time deadline);
 
 // Records that `rank` reached communicator init.
-absl::Status MarkJoined(Store* store, int rank, absl::string_view job_id);
+[[nodiscard]] absl::Status MarkJoined(Store* store, int rank,
+                                      absl::string_view job_id);
 
 // For a timed-out init of a `size`-rank communicator: "ranks 2, 3 never
 // joined" from the nccl/joined keys (checking at most the first 1024
@@ -51,10 +51,12 @@ std::string DescribeMissingRanks(Store* store, int size);
 // (comms[i] lives on devices[i]), sets them to null and returns the error:
 // DEADLINE_EXCEEDED naming `ranks`, the world size, the missing ranks (from
 // the store) and `timeout_for_message`; otherwise NCCL's error.
-absl::Status AwaitInit(std::vector<ncclComm_t>& comms,
-                       const std::vector<int>& devices, Store* store,
-                       absl::string_view ranks, int world_size,
-                       absl::Duration timeout_for_message, absl::Time deadline);
+[[nodiscard]] absl::Status AwaitInit(std::vector<ncclComm_t>& comms,
+                                     const std::vector<int>& devices,
+                                     Store* store, absl::string_view ranks,
+                                     int world_size,
+                                     absl::Duration timeout_for_message,
+                                     absl::Time deadline);
 
 // "rank 3" or "ranks 4-7".
 std::string RankRange(int first, int count);

@@ -50,16 +50,17 @@ struct CollectiveContext {
   // Sends this collective's header to every rank in `send_to`, then reads
   // and checks the header of every rank in `recv_from`, so that ranks that
   // disagree fail before any data moves.
-  absl::Status ExchangeHeaders(absl::Span<const int> send_to,
-                               absl::Span<const int> recv_from);
+  [[nodiscard]] absl::Status ExchangeHeaders(absl::Span<const int> send_to,
+                                             absl::Span<const int> recv_from);
 
   uint64_t Send(int peer, const void* data, size_t bytes);
-  absl::Status WaitSent(int peer, uint64_t ticket);
-  absl::Status Drain(int peer);
-  absl::Status Recv(int peer, void* data, size_t bytes);
+  [[nodiscard]] absl::Status WaitSent(int peer, uint64_t ticket);
+  [[nodiscard]] absl::Status Drain(int peer);
+  [[nodiscard]] absl::Status Recv(int peer, void* data, size_t bytes);
   // Receives `count` elements from `peer` in cache-sized sub-blocks and
   // stores dst[i] = local[i] (op) received[i]. dst may alias local.
-  absl::Status RecvReduce(int peer, void* dst, const void* local, size_t count);
+  [[nodiscard]] absl::Status RecvReduce(int peer, void* dst, const void* local,
+                                        size_t count);
 };
 
 }  // namespace gradsync

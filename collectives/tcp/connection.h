@@ -40,17 +40,17 @@ class Connection {
   uint64_t Send(const void* data, size_t len, absl::Time deadline);
   // Blocks until the send with `ticket` (and all before it) left, the
   // connection failed, or `deadline` passed.
-  absl::Status WaitSent(uint64_t ticket, absl::Time deadline);
+  [[nodiscard]] absl::Status WaitSent(uint64_t ticket, absl::Time deadline);
   // Ticket of the last queued send (0 if none): waiting on it drains.
   uint64_t LastTicket();
 
   // Receives exactly `len` bytes (calling thread), first polling up to
   // `spin_polls` times without blocking (see TcpOptions::spin_polls).
-  absl::Status Recv(void* data, size_t len, absl::Time deadline,
-                    int spin_polls = 0);
+  [[nodiscard]] absl::Status Recv(void* data, size_t len, absl::Time deadline,
+                                  int spin_polls = 0);
 
   // Resizes the kernel's send buffer (see Socket::SetSendBuffer).
-  absl::Status SetSendBuffer(int bytes);
+  [[nodiscard]] absl::Status SetSendBuffer(int bytes);
 
   // True if the peer has closed its side (polled without blocking).
   bool PeerClosed() const;
@@ -68,7 +68,8 @@ class Connection {
 
   void SenderLoop();
   void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WithPeer(const absl::Status& status, absl::string_view what);
+  [[nodiscard]] absl::Status WithPeer(const absl::Status& status,
+                                      absl::string_view what);
 
   Socket socket_;
   const int peer_;

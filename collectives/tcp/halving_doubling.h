@@ -10,8 +10,9 @@
 
 namespace gradsync {
 
-absl::Status HalvingDoublingAllReduce(CollectiveContext& ctx, const void* send,
-                                      void* recv, size_t count);
+[[nodiscard]] absl::Status HalvingDoublingAllReduce(CollectiveContext& ctx,
+                                                    const void* send,
+                                                    void* recv, size_t count);
 
 }  // namespace gradsync
 

@@ -19,7 +19,7 @@ std::string AddrKey(int rank) { return absl::StrCat("tcp/addr/", rank); }
 // Waits for the rendezvous in slices so that a cancellation is noticed.
 constexpr absl::Duration kCancelSlice = absl::Milliseconds(100);
 
-absl::Status CheckCancelled(const TcpOptions& options, int rank) {
+[[nodiscard]] absl::Status CheckCancelled(const TcpOptions& options, int rank) {
   if (options.cancelled != nullptr && options.cancelled->load()) {
     return absl::CancelledError(
         absl::StrCat("rank ", rank, ": rendezvous cancelled"));
@@ -27,9 +27,10 @@ absl::Status CheckCancelled(const TcpOptions& options, int rank) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> GetAddress(Store* store, int peer,
-                                       const TcpOptions& options, int rank,
-                                       absl::Time deadline) {
+[[nodiscard]] absl::StatusOr<std::string> GetAddress(Store* store, int peer,
+                                                     const TcpOptions& options,
+                                                     int rank,
+                                                     absl::Time deadline) {
   while (true) {
     RETURN_IF_ERROR(CheckCancelled(options, rank));
     const absl::Time slice = std::min(deadline, absl::Now() + kCancelSlice);
@@ -43,8 +44,8 @@ absl::StatusOr<std::string> GetAddress(Store* store, int peer,
 
 // Applies options.congestion_control, which CreateTcpCommunicator checked,
 // to a connected socket (common/tcp_congestion.h); "auto" is best effort.
-absl::Status ApplyCongestionControl(const Socket& s,
-                                    const TcpOptions& options) {
+[[nodiscard]] absl::Status ApplyCongestionControl(const Socket& s,
+                                                  const TcpOptions& options) {
   const std::string& policy = options.congestion_control;
   const std::string name = CongestionControlFor(policy, s.PeerIsLocal());
   if (name.empty()) return absl::OkStatus();
@@ -53,9 +54,10 @@ absl::Status ApplyCongestionControl(const Socket& s,
 }
 
 // Connects to lower rank `peer` and has our handshake accepted.
-absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
-                                 const TcpOptions& options,
-                                 absl::Time deadline) {
+[[nodiscard]] absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer,
+                                               int size,
+                                               const TcpOptions& options,
+                                               absl::Time deadline) {
   ASSIGN_OR_RETURN(std::string addr,
                    GetAddress(store, peer, options, rank, deadline));
   std::string host;
@@ -80,7 +82,7 @@ absl::StatusOr<Socket> ConnectTo(Store* store, int rank, int peer, int size,
   return s;
 }
 
-absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
+[[nodiscard]] absl::StatusOr<std::vector<Socket>> ConnectAllPeersOnce(
     Store* store, int rank, int size, const TcpOptions& options) {
   const absl::Time deadline = absl::Now() + options.connect_timeout;
   std::vector<Socket> sockets(size);

@@ -20,9 +20,8 @@ namespace gradsync {
 // `rank` itself is empty). Errors: DEADLINE_EXCEEDED naming the ranks that
 // never connected (and any rejected strays); FAILED_PRECONDITION when a
 // peer refused our handshake, naming it and the reason.
-absl::StatusOr<std::vector<Socket>> ConnectAllPeers(Store* store, int rank,
-                                                    int size,
-                                                    const TcpOptions& options);
+[[nodiscard]] absl::StatusOr<std::vector<Socket>> ConnectAllPeers(
+    Store* store, int rank, int size, const TcpOptions& options);
 
 }  // namespace gradsync
 

@@ -41,8 +41,8 @@ namespace {
 
 // Calls fn(begin, n) for each segment of the element range [begin, end).
 template <typename Fn>
-absl::Status ForEachSegment(const CollectiveContext& ctx, BlockRange range,
-                            Fn fn) {
+[[nodiscard]] absl::Status ForEachSegment(const CollectiveContext& ctx,
+                                          BlockRange range, Fn fn) {
   const size_t seg = ctx.segment_elements();
   for (size_t off = range.begin; off < range.end; off += seg) {
     RETURN_IF_ERROR(fn(off, std::min(seg, range.end - off)));

@@ -11,14 +11,18 @@
 
 namespace gradsync {
 
-absl::Status RingAllReduce(CollectiveContext& ctx, const void* send, void* recv,
-                           size_t count);
-absl::Status RingReduceScatter(CollectiveContext& ctx, const void* send,
-                               void* recv, size_t recv_count);
-absl::Status RingAllGather(CollectiveContext& ctx, const void* send, void* recv,
-                           size_t send_count);
-absl::Status ChainBroadcast(CollectiveContext& ctx, const void* send,
-                            void* recv, size_t count, int root);
+[[nodiscard]] absl::Status RingAllReduce(CollectiveContext& ctx,
+                                         const void* send, void* recv,
+                                         size_t count);
+[[nodiscard]] absl::Status RingReduceScatter(CollectiveContext& ctx,
+                                             const void* send, void* recv,
+                                             size_t recv_count);
+[[nodiscard]] absl::Status RingAllGather(CollectiveContext& ctx,
+                                         const void* send, void* recv,
+                                         size_t send_count);
+[[nodiscard]] absl::Status ChainBroadcast(CollectiveContext& ctx,
+                                          const void* send, void* recv,
+                                          size_t count, int root);
 
 }  // namespace gradsync
 

@@ -23,7 +23,7 @@
 namespace gradsync {
 namespace {
 
-absl::Status ErrnoStatus(absl::string_view what, int err) {
+[[nodiscard]] absl::Status ErrnoStatus(absl::string_view what, int err) {
   if (err == ECONNRESET || err == EPIPE || err == ECONNREFUSED ||
       err == ENOTCONN || err == ECONNABORTED) {
     return absl::UnavailableError(
@@ -32,7 +32,8 @@ absl::Status ErrnoStatus(absl::string_view what, int err) {
   return absl::InternalError(absl::StrCat(what, ": ", strerror(err)));
 }
 
-absl::StatusOr<sockaddr_in> Resolve(const std::string& host, int port) {
+[[nodiscard]] absl::StatusOr<sockaddr_in> Resolve(const std::string& host,
+                                                  int port) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));

@@ -23,8 +23,8 @@
 namespace gradsync {
 
 // Splits "host:port" into its parts (INVALID_ARGUMENT if malformed).
-absl::Status SplitHostPort(const std::string& address, std::string* host,
-                           int* port);
+[[nodiscard]] absl::Status SplitHostPort(const std::string& address,
+                                         std::string* host, int* port);
 
 class Socket {
  public:
@@ -37,19 +37,20 @@ class Socket {
   Socket& operator=(const Socket&) = delete;
 
   // A listening socket bound to host:port (port 0 picks a free one).
-  static absl::StatusOr<Socket> Listen(const std::string& host, int port);
+  [[nodiscard]] static absl::StatusOr<Socket> Listen(const std::string& host,
+                                                     int port);
   // Connects to host:port, retrying refused connections (the peer may not
   // listen yet) until `deadline`, or CANCELLED once `*cancelled` is true.
-  static absl::StatusOr<Socket> Connect(
+  [[nodiscard]] static absl::StatusOr<Socket> Connect(
       const std::string& host, int port, absl::Time deadline,
       const std::atomic<bool>* cancelled = nullptr);
 
   // Accepts one connection (listening sockets only).
-  absl::StatusOr<Socket> Accept(absl::Time deadline);
+  [[nodiscard]] absl::StatusOr<Socket> Accept(absl::Time deadline);
 
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
-  absl::StatusOr<int> LocalPort() const;
+  [[nodiscard]] absl::StatusOr<int> LocalPort() const;
   // "ip:port" of the peer, or "?" if unknown.
   std::string PeerAddress() const;
 
@@ -57,8 +58,9 @@ class Socket {
   // default) and the timeout slice after which blocked calls re-check
   // deadline and abort flag. Call before any data moves: TCP offers its
   // peer a window from the receive buffer's size.
-  absl::Status Configure(int send_buffer_bytes, int receive_buffer_bytes,
-                         absl::Duration slice);
+  [[nodiscard]] absl::Status Configure(int send_buffer_bytes,
+                                       int receive_buffer_bytes,
+                                       absl::Duration slice);
   // True when the peer of this connected socket is on this host: its
   // address is a loopback address or our own. Such connections run
   // through the kernel's loopback device, not a network.
@@ -68,24 +70,28 @@ class Socket {
   // kMaxCongestionControlName (common/tcp_congestion.h);
   // FAILED_PRECONDITION if the kernel refuses it: not built, or not in
   // net.ipv4.tcp_allowed_congestion_control for this process.
-  absl::Status SetCongestionControl(const std::string& name) const;
+  [[nodiscard]] absl::Status SetCongestionControl(
+      const std::string& name) const;
   // The algorithm in use ("bbr", "cubic", ...).
-  absl::StatusOr<std::string> CongestionControl() const;
+  [[nodiscard]] absl::StatusOr<std::string> CongestionControl() const;
   // Sets SO_SNDBUF (the kernel doubles it for overhead). Safe at any time,
   // also while another thread sends: a smaller buffer only makes later
   // sends wait sooner. (The receive buffer has no such method: shrinking
   // it under a window already offered makes the kernel drop data.)
-  absl::Status SetSendBuffer(int bytes) const;
+  [[nodiscard]] absl::Status SetSendBuffer(int bytes) const;
 
   // Sends / receives exactly `len` bytes. `spin_polls` non-blocking tries
   // (with sched_yield) precede blocking, for low latency on small messages.
-  absl::Status SendAll(const void* data, size_t len, absl::Time deadline,
-                       const std::atomic<bool>* aborted) const;
-  absl::Status RecvAll(void* data, size_t len, absl::Time deadline,
-                       const std::atomic<bool>* aborted,
-                       int spin_polls = 0) const;
+  [[nodiscard]] absl::Status SendAll(const void* data, size_t len,
+                                     absl::Time deadline,
+                                     const std::atomic<bool>* aborted) const;
+  [[nodiscard]] absl::Status RecvAll(void* data, size_t len,
+                                     absl::Time deadline,
+                                     const std::atomic<bool>* aborted,
+                                     int spin_polls = 0) const;
   // Sends what the kernel takes without blocking; returns the byte count.
-  absl::StatusOr<size_t> SendNonBlocking(const void* data, size_t len) const;
+  [[nodiscard]] absl::StatusOr<size_t> SendNonBlocking(const void* data,
+                                                       size_t len) const;
 
   // Wakes any blocked call; later calls fail. Safe from any thread.
   void Shutdown() const;

@@ -32,18 +32,6 @@ absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
       "unknown all-reduce algorithm '", name, "'; use auto, ring or hd"));
 }
 
-absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algo) {
-  switch (algo) {
-    case AllReduceAlgorithm::kAuto:
-      return "auto";
-    case AllReduceAlgorithm::kRing:
-      return "ring";
-    case AllReduceAlgorithm::kHalvingDoubling:
-      return "hd";
-  }
-  return "unknown";
-}
-
 int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
   if (options.socket_buffer_bytes <= 0 ||
       options.small_socket_buffer_bytes <= 0) {
@@ -98,7 +86,7 @@ class Core {
     }
   }
 
-  absl::Status CheckUsable() {
+  [[nodiscard]] absl::Status CheckUsable() {
     if (!aborted_.load()) return absl::OkStatus();
     absl::MutexLock lock(&mu_);
     return absl::AbortedError(
@@ -166,7 +154,7 @@ class TcpWork : public Work {
     done_ = true;
   }
 
-  absl::Status Wait(absl::Time deadline) override {
+  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
       return status_;
@@ -189,7 +177,7 @@ class TcpWork : public Work {
     return done_;
   }
 
-  absl::StatusOr<absl::Duration> Elapsed() override {
+  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
     absl::MutexLock lock(&mu_);
     if (!done_ || !status_.ok()) {
       return absl::FailedPreconditionError(
@@ -334,11 +322,13 @@ class TcpCommunicator final : public Communicator {
   class WorkHandle : public Work {
    public:
     explicit WorkHandle(std::shared_ptr<TcpWork> w) : w_(std::move(w)) {}
-    absl::Status Wait(absl::Time deadline) override {
+    [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
       return w_->Wait(deadline);
     }
     bool Done() override { return w_->Done(); }
-    absl::StatusOr<absl::Duration> Elapsed() override { return w_->Elapsed(); }
+    [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
+      return w_->Elapsed();
+    }
 
    private:
     std::shared_ptr<TcpWork> w_;
@@ -366,7 +356,7 @@ class TcpCommunicator final : public Communicator {
   // Gives every connection the send buffer that suits a collective of
   // `message_bytes`, if the last one needed another. Runs between
   // collectives, when no send is in flight.
-  absl::Status SizeSendBuffers(size_t message_bytes) {
+  [[nodiscard]] absl::Status SizeSendBuffers(size_t message_bytes) {
     const int bytes = SendBufferBytesFor(core_->options(), message_bytes);
     if (bytes <= 0 || bytes == send_buffer_bytes_) return absl::OkStatus();
     for (Connection* c : core_->peers()) {
@@ -376,7 +366,7 @@ class TcpCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  absl::Status Run(Op& op) {
+  [[nodiscard]] absl::Status Run(Op& op) {
     RETURN_IF_ERROR(core_->CheckUsable());
     CollectiveContext ctx;
     ctx.rank = rank();

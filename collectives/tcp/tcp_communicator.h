@@ -41,9 +41,8 @@ enum class AllReduceAlgorithm {
   kRing,             // bandwidth-optimal: 2(N-1) steps, 2(N-1)/N * S bytes
   kHalvingDoubling,  // latency-optimal: 2 log2(N) steps (Rabenseifner)
 };
-absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
+[[nodiscard]] absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
     absl::string_view name);
-absl::string_view AllReduceAlgorithmName(AllReduceAlgorithm algo);
 
 struct TcpOptions {
   // Identifies the job and rendezvous generation; peers with another id are
@@ -120,8 +119,9 @@ int ReceiveBufferBytes(const TcpOptions& options);
 // the communicator. Blocks until every peer is connected or
 // options.connect_timeout passes (DEADLINE_EXCEEDED naming the ranks that
 // never showed up). `store` is used only during this call.
-absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
-    Store* store, int rank, int size, const TcpOptions& options);
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>>
+CreateTcpCommunicator(Store* store, int rank, int size,
+                      const TcpOptions& options);
 
 }  // namespace gradsync
 

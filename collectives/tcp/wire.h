@@ -80,8 +80,9 @@ std::string DescribeCollective(const CollectiveHeader& h);
 // OK if `got` (received from rank got.from_rank) matches `want` (this
 // rank's own call); otherwise FAILED_PRECONDITION naming both ranks and the
 // first field that differs, or DATA_LOSS for garbage (bad magic).
-absl::Status CheckHeader(const CollectiveHeader& want,
-                         const CollectiveHeader& got, int peer_rank);
+[[nodiscard]] absl::Status CheckHeader(const CollectiveHeader& want,
+                                       const CollectiveHeader& got,
+                                       int peer_rank);
 
 }  // namespace gradsync
 

@@ -5,7 +5,8 @@
 namespace gradsync {
 namespace {
 
-absl::Status Positive(absl::string_view field, absl::Duration value) {
+[[nodiscard]] absl::Status Positive(absl::string_view field,
+                                    absl::Duration value) {
   if (value > absl::ZeroDuration()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("coordinator config: ", field, " is ",

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "server/store/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace gradsync {
 namespace {

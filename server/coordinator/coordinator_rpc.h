@@ -1,7 +1,7 @@
 // CoordinatorRpc: the thin gRPC adapter of the coordinator. Each RPC of
 // proto/coordinator.proto becomes one call on CoordinatorService, and its
 // absl::Status a grpc::Status with the same code and message (see
-// server/store/grpc_status.h); the errors of each RPC are those documented
+// common/grpc_status.h); the errors of each RPC are those documented
 // on the service method of the same name.
 //
 // Blocking RPCs (Heartbeat, StoreGet, StoreWait, Barrier, WatchJob) wait

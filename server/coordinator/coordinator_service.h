@@ -1,9 +1,13 @@
-// CoordinatorService: the coordinator's logic — worker and parameter-server
-// registries with leases, the job table and its state machine (job.h),
-// FIFO scheduling onto free devices, PS shard placement, runtime switches
-// between ring and PS, rendezvous (a key-value store and barriers scoped to
-// a job and a rendezvous generation) and step metrics. No gRPC in here: the
-// RPC adapter (coordinator_rpc.h) turns each RPC of
+// CoordinatorService: the coordinator's logic, as a facade over its parts —
+// worker and parameter-server registries (worker_registry.h,
+// ps_registry.h) with their registrations, heartbeats and leases
+// (daemon_leases.h), the job table and its state machine (job.h), scheduling
+// as a pure plan (job_scheduler.h, device_inventory.h), PS shard placement
+// (ps_placement.h), the job lifecycle with its runtime switches (placing,
+// ending, restarting, resuming: job_lifecycle.h), the rendezvous store and
+// barriers (job_rendezvous.h) and rank reports and metrics
+// (job_progress.h), all over one shared state (coordinator_state.h). No
+// gRPC in here: the RPC adapter (coordinator_rpc.h) turns each RPC of
 // proto/coordinator.proto into one call below, and tests make the same
 // calls directly.
 //
@@ -14,44 +18,14 @@
 //   ASSIGN_OR_RETURN(HeartbeatResponse news, service->Heartbeat(beat));
 //   // news.assignments() holds the job's ranks placed on this worker.
 //
-// Rank placement: a job's ranks take free devices of its spec's device kind
-// in (host, worker number, device index) order, so the ranks of one host
-// are neighbours in the ring. The ranks publish their ring endpoints and,
-// on GPUs, rank 0 the NCCL unique id, through the store below.
-//
-// PS shard placement: a job that needs parameter-server shards (JobNeedsPs,
-// or a runtime switch to PS) gets K = spec.ps.shards shards (0: one per
-// live server) when its ranks are placed, or at its first runtime switch
-// to PS if it had none. The live servers are ordered least loaded first
-// (fewest shards of jobs that have not ended), ties by registration order,
-// and shard k goes to server k mod (number of servers). The addresses go
-// into every Assignment.ps_addresses and JobStatus.ps_addresses. A pending
-// job that needs shards while no server is live (all were lost since it
-// was submitted) waits at the head of the queue until one registers.
-//
-// Runtime switches (SwitchJob; see "Switching a running job" in
-// proto/coordinator.proto): request e of a job writes the binary
-// SwitchDirective{e, mode, ps_addresses} under the job-store key
-// "switch/<e>" of the job's current rendezvous generation (what StoreGet
-// with the assignment's generation reads), then queues SwitchNotice{job,
-// e} for every worker hosting a rank of the job; a waiting Heartbeat
-// returns with it at once. A worker's heartbeat carries at most one notice
-// per job, the newest. For a job still PENDING, the directive of the newest
-// request is written when its ranks are placed, and its notice is queued
-// right after the assignment (the same heartbeat delivers both, the
-// assignment first).
-//
 // Blocking calls (Heartbeat, StoreGet, StoreWait, Barrier,
 // WaitForJobEvent) wait until their condition holds or their deadline
-// passes. Every config.wait_slice they also check `cancelled` (CANCELLED),
-// shutdown (UNAVAILABLE), and for store calls and barriers whether the job
-// ended (FAILED_PRECONDITION with the job's message), so that a cancelled
-// or failed job releases its ranks within a slice.
+// passes. Every config.wait_slice they also check `cancelled` (CANCELLED)
+// and shutdown (UNAVAILABLE).
 //
 // Threading: thread-safe; every method may be called from any thread.
-// Locking: one mutex `mu_` guards the registries and the job table; the
-// store has its own, taken after mu_ (never the other way round); nothing
-// blocks on the store with mu_ held.
+// Locking: one mutex guards the registries and the job table
+// (coordinator_state.h); the store has its own, taken after it.
 #ifndef GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
 #define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
 
@@ -63,7 +37,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -71,28 +44,20 @@
 #include "collectives/memory_store.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_config.h"
+#include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/daemon_leases.h"
 #include "server/coordinator/job.h"
-#include "server/coordinator/ps_registry.h"
-#include "server/coordinator/worker_registry.h"
+#include "server/coordinator/job_lifecycle.h"
+#include "server/coordinator/job_progress.h"
+#include "server/coordinator/job_rendezvous.h"
+#include "server/coordinator/ps_placement.h"
 
 namespace gradsync {
 
-// Polled by blocking calls; returning true abandons the wait (CANCELLED).
-using CancelledFn = absl::FunctionRef<bool()>;
-inline bool NeverCancelled() { return false; }
-
-// Where a watcher of one job is: what it has already been sent.
-struct JobWatchCursor {
-  int64_t version = 0;       // the job version of the last event sent
-  int64_t metrics_sent = 0;  // how many of the job's step metrics were sent
-  bool done = false;         // the job ended and everything was sent
-};
-
 class CoordinatorService {
  public:
-  // Most step metrics in one JobEvent (keeps messages far below gRPC's
-  // 4 MiB); the rest follow in the next events.
-  static constexpr int kMaxStepsPerEvent = 4096;
+  // Most step metrics in one JobEvent (job_progress.h).
+  static constexpr int kMaxStepsPerEvent = JobProgress::kMaxStepsPerEvent;
 
   // INVALID_ARGUMENT for a bad config (ValidateCoordinatorConfig).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CoordinatorService>>
@@ -111,14 +76,14 @@ class CoordinatorService {
   // is not "cpu"/"cuda", a negative or repeated device (nothing added).
   // FAILED_PRECONDITION: the worker's wire_version is not this build's
   // (common/wire_version.h; nothing added).
+  [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
+      const RegisterWorkerRequest& request);
+
   // Withdraws a worker that is shutting down: like a lost lease, but at
   // once; its running jobs fail naming it and the reason.
   // NOT_FOUND: the worker is unknown or already lost.
   [[nodiscard]] absl::Status DeregisterWorker(
       const DeregisterWorkerRequest& request);
-
-  [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
-      const RegisterWorkerRequest& request);
 
   // Renews the worker's lease and returns its news: new assignments, jobs to
   // cancel and runtime switch notices. Returns at once when there is news,
@@ -289,118 +254,24 @@ class CoordinatorService {
   void Shutdown();
 
   // The store behind the rendezvous calls (for tests and diagnostics).
-  MemoryStore* store() { return &store_; }
+  MemoryStore* store() { return &state_.store; }
 
  private:
   explicit CoordinatorService(CoordinatorConfig config);
 
-  absl::Time Now() const { return config_.clock(); }
-
-  // Waits on mu_ until `ready()`, `deadline`, `cancelled()` or shutdown.
-  // OK when ready; DEADLINE_EXCEEDED (generic message; callers say what
-  // was missing), CANCELLED or UNAVAILABLE otherwise.
-  absl::Status AwaitLocked(absl::FunctionRef<bool()> ready, absl::Time deadline,
-                           CancelledFn cancelled)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // NOT_FOUND naming `job_id` when unknown.
-  absl::StatusOr<Job*> FindJobLocked(absl::string_view job_id) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // The job of a store call or barrier, after the common checks listed
-  // above the store methods.
-  absl::StatusOr<Job*> CheckScopeLocked(const StoreScope& scope) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Moves `job` to the final state `state` with `message`; frees its
-  // devices, erases its store keys and barriers, queues cancellations
-  // (unless it succeeded) to its live workers, retires it and schedules
-  // pending jobs. Returns its final status. `job` must not be used after
-  // the call: retiring may have dropped it. A job that fails with
-  // restarts left is restarted (RestartLocked).
-  // Marks a worker lost (`why`: "lost: no heartbeat for 5.0 s", "left:
-  // ...") and fails the jobs it hosted, naming it, its ranks and last step.
-  void DropWorkerLocked(const std::string& worker_id, absl::Time now,
-                        absl::string_view why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  JobStatus EndJobLocked(Job& job, JobState state, const std::string& message)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // JobSpec.max_restarts of a job about to fail: submits its spec again
-  // (one restart fewer, from its newest checkpoint if it wrote one),
-  // placed no sooner than a lease from now; returns the note for the
-  // failed job's message.
-  std::string RestartLocked(Job& failed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Places pending jobs, oldest first, while the oldest fits.
-  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // True when the job needs PS shards now: its spec does, or its newest
-  // runtime switch request goes to PS.
-  static bool NeedsPs(const Job& job);
-
-  // (Re)places the job's PS shards over the live servers (see the top).
-  // FAILED_PRECONDITION (nothing changed) when no server is live.
-  absl::Status PlaceShardsLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // True when some shard of the job sits on a lost (or unknown) server.
-  bool HasLostShardLocked(const Job& job) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // SwitchJob's work on a found job; `reason` goes to the log and the
-  // switch's record. Returns the request's epoch.
-  absl::StatusOr<int64_t> SwitchJobLocked(Job& job, SyncMode mode,
-                                          std::string reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // `--mode auto`: feeds the job's finished steps to its policy and asks
-  // for the switches it wants (coordinator_auto.cc).
-  void RunAutoModeLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The alpha-beta model's view of `job`'s two paths at `sync_bytes`
-  // (unknown without link facts in the config).
-  AutoModelView ModelViewLocked(const Job& job, int64_t sync_bytes) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Writes the directive of the job's newest switch request into its store
-  // (current generation) and queues its notice to the job's live workers.
-  void AnnounceSwitchLocked(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Marks a parameter server lost (`why`: "was lost: no heartbeat for ...")
-  // and fails the placed jobs in PS mode with shards on it.
-  void DropPsLocked(const std::string& ps_id, absl::Time now,
-                    absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  void LogLocked(absl::string_view line) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
   void LeaseCheckLoop();
 
-  const CoordinatorConfig config_;
-  MemoryStore store_;
+  CoordinatorState state_;
+  JobLifecycle lifecycle_{&state_};
+  JobRendezvous rendezvous_{&state_};
+  JobProgress progress_{&state_, &lifecycle_};
+  DaemonLeases leases_{&state_, &lifecycle_};
 
-  mutable absl::Mutex mu_;
-  WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
-  PsRegistry servers_ ABSL_GUARDED_BY(mu_);
-  JobTable jobs_ ABSL_GUARDED_BY(mu_);
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-
-  // Start and stop of the lease thread, apart from mu_ so that Shutdown can
-  // join it without holding mu_.
+  // Start and stop of the lease thread, apart from the state's mutex so
+  // that Shutdown can join it without holding that.
   absl::Mutex thread_mu_;
   std::thread lease_thread_ ABSL_GUARDED_BY(thread_mu_);
 };
-
-// The store key prefix of `job_id`'s generation `generation`:
-// "job/<id>/gen/<g>/".
-std::string JobStorePrefix(absl::string_view job_id, int64_t generation);
-
-// The job-store key of runtime switch request `epoch`: "switch/<epoch>".
-std::string SwitchDirectiveKey(int64_t epoch);
-
-// What SubmitJob and SwitchJob say when a job needs PS shards and no
-// parameter server is live.
-inline constexpr absl::string_view kNoParameterServerMessage =
-    "no parameter server registered; start one with `gradsync-ps "
-    "--coordinator <addr>` (or `gradsync local up --ps 1`)";
 
 }  // namespace gradsync
 

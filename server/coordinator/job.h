@@ -68,7 +68,7 @@ absl::string_view JobStateName(JobState state);
 
 // OK when the diagram above has an edge `from` → `to`; FAILED_PRECONDITION
 // naming both otherwise.
-absl::Status CheckTransition(JobState from, JobState to);
+[[nodiscard]] absl::Status CheckTransition(JobState from, JobState to);
 
 // Progress of one rank.
 struct RankRecord {
@@ -226,7 +226,8 @@ class Job {
 
 // The FAILED_PRECONDITION of a call on a job that already ended: "job J
 // already ended (STATE: message); <consequence>".
-absl::Status JobEndedError(const Job& job, absl::string_view consequence);
+[[nodiscard]] absl::Status JobEndedError(const Job& job,
+                                         absl::string_view consequence);
 
 class JobTable {
  public:

@@ -16,7 +16,8 @@
 namespace gradsync {
 namespace {
 
-absl::Status Invalid(absl::string_view field, absl::string_view problem) {
+[[nodiscard]] absl::Status Invalid(absl::string_view field,
+                                   absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("job spec field ", field, " ", problem));
 }
@@ -36,7 +37,7 @@ absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model) {
 
 namespace {
 
-absl::Status ValidateModel(const JobSpec& spec) {
+[[nodiscard]] absl::Status ValidateModel(const JobSpec& spec) {
   const ModelSpec& model = spec.model();
   if (!model.profile().empty() && model.kind() != "synthetic") {
     return Invalid("model.profile",
@@ -116,7 +117,7 @@ absl::Status ValidateModel(const JobSpec& spec) {
                                             "'; use \"mlp\" or \"synthetic\""));
 }
 
-absl::Status ValidateOptimizer(OptimizerSpec* optimizer) {
+[[nodiscard]] absl::Status ValidateOptimizer(OptimizerSpec* optimizer) {
   const std::string& name = optimizer->name();
   if (name != "sgd" && name != "momentum" && name != "adam" &&
       name != "adamw") {
@@ -160,12 +161,12 @@ absl::Status ValidateOptimizer(OptimizerSpec* optimizer) {
   return absl::OkStatus();
 }
 
-absl::Status NonNegative(absl::string_view field, int64_t value) {
+[[nodiscard]] absl::Status NonNegative(absl::string_view field, int64_t value) {
   if (value >= 0) return absl::OkStatus();
   return Invalid(field, absl::StrCat("is ", value, "; it must be >= 0"));
 }
 
-absl::Status ValidatePs(const PsSpec& ps) {
+[[nodiscard]] absl::Status ValidatePs(const PsSpec& ps) {
   if (ps.shards() < 0 || ps.shards() > kMaxPsShards) {
     return Invalid(
         "ps.shards",
@@ -216,7 +217,7 @@ absl::Status ValidatePs(const PsSpec& ps) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateSwitches(const JobSpec& spec) {
+[[nodiscard]] absl::Status ValidateSwitches(const JobSpec& spec) {
   int64_t previous = 0;
   for (int i = 0; i < spec.switches_size(); ++i) {
     const SwitchSpec& s = spec.switches(i);

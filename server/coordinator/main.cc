@@ -7,7 +7,8 @@
 // Prints "gradsync-coordinator listening on <host:port>" on stdout once it
 // serves (port 0 picks a free port), then one line per event (workers
 // registered or lost, job state changes) on stderr. Exits 0 after a
-// signal, 1 if it cannot start, 2 on a bad command line.
+// signal, 1 if it cannot start, 2 on a bad command line. --version prints
+// the version and the wire version.
 #include <signal.h>
 
 #include <cstdint>
@@ -15,104 +16,99 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/flags.h"
 #include "server/coordinator/coordinator_server.h"
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: gradsync-coordinator [--listen HOST:PORT] [--lease-ms N]\n"
-    "                            [--heartbeat-ms N] [--link-gbps B]\n"
-    "                            [--link-alpha-us A]\n"
-    "\n"
-    "Runs the gradsync coordinator until SIGINT or SIGTERM.\n"
-    "\n"
-    "  --listen HOST:PORT  address to listen on (default 127.0.0.1:29400;\n"
-    "                      0.0.0.0:29400 accepts other hosts, port 0 picks\n"
-    "                      a free port)\n"
-    "  --lease-ms N        a worker or parameter server silent for this\n"
-    "                      long is lost and its jobs fail (default 5000)\n"
-    "  --heartbeat-ms N    how often workers and parameter servers\n"
-    "                      heartbeat (default 500; must be below\n"
-    "                      --lease-ms)\n"
-    "  --link-gbps B       each host's link, GB/s of payload, for the\n"
-    "                      alpha-beta model behind --mode auto's decisions\n"
-    "                      (default: unknown)\n"
-    "  --link-alpha-us A   the model's latency per message (default 0)\n";
-
 struct Flags {
   std::string listen = "127.0.0.1:29400";
-  int64_t lease_ms = 5000;
-  int64_t heartbeat_ms = 500;
+  absl::Duration lease = absl::Milliseconds(5000);
+  absl::Duration heartbeat = absl::Milliseconds(500);
   double link_gbps = 0;
   double link_alpha_us = 0;
   bool help = false;
+  bool version = false;
 };
 
-// Parses argv into `flags`; false (after saying why) on a bad command line.
-bool ParseFlags(int argc, char** argv, Flags* flags) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      flags->help = true;
-      return true;
-    }
-    std::string value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (arg == "--listen" || arg == "--lease-ms" ||
-               arg == "--heartbeat-ms" || arg == "--link-gbps" ||
-               arg == "--link-alpha-us") {
-      if (i + 1 == argc) {
-        std::cerr << "gradsync-coordinator: " << arg << " needs a value\n";
-        return false;
-      }
-      value = argv[++i];
-    }
-    if (arg == "--listen") {
-      flags->listen = value;
-    } else if (arg == "--lease-ms" || arg == "--heartbeat-ms") {
-      int64_t ms = 0;
-      if (!absl::SimpleAtoi(value, &ms) || ms <= 0) {
-        std::cerr << "gradsync-coordinator: " << arg << " '" << value
-                  << "' is not a positive number of milliseconds\n";
-        return false;
-      }
-      (arg == "--lease-ms" ? flags->lease_ms : flags->heartbeat_ms) = ms;
-    } else if (arg == "--link-gbps" || arg == "--link-alpha-us") {
-      double number = 0;
-      if (!absl::SimpleAtod(value, &number) || !(number >= 0) ||
-          number > 1e6) {
-        std::cerr << "gradsync-coordinator: " << arg << " '" << value
-                  << "' is not a number >= 0\n";
-        return false;
-      }
-      (arg == "--link-gbps" ? flags->link_gbps : flags->link_alpha_us) =
-          number;
-    } else {
-      std::cerr << "gradsync-coordinator: unknown argument '" << argv[i]
-                << "'\n";
-      return false;
-    }
-  }
-  return true;
+std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
+  return {
+      gradsync::StringFlag(
+          "listen", "HOST:PORT",
+          "address to listen on (default 127.0.0.1:29400; 0.0.0.0:29400 "
+          "accepts other hosts, port 0 picks a free port)",
+          &flags->listen),
+      gradsync::MillisecondsFlag(
+          "lease-ms",
+          "a worker or parameter server silent for this long is lost and "
+          "its jobs fail (default 5000)",
+          &flags->lease),
+      gradsync::MillisecondsFlag(
+          "heartbeat-ms",
+          "how often workers and parameter servers heartbeat (default 500; "
+          "must be below --lease-ms)",
+          &flags->heartbeat),
+      gradsync::FlagSpec{
+          "link-gbps", "B",
+          "each host's link, GB/s of payload, for the alpha-beta model "
+          "behind --mode auto's decisions (default: unknown)",
+          [flags](absl::string_view value) {
+            absl::StatusOr<double> gbps =
+                gradsync::ParseDoubleValue("--link-gbps", value, 0);
+            if (!gbps.ok()) return gbps.status();
+            flags->link_gbps = *gbps;
+            return absl::OkStatus();
+          }},
+      gradsync::FlagSpec{
+          "link-alpha-us", "A",
+          "the model's latency per message, in microseconds (default 0)",
+          [flags](absl::string_view value) {
+            absl::StatusOr<double> us =
+                gradsync::ParseDoubleValue("--link-alpha-us", value, 0);
+            if (!us.ok()) return us.status();
+            flags->link_alpha_us = *us;
+            return absl::OkStatus();
+          }},
+      gradsync::HelpFlag(&flags->help),
+      gradsync::VersionFlag(&flags->version),
+  };
+}
+
+std::string Usage() {
+  Flags unused;
+  return absl::StrCat(
+      "usage: gradsync-coordinator [flags]\n\n"
+      "Runs the gradsync coordinator until SIGINT or SIGTERM.\n\n",
+      gradsync::FlagsHelp(FlagTable(&unused), gradsync::TerminalWidth()));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Flags flags;
-  if (!ParseFlags(argc, argv, &flags)) {
-    std::cerr << kUsage;
+  absl::StatusOr<std::vector<std::string>> positional =
+      gradsync::ParseFlags(argc, argv, FlagTable(&flags));
+  if (positional.ok() && !positional->empty()) {
+    positional = absl::InvalidArgumentError(
+        absl::StrCat("unknown argument '", (*positional)[0], "'"));
+  }
+  if (!positional.ok()) {
+    std::cerr << "gradsync-coordinator: " << positional.status().message()
+              << "\n\n"
+              << Usage();
     return 2;
   }
   if (flags.help) {
-    std::cout << kUsage;
+    std::cout << Usage();
+    return 0;
+  }
+  if (flags.version) {
+    std::cout << gradsync::VersionLine("gradsync-coordinator") << "\n";
     return 0;
   }
 
@@ -125,8 +121,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   gradsync::CoordinatorConfig config;
-  config.lease = absl::Milliseconds(flags.lease_ms);
-  config.heartbeat_interval = absl::Milliseconds(flags.heartbeat_ms);
+  config.lease = flags.lease;
+  config.heartbeat_interval = flags.heartbeat;
   config.lease_check_interval =
       std::min(absl::Milliseconds(250), config.lease / 4);
   config.link_bandwidth_Bps = flags.link_gbps * 1e9;

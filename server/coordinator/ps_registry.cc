@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/host.h"
 #include "common/status_macros.h"
 #include "common/wire_version.h"
 #include "server/coordinator/worker_registry.h"
@@ -15,20 +16,11 @@ namespace {
 
 constexpr absl::string_view kPsIdPrefix = "ps-";
 
-absl::Status InvalidRegistration(const RegisterParameterServerRequest& request,
-                                 absl::string_view problem) {
+[[nodiscard]] absl::Status InvalidRegistration(
+    const RegisterParameterServerRequest& request, absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("cannot register parameter server (host '", request.host(),
                    "', pid ", request.pid(), "): ", problem));
-}
-
-// True for "host:port" (or "[v6]:port") with a port in 1..65535.
-bool IsHostPort(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0) return false;
-  int port = 0;
-  return absl::SimpleAtoi(address.substr(colon + 1), &port) && port > 0 &&
-         port <= 65535;
 }
 
 }  // namespace

@@ -17,8 +17,8 @@ namespace {
 
 constexpr absl::string_view kWorkerIdPrefix = "w-";
 
-absl::Status InvalidRegistration(const RegisterWorkerRequest& request,
-                                 absl::string_view problem) {
+[[nodiscard]] absl::Status InvalidRegistration(
+    const RegisterWorkerRequest& request, absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("cannot register worker (host '", request.host(), "', pid ",
                    request.pid(), "): ", problem));
@@ -141,59 +141,49 @@ void WorkerRegistry::MarkLost(WorkerRecord& worker, absl::Time now) {
 }
 
 int WorkerRegistry::TotalDevices(absl::string_view kind) const {
-  int total = 0;
-  for (const auto& [number, worker] : workers_) {
-    if (worker.lost) continue;
-    for (const Device& device : worker.devices) {
-      if (device.kind() == kind) ++total;
-    }
-  }
-  return total;
+  return Inventory().Total(kind);
 }
 
 int WorkerRegistry::FreeDevices(absl::string_view kind) const {
-  int free = 0;
-  for (const auto& [number, worker] : workers_) {
-    free += worker.FreeDevices(kind);
-  }
-  return free;
+  return Inventory().Free(kind);
 }
 
 std::optional<std::vector<DeviceSlot>> WorkerRegistry::Allocate(
     absl::string_view job_id, absl::string_view kind, int count) {
-  struct Candidate {
-    WorkerRecord* worker;
-    size_t device;
-  };
-  std::vector<Candidate> candidates;
-  for (auto& [number, worker] : workers_) {
-    if (worker.lost) continue;
-    for (size_t i = 0; i < worker.devices.size(); ++i) {
-      if (worker.devices[i].kind() == kind && worker.device_jobs[i].empty()) {
-        candidates.push_back({&worker, i});
+  DeviceInventory inventory = Inventory();
+  std::optional<std::vector<DeviceSlot>> slots = inventory.Take(kind, count);
+  if (slots.has_value()) Assign(job_id, *slots);
+  return slots;
+}
+
+void WorkerRegistry::Assign(absl::string_view job_id,
+                            const std::vector<DeviceSlot>& slots) {
+  for (const DeviceSlot& slot : slots) {
+    WorkerRecord* worker = Find(slot.worker_id);
+    if (worker == nullptr) continue;
+    for (size_t i = 0; i < worker->devices.size(); ++i) {
+      if (worker->devices[i].kind() == slot.device.kind() &&
+          worker->devices[i].index() == slot.device.index()) {
+        worker->device_jobs[i] = std::string(job_id);
       }
     }
   }
-  if (count < 0 || static_cast<int>(candidates.size()) < count) {
-    return std::nullopt;
+}
+
+DeviceInventory WorkerRegistry::Inventory() const {
+  std::vector<DeviceInventory::Worker> live;
+  for (const auto& [number, worker] : workers_) {
+    if (worker.lost) continue;
+    DeviceInventory::Worker w;
+    w.id = worker.id;
+    w.host = worker.host;
+    w.number = worker.number;
+    w.devices = worker.devices;
+    for (const std::string& job : worker.device_jobs)
+      w.free.push_back(job.empty());
+    live.push_back(std::move(w));
   }
-  auto order = [](const Candidate& c) {
-    return std::make_tuple(std::cref(c.worker->host), c.worker->number,
-                           c.worker->devices[c.device].index());
-  };
-  std::sort(candidates.begin(), candidates.end(),
-            [&](const Candidate& a, const Candidate& b) {
-              return order(a) < order(b);
-            });
-  std::vector<DeviceSlot> slots;
-  slots.reserve(count);
-  for (int rank = 0; rank < count; ++rank) {
-    const Candidate& c = candidates[rank];
-    c.worker->device_jobs[c.device] = std::string(job_id);
-    slots.push_back(
-        {c.worker->id, c.worker->host, c.worker->devices[c.device]});
-  }
-  return slots;
+  return DeviceInventory(std::move(live));
 }
 
 void WorkerRegistry::Release(absl::string_view job_id) {
@@ -205,19 +195,7 @@ void WorkerRegistry::Release(absl::string_view job_id) {
 }
 
 std::string WorkerRegistry::DescribeDevices(absl::string_view kind) const {
-  std::vector<std::string> parts;
-  for (const auto& [number, worker] : workers_) {
-    if (worker.lost) continue;
-    int total = 0;
-    for (const Device& device : worker.devices) {
-      if (device.kind() == kind) ++total;
-    }
-    parts.push_back(absl::StrCat(worker.id, " on host ", worker.host, ": ",
-                                 worker.FreeDevices(kind), " of ", total, " ",
-                                 kind, " free"));
-  }
-  if (parts.empty()) return "no live workers";
-  return absl::StrJoin(parts, ", ");
+  return Inventory().Describe(kind);
 }
 
 std::vector<const WorkerRecord*> WorkerRegistry::All() const {

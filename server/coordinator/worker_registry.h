@@ -29,15 +29,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
+#include "server/coordinator/device_inventory.h"
 
 namespace gradsync {
-
-// Where one rank runs.
-struct DeviceSlot {
-  std::string worker_id;
-  std::string host;
-  Device device;
-};
 
 // News for a worker, handed over (and emptied) by its next heartbeat.
 struct Mailbox {
@@ -103,12 +97,18 @@ class WorkerRegistry {
   int TotalDevices(absl::string_view kind) const;
   int FreeDevices(absl::string_view kind) const;
 
-  // Takes `count` free devices of `kind` for `job_id`, in (host, worker
-  // number, device index) order: slot i is where rank i runs. nullopt (and
+  // Takes `count` free devices of `kind` for `job_id`, in placement order
+  // (device_inventory.h): slot i is where rank i runs. nullopt (and
   // nothing taken) when fewer are free.
   std::optional<std::vector<DeviceSlot>> Allocate(absl::string_view job_id,
                                                   absl::string_view kind,
                                                   int count);
+  // Gives `job_id` the devices of `slots`, which must be free (a plan made
+  // on Inventory()).
+  void Assign(absl::string_view job_id, const std::vector<DeviceSlot>& slots);
+
+  // The live workers' devices and which are free, as a value to plan on.
+  DeviceInventory Inventory() const;
 
   // Frees every device that `job_id` holds.
   void Release(absl::string_view job_id);

@@ -43,8 +43,9 @@ inline absl::Time CallDeadline(const grpc::ServerContextBase& context,
 
 // CANCELLED if the client cancelled the call or went away, UNAVAILABLE
 // once `shutting_down` is set, else OK.
-inline absl::Status CheckCallAlive(const grpc::ServerContextBase& context,
-                                   const std::atomic<bool>& shutting_down) {
+[[nodiscard]] inline absl::Status CheckCallAlive(
+    const grpc::ServerContextBase& context,
+    const std::atomic<bool>& shutting_down) {
   if (context.IsCancelled()) {
     return absl::CancelledError(
         "the client cancelled the call or went away while it waited");

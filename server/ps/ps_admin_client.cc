@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_connect.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_transport.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 

@@ -49,7 +49,7 @@ class PsAdminClient {
 
   // A deadline of timeout_ from now, once the channel is READY (see
   // ConnectChannel); the error names the server.
-  absl::StatusOr<absl::Time> Connected();
+  [[nodiscard]] absl::StatusOr<absl::Time> Connected();
 
   const std::string address_;
   const absl::Duration timeout_;

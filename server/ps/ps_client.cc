@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_connect.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "proto/ps.pb.h"
@@ -15,7 +16,6 @@
 #include "server/ps/raw_tensor_rpc.h"
 #include "server/ps/shard_range.h"
 #include "server/ps/tensor_stream.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 
@@ -53,7 +53,7 @@ std::vector<std::string> PartitionAddresses(
   return expanded;
 }
 
-absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
+[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
     size_t total_elements, const std::vector<std::string>& addresses,
     size_t partition_bytes) {
   return BalancedShardLocations(

@@ -61,8 +61,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/model_init/parameter_state.h"
 #include "proto/ps.pb.h"
-#include "server/ps/parameter_state.h"
 #include "server/ps/ps_step.h"
 #include "server/ps/ps_transport.h"
 #include "server/ps/tensor_codec.h"
@@ -79,8 +79,9 @@ struct PsShardLocation {
 
 // Shard k of addresses.size() on addresses[k], with the balanced ranges of
 // shard_range.h.
-absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
-    size_t total_elements, const std::vector<std::string>& addresses);
+[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>>
+BalancedShardLocations(size_t total_elements,
+                       const std::vector<std::string>& addresses);
 
 // BytePS's partitions: each server's slice split into P partitions of at
 // most `partition_bytes` (the same P for every server: the ceiling of the
@@ -92,7 +93,7 @@ absl::StatusOr<std::vector<PsShardLocation>> BalancedShardLocations(
 // (ps_step.h). P is capped so that no partition is empty. INVALID_ARGUMENT
 // as BalancedShardLocations.
 inline constexpr size_t kMaxPartitionsPerJob = 4096;
-absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
+[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
     size_t total_elements, const std::vector<std::string>& addresses,
     size_t partition_bytes);
 // The shards' addresses of that layout: each of `addresses` P times.
@@ -237,25 +238,30 @@ class PsClient {
 
   // `status`, or the cancel reason when the client was cancelled and the
   // call failed (gRPC says only CANCELLED; the reason says why).
-  absl::Status CancelledOr(absl::Status status) const;
+  [[nodiscard]] absl::Status CancelledOr(absl::Status status) const;
 
   // Brings shard k's channel to READY (ConnectChannel) within the
   // client's timeout; stops early with the cancel reason once cancelled.
-  absl::Status ConnectShard(size_t k);
+  [[nodiscard]] absl::Status ConnectShard(size_t k);
 
   // Runs fn(k) for every shard k at once (k = 0 on the calling thread),
   // each after ConnectShard(k); returns the first error in shard order,
   // naming the shard.
-  absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
-  absl::Status PushPullShard(size_t k, int64_t step, bool pull_only,
-                             absl::Span<const float> grads,
-                             absl::Span<float> params, absl::Time deadline);
-  absl::StatusOr<ParameterState> FetchShard(size_t k, int64_t step,
-                                            absl::Time deadline);
+  [[nodiscard]] absl::Status ForEachShard(
+      const std::function<absl::Status(size_t)>& fn);
+  [[nodiscard]] absl::Status PushPullShard(size_t k, int64_t step,
+                                           bool pull_only,
+                                           absl::Span<const float> grads,
+                                           absl::Span<float> params,
+                                           absl::Time deadline);
+  [[nodiscard]] absl::StatusOr<ParameterState> FetchShard(size_t k,
+                                                          int64_t step,
+                                                          absl::Time deadline);
   // Names shard k ("ps shard 1 at 10.0.0.6:29600") in `status`.
-  absl::Status NameShard(size_t k, const absl::Status& status) const;
-  absl::Status SeedShard(size_t k, const ParameterState& state,
-                         absl::Time deadline);
+  [[nodiscard]] absl::Status NameShard(size_t k,
+                                       const absl::Status& status) const;
+  [[nodiscard]] absl::Status SeedShard(size_t k, const ParameterState& state,
+                                       absl::Time deadline);
 
   const std::string job_id_;
   const int rank_;

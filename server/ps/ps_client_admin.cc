@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/ps/ps_client.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 

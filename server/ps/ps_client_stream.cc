@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/tensor_codec.h"
 #include "server/ps/tensor_stream.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {

@@ -47,12 +47,14 @@ class SendPin {
 
 // The call's outcome: the server's status when it failed (it explains a
 // broken stream best), else ours.
-absl::Status StreamOutcome(const grpc::Status& finished, absl::Status ours);
+[[nodiscard]] absl::Status StreamOutcome(const grpc::Status& finished,
+                                         absl::Status ours);
 
 // DATA_LOSS unless [begin, end) is the range `location` expects; `what`
 // names the message ("the reply").
-absl::Status CheckShardRange(const char* what, int64_t begin, int64_t end,
-                             const PsShardLocation& location);
+[[nodiscard]] absl::Status CheckShardRange(const char* what, int64_t begin,
+                                           int64_t end,
+                                           const PsShardLocation& location);
 
 // Reads a PushPull reply (a header, then the parameter chunks of the
 // shard's range) from `stream` into `params` until the server ends it.
@@ -62,30 +64,33 @@ absl::Status CheckShardRange(const char* what, int64_t begin, int64_t end,
 // DATA_LOSS for a reply without a header or of another range,
 // INVALID_ARGUMENT for malformed chunks; the caller then cancels the call
 // (the server may still be writing).
-absl::Status ReadPullReply(RawClientStream* stream,
-                           const PsShardLocation& location,
-                           absl::Span<float> params, ps::PullHeader* reply,
-                           std::atomic<uint64_t>* bytes_received,
-                           bool* complete);
+[[nodiscard]] absl::Status ReadPullReply(RawClientStream* stream,
+                                         const PsShardLocation& location,
+                                         absl::Span<float> params,
+                                         ps::PullHeader* reply,
+                                         std::atomic<uint64_t>* bytes_received,
+                                         bool* complete);
 
 // The DATA_LOSS of a reply that ended before all of `params` arrived.
-absl::Status ShortReplyError(const PsShardLocation& location);
+[[nodiscard]] absl::Status ShortReplyError(const PsShardLocation& location);
 
 // Ends a PushPull stream whose gradient went out whole (`sent`) or not,
 // and whose reply ReadPullReply read whole (`complete`) or not. `status`,
 // the client's own error, cancels the call (the server may still be
 // writing) and is the outcome; else the server's failure, else
 // UNAVAILABLE for a gradient cut short, else the short reply's DATA_LOSS.
-absl::Status FinishPushPull(grpc::ClientContext* context,
-                            RawClientStream* stream, absl::Status status,
-                            bool sent, bool complete,
-                            const PsShardLocation& location);
+[[nodiscard]] absl::Status FinishPushPull(grpc::ClientContext* context,
+                                          RawClientStream* stream,
+                                          absl::Status status, bool sent,
+                                          bool complete,
+                                          const PsShardLocation& location);
 
 // `status` with the shard and its address named ("ps shard K at A
 // (<context>): ..."; no parentheses when `context` is empty), and a hint
 // to check the server when it is UNAVAILABLE.
-absl::Status ShardError(const PsShardLocation& location,
-                        absl::string_view context, const absl::Status& status);
+[[nodiscard]] absl::Status ShardError(const PsShardLocation& location,
+                                      absl::string_view context,
+                                      const absl::Status& status);
 
 }  // namespace gradsync
 

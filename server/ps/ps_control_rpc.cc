@@ -1,8 +1,8 @@
 // PsRpc's control calls: CreateShard, ReleaseShard, GetShardStats.
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_proto.h"
 #include "server/ps/ps_rpc.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 

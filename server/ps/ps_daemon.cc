@@ -10,120 +10,77 @@
 #include <memory>
 #include <thread>
 #include <utility>
+#include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/flags.h"
+#include "common/host.h"
+#include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/ps_registration.h"
 
 namespace gradsync {
 namespace {
 
-// Reads "--name VALUE" or "--name=VALUE" at argv[*i] into *value.
-// Returns false when argv[*i] is another argument.
-absl::StatusOr<bool> FlagValue(int argc, char** argv, int* i,
-                               absl::string_view name, std::string* value,
-                               absl::string_view value_name = "HOST:PORT") {
-  const absl::string_view arg = argv[*i];
-  if (arg == name) {
-    if (*i + 1 == argc) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, " needs a ", value_name, " value"));
-    }
-    *value = argv[++*i];
-    return true;
-  }
-  if (absl::StartsWith(arg, absl::StrCat(name, "="))) {
-    *value = std::string(arg.substr(name.size() + 1));
-    return true;
-  }
-  return false;
-}
-
-std::string HostName() {
-  char name[HOST_NAME_MAX + 1] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
-    return "localhost";
-  }
-  return name;
+// The flag table, writing into `config` and `help`.
+std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
+  return {
+      StringFlag("listen", "HOST:PORT",
+                 "address to serve on (default 127.0.0.1:29600; "
+                 "0.0.0.0:29600 accepts other hosts, port 0 picks a free "
+                 "one)",
+                 &config->listen),
+      StringFlag("coordinator", "HOST:PORT",
+                 "coordinator to register with (before the address is "
+                 "printed; exit 1 if it stays unreachable for 30 s); "
+                 "heartbeats then report the shards and release those of "
+                 "jobs that ended",
+                 &config->coordinator),
+      IntFlag("compute-threads",
+              "threads that sum a synchronous step's gradients and apply "
+              "its update (default 0: one per core)",
+              0, &config->server.compute_threads),
+      FlagSpec("tcp-congestion", "NAME",
+               "congestion control of the workers' connections: auto (reno "
+               "for workers on this host, the system's for others), default "
+               "(the system's), or an algorithm the kernel allows (default "
+               "auto)",
+               [config](absl::string_view value) {
+                 config->server.transport.congestion_control =
+                     std::string(value);
+                 absl::Status s = CheckCongestionControl(
+                     config->server.transport.congestion_control);
+                 if (s.ok()) return s;
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("--tcp-congestion: ", s.message()));
+               }),
+      HelpFlag(help),
+      VersionFlag(&config->version),
+  };
 }
 
 }  // namespace
 
-const char* PsDaemonUsage() {
-  return "usage: gradsync-ps [--listen HOST:PORT] [--coordinator HOST:PORT]\n"
-         "                   [--compute-threads N] [--tcp-congestion NAME]\n"
-         "\n"
-         "Runs a gradsync parameter server until SIGINT or SIGTERM and prints\n"
-         "the bound address on the first line of stdout.\n"
-         "\n"
-         "  --listen HOST:PORT       address to serve on (default\n"
-         "                           127.0.0.1:29600; 0.0.0.0:29600 accepts\n"
-         "                           other hosts, port 0 picks a free one)\n"
-         "  --coordinator HOST:PORT  coordinator to register with (before the\n"
-         "                           address is printed; exit 1 if it stays\n"
-         "                           unreachable for 30 s); heartbeats then\n"
-         "                           report the shards and release those of\n"
-         "                           jobs that ended\n"
-         "  --compute-threads N      threads that sum a synchronous step's\n"
-         "                           gradients and apply its update\n"
-         "                           (default 0: one per core)\n"
-         "  --tcp-congestion NAME    congestion control of the workers'\n"
-         "                           connections: auto (reno for workers on\n"
-         "                           this host, the system's for others),\n"
-         "                           default (the system's), or an algorithm\n"
-         "                           the kernel allows (default auto)\n";
+std::string PsDaemonUsage(int width) {
+  PsDaemonConfig unused;
+  bool help = false;
+  return absl::StrCat(
+      "usage: gradsync-ps [flags]\n\n"
+      "Runs a gradsync parameter server until SIGINT or SIGTERM and prints\n"
+      "the bound address on the first line of stdout.\n\n",
+      FlagsHelp(PsFlags(&unused, &help), width));
 }
 
 absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
                                                   bool* help) {
   PsDaemonConfig config;
   *help = false;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return config;
-    }
-    absl::StatusOr<bool> listen =
-        FlagValue(argc, argv, &i, "--listen", &config.listen);
-    if (!listen.ok()) return listen.status();
-    if (*listen) continue;
-    absl::StatusOr<bool> coordinator =
-        FlagValue(argc, argv, &i, "--coordinator", &config.coordinator);
-    if (!coordinator.ok()) return coordinator.status();
-    if (*coordinator) continue;
-    absl::StatusOr<bool> congestion =
-        FlagValue(argc, argv, &i, "--tcp-congestion",
-                  &config.server.transport.congestion_control, "NAME");
-    if (!congestion.ok()) return congestion.status();
-    if (*congestion) {
-      if (absl::Status s = CheckCongestionControl(
-              config.server.transport.congestion_control);
-          !s.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--tcp-congestion: ", s.message()));
-      }
-      continue;
-    }
-    std::string threads;
-    absl::StatusOr<bool> compute =
-        FlagValue(argc, argv, &i, "--compute-threads", &threads, "N");
-    if (!compute.ok()) return compute.status();
-    if (*compute) {
-      if (!absl::SimpleAtoi(threads, &config.server.compute_threads) ||
-          config.server.compute_threads < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--compute-threads must be a whole number >= 0 (0: "
-                         "one per core), not '",
-                         threads, "'"));
-      }
-      continue;
-    }
+  ASSIGN_OR_RETURN(const std::vector<std::string> positional,
+                   ParseFlags(argc, argv, PsFlags(&config, help)));
+  if (!positional.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown argument '", arg, "'"));
+        absl::StrCat("unknown argument '", positional[0], "'"));
   }
   return config;
 }
@@ -162,11 +119,11 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
                                       (*server)->port());
     reg.pid = static_cast<int>(getpid());
     reg.register_timeout = config.register_timeout;
-    std::shared_ptr<Coordinator::StubInterface> stub =
+    std::shared_ptr<CoordinatorClient> client =
         hooks.connect_coordinator
             ? hooks.connect_coordinator(config.coordinator)
             : ConnectCoordinator(config.coordinator);
-    registration = std::make_unique<PsRegistration>(std::move(reg), stub,
+    registration = std::make_unique<PsRegistration>(std::move(reg), client,
                                                     (*server)->service());
   }
 

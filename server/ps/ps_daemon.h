@@ -27,7 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "server/coordinator/coordinator_client.h"
 #include "server/ps/ps_server.h"
 
 namespace gradsync {
@@ -39,24 +39,28 @@ struct PsDaemonConfig {
   // How long the first registration may keep failing before exit 1.
   absl::Duration register_timeout = absl::Seconds(30);
   PsServerOptions server;
+  // --version: print the version and the wire version instead of serving.
+  bool version = false;
 };
 
 // What the daemon uses beyond its config; unset ones take the defaults.
 struct PsDaemonHooks {
-  // The coordinator's stub; default: an insecure gRPC channel to
-  // `coordinator` that reconnects quickly.
-  std::function<std::shared_ptr<Coordinator::StubInterface>(
+  // The coordinator's client; default: ConnectCoordinator(coordinator), an
+  // insecure gRPC channel that reconnects quickly.
+  std::function<std::shared_ptr<CoordinatorClient>(
       const std::string& coordinator)>
       connect_coordinator;
 };
 
-// Parses argv. Sets *help (and returns the defaults) for -h/--help;
-// INVALID_ARGUMENT naming the bad argument otherwise.
-absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
-                                                  bool* help);
+// Parses argv (common/flags.h). Sets *help for -h/--help and
+// config.version for --version; INVALID_ARGUMENT naming the bad argument
+// otherwise.
+[[nodiscard]] absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc,
+                                                                char** argv,
+                                                                bool* help);
 
-// The usage text.
-const char* PsDaemonUsage();
+// The usage text, its flags wrapped to `width` columns.
+std::string PsDaemonUsage(int width = 80);
 
 // The address to register for a server listening on `listen_host` at
 // `port`: <host name>:<port> for a wildcard host, else listen_host:port.

@@ -13,7 +13,8 @@ constexpr double kDefaultBeta2 = 0.999;
 constexpr double kDefaultEpsilon = 1e-8;
 constexpr absl::Duration kDefaultMaxWait = absl::Minutes(5);
 
-absl::Status Invalid(absl::string_view field, absl::string_view why) {
+[[nodiscard]] absl::Status Invalid(absl::string_view field,
+                                   absl::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("CreateShard: ", field, " ", why));
 }

@@ -18,14 +18,15 @@ namespace gradsync {
 
 // The optimizer of a job spec, with the same defaults as the ranks use in
 // ring mode (unset momentum 0.9, beta1 0.9, beta2 0.999, epsilon 1e-8).
-absl::StatusOr<OptimizerConfig> OptimizerConfigFromSpec(
+[[nodiscard]] absl::StatusOr<OptimizerConfig> OptimizerConfigFromSpec(
     const OptimizerSpec& spec);
 
-absl::StatusOr<UpdateMode> UpdateModeFromProto(ps::UpdateMode mode);
+[[nodiscard]] absl::StatusOr<UpdateMode> UpdateModeFromProto(
+    ps::UpdateMode mode);
 ps::UpdateMode UpdateModeToProto(UpdateMode mode);
 
 // CreateShardRequest -> ShardSpec (validated further by CreateShard).
-absl::StatusOr<ShardSpec> ShardSpecFromProto(
+[[nodiscard]] absl::StatusOr<ShardSpec> ShardSpecFromProto(
     const ps::CreateShardRequest& request);
 
 // The shard's identity, counters and recent pushes.

@@ -1,19 +1,15 @@
 #include "server/ps/ps_registration.h"
 
-#include <grpc/grpc.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
-
 #include <algorithm>
 #include <iostream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/wire_version.h"
+#include "server/coordinator/grpc_coordinator_client.h"
 #include "server/ps/ps_proto.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
@@ -36,21 +32,16 @@ bool Transient(absl::StatusCode code) {
 
 }  // namespace
 
-std::shared_ptr<Coordinator::StubInterface> ConnectCoordinator(
+std::shared_ptr<CoordinatorClient> ConnectCoordinator(
     const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return Coordinator::NewStub(grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args));
+  return NewGrpcCoordinatorClient(NewCoordinatorChannel(address), address);
 }
 
 PsRegistration::PsRegistration(PsRegistrationConfig config,
-                               std::shared_ptr<Coordinator::StubInterface> stub,
+                               std::shared_ptr<CoordinatorClient> client,
                                PsService* service)
     : config_(std::move(config)),
-      stub_(std::move(stub)),
+      client_(std::move(client)),
       service_(service),
       heartbeat_(config_.default_heartbeat) {}
 
@@ -74,37 +65,15 @@ PsRegistrationStats PsRegistration::stats() const {
   return stats_;
 }
 
-grpc::Status PsRegistration::Call(
-    absl::Duration timeout,
-    const std::function<grpc::Status(grpc::ClientContext*)>& call) {
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      return grpc::Status(grpc::StatusCode::CANCELLED,
-                          "the parameter server is stopping");
-    }
-    in_flight_ = &context;
-  }
-  const grpc::Status status = call(&context);
-  absl::MutexLock lock(&mu_);
-  in_flight_ = nullptr;
-  return status;
-}
-
 absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
   RegisterParameterServerRequest request;
   request.set_host(config_.host);
   request.set_address(config_.address);
   request.set_pid(config_.pid);
   request.set_wire_version(kWireVersion);
-  RegisterParameterServerResponse response;
-  const absl::Status status =
-      FromGrpcStatus(Call(timeout, [&](grpc::ClientContext* context) {
-        return stub_->RegisterParameterServer(context, request, &response);
-      }));
-  if (!status.ok()) return status;
+  ASSIGN_OR_RETURN(const RegisterParameterServerResponse response,
+                   client_->RegisterParameterServer(
+                       request, {absl::Now() + timeout, &calls_}));
   if (response.ps_id().empty()) {
     return absl::InternalError(
         "the coordinator registered this parameter server without an id");
@@ -179,11 +148,11 @@ void PsRegistration::StartHeartbeats() {
 }
 
 void PsRegistration::Stop() {
+  calls_.CancelAll(absl::CancelledError("the parameter server is stopping"));
   std::thread thread;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
-    if (in_flight_ != nullptr) in_flight_->TryCancel();
     thread = std::move(thread_);
   }
   if (thread.joinable()) thread.join();
@@ -226,12 +195,9 @@ absl::Status PsRegistration::HeartbeatOnce() {
   for (const std::shared_ptr<PsShard>& shard : service_->AllShards()) {
     ShardStatsToProto(*shard, request.add_shards());
   }
-  PsHeartbeatResponse response;
-  const absl::Status status = FromGrpcStatus(
-      Call(config_.rpc_timeout, [&](grpc::ClientContext* context) {
-        return stub_->PsHeartbeat(context, request, &response);
-      }));
-  if (!status.ok()) return status;
+  ASSIGN_OR_RETURN(const PsHeartbeatResponse response,
+                   client_->PsHeartbeat(
+                       request, {absl::Now() + config_.rpc_timeout, &calls_}));
   service_->ForgetReleased(released.size());
   {
     absl::MutexLock lock(&mu_);

@@ -20,7 +20,7 @@
 // Every RPC has a deadline (rpc_timeout); Stop cancels the call in
 // flight.
 //
-//   PsRegistration registration(config, Coordinator::NewStub(channel),
+//   PsRegistration registration(config, ConnectCoordinator(address),
 //                               server->service());
 //   RETURN_IF_ERROR(registration.Register());   // retries up to 30 s
 //   registration.StartHeartbeats();
@@ -37,8 +37,6 @@
 #ifndef GRADSYNC_SERVER_PS_PS_REGISTRATION_H_
 #define GRADSYNC_SERVER_PS_PS_REGISTRATION_H_
 
-#include <grpcpp/client_context.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,7 +49,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "common/cancellable_calls.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 #include "server/ps/ps_service.h"
 
 namespace gradsync {
@@ -78,17 +78,16 @@ struct PsRegistrationStats {
   int64_t jobs_released = 0;  // jobs whose shards were dropped
 };
 
-// A stub of the coordinator at `address` over an insecure channel that
-// reconnects quickly (100 ms to 2 s backoff) when it comes back.
-std::shared_ptr<Coordinator::StubInterface> ConnectCoordinator(
+// A client of the coordinator at `address` over an insecure channel that
+// reconnects quickly when it comes back (NewCoordinatorChannel).
+std::shared_ptr<CoordinatorClient> ConnectCoordinator(
     const std::string& address);
 
 class PsRegistration {
  public:
-  // `stub` and `service` must outlive this object.
+  // `service` must outlive this object.
   PsRegistration(PsRegistrationConfig config,
-                 std::shared_ptr<Coordinator::StubInterface> stub,
-                 PsService* service);
+                 std::shared_ptr<CoordinatorClient> client, PsService* service);
   PsRegistration(const PsRegistration&) = delete;
   PsRegistration& operator=(const PsRegistration&) = delete;
   // Stops.
@@ -110,28 +109,25 @@ class PsRegistration {
 
  private:
   // One RegisterParameterServer call; on success records the id.
-  absl::Status RegisterOnce(absl::Duration timeout);
+  [[nodiscard]] absl::Status RegisterOnce(absl::Duration timeout);
   // One PsHeartbeat call with every shard's counters; releases the jobs
   // the reply names.
-  absl::Status HeartbeatOnce();
+  [[nodiscard]] absl::Status HeartbeatOnce();
   void Loop();
   // Sleeps `d` or until Stop; false when stopping.
   bool Sleep(absl::Duration d);
-  // Runs `call` with a context Stop can cancel.
-  grpc::Status Call(
-      absl::Duration timeout,
-      const std::function<grpc::Status(grpc::ClientContext*)>& call);
   // Logs the first failure of an outage and the recovery.
   void NoteOutcome(const absl::Status& status, absl::string_view what);
   void Log(absl::string_view line) const;
 
   const PsRegistrationConfig config_;
-  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::shared_ptr<CoordinatorClient> client_;
   PsService* const service_;
+  // The call in flight, which Stop cancels.
+  CancellableCalls calls_;
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::string ps_id_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_);
   PsRegistrationStats stats_ ABSL_GUARDED_BY(mu_);

@@ -84,14 +84,16 @@ class PsRpc final : public RawParameterServerService {
       grpc::ServerWriter<grpc::ByteBuffer>* writer) override;
 
  private:
-  absl::Status DoSeedShard(grpc::ServerContext* context,
-                           grpc::ServerReader<grpc::ByteBuffer>* reader);
-  absl::Status DoFetchState(grpc::ServerContext* context,
-                            const ps::FetchStateRequest& request,
-                            grpc::ServerWriter<grpc::ByteBuffer>* writer);
+  [[nodiscard]] absl::Status DoSeedShard(
+      grpc::ServerContext* context,
+      grpc::ServerReader<grpc::ByteBuffer>* reader);
+  [[nodiscard]] absl::Status DoFetchState(
+      grpc::ServerContext* context, const ps::FetchStateRequest& request,
+      grpc::ServerWriter<grpc::ByteBuffer>* writer);
   // CANCELLED if the client went away, UNAVAILABLE when shutting down,
   // else OK.
-  absl::Status CheckAlive(const grpc::ServerContextBase& context) const;
+  [[nodiscard]] absl::Status CheckAlive(
+      const grpc::ServerContextBase& context) const;
 
   PsService* const service_;
   std::atomic<bool> shutting_down_{false};

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_init/mlp_layout.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_range.h"
-#include "worker/model/mlp_layout.h"
 
 namespace gradsync {
 namespace {
@@ -40,7 +40,8 @@ absl::Status CheckRange(const ShardSpec& spec) {
 }
 
 // The shard's initial parameters (kZeros, kMlp).
-absl::StatusOr<std::vector<float>> InitialParameters(const ShardSpec& spec) {
+[[nodiscard]] absl::StatusOr<std::vector<float>> InitialParameters(
+    const ShardSpec& spec) {
   const PsShardConfig& config = spec.config;
   std::vector<float> params(config.end - config.begin, 0.0f);
   if (spec.init.kind != ShardInit::Kind::kMlp) return params;

@@ -156,27 +156,28 @@ class PsStep {
   // Starts the shards' threads.
   void Start();
   // Ready's work; INVALID_ARGUMENT for a bad range (nothing marked).
-  absl::Status MarkReady(size_t begin, size_t end);
+  [[nodiscard]] absl::Status MarkReady(size_t begin, size_t end);
   // Shard k's stream: header, descending chunks as they become ready, the
   // reply.
-  absl::Status RunShard(size_t k);
+  [[nodiscard]] absl::Status RunShard(size_t k);
   // Waits until elements below `sent_begin` of shard k are ready (returns
   // the lowest index of the ready run just below it, clipped to the shard),
   // the step is cancelled, or the call's deadline passes.
-  absl::StatusOr<size_t> WaitReady(size_t k, size_t sent_begin);
+  [[nodiscard]] absl::StatusOr<size_t> WaitReady(size_t k, size_t sent_begin);
   // Why a waiting stream must stop: the Cancel reason, or CANCELLED when
   // another shard failed first; OK to go on.
-  absl::Status StoppedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::Status StoppedLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until the partition before shard k on its server (shard k + 1
   // there) has written its whole push and the one four turns back has its
   // reply, the step is cancelled, or the call's deadline passes. At once
   // for a shard with no such partition.
-  absl::Status WaitPushTurn(size_t k);
+  [[nodiscard]] absl::Status WaitPushTurn(size_t k);
   // Shard k's push is written (or failed): the next partition may go.
   void PushWritten(size_t k);
   // Waits until SetScalars gave the late scalars, the step is cancelled,
   // or the call's deadline passes.
-  absl::StatusOr<std::vector<double>> WaitScalars();
+  [[nodiscard]] absl::StatusOr<std::vector<double>> WaitScalars();
   // Shard k's thread ended with `status`.
   void ShardDone(size_t k, absl::Status status);
   // Cancels every stream but `except` (none: calls_.size()).
@@ -184,7 +185,8 @@ class PsStep {
   // Joins the shards' threads (once) and lets the client start steps.
   void Join();
   // The step's error: the Cancel reason or the first failure, named.
-  absl::Status ErrorLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  [[nodiscard]] absl::Status ErrorLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The elements not yet marked ready, for errors: "[0, 10), [20, 30)".
   std::string MissingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -5,21 +5,22 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/call_waits.h"
 #include "server/ps/ps_rpc.h"
 #include "server/ps/push_pull_reactor.h"
 #include "server/ps/tensor_codec.h"
 #include "server/ps/tensor_stream.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
 
 // Reads the stream's first message into `message` and its header.
 template <typename Reader, typename Header>
-absl::Status ReadHeader(Reader* reader, const char* rpc,
-                        DecodedTensorMessage* message, Header* header) {
+[[nodiscard]] absl::Status ReadHeader(Reader* reader, const char* rpc,
+                                      DecodedTensorMessage* message,
+                                      Header* header) {
   grpc::ByteBuffer buffer;
   if (!reader->Read(&buffer)) {
     return absl::InvalidArgumentError(
@@ -33,9 +34,11 @@ absl::Status ReadHeader(Reader* reader, const char* rpc,
 // `first`, was read already) and checks that it ends exactly there.
 // `on_data` is called with the bytes each message delivered.
 template <typename Reader, typename OnData>
-absl::Status ReceiveTensors(grpc::ServerContext* context, Reader* reader,
-                            const DecodedTensorMessage& first,
-                            TensorReceiver* receiver, OnData&& on_data) {
+[[nodiscard]] absl::Status ReceiveTensors(grpc::ServerContext* context,
+                                          Reader* reader,
+                                          const DecodedTensorMessage& first,
+                                          TensorReceiver* receiver,
+                                          OnData&& on_data) {
   RETURN_IF_ERROR(receiver->Take(first));
   on_data(first.data_size());
   grpc::ByteBuffer buffer;

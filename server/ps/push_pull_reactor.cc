@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/call_waits.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
@@ -20,8 +20,8 @@ constexpr int kMaxTrailerScalars = 1 << 16;
 // it: the push holds the message's receive buffers until the step is
 // applied. Chunks tile the gradient from its start up (ascending) or from
 // its end down (descending), each ascending inside.
-absl::Status TakeGradientChunk(DecodedTensorMessage& message,
-                               PsShard::Push* push) {
+[[nodiscard]] absl::Status TakeGradientChunk(DecodedTensorMessage& message,
+                                             PsShard::Push* push) {
   const size_t n = message.data_size();
   if (n == 0) return absl::OkStatus();
   if (message.tensor() != 0) {
@@ -72,7 +72,7 @@ absl::Status TakeGradientChunk(DecodedTensorMessage& message,
 
 // The push's step scalars as its header gives them; with a trailer, as
 // many zeros, which the trailer replaces (TakeTrailer).
-absl::StatusOr<std::vector<double>> AnnouncedScalars(
+[[nodiscard]] absl::StatusOr<std::vector<double>> AnnouncedScalars(
     const ps::PushHeader& header) {
   const int trailer = header.trailer_scalars();
   if (trailer == 0) {
@@ -93,7 +93,8 @@ absl::StatusOr<std::vector<double>> AnnouncedScalars(
 }
 
 // The trailer after the gradient: a header holding the step scalars only.
-absl::Status TakeTrailer(DecodedTensorMessage& message, PsShard::Push* push) {
+[[nodiscard]] absl::Status TakeTrailer(DecodedTensorMessage& message,
+                                       PsShard::Push* push) {
   if (!message.has_header() || message.data_size() != 0) {
     return absl::InvalidArgumentError(
         "more data arrived after the whole gradient where the trailer of "

@@ -73,10 +73,10 @@ class PushPullReactor final
   void Begin();
   void CommitAndPull();
   // Begin's and CommitAndPull's work; OK means the next I/O has started.
-  absl::Status DoBegin();
-  absl::Status DoCommitAndPull();
+  [[nodiscard]] absl::Status DoBegin();
+  [[nodiscard]] absl::Status DoCommitAndPull();
   // Waits for the parameters of pull_step_ and starts the reply.
-  absl::Status PullAndReply();
+  [[nodiscard]] absl::Status PullAndReply();
 
   // Starts writing the next chunk of the reply (Finish with the last).
   void WriteNext();
@@ -86,10 +86,10 @@ class PushPullReactor final
   // announced one, else kEnd.
   Phase PhaseAfterChunk() const;
   // "the client went away" or "the stream ended" after what was received.
-  absl::Status StreamEnded() const;
+  [[nodiscard]] absl::Status StreamEnded() const;
   // `status` (if an error) naming the rank and step whose push failed.
-  absl::Status ReceiveError(const absl::Status& status) const;
-  absl::Status Alive() const;
+  [[nodiscard]] absl::Status ReceiveError(const absl::Status& status) const;
+  [[nodiscard]] absl::Status Alive() const;
 
   const Env env_;
   grpc::CallbackServerContext* const context_;

@@ -30,12 +30,13 @@ struct ShardRange {
 };
 
 // The range of shard `shard` of `num_shards` over `total` elements.
-absl::StatusOr<ShardRange> BalancedShardRange(size_t total, int num_shards,
-                                              int shard);
+[[nodiscard]] absl::StatusOr<ShardRange> BalancedShardRange(size_t total,
+                                                            int num_shards,
+                                                            int shard);
 
 // The ranges of all `num_shards` shards, in shard order.
-absl::StatusOr<std::vector<ShardRange>> BalancedShardRanges(size_t total,
-                                                            int num_shards);
+[[nodiscard]] absl::StatusOr<std::vector<ShardRange>> BalancedShardRanges(
+    size_t total, int num_shards);
 
 }  // namespace gradsync
 

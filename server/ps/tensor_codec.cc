@@ -100,7 +100,7 @@ class SliceCursor {
   size_t pos_ = 0;
 };
 
-absl::Status Malformed(absl::string_view what) {
+[[nodiscard]] absl::Status Malformed(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(
       "malformed parameter-server stream message: ", what,
       "; is the peer a gradsync PS client or server of the same version?"));

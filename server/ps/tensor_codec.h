@@ -52,7 +52,7 @@ inline constexpr size_t kMaxTensorMessageBytes = kMaxChunkBytes + (64 << 10);
 // kDefaultChunkBytes; others are rounded down to whole floats.
 // INVALID_ARGUMENT below 4 bytes (after rounding), above kMaxChunkBytes, or
 // negative.
-absl::StatusOr<size_t> ResolveChunkBytes(int64_t requested);
+[[nodiscard]] absl::StatusOr<size_t> ResolveChunkBytes(int64_t requested);
 
 // The bytes of a float span (fp32 travels little-endian, the host order of
 // every machine gradsync runs on).

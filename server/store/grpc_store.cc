@@ -13,8 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_connect.h"
+#include "common/grpc_status.h"
+#include "common/rpc_deadline.h"
 #include "proto/store.grpc.pb.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
@@ -23,19 +24,6 @@ namespace {
 // store, and a long gRPC backoff (up to 120 s by default) would outlast
 // the store's start. Connection attempts time out as quickly.
 constexpr int kMinConnectTimeoutMs = 100;
-
-// Milliseconds left until `deadline`, rounded up, never negative.
-int64_t TimeoutMs(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) return 0;
-  if (left == absl::InfiniteDuration()) return INT64_MAX;
-  return absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1)));
-}
-
-void SetRpcDeadline(grpc::ClientContext* context, absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return;  // gRPC's default: none
-  context->set_deadline(absl::ToChronoTime(deadline));
-}
 
 std::string QuotedKeys(const std::vector<std::string>& keys) {
   return absl::StrCat("'", absl::StrJoin(keys, "', '"), "'");
@@ -47,7 +35,8 @@ class GrpcStore : public Store {
       : target_(std::move(target)),
         stub_(store::StoreService::NewStub(std::move(channel))) {}
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override {
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override {
     store::SetRequest request;
     request.set_key(std::string(key));
     request.set_value(std::string(value));
@@ -59,11 +48,11 @@ class GrpcStore : public Store {
                    absl::StrCat("Set of key '", key, "'"), rpc_deadline);
   }
 
-  absl::StatusOr<std::string> Get(absl::string_view key,
-                                  absl::Time deadline) override {
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override {
     store::GetRequest request;
     request.set_key(std::string(key));
-    request.set_timeout_ms(TimeoutMs(deadline));
+    request.set_timeout_ms(MillisecondsUntil(deadline));
     store::GetResponse response;
     grpc::ClientContext context;
     const absl::Time rpc_deadline = std::max(deadline, absl::Now()) + kRpcGrace;
@@ -75,7 +64,8 @@ class GrpcStore : public Store {
     return std::move(*response.mutable_value());
   }
 
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override {
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override {
     store::AddRequest request;
     request.set_key(std::string(key));
     request.set_delta(delta);
@@ -90,11 +80,11 @@ class GrpcStore : public Store {
     return response.value();
   }
 
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override {
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
+                                  absl::Time deadline) override {
     store::WaitRequest request;
     for (const std::string& key : keys) request.add_keys(key);
-    request.set_timeout_ms(TimeoutMs(deadline));
+    request.set_timeout_ms(MillisecondsUntil(deadline));
     store::WaitResponse response;
     grpc::ClientContext context;
     const absl::Time rpc_deadline = std::max(deadline, absl::Now()) + kRpcGrace;
@@ -108,8 +98,9 @@ class GrpcStore : public Store {
   // The status of an RPC described by `what`. Errors from the store logic
   // (which name their keys) pass unchanged; errors from the transport get
   // the target, the operation and a hint.
-  absl::Status FromRpc(const grpc::Status& rpc_status, absl::string_view what,
-                       absl::Time rpc_deadline) const {
+  [[nodiscard]] absl::Status FromRpc(const grpc::Status& rpc_status,
+                                     absl::string_view what,
+                                     absl::Time rpc_deadline) const {
     absl::Status status = FromGrpcStatus(rpc_status);
     switch (status.code()) {
       case absl::StatusCode::kOk:

@@ -6,68 +6,73 @@
 //
 // The first line on stdout is the address actually bound (host:port), for
 // scripts that start it on port 0. Exits 0 after a signal, 1 if it cannot
-// listen, 2 on a bad command line.
+// listen, 2 on a bad command line. --version prints the version and the
+// wire version.
 #include <signal.h>
 
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/flags.h"
 #include "server/store/store_server.h"
 
 namespace {
 
-constexpr char kDefaultListen[] = "127.0.0.1:29500";
+struct Flags {
+  std::string listen = "127.0.0.1:29500";
+  bool help = false;
+  bool version = false;
+};
 
-constexpr char kUsage[] =
-    "usage: gradsync-store [--listen HOST:PORT]\n"
-    "\n"
-    "Runs the gradsync rendezvous store until SIGINT or SIGTERM and prints\n"
-    "the bound address on the first line of stdout.\n"
-    "\n"
-    "  --listen HOST:PORT  address to listen on (default 127.0.0.1:29500;\n"
-    "                      use 0.0.0.0:29500 to accept other hosts, port 0\n"
-    "                      for any free port)\n";
+std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
+  return {
+      gradsync::StringFlag(
+          "listen", "HOST:PORT",
+          "address to listen on (default 127.0.0.1:29500; use "
+          "0.0.0.0:29500 to accept other hosts, port 0 for any free port)",
+          &flags->listen),
+      gradsync::HelpFlag(&flags->help),
+      gradsync::VersionFlag(&flags->version),
+  };
+}
 
-// Parses argv into `listen`. Returns false (after printing why) on a bad
-// command line; sets `help` when usage was asked for.
-bool ParseFlags(int argc, char** argv, std::string* listen, bool* help) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return true;
-    }
-    if (arg == "--listen") {
-      if (i + 1 == argc) {
-        std::cerr << "gradsync-store: --listen needs a HOST:PORT value\n";
-        return false;
-      }
-      *listen = argv[++i];
-    } else if (arg.rfind("--listen=", 0) == 0) {
-      *listen = arg.substr(std::strlen("--listen="));
-    } else {
-      std::cerr << "gradsync-store: unknown argument '" << arg << "'\n";
-      return false;
-    }
-  }
-  return true;
+std::string Usage() {
+  Flags unused;
+  return absl::StrCat(
+      "usage: gradsync-store [flags]\n\n"
+      "Runs the gradsync rendezvous store until SIGINT or SIGTERM and prints\n"
+      "the bound address on the first line of stdout.\n\n",
+      gradsync::FlagsHelp(FlagTable(&unused), gradsync::TerminalWidth()));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string listen = kDefaultListen;
-  bool help = false;
-  if (!ParseFlags(argc, argv, &listen, &help)) {
-    std::cerr << kUsage;
+  Flags flags;
+  absl::StatusOr<std::vector<std::string>> positional =
+      gradsync::ParseFlags(argc, argv, FlagTable(&flags));
+  if (positional.ok() && !positional->empty()) {
+    positional = absl::InvalidArgumentError(
+        absl::StrCat("unknown argument '", (*positional)[0], "'"));
+  }
+  if (!positional.ok()) {
+    std::cerr << "gradsync-store: " << positional.status().message() << "\n\n"
+              << Usage();
     return 2;
   }
-  if (help) {
-    std::cout << kUsage;
+  if (flags.help) {
+    std::cout << Usage();
     return 0;
   }
+  if (flags.version) {
+    std::cout << gradsync::VersionLine("gradsync-store") << "\n";
+    return 0;
+  }
+  const std::string& listen = flags.listen;
 
   // Block the signals before gRPC starts its threads, so that they inherit
   // the mask and only sigwait below receives them.

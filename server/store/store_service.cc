@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/store/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace gradsync {
 namespace {

@@ -69,8 +69,9 @@ class StoreServiceImpl final : public store::StoreService::Service {
   // returns anything but DEADLINE_EXCEEDED, `deadline` passes (its last
   // DEADLINE_EXCEEDED is returned as is), the client cancels or the
   // service shuts down.
-  absl::Status WaitInSlices(grpc::ServerContext* context, absl::Time deadline,
-                            absl::FunctionRef<absl::Status(absl::Time)> wait);
+  [[nodiscard]] absl::Status WaitInSlices(
+      grpc::ServerContext* context, absl::Time deadline,
+      absl::FunctionRef<absl::Status(absl::Time)> wait);
 
   Store* const store_;
   std::atomic<bool> shutting_down_{false};

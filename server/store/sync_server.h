@@ -31,9 +31,9 @@ void ConfigureSyncServer(grpc::ServerBuilder& builder,
 // The host of a daemon's listen address "host:port" (port 0..65535, split
 // at the last colon); INVALID_ARGUMENT "<what> listen address '<address>'
 // is not host:port (for example <examples>)" otherwise.
-absl::StatusOr<std::string> ListenHost(const std::string& address,
-                                       absl::string_view what,
-                                       absl::string_view examples);
+[[nodiscard]] absl::StatusOr<std::string> ListenHost(
+    const std::string& address, absl::string_view what,
+    absl::string_view examples);
 
 }  // namespace gradsync
 

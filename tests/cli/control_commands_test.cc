@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/control/command_env.h"
-#include "cli/control/coordinator_client.h"
+#include "cli/control/control_client.h"
 #include "cli/control/job_commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -240,7 +240,7 @@ TEST(UnreachableCoordinatorTest, Client_FailsFastWithTheClearMessage) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = absl::Seconds(30);
-  CoordinatorClient client(config);
+  ControlClient client(config);
   const absl::Time start = absl::Now();
   absl::StatusOr<ListWorkersResponse> workers = client.ListWorkers();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
@@ -265,7 +265,7 @@ TEST(UnreachableCoordinatorTest, Client_FailsFastWithTheClearMessage) {
 TEST(UnreachableCoordinatorTest, Watch_CoordinatorComesUpLate_Follows) {
   const int port = ClosedPort();
   const std::string address = absl::StrCat("127.0.0.1:", port);
-  test_support::FakeCoordinator service;
+  test_support::CannedJobService service;
   std::unique_ptr<grpc::Server> server;
   std::thread starter([&]() {
     // Several connection attempts are refused first (100 ms backoff).
@@ -281,7 +281,7 @@ TEST(UnreachableCoordinatorTest, Watch_CoordinatorComesUpLate_Follows) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = absl::Seconds(20);
-  CoordinatorClient client(config);
+  ControlClient client(config);
   int events = 0;
   const absl::Status watch =
       client.WatchJob("j-1", absl::Seconds(20), [&](const JobEvent&) {

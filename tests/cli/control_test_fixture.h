@@ -1,5 +1,6 @@
-// A small fake Coordinator gRPC service and a fixture that runs the
-// control commands against it in this process, with their output captured.
+// A Coordinator gRPC service with canned job answers and a fixture that
+// runs the control commands against it in this process, with their output
+// captured.
 #ifndef GRADSYNC_TESTS_CLI_CONTROL_TEST_FIXTURE_H_
 #define GRADSYNC_TESTS_CLI_CONTROL_TEST_FIXTURE_H_
 
@@ -44,9 +45,11 @@ inline StepMetrics Metric(int rank, int64_t step) {
   return m;
 }
 
-// Canned answers: job "j-1" succeeds in 3 steps on 2 ranks, "j-fail"
-// fails; every other id is unknown.
-class FakeCoordinator final : public Coordinator::Service {
+// Canned answers to the users' RPCs, for the control commands' output:
+// job "j-1" succeeds in 3 steps on 2 ranks, "j-fail" fails; every other id
+// is unknown. Not a coordinator (the worker and PS RPCs answer
+// UNIMPLEMENTED): tests that need one use tests/util/fake_coordinator.h.
+class CannedJobService final : public Coordinator::Service {
  public:
   grpc::Status SubmitJob(grpc::ServerContext*, const SubmitJobRequest* request,
                          SubmitJobResponse* response) override {
@@ -296,7 +299,7 @@ class ControlCommandsTest : public ::testing::Test {
     return command(args, env);
   }
 
-  FakeCoordinator fake_;
+  CannedJobService fake_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   std::ostringstream out_;

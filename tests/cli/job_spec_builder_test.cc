@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/flags.h"
+#include "common/flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,7 +22,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Parses `args` with the job-spec flags and builds the spec.
-absl::StatusOr<JobSpec> Build(const std::vector<std::string>& args) {
+[[nodiscard]] absl::StatusOr<JobSpec> Build(
+    const std::vector<std::string>& args) {
   JobSpecFlags spec_flags;
   std::vector<FlagSpec> flags;
   AddJobSpecFlags(&spec_flags, &flags);
@@ -48,58 +49,6 @@ class TempFile {
   static inline int counter_ = 0;
   std::string path_;
 };
-
-TEST(ParseFlagsTest, ValuesSwitchesAndPositionals) {
-  std::string name;
-  bool json = false;
-  int64_t steps = 0;
-  std::vector<FlagSpec> flags = {StringFlag("name", "N", "", &name),
-                                 SwitchFlag("json", "", &json),
-                                 IntFlag("steps", "", 1, &steps)};
-  absl::StatusOr<std::vector<std::string>> positional =
-      ParseFlags({"job-1", "--name", "a", "--json", "--steps=7", "x"}, flags);
-  ASSERT_TRUE(positional.ok()) << positional.status();
-  EXPECT_THAT(*positional, ElementsAre("job-1", "x"));
-  EXPECT_EQ(name, "a");
-  EXPECT_TRUE(json);
-  EXPECT_EQ(steps, 7);
-}
-
-TEST(ParseFlagsTest, Errors_NameTheFlag) {
-  bool json = false;
-  int64_t steps = 0;
-  std::vector<FlagSpec> flags = {SwitchFlag("json", "", &json),
-                                 IntFlag("steps", "", 1, &steps)};
-  EXPECT_THAT(std::string(ParseFlags({"--nope"}, flags).status().message()),
-              HasSubstr("unknown flag '--nope'"));
-  EXPECT_THAT(std::string(ParseFlags({"--steps"}, flags).status().message()),
-              HasSubstr("--steps needs a value"));
-  EXPECT_THAT(
-      std::string(ParseFlags({"--steps", "0"}, flags).status().message()),
-      HasSubstr("--steps wants an integer >= 1, got '0'"));
-  EXPECT_THAT(std::string(ParseFlags({"--json=1"}, flags).status().message()),
-              HasSubstr("--json takes no value"));
-  EXPECT_EQ(ParseFlags({"-x"}, flags).status().code(),
-            absl::StatusCode::kInvalidArgument);
-}
-
-TEST(ParseFlagsTest, DoubleDashEndsFlags) {
-  bool json = false;
-  absl::StatusOr<std::vector<std::string>> positional =
-      ParseFlags({"--", "--json"}, {SwitchFlag("json", "", &json)});
-  ASSERT_TRUE(positional.ok());
-  EXPECT_THAT(*positional, ElementsAre("--json"));
-  EXPECT_FALSE(json);
-}
-
-TEST(ParseFlagsTest, CountsTakeSuffixes) {
-  EXPECT_EQ(*ParseCountValue("--f", "25M", 1), 25000000);
-  EXPECT_EQ(*ParseCountValue("--f", "4k", 1), 4000);
-  EXPECT_EQ(*ParseCountValue("--f", "17", 1), 17);
-  EXPECT_FALSE(ParseCountValue("--f", "1.5M", 1).ok());
-  EXPECT_FALSE(ParseCountValue("--f", "0", 1).ok());
-  EXPECT_FALSE(ParseCountValue("--f", "99999999999999G", 1).ok());
-}
 
 TEST(JobSpecBuilderTest, NoFlags_GivesTheDefaults) {
   absl::StatusOr<JobSpec> spec = Build({});

@@ -12,7 +12,7 @@
 #include "cli/lab/lab_up.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace lab {

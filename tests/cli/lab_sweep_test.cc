@@ -9,7 +9,7 @@
 #include "cli/lab/lab_sweep.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace lab {

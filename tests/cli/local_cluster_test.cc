@@ -276,8 +276,8 @@ class ListingCoordinator final : public Coordinator::Service {
 // parameter server prints an address first, then sleeps.
 class LocalUpWithServersTest : public ::testing::Test {
  protected:
-  absl::StatusOr<LocalUpResult> Up(int listed, int wanted,
-                                   std::vector<std::string>* ps_args) {
+  [[nodiscard]] absl::StatusOr<LocalUpResult> Up(
+      int listed, int wanted, std::vector<std::string>* ps_args) {
     listing_ = std::make_unique<ListingCoordinator>(listed);
     grpc::ServerBuilder builder;
     int port = 0;

@@ -48,7 +48,7 @@ void ExpectInPlaceSumExact(RankGroup& group, size_t count) {
   std::vector<std::string> out(n);
   auto status = group.Run([&](int r) {
     out[r] = Bytes(DataType::kFloat32, count);
-    FillInput(DataType::kFloat32, out[r].data(), count, r);
+    FillInput(DataType::kFloat32, r, out[r].data(), count);
     return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
                                    DataType::kFloat32, ReduceOp::kSum);
   });
@@ -71,7 +71,7 @@ TEST_P(AllReduceTest, ExactAndIdenticalOnEveryRank) {
       auto status = group.Run([&](int r) {
         in[r] = Bytes(type, count);
         out[r] = Bytes(type, count);
-        FillInput(type, in[r].data(), count, r);
+        FillInput(type, r, in[r].data(), count);
         if (in_place) {
           out[r] = in[r];
           return group.comm(r).AllReduce(out[r].data(), out[r].data(), count,
@@ -113,7 +113,7 @@ TEST_P(ReduceScatterTest, RankGetsItsReducedBlock) {
       std::vector<std::string> in(n), out(n);
       auto status = group.Run([&](int r) {
         in[r] = Bytes(type, block * n);
-        FillInput(type, in[r].data(), block * n, r);
+        FillInput(type, r, in[r].data(), block * n);
         if (in_place) {
           absl::Status s = group.comm(r).ReduceScatter(
               in[r].data(), in[r].data() + r * block * es, block, type, op);
@@ -155,7 +155,7 @@ TEST_P(GatherBroadcastTest, AllGatherConcatenatesRankBlocks) {
       auto status = group.Run([&](int r) {
         out[r] = Bytes(type, block * n);
         std::string in = Bytes(type, block);
-        FillInput(type, in.data(), block, r);
+        FillInput(type, r, in.data(), block);
         if (in_place) {
           char* mine = out[r].data() + r * block * es;
           if (block > 0) std::memcpy(mine, in.data(), in.size());
@@ -166,7 +166,7 @@ TEST_P(GatherBroadcastTest, AllGatherConcatenatesRankBlocks) {
       std::string want = Bytes(type, block * n);
       for (int r = 0; r < n; ++r) {
         ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
-        FillInput(type, want.data() + r * block * es, block, r);
+        FillInput(type, r, want.data() + r * block * es, block);
       }
       for (int r = 0; r < n; ++r) {
         ASSERT_EQ(want, out[r]) << "rank " << r << " block " << block;
@@ -183,13 +183,13 @@ TEST_P(GatherBroadcastTest, BroadcastCopiesRootFromEveryRoot) {
       std::vector<std::string> out(n);
       auto status = group.Run([&](int r) {
         std::string in = Bytes(type, count);
-        FillInput(type, in.data(), count, r);
+        FillInput(type, r, in.data(), count);
         out[r] = Bytes(type, count);
         return group.comm(r).Broadcast(in.data(), out[r].data(), count, type,
                                        root);
       });
       std::string want = Bytes(type, count);
-      FillInput(type, want.data(), count, root);
+      FillInput(type, root, want.data(), count);
       for (int r = 0; r < n; ++r) {
         ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
         ASSERT_EQ(want, out[r])
@@ -274,7 +274,7 @@ TEST(CollectivesTest, LargeReduceScatterAllGatherBroadcast) {
   std::vector<std::string> in(4), rs(4), ag(4), bc(4);
   auto status = group.Run([&](int r) -> absl::Status {
     in[r] = Bytes(f32, block * 4);
-    FillInput(f32, in[r].data(), block * 4, r);
+    FillInput(f32, r, in[r].data(), block * 4);
     rs[r] = Bytes(f32, block);
     absl::Status s = group.comm(r).ReduceScatter(in[r].data(), rs[r].data(),
                                                  block, f32, ReduceOp::kSum);
@@ -302,7 +302,7 @@ TEST(CollectivesTest, AsyncCallsCompleteInIssueOrder) {
     std::vector<std::unique_ptr<Work>> work;
     for (int k = 0; k < kCalls; ++k) {
       bufs[r][k] = Bytes(DataType::kInt32, kCount);
-      FillInput(DataType::kInt32, bufs[r][k].data(), kCount, r, k);
+      FillInput(DataType::kInt32, r, bufs[r][k].data(), kCount, k);
       work.push_back(group.comm(r).AllReduceAsync(
           bufs[r][k].data(), bufs[r][k].data(), kCount, DataType::kInt32,
           ReduceOp::kSum));

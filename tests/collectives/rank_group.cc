@@ -49,27 +49,20 @@ std::vector<absl::Status> RankGroup::Run(
   return status;
 }
 
-int InputValue(int rank, size_t i) {
-  return static_cast<int>((rank + 1) * (i % 13 + 1) % 17) - 8;
-}
-
 namespace {
 
-template <typename T>
-void FillTyped(T* buf, size_t count, int rank, size_t offset) {
-  for (size_t i = 0; i < count; ++i) {
-    buf[i] = static_cast<T>(InputValue(rank, i + offset));
-  }
-}
-
+// A naive reduction over the ranks' inputs, independent of the closed
+// forms of collectives/verifiable.h.
 template <typename T>
 T ExpectedTyped(ReduceOp op, int size, size_t i) {
+  // Inputs are small positive integers: int64 holds them exactly.
+  auto input = [i](int r) { return static_cast<int64_t>(InputValue(r, i)); };
   int64_t sum = 0;
-  int mx = InputValue(0, i), mn = mx;
+  int64_t mx = input(0), mn = mx;
   for (int r = 0; r < size; ++r) {
-    sum += InputValue(r, i);
-    mx = std::max(mx, InputValue(r, i));
-    mn = std::min(mn, InputValue(r, i));
+    sum += input(r);
+    mx = std::max(mx, input(r));
+    mn = std::min(mn, input(r));
   }
   switch (op) {
     case ReduceOp::kSum:
@@ -85,21 +78,6 @@ T ExpectedTyped(ReduceOp op, int size, size_t i) {
 }
 
 }  // namespace
-
-void FillInput(DataType type, void* buf, size_t count, int rank,
-               size_t offset) {
-  switch (type) {
-    case DataType::kFloat32:
-      FillTyped(static_cast<float*>(buf), count, rank, offset);
-      return;
-    case DataType::kFloat64:
-      FillTyped(static_cast<double*>(buf), count, rank, offset);
-      return;
-    case DataType::kInt32:
-      FillTyped(static_cast<int32_t*>(buf), count, rank, offset);
-      return;
-  }
-}
 
 void ExpectedReduction(DataType type, ReduceOp op, int size, size_t i,
                        void* out) {

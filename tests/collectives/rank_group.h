@@ -1,5 +1,5 @@
 // Test helpers: N TCP-communicator ranks as threads over a MemoryStore, and
-// exact, verifiable inputs (small integers, exact in every data type).
+// the exact results of the verifiable inputs (collectives/verifiable.h).
 #ifndef GRADSYNC_TESTS_COLLECTIVES_RANK_GROUP_H_
 #define GRADSYNC_TESTS_COLLECTIVES_RANK_GROUP_H_
 
@@ -11,6 +11,7 @@
 #include "collectives/communicator.h"
 #include "collectives/memory_store.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "collectives/verifiable.h"
 
 namespace gradsync::testing {
 
@@ -32,15 +33,8 @@ class RankGroup {
   std::vector<std::unique_ptr<Communicator>> comms_;
 };
 
-// Value of element i on rank r: a small signed integer.
-int InputValue(int rank, size_t i);
-
-// Fills `count` elements of `type` at `buf` with InputValue(rank, i + offset).
-void FillInput(DataType type, void* buf, size_t count, int rank,
-               size_t offset = 0);
-
-// The exact result of reducing InputValue over `size` ranks with `op`, for
-// element i, converted to `type` and written to `out`.
+// Writes the exact reduction with `op` over `size` ranks of element i of
+// the verifiable inputs (collectives/verifiable.h) to `out`, as `type`.
 void ExpectedReduction(DataType type, ReduceOp op, int size, size_t i,
                        void* out);
 

@@ -128,7 +128,7 @@ TEST(TcpCongestionTest, SumsStayExactWithTheSystemAlgorithm) {
   constexpr size_t kCount = 100003;
   std::vector<std::vector<float>> bufs(3, std::vector<float>(kCount));
   auto status = group.Run([&](int r) {
-    FillInput(DataType::kFloat32, bufs[r].data(), kCount, r);
+    FillInput(DataType::kFloat32, r, bufs[r].data(), kCount);
     return group.comm(r).AllReduce(bufs[r].data(), bufs[r].data(), kCount,
                                    DataType::kFloat32, ReduceOp::kSum);
   });

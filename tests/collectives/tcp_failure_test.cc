@@ -83,7 +83,7 @@ TEST(TcpRendezvousTest, Cancelled_ReturnsPromptlyWithCancelled) {
 }
 
 // Connects to rank 0's published port with raw bytes of our choosing.
-absl::StatusOr<Socket> DialRank0(Store& store) {
+[[nodiscard]] absl::StatusOr<Socket> DialRank0(Store& store) {
   auto addr = store.Get("tcp/addr/0", absl::Now() + absl::Seconds(5));
   if (!addr.ok()) return addr.status();
   std::string host;

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
 #include "tests/coordinator/coordinator_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {

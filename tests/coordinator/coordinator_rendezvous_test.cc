@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
 #include "tests/coordinator/coordinator_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -34,8 +34,10 @@ class RendezvousTest : public CoordinatorTest {
     w3_ = Register("host-c", 1);
   }
 
-  absl::Status Set(const std::string& worker, const std::string& key,
-                   const std::string& value, int64_t generation = 1) {
+  [[nodiscard]] absl::Status Set(const std::string& worker,
+                                 const std::string& key,
+                                 const std::string& value,
+                                 int64_t generation = 1) {
     StoreSetRequest request;
     *request.mutable_scope() = Scope(worker, job_, generation);
     request.set_key(key);
@@ -43,10 +45,9 @@ class RendezvousTest : public CoordinatorTest {
     return service_->StoreSet(request);
   }
 
-  absl::StatusOr<std::string> Get(const std::string& worker,
-                                  const std::string& key,
-                                  absl::Duration timeout,
-                                  CancelledFn cancelled = NeverCancelled) {
+  [[nodiscard]] absl::StatusOr<std::string> Get(
+      const std::string& worker, const std::string& key, absl::Duration timeout,
+      CancelledFn cancelled = NeverCancelled) {
     StoreGetRequest request;
     *request.mutable_scope() = Scope(worker, job_);
     request.set_key(key);
@@ -57,9 +58,9 @@ class RendezvousTest : public CoordinatorTest {
     return response->value();
   }
 
-  absl::Status Barrier(const std::string& worker, int rank,
-                       absl::Duration timeout,
-                       const std::string& name = "start") {
+  [[nodiscard]] absl::Status Barrier(const std::string& worker, int rank,
+                                     absl::Duration timeout,
+                                     const std::string& name = "start") {
     BarrierRequest request;
     *request.mutable_scope() = Scope(worker, job_);
     request.set_name(name);

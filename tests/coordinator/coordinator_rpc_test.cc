@@ -17,7 +17,7 @@
 #include "proto/coordinator.grpc.pb.h"
 #include "server/coordinator/coordinator_server.h"
 #include "tests/coordinator/coordinator_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {

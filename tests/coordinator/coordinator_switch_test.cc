@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
 #include "tests/coordinator/coordinator_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -25,11 +25,9 @@ using ::testing::SizeIs;
 using SwitchTest = CoordinatorTest;
 
 // The directive stored under "switch/<epoch>" of the job's generation.
-absl::StatusOr<SwitchDirective> ReadDirective(CoordinatorService& service,
-                                              const std::string& worker_id,
-                                              const std::string& job_id,
-                                              int64_t generation,
-                                              int64_t epoch) {
+[[nodiscard]] absl::StatusOr<SwitchDirective> ReadDirective(
+    CoordinatorService& service, const std::string& worker_id,
+    const std::string& job_id, int64_t generation, int64_t epoch) {
   StoreGetRequest request;
   *request.mutable_scope() = Scope(worker_id, job_id, generation);
   request.set_key(SwitchDirectiveKey(epoch));

@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_service.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -108,7 +108,7 @@ class CoordinatorTest : public ::testing::Test {
     return response.ok() ? response->worker_id() : "";
   }
 
-  absl::StatusOr<std::string> Submit(const JobSpec& spec) {
+  [[nodiscard]] absl::StatusOr<std::string> Submit(const JobSpec& spec) {
     SubmitJobRequest request;
     *request.mutable_spec() = spec;
     absl::StatusOr<SubmitJobResponse> response = service_->SubmitJob(request);
@@ -133,10 +133,11 @@ class CoordinatorTest : public ::testing::Test {
     return status.ok() ? *status : JobStatus();
   }
 
-  absl::Status Report(const std::string& worker_id, const std::string& job_id,
-                      int rank, RankState state, int64_t step = 0,
-                      const std::string& operation = "",
-                      const std::string& message = "") {
+  [[nodiscard]] absl::Status Report(const std::string& worker_id,
+                                    const std::string& job_id, int rank,
+                                    RankState state, int64_t step = 0,
+                                    const std::string& operation = "",
+                                    const std::string& message = "") {
     ReportRankRequest request;
     request.set_worker_id(worker_id);
     request.set_job_id(job_id);
@@ -164,9 +165,9 @@ class CoordinatorTest : public ::testing::Test {
     return metrics;
   }
 
-  absl::Status ReportSteps(const std::string& worker_id,
-                           const std::string& job_id,
-                           const std::vector<StepMetrics>& steps) {
+  [[nodiscard]] absl::Status ReportSteps(
+      const std::string& worker_id, const std::string& job_id,
+      const std::vector<StepMetrics>& steps) {
     ReportMetricsRequest request;
     request.set_worker_id(worker_id);
     request.set_job_id(job_id);
@@ -177,9 +178,9 @@ class CoordinatorTest : public ::testing::Test {
   // A heartbeat of `worker_id` that long-polls (capped at lease / 2 =
   // 2.5 s) on another thread; `news` runs once it waits. `took`: how long
   // the heartbeat took.
-  absl::StatusOr<HeartbeatResponse> LongPoll(const std::string& worker_id,
-                                             absl::FunctionRef<void()> news,
-                                             absl::Duration* took) {
+  [[nodiscard]] absl::StatusOr<HeartbeatResponse> LongPoll(
+      const std::string& worker_id, absl::FunctionRef<void()> news,
+      absl::Duration* took) {
     absl::Notification waiting;
     absl::StatusOr<HeartbeatResponse> response;
     std::thread poller([&] {
@@ -223,7 +224,7 @@ class CoordinatorTest : public ::testing::Test {
     return stats;
   }
 
-  absl::StatusOr<PsHeartbeatResponse> PsBeat(
+  [[nodiscard]] absl::StatusOr<PsHeartbeatResponse> PsBeat(
       const std::string& ps_id, const std::vector<ps::ShardStats>& shards) {
     PsHeartbeatRequest request;
     request.set_ps_id(ps_id);
@@ -231,8 +232,8 @@ class CoordinatorTest : public ::testing::Test {
     return service_->PsHeartbeat(request);
   }
 
-  absl::StatusOr<SwitchJobResponse> SwitchTo(const std::string& job_id,
-                                             SyncMode mode) {
+  [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchTo(
+      const std::string& job_id, SyncMode mode) {
     SwitchJobRequest request;
     request.set_job_id(job_id);
     request.set_mode(mode);

@@ -18,8 +18,8 @@
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/daemon/fake_coordinator.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/fake_coordinator.h"
+#include "tests/util/status_matchers.h"
 #include "worker/daemon/devices.h"
 
 namespace gradsync {
@@ -27,6 +27,7 @@ namespace {
 
 using ::gradsync::testing::FakeCoordinator;
 using ::gradsync::testing::FakeCoordinatorServer;
+using ::gradsync::testing::NewTestClient;
 using ::gradsync::testing::UnusedAddress;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -62,7 +63,7 @@ class FakeJobState {
     absl::MutexLock lock(&mu_);
     return joined_;
   }
-  absl::Status cancel_reason() const {
+  [[nodiscard]] absl::Status cancel_reason() const {
     absl::MutexLock lock(&mu_);
     return cancel_reason_;
   }
@@ -185,7 +186,7 @@ class AgentTest : public ::testing::Test {
   // Starts the agent and waits for its registration.
   void StartAgent() {
     agent_ = std::make_unique<Agent>(Config(server_.address(), &log_),
-                                     server_.NewStub(), launcher_.Get());
+                                     server_.NewClient(), launcher_.Get());
     agent_->Start();
     ASSERT_TRUE(fake().WaitFor([&] { return !agent_->worker_id().empty(); }));
   }
@@ -321,10 +322,7 @@ TEST(AgentUnreachableTest, RetriesWithBackoffAndStopsPromptly) {
   LogSink log;
   Launcher launcher;
   const std::string address = UnusedAddress();
-  Agent agent(Config(address, &log),
-              Coordinator::NewStub(grpc::CreateChannel(
-                  address, grpc::InsecureChannelCredentials())),
-              launcher.Get());
+  Agent agent(Config(address, &log), NewTestClient(address), launcher.Get());
   agent.Start();
   ASSERT_TRUE(FakeCoordinator().WaitFor(
       [&] { return log.Contains("registration with coordinator at"); },

@@ -15,14 +15,15 @@
 #include "collectives/tcp/tcp_communicator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/daemon/fake_coordinator.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/fake_coordinator.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
 using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::NewTestClient;
 using ::gradsync::testing::StatusIs;
 using ::gradsync::testing::UnusedAddress;
 using ::testing::HasSubstr;
@@ -37,7 +38,7 @@ StoreScope Scope(const std::string& job, int64_t generation) {
 
 TEST(CoordinatorStoreTest, SetGetAddWait_RoundTripWithScope) {
   FakeCoordinatorServer server;
-  CoordinatorStore store(server.NewStub(), Scope("job-1", 2), server.address());
+  CoordinatorStore store(server.NewClient(), Scope("job-1", 2));
   ASSERT_THAT(store.Set("k", std::string("v\0w", 3)), IsOk());
   absl::StatusOr<std::string> got =
       store.Get("k", absl::Now() + absl::Seconds(5));
@@ -58,8 +59,8 @@ TEST(CoordinatorStoreTest, SetGetAddWait_RoundTripWithScope) {
 
 TEST(CoordinatorStoreTest, Generations_DoNotSeeEachOther) {
   FakeCoordinatorServer server;
-  CoordinatorStore gen0(server.NewStub(), Scope("job-1", 0), server.address());
-  CoordinatorStore gen1(server.NewStub(), Scope("job-1", 1), server.address());
+  CoordinatorStore gen0(server.NewClient(), Scope("job-1", 0));
+  CoordinatorStore gen1(server.NewClient(), Scope("job-1", 1));
   ASSERT_THAT(gen0.Set("k", "old"), IsOk());
   EXPECT_THAT(gen1.Get("k", absl::Now() + absl::Milliseconds(100)),
               StatusIs(absl::StatusCode::kDeadlineExceeded));
@@ -67,7 +68,7 @@ TEST(CoordinatorStoreTest, Generations_DoNotSeeEachOther) {
 
 TEST(CoordinatorStoreTest, Get_Timeout_ServerDeadlineNamesKey) {
   FakeCoordinatorServer server;
-  CoordinatorStore store(server.NewStub(), Scope("job-1", 0), server.address());
+  CoordinatorStore store(server.NewClient(), Scope("job-1", 0));
   const absl::Time start = absl::Now();
   EXPECT_THAT(
       store.Get("missing", absl::Now() + absl::Milliseconds(200)),
@@ -80,8 +81,8 @@ TEST(CoordinatorStoreTest, Get_Timeout_ServerDeadlineNamesKey) {
 
 TEST(CoordinatorStoreTest, Get_BlocksUntilAnotherRankSets) {
   FakeCoordinatorServer server;
-  CoordinatorStore a(server.NewStub(), Scope("job-1", 0), server.address());
-  CoordinatorStore b(server.NewStub(), Scope("job-1", 0), server.address());
+  CoordinatorStore a(server.NewClient(), Scope("job-1", 0));
+  CoordinatorStore b(server.NewClient(), Scope("job-1", 0));
   std::thread setter([&] {
     absl::SleepFor(absl::Milliseconds(100));
     EXPECT_THAT(b.Set("late", "1"), IsOk());
@@ -95,7 +96,7 @@ TEST(CoordinatorStoreTest, Get_BlocksUntilAnotherRankSets) {
 
 TEST(CoordinatorStoreTest, CoordinatorErrors_PassWithTheirCode) {
   FakeCoordinatorServer server;
-  CoordinatorStore store(server.NewStub(), Scope("job-9", 0), server.address());
+  CoordinatorStore store(server.NewClient(), Scope("job-9", 0));
   server.fake().FailStoreCalls(
       absl::FailedPreconditionError("job job-9 was cancelled"));
   EXPECT_THAT(store.Set("k", "v"),
@@ -110,16 +111,15 @@ TEST(CoordinatorStoreTest, CoordinatorErrors_PassWithTheirCode) {
 
 TEST(CoordinatorStoreTest, Unreachable_ReturnsUnavailableNamingTarget) {
   const std::string address = UnusedAddress();
-  std::shared_ptr<Coordinator::StubInterface> stub = Coordinator::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  CoordinatorStore store(stub, Scope("job-1", 0), address);
+  std::shared_ptr<CoordinatorClient> client = NewTestClient(address);
+  CoordinatorStore store(client, Scope("job-1", 0));
   EXPECT_THAT(store.Set("k", "v"),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr(address)));
 }
 
 TEST(CoordinatorStoreTest, Cancel_UnblocksGetAtOnce) {
   FakeCoordinatorServer server;
-  CoordinatorStore store(server.NewStub(), Scope("job-1", 0), server.address());
+  CoordinatorStore store(server.NewClient(), Scope("job-1", 0));
   std::thread canceller([&] {
     absl::SleepFor(absl::Milliseconds(100));
     store.Cancel(absl::CancelledError("job cancelled by the user"));
@@ -137,7 +137,7 @@ TEST(CoordinatorStoreTest, Cancel_UnblocksGetAtOnce) {
 // other through it and all-reduce.
 TEST(CoordinatorStoreTest, TcpRendezvous_ThroughCoordinatorStore) {
   FakeCoordinatorServer server;
-  CoordinatorStore store(server.NewStub(), Scope("job-1", 0), server.address());
+  CoordinatorStore store(server.NewClient(), Scope("job-1", 0));
   constexpr int kWorld = 3;
   std::vector<absl::Status> status(kWorld);
   std::vector<std::thread> threads;

@@ -16,8 +16,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/daemon/fake_coordinator.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/fake_coordinator.h"
+#include "tests/util/status_matchers.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/devices.h"
 #ifdef GRADSYNC_HAVE_CUDA_KERNELS
@@ -104,7 +104,7 @@ class JobRunnerTest : public ::testing::Test {
   std::unique_ptr<JobRunner> Start(const Assignment& a,
                                    const std::string& worker_id = "w-1") {
     absl::StatusOr<std::unique_ptr<JobRunner>> runner =
-        JobRunner::Start(a, Config(worker_id), server_.NewStub());
+        JobRunner::Start(a, Config(worker_id), server_.NewClient());
     EXPECT_THAT(runner, IsOk());
     return runner.ok() ? *std::move(runner) : nullptr;
   }
@@ -187,7 +187,7 @@ TEST_F(JobRunnerTest, RefusedCongestionControl_FailsRanksNamingIt) {
   config.tcp_congestion_control = "no-such-cc";
   absl::StatusOr<std::unique_ptr<JobRunner>> runner =
       JobRunner::Start(MakeAssignment("job-cc", MlpSpec(4), 2, {0, 1}), config,
-                       server_.NewStub());
+                       server_.NewClient());
   ASSERT_THAT(runner, IsOk());
   ASSERT_TRUE(fake().WaitFor([&] { return (*runner)->Done(); }));
   const std::vector<ReportRankRequest> failed =
@@ -216,7 +216,7 @@ TEST_F(JobRunnerTest, OversubscribedHost_CollectivesDoNotSpin) {
     Assignment a = MakeAssignment(job, MlpSpec(3), 2, {0, 1});
     a.set_ranks_on_host(1 << 20);  // more than any host's cores
     absl::StatusOr<std::unique_ptr<JobRunner>> runner =
-        JobRunner::Start(a, config, server_.NewStub());
+        JobRunner::Start(a, config, server_.NewClient());
     ASSERT_THAT(runner, IsOk());
     ASSERT_TRUE(fake().WaitFor([&] { return (*runner)->Done(); }));
     (*runner)->Join();
@@ -295,23 +295,23 @@ TEST_F(JobRunnerTest, PeerWorkerVanishes_SurvivorReportsTheRank) {
 TEST_F(JobRunnerTest, Start_MalformedAssignment_ReturnsInvalidArgument) {
   Assignment a = MakeAssignment("job-7", MlpSpec(1), 2, {0, 2});
   EXPECT_THAT(
-      JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+      JobRunner::Start(a, Config("w-1"), server_.NewClient()),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 2")));
   a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
   a.add_ranks(1);  // two ranks, one device
-  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewClient()),
               StatusIs(absl::StatusCode::kInvalidArgument));
   a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
   a.mutable_devices(0)->set_kind("tpu");
-  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewClient()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tpu")));
   a = MakeAssignment("job-7", MlpSpec(1), 2, {0});
   a.mutable_devices(0)->set_kind("cuda");
   a.mutable_devices(0)->set_index(-1);
-  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewStub()),
+  EXPECT_THAT(JobRunner::Start(a, Config("w-1"), server_.NewClient()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda")));
   EXPECT_THAT(JobRunner::Start(MakeAssignment("job-7", MlpSpec(1), 1, {0}),
-                               JobRunnerConfig{}, server_.NewStub()),
+                               JobRunnerConfig{}, server_.NewClient()),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
@@ -385,8 +385,8 @@ TEST_F(JobRunnerTest, Agent_RunsTwoJobsInARow) {
   config.address = "127.0.0.1";
   config.devices = *ParseDevices("cpu:2");
   config.min_backoff = absl::Milliseconds(20);
-  std::shared_ptr<Coordinator::StubInterface> stub = server_.NewStub();
-  Agent agent(config, stub, JobRunnerLauncher(Config(""), stub));
+  std::shared_ptr<CoordinatorClient> client = server_.NewClient();
+  Agent agent(config, client, JobRunnerLauncher(Config(""), client));
   agent.Start();
   ASSERT_TRUE(fake().WaitFor([&] { return !agent.worker_id().empty(); }));
   for (const std::string job : {"job-a", "job-b"}) {

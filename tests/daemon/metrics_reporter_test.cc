@@ -12,14 +12,15 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/daemon/fake_coordinator.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/fake_coordinator.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
 using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::NewTestClient;
 using ::gradsync::testing::StatusIs;
 using ::gradsync::testing::UnusedAddress;
 
@@ -32,7 +33,7 @@ StepMetrics Metric(int rank, int64_t step) {
 
 TEST(MetricsReporterTest, AddThenFlush_EverythingArrivesInOrder) {
   FakeCoordinatorServer server;
-  MetricsReporter reporter(server.NewStub(), "w-1", "job-1", {}, nullptr);
+  MetricsReporter reporter(server.NewClient(), "w-1", "job-1", {}, nullptr);
   for (int64_t s = 0; s < 100; ++s) {
     reporter.Add(Metric(0, s));
     reporter.Add(Metric(1, s));
@@ -55,9 +56,7 @@ TEST(MetricsReporterTest, Unreachable_DropsWithoutBlockingAdd) {
   options.rpc_timeout = absl::Milliseconds(200);
   options.retry_delay = absl::Milliseconds(10);
   MetricsReporter reporter(
-      Coordinator::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
-      "w-1", "job-1", options,
+      NewTestClient(address), "w-1", "job-1", options,
       [&log](absl::string_view line) { log.emplace_back(line); });
   const absl::Time start = absl::Now();
   for (int64_t s = 0; s < 50; ++s) reporter.Add(Metric(0, s));
@@ -75,9 +74,8 @@ TEST(MetricsReporterTest, QueueOverflow_DropsOldest) {
   options.max_queued = 10;
   options.rpc_timeout = absl::Milliseconds(100);
   options.retry_delay = absl::Milliseconds(10);
-  MetricsReporter reporter(Coordinator::NewStub(grpc::CreateChannel(
-                               address, grpc::InsecureChannelCredentials())),
-                           "w-1", "job-1", options, nullptr);
+  MetricsReporter reporter(NewTestClient(address), "w-1", "job-1", options,
+                           nullptr);
   for (int64_t s = 0; s < 1000; ++s) reporter.Add(Metric(0, s));
   ASSERT_THAT(reporter.Flush(absl::Now() + absl::Seconds(10)), IsOk());
   EXPECT_EQ(reporter.dropped() + reporter.sent(), 1000);
@@ -85,7 +83,7 @@ TEST(MetricsReporterTest, QueueOverflow_DropsOldest) {
 
 TEST(MetricsReporterTest, Flush_DeadlinePassed_ReturnsDeadlineExceeded) {
   FakeCoordinatorServer server;
-  MetricsReporter reporter(server.NewStub(), "w-1", "job-1", {}, nullptr);
+  MetricsReporter reporter(server.NewClient(), "w-1", "job-1", {}, nullptr);
   reporter.Add(Metric(0, 0));
   EXPECT_THAT(
       reporter.Flush(absl::Now() - absl::Seconds(1)),

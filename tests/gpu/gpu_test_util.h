@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/model_init/mlp_layout.h"
+#include "common/model_init/portable_random.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/model/cuda/cuda_status.h"
-#include "worker/model/mlp_layout.h"
-#include "worker/util/portable_random.h"
 
 namespace gradsync {
 namespace gpu_test {

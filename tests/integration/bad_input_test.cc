@@ -9,12 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/job_spec.h"
-#include "server/store/grpc_status.h"
 #include "tests/integration/cluster_test_base.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -75,7 +75,8 @@ class BadInputTest : public ClusterTest {
     return scope;
   }
 
-  absl::Status StoreSet(const StoreScope& scope, const std::string& key) {
+  [[nodiscard]] absl::Status StoreSet(const StoreScope& scope,
+                                      const std::string& key) {
     grpc::ClientContext context;
     SetDeadline(&context);
     StoreSetRequest request;
@@ -87,8 +88,9 @@ class BadInputTest : public ClusterTest {
         cluster().stub().StoreSet(&context, request, &response));
   }
 
-  absl::Status StoreGet(const StoreScope& scope, const std::string& key,
-                        int64_t timeout_ms) {
+  [[nodiscard]] absl::Status StoreGet(const StoreScope& scope,
+                                      const std::string& key,
+                                      int64_t timeout_ms) {
     grpc::ClientContext context;
     SetDeadline(&context);
     StoreGetRequest request;
@@ -100,7 +102,8 @@ class BadInputTest : public ClusterTest {
         cluster().stub().StoreGet(&context, request, &response));
   }
 
-  absl::Status StoreAdd(const StoreScope& scope, const std::string& key) {
+  [[nodiscard]] absl::Status StoreAdd(const StoreScope& scope,
+                                      const std::string& key) {
     grpc::ClientContext context;
     SetDeadline(&context);
     StoreAddRequest request;
@@ -112,7 +115,8 @@ class BadInputTest : public ClusterTest {
         cluster().stub().StoreAdd(&context, request, &response));
   }
 
-  absl::Status StoreWait(const StoreScope& scope, const std::string& key) {
+  [[nodiscard]] absl::Status StoreWait(const StoreScope& scope,
+                                       const std::string& key) {
     grpc::ClientContext context;
     SetDeadline(&context);
     StoreWaitRequest request;
@@ -124,7 +128,7 @@ class BadInputTest : public ClusterTest {
         cluster().stub().StoreWait(&context, request, &response));
   }
 
-  absl::Status Barrier(const StoreScope& scope, int rank) {
+  [[nodiscard]] absl::Status Barrier(const StoreScope& scope, int rank) {
     grpc::ClientContext context;
     SetDeadline(&context);
     BarrierRequest request;
@@ -137,8 +141,9 @@ class BadInputTest : public ClusterTest {
         cluster().stub().Barrier(&context, request, &response));
   }
 
-  absl::Status ReportMetrics(const std::string& job_id, int worker,
-                             const std::vector<StepMetrics>& metrics) {
+  [[nodiscard]] absl::Status ReportMetrics(
+      const std::string& job_id, int worker,
+      const std::vector<StepMetrics>& metrics) {
     grpc::ClientContext context;
     SetDeadline(&context);
     ReportMetricsRequest request;
@@ -150,8 +155,8 @@ class BadInputTest : public ClusterTest {
         cluster().stub().ReportMetrics(&context, request, &response));
   }
 
-  absl::Status ReportRankFailed(const std::string& job_id, int worker,
-                                int rank) {
+  [[nodiscard]] absl::Status ReportRankFailed(const std::string& job_id,
+                                              int worker, int rank) {
     grpc::ClientContext context;
     SetDeadline(&context);
     ReportRankRequest request;

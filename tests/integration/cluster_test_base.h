@@ -18,17 +18,10 @@
 #include "gtest/gtest.h"
 #include "proto/job.pb.h"
 #include "tests/integration/test_cluster.h"
+#include "tests/util/fashion_mnist.h"
 
 namespace gradsync {
 namespace testing {
-
-inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
-
-inline bool HaveFashionMnist() {
-  std::error_code ignored;
-  return std::filesystem::exists(
-      std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz", ignored);
-}
 
 // An MLP on Fashion-MNIST trained with Adam.
 inline JobSpec FashionMnistSpec(int num_workers,

@@ -48,7 +48,7 @@ class HostLossTest : public ClusterTest {
 TEST_F(HostLossTest, RankZerosHostLost_RestartsFromACopyOnAnotherHost) {
   JobSpec spec = FashionMnistSpec(kRanks, {784, 64, 10}, /*batch_size=*/128,
                                   kSteps, /*learning_rate=*/1e-3, /*seed=*/9);
-  if (!HaveFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
+  if (!UseFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
   spec.mutable_checkpoint()->set_every_steps(50);
 
   // The run nothing interrupts (on node-a and node-b).

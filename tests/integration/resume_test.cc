@@ -66,7 +66,7 @@ class ResumeTest : public ClusterTest {
 TEST_F(ResumeTest, FromAPsModeCheckpoint_ContinuesTheFullRunBitwise) {
   JobSpec spec = FashionMnistSpec(kRanks, {784, 64, 10}, /*batch_size=*/128,
                                   kSteps, /*learning_rate=*/1e-3, /*seed=*/5);
-  if (!HaveFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
+  if (!UseFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
   spec.set_mode(SYNC_MODE_PS);
   spec.mutable_ps()->set_shards(2);
   SwitchSpec* to_ring = spec.add_switches();
@@ -125,7 +125,7 @@ TEST_F(RestartTest, PsKilledMidJob_RestartsFromItsCheckpointAndFinishes) {
   JobSpec spec = FashionMnistSpec(kRanks, {784, 64, 10}, /*batch_size=*/128,
                                   kLongSteps, /*learning_rate=*/1e-3,
                                   /*seed=*/9);
-  if (!HaveFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
+  if (!UseFashionMnist()) spec.mutable_dataset()->set_name("synthetic");
   spec.set_mode(SYNC_MODE_PS);
   spec.mutable_ps()->set_shards(1);
   spec.mutable_checkpoint()->set_every_steps(50);

@@ -17,8 +17,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace testing {

@@ -163,9 +163,9 @@ class TestCluster {
  private:
   TestCluster(const TestClusterOptions& options, std::string log_dir);
 
-  absl::Status StartCoordinator();
-  absl::Status StartWorkers();
-  absl::Status StartParameterServers();
+  [[nodiscard]] absl::Status StartCoordinator();
+  [[nodiscard]] absl::Status StartWorkers();
+  [[nodiscard]] absl::Status StartParameterServers();
 
   const TestClusterOptions options_;
   const std::string log_dir_;

@@ -57,8 +57,8 @@ inline std::string CreateModeName(CreateMode mode) {
 }
 
 // Creates communicators for ranks 0..n-1 of n, rank r on device r.
-inline absl::StatusOr<std::vector<std::unique_ptr<Communicator>>> CreateComms(
-    Store* store, int n, CreateMode mode, const NcclOptions& options) {
+[[nodiscard]] inline absl::StatusOr<std::vector<std::unique_ptr<Communicator>>>
+CreateComms(Store* store, int n, CreateMode mode, const NcclOptions& options) {
   if (mode == CreateMode::kInProcessGroup) {
     std::vector<int> devices;
     for (int r = 0; r < n; ++r) devices.push_back(r);

@@ -15,16 +15,16 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_client.h"
-#include "tests/ps/fake_coordinator.h"
-#include "tests/store/status_matchers.h"
 #include "tests/util/daemon_process.h"
+#include "tests/util/fake_coordinator.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
 using ::gradsync::testing::DaemonProcess;
 
-using ::gradsync::testing::FakeCoordinator;
+using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
@@ -86,7 +86,8 @@ TEST(GradsyncPsBinaryTest, Run_PortTaken_ExitsOne) {
 }
 
 // A one-shard job of `total` zeros for `workers` ranks on `address`.
-absl::Status CreateJob(const std::string& address, int64_t total, int workers) {
+[[nodiscard]] absl::Status CreateJob(const std::string& address, int64_t total,
+                                     int workers) {
   ps::CreateShardRequest request;
   request.set_job_id("job");
   request.set_num_shards(1);
@@ -110,7 +111,7 @@ bool Eventually(Done done) {
 }
 
 TEST(GradsyncPsBinaryTest, Run_WithCoordinator_RegistersAndHeartbeats) {
-  FakeCoordinator coordinator;
+  FakeCoordinatorServer coordinator;
   ASSERT_NE(coordinator.port(), 0);
   DaemonProcess process(
       GRADSYNC_PS_BINARY,
@@ -119,18 +120,19 @@ TEST(GradsyncPsBinaryTest, Run_WithCoordinator_RegistersAndHeartbeats) {
   const std::string address = process.ReadLine(kProcessTimeout);
   ASSERT_THAT(address, StartsWith("127.0.0.1:"));
   // Registered before the address was printed.
-  ASSERT_EQ(coordinator.registrations().size(), 1u);
-  EXPECT_EQ(coordinator.registrations()[0].address(), address);
-  EXPECT_EQ(coordinator.registrations()[0].pid(), process.pid());
-  EXPECT_FALSE(coordinator.registrations()[0].host().empty());
+  ASSERT_EQ(coordinator.fake().ps_registrations().size(), 1u);
+  EXPECT_EQ(coordinator.fake().ps_registrations()[0].address(), address);
+  EXPECT_EQ(coordinator.fake().ps_registrations()[0].pid(), process.pid());
+  EXPECT_FALSE(coordinator.fake().ps_registrations()[0].host().empty());
   ASSERT_THAT(CreateJob(address, 10, 1), IsOk());
   ASSERT_TRUE(Eventually([&]() {
-    const std::vector<PsHeartbeatRequest> beats = coordinator.heartbeats();
+    const std::vector<PsHeartbeatRequest> beats =
+        coordinator.fake().ps_heartbeats();
     return !beats.empty() && beats.back().shards_size() == 1 &&
            beats.back().shards(0).job_id() == "job";
   }));
   // The coordinator says the job ended: its shard goes.
-  coordinator.ReleaseJobs({"job"});
+  coordinator.fake().ReleaseJobs({"job"});
   ASSERT_TRUE(Eventually([&]() {
     return !PsAdminClient::Connect(address)->GetShardStats("job", -1).ok();
   }));
@@ -139,8 +141,8 @@ TEST(GradsyncPsBinaryTest, Run_WithCoordinator_RegistersAndHeartbeats) {
 }
 
 TEST(GradsyncPsBinaryTest, Run_CoordinatorRefuses_ExitsOneWithoutAddress) {
-  FakeCoordinator coordinator;
-  coordinator.RefuseRegistrations();
+  FakeCoordinatorServer coordinator;
+  coordinator.fake().RefusePsRegistrations();
   DaemonProcess process(
       GRADSYNC_PS_BINARY,
       {"--listen", "127.0.0.1:0", "--coordinator", coordinator.address()});
@@ -152,7 +154,7 @@ TEST(GradsyncPsBinaryTest, Run_CoordinatorRefuses_ExitsOneWithoutAddress) {
 TEST(GradsyncPsBinaryTest, Run_SigtermWhileRegistering_ExitsZeroPromptly) {
   std::string unreachable;
   {
-    FakeCoordinator gone;
+    FakeCoordinatorServer gone;
     unreachable = gone.address();
   }
   DaemonProcess process(GRADSYNC_PS_BINARY, {"--listen", "127.0.0.1:0",

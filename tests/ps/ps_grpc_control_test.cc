@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -19,9 +20,8 @@
 #include "server/ps/ps_admin_client.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
-#include "server/store/grpc_status.h"
 #include "tests/ps/ps_grpc_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
@@ -45,10 +45,10 @@ struct Chunk {
 // Sends rank 0's gradient `grads` for step 0 of job "j" as a descending
 // push in `chunks` with the generated stub; returns the call's status and
 // the parameters it got back.
-absl::Status PushChunks(const std::string& address,
-                        const std::vector<float>& grads,
-                        const std::vector<Chunk>& chunks,
-                        std::vector<float>* params) {
+[[nodiscard]] absl::Status PushChunks(const std::string& address,
+                                      const std::vector<float>& grads,
+                                      const std::vector<Chunk>& chunks,
+                                      std::vector<float>* params) {
   std::unique_ptr<ps::ParameterServer::Stub> stub =
       ps::ParameterServer::NewStub(
           grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/model_init/mlp_layout.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -22,8 +23,7 @@
 #include "server/ps/ps_server.h"
 #include "server/ps/shard_range.h"
 #include "tests/ps/ps_grpc_test_util.h"
-#include "tests/store/status_matchers.h"
-#include "worker/model/mlp_layout.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {

@@ -64,9 +64,9 @@ inline ps::CreateShardRequest ShardRequest(const std::string& job, int shard,
 
 // Creates shard k of job `job` (balanced over `total` elements, zeros, SGD
 // at lr 1) on addresses[k], for every k.
-inline absl::Status CreateShards(const std::vector<std::string>& addresses,
-                                 const std::string& job, size_t total,
-                                 int workers) {
+[[nodiscard]] inline absl::Status CreateShards(
+    const std::vector<std::string>& addresses, const std::string& job,
+    size_t total, int workers) {
   const int n = static_cast<int>(addresses.size());
   for (int k = 0; k < n; ++k) {
     absl::Status status =

@@ -17,14 +17,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_service.h"
-#include "tests/ps/fake_coordinator.h"
 #include "tests/ps/ps_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/fake_coordinator.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
-using ::gradsync::testing::FakeCoordinator;
+using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::ShardConfig;
 using ::gradsync::testing::StatusIs;
@@ -64,7 +64,7 @@ class Log {
 
 // A port nothing listens on.
 int ClosedPort() {
-  FakeCoordinator gone;
+  FakeCoordinatorServer gone;
   return gone.port();
 }
 
@@ -100,23 +100,24 @@ class PsRegistrationTest : public ::testing::Test {
 };
 
 TEST_F(PsRegistrationTest, Register_ThenHeartbeatsCarryEveryShard) {
-  FakeCoordinator coordinator;
+  FakeCoordinatorServer coordinator;
   ASSERT_NE(coordinator.port(), 0);
   PsRegistration registration(Config(coordinator.address()),
                               ConnectCoordinator(coordinator.address()),
                               &service_);
   ASSERT_THAT(registration.Register(), IsOk());
   EXPECT_EQ(registration.ps_id(), "ps-1");
-  ASSERT_EQ(coordinator.registrations().size(), 1u);
-  const RegisterParameterServerRequest request = coordinator.registrations()[0];
+  ASSERT_EQ(coordinator.fake().ps_registrations().size(), 1u);
+  const RegisterParameterServerRequest request =
+      coordinator.fake().ps_registrations()[0];
   EXPECT_EQ(request.host(), "ps-host");
   EXPECT_EQ(request.address(), "10.0.0.5:29600");
   EXPECT_EQ(request.pid(), 4242);
   EXPECT_EQ(request.wire_version(), kWireVersion);
   registration.StartHeartbeats();
-  ASSERT_TRUE(
-      Eventually([&]() { return coordinator.heartbeats().size() >= 3; }));
-  const PsHeartbeatRequest beat = coordinator.heartbeats().back();
+  ASSERT_TRUE(Eventually(
+      [&]() { return coordinator.fake().ps_heartbeats().size() >= 3; }));
+  const PsHeartbeatRequest beat = coordinator.fake().ps_heartbeats().back();
   EXPECT_EQ(beat.ps_id(), "ps-1");
   ASSERT_EQ(beat.shards_size(), 3);
   EXPECT_EQ(beat.shards(0).job_id(), "a");
@@ -135,19 +136,20 @@ TEST_F(PsRegistrationTest, Register_ThenHeartbeatsCarryEveryShard) {
 }
 
 TEST_F(PsRegistrationTest, Heartbeat_ReleaseJobIds_DropsThoseJobsShards) {
-  FakeCoordinator coordinator;
+  FakeCoordinatorServer coordinator;
   PsRegistration registration(Config(coordinator.address()),
                               ConnectCoordinator(coordinator.address()),
                               &service_);
   ASSERT_THAT(registration.Register(), IsOk());
-  coordinator.ReleaseJobs({"a", "never-here"});
+  coordinator.fake().ReleaseJobs({"a", "never-here"});
   registration.StartHeartbeats();
   ASSERT_TRUE(Eventually([&]() { return service_.num_shards() == 1; }));
   EXPECT_THAT(service_.FindShard("b", 0), IsOk());
   EXPECT_THAT(service_.FindShard("a", 0),
               StatusIs(absl::StatusCode::kNotFound));
   ASSERT_TRUE(Eventually([&]() {
-    const std::vector<PsHeartbeatRequest> beats = coordinator.heartbeats();
+    const std::vector<PsHeartbeatRequest> beats =
+        coordinator.fake().ps_heartbeats();
     return !beats.empty() && beats.back().shards_size() == 1;
   }));
   EXPECT_EQ(registration.stats().jobs_released, 1);
@@ -156,7 +158,7 @@ TEST_F(PsRegistrationTest, Heartbeat_ReleaseJobIds_DropsThoseJobsShards) {
 
 TEST_F(PsRegistrationTest,
        ReleasedShard_FinalCountersGoInTheNextHeartbeatOnly) {
-  FakeCoordinator coordinator;
+  FakeCoordinatorServer coordinator;
   PsRegistration registration(Config(coordinator.address()),
                               ConnectCoordinator(coordinator.address()),
                               &service_);
@@ -164,9 +166,10 @@ TEST_F(PsRegistrationTest,
   // Released by its job (a switch back to ring) before any heartbeat.
   ASSERT_THAT(service_.Release("b", -1), IsOk());
   registration.StartHeartbeats();
-  ASSERT_TRUE(
-      Eventually([&]() { return coordinator.heartbeats().size() >= 2; }));
-  const std::vector<PsHeartbeatRequest> beats = coordinator.heartbeats();
+  ASSERT_TRUE(Eventually(
+      [&]() { return coordinator.fake().ps_heartbeats().size() >= 2; }));
+  const std::vector<PsHeartbeatRequest> beats =
+      coordinator.fake().ps_heartbeats();
   ASSERT_EQ(beats[0].shards_size(), 3);
   EXPECT_EQ(beats[0].shards(0).job_id(), "b");  // released ones first
   EXPECT_EQ(beats[1].shards_size(), 2);         // then forgotten
@@ -177,39 +180,43 @@ TEST_F(PsRegistrationTest,
 }
 
 TEST_F(PsRegistrationTest, Heartbeat_NotFound_RegistersAgainWithNewId) {
-  FakeCoordinator coordinator;
+  FakeCoordinatorServer coordinator;
   PsRegistration registration(Config(coordinator.address()),
                               ConnectCoordinator(coordinator.address()),
                               &service_);
   ASSERT_THAT(registration.Register(), IsOk());
   registration.StartHeartbeats();
-  ASSERT_TRUE(Eventually([&]() { return !coordinator.heartbeats().empty(); }));
-  coordinator.Forget();
-  ASSERT_TRUE(Eventually([&]() { return registration.ps_id() == "ps-2"; }));
   ASSERT_TRUE(Eventually(
-      [&]() { return coordinator.heartbeats().back().ps_id() == "ps-2"; }));
+      [&]() { return !coordinator.fake().ps_heartbeats().empty(); }));
+  coordinator.fake().ForgetParameterServers();
+  ASSERT_TRUE(Eventually([&]() { return registration.ps_id() == "ps-2"; }));
+  ASSERT_TRUE(Eventually([&]() {
+    return coordinator.fake().ps_heartbeats().back().ps_id() == "ps-2";
+  }));
   EXPECT_EQ(registration.stats().registrations, 2);
   EXPECT_EQ(log_.Count("registering again"), 1);
 }
 
 TEST_F(PsRegistrationTest, CoordinatorDown_RetriesLoggedOnceThenRecovers) {
-  auto coordinator = std::make_unique<FakeCoordinator>();
+  auto coordinator = std::make_unique<FakeCoordinatorServer>();
   const int port = coordinator->port();
   const std::string address = coordinator->address();
   PsRegistration registration(Config(address), ConnectCoordinator(address),
                               &service_);
   ASSERT_THAT(registration.Register(), IsOk());
   registration.StartHeartbeats();
-  ASSERT_TRUE(Eventually([&]() { return !coordinator->heartbeats().empty(); }));
+  ASSERT_TRUE(Eventually(
+      [&]() { return !coordinator->fake().ps_heartbeats().empty(); }));
   coordinator.reset();
   // Many heartbeats fail (every 50 ms); the outage is logged once.
   absl::SleepFor(absl::Milliseconds(600));
   EXPECT_EQ(log_.Count("failed"), 1);
   EXPECT_THAT(registration.stats().heartbeats, ::testing::Ge(1));
   // The coordinator comes back (restarted: it knows no ids).
-  coordinator = std::make_unique<FakeCoordinator>(port);
+  coordinator = std::make_unique<FakeCoordinatorServer>(port);
   ASSERT_EQ(coordinator->port(), port);
-  ASSERT_TRUE(Eventually([&]() { return !coordinator->heartbeats().empty(); }));
+  ASSERT_TRUE(Eventually(
+      [&]() { return !coordinator->fake().ps_heartbeats().empty(); }));
   EXPECT_EQ(registration.ps_id(), "ps-1");  // the new instance's first id
   EXPECT_EQ(registration.stats().registrations, 2);
   EXPECT_EQ(log_.Count("failed"), 1);
@@ -235,8 +242,8 @@ TEST_F(PsRegistrationTest, Register_Unreachable_FailsAfterTimeoutNamingIt) {
 }
 
 TEST_F(PsRegistrationTest, Register_Refused_FailsAtOnce) {
-  FakeCoordinator coordinator;
-  coordinator.RefuseRegistrations();
+  FakeCoordinatorServer coordinator;
+  coordinator.fake().RefusePsRegistrations();
   PsRegistration registration(Config(coordinator.address()),
                               ConnectCoordinator(coordinator.address()),
                               &service_);
@@ -262,7 +269,7 @@ TEST_F(PsRegistrationTest, Stop_WhileRegisteringOrIdle_ReturnsPromptly) {
   stopper.join();
 
   // A long heartbeat interval does not delay Stop.
-  FakeCoordinator slow(0, /*heartbeat_ms=*/60000);
+  FakeCoordinatorServer slow(0, /*ps_heartbeat_ms=*/60000);
   PsRegistration idle(Config(slow.address()),
                       ConnectCoordinator(slow.address()), &service_);
   ASSERT_THAT(idle.Register(), IsOk());

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_shard.h"
 #include "tests/ps/ps_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
@@ -39,8 +39,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // BeginPush with step control + Append + Commit.
-absl::Status PushWith(PsShard& shard, int rank, int64_t step,
-                      absl::Span<const float> grads, PushOptions options) {
+[[nodiscard]] absl::Status PushWith(PsShard& shard, int rank, int64_t step,
+                                    absl::Span<const float> grads,
+                                    PushOptions options) {
   absl::StatusOr<PsShard::Push> push =
       shard.BeginPush(rank, step, Soon(), std::move(options));
   if (!push.ok()) return push.status();
@@ -57,7 +58,8 @@ PushOptions Control(std::vector<double> scalars, int64_t epoch = 0) {
 }
 
 // The view's step control for `rank`'s pull of `step`.
-absl::StatusOr<ShardViewRef> PullView(PsShard& shard, int rank, int64_t step) {
+[[nodiscard]] absl::StatusOr<ShardViewRef> PullView(PsShard& shard, int rank,
+                                                    int64_t step) {
   return shard.Pull(rank, step, Soon());
 }
 
@@ -340,9 +342,11 @@ std::vector<float> OddGradient(size_t n, int rank) {
 // Pushes `grads` descending in chunks of the given sizes (floats, from the
 // end), through Append, AppendExternal in two pieces (last piece first),
 // or a receive into unfilled() + MarkFilled, by `how`.
-absl::Status PushDescending(PsShard& shard, int rank, int64_t step,
-                            const std::vector<float>& grads,
-                            const std::vector<size_t>& chunks, int how) {
+[[nodiscard]] absl::Status PushDescending(PsShard& shard, int rank,
+                                          int64_t step,
+                                          const std::vector<float>& grads,
+                                          const std::vector<size_t>& chunks,
+                                          int how) {
   PushOptions options;
   options.descending = true;
   absl::StatusOr<PsShard::Push> push =

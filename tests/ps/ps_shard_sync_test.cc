@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_shard.h"
 #include "tests/ps/ps_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {

@@ -20,7 +20,7 @@
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_shard.h"
 #include "server/ps/tensor_codec.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -51,10 +51,11 @@ inline std::shared_ptr<PsShard> MakeShard(const PsShardConfig& config,
 }
 
 // BeginPush + Append (in chunks of `chunk` floats) + Commit.
-inline absl::Status PushGradient(PsShard& shard, int rank, int64_t step,
-                                 absl::Span<const float> grads,
-                                 size_t chunk = 7,
-                                 absl::Time deadline = Soon()) {
+[[nodiscard]] inline absl::Status PushGradient(PsShard& shard, int rank,
+                                               int64_t step,
+                                               absl::Span<const float> grads,
+                                               size_t chunk = 7,
+                                               absl::Time deadline = Soon()) {
   absl::StatusOr<PsShard::Push> push = shard.BeginPush(rank, step, deadline);
   if (!push.ok()) return push.status();
   for (size_t i = 0; i < grads.size(); i += chunk) {
@@ -66,7 +67,7 @@ inline absl::Status PushGradient(PsShard& shard, int rank, int64_t step,
 }
 
 // The parameters Pull returns for `step`, copied.
-inline absl::StatusOr<std::vector<float>> PullParams(
+[[nodiscard]] inline absl::StatusOr<std::vector<float>> PullParams(
     PsShard& shard, int rank, int64_t step, absl::Time deadline = Soon()) {
   absl::StatusOr<ShardViewRef> view = shard.Pull(rank, step, deadline);
   if (!view.ok()) return view.status();

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
 #include "server/ps/tensor_stream.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
@@ -187,8 +187,9 @@ TEST_F(TensorCodecTest, ResolveChunkBytes_DefaultsRoundsAndBounds) {
 }
 
 // Feeds `receiver` one chunk (tensor, offset in elements, n floats).
-absl::Status Feed(TensorReceiver& receiver, int tensor, int64_t offset,
-                  const std::vector<float>& floats) {
+[[nodiscard]] absl::Status Feed(TensorReceiver& receiver, int tensor,
+                                int64_t offset,
+                                const std::vector<float>& floats) {
   DecodedTensorMessage message;
   absl::Status parsed = message.Parse(
       EncodeTensorMessage(nullptr, tensor, offset, AsBytes(floats), nullptr));

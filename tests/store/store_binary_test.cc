@@ -15,8 +15,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/store/grpc_store.h"
-#include "tests/store/status_matchers.h"
 #include "tests/util/daemon_process.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {

@@ -1,8 +1,14 @@
 // The Store contract (collectives/store.h), held by every implementation:
-// MemoryStore for ranks that are threads, and the gRPC client against a real
-// StoreServer on loopback for ranks that are processes. Each test runs once
-// per implementation (StoreContractTest/Memory.*, StoreContractTest/Grpc.*).
+// MemoryStore for ranks that are threads, PrefixStore over it, FileStore
+// over a shared directory, the gRPC client against a real StoreServer on
+// loopback for ranks that are processes, and the worker daemon's
+// CoordinatorStore against a real coordinator on loopback. Each test runs
+// once per implementation (StoreContractTest/Memory.*, .../Prefix.*,
+// .../File.*, .../Grpc.*, .../Coordinator.*).
+#include <stdlib.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -10,16 +16,24 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "collectives/file_store.h"
 #include "collectives/memory_store.h"
 #include "collectives/prefix_store.h"
 #include "collectives/store.h"
+#include "common/status_macros.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/coordinator/coordinator_server.h"
+#include "server/coordinator/grpc_coordinator_client.h"
 #include "server/store/grpc_store.h"
 #include "server/store/store_server.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
+#include "worker/daemon/coordinator_store.h"
 
 namespace gradsync {
 namespace {
@@ -35,11 +49,25 @@ constexpr absl::Duration kShortDeadline = absl::Milliseconds(200);
 // For waits that are expected to succeed: a bound, never reached.
 constexpr absl::Duration kLongDeadline = absl::Seconds(10);
 
+// How a store's errors name keys. Most name a key as the caller gave it
+// ("'addr/3'") and the missing keys of a Wait as a list ("ready/0,
+// ready/2"), and nothing else; an environment says otherwise below.
+struct KeyNaming {
+  static std::string Named(absl::string_view key) {
+    return absl::StrCat("'", key, "'");
+  }
+  static std::string NamedMissing(const std::vector<std::string>& keys) {
+    return absl::StrJoin(keys, ", ");
+  }
+  // The message names no key but the missing ones.
+  static constexpr bool kNamesOnlyMissingKeys = true;
+};
+
 // Two handles on one store, as two ranks would hold them.
-class MemoryEnv {
+class MemoryEnv : public KeyNaming {
  public:
   static constexpr char kName[] = "Memory";
-  absl::Status Init() { return absl::OkStatus(); }
+  [[nodiscard]] absl::Status Init() { return absl::OkStatus(); }
   Store* rank0() { return &store_; }
   Store* rank1() { return &store_; }
 
@@ -49,10 +77,10 @@ class MemoryEnv {
 
 // A StoreServer on a free loopback port and two clients, each with its own
 // channel, as two processes would have.
-class GrpcEnv {
+class GrpcEnv : public KeyNaming {
  public:
   static constexpr char kName[] = "Grpc";
-  absl::Status Init() {
+  [[nodiscard]] absl::Status Init() {
     absl::StatusOr<std::unique_ptr<StoreServer>> server =
         StoreServer::Start("127.0.0.1:0");
     if (!server.ok()) return server.status();
@@ -74,6 +102,138 @@ class GrpcEnv {
   std::unique_ptr<Store> client1_;
 };
 
+// Two PrefixStores with one prefix over one MemoryStore, as the ranks of
+// one job generation hold them.
+class PrefixEnv {
+ public:
+  static constexpr char kName[] = "Prefix";
+  // The base store's errors name the keys with the prefix.
+  static std::string Named(absl::string_view key) {
+    return absl::StrCat("'job-1/gen-0/", key, "'");
+  }
+  static std::string NamedMissing(const std::vector<std::string>& keys) {
+    std::vector<std::string> full;
+    for (const std::string& key : keys) full.push_back("job-1/gen-0/" + key);
+    return absl::StrJoin(full, ", ");
+  }
+  static constexpr bool kNamesOnlyMissingKeys = true;
+  [[nodiscard]] absl::Status Init() { return absl::OkStatus(); }
+  Store* rank0() { return &rank0_; }
+  Store* rank1() { return &rank1_; }
+
+ private:
+  MemoryStore base_;
+  PrefixStore rank0_{&base_, "job-1/gen-0"};
+  PrefixStore rank1_{&base_, "job-1/gen-0"};
+};
+
+// Two FileStores over one fresh directory, as two processes on a shared
+// file system would have.
+class FileEnv : public KeyNaming {
+ public:
+  static constexpr char kName[] = "File";
+  ~FileEnv() {
+    if (!dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir_, ignored);
+    }
+  }
+  [[nodiscard]] absl::Status Init() {
+    const std::string base = ::testing::TempDir();
+    std::string pattern = base +
+                          (base.empty() || base.back() != '/' ? "/" : "") +
+                          "store_contract_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::InternalError("mkdtemp failed in " + base);
+    }
+    dir_ = pattern;
+    rank0_ = std::make_unique<FileStore>(dir_);
+    rank1_ = std::make_unique<FileStore>(dir_);
+    return absl::OkStatus();
+  }
+  Store* rank0() { return rank0_.get(); }
+  Store* rank1() { return rank1_.get(); }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<FileStore> rank0_;
+  std::unique_ptr<FileStore> rank1_;
+};
+
+// A real coordinator on a free loopback port with one worker hosting both
+// ranks of a job, and that worker's CoordinatorStore twice, each over its
+// own client and channel, as the ranks of a worker daemon use it.
+class CoordinatorEnv : public KeyNaming {
+ public:
+  static constexpr char kName[] = "Coordinator";
+  // Its errors start with the call ("store Wait for keys 'ready/0',
+  // 'ready/1', 'ready/2' (job ...)"), then the coordinator's own message,
+  // which lists the missing keys.
+  static std::string NamedMissing(const std::vector<std::string>& keys) {
+    std::vector<std::string> quoted;
+    for (const std::string& key : keys) quoted.push_back(Named(key));
+    return absl::StrCat("store keys ", absl::StrJoin(quoted, ", "), " of job");
+  }
+  static constexpr bool kNamesOnlyMissingKeys = false;
+  [[nodiscard]] absl::Status Init() {
+    CoordinatorConfig config;
+    // No heartbeats come: the worker must outlive the suite.
+    config.lease = absl::Hours(1);
+    ASSIGN_OR_RETURN(server_, CoordinatorServer::Start("127.0.0.1:0", config));
+    RegisterWorkerRequest worker;
+    worker.set_host("host-a");
+    worker.set_address("127.0.0.1");
+    worker.set_pid(1);
+    worker.set_wire_version(kWireVersion);
+    for (int i = 0; i < 2; ++i) {
+      Device* device = worker.add_devices();
+      device->set_kind("cpu");
+      device->set_index(i);
+    }
+    ASSIGN_OR_RETURN(const RegisterWorkerResponse registered,
+                     server_->service()->RegisterWorker(worker));
+    SubmitJobRequest submit;
+    JobSpec* spec = submit.mutable_spec();
+    spec->set_name("store-contract");
+    spec->mutable_model()->set_kind("mlp");
+    for (int width : {784, 32, 10})
+      spec->mutable_model()->add_layer_sizes(width);
+    spec->mutable_dataset()->set_name("synthetic");
+    spec->set_num_workers(2);
+    spec->mutable_optimizer()->set_name("sgd");
+    spec->mutable_optimizer()->set_learning_rate(0.1);
+    spec->set_batch_size(64);
+    spec->set_steps(10);
+    ASSIGN_OR_RETURN(const SubmitJobResponse submitted,
+                     server_->service()->SubmitJob(submit));
+    HeartbeatRequest poll;
+    poll.set_worker_id(registered.worker_id());
+    ASSIGN_OR_RETURN(const HeartbeatResponse news,
+                     server_->service()->Heartbeat(poll));
+    if (news.assignments_size() != 1) {
+      return absl::InternalError("the job was not assigned to the worker");
+    }
+    StoreScope scope;
+    scope.set_worker_id(registered.worker_id());
+    scope.set_job_id(submitted.job_id());
+    scope.set_generation(news.assignments(0).generation());
+    const std::string address = server_->address();
+    for (std::unique_ptr<CoordinatorStore>* rank : {&rank0_, &rank1_}) {
+      *rank = std::make_unique<CoordinatorStore>(
+          NewGrpcCoordinatorClient(NewCoordinatorChannel(address), address),
+          scope);
+    }
+    return absl::OkStatus();
+  }
+  Store* rank0() { return rank0_.get(); }
+  Store* rank1() { return rank1_.get(); }
+
+ private:
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<CoordinatorStore> rank0_;
+  std::unique_ptr<CoordinatorStore> rank1_;
+};
+
 template <typename Env>
 class StoreContractTest : public ::testing::Test {
  protected:
@@ -91,7 +251,8 @@ struct EnvName {
   }
 };
 
-using Envs = ::testing::Types<MemoryEnv, GrpcEnv>;
+using Envs =
+    ::testing::Types<MemoryEnv, PrefixEnv, FileEnv, GrpcEnv, CoordinatorEnv>;
 TYPED_TEST_SUITE(StoreContractTest, Envs, EnvName);
 
 TYPED_TEST(StoreContractTest, Set_ThenGet_ReturnsValue) {
@@ -153,7 +314,7 @@ TYPED_TEST(StoreContractTest,
   absl::StatusOr<std::string> value = this->rank0().Get("addr/3", deadline);
   const absl::Time returned = absl::Now();
   EXPECT_THAT(value, StatusIs(absl::StatusCode::kDeadlineExceeded,
-                              HasSubstr("'addr/3'")));
+                              HasSubstr(TypeParam::Named("addr/3"))));
   // It waited for the deadline, and not much longer.
   EXPECT_GE(returned, deadline - absl::Milliseconds(10));
   EXPECT_LT(returned, deadline + kRpcGrace);
@@ -206,9 +367,9 @@ TYPED_TEST(StoreContractTest, Add_FromEightThreads_IsAtomic) {
 TYPED_TEST(StoreContractTest,
            Add_KeyHoldsNonInteger_ReturnsFailedPreconditionNamingKey) {
   ASSERT_THAT(this->rank0().Set("addr/0", "10.0.0.1:4000"), IsOk());
-  EXPECT_THAT(
-      this->rank1().Add("addr/0", 1),
-      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("'addr/0'")));
+  EXPECT_THAT(this->rank1().Add("addr/0", 1),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr(TypeParam::Named("addr/0"))));
 }
 
 TYPED_TEST(StoreContractTest, Wait_AllKeysSetByAnotherThread_ReturnsOk) {
@@ -240,9 +401,13 @@ TYPED_TEST(StoreContractTest,
   absl::Status status =
       this->rank0().Wait({"ready/0", "ready/1", "ready/2"}, deadline);
   const absl::Time returned = absl::Now();
-  EXPECT_THAT(status, StatusIs(absl::StatusCode::kDeadlineExceeded,
-                               HasSubstr("ready/0, ready/2")));
-  EXPECT_THAT(status.message(), Not(HasSubstr("ready/1")));
+  EXPECT_THAT(
+      status,
+      StatusIs(absl::StatusCode::kDeadlineExceeded,
+               HasSubstr(TypeParam::NamedMissing({"ready/0", "ready/2"}))));
+  if (TypeParam::kNamesOnlyMissingKeys) {
+    EXPECT_THAT(status.message(), Not(HasSubstr("ready/1")));
+  }
   EXPECT_GE(returned, deadline - absl::Milliseconds(10));
   EXPECT_LT(returned, deadline + kRpcGrace);
 }

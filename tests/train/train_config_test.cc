@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 #include "worker/model/param_hash_terms.h"
 #include "worker/train/param_hash.h"
 #include "worker/train/train_data.h"

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "server/ps/ps_server.h"
 #include "tests/collectives/rank_group.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/status_matchers.h"
 #include "worker/train/trainer.h"
 
 namespace gradsync {

@@ -14,8 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/ps_server.h"
-#include "tests/store/status_matchers.h"
 #include "tests/train/trainer_test_util.h"
+#include "tests/util/status_matchers.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/param_hash.h"
 

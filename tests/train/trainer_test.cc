@@ -25,8 +25,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
-#include "tests/store/status_matchers.h"
 #include "tests/train/trainer_test_util.h"
+#include "tests/util/status_matchers.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/blas.h"
 #include "worker/train/checkpoint.h"
@@ -36,7 +36,6 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::ExpectAllOk;
-using ::gradsync::testing::HaveFashionMnist;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::LoadOrDie;
@@ -128,7 +127,7 @@ TEST_F(TrainerTest, FourRanks_TrackOneRank_SyntheticData) {
 }
 
 TEST_F(TrainerTest, FourRanks_TrackOneRank_FashionMnist) {
-  if (!HaveFashionMnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
   TrainerConfig config;
   config.layer_sizes = {784, 64, 10};
   config.dataset = DatasetKind::kFashionMnist;

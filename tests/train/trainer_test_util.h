@@ -14,7 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
-#include "tests/store/status_matchers.h"
+#include "tests/util/fashion_mnist.h"
+#include "tests/util/status_matchers.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/train/trainer.h"
 
@@ -90,11 +91,6 @@ inline TrainData LoadOrDie(const TrainerConfig& config) {
   absl::StatusOr<TrainData> data = LoadTrainData(config);
   EXPECT_THAT(data, ::gradsync::testing::IsOk());
   return data.ok() ? *data : TrainData{};
-}
-
-inline bool HaveFashionMnist() {
-  return std::filesystem::exists(
-      absl::StrCat(kFashionMnistDir, "/train-images-idx3-ubyte.gz"));
 }
 
 inline void ExpectAllOk(const JobOutcome& out) {

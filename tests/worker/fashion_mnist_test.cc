@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/util/fashion_mnist.h"
 
 namespace gradsync {
 namespace {
@@ -179,10 +180,7 @@ TEST_F(FashionMnistTest, OtherBadFiles_ReturnClearErrors) {
 }
 
 TEST(FashionMnistRealTest, LoadsBothSplits) {
-  if (!std::filesystem::exists(
-          absl::StrCat(kFashionMnistDir, "/train-images-idx3-ubyte.gz"))) {
-    GTEST_SKIP() << "Fashion-MNIST not installed in " << kFashionMnistDir;
-  }
+  GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
   absl::StatusOr<Dataset> train =
       LoadFashionMnist(kFashionMnistDir, DataSplit::kTrain);
   absl::StatusOr<Dataset> test =

@@ -7,12 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "common/model_init/mlp_layout.h"
+#include "common/model_init/portable_random.h"
 #include "common/optimizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/model/blas.h"
-#include "worker/model/mlp_layout.h"
-#include "worker/util/portable_random.h"
 
 namespace gradsync {
 namespace {

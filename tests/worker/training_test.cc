@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/optimizer.h"
 #include "gtest/gtest.h"
+#include "tests/util/fashion_mnist.h"
 #include "worker/data/batcher.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/model/blas.h"
@@ -20,13 +21,6 @@
 
 namespace gradsync {
 namespace {
-
-bool HaveFashionMnist() {
-  return std::filesystem::exists(
-             absl::StrCat(kFashionMnistDir, "/train-images-idx3-ubyte.gz")) &&
-         std::filesystem::exists(
-             absl::StrCat(kFashionMnistDir, "/t10k-images-idx3-ubyte.gz"));
-}
 
 // The data of the ranks' shares and of the whole global batch.
 struct ShardedStep {
@@ -136,7 +130,7 @@ TEST(TrainingTest, DataParallelGradient_MatchesSingleRank_RandomData) {
 }
 
 TEST(TrainingTest, DataParallelGradient_MatchesSingleRank_FashionMnist) {
-  if (!HaveFashionMnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
   ASSERT_TRUE(SetBlasThreads(1).ok());
   absl::StatusOr<Dataset> test =
       LoadFashionMnist(kFashionMnistDir, DataSplit::kTest);
@@ -182,7 +176,7 @@ TEST(TrainingTest, DataParallelTraining_TracksSingleRank) {
 }
 
 TEST(TrainingTest, FashionMnistMlp_ReachesTestAccuracy) {
-  if (!HaveFashionMnist()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
   ASSERT_TRUE(SetBlasThreads(kDefaultBlasThreadsPerRank).ok());
   const absl::Time start = absl::Now();
   absl::StatusOr<Dataset> train = LoadFashionMnist(

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "common/wire_version.h"
-#include "server/store/grpc_status.h"
 #include "worker/daemon/devices.h"
 
 namespace gradsync {
@@ -16,25 +16,24 @@ namespace {
 constexpr absl::Duration kDeregisterTimeout = absl::Seconds(2);
 
 }  // namespace
-JobLauncher JobRunnerLauncher(
-    JobRunnerConfig config, std::shared_ptr<Coordinator::StubInterface> stub) {
-  return [config = std::move(config), stub = std::move(stub)](
+JobLauncher JobRunnerLauncher(JobRunnerConfig config,
+                              std::shared_ptr<CoordinatorClient> client) {
+  return [config = std::move(config), client = std::move(client)](
              const std::string& worker_id, const Assignment& assignment)
              -> absl::StatusOr<std::unique_ptr<JobHandle>> {
     JobRunnerConfig c = config;
     c.worker_id = worker_id;
     absl::StatusOr<std::unique_ptr<JobRunner>> runner =
-        JobRunner::Start(assignment, std::move(c), stub);
+        JobRunner::Start(assignment, std::move(c), client);
     if (!runner.ok()) return runner.status();
     return std::unique_ptr<JobHandle>(std::move(*runner));
   };
 }
 
-Agent::Agent(AgentConfig config,
-             std::shared_ptr<Coordinator::StubInterface> stub,
+Agent::Agent(AgentConfig config, std::shared_ptr<CoordinatorClient> client,
              JobLauncher launcher)
     : config_(std::move(config)),
-      stub_(std::move(stub)),
+      client_(std::move(client)),
       launcher_(std::move(launcher)) {
   absl::MutexLock lock(&mu_);
   heartbeat_ = config_.default_heartbeat;
@@ -87,14 +86,12 @@ void Agent::Stop(const absl::Status& reason) {
 void Agent::Deregister(const absl::Status& reason) {
   const std::string id = worker_id();
   if (id.empty()) return;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kDeregisterTimeout));
   DeregisterWorkerRequest request;
   request.set_worker_id(id);
   request.set_reason(std::string(reason.message()));
-  DeregisterWorkerResponse response;
   const absl::Status status =
-      FromGrpcStatus(stub_->DeregisterWorker(&context, request, &response));
+      client_->DeregisterWorker(request, {absl::Now() + kDeregisterTimeout})
+          .status();
   Log(status.ok()
           ? absl::StrCat("deregistered ", id, " from the coordinator")
           : absl::StrCat("could not deregister ", id,
@@ -186,14 +183,9 @@ absl::Status Agent::Register() {
   for (const Device& d : config_.devices) *request.add_devices() = d;
   request.set_pid(config_.pid);
   request.set_wire_version(kWireVersion);
-  RegisterWorkerResponse response;
-  grpc::ClientContext context;
-  SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
-  CancellableCalls::Scope scope(&calls_, &context);
-  if (!scope.ok()) return scope.status();
-  absl::Status status =
-      FromGrpcStatus(stub_->RegisterWorker(&context, request, &response));
-  if (!status.ok()) return status;
+  ASSIGN_OR_RETURN(const RegisterWorkerResponse response,
+                   client_->RegisterWorker(
+                       request, {absl::Now() + config_.rpc_timeout, &calls_}));
   if (response.worker_id().empty()) {
     return absl::InternalError("the coordinator answered without a worker id");
   }
@@ -226,16 +218,10 @@ absl::Status Agent::Heartbeat(bool* had_news) {
   HeartbeatRequest request;
   request.set_worker_id(id);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
-  HeartbeatResponse response;
-  grpc::ClientContext context;
-  SetRpcDeadline(&context, absl::Now() + wait + config_.rpc_timeout);
-  {
-    CancellableCalls::Scope scope(&calls_, &context);
-    if (!scope.ok()) return scope.status();
-    absl::Status status =
-        FromGrpcStatus(stub_->Heartbeat(&context, request, &response));
-    if (!status.ok()) return status;
-  }
+  ASSIGN_OR_RETURN(
+      const HeartbeatResponse response,
+      client_->Heartbeat(request,
+                         {absl::Now() + wait + config_.rpc_timeout, &calls_}));
   *had_news = response.assignments_size() > 0 ||
               response.cancel_job_ids_size() > 0 ||
               response.switches_size() > 0;
@@ -300,10 +286,9 @@ void Agent::Launch(const std::string& worker_id, const Assignment& assignment) {
     request.set_state(RANK_STATE_FAILED);
     request.set_operation("job start");
     request.set_message(job.status().ToString());
-    ReportRankResponse response;
-    grpc::ClientContext context;
-    SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
-    stub_->ReportRank(&context, request, &response);
+    // Best effort: the coordinator fails a job whose ranks never report.
+    client_->ReportRank(request, {absl::Now() + config_.rpc_timeout})
+        .IgnoreError();
   }
 }
 

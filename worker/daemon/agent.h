@@ -29,7 +29,7 @@
 // cancels every job, waits for them, and ends the loop.
 //
 // Example:
-//   Agent agent(config, stub, JobRunnerLauncher(runner_config, stub));
+//   Agent agent(config, client, JobRunnerLauncher(runner_config, client));
 //   agent.Start();
 //   ... wait for SIGTERM ...
 //   agent.Stop(absl::CancelledError("worker shutting down"));
@@ -49,9 +49,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "common/cancellable_calls.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/job_runner.h"
-#include "worker/daemon/rpc_util.h"
 
 namespace gradsync {
 
@@ -75,11 +76,11 @@ using JobLauncher = std::function<absl::StatusOr<std::unique_ptr<JobHandle>>(
 
 // The daemon's launcher: a JobRunner with `config` (worker_id filled in).
 JobLauncher JobRunnerLauncher(JobRunnerConfig config,
-                              std::shared_ptr<Coordinator::StubInterface> stub);
+                              std::shared_ptr<CoordinatorClient> client);
 
 class Agent {
  public:
-  Agent(AgentConfig config, std::shared_ptr<Coordinator::StubInterface> stub,
+  Agent(AgentConfig config, std::shared_ptr<CoordinatorClient> client,
         JobLauncher launcher);
   ~Agent();
 
@@ -102,9 +103,9 @@ class Agent {
  private:
   void Deregister(const absl::Status& reason);
   void Loop();
-  absl::Status Register();
+  [[nodiscard]] absl::Status Register();
   // One long-poll; sets *had_news when it brought assignments/cancels.
-  absl::Status Heartbeat(bool* had_news);
+  [[nodiscard]] absl::Status Heartbeat(bool* had_news);
   void Launch(const std::string& worker_id, const Assignment& assignment);
   void CancelJob(const std::string& job_id, const absl::Status& reason);
   void CancelAllJobs(const absl::Status& reason);
@@ -116,7 +117,7 @@ class Agent {
   void Log(absl::string_view line) const;
 
   const AgentConfig config_;
-  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::shared_ptr<CoordinatorClient> client_;
   const JobLauncher launcher_;
   CancellableCalls calls_;
 

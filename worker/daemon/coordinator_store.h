@@ -7,7 +7,7 @@
 //   StoreScope scope;
 //   scope.set_worker_id("w-1"); scope.set_job_id("job-3");
 //   scope.set_generation(0);
-//   CoordinatorStore store(stub, scope, "127.0.0.1:29400");
+//   CoordinatorStore store(client, scope);
 //   ASSIGN_OR_RETURN(auto comm, CreateTcpCommunicator(&store, rank, n, o));
 //
 // Deadlines: Get and Wait send the time left to the caller's deadline as
@@ -32,8 +32,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collectives/store.h"
-#include "proto/coordinator.grpc.pb.h"
-#include "worker/daemon/rpc_util.h"
+#include "common/cancellable_calls.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
 
@@ -46,17 +47,17 @@ struct CoordinatorStoreOptions {
 
 class CoordinatorStore : public Store {
  public:
-  // `target` only names the coordinator in error messages.
-  CoordinatorStore(std::shared_ptr<Coordinator::StubInterface> stub,
-                   StoreScope scope, std::string target,
+  CoordinatorStore(std::shared_ptr<CoordinatorClient> client, StoreScope scope,
                    CoordinatorStoreOptions options = {});
 
-  absl::Status Set(absl::string_view key, absl::string_view value) override;
-  absl::StatusOr<std::string> Get(absl::string_view key,
+  [[nodiscard]] absl::Status Set(absl::string_view key,
+                                 absl::string_view value) override;
+  [[nodiscard]] absl::StatusOr<std::string> Get(absl::string_view key,
+                                                absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<int64_t> Add(absl::string_view key,
+                                            int64_t delta) override;
+  [[nodiscard]] absl::Status Wait(const std::vector<std::string>& keys,
                                   absl::Time deadline) override;
-  absl::StatusOr<int64_t> Add(absl::string_view key, int64_t delta) override;
-  absl::Status Wait(const std::vector<std::string>& keys,
-                    absl::Time deadline) override;
 
   // Makes calls in flight return at once and later calls fail, all with
   // CANCELLED carrying `reason` (a cancelled job's rendezvous).
@@ -64,12 +65,12 @@ class CoordinatorStore : public Store {
 
  private:
   // The status of an RPC described by `what` (see the .cc).
-  absl::Status FromRpc(const grpc::Status& rpc_status, absl::string_view what,
-                       absl::Time rpc_deadline) const;
+  [[nodiscard]] absl::Status Explain(absl::Status status,
+                                     absl::string_view what,
+                                     absl::Time rpc_deadline) const;
 
-  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::shared_ptr<CoordinatorClient> client_;
   const StoreScope scope_;
-  const std::string target_;
   const CoordinatorStoreOptions options_;
   CancellableCalls calls_;
 };

@@ -14,8 +14,8 @@
 namespace gradsync {
 namespace {
 
-absl::Status Bad(absl::string_view spec, absl::string_view item,
-                 absl::string_view problem) {
+[[nodiscard]] absl::Status Bad(absl::string_view spec, absl::string_view item,
+                               absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("--devices '", spec, "': item '", item, "' ", problem,
                    "; use e.g. cpu, cpu:4 or cuda:0,1"));

@@ -16,8 +16,8 @@
 #if GRADSYNC_HAVE_NCCL
 #include "collectives/nccl/nccl_communicator.h"
 #endif
+#include "common/grpc_status.h"
 #include "common/status_macros.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 namespace {
@@ -42,7 +42,7 @@ constexpr absl::Duration kStepDeadlineSlack = absl::Seconds(30);
 // How often a rank in rendezvous looks for cancellation.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
 
-absl::Status ValidateAssignment(const Assignment& a) {
+[[nodiscard]] absl::Status ValidateAssignment(const Assignment& a) {
   if (a.job_id().empty()) {
     return absl::InvalidArgumentError("assignment without a job id");
   }
@@ -97,28 +97,29 @@ StoreScope ScopeOf(const Assignment& a, const std::string& worker_id) {
 
 absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Start(
     const Assignment& assignment, JobRunnerConfig config,
-    std::shared_ptr<Coordinator::StubInterface> stub) {
-  if (config.worker_id.empty() || config.blas == nullptr || stub == nullptr) {
+    std::shared_ptr<CoordinatorClient> client) {
+  if (config.worker_id.empty() || config.blas == nullptr || client == nullptr) {
     return absl::InvalidArgumentError(
-        "a job runner needs a worker id, a BLAS policy and a stub");
+        "a job runner needs a worker id, a BLAS policy and a coordinator "
+        "client");
   }
   if (absl::Status s = ValidateAssignment(assignment); !s.ok()) return s;
   std::unique_ptr<JobRunner> runner(
-      new JobRunner(assignment, std::move(config), std::move(stub)));
+      new JobRunner(assignment, std::move(config), std::move(client)));
   absl::MutexLock lock(&runner->join_mu_);
   runner->main_ = std::thread([r = runner.get()] { r->Main(); });
   return runner;
 }
 
 JobRunner::JobRunner(const Assignment& assignment, JobRunnerConfig config,
-                     std::shared_ptr<Coordinator::StubInterface> stub)
+                     std::shared_ptr<CoordinatorClient> client)
     : assignment_(assignment),
       config_(std::move(config)),
-      stub_(std::move(stub)),
+      client_(std::move(client)),
       store_(std::make_shared<CoordinatorStore>(
-          stub_, ScopeOf(assignment_, config_.worker_id), config_.coordinator)),
+          client_, ScopeOf(assignment_, config_.worker_id))),
       reporter_(
-          stub_, config_.worker_id, assignment_.job_id(),
+          client_, config_.worker_id, assignment_.job_id(),
           [this] {
             MetricsReporterOptions o;
             o.rpc_timeout = config_.rpc_timeout;
@@ -219,10 +220,8 @@ void JobRunner::Report(int rank, RankState state, int64_t step,
   absl::Status status;
   for (int attempt = 0; attempt < kReportAttempts; ++attempt) {
     if (attempt > 0) absl::SleepFor(kReportRetryDelay);
-    grpc::ClientContext context;
-    SetRpcDeadline(&context, absl::Now() + config_.rpc_timeout);
-    ReportRankResponse response;
-    status = FromGrpcStatus(stub_->ReportRank(&context, request, &response));
+    status = client_->ReportRank(request, {absl::Now() + config_.rpc_timeout})
+                 .status();
     if (status.code() != absl::StatusCode::kUnavailable &&
         status.code() != absl::StatusCode::kDeadlineExceeded) {
       break;

@@ -60,7 +60,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/communicator.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/daemon/metrics_reporter.h"
@@ -112,9 +113,9 @@ struct JobRunnerConfig {
 class JobRunner final : public JobHandle {
  public:
   // Validates `assignment` and starts the runner thread.
-  static absl::StatusOr<std::unique_ptr<JobRunner>> Start(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<JobRunner>> Start(
       const Assignment& assignment, JobRunnerConfig config,
-      std::shared_ptr<Coordinator::StubInterface> stub);
+      std::shared_ptr<CoordinatorClient> client);
 
   ~JobRunner() override;
 
@@ -127,7 +128,7 @@ class JobRunner final : public JobHandle {
 
  private:
   JobRunner(const Assignment& assignment, JobRunnerConfig config,
-            std::shared_ptr<Coordinator::StubInterface> stub);
+            std::shared_ptr<CoordinatorClient> client);
 
   void Main();
   // Runs `rank` on `device` ("cpu:0", "cuda:1") with its own copy of the
@@ -136,7 +137,8 @@ class JobRunner final : public JobHandle {
                const TrainerConfig& config);
   // Connects `rank` to its peers; CANCELLED as soon as the job is
   // cancelled, even while the TCP rendezvous waits for peers (see .cc).
-  absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(int rank);
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(
+      int rank);
   // The NCCL communicators of an NCCL-ring rank (null otherwise, or when
   // this worker was built without NCCL: the trainer then refuses the job).
   DeviceCommFactory DeviceComms(int rank, const TrainerConfig& config);
@@ -160,7 +162,7 @@ class JobRunner final : public JobHandle {
 
   const Assignment assignment_;
   const JobRunnerConfig config_;
-  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::shared_ptr<CoordinatorClient> client_;
   // Shared with rendezvous helpers that may outlive the runner (RunRank).
   const std::shared_ptr<CoordinatorStore> store_;
   MetricsReporter reporter_;

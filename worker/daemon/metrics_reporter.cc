@@ -5,14 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/store/grpc_status.h"
 
 namespace gradsync {
 
-MetricsReporter::MetricsReporter(
-    std::shared_ptr<Coordinator::StubInterface> stub, std::string worker_id,
-    std::string job_id, MetricsReporterOptions options, LogFn log)
-    : stub_(std::move(stub)),
+MetricsReporter::MetricsReporter(std::shared_ptr<CoordinatorClient> client,
+                                 std::string worker_id, std::string job_id,
+                                 MetricsReporterOptions options, LogFn log)
+    : client_(std::move(client)),
       worker_id_(std::move(worker_id)),
       job_id_(std::move(job_id)),
       options_(options),
@@ -79,12 +78,10 @@ absl::Status MetricsReporter::Send(const ReportMetricsRequest& request) {
   absl::Status status;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (attempt > 0) absl::SleepFor(options_.retry_delay);
-    grpc::ClientContext context;
-    SetRpcDeadline(&context, absl::Now() + options_.rpc_timeout);
-    CancellableCalls::Scope scope(&calls_, &context);
-    if (!scope.ok()) return scope.status();
-    ReportMetricsResponse response;
-    status = FromGrpcStatus(stub_->ReportMetrics(&context, request, &response));
+    status = client_
+                 ->ReportMetrics(request,
+                                 {absl::Now() + options_.rpc_timeout, &calls_})
+                 .status();
     if (status.code() != absl::StatusCode::kUnavailable &&
         status.code() != absl::StatusCode::kDeadlineExceeded) {
       break;

@@ -4,7 +4,7 @@
 // queued (every local rank's metrics of a step, and of later steps if the
 // coordinator was slow) into one request.
 //
-//   MetricsReporter reporter(stub, "w-1", "job-3", {}, log);
+//   MetricsReporter reporter(client, "w-1", "job-3", {}, log);
 //   trainer sink: [&](const StepMetrics& m) { reporter.Add(m); }
 //   ...
 //   reporter.Flush(absl::Now() + absl::Seconds(10));  // before SUCCEEDED
@@ -33,8 +33,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "proto/coordinator.grpc.pb.h"
-#include "worker/daemon/rpc_util.h"
+#include "common/cancellable_calls.h"
+#include "proto/coordinator.pb.h"
+#include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
 
@@ -50,7 +51,7 @@ struct MetricsReporterOptions {
 
 class MetricsReporter {
  public:
-  MetricsReporter(std::shared_ptr<Coordinator::StubInterface> stub,
+  MetricsReporter(std::shared_ptr<CoordinatorClient> client,
                   std::string worker_id, std::string job_id,
                   MetricsReporterOptions options, LogFn log);
   ~MetricsReporter();
@@ -70,10 +71,10 @@ class MetricsReporter {
  private:
   void SendLoop();
   // Sends one batch (one retry when the coordinator was unreachable).
-  absl::Status Send(const ReportMetricsRequest& request);
+  [[nodiscard]] absl::Status Send(const ReportMetricsRequest& request);
   void Log(absl::string_view line) const;
 
-  const std::shared_ptr<Coordinator::StubInterface> stub_;
+  const std::shared_ptr<CoordinatorClient> client_;
   const std::string worker_id_;
   const std::string job_id_;
   const MetricsReporterOptions options_;

@@ -3,8 +3,8 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_init/portable_random.h"
 #include "common/status_macros.h"
-#include "worker/util/portable_random.h"
 
 namespace gradsync {
 

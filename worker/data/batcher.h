@@ -3,8 +3,8 @@
 //
 // The training set is visited in a fresh random order every epoch: epoch e
 // uses RandomPermutation(dataset_size, DeriveSeed(seed, e))
-// (worker/util/portable_random.h), identical on every platform. Step s takes
-// ONE global batch of global_batch_size consecutive positions of that
+// (common/model_init/portable_random.h), identical on every platform. Step s
+// takes ONE global batch of global_batch_size consecutive positions of that
 // order, and rank r of N takes its contiguous share of it: positions
 // [ShareOf(B, N, r).begin, ShareOf(B, N, r).end) of the batch, a balanced
 // split in which the first B % N ranks hold one example more (so some ranks
@@ -67,8 +67,8 @@ struct ShareRange {
 
 class Batcher {
  public:
-  static absl::StatusOr<Batcher> Create(size_t dataset_size,
-                                        const BatcherConfig& config);
+  [[nodiscard]] static absl::StatusOr<Batcher> Create(
+      size_t dataset_size, const BatcherConfig& config);
 
   // Rank `rank`'s share of a global batch of `batch` split over `ranks`
   // (ranks >= 1, rank < ranks).
@@ -84,13 +84,14 @@ class Batcher {
   // up (the steps that start in one epoch, on average).
   uint64_t steps_per_epoch() const;
   // The epoch of the first example of global batch `step`.
-  absl::StatusOr<uint64_t> EpochOf(uint64_t step) const;
+  [[nodiscard]] absl::StatusOr<uint64_t> EpochOf(uint64_t step) const;
 
   // Dataset indices of this rank's share of global batch `step`.
-  absl::StatusOr<std::vector<size_t>> Indices(uint64_t step);
+  [[nodiscard]] absl::StatusOr<std::vector<size_t>> Indices(uint64_t step);
   // Indices of the whole global batch `step` (every rank's share, in rank
   // order).
-  absl::StatusOr<std::vector<size_t>> GlobalIndices(uint64_t step);
+  [[nodiscard]] absl::StatusOr<std::vector<size_t>> GlobalIndices(
+      uint64_t step);
 
   // Copies this rank's share of global batch `step` into `batch`.
   // INVALID_ARGUMENT if `dataset` does not have dataset_size() examples.
@@ -103,8 +104,9 @@ class Batcher {
 
   // Dataset indices at positions [first, first + count) of global batch
   // `step`.
-  absl::StatusOr<std::vector<size_t>> Positions(uint64_t step, size_t first,
-                                                size_t count);
+  [[nodiscard]] absl::StatusOr<std::vector<size_t>> Positions(uint64_t step,
+                                                              size_t first,
+                                                              size_t count);
   // The example order of `epoch` (cached: the last two epochs used).
   const std::vector<size_t>& Order(uint64_t epoch);
 

@@ -33,7 +33,7 @@ using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
 // Sequential reads from a gzip (or plain) file with errors that name it.
 class IdxReader {
  public:
-  static absl::StatusOr<IdxReader> Open(const std::string& path) {
+  [[nodiscard]] static absl::StatusOr<IdxReader> Open(const std::string& path) {
     errno = 0;
     GzHandle file(gzopen(path.c_str(), "rb"));
     if (file == nullptr) {
@@ -53,7 +53,8 @@ class IdxReader {
   const std::string& path() const { return path_; }
 
   // Reads exactly `n` bytes of `what`; DATA_LOSS if the file ends first.
-  absl::Status ReadExact(void* dst, uint64_t n, absl::string_view what) {
+  [[nodiscard]] absl::Status ReadExact(void* dst, uint64_t n,
+                                       absl::string_view what) {
     uint64_t done = 0;
     auto* out = static_cast<unsigned char*>(dst);
     while (done < n) {
@@ -75,7 +76,7 @@ class IdxReader {
   }
 
   // Reads a big-endian uint32 header field.
-  absl::StatusOr<uint32_t> ReadU32(absl::string_view what) {
+  [[nodiscard]] absl::StatusOr<uint32_t> ReadU32(absl::string_view what) {
     std::array<unsigned char, 4> b;
     RETURN_IF_ERROR(ReadExact(b.data(), b.size(), what));
     return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
@@ -83,7 +84,7 @@ class IdxReader {
   }
 
   // OK if the file has no bytes left.
-  absl::Status ExpectEnd() {
+  [[nodiscard]] absl::Status ExpectEnd() {
     unsigned char extra;
     const int got = gzread(file_.get(), &extra, 1);
     if (got < 0) return GzError("the end of the data");
@@ -108,7 +109,7 @@ class IdxReader {
   IdxReader(std::string path, GzHandle file)
       : path_(std::move(path)), file_(std::move(file)) {}
 
-  absl::Status GzError(absl::string_view what) {
+  [[nodiscard]] absl::Status GzError(absl::string_view what) {
     int code = Z_OK;
     const char* msg = gzerror(file_.get(), &code);
     return absl::DataLossError(absl::StrCat(
@@ -119,17 +120,16 @@ class IdxReader {
   GzHandle file_;
 };
 
-absl::Status CheckMagic(const IdxReader& reader, uint32_t magic, uint32_t want,
-                        absl::string_view kind) {
+[[nodiscard]] absl::Status CheckMagic(const IdxReader& reader, uint32_t magic,
+                                      uint32_t want, absl::string_view kind) {
   if (magic == want) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
       "IDX file %s has magic number 0x%08x, expected 0x%08x (%s)",
       reader.path(), magic, want, kind));
 }
 
-absl::StatusOr<std::vector<uint8_t>> ReadPayload(IdxReader& reader,
-                                                 uint64_t bytes,
-                                                 absl::string_view what) {
+[[nodiscard]] absl::StatusOr<std::vector<uint8_t>> ReadPayload(
+    IdxReader& reader, uint64_t bytes, absl::string_view what) {
   if (bytes > kMaxPayloadBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "IDX file ", reader.path(), " declares ", bytes, " bytes of ", what,

@@ -58,19 +58,19 @@ struct IdxImages {
 };
 
 // Reads an IDX3 unsigned-byte image file (gzip or plain).
-absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path);
+[[nodiscard]] absl::StatusOr<IdxImages> ReadIdxImages(const std::string& path);
 // Reads an IDX1 unsigned-byte label file (gzip or plain).
-absl::StatusOr<std::vector<uint8_t>> ReadIdxLabels(const std::string& path);
+[[nodiscard]] absl::StatusOr<std::vector<uint8_t>> ReadIdxLabels(
+    const std::string& path);
 
 // Images and labels from a pair of IDX files, checked against each other
 // (same count) and against num_classes.
-absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path,
-                                       const std::string& labels_path,
-                                       size_t num_classes,
-                                       PixelScaling scaling);
+[[nodiscard]] absl::StatusOr<Dataset> LoadIdxDataset(
+    const std::string& images_path, const std::string& labels_path,
+    size_t num_classes, PixelScaling scaling);
 
 // The Fashion-MNIST split in directory `dir` (10 classes).
-absl::StatusOr<Dataset> LoadFashionMnist(
+[[nodiscard]] absl::StatusOr<Dataset> LoadFashionMnist(
     absl::string_view dir, DataSplit split,
     PixelScaling scaling = PixelScaling::kUnit);
 

@@ -13,19 +13,19 @@
 namespace gradsync {
 
 // Every label is a class index in [0, classes).
-absl::Status CheckLabels(absl::Span<const int32_t> labels, size_t classes);
+[[nodiscard]] absl::Status CheckLabels(absl::Span<const int32_t> labels,
+                                       size_t classes);
 
 // inputs.size() == batch * features, and batch <= INT_MAX (BLAS and cuBLAS
 // take int sizes).
-absl::Status CheckBatchInputs(absl::Span<const float> inputs, size_t batch,
-                              size_t features);
+[[nodiscard]] absl::Status CheckBatchInputs(absl::Span<const float> inputs,
+                                            size_t batch, size_t features);
 
 // An evaluation over labels.size() examples in chunks of `batch_size`:
 // batch_size >= 1, inputs of labels.size() * features floats, valid labels.
-absl::Status CheckEvaluationInputs(absl::Span<const float> inputs,
-                                   absl::Span<const int32_t> labels,
-                                   size_t batch_size, size_t features,
-                                   size_t classes);
+[[nodiscard]] absl::Status CheckEvaluationInputs(
+    absl::Span<const float> inputs, absl::Span<const int32_t> labels,
+    size_t batch_size, size_t features, size_t classes);
 
 }  // namespace gradsync
 

@@ -45,8 +45,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/model_init/mlp_layout.h"
 #include "worker/model/gradient_ready.h"
-#include "worker/model/mlp_layout.h"
 
 namespace gradsync {
 
@@ -78,8 +78,8 @@ class Mlp {
  public:
   // Allocates the buffers, initialises the parameters from `seed`
   // (mlp_layout.h) and zeroes the gradients.
-  static absl::StatusOr<Mlp> Create(absl::Span<const size_t> layer_sizes,
-                                    uint64_t seed);
+  [[nodiscard]] static absl::StatusOr<Mlp> Create(
+      absl::Span<const size_t> layer_sizes, uint64_t seed);
 
   Mlp(Mlp&&) = default;
   Mlp& operator=(Mlp&&) = default;
@@ -104,26 +104,26 @@ class Mlp {
   // gradient of the loss to grads(). An empty batch reports zero gradients
   // (kOverwrite) or leaves them (kAccumulate), still calling the callback
   // for every layer so that collectives stay matched across ranks.
-  absl::StatusOr<BatchMetrics> ForwardBackward(
+  [[nodiscard]] absl::StatusOr<BatchMetrics> ForwardBackward(
       absl::Span<const float> inputs, absl::Span<const int32_t> labels,
       const ForwardBackwardOptions& options = {});
 
   // Loss and accuracy over a whole dataset, forward only, `batch_size`
   // examples at a time. Gradients are untouched.
-  absl::StatusOr<BatchMetrics> Evaluate(absl::Span<const float> inputs,
-                                        absl::Span<const int32_t> labels,
-                                        size_t batch_size);
+  [[nodiscard]] absl::StatusOr<BatchMetrics> Evaluate(
+      absl::Span<const float> inputs, absl::Span<const int32_t> labels,
+      size_t batch_size);
 
   // The predicted class (arg-max logit, lowest index on ties) of each of
   // the classes.size() examples in `inputs`.
-  absl::Status Predict(absl::Span<const float> inputs,
-                       absl::Span<int32_t> classes);
+  [[nodiscard]] absl::Status Predict(absl::Span<const float> inputs,
+                                     absl::Span<int32_t> classes);
 
  private:
   explicit Mlp(MlpLayout layout) : layout_(std::move(layout)) {}
 
   // Sizes the activation workspace for `batch` examples.
-  absl::Status Reserve(size_t batch);
+  [[nodiscard]] absl::Status Reserve(size_t batch);
   // Runs the layers on `batch` examples; returns the logits [batch][classes].
   const float* Forward(const float* inputs, size_t batch);
   // Backward from the logits' gradient in delta_[0] (see .cc).

@@ -64,7 +64,7 @@ struct SyntheticConfig {
 
 class SyntheticWorkload {
  public:
-  static absl::StatusOr<SyntheticWorkload> Create(
+  [[nodiscard]] static absl::StatusOr<SyntheticWorkload> Create(
       const SyntheticConfig& config);
 
   const SyntheticConfig& config() const { return config_; }

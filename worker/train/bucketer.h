@@ -66,9 +66,9 @@ class Bucketer {
 
   // Buckets over `num_elements` elements of `element_bytes` bytes each, of
   // at most `bucket_bytes` (rounded down to whole elements).
-  static absl::StatusOr<Bucketer> Create(size_t num_elements,
-                                         size_t bucket_bytes,
-                                         size_t element_bytes = sizeof(float));
+  [[nodiscard]] static absl::StatusOr<Bucketer> Create(
+      size_t num_elements, size_t bucket_bytes,
+      size_t element_bytes = sizeof(float));
 
   // The buckets in launch order (bucket i ends where bucket i-1 begins).
   // Empty when num_elements is 0.

@@ -53,12 +53,13 @@ class Reader {
   Reader(std::ifstream& in, const std::string& path) : in_(in), path_(path) {}
 
   template <typename T>
-  absl::Status Get(T* value) {
+  [[nodiscard]] absl::Status Get(T* value) {
     in_.read(reinterpret_cast<char*>(value), sizeof(*value));
     return Check();
   }
 
-  absl::Status GetFloats(std::vector<float>* values, uint64_t limit) {
+  [[nodiscard]] absl::Status GetFloats(std::vector<float>* values,
+                                       uint64_t limit) {
     uint64_t n = 0;
     RETURN_IF_ERROR(Get(&n));
     if (n > limit) {
@@ -73,7 +74,7 @@ class Reader {
   }
 
  private:
-  absl::Status Check() {
+  [[nodiscard]] absl::Status Check() {
     if (in_) return absl::OkStatus();
     return absl::DataLossError(absl::StrCat(path_, ": truncated checkpoint"));
   }

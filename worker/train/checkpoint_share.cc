@@ -47,8 +47,8 @@ bool IsCount(double v) {
 }
 
 // Sizes the receiving ranks' checkpoint from the source's shape.
-absl::Status ShapeInto(const std::vector<double>& shape, int source,
-                       Checkpoint* c) {
+[[nodiscard]] absl::Status ShapeInto(const std::vector<double>& shape,
+                                     int source, Checkpoint* c) {
   for (double v : shape) {
     if (!IsCount(v)) {
       return absl::DataLossError(absl::StrCat(
@@ -74,8 +74,9 @@ absl::Status ShapeInto(const std::vector<double>& shape, int source,
                   absl::StrCat("the checkpoint rank ", source, " sent"));
 }
 
-absl::Status BroadcastFloats(Communicator* comm, std::vector<float>* values,
-                             int source, size_t chunk_floats) {
+[[nodiscard]] absl::Status BroadcastFloats(Communicator* comm,
+                                           std::vector<float>* values,
+                                           int source, size_t chunk_floats) {
   for (size_t at = 0; at < values->size(); at += chunk_floats) {
     const size_t n = std::min(chunk_floats, values->size() - at);
     RETURN_IF_ERROR(comm->Broadcast(values->data() + at, values->data() + at, n,

@@ -30,21 +30,23 @@ class CudaDeviceRing final : public DeviceRing {
 
   GradientSync* sync() override { return sync_.get(); }
 
-  absl::Status OptimizerStep() override {
+  [[nodiscard]] absl::Status OptimizerStep() override {
     CudaMlp& mlp = model_->mlp();
     return OnDevice(
         optimizer_.Step(mlp.params_device(), mlp.grads_device(), mlp.stream()));
   }
 
-  absl::Status DownloadParams() override { return model_->DownloadParams(); }
+  [[nodiscard]] absl::Status DownloadParams() override {
+    return model_->DownloadParams();
+  }
 
-  absl::StatusOr<uint64_t> HashParams() override {
+  [[nodiscard]] absl::StatusOr<uint64_t> HashParams() override {
     absl::StatusOr<uint64_t> hash = model_->mlp().HashParams();
     if (!hash.ok()) return OnDevice(hash.status());
     return hash;
   }
 
-  absl::StatusOr<OptimizerState> ExportOptimizerState() override {
+  [[nodiscard]] absl::StatusOr<OptimizerState> ExportOptimizerState() override {
     absl::StatusOr<OptimizerState> state =
         optimizer_.ExportState(model_->mlp().stream());
     if (!state.ok()) return OnDevice(state.status());
@@ -54,7 +56,7 @@ class CudaDeviceRing final : public DeviceRing {
   void Abort(const absl::Status& reason) override { comm_->Abort(reason); }
 
  private:
-  absl::Status OnDevice(const absl::Status& status) const {
+  [[nodiscard]] absl::Status OnDevice(const absl::Status& status) const {
     return Annotate(status, absl::StrCat("cuda:", model_->mlp().device()));
   }
 

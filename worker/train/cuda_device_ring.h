@@ -31,7 +31,7 @@ namespace gradsync {
 
 // Uploads model->params() to the device, imports options.state, and makes
 // the model device-resident until the result is destroyed.
-absl::StatusOr<std::unique_ptr<DeviceRing>> CreateCudaDeviceRing(
+[[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceRing>> CreateCudaDeviceRing(
     CudaTrainModel* model, DeviceRingOptions options);
 
 }  // namespace gradsync

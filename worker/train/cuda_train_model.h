@@ -81,7 +81,7 @@ class CudaTrainModel final : public TrainModel {
   // An MLP of `layer_sizes` on CUDA device `device`, with the initial
   // parameters of `seed` (bitwise those of the CPU model) in both the
   // device buffer and the host mirror, and zero gradients.
-  static absl::StatusOr<std::unique_ptr<TrainModel>> Create(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TrainModel>> Create(
       absl::Span<const size_t> layer_sizes, uint64_t seed, int device);
 
   absl::Span<float> params() override {
@@ -92,16 +92,17 @@ class CudaTrainModel final : public TrainModel {
   }
   bool uses_data() const override { return true; }
 
-  absl::StatusOr<PassStats> ForwardBackward(
+  [[nodiscard]] absl::StatusOr<PassStats> ForwardBackward(
       const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
       const GradReadyCallback& ready) override;
 
-  absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
-                                     size_t end) override;
+  [[nodiscard]] absl::StatusOr<PassStats> Evaluate(const Dataset& data,
+                                                   size_t begin,
+                                                   size_t end) override;
 
   // The NCCL ring path (cuda_device_ring.h); FAILED_PRECONDITION when this
   // worker was built without NCCL.
-  absl::StatusOr<std::unique_ptr<DeviceRing>> StartDeviceRing(
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceRing>> StartDeviceRing(
       DeviceRingOptions options) override;
 
   // For the device ring (cuda_device_ring.h). Device-resident: passes
@@ -128,12 +129,12 @@ class CudaTrainModel final : public TrainModel {
         copy_events_(std::move(copy_events)) {}
 
   // The host-resident pass with ranges reported: see the file comment.
-  absl::StatusOr<BatchMetrics> PassWithStagedRanges(
+  [[nodiscard]] absl::StatusOr<BatchMetrics> PassWithStagedRanges(
       const Batch& batch, ForwardBackwardOptions options,
       const GradReadyCallback& ready);
 
   // "cuda:<device>: <message>", same code.
-  absl::Status OnDevice(const absl::Status& status) const;
+  [[nodiscard]] absl::Status OnDevice(const absl::Status& status) const;
 
   CudaMlp mlp_;
   const size_t size_;

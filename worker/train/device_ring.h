@@ -81,9 +81,10 @@ class DeviceRing {
   // HashParameters of the device parameters (after the work already
   // enqueued), computed on the device: the per-step hash copies 8 bytes,
   // not the parameters.
-  virtual absl::StatusOr<uint64_t> HashParams() = 0;
+  [[nodiscard]] virtual absl::StatusOr<uint64_t> HashParams() = 0;
   // The optimizer state, copied to the host.
-  virtual absl::StatusOr<OptimizerState> ExportOptimizerState() = 0;
+  [[nodiscard]] virtual absl::StatusOr<OptimizerState>
+  ExportOptimizerState() = 0;
   // Aborts the device communicator (a pending all-reduce fails).
   virtual void Abort(const absl::Status& reason) = 0;
 };

@@ -54,7 +54,7 @@ class PsSync final : public GradientSync {
   // passes `step_scalars` scalars (sync mode: the shards sum them; a step
   // with another count fails with INVALID_ARGUMENT). INVALID_ARGUMENT for
   // null pointers or mismatched lengths.
-  static absl::StatusOr<std::unique_ptr<PsSync>> Create(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PsSync>> Create(
       std::unique_ptr<PsClient> client, Communicator* comm,
       absl::Span<const float> grads, absl::Span<float> params, PsUpdate update,
       size_t step_scalars = 0);
@@ -62,13 +62,14 @@ class PsSync final : public GradientSync {
   ~PsSync() override;
 
   absl::string_view name() const override { return "ps"; }
-  absl::Status BeginStep(int64_t step, int64_t switch_epoch) override;
+  [[nodiscard]] absl::Status BeginStep(int64_t step,
+                                       int64_t switch_epoch) override;
   void OnGradReady(size_t begin, size_t end) override;
-  absl::StatusOr<SyncStats> FinishStep(absl::Span<double> scalars,
-                                       absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<SyncStats> FinishStep(
+      absl::Span<double> scalars, absl::Time deadline) override;
   bool optimizer_runs_locally() const override { return false; }
-  absl::Status AllReduceScalars(absl::Span<double> values,
-                                absl::Time deadline) override;
+  [[nodiscard]] absl::Status AllReduceScalars(absl::Span<double> values,
+                                              absl::Time deadline) override;
   void Abort(const absl::Status& reason) override;
 
   PsClient& client() { return *client_; }

@@ -82,20 +82,21 @@ int64_t RingAllReduceBytes(size_t bytes, int world);
 class RingSync final : public GradientSync {
  public:
   // INVALID_ARGUMENT for a null communicator or a bad bucket size.
-  static absl::StatusOr<std::unique_ptr<RingSync>> Create(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RingSync>> Create(
       Communicator* comm, absl::Span<float> grads,
       const RingSyncOptions& options);
 
   ~RingSync() override;
 
   absl::string_view name() const override { return "ring"; }
-  absl::Status BeginStep(int64_t step, int64_t switch_epoch) override;
+  [[nodiscard]] absl::Status BeginStep(int64_t step,
+                                       int64_t switch_epoch) override;
   void OnGradReady(size_t begin, size_t end) override;
-  absl::StatusOr<SyncStats> FinishStep(absl::Span<double> scalars,
-                                       absl::Time deadline) override;
+  [[nodiscard]] absl::StatusOr<SyncStats> FinishStep(
+      absl::Span<double> scalars, absl::Time deadline) override;
   bool optimizer_runs_locally() const override { return true; }
-  absl::Status AllReduceScalars(absl::Span<double> values,
-                                absl::Time deadline) override;
+  [[nodiscard]] absl::Status AllReduceScalars(absl::Span<double> values,
+                                              absl::Time deadline) override;
   void Abort(const absl::Status& reason) override;
 
   const Bucketer& bucketer() const { return bucketer_; }
@@ -105,12 +106,13 @@ class RingSync final : public GradientSync {
            RingSyncOptions options);
 
   // Starts the all-reduce of `bucket` (after before_launch).
-  absl::Status Launch(const Bucket& bucket);
+  [[nodiscard]] absl::Status Launch(const Bucket& bucket);
   // Waits for every launched collective (even after an error: their
   // buffers must not be reused while they run); returns the first error.
   // `busy`, if given, gets the sum of their durations (Work::Elapsed; zero
   // if one could not be read, e.g. a failed CUDA event query).
-  absl::Status WaitAll(absl::Time deadline, absl::Duration* busy = nullptr);
+  [[nodiscard]] absl::Status WaitAll(absl::Time deadline,
+                                     absl::Duration* busy = nullptr);
 
   struct InFlight {
     Bucket bucket;

@@ -11,7 +11,8 @@
 namespace gradsync {
 namespace {
 
-absl::Status Invalid(absl::string_view field, absl::string_view problem) {
+[[nodiscard]] absl::Status Invalid(absl::string_view field,
+                                   absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("training config field ", field, " ", problem));
 }
@@ -22,7 +23,8 @@ constexpr double kDefaultBeta1 = 0.9;
 constexpr double kDefaultBeta2 = 0.999;
 constexpr double kDefaultEpsilon = 1e-8;
 
-absl::Status ModelFromSpec(const ModelSpec& model, TrainerConfig* config) {
+[[nodiscard]] absl::Status ModelFromSpec(const ModelSpec& model,
+                                         TrainerConfig* config) {
   if (model.kind() == "mlp") {
     config->model = ModelKind::kMlp;
     for (int i = 0; i < model.layer_sizes_size(); ++i) {
@@ -77,8 +79,8 @@ absl::Status ModelFromSpec(const ModelSpec& model, TrainerConfig* config) {
                                             "'; use \"mlp\" or \"synthetic\""));
 }
 
-absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
-                               OptimizerConfig* config) {
+[[nodiscard]] absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
+                                             OptimizerConfig* config) {
   absl::StatusOr<OptimizerKind> kind = ParseOptimizerKind(spec.name());
   if (!kind.ok()) {
     return Invalid("optimizer.name",
@@ -97,7 +99,8 @@ absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
   return absl::OkStatus();
 }
 
-absl::StatusOr<SyncPath> PathFromMode(absl::string_view field, SyncMode mode) {
+[[nodiscard]] absl::StatusOr<SyncPath> PathFromMode(absl::string_view field,
+                                                    SyncMode mode) {
   switch (mode) {
     case SYNC_MODE_UNSPECIFIED:
     case SYNC_MODE_RING:
@@ -111,7 +114,8 @@ absl::StatusOr<SyncPath> PathFromMode(absl::string_view field, SyncMode mode) {
   }
 }
 
-absl::Status PsFromSpec(const JobSpec& spec, TrainerConfig* config) {
+[[nodiscard]] absl::Status PsFromSpec(const JobSpec& spec,
+                                      TrainerConfig* config) {
   const PsSpec& ps = spec.ps();
   if (ps.sync().empty() || ps.sync() == "sync") {
     config->ps.update = PsUpdate::kSync;
@@ -223,10 +227,6 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
   absl::Status optimizer = ValidateOptimizerConfig(config.optimizer);
   if (!optimizer.ok()) return Annotate(optimizer, "training config optimizer");
   return absl::OkStatus();
-}
-
-const char* SyncPathName(SyncPath path) {
-  return path == SyncPath::kPs ? "ps" : "ring";
 }
 
 absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {

@@ -48,9 +48,6 @@ enum class SyncPath {
   kPs,    // sharded parameter server, optimizer on the shards (ps_sync.h)
 };
 
-// "ring" or "ps".
-const char* SyncPathName(SyncPath path);
-
 // The ring path's transport (JobSpec.ring_backend).
 enum class RingBackend {
   kTcp,   // the TCP ring on host buffers (GPU ranks stage through the host)

@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/model_init/portable_random.h"
 #include "common/status_macros.h"
 #include "worker/data/fashion_mnist.h"
-#include "worker/util/portable_random.h"
 
 namespace gradsync {
 namespace {
@@ -22,8 +22,9 @@ constexpr uint64_t kNoiseStream = 0x6e6f6973'65000000ULL;
 // Uniform in [-1, 1).
 float Symmetric(uint64_t bits) { return 2.0f * BitsToFloat01(bits) - 1.0f; }
 
-absl::Status CheckShape(const Dataset& data, const TrainerConfig& config,
-                        absl::string_view what) {
+[[nodiscard]] absl::Status CheckShape(const Dataset& data,
+                                      const TrainerConfig& config,
+                                      absl::string_view what) {
   const size_t in = config.layer_sizes.front();
   const size_t classes = config.layer_sizes.back();
   if (data.feature_size != in || data.num_classes != classes) {

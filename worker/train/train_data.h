@@ -43,14 +43,17 @@ struct TrainData {
 // `examples` examples of `features` floats in `classes` classes, as
 // described above; `split` selects an independent noise stream (0: train,
 // 1: test) over the same class centres.
-absl::StatusOr<Dataset> MakeSyntheticDataset(size_t examples, size_t features,
-                                             size_t classes, uint64_t seed,
-                                             uint64_t split);
+[[nodiscard]] absl::StatusOr<Dataset> MakeSyntheticDataset(size_t examples,
+                                                           size_t features,
+                                                           size_t classes,
+                                                           uint64_t seed,
+                                                           uint64_t split);
 
 // The data `config` trains on: nothing for a synthetic model, otherwise
 // both splits of the configured dataset, checked against the MLP's input
 // width and class count.
-absl::StatusOr<TrainData> LoadTrainData(const TrainerConfig& config);
+[[nodiscard]] absl::StatusOr<TrainData> LoadTrainData(
+    const TrainerConfig& config);
 
 }  // namespace gradsync
 

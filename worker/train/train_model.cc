@@ -28,7 +28,7 @@ class MlpModel final : public TrainModel {
   absl::Span<float> grads() override { return mlp_.grads(); }
   bool uses_data() const override { return true; }
 
-  absl::StatusOr<PassStats> ForwardBackward(
+  [[nodiscard]] absl::StatusOr<PassStats> ForwardBackward(
       const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
       const GradReadyCallback& ready) override {
     ForwardBackwardOptions options;
@@ -41,8 +41,9 @@ class MlpModel final : public TrainModel {
     return ToPass(m);
   }
 
-  absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
-                                     size_t end) override {
+  [[nodiscard]] absl::StatusOr<PassStats> Evaluate(const Dataset& data,
+                                                   size_t begin,
+                                                   size_t end) override {
     if (begin > end || end > data.num_examples) {
       return absl::InvalidArgumentError(
           absl::StrCat("evaluation range [", begin, ", ", end,
@@ -87,7 +88,7 @@ class SyntheticModel final : public TrainModel {
   absl::Span<float> grads() override { return absl::MakeSpan(grads_); }
   bool uses_data() const override { return false; }
 
-  absl::StatusOr<PassStats> ForwardBackward(
+  [[nodiscard]] absl::StatusOr<PassStats> ForwardBackward(
       const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
       const GradReadyCallback& ready) override {
     RETURN_IF_ERROR(work_.Backward(static_cast<uint64_t>(rank_),
@@ -98,8 +99,9 @@ class SyntheticModel final : public TrainModel {
     return s;
   }
 
-  absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
-                                     size_t end) override {
+  [[nodiscard]] absl::StatusOr<PassStats> Evaluate(const Dataset& data,
+                                                   size_t begin,
+                                                   size_t end) override {
     return absl::FailedPreconditionError(
         "the synthetic model has nothing to evaluate");
   }
@@ -111,7 +113,7 @@ class SyntheticModel final : public TrainModel {
   std::vector<float> grads_;
 };
 
-absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
+[[nodiscard]] absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
     const TrainerConfig& config, int rank) {
   SyntheticConfig sc;
   sc.num_floats = config.synthetic_floats;

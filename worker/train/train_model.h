@@ -68,25 +68,26 @@ class TrainModel {
   // gradient of a range when it is reported; after a pass with an empty
   // `ready` a device model's grads() may be stale (the device accumulates
   // until a pass reports).
-  virtual absl::StatusOr<PassStats> ForwardBackward(
+  [[nodiscard]] virtual absl::StatusOr<PassStats> ForwardBackward(
       const Batch& batch, int64_t step, GradMode mode, size_t loss_normalizer,
       const GradReadyCallback& ready) = 0;
 
   // Loss and accuracy over examples [begin, end) of `data`, forward only.
-  virtual absl::StatusOr<PassStats> Evaluate(const Dataset& data, size_t begin,
-                                             size_t end) = 0;
+  [[nodiscard]] virtual absl::StatusOr<PassStats> Evaluate(const Dataset& data,
+                                                           size_t begin,
+                                                           size_t end) = 0;
 
   // Starts the device-resident ring path (device_ring.h) from the current
   // params() (and options.state); the model must outlive the result.
   // FAILED_PRECONDITION for models without device buffers (the CPU mlp,
   // the synthetic model) and for workers built without NCCL.
-  virtual absl::StatusOr<std::unique_ptr<DeviceRing>> StartDeviceRing(
-      DeviceRingOptions options);
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceRing>>
+  StartDeviceRing(DeviceRingOptions options);
 };
 
 // The model of `config` for global rank `rank`, with its initial
 // parameters (a pure function of config.seed: identical on every rank).
-absl::StatusOr<std::unique_ptr<TrainModel>> CreateTrainModel(
+[[nodiscard]] absl::StatusOr<std::unique_ptr<TrainModel>> CreateTrainModel(
     const TrainerConfig& config, int rank);
 
 }  // namespace gradsync

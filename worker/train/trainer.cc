@@ -13,7 +13,6 @@
 #include "worker/train/checkpoint.h"
 #include "worker/train/checkpoint_share.h"
 #include "worker/train/param_hash.h"
-#include "worker/train/ring_sync.h"
 
 namespace gradsync {
 namespace {
@@ -79,21 +78,16 @@ Trainer::Trainer(const TrainerConfig& config, const TrainData& data,
       rank_(comm->rank()),
       world_(comm->size()),
       switches_(std::move(switches)),
-      device_comms_(std::move(device_comms)),
-      ps_addresses_(config.ps.addresses) {}
+      device_comms_(std::move(device_comms)) {}
 
 Trainer::~Trainer() = default;
 
 absl::Status Trainer::Init() {
   ASSIGN_OR_RETURN(model_, CreateTrainModel(config_, rank_));
-  const size_t n = model_->params().size();
-  ASSIGN_OR_RETURN(Optimizer optimizer,
-                   Optimizer::Create(config_.optimizer, n));
-  optimizer_.emplace(std::move(optimizer));
-  RingSyncOptions ring;
-  ring.bucket_bytes = config_.bucket_bytes;
-  ASSIGN_OR_RETURN(ring_, RingSync::Create(comm_, model_->grads(), ring));
-  sync_ = ring_.get();
+  ASSIGN_OR_RETURN(paths_,
+                   SyncPathController::Create(
+                       config_, comm_, model_.get(), std::move(switches_),
+                       std::move(device_comms_), kNumStepScalars, &operation_));
   num_steps_ = config_.steps;
   if (model_->uses_data()) {
     BatcherConfig bc;
@@ -173,7 +167,8 @@ absl::Status Trainer::Resume() {
         " steps; ask for more steps (or epochs) than the checkpoint has "
         "done"));
   }
-  const absl::Status imported = optimizer_->ImportState(checkpoint->optimizer);
+  const absl::Status imported =
+      paths_->ImportOptimizerState(checkpoint->optimizer);
   if (!imported.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot resume from ", path,
@@ -197,8 +192,7 @@ absl::Status Trainer::Fail(int64_t step, const absl::Status& cause) {
       Cancelled() ? absl::CancelledError("the rank was cancelled") : cause;
   // The peers may be waiting in a collective for this rank: closing its
   // connections makes them fail at once, naming this rank.
-  sync_->Abort(failure_.cause);
-  if (sync_ != ring_.get()) ring_->Abort(failure_.cause);
+  paths_->AbortAfterFailure(failure_.cause);
   return absl::Status(
       failure_.cause.code(),
       absl::StrCat("rank ", rank_, ", step ", step, ", ", failure_.operation,
@@ -215,29 +209,30 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     operation_ = "step start";
     if (Cancelled()) return Fail(step, absl::CancelledError("cancelled"));
     int64_t epoch = 0;
-    const SyncPath before = path_;
+    const SyncPath before = paths_->path();
     const absl::Time switch_start = absl::Now();
-    absl::Status status = TakePathOf(step, &epoch);
+    absl::Status status = paths_->TakePathOf(step, first_step_, &epoch);
     if (!status.ok()) return Fail(step, status);
     const absl::Duration switching = absl::Now() - switch_start;
     StepMetrics metrics;
     status = Step(step, &metrics);
     if (!status.ok()) return Fail(step, status);
     metrics.set_switch_epoch(epoch);
-    if (path_ != before || (step == first_step_ && path_ == SyncPath::kPs)) {
+    const SyncPath path = paths_->path();
+    if (path != before || (step == first_step_ && path == SyncPath::kPs)) {
       metrics.set_switch_s(Seconds(switching));
     }
     const bool last = step + 1 == num_steps_;
-    if (last && device_ring_ != nullptr) {
+    if (last && paths_->on_device()) {
       // The run's result is the host mirror (params()).
       operation_ = "parameter download";
-      status = device_ring_->DownloadParams();
+      status = paths_->DownloadParams();
       if (!status.ok()) return Fail(step, status);
     }
-    if (last && path_ == SyncPath::kPs) {
+    if (last && path == SyncPath::kPs) {
       // Every rank takes the final parameters (and the optimizer state,
       // for the checkpoint) from the shards, which are then released.
-      status = LeavePs(num_steps_, /*resume=*/false);
+      status = paths_->FinishPs(num_steps_);
       if (!status.ok()) return Fail(step, status);
       metrics.set_param_hash(HashParameters(model_->params()));
     }
@@ -285,15 +280,17 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
   // Async and SSP shards apply each push alone: it must be the mean over
   // the rank's own share. Otherwise the ranks' gradients add up to the
   // global batch's (ring_sync.h).
+  const SyncPath path = paths_->path();
+  GradientSync& sync = paths_->sync();
   const bool local_mean =
-      path_ == SyncPath::kPs && config_.ps.update != PsUpdate::kSync;
+      path == SyncPath::kPs && config_.ps.update != PsUpdate::kSync;
   const size_t normalizer =
       local_mean ? std::max<size_t>(share, 1) : global_batch;
   operation_ = "gradient sync setup";
-  RETURN_IF_ERROR(sync_->BeginStep(step, HeardEpoch()));
+  RETURN_IF_ERROR(sync.BeginStep(step, paths_->HeardEpoch()));
   double scalars[kNumStepScalars] = {0.0};
-  const GradReadyCallback on_ready = [this](size_t begin, size_t end) {
-    sync_->OnGradReady(begin, end);
+  const GradReadyCallback on_ready = [&sync](size_t begin, size_t end) {
+    sync.OnGradReady(begin, end);
   };
   const GradReadyCallback no_sync;
   for (int m = 0; m < micro_batches; ++m) {
@@ -321,31 +318,28 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
   }
   const absl::Time backward_done = absl::Now();
 
-  operation_ = path_ == SyncPath::kPs ? "gradient push/pull with the PS"
-                                      : "gradient all-reduce";
-  ASSIGN_OR_RETURN(SyncStats sync,
-                   sync_->FinishStep(absl::MakeSpan(scalars),
-                                     absl::Now() + config_.comm_timeout));
+  operation_ = path == SyncPath::kPs ? "gradient push/pull with the PS"
+                                     : "gradient all-reduce";
+  ASSIGN_OR_RETURN(SyncStats stats,
+                   sync.FinishStep(absl::MakeSpan(scalars),
+                                   absl::Now() + config_.comm_timeout));
   operation_ = "switch agreement";
-  RETURN_IF_ERROR(NoteDecision(step, sync));
+  RETURN_IF_ERROR(paths_->NoteDecision(step, stats));
   const absl::Time synced = absl::Now();
-  if (sync_->optimizer_runs_locally()) {
+  if (sync.optimizer_runs_locally()) {
     operation_ = "optimizer step";
-    if (device_ring_ != nullptr) {
-      RETURN_IF_ERROR(device_ring_->OptimizerStep());
-    } else {
-      RETURN_IF_ERROR(optimizer_->Step(model_->params(), model_->grads()));
-    }
+    RETURN_IF_ERROR(paths_->OptimizerStep());
   }
   uint64_t hash = 0;
-  if (device_ring_ != nullptr) {
+  const bool on_device = paths_->on_device();
+  if (on_device) {
     // Hashed where the parameters are; waiting for it ends the step's
     // device work, so its time counts as compute.
     operation_ = "parameter hash on the device";
-    ASSIGN_OR_RETURN(hash, device_ring_->HashParams());
+    ASSIGN_OR_RETURN(hash, paths_->DeviceHash());
   }
   const absl::Time updated = absl::Now();
-  if (device_ring_ == nullptr) hash = HashParameters(model_->params());
+  if (!on_device) hash = HashParameters(model_->params());
   const absl::Time end = absl::Now();
 
   metrics->set_rank(rank_);
@@ -353,20 +347,20 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
   metrics->set_loss(scalars[kLossSum] / static_cast<double>(normalizer));
   const absl::Duration compute = (backward_done - start) + (updated - synced);
   metrics->set_compute_s(Seconds(compute));
-  metrics->set_comm_s(Seconds(sync.exposed));
+  metrics->set_comm_s(Seconds(stats.exposed));
   metrics->set_step_s(Seconds(end - start));
   metrics->set_idle_s(
-      std::max(0.0, Seconds(end - start - compute - sync.exposed)));
-  metrics->set_bytes_sent(sync.bytes_sent);
-  metrics->set_bytes_received(sync.bytes_received);
-  metrics->set_sync_bytes(sync.payload_bytes);
-  metrics->set_sync_busy_s(Seconds(sync.busy));
-  const double algbw = AlgorithmBandwidth(sync.payload_bytes, sync.busy);
+      std::max(0.0, Seconds(end - start - compute - stats.exposed)));
+  metrics->set_bytes_sent(stats.bytes_sent);
+  metrics->set_bytes_received(stats.bytes_received);
+  metrics->set_sync_bytes(stats.payload_bytes);
+  metrics->set_sync_busy_s(Seconds(stats.busy));
+  const double algbw = AlgorithmBandwidth(stats.payload_bytes, stats.busy);
   metrics->set_algbw_gbps(algbw);
-  metrics->set_busbw_gbps(algbw * sync.bus_factor);
+  metrics->set_busbw_gbps(algbw * stats.bus_factor);
   metrics->set_samples(static_cast<int64_t>(share));
   metrics->set_param_hash(hash);
-  metrics->set_mode(path_ == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING);
+  metrics->set_mode(path == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING);
   return absl::OkStatus();
 }
 
@@ -381,14 +375,24 @@ absl::Status Trainer::Evaluate(double* loss, double* accuracy) {
   sums[kEvalLossSum] = pass.loss_sum;
   sums[kEvalCorrect] = static_cast<double>(pass.correct);
   sums[kEvalCount] = static_cast<double>(pass.count);
-  RETURN_IF_ERROR(sync_->AllReduceScalars(absl::MakeSpan(sums),
-                                          absl::Now() + config_.comm_timeout));
+  RETURN_IF_ERROR(paths_->sync().AllReduceScalars(
+      absl::MakeSpan(sums), absl::Now() + config_.comm_timeout));
   if (sums[kEvalCount] <= 0) {
     return absl::FailedPreconditionError("the test set is empty");
   }
   *loss = sums[kEvalLossSum] / sums[kEvalCount];
   *accuracy = sums[kEvalCorrect] / sums[kEvalCount];
   return absl::OkStatus();
+}
+
+void Trainer::Abort(const absl::Status& reason) { paths_->Abort(reason); }
+
+absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
+  const int64_t done = step + 1;
+  const std::string path = CheckpointPath(config_.checkpoint_dir, done);
+  if (rank_ == 0) *written = path;
+  return paths_->Checkpoint(done, done == num_steps_, writes_checkpoints_,
+                            path);
 }
 
 }  // namespace gradsync

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -15,7 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "collectives/verifiable.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "common/units.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/tcp_baseline.h"
 #include "server/ps/ps_client.h"
@@ -28,30 +34,6 @@ constexpr char kGrpcJob[] = "bench-grpc";
 constexpr char kTcpJob[] = "bench-tcp";
 // How long a server or client process waits for its next command.
 constexpr absl::Duration kCommandTimeout = absl::Hours(1);
-
-absl::StatusOr<size_t> ParseBytes(absl::string_view text) {
-  size_t scale = 1;
-  std::string digits = absl::AsciiStrToUpper(text);
-  for (const auto& [suffix, factor] :
-       {std::pair<const char*, size_t>{"GIB", size_t{1} << 30},
-        {"MIB", size_t{1} << 20},
-        {"KIB", size_t{1} << 10},
-        {"G", size_t{1} << 30},
-        {"M", size_t{1} << 20},
-        {"K", size_t{1} << 10}}) {
-    if (absl::EndsWith(digits, suffix)) {
-      digits.resize(digits.size() - std::strlen(suffix));
-      scale = factor;
-      break;
-    }
-  }
-  uint64_t value = 0;
-  if (!absl::SimpleAtoi(digits, &value) || value == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a byte count (e.g. 65536, 64M)"));
-  }
-  return static_cast<size_t>(value) * scale;
-}
 
 // CPU time (user + system) of all threads of this process.
 int64_t ProcessCpuNanos() {
@@ -91,117 +73,96 @@ std::string ShardWork(const char* name, const PsShard& shard) {
 
 }  // namespace
 
-const char* BenchUsage() {
-  return "usage: gradsync-ps-bench [--clients N] [--bytes S] [--rounds R]\n"
-         "         [--warmup W] [--chunk_bytes C] [--window_bytes B]\n"
-         "         [--max_frame_bytes F] [--bdp_probe] [--no_malloc_tuning]\n"
-         "         [--only grpc|tcp] [--tcp_congestion auto|default|NAME]\n"
-         "\n"
-         "N client processes push and pull S bytes each per round through\n"
-         "one parameter-server process, over gRPC and over raw TCP\n"
-         "alternately; prints GB/s per round and the gRPC/TCP ratio.\n"
-         "Defaults: 4 clients, 64M, 10 rounds (+2 warm-up), 1M chunks,\n"
-         "16M window, BDP probing off, malloc tuned. Sizes take K/M/G.\n"
-         "--only runs one transport (for profiling). --tcp_congestion\n"
-         "sets both paths' TCP congestion control (default auto: reno,\n"
-         "as for every connection between processes of one host).\n";
+namespace {
+
+// A byte count >= 1 that fits an int (the transport's window and frame).
+std::function<absl::Status(absl::string_view)> IntBytes(const char* flag,
+                                                        int* out) {
+  return [flag, out](absl::string_view value) -> absl::Status {
+    ASSIGN_OR_RETURN(const uint64_t bytes, ParseSizeValue(flag, value, 1));
+    if (bytes > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, " is at most 2G - 1, got '", value, "'"));
+    }
+    *out = static_cast<int>(bytes);
+    return absl::OkStatus();
+  };
 }
 
-std::string FormatBytes(size_t bytes) {
-  if (bytes >= (size_t{1} << 30) && bytes % (size_t{1} << 30) == 0) {
-    return absl::StrCat(bytes >> 30, " GiB");
-  }
-  if (bytes >= (size_t{1} << 20) && bytes % (size_t{1} << 20) == 0) {
-    return absl::StrCat(bytes >> 20, " MiB");
-  }
-  if (bytes >= (size_t{1} << 10) && bytes % (size_t{1} << 10) == 0) {
-    return absl::StrCat(bytes >> 10, " KiB");
-  }
-  return absl::StrCat(bytes, " B");
+// The flag table (the underscore spellings are the bench's own; '-' works
+// as well), writing into `options`.
+std::vector<FlagSpec> BenchFlags(BenchOptions* options) {
+  return {
+      IntFlag("clients", "client processes (4)", 1, &options->clients),
+      SizeFlag("bytes", "pushed and pulled per client and round (64M)", 1,
+               &options->bytes),
+      IntFlag("rounds", "measured rounds per transport (10)", 1,
+              &options->rounds),
+      IntFlag("warmup", "unmeasured rounds first (2)", 0, &options->warmup),
+      SizeFlag("chunk_bytes", "largest push/pull stream message (1M)", 1,
+               &options->chunk_bytes),
+      FlagSpec(
+          "window_bytes", "SIZE", "HTTP/2 stream window (16M)",
+          IntBytes("--window_bytes", &options->transport.stream_window_bytes)),
+      FlagSpec(
+          "max_frame_bytes", "SIZE", "largest HTTP/2 DATA frame",
+          IntBytes("--max_frame_bytes", &options->transport.max_frame_bytes)),
+      SwitchFlag("bdp_probe", "let gRPC probe the bandwidth-delay product",
+                 &options->transport.bdp_probe),
+      FlagSpec("no_malloc_tuning", "", "leave malloc as it is",
+               [options](absl::string_view) {
+                 options->tune_malloc = false;
+                 return absl::OkStatus();
+               }),
+      FlagSpec("only", "grpc|tcp", "run one transport (for profiling)",
+               [options](absl::string_view value) {
+                 if (value != "grpc" && value != "tcp") {
+                   return absl::InvalidArgumentError(
+                       "--only takes grpc or tcp");
+                 }
+                 options->transports = value == "grpc" ? "g" : "t";
+                 return absl::OkStatus();
+               }),
+      FlagSpec("tcp_congestion", "auto|default|NAME",
+               "both paths' TCP congestion control (default auto: reno, as "
+               "for every connection between processes of one host)",
+               [options](absl::string_view value) {
+                 options->transport.congestion_control = std::string(value);
+                 return CheckCongestionControl(
+                     options->transport.congestion_control);
+               }),
+      HelpFlag(&options->help),
+      VersionFlag(&options->version),
+  };
+}
+
+}  // namespace
+
+std::string BenchUsage(int width) {
+  BenchOptions unused;
+  return absl::StrCat(
+      "usage: gradsync-ps-bench [flags]\n\n"
+      "N client processes push and pull S bytes each per round through one\n"
+      "parameter-server process, over gRPC and over raw TCP alternately;\n"
+      "prints GB/s per round and the gRPC/TCP ratio. Sizes: K = 1024.\n\n",
+      FlagsHelp(BenchFlags(&unused), width));
 }
 
 absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv) {
   BenchOptions options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg.resize(eq);
-    }
-    auto next = [&]() -> absl::StatusOr<std::string> {
-      if (!value.empty()) return value;
-      if (i + 1 == argc) {
-        return absl::InvalidArgumentError(absl::StrCat(arg, " needs a value"));
-      }
-      return std::string(argv[++i]);
-    };
-    auto integer = [&](int* out, int min) -> absl::Status {
-      absl::StatusOr<std::string> text = next();
-      if (!text.ok()) return text.status();
-      if (!absl::SimpleAtoi(*text, out) || *out < min) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(arg, " must be an integer >= ", min));
-      }
-      return absl::OkStatus();
-    };
-    auto bytes = [&](size_t* out) -> absl::Status {
-      absl::StatusOr<std::string> text = next();
-      if (!text.ok()) return text.status();
-      absl::StatusOr<size_t> parsed = ParseBytes(*text);
-      if (!parsed.ok()) return parsed.status();
-      *out = *parsed;
-      return absl::OkStatus();
-    };
-    absl::Status status;
-    size_t window = 0, frame = 0;
-    if (arg == "--help" || arg == "-h") {
-      options.help = true;
-    } else if (arg == "--clients") {
-      status = integer(&options.clients, 1);
-    } else if (arg == "--rounds") {
-      status = integer(&options.rounds, 1);
-    } else if (arg == "--warmup") {
-      status = integer(&options.warmup, 0);
-    } else if (arg == "--bytes") {
-      status = bytes(&options.bytes);
-    } else if (arg == "--chunk_bytes") {
-      status = bytes(&options.chunk_bytes);
-    } else if (arg == "--window_bytes") {
-      status = bytes(&window);
-      options.transport.stream_window_bytes = static_cast<int>(window);
-    } else if (arg == "--max_frame_bytes") {
-      status = bytes(&frame);
-      options.transport.max_frame_bytes = static_cast<int>(frame);
-    } else if (arg == "--bdp_probe") {
-      options.transport.bdp_probe = true;
-    } else if (arg == "--no_malloc_tuning") {
-      options.tune_malloc = false;
-    } else if (arg == "--tcp_congestion") {
-      absl::StatusOr<std::string> name = next();
-      if (!name.ok()) return name.status();
-      status = CheckCongestionControl(*name);
-      options.transport.congestion_control = *name;
-    } else if (arg == "--only") {
-      absl::StatusOr<std::string> which = next();
-      if (!which.ok()) return which.status();
-      if (*which != "grpc" && *which != "tcp") {
-        return absl::InvalidArgumentError("--only takes grpc or tcp");
-      }
-      options.transports = *which == "grpc" ? "g" : "t";
-    } else {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("unknown argument '", argv[i], "'"));
-    }
-    if (!status.ok()) return status;
+  ASSIGN_OR_RETURN(const std::vector<std::string> positional,
+                   ParseFlags(argc, argv, BenchFlags(&options),
+                              /*env=*/nullptr));
+  if (!positional.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown argument '", positional[0], "'"));
   }
   if (options.bytes % sizeof(float) != 0) {
     return absl::InvalidArgumentError("--bytes must be a multiple of 4");
   }
   if (options.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--chunk_bytes is at most ", FormatBytes(kMaxChunkBytes)));
+        absl::StrCat("--chunk_bytes is at most ", FormatSize(kMaxChunkBytes)));
   }
   return options;
 }
@@ -257,13 +218,16 @@ int RunBenchClient(const BenchOptions& options, int rank,
                    int out) {
   if (options.tune_malloc) TuneMallocForTensorTraffic();
   const size_t n = options.bytes / sizeof(float);
-  // Rank r's gradient, the same every round: (i % 7) + r. The mean over
-  // ranks is (i % 7) + (N - 1) / 2, a half-integer, so every sum and the
-  // parameters after each step, -(step + 1) * mean, are exact in fp32.
+  // Rank r's gradient, the same every round: the verifiable input
+  // (collectives/verifiable.h), (r + 1) * P(i) with P(i) in [1, 16]. The
+  // mean over ranks, P(i) * (N + 1) / 2, is a multiple of 1/2, so every sum
+  // and the parameters after each step, -(step + 1) * mean, are exact in
+  // fp32.
   std::vector<float> grads(n), params(n), mean(n);
+  FillInput(DataType::kFloat32, rank, grads.data(), n);
   for (size_t i = 0; i < n; ++i) {
-    grads[i] = static_cast<float>(i % 7 + rank);
-    mean[i] = static_cast<float>(i % 7) + 0.5f * (options.clients - 1);
+    mean[i] = static_cast<float>(
+        ReducedValue(ReduceOp::kAvg, DataType::kFloat32, options.clients, i));
   }
   PsClientOptions client_options;
   client_options.chunk_bytes = options.chunk_bytes;

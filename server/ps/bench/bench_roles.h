@@ -37,13 +37,15 @@ struct BenchOptions {
   std::string transports = "gt";  // rounds of gRPC (g) and/or TCP (t)
   absl::Duration timeout = absl::Minutes(2);  // per push/pull
   bool help = false;
+  bool version = false;
 };
 
-// Parses argv; INVALID_ARGUMENT naming a bad flag or value.
-absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv);
-const char* BenchUsage();
-// "64 MiB", "1 MiB", "100 B".
-std::string FormatBytes(size_t bytes);
+// Parses argv (common/flags.h); INVALID_ARGUMENT naming a bad flag or
+// value.
+[[nodiscard]] absl::StatusOr<BenchOptions> ParseBenchOptions(int argc,
+                                                             char** argv);
+// The usage text, its flags wrapped to `width` columns.
+std::string BenchUsage(int width = 80);
 
 // The process bodies; `in` and `out` are the pipes to the parent.
 int RunBenchServer(const BenchOptions& options, int in, int out);

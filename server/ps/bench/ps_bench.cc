@@ -44,7 +44,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/flags.h"
 #include "common/tcp_congestion.h"
+#include "common/units.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/bench_roles.h"
 #include "server/ps/ps_socket_mutator.h"
@@ -164,9 +166,9 @@ int Run(const BenchOptions& options) {
       "# gradsync-ps-bench: %d client processes x %s push + pull through one "
       "server process (K=1 shard, sync, SGD), chunk %s, window %s, "
       "tcp congestion %s%s%s\n",
-      options.clients, FormatBytes(options.bytes).c_str(),
-      FormatBytes(options.chunk_bytes).c_str(),
-      FormatBytes(options.transport.stream_window_bytes).c_str(),
+      options.clients, FormatSize(options.bytes).c_str(),
+      FormatSize(options.chunk_bytes).c_str(),
+      FormatSize(options.transport.stream_window_bytes).c_str(),
       CongestionLabel(options.transport.congestion_control).c_str(),
       options.transport.bdp_probe ? ", BDP probing on" : "",
       options.tune_malloc ? "" : ", malloc untuned");
@@ -243,12 +245,16 @@ int main(int argc, char** argv) {
   absl::StatusOr<gradsync::BenchOptions> options =
       gradsync::ParseBenchOptions(argc, argv);
   if (!options.ok()) {
-    std::cerr << "gradsync-ps-bench: " << options.status().message() << "\n"
-              << gradsync::BenchUsage();
+    std::cerr << "gradsync-ps-bench: " << options.status().message() << "\n\n"
+              << gradsync::BenchUsage(gradsync::TerminalWidth());
     return 2;
   }
   if (options->help) {
-    std::cout << gradsync::BenchUsage();
+    std::cout << gradsync::BenchUsage(gradsync::TerminalWidth());
+    return 0;
+  }
+  if (options->version) {
+    std::cout << gradsync::VersionLine("gradsync-ps-bench") << "\n";
     return 0;
   }
   return gradsync::Run(*options);

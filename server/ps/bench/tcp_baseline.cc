@@ -24,7 +24,7 @@ struct PushHeaderWire {
   uint64_t bytes;
 };
 
-absl::Status SocketError(absl::string_view what) {
+[[nodiscard]] absl::Status SocketError(absl::string_view what) {
   return absl::UnavailableError(
       absl::StrCat("raw TCP ", what, ": ", std::strerror(errno)));
 }

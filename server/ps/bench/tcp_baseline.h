@@ -38,7 +38,7 @@ class TcpShardServer {
   // Serves `shard` on 127.0.0.1, port chosen by the kernel. Accepted
   // connections run the TCP congestion control that policy `congestion`
   // gives a local peer (common/tcp_congestion.h), as the gRPC path's do.
-  static absl::StatusOr<std::unique_ptr<TcpShardServer>> Start(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpShardServer>> Start(
       std::shared_ptr<PsShard> shard, absl::Duration timeout,
       const std::string& congestion = "auto");
 
@@ -71,7 +71,7 @@ class TcpShardClient {
  public:
   // Connects to a TcpShardServer on 127.0.0.1 as `rank`, under the same
   // congestion control policy.
-  static absl::StatusOr<std::unique_ptr<TcpShardClient>> Connect(
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TcpShardClient>> Connect(
       int port, int rank, absl::Duration timeout,
       const std::string& congestion = "auto");
 

@@ -77,9 +77,10 @@ absl::Status CudaMlp::CheckRange(size_t begin, size_t size) const {
 namespace {
 
 // A synchronous copy on `stream` (after the work already on it).
-absl::Status CopyOnStream(void* dst, const void* src, size_t bytes,
-                          cudaMemcpyKind kind, cudaStream_t stream,
-                          absl::string_view what) {
+[[nodiscard]] absl::Status CopyOnStream(void* dst, const void* src,
+                                        size_t bytes, cudaMemcpyKind kind,
+                                        cudaStream_t stream,
+                                        absl::string_view what) {
   if (bytes == 0) return absl::OkStatus();
   RETURN_IF_ERROR(
       gpu::CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, stream),
@@ -118,16 +119,6 @@ absl::Status CudaMlp::CopyParamsFromHost(size_t begin,
   return CopyOnStream(params_.as<float>() + begin, in.data(),
                       in.size() * sizeof(float), cudaMemcpyHostToDevice,
                       stream(), "parameters from host");
-}
-
-absl::Status CudaMlp::CopyGradsFromHost(size_t begin,
-                                        absl::Span<const float> in) {
-  RETURN_IF_ERROR(CheckRange(begin, in.size()));
-  gpu::ScopedCudaDevice scoped(device());
-  RETURN_IF_ERROR(scoped.status());
-  return CopyOnStream(grads_.as<float>() + begin, in.data(),
-                      in.size() * sizeof(float), cudaMemcpyHostToDevice,
-                      stream(), "gradients from host");
 }
 
 absl::Status CudaMlp::ZeroGrads() {

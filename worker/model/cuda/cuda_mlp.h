@@ -73,10 +73,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/model_init/mlp_layout.h"
 #include "worker/model/cuda/cuda_resources.h"
 #include "worker/model/gradient_ready.h"
 #include "worker/model/mlp.h"
-#include "worker/model/mlp_layout.h"
 
 namespace gradsync {
 
@@ -96,9 +96,9 @@ class CudaMlp {
  public:
   // Allocates the device buffers on options.device, copies the initial
   // parameters for `seed` and zeroes the gradients.
-  static absl::StatusOr<CudaMlp> Create(absl::Span<const size_t> layer_sizes,
-                                        uint64_t seed,
-                                        const CudaMlpOptions& options = {});
+  [[nodiscard]] static absl::StatusOr<CudaMlp> Create(
+      absl::Span<const size_t> layer_sizes, uint64_t seed,
+      const CudaMlpOptions& options = {});
 
   CudaMlp(CudaMlp&&) = default;
   // Not move-assignable: the members' assignment would free the old stream
@@ -148,8 +148,6 @@ class CudaMlp {
                                              absl::Span<float> out) const;
   [[nodiscard]] absl::Status CopyParamsFromHost(size_t begin,
                                                 absl::Span<const float> in);
-  [[nodiscard]] absl::Status CopyGradsFromHost(size_t begin,
-                                               absl::Span<const float> in);
 
   // Enqueues zeroing every gradient on stream().
   [[nodiscard]] absl::Status ZeroGrads();
@@ -157,43 +155,46 @@ class CudaMlp {
   // HashParameters (worker/train/param_hash.h) of the device parameters
   // after the work already on stream(), computed on the device: 8 bytes
   // cross to the host. Returns when it is known.
-  absl::StatusOr<uint64_t> HashParams();
+  [[nodiscard]] absl::StatusOr<uint64_t> HashParams();
 
   // Forward and backward over the batch of labels.size() examples stored
   // row-major in host memory `inputs`, as Mlp::ForwardBackward (an empty
   // batch reports zero gradients or leaves them, still reporting every
   // range).
-  absl::StatusOr<BatchMetrics> ForwardBackward(
+  [[nodiscard]] absl::StatusOr<BatchMetrics> ForwardBackward(
       absl::Span<const float> inputs, absl::Span<const int32_t> labels,
       const ForwardBackwardOptions& options = {});
 
   // Loss and accuracy over the examples in host memory (a dataset or a
   // range of one), forward only, `batch_size` examples at a time, as
   // Mlp::Evaluate. Gradients are untouched.
-  absl::StatusOr<BatchMetrics> Evaluate(absl::Span<const float> inputs,
-                                        absl::Span<const int32_t> labels,
-                                        size_t batch_size);
+  [[nodiscard]] absl::StatusOr<BatchMetrics> Evaluate(
+      absl::Span<const float> inputs, absl::Span<const int32_t> labels,
+      size_t batch_size);
 
  private:
   CudaMlp(MlpLayout layout, const CudaMlpOptions& options)
       : layout_(std::move(layout)), options_(options) {}
 
-  absl::Status CheckRange(size_t begin, size_t size) const;
-  absl::Status Reserve(size_t batch);
+  [[nodiscard]] absl::Status CheckRange(size_t begin, size_t size) const;
+  [[nodiscard]] absl::Status Reserve(size_t batch);
   // Stages `batch` examples (and labels) into device memory.
-  absl::Status Upload(const float* inputs, const int32_t* labels, size_t batch);
+  [[nodiscard]] absl::Status Upload(const float* inputs, const int32_t* labels,
+                                    size_t batch);
   // Runs the layers on inputs_ for `batch` examples; the logits end in
   // activations_.back().
-  absl::Status Forward(size_t batch);
+  [[nodiscard]] absl::Status Forward(size_t batch);
   // Softmax cross-entropy of the logits; dlogits into delta_[0] when
   // `normalizer` > 0; the per-example loss and hits go to the pinned
   // host buffers (read them after synchronising).
-  absl::Status Score(size_t batch, float normalizer, bool with_gradient);
+  [[nodiscard]] absl::Status Score(size_t batch, float normalizer,
+                                   bool with_gradient);
   // Backward from delta_[0]; reports each layer's range.
-  absl::Status Backward(size_t batch, bool accumulate,
-                        const GradReadyCallback& ready);
+  [[nodiscard]] absl::Status Backward(size_t batch, bool accumulate,
+                                      const GradReadyCallback& ready);
   // Records ready_event(), orders it per ReadyOrdering and reports l.
-  absl::Status ReportReady(size_t l, const GradReadyCallback& ready);
+  [[nodiscard]] absl::Status ReportReady(size_t l,
+                                         const GradReadyCallback& ready);
   // Adds the pinned per-example results to `metrics` and `sum_loss`.
   void Tally(size_t batch, double* sum_loss, BatchMetrics* metrics) const;
 

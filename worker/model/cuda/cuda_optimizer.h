@@ -54,12 +54,11 @@ class CudaOptimizer {
  public:
   // An optimizer of config.kind over `size` elements on CUDA `device`,
   // state zeroed, step 0.
-  static absl::StatusOr<CudaOptimizer> Create(const OptimizerConfig& config,
-                                              size_t size, int device);
+  [[nodiscard]] static absl::StatusOr<CudaOptimizer> Create(
+      const OptimizerConfig& config, size_t size, int device);
   // As Create, with the kind given by name; config.kind is ignored.
-  static absl::StatusOr<CudaOptimizer> CreateByName(absl::string_view name,
-                                                    OptimizerConfig config,
-                                                    size_t size, int device);
+  [[nodiscard]] static absl::StatusOr<CudaOptimizer> CreateByName(
+      absl::string_view name, OptimizerConfig config, size_t size, int device);
 
   CudaOptimizer(CudaOptimizer&&) = default;
   CudaOptimizer& operator=(CudaOptimizer&&) = default;
@@ -87,7 +86,8 @@ class CudaOptimizer {
   absl::Span<const float> device_state_buffer(size_t i) const;
 
   // A host copy of the state, after the work already on `stream`.
-  absl::StatusOr<OptimizerState> ExportState(cudaStream_t stream) const;
+  [[nodiscard]] absl::StatusOr<OptimizerState> ExportState(
+      cudaStream_t stream) const;
   // Replaces the state (copied in on `stream`); it must be valid and match
   // kind() and size().
   [[nodiscard]] absl::Status ImportState(const OptimizerState& state,
@@ -98,8 +98,8 @@ class CudaOptimizer {
       : config_(config), size_(size), device_(device) {}
 
   // OK when `span` is size() floats of device memory on device_.
-  absl::Status CheckDeviceSpan(const void* data, size_t n,
-                               absl::string_view what) const;
+  [[nodiscard]] absl::Status CheckDeviceSpan(const void* data, size_t n,
+                                             absl::string_view what) const;
 
   OptimizerConfig config_;
   size_t size_ = 0;

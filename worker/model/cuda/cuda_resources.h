@@ -36,7 +36,8 @@ class DeviceMemory {
  public:
   DeviceMemory() = default;
   // `bytes` uninitialised bytes on `device`; 0 bytes gives an empty block.
-  static absl::StatusOr<DeviceMemory> Allocate(int device, size_t bytes);
+  [[nodiscard]] static absl::StatusOr<DeviceMemory> Allocate(int device,
+                                                             size_t bytes);
 
   DeviceMemory(DeviceMemory&& other) noexcept;
   DeviceMemory& operator=(DeviceMemory&& other) noexcept;
@@ -66,7 +67,8 @@ class DeviceMemory {
 class PinnedMemory {
  public:
   PinnedMemory() = default;
-  static absl::StatusOr<PinnedMemory> Allocate(int device, size_t bytes);
+  [[nodiscard]] static absl::StatusOr<PinnedMemory> Allocate(int device,
+                                                             size_t bytes);
 
   PinnedMemory(PinnedMemory&& other) noexcept;
   PinnedMemory& operator=(PinnedMemory&& other) noexcept;
@@ -135,19 +137,20 @@ class DeviceHandle {
 // A stream that does not synchronise with the legacy default stream.
 class CudaStream : public DeviceHandle<cudaStream_t, &cudaStreamDestroy> {
  public:
-  static absl::StatusOr<CudaStream> Create(int device);
+  [[nodiscard]] static absl::StatusOr<CudaStream> Create(int device);
 };
 
 // An event without timing (the cheapest kind), for ordering streams.
 class CudaEvent : public DeviceHandle<cudaEvent_t, &cudaEventDestroy> {
  public:
-  static absl::StatusOr<CudaEvent> Create(int device);
+  [[nodiscard]] static absl::StatusOr<CudaEvent> Create(int device);
 };
 
 // A cuBLAS handle bound to `stream`, in full-FP32 math (no TF32).
 class CublasHandle : public DeviceHandle<cublasHandle_t, &cublasDestroy> {
  public:
-  static absl::StatusOr<CublasHandle> Create(int device, cudaStream_t stream);
+  [[nodiscard]] static absl::StatusOr<CublasHandle> Create(int device,
+                                                           cudaStream_t stream);
 };
 
 }  // namespace gpu

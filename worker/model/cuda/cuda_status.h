@@ -30,7 +30,8 @@ namespace gpu {
 // OK for CUBLAS_STATUS_SUCCESS; otherwise "<context>: <status name>" with
 // code RESOURCE_EXHAUSTED (alloc failed), FAILED_PRECONDITION (not
 // initialised, architecture mismatch), INVALID_ARGUMENT or INTERNAL.
-absl::Status CublasStatus(cublasStatus_t status, absl::string_view context);
+[[nodiscard]] absl::Status CublasStatus(cublasStatus_t status,
+                                        absl::string_view context);
 
 }  // namespace gpu
 }  // namespace gradsync

@@ -1,0 +1,150 @@
+#include "cli/control/control_client.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/coordinator/grpc_coordinator_client.h"
+
+namespace gradsync {
+namespace control {
+
+std::string ResolveCoordinatorAddress(absl::string_view flag_value,
+                                      absl::string_view env_value) {
+  if (!flag_value.empty()) return std::string(flag_value);
+  if (!env_value.empty()) return std::string(env_value);
+  return std::string(kDefaultCoordinatorAddress);
+}
+
+std::string UnreachableMessage(absl::string_view address) {
+  return absl::StrCat(
+      "cannot reach the coordinator at ", address,
+      ": is it running? start a local cluster with `gradsync local up` or "
+      "set --coordinator / GRADSYNC_COORDINATOR");
+}
+
+ControlClient::ControlClient(ClientConfig config) : config_(std::move(config)) {
+  CoordinatorChannelOptions channel;
+  channel.keepalive = true;          // a vanished host during WatchJob
+  channel.unlimited_receive = true;  // metrics of long jobs
+  GrpcCoordinatorClientOptions options;
+  options.connect_first = true;
+  options.connect_timeout = config_.rpc_timeout;
+  client_ =
+      NewGrpcCoordinatorClient(NewCoordinatorChannel(config_.address, channel),
+                               config_.address, options);
+}
+
+CallOptions ControlClient::Unary() const {
+  CallOptions options;
+  options.deadline = absl::Now() + config_.rpc_timeout;
+  return options;
+}
+
+absl::Status ControlClient::Explain(const absl::Status& status,
+                                    absl::string_view method) const {
+  if (status.ok()) return status;
+  // A refused, unresolvable or broken connection, or a deadline that passed
+  // before any connection was made, is the same story.
+  if (IsCoordinatorUnreachable(status)) {
+    return absl::UnavailableError(absl::StrCat(
+        UnreachableMessage(config_.address), " (", status.message(), ")"));
+  }
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the coordinator at ", config_.address, " did not answer ", method,
+        " within ", absl::FormatDuration(config_.rpc_timeout),
+        " (raise --timeout if it is busy)"));
+  }
+  return status;
+}
+
+absl::StatusOr<std::string> ControlClient::SubmitJob(const JobSpec& spec) {
+  SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  absl::StatusOr<SubmitJobResponse> response =
+      client_->SubmitJob(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "SubmitJob");
+  return response->job_id();
+}
+
+absl::StatusOr<JobStatus> ControlClient::GetJob(absl::string_view job_id) {
+  GetJobRequest request;
+  request.set_job_id(std::string(job_id));
+  absl::StatusOr<JobStatus> response = client_->GetJob(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "GetJob");
+  return response;
+}
+
+absl::StatusOr<ListJobsResponse> ControlClient::ListJobs() {
+  absl::StatusOr<ListJobsResponse> response =
+      client_->ListJobs(ListJobsRequest(), Unary());
+  if (!response.ok()) return Explain(response.status(), "ListJobs");
+  return response;
+}
+
+absl::StatusOr<JobStatus> ControlClient::CancelJob(absl::string_view job_id) {
+  CancelJobRequest request;
+  request.set_job_id(std::string(job_id));
+  absl::StatusOr<JobStatus> response = client_->CancelJob(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "CancelJob");
+  return response;
+}
+
+absl::StatusOr<GetMetricsResponse> ControlClient::GetMetrics(
+    absl::string_view job_id) {
+  GetMetricsRequest request;
+  request.set_job_id(std::string(job_id));
+  absl::StatusOr<GetMetricsResponse> response =
+      client_->GetMetrics(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "GetMetrics");
+  return response;
+}
+
+absl::StatusOr<ListWorkersResponse> ControlClient::ListWorkers() {
+  absl::StatusOr<ListWorkersResponse> response =
+      client_->ListWorkers(ListWorkersRequest(), Unary());
+  if (!response.ok()) return Explain(response.status(), "ListWorkers");
+  return response;
+}
+
+absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
+    absl::string_view job_id, SyncMode mode) {
+  SwitchJobRequest request;
+  request.set_job_id(std::string(job_id));
+  request.set_mode(mode);
+  absl::StatusOr<SwitchJobResponse> response =
+      client_->SwitchJob(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "SwitchJob");
+  return response;
+}
+
+absl::Status ControlClient::WatchJob(
+    absl::string_view job_id, absl::Duration deadline,
+    const std::function<absl::Status(const JobEvent&)>& on_event) {
+  WatchJobRequest request;
+  request.set_job_id(std::string(job_id));
+  CallOptions options;
+  if (deadline != absl::InfiniteDuration()) {
+    options.deadline = absl::Now() + deadline;
+  }
+  bool stopped_by_caller = false;
+  const absl::Status status =
+      client_->WatchJob(request, options, [&](const JobEvent& event) {
+        absl::Status s = on_event(event);
+        stopped_by_caller = !s.ok();
+        return s;
+      });
+  if (status.ok() || stopped_by_caller) return status;
+  if (status.code() == absl::StatusCode::kDeadlineExceeded &&
+      deadline != absl::InfiniteDuration()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("stopped following job ", job_id, " after ",
+                     absl::FormatDuration(deadline),
+                     " (--deadline); the job keeps running"));
+  }
+  return Explain(status, "WatchJob");
+}
+
+}  // namespace control
+}  // namespace gradsync

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The layering rule, checked over every C++/CUDA source under ROOT (default:
+# the repository this script sits in):
+#
+#   common -> collectives -> server/{store,coordinator,ps} -> worker -> cli
+#
+# with the tests above all. A file may include its own layer and the layers
+# to its left, never one to its right; the three server rooms share a floor.
+# The generated protos (proto/) count as the server floor: the wire starts
+# there. collectives/ also stays free of gRPC (it sees the rendezvous only
+# through Store), so it includes no <grpc...> header.
+#
+# Usage: scripts/check_layering.sh [ROOT]
+# Prints each offending include as "file:line: ..." and exits 1 when there
+# is one; prints a one-line summary and exits 0 otherwise.
+set -euo pipefail
+ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
+cd "$ROOT"
+
+files=$(for dir in common collectives server worker cli tests; do
+  [ -d "$dir" ] && find "$dir" -type f \( -name '*.h' -o -name '*.cc' \
+    -o -name '*.cu' -o -name '*.cuh' \)
+done | sort)
+if [ -z "$files" ]; then
+  echo "check_layering: no sources found under $ROOT" >&2
+  exit 1
+fi
+
+# One pass over every include line: "file:line:#include ...".
+# shellcheck disable=SC2086
+grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]' $files |
+awk -F: -v nfiles="$(wc -l <<<"$files")" '
+  # The floor of a path relative to the root, or -1 when it is outside
+  # the layered tree (absl/, gtest/, system headers, ...).
+  function floor_of(path) {
+    if (path ~ /^common\//) return 0
+    if (path ~ /^collectives\//) return 1
+    if (path ~ /^(proto|server\/store|server\/coordinator|server\/ps)\//)
+      return 2
+    if (path ~ /^worker\//) return 3
+    if (path ~ /^cli\//) return 4
+    if (path ~ /^tests\//) return 5
+    return -1
+  }
+  BEGIN {
+    split("common collectives server worker cli tests", names, " ")
+    violations = 0
+    includes = 0
+  }
+  {
+    file = $1
+    line = $2
+    text = $0
+    sub(/^[^:]*:[^:]*:/, "", text)
+    target = text
+    sub(/^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]/, "", target)
+    sub(/[">].*$/, "", target)
+    includes++
+    from = floor_of(file)
+    if (from < 0) next
+    if (from == 1 && target ~ /^grpc/) {
+      printf "%s:%s: collectives/ includes the gRPC header <%s>; collectives sees the rendezvous only through Store\n", file, line, target
+      violations++
+      next
+    }
+    to = floor_of(target)
+    if (to > from) {
+      printf "%s:%s: %s includes \"%s\" (%s, a higher layer); move the shared code down to the lower layer (common/ for what several rooms need)\n", file, line, names[from + 1], target, names[to + 1]
+      violations++
+    }
+  }
+  END {
+    if (violations > 0) {
+      printf "check_layering: %d include(s) break the layering common -> collectives -> server -> worker -> cli -> tests\n", violations
+      exit 1
+    }
+    printf "check_layering: %d files, %d includes, layering holds\n", nfiles, includes
+  }'

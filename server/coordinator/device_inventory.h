@@ -1,0 +1,65 @@
+// DeviceInventory: the devices of the live workers and which are free, as
+// a value: a snapshot of the WorkerRegistry that placement can take devices
+// from without touching the registry (JobScheduler plans on one), and the
+// one place where the order ranks take devices in is written down.
+//
+// Rank placement: a job's ranks take free devices of its kind in (host,
+// worker number, device index) order, so that the ranks of one host are
+// neighbours in the ring.
+//
+// Pure value; thread-compatible.
+#ifndef GRADSYNC_SERVER_COORDINATOR_DEVICE_INVENTORY_H_
+#define GRADSYNC_SERVER_COORDINATOR_DEVICE_INVENTORY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "proto/coordinator.pb.h"
+
+namespace gradsync {
+
+// Where one rank runs.
+struct DeviceSlot {
+  std::string worker_id;
+  std::string host;
+  Device device;
+};
+
+class DeviceInventory {
+ public:
+  // One live worker's devices.
+  struct Worker {
+    std::string id;
+    std::string host;
+    int64_t number = 0;  // registration order
+    std::vector<Device> devices;
+    std::vector<bool> free;  // one per device
+  };
+
+  DeviceInventory() = default;
+  // Live workers, in registration order.
+  explicit DeviceInventory(std::vector<Worker> workers)
+      : workers_(std::move(workers)) {}
+
+  // Devices of `kind`: all of them, or the free ones.
+  int Total(absl::string_view kind) const;
+  int Free(absl::string_view kind) const;
+  // "w-1 on host a: 1 of 2 cpu free, w-3 on host b: 0 of 1 cpu free", for
+  // messages; "no live workers" when none.
+  std::string Describe(absl::string_view kind) const;
+
+  // Takes `count` free devices of `kind` in placement order: slot i is
+  // where rank i runs. nullopt (and nothing taken) when fewer are free.
+  std::optional<std::vector<DeviceSlot>> Take(absl::string_view kind,
+                                              int count);
+
+ private:
+  std::vector<Worker> workers_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_COORDINATOR_DEVICE_INVENTORY_H_

@@ -1,0 +1,180 @@
+#include "server/coordinator/job_progress.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "server/coordinator/job_auto.h"
+
+namespace gradsync {
+namespace {
+
+[[nodiscard]] absl::Status NotInJob(const Job& job, absl::string_view worker_id,
+                                    int rank) {
+  if (rank < 0 || rank >= job.world_size()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "rank ", rank, " is not in job ", job.id(), " (",
+        job.world_size() == 0 ? std::string("no ranks placed yet")
+                              : absl::StrCat("ranks 0..", job.world_size() - 1),
+        "); is the worker reporting for another job?"));
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("rank ", rank, " of job ", job.id(), " runs on worker ",
+                   job.ranks()[rank].slot.worker_id, ", not on ", worker_id,
+                   "; a worker reports only for its own ranks"));
+}
+
+}  // namespace
+
+absl::Status JobProgress::ReportRank(const ReportRankRequest& request) {
+  const RankState state = request.state();
+  if (state != RANK_STATE_READY && state != RANK_STATE_SUCCEEDED &&
+      state != RANK_STATE_FAILED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank report has state ", static_cast<int>(state),
+        "; use RANK_STATE_READY, RANK_STATE_SUCCEEDED or RANK_STATE_FAILED"));
+  }
+  if (request.step() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank report has step ", request.step(), "; steps count from 0"));
+  }
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
+  const int rank = request.rank();
+  if (!job->HostsRank(request.worker_id(), rank)) {
+    return NotInJob(*job, request.worker_id(), rank);
+  }
+  if (IsFinal(job->state())) {
+    return JobEndedError(*job,
+                         "the rank's report changes nothing, stop the rank");
+  }
+  RankRecord& record = job->mutable_ranks()[rank];
+  record.last_step = std::max(record.last_step, request.step());
+  job->Touch();
+
+  if (state == RANK_STATE_FAILED) {
+    const WorkerRecord* worker = state_.workers.Find(request.worker_id());
+    lifecycle_.EndLocked(
+        *job, JOB_STATE_FAILED,
+        absl::StrCat("rank ", rank, " failed at step ", request.step(),
+                     " during ",
+                     request.operation().empty() ? std::string("training")
+                                                 : request.operation(),
+                     ": ",
+                     request.message().empty() ? std::string("no reason given")
+                                               : request.message(),
+                     "; see the log of worker ", request.worker_id(),
+                     " on host ", worker == nullptr ? "?" : worker->host));
+    return absl::OkStatus();
+  }
+
+  record.ready = true;
+  if (state == RANK_STATE_SUCCEEDED) {
+    record.succeeded = true;
+    if (rank == 0) {
+      job->SetResult(request.test_accuracy(), request.test_loss());
+    }
+  }
+  const auto& ranks = job->ranks();
+  const bool all_ready = std::all_of(
+      ranks.begin(), ranks.end(), [](const RankRecord& r) { return r.ready; });
+  const bool all_succeeded =
+      std::all_of(ranks.begin(), ranks.end(),
+                  [](const RankRecord& r) { return r.succeeded; });
+  if (all_ready && job->state() == JOB_STATE_RENDEZVOUS) {
+    RETURN_IF_ERROR(job->TransitionTo(JOB_STATE_RUNNING, "", state_.Now()));
+    state_.LogLocked(absl::StrCat("job ", job->id(), " RUNNING: all ",
+                                  job->world_size(), " ranks ready"));
+  }
+  if (all_succeeded) {
+    lifecycle_.EndLocked(
+        *job, JOB_STATE_SUCCEEDED,
+        absl::StrCat("all ", job->world_size(), " ranks finished; last step ",
+                     job->MinStep()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status JobProgress::ReportMetrics(const ReportMetricsRequest& request) {
+  for (const StepMetrics& step : request.metrics()) {
+    if (step.step() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("step metrics of rank ", step.rank(), " have step ",
+                       step.step(), "; steps count from 0 (nothing recorded)"));
+    }
+  }
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
+  for (const StepMetrics& step : request.metrics()) {
+    if (!job->HostsRank(request.worker_id(), step.rank())) {
+      return Annotate(NotInJob(*job, request.worker_id(), step.rank()),
+                      "step metrics rejected (nothing recorded)");
+    }
+  }
+  if (job->state() != JOB_STATE_RENDEZVOUS &&
+      job->state() != JOB_STATE_RUNNING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job->id(), " is ", JobStateName(job->state()),
+                     job->message().empty() ? "" : ": ", job->message(),
+                     "; it takes no more step metrics"));
+  }
+  if (request.metrics().empty()) return absl::OkStatus();
+  job->AddMetrics(request.metrics());
+  RunAutoModeLocked(state_, lifecycle_, *job);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<JobEvent>> JobProgress::WaitForJobEvent(
+    absl::string_view job_id, JobWatchCursor* cursor, absl::Time deadline,
+    CancelledFn cancelled) {
+  const std::string id(job_id);
+  absl::MutexLock lock(&state_.mu);
+  RETURN_IF_ERROR(state_.FindJobLocked(id).status());
+  if (cursor->done) return std::nullopt;
+  const absl::Status status = state_.AwaitLocked(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu) {
+        const Job* job = state_.jobs.Find(id);
+        return job == nullptr || job->version() > cursor->version ||
+               static_cast<int64_t>(job->metrics().size()) >
+                   cursor->metrics_sent;
+      },
+      deadline, cancelled);
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return std::nullopt;
+  }
+  RETURN_IF_ERROR(status);
+  ASSIGN_OR_RETURN(const Job* job, state_.FindJobLocked(id));
+  JobEvent event;
+  *event.mutable_status() = job->Status();
+  const std::vector<StepMetrics>& metrics = job->metrics();
+  const int64_t end =
+      std::min(static_cast<int64_t>(metrics.size()),
+               cursor->metrics_sent + int64_t{kMaxStepsPerEvent});
+  for (int64_t i = cursor->metrics_sent; i < end; ++i) {
+    *event.add_steps() = metrics[i];
+  }
+  cursor->version = job->version();
+  cursor->metrics_sent = end;
+  cursor->done =
+      IsFinal(job->state()) && end == static_cast<int64_t>(metrics.size());
+  return event;
+}
+
+absl::StatusOr<GetMetricsResponse> JobProgress::GetMetrics(
+    const GetMetricsRequest& request) const {
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(const Job* job, state_.FindJobLocked(request.job_id()));
+  GetMetricsResponse response;
+  response.mutable_metrics()->Reserve(static_cast<int>(job->metrics().size()));
+  for (const StepMetrics& step : job->metrics()) {
+    *response.add_metrics() = step;
+  }
+  for (const auto& [shard, stats] : job->shard_stats()) {
+    *response.add_shards() = stats;
+  }
+  return response;
+}
+
+}  // namespace gradsync

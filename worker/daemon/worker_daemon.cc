@@ -1,0 +1,235 @@
+#include "worker/daemon/worker_daemon.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/host.h"
+#include "common/status_macros.h"
+#include "common/tcp_congestion.h"
+#include "server/coordinator/grpc_coordinator_client.h"
+#include "worker/daemon/agent.h"
+#include "worker/daemon/blas_policy.h"
+#include "worker/daemon/devices.h"
+#include "worker/model/blas.h"
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+#include "common/cuda_status.h"
+#endif
+
+namespace gradsync {
+namespace {
+
+// The flag table, writing into `config`.
+std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
+  auto seconds = [](const char* flag, absl::Duration* out) {
+    return [flag, out](absl::string_view value) {
+      int64_t s = 0;
+      if (!absl::SimpleAtoi(value, &s) || s <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " '", value, "' is not a positive number of seconds"));
+      }
+      *out = absl::Seconds(s);
+      return absl::OkStatus();
+    };
+  };
+  return {
+      StringFlag("coordinator", "HOST:PORT",
+                 "the coordinator (default 127.0.0.1:29400)",
+                 &config->coordinator)
+          .Env("GRADSYNC_COORDINATOR"),
+      StringFlag("devices", "LIST",
+                 "ranks this worker hosts: cpu, cpu:4 (four CPU ranks), "
+                 "cuda:0,1 (one rank per GPU; refused at start unless "
+                 "visible) (default cpu)",
+                 &config->devices),
+      StringFlag("address", "IP",
+                 "address the ranks listen on and that peers connect to "
+                 "(default 127.0.0.1)",
+                 &config->address),
+      StringFlag("host", "NAME",
+                 "host name reported to the coordinator (default: this "
+                 "machine's)",
+                 &config->host),
+      FlagSpec("collective-timeout-s", "N",
+               "a collective waiting longer on a peer fails the job, naming "
+               "the peer (default 60)",
+               seconds("--collective-timeout-s", &config->collective_timeout)),
+      FlagSpec("rendezvous-timeout-s", "N",
+               "how long ranks wait for all peers to connect (default 120)",
+               seconds("--rendezvous-timeout-s", &config->rendezvous_timeout)),
+      FlagSpec("tcp-congestion", "NAME",
+               "congestion control of the ranks' TCP ring and PS "
+               "connections: auto (reno to peers on this host, the "
+               "system's elsewhere), default (the system's), or an "
+               "algorithm the kernel allows (default auto)",
+               [config](absl::string_view value) {
+                 config->tcp_congestion = std::string(value);
+                 absl::Status s =
+                     CheckCongestionControl(config->tcp_congestion);
+                 if (s.ok()) return s;
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("--tcp-congestion: ", s.message()));
+               }),
+      FlagSpec("spin-polls", "auto|N",
+               "polls before a small collective's receive blocks: auto "
+               "(10000, or none when the job has more ranks on this host "
+               "than it has cores), or N for every job (default auto)",
+               [config](absl::string_view value) {
+                 int polls = 0;
+                 if (value == "auto") {
+                   config->spin_polls.reset();
+                 } else if (absl::SimpleAtoi(value, &polls) && polls >= 0) {
+                   config->spin_polls = polls;
+                 } else {
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("--spin-polls '", value,
+                                    "' is neither auto nor a count >= 0"));
+                 }
+                 return absl::OkStatus();
+               }),
+      HelpFlag(&config->help),
+      VersionFlag(&config->version),
+  };
+}
+
+LogFn StderrLog() {
+  // One lock keeps lines from interleaving; shared by copies.
+  auto log_mu = std::make_shared<absl::Mutex>();
+  return [log_mu](absl::string_view line) {
+    const std::string text =
+        absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
+                                      absl::LocalTimeZone()),
+                     " gradsync-worker: ", line, "\n");
+    absl::MutexLock lock(log_mu.get());
+    std::cerr << text << std::flush;
+  };
+}
+
+// Refuses at start what no job could use, instead of failing each job.
+[[nodiscard]] absl::Status CheckDevices(const std::vector<Device>& devices,
+                                        const std::string& flag_value) {
+  for (const Device& d : devices) {
+    if (d.kind() == "cpu") continue;
+#ifdef GRADSYNC_HAVE_CUDA_KERNELS
+    RETURN_IF_ERROR(gpu::RequireCudaDevice(
+        d.index(), absl::StrCat("--devices ", flag_value)));
+#else
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--devices ", flag_value,
+        ": this build has no CUDA kernels (CUDA was not found when it was "
+        "built); use cpu or cpu:N"));
+#endif
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerDaemonConfig> ParseWorkerDaemonFlags(
+    int argc, char** argv, const EnvLookup& env) {
+  WorkerDaemonConfig config;
+  ASSIGN_OR_RETURN(const std::vector<std::string> positional,
+                   ParseFlags(argc, argv, WorkerFlags(&config), env));
+  if (!positional.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown argument '", positional[0], "'"));
+  }
+  RETURN_IF_ERROR(ParseDevices(config.devices).status());
+  return config;
+}
+
+std::string WorkerDaemonUsage(int width) {
+  WorkerDaemonConfig unused;
+  return absl::StrCat(
+      "usage: gradsync-worker [flags]\n\n"
+      "Runs a gradsync worker daemon until SIGINT or SIGTERM.\n\n",
+      FlagsHelp(WorkerFlags(&unused), width));
+}
+
+int RunWorkerDaemon(const WorkerDaemonConfig& config,
+                    const WorkerDaemonHooks& hooks) {
+  const LogFn log = hooks.log ? hooks.log : StderrLog();
+  absl::StatusOr<std::vector<Device>> devices = ParseDevices(config.devices);
+  if (!devices.ok()) {
+    log(std::string(devices.status().message()));
+    return 2;
+  }
+
+  // Blocked before any thread starts (the CUDA driver's, when the device
+  // check below initialises it; gRPC's), so that they inherit the mask and
+  // only the sigwait below receives the signals.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  if (!hooks.wait_for_stop) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (absl::Status s = CheckDevices(*devices, config.devices); !s.ok()) {
+    log(std::string(s.message()));
+    return 2;
+  }
+  // An idle worker must not leave OpenBLAS at "all cores"; jobs set their
+  // own count through the policy.
+  if (absl::Status s = SetBlasThreads(kDefaultBlasThreadsPerRank); !s.ok()) {
+    log(absl::StrCat("cannot set BLAS threads: ", s.message()));
+    return 1;
+  }
+
+  const std::string host = config.host.empty() ? HostName() : config.host;
+  std::shared_ptr<CoordinatorClient> client =
+      hooks.connect_coordinator
+          ? hooks.connect_coordinator(config.coordinator)
+          : NewGrpcCoordinatorClient(NewCoordinatorChannel(config.coordinator),
+                                     config.coordinator);
+
+  BlasThreadPolicy blas;
+  JobRunnerConfig runner;
+  runner.coordinator = config.coordinator;
+  runner.listen_host = config.address;
+  runner.host = host;
+  runner.collective_timeout = config.collective_timeout;
+  runner.rendezvous_timeout = config.rendezvous_timeout;
+  runner.tcp_congestion_control = config.tcp_congestion;
+  runner.spin_polls = config.spin_polls;
+  runner.blas = &blas;
+  runner.log = log;
+
+  AgentConfig agent_config;
+  agent_config.coordinator = config.coordinator;
+  agent_config.host = host;
+  agent_config.address = config.address;
+  agent_config.devices = *devices;
+  agent_config.pid = static_cast<int>(getpid());
+  agent_config.log = log;
+  log(absl::StrCat("starting: coordinator ", config.coordinator, ", devices ",
+                   FormatDevices(*devices), ", address ", config.address,
+                   ", host ", host));
+  {
+    Agent agent(agent_config, client, JobRunnerLauncher(runner, client));
+    agent.Start();
+    std::string why;
+    if (hooks.wait_for_stop) {
+      why = hooks.wait_for_stop();
+    } else {
+      int signal_number = 0;
+      sigwait(&signals, &signal_number);
+      why = strsignal(signal_number);
+    }
+    log(absl::StrCat("got ", why,
+                     ", cancelling running jobs and shutting down"));
+    agent.Stop(absl::CancelledError(absl::StrCat(
+        "worker on host ", host, " is shutting down (", why, ")")));
+  }
+  log("stopped");
+  return 0;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,74 @@
+// The `gradsync-worker` daemon: command line, device checks, the Agent with
+// the job runner, and the wait for SIGINT/SIGTERM. Kept out of main.cc so
+// that tests run it in-process with their own coordinator connection and
+// stop condition (WorkerDaemonHooks), as ps_daemon.h does for gradsync-ps.
+//
+//   gradsync-worker --coordinator 127.0.0.1:29400 --devices cpu:4
+//                   --address 127.0.0.1
+//
+// It registers this host's devices with the coordinator, runs the ranks of
+// the jobs it is given (one thread per rank) and, after each job, waits for
+// the next one. The coordinator's address comes from --coordinator, else
+// $GRADSYNC_COORDINATOR, else 127.0.0.1:29400. Logs one line per event on
+// stderr, with a timestamp. Exit codes: 0 after a signal, 1 if it cannot
+// start, 2 on a bad command line or devices this build or host cannot use.
+#ifndef GRADSYNC_WORKER_DAEMON_WORKER_DAEMON_H_
+#define GRADSYNC_WORKER_DAEMON_WORKER_DAEMON_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/flags.h"
+#include "server/coordinator/coordinator_client.h"
+#include "worker/daemon/job_runner.h"
+
+namespace gradsync {
+
+struct WorkerDaemonConfig {
+  std::string coordinator = std::string(kDefaultCoordinatorAddress);
+  std::string devices = "cpu";  // ParseDevices syntax
+  std::string address = "127.0.0.1";
+  std::string host;  // empty: this machine's host name
+  absl::Duration collective_timeout = absl::Seconds(60);
+  absl::Duration rendezvous_timeout = absl::Seconds(120);
+  std::string tcp_congestion = "auto";
+  std::optional<int> spin_polls;  // unset: auto
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv (common/flags.h; --coordinator falls back to
+// $GRADSYNC_COORDINATOR through `env`). INVALID_ARGUMENT naming the bad
+// flag; the congestion control is checked against the kernel's.
+[[nodiscard]] absl::StatusOr<WorkerDaemonConfig> ParseWorkerDaemonFlags(
+    int argc, char** argv, const EnvLookup& env = ProcessEnv);
+
+// The usage text, its flags wrapped to `width` columns.
+std::string WorkerDaemonUsage(int width = 80);
+
+// What the daemon uses beyond its config; unset ones take the defaults.
+struct WorkerDaemonHooks {
+  // The coordinator's client; default: a gRPC client over
+  // NewCoordinatorChannel(coordinator).
+  std::function<std::shared_ptr<CoordinatorClient>(
+      const std::string& coordinator)>
+      connect_coordinator;
+  // Returns when the daemon should stop, with the reason its jobs are
+  // cancelled with; default: blocks SIGINT and SIGTERM in the calling
+  // thread before any thread starts, then waits for one.
+  std::function<std::string()> wait_for_stop;
+  // One line per event; default: stderr with a timestamp.
+  LogFn log;
+};
+
+// Runs the daemon until the stop condition; returns the exit code.
+int RunWorkerDaemon(const WorkerDaemonConfig& config,
+                    const WorkerDaemonHooks& hooks = WorkerDaemonHooks());
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_WORKER_DAEMON_WORKER_DAEMON_H_
