@@ -78,9 +78,9 @@ std::vector<ProfileTensor> Vgg16() {
   Builder b;
   // (output channels, output size) per conv; 3x3 convs with bias.
   const std::pair<int64_t, int64_t> convs[] = {
-      {64, 224},  {64, 224},  {128, 112}, {128, 112}, {256, 56},
-      {256, 56},  {256, 56},  {512, 28},  {512, 28},  {512, 28},
-      {512, 14},  {512, 14},  {512, 14}};
+      {64, 224}, {64, 224}, {128, 112}, {128, 112}, {256, 56},
+      {256, 56}, {256, 56}, {512, 28},  {512, 28},  {512, 28},
+      {512, 14}, {512, 14}, {512, 14}};
   // torchvision's indices in `features` (the ReLUs and pools between).
   const int index[] = {0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28};
   int64_t cin = 3;
@@ -102,9 +102,8 @@ std::vector<ProfileTensor> Vgg16() {
 }
 
 std::vector<ProfileTensor> BertLarge() {
-  constexpr int64_t kVocab = 30522, kHidden = 1024, kLayers = 24,
-                    kInner = 4096, kPositions = 512, kTypes = 2,
-                    kSequence = 128;
+  constexpr int64_t kVocab = 30522, kHidden = 1024, kLayers = 24, kInner = 4096,
+                    kPositions = 512, kTypes = 2, kSequence = 128;
   Builder b;
   b.Add("embeddings.word_embeddings.weight", kVocab * kHidden, 0);
   b.Add("embeddings.position_embeddings.weight", kPositions * kHidden, 0);
@@ -123,8 +122,8 @@ std::vector<ProfileTensor> BertLarge() {
     b.back().flops += 2.0 * kSequence * kSequence * kHidden;
     b.Vector(absl::StrCat(out, ".dense.bias"), kHidden);
     Norm(b, absl::StrCat(out, ".LayerNorm"), kHidden);
-    b.Linear(absl::StrCat(layer, ".intermediate.dense.weight"), kHidden,
-             kInner, kSequence);
+    b.Linear(absl::StrCat(layer, ".intermediate.dense.weight"), kHidden, kInner,
+             kSequence);
     b.Vector(absl::StrCat(layer, ".intermediate.dense.bias"), kInner);
     b.Linear(absl::StrCat(layer, ".output.dense.weight"), kInner, kHidden,
              kSequence);
@@ -155,9 +154,10 @@ absl::StatusOr<std::vector<ProfileTensor>> ModelProfile(
 absl::StatusOr<std::vector<size_t>> ScaledLayerFloats(
     const std::vector<ProfileTensor>& tensors, double scale) {
   if (!(scale > 0 && scale <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "profile scale ", scale, " is not in (0, 1]; it shrinks every layer "
-        "in proportion"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile scale ", scale,
+                     " is not in (0, 1]; it shrinks every layer "
+                     "in proportion"));
   }
   std::vector<size_t> floats;
   floats.reserve(tensors.size());

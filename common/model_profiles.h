@@ -37,9 +37,9 @@
 namespace gradsync {
 
 struct ProfileTensor {
-  std::string name;     // "layer3.2.conv2.weight"
-  int64_t params = 0;   // elements of the tensor (and its gradient)
-  double flops = 0;     // forward multiply-adds per sample
+  std::string name;    // "layer3.2.conv2.weight"
+  int64_t params = 0;  // elements of the tensor (and its gradient)
+  double flops = 0;    // forward multiply-adds per sample
 };
 
 // "resnet50", "vgg16", "bert-large".

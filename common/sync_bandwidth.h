@@ -14,7 +14,7 @@
 //                   busiest link runs at B.
 //
 // IdealBusBandwidth is the busbw the links of a cluster allow an
-// all-reduce (DESIGN.md, "Measuring"): N = P*Q ranks, P per node on links
+// all-reduce (docs/architecture.md, "Measuring"): N = P*Q ranks, P per node on links
 // of B, Q nodes on links of I:
 //   Q = 1: B;   Q > 1: min(I(N-1)Q / (N(Q-1)), B(N-1)/(N-Q)),
 // the second term only when P > 1 (with one rank per node, every ring hop

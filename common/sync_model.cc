@@ -44,8 +44,8 @@ absl::string_view SyncLayoutName(SyncLayout layout) {
 }
 
 absl::StatusOr<SyncLayout> ParseSyncLayout(absl::string_view name) {
-  for (SyncLayout layout : {SyncLayout::kRing, SyncLayout::kPsSeparate,
-                            SyncLayout::kPsColocated}) {
+  for (SyncLayout layout :
+       {SyncLayout::kRing, SyncLayout::kPsSeparate, SyncLayout::kPsColocated}) {
     if (name == SyncLayoutName(layout)) return layout;
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -57,9 +57,9 @@
 namespace gradsync {
 
 enum class SyncLayout {
-  kRing,           // peer ring all-reduce
-  kPsSeparate,     // K parameter-server shards on hosts of their own
-  kPsColocated,    // K shards on K of the workers' hosts
+  kRing,         // peer ring all-reduce
+  kPsSeparate,   // K parameter-server shards on hosts of their own
+  kPsColocated,  // K shards on K of the workers' hosts
 };
 
 // "ring", "ps", "ps-colocated".
@@ -71,9 +71,9 @@ absl::string_view SyncLayoutName(SyncLayout layout);
 // One synchronisation to predict.
 struct SyncCase {
   SyncLayout layout = SyncLayout::kRing;
-  int workers = 1;       // N, one per host
-  int shards = 1;        // K (PS layouts)
-  double bytes = 0;      // S
+  int workers = 1;         // N, one per host
+  int shards = 1;          // K (PS layouts)
+  double bytes = 0;        // S
   bool pipelined = false;  // PS: pull overlaps push (see the top)
   // Pipelined PS: the partition size q (each server's slice of S/K bytes
   // is in P = ceil(S/(K q)) partitions); the last partition's pull adds
@@ -97,8 +97,8 @@ struct SyncCost {
 SyncCost ModelCost(const SyncCase& c);
 
 struct LinkModel {
-  double alpha_s = 0;         // latency per message, seconds
-  double bandwidth_Bps = 0;   // B, bytes per second, one way
+  double alpha_s = 0;        // latency per message, seconds
+  double bandwidth_Bps = 0;  // B, bytes per second, one way
 };
 
 // latency_terms * alpha + link_bytes / B; `model.bandwidth_Bps` > 0.

@@ -9,8 +9,8 @@
 //                     queue for congestion control to protect, but a pacing
 //                     algorithm (BBR, the default on many hosts) paces
 //                     there too: hrtimer wake-ups and smaller packets
-//                     (README, "Collectives" and "Parameter-server
-//                     transport"). Best effort: if the kernel refuses reno,
+//                     (docs/collectives.md,
+//                     docs/performance/ps-transport.md). Best effort: if the kernel refuses reno,
 //                     the default stays.
 //   "default" or ""   the system's default everywhere.
 //   NAME              that algorithm on every connection; refused up front

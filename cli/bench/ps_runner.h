@@ -87,8 +87,9 @@ class PsSweepRunner {
   PsSweepRunner(Communicator* control, const PsSweepConfig& config);
 
   // Steps 2 and 3 above on this size's shards.
-  [[nodiscard]] absl::StatusOr<PassResult> RunPass(const std::string& job, size_t count,
-                                     const std::vector<std::string>& addresses);
+  [[nodiscard]] absl::StatusOr<PassResult> RunPass(
+      const std::string& job, size_t count,
+      const std::vector<std::string>& addresses);
   // Creates this size's shards on rank 0 and tells every rank whether
   // that worked; an error on every rank otherwise.
   [[nodiscard]] absl::Status AgreeShardsCreated(

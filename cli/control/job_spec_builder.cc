@@ -278,7 +278,8 @@ const SpecFlagRow kSpecRows[] = {
      "--mode auto: steps between re-measurements (200; -1: never)",
      "auto_mode.recheck_every",
      [](absl::string_view v, JobSpec* s) {
-       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--auto-recheck-every", v, -1));
+       ASSIGN_OR_RETURN(int64_t n,
+                        ParseIntValue("--auto-recheck-every", v, -1));
        s->mutable_auto_mode()->set_recheck_every(n == 0 ? -1 : n);
        return absl::OkStatus();
      }},
@@ -299,8 +300,8 @@ const SpecFlagRow kSpecRows[] = {
        ASSIGN_OR_RETURN(const uint64_t n,
                         ParseSizeValue("--ps-partition-bytes", v, 1));
        if (n < 4096 || n > (uint64_t{1} << 30)) {
-         return absl::InvalidArgumentError(absl::StrCat(
-             "--ps-partition-bytes ", v, " is not in 4K..1G"));
+         return absl::InvalidArgumentError(
+             absl::StrCat("--ps-partition-bytes ", v, " is not in 4K..1G"));
        }
        s->mutable_ps()->set_partition_bytes(static_cast<int64_t>(n));
        return absl::OkStatus();

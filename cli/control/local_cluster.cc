@@ -3,9 +3,9 @@
 #include "cli/control/local_cluster.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -48,13 +48,12 @@ double NumberField(const Struct& object, const std::string& key) {
 }
 
 std::string DaemonToJson(const DaemonRecord& d) {
-  return absl::StrCat("{\"name\":", JsonQuote(d.name),
-                      ",\"binary\":", JsonQuote(d.binary), ",\"pid\":", d.pid,
-                      ",\"log\":", JsonQuote(d.log),
-                      ",\"address\":", JsonQuote(d.address),
-                      ",\"devices\":", JsonQuote(d.devices),
-                      ",\"netns\":", JsonQuote(d.netns),
-                      ",\"host\":", JsonQuote(d.host), "}");
+  return absl::StrCat(
+      "{\"name\":", JsonQuote(d.name), ",\"binary\":", JsonQuote(d.binary),
+      ",\"pid\":", d.pid, ",\"log\":", JsonQuote(d.log),
+      ",\"address\":", JsonQuote(d.address),
+      ",\"devices\":", JsonQuote(d.devices), ",\"netns\":", JsonQuote(d.netns),
+      ",\"host\":", JsonQuote(d.host), "}");
 }
 
 // The program named by /proc/<pid>/cmdline (its argv[0]), or "".

@@ -168,9 +168,9 @@ std::vector<std::string> StopWorkersThenCoordinator(
 
 // Spawns `plan` (with `--coordinator ADDRESS` added unless empty) and
 // records it.
-[[nodiscard]] absl::StatusOr<DaemonRecord> Spawn(const DaemonPlan& plan,
-                                   const std::string& run_dir,
-                                   const std::string& coordinator) {
+[[nodiscard]] absl::StatusOr<DaemonRecord> Spawn(
+    const DaemonPlan& plan, const std::string& run_dir,
+    const std::string& coordinator) {
   DaemonRecord d;
   d.name = plan.name;
   d.binary = plan.binary;
@@ -211,8 +211,8 @@ std::vector<std::string> StopWorkersThenCoordinator(
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the coordinator did not report its address within ",
-          absl::FormatDuration(plan.timeout), "; the end of ",
-          coordinator_log, ":\n", LogTail(coordinator_log, kLogTailLines)));
+          absl::FormatDuration(plan.timeout), "; the end of ", coordinator_log,
+          ":\n", LogTail(coordinator_log, kLogTailLines)));
     }
     absl::SleepFor(kPoll);
   }
@@ -226,15 +226,14 @@ std::vector<std::string> StopWorkersThenCoordinator(
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the coordinator did not answer at ", address, " within ",
-          absl::FormatDuration(plan.timeout), "; the end of ",
-          coordinator_log, ":\n", LogTail(coordinator_log, kLogTailLines)));
+          absl::FormatDuration(plan.timeout), "; the end of ", coordinator_log,
+          ":\n", LogTail(coordinator_log, kLogTailLines)));
     }
     absl::SleepFor(kPoll);
   }
   for (const auto* group : {&plan.workers, &plan.servers}) {
     for (const DaemonPlan& daemon : *group) {
-      ASSIGN_OR_RETURN(DaemonRecord d,
-                       Spawn(daemon, plan.run_dir, address));
+      ASSIGN_OR_RETURN(DaemonRecord d, Spawn(daemon, plan.run_dir, address));
       record->daemons.push_back(std::move(d));
     }
   }
@@ -248,8 +247,7 @@ std::vector<std::string> StopWorkersThenCoordinator(
     if (workers.ok()) {
       *registered = LiveWorkers(*workers);
       *registered_servers = LiveParameterServers(*workers);
-      if (*registered >= want_workers &&
-          *registered_servers >= want_servers) {
+      if (*registered >= want_workers && *registered_servers >= want_servers) {
         break;
       }
     }
@@ -375,8 +373,7 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   plan.stop_grace = config.stop_grace;
   plan.coordinator.name = "coordinator";
   plan.coordinator.binary = config.coordinator_binary;
-  plan.coordinator.args = {"--listen",
-                           absl::StrCat("127.0.0.1:", config.port)};
+  plan.coordinator.args = {"--listen", absl::StrCat("127.0.0.1:", config.port)};
   if (config.port != 0) {
     plan.coordinator.address = absl::StrCat("127.0.0.1:", config.port);
   }

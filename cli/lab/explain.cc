@@ -79,8 +79,8 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     e.sync_bytes = std::max(e.sync_bytes, m.sync_bytes());
     StepView& v = steps[m.step()];
     ++v.ranks;
-    if (m.rank() == 0) v.mode = m.mode() == SYNC_MODE_PS ? SYNC_MODE_PS
-                                                         : SYNC_MODE_RING;
+    if (m.rank() == 0)
+      v.mode = m.mode() == SYNC_MODE_PS ? SYNC_MODE_PS : SYNC_MODE_RING;
     v.switched = v.switched || m.switch_s() > 0;
     v.sync_s = std::max(v.sync_s, m.sync_busy_s());
     if (v.slowest == nullptr || m.step_s() > v.slowest->step_s()) {
@@ -99,8 +99,8 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   SyncCase ps;
   ps.layout = e.colocated ? SyncLayout::kPsColocated : SyncLayout::kPsSeparate;
   ps.workers = e.hosts;
-  ps.shards = std::max(1, e.colocated ? std::min(e.servers, e.hosts)
-                                      : e.servers);
+  ps.shards =
+      std::max(1, e.colocated ? std::min(e.servers, e.hosts) : e.servers);
   ps.bytes = s;
   ps.pipelined = true;
   const int64_t partition = job.spec().ps().partition_bytes();
@@ -153,11 +153,10 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     m.predicted_s = is_ps ? e.ps_predicted_s : e.ring_predicted_s;
     m.error = m.sync_s > 0 ? RelativeError(m.predicted_s, m.sync_s) : 0;
     if (is_ps) {
-      m.layout = absl::StrCat("ps: ", e.servers, " server",
-                              e.servers == 1 ? "" : "s",
-                              e.colocated ? " on the workers' hosts"
-                                          : " on hosts of their own",
-                              ", ", e.hosts, " worker hosts");
+      m.layout = absl::StrCat(
+          "ps: ", e.servers, " server", e.servers == 1 ? "" : "s",
+          e.colocated ? " on the workers' hosts" : " on hosts of their own",
+          ", ", e.hosts, " worker hosts");
     } else {
       m.layout = absl::StrCat("ring over ", e.hosts, " hosts");
     }
@@ -258,8 +257,9 @@ std::string FormatExplanation(const Explanation& e) {
             100 * m.error, m.bottleneck));
   }
   if (e.modes.empty()) {
-    absl::StrAppend(&out, "\nno settled step yet (the first steps of each "
-                          "mode are left out)\n");
+    absl::StrAppend(&out,
+                    "\nno settled step yet (the first steps of each "
+                    "mode are left out)\n");
   }
   absl::StrAppend(&out, "\nverdict: ", e.verdict, "\n");
   return out;

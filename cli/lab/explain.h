@@ -31,8 +31,8 @@ namespace gradsync {
 namespace lab {
 
 struct LinkFacts {
-  LinkModel model;      // alpha and B (payload bytes/s)
-  std::string source;   // "the lab in /x/.lab: 1 Gbit/s links", ...
+  LinkModel model;     // alpha and B (payload bytes/s)
+  std::string source;  // "the lab in /x/.lab: 1 Gbit/s links", ...
 };
 
 // One mode's measurement.
@@ -41,7 +41,7 @@ struct ModeExplanation {
   int steps = 0;
   double step_s = 0, compute_s = 0, comm_s = 0, idle_s = 0, sync_s = 0;
   double predicted_s = 0;
-  double error = 0;  // (predicted - measured) / measured
+  double error = 0;        // (predicted - measured) / measured
   std::string layout;      // "ring over 4 hosts", "ps: 2 servers on ..."
   std::string bottleneck;  // one sentence
 };

@@ -7,12 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/control/command_common.h"
-#include "common/flags.h"
-#include "common/json.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/explain.h"
 #include "cli/lab/lab_state.h"
+#include "common/flags.h"
+#include "common/json.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -33,9 +33,9 @@ constexpr char kUsage[] =
 // TCP payload per frame: 1448 bytes of 1514 (MTU 1500 with timestamps).
 constexpr double kPayloadShare = 1448.0 / 1514.0;
 
-[[nodiscard]] absl::StatusOr<LinkFacts> ResolveLinks(double gbps, double alpha_us,
-                                       const std::string& lab_dir,
-                                       const std::string& coordinator) {
+[[nodiscard]] absl::StatusOr<LinkFacts> ResolveLinks(
+    double gbps, double alpha_us, const std::string& lab_dir,
+    const std::string& coordinator) {
   LinkFacts facts;
   if (gbps > 0) {
     facts.model = {alpha_us * 1e-6, gbps * 1e9};
@@ -91,9 +91,9 @@ int RunExplain(const std::vector<std::string>& args,
       {"link-alpha-us", "A", "latency per message in us (0)",
        number("--link-alpha-us", &alpha_us)},
       StringFlag("lab-dir", "DIR",
-                          "the lab's run directory ($GRADSYNC_LAB_DIR, else "
-                          "./.lab)",
-                          &lab_dir),
+                 "the lab's run directory ($GRADSYNC_LAB_DIR, else "
+                 "./.lab)",
+                 &lab_dir),
   };
   control::CommonOptions common;
   std::vector<std::string> positional;
@@ -117,9 +117,10 @@ int RunExplain(const std::vector<std::string>& args,
     return control::ReportError(env, "explain", common.json, links.status());
   }
   absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
-  if (!job.ok()) return control::ReportError(env, "explain", common.json,
-                                             job.status());
-  absl::StatusOr<GetMetricsResponse> metrics = client->GetMetrics(positional[0]);
+  if (!job.ok())
+    return control::ReportError(env, "explain", common.json, job.status());
+  absl::StatusOr<GetMetricsResponse> metrics =
+      client->GetMetrics(positional[0]);
   if (!metrics.ok()) {
     return control::ReportError(env, "explain", common.json, metrics.status());
   }
@@ -128,14 +129,13 @@ int RunExplain(const std::vector<std::string>& args,
     return control::ReportError(env, "explain", common.json, cluster.status());
   }
   absl::StatusOr<Explanation> e = ExplainJob(*job, *metrics, *cluster, *links);
-  if (!e.ok()) return control::ReportError(env, "explain", common.json,
-                                           e.status());
+  if (!e.ok())
+    return control::ReportError(env, "explain", common.json, e.status());
   if (common.json) {
     *env.out << "{\"job\":" << JsonQuote(e->job_id)
              << ",\"ringPredictedS\":" << JsonNumber(e->ring_predicted_s)
              << ",\"psPredictedS\":" << JsonNumber(e->ps_predicted_s)
-             << ",\"verdict\":" << JsonQuote(e->verdict)
-             << ",\"modes\":[";
+             << ",\"verdict\":" << JsonQuote(e->verdict) << ",\"modes\":[";
     for (size_t i = 0; i < e->modes.size(); ++i) {
       const ModeExplanation& m = e->modes[i];
       *env.out << (i ? "," : "") << "{\"mode\":"
@@ -144,8 +144,7 @@ int RunExplain(const std::vector<std::string>& args,
                << ",\"stepS\":" << JsonNumber(m.step_s)
                << ",\"syncS\":" << JsonNumber(m.sync_s)
                << ",\"predictedS\":" << JsonNumber(m.predicted_s)
-               << ",\"bottleneck\":" << JsonQuote(m.bottleneck)
-               << "}";
+               << ",\"bottleneck\":" << JsonQuote(m.bottleneck) << "}";
     }
     *env.out << "]}\n";
   } else {

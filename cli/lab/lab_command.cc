@@ -8,13 +8,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "common/flags.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_sweep_command.h"
 #include "cli/lab/lab_up.h"
+#include "common/flags.h"
 
 namespace gradsync {
 namespace lab {
@@ -68,19 +68,17 @@ struct LabOptions {
 std::vector<FlagSpec> Flags(LabOptions* o) {
   return {
       IntFlag("hosts", "up: worker hosts (2)", 1, &o->hosts),
-      IntFlag("ps-hosts", "up: parameter-server hosts (0)", 0,
-                       &o->ps_hosts),
-      SwitchFlag("colocate-ps",
-                          "up: a gradsync-ps on every worker host too",
-                          &o->colocate_ps),
-      IntFlag("workers-per-host", "up: worker daemons per host (1)",
-                       1, &o->workers_per_host),
+      IntFlag("ps-hosts", "up: parameter-server hosts (0)", 0, &o->ps_hosts),
+      SwitchFlag("colocate-ps", "up: a gradsync-ps on every worker host too",
+                 &o->colocate_ps),
+      IntFlag("workers-per-host", "up: worker daemons per host (1)", 1,
+              &o->workers_per_host),
       StringFlag("devices-per-worker", "LIST",
-                          "up: each worker's --devices (cpu:1)", &o->devices),
+                 "up: each worker's --devices (cpu:1)", &o->devices),
       StringFlag("link", "RATE",
-                          "up, set-link: every link's rate each way, as tc "
-                          "writes it (1gbit, 500mbit)",
-                          &o->link),
+                 "up, set-link: every link's rate each way, as tc "
+                 "writes it (1gbit, 500mbit)",
+                 &o->link),
       FlagSpec{"latency", "DURATION",
                "up, set-link: one-way delay between hosts (1ms; needs "
                "netem)",
@@ -103,33 +101,28 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                  }
                  return absl::OkStatus();
                }},
-      StringFlag("prefix", "NAME",
-                          "names of namespaces and interfaces (gsl)",
-                          &o->prefix),
-      StringFlag("subnet", "A.B.C", "up: the lab's /24 (10.77.0)",
-                          &o->subnet),
+      StringFlag("prefix", "NAME", "names of namespaces and interfaces (gsl)",
+                 &o->prefix),
+      StringFlag("subnet", "A.B.C", "up: the lab's /24 (10.77.0)", &o->subnet),
       StringFlag("tcp-congestion", "NAME",
-                          "up: the daemons' TCP congestion control (default: "
-                          "the machine's)",
-                          &o->tcp_congestion),
+                 "up: the daemons' TCP congestion control (default: "
+                 "the machine's)",
+                 &o->tcp_congestion),
       StringFlag("run-dir", "DIR",
-                          "lab.json, cluster.json and logs ($GRADSYNC_LAB_DIR, "
-                          "else ./.lab)",
-                          &o->run_dir),
-      SecondsFlag("timeout", "up: wait for the daemons (60)",
-                           &o->timeout),
+                 "lab.json, cluster.json and logs ($GRADSYNC_LAB_DIR, "
+                 "else ./.lab)",
+                 &o->run_dir),
+      SecondsFlag("timeout", "up: wait for the daemons (60)", &o->timeout),
       StringFlag("coordinator-binary", "PATH",
-                          "up: the gradsync-coordinator to run",
-                          &o->binaries.coordinator),
-      StringFlag("worker-binary", "PATH",
-                          "up: the gradsync-worker to run",
-                          &o->binaries.worker),
+                 "up: the gradsync-coordinator to run",
+                 &o->binaries.coordinator),
+      StringFlag("worker-binary", "PATH", "up: the gradsync-worker to run",
+                 &o->binaries.worker),
       StringFlag("ps-binary", "PATH", "up: the gradsync-ps to run",
-                          &o->binaries.ps),
-      StringFlag("pairs", "ring|all",
-                          "probe: host pairs to measure (ring)", &o->pairs),
-      SecondsFlag("duration", "probe: seconds per stream (0.6)",
-                           &o->duration),
+                 &o->binaries.ps),
+      StringFlag("pairs", "ring|all", "probe: host pairs to measure (ring)",
+                 &o->pairs),
+      SecondsFlag("duration", "probe: seconds per stream (0.6)", &o->duration),
       FlagSpec{"tolerance", "SHARE",
                "probe: largest relative miss that passes (0.1)",
                [o](absl::string_view v) {
@@ -150,7 +143,8 @@ std::string RoleText(const LabHost& host) {
     case HostRole::kHead:
       return "coordinator";
     case HostRole::kWorker:
-      return absl::StrCat(host.workers, host.workers == 1 ? " worker" : " workers",
+      return absl::StrCat(host.workers,
+                          host.workers == 1 ? " worker" : " workers",
                           host.servers > 0 ? " + gradsync-ps" : "");
     case HostRole::kServer:
       return "gradsync-ps";
@@ -162,14 +156,14 @@ std::string LinkText(const LabLink& link) {
   return absl::StrCat(
       DescribeLinkRate(link.rate_bps()), " each way, ",
       link.latency_us() > 0
-          ? absl::StrCat(absl::FormatDuration(
-                             absl::Microseconds(link.latency_us())),
-                         " one-way between hosts")
+          ? absl::StrCat(
+                absl::FormatDuration(absl::Microseconds(link.latency_us())),
+                " one-way between hosts")
           : "no added latency",
       link.queue_us() > 0
-          ? absl::StrCat(", switch buffers of ",
-                         absl::FormatDuration(
-                             absl::Microseconds(link.queue_us())))
+          ? absl::StrCat(
+                ", switch buffers of ",
+                absl::FormatDuration(absl::Microseconds(link.queue_us())))
           : "");
 }
 
@@ -182,21 +176,19 @@ void PrintHosts(const LabState& state, const control::ClusterRecord* cluster,
     if (cluster != nullptr) {
       for (const control::DaemonRecord& d : cluster->daemons) {
         if (d.host != host.name) continue;
-        daemons.push_back(absl::StrCat(
-            d.name, " pid ", d.pid,
-            control::IsRecordedDaemonAlive(d) ? "" : " (exited)"));
+        daemons.push_back(
+            absl::StrCat(d.name, " pid ", d.pid,
+                         control::IsRecordedDaemonAlive(d) ? "" : " (exited)"));
       }
     }
     rows.push_back({host.name, host.address, host.netns, RoleText(host),
                     absl::StrJoin(daemons, ", ")});
   }
-  out << control::FormatTable({"HOST", "ADDRESS", "NAMESPACE", "RUNS",
-                               "DAEMONS"},
-                              rows);
+  out << control::FormatTable(
+      {"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"}, rows);
 }
 
-int Up(const LabOptions& o, const std::string& run_dir,
-       const CommandEnv& env) {
+int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   LabUpOptions up;
   up.run_dir = run_dir;
   up.timeout = o.timeout;
@@ -210,15 +202,14 @@ int Up(const LabOptions& o, const std::string& run_dir,
   config.devices_per_worker = o.devices;
   config.tcp_congestion = o.tcp_congestion;
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
-  if (!rate.ok()) return control::ReportError(env, "lab up", o.json,
-                                              rate.status());
+  if (!rate.ok())
+    return control::ReportError(env, "lab up", o.json, rate.status());
   config.link.rate_bps = *rate;
   config.link.latency = o.latency;
   config.link.queue = o.queue;
   absl::StatusOr<control::DaemonBinaries> binaries =
-      control::FindDaemonBinaries(o.binaries,
-                                  config.ps_hosts > 0 || config.colocate_ps,
-                                  env);
+      control::FindDaemonBinaries(
+          o.binaries, config.ps_hosts > 0 || config.colocate_ps, env);
   if (!binaries.ok()) {
     return control::ReportError(env, "lab up", o.json, binaries.status());
   }
@@ -247,12 +238,10 @@ int Up(const LabOptions& o, const std::string& run_dir,
     return kExitOk;
   }
   const int hosts = 1 + state.spec().worker_hosts() + state.spec().ps_hosts();
-  *env.out << (result->already_up ? "the lab is already up in "
-                                  : "lab up in ")
+  *env.out << (result->already_up ? "the lab is already up in " : "lab up in ")
            << run_dir << ": " << hosts << " hosts on "
-           << BridgeName(state.spec().prefix()) << " ("
-           << state.spec().subnet() << ".0/24), links "
-           << LinkText(state.spec().link()) << "\n";
+           << BridgeName(state.spec().prefix()) << " (" << state.spec().subnet()
+           << ".0/24), links " << LinkText(state.spec().link()) << "\n";
   PrintHosts(state, &result->cluster, *env.out);
   *env.out << FormatProbeSummary(state.probe()) << "\n"
            << "stop it with: gradsync lab down --run-dir " << run_dir << "\n"
@@ -282,8 +271,8 @@ int Down(const LabOptions& o, const std::string& run_dir,
   *env.out << "lab down: stopped " << down->stopped.size() << " daemons"
            << (down->killed.empty()
                    ? ""
-                   : absl::StrCat(" (killed ", absl::StrJoin(down->killed, ", "),
-                                  ")"))
+                   : absl::StrCat(" (killed ",
+                                  absl::StrJoin(down->killed, ", "), ")"))
            << (down->strays.empty()
                    ? ""
                    : absl::StrCat(", and ", down->strays.size(),
@@ -349,17 +338,16 @@ int Probe(const LabOptions& o, const std::string& run_dir,
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const PairProbe& p : report->pairs()) {
-      rows.push_back({absl::StrCat(p.from(), " -> ", p.to()),
-                      absl::StrFormat("%.1f", p.goodput_bps() / 1e6),
-                      absl::StrFormat("%.1f", p.expected_bps() / 1e6),
-                      absl::StrFormat("%+.1f%%", 100 * (p.goodput_bps() /
-                                                            p.expected_bps() -
-                                                        1)),
-                      absl::StrFormat("%.0f", p.rtt_us()),
-                      p.ok() ? "ok" : "OFF"});
+      rows.push_back(
+          {absl::StrCat(p.from(), " -> ", p.to()),
+           absl::StrFormat("%.1f", p.goodput_bps() / 1e6),
+           absl::StrFormat("%.1f", p.expected_bps() / 1e6),
+           absl::StrFormat("%+.1f%%",
+                           100 * (p.goodput_bps() / p.expected_bps() - 1)),
+           absl::StrFormat("%.0f", p.rtt_us()), p.ok() ? "ok" : "OFF"});
     }
-    *env.out << control::FormatTable({"PAIR", "GOODPUT Mbit/s",
-                                      "EXPECTED", "MISS", "RTT us", ""},
+    *env.out << control::FormatTable({"PAIR", "GOODPUT Mbit/s", "EXPECTED",
+                                      "MISS", "RTT us", ""},
                                      rows)
              << FormatProbeSummary(*report) << "\n";
   }
@@ -391,8 +379,7 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   }
   LabOptions options;
   const std::vector<FlagSpec> flags = Flags(&options);
-  absl::StatusOr<std::vector<std::string>> positional =
-      ParseFlags(args, flags);
+  absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
   if (!positional.ok()) {
     return control::ReportUsageError(env, "lab", args, positional.status());
   }

@@ -53,8 +53,8 @@ absl::Status ValidateLabConfig(const LabConfig& config) {
   }
   const std::vector<absl::string_view> octets =
       absl::StrSplit(config.subnet, '.');
-  if (octets.size() != 3 || !std::all_of(octets.begin(), octets.end(),
-                                         IsOctet)) {
+  if (octets.size() != 3 ||
+      !std::all_of(octets.begin(), octets.end(), IsOctet)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--subnet '", config.subnet,
                      "': give the first three octets of a /24, e.g. 10.77.0"));

@@ -72,13 +72,13 @@ struct LabConfig {
 enum class HostRole { kHead, kWorker, kServer };
 
 struct LabHost {
-  std::string name;       // "head", "w1", "s1": also its host name
+  std::string name;  // "head", "w1", "s1": also its host name
   HostRole role = HostRole::kHead;
-  std::string netns;      // "<prefix>-<name>"
-  std::string veth;       // root-namespace end, on the bridge
-  std::string address;    // "<subnet>.<n>"
-  int workers = 0;        // worker daemons on it
-  int servers = 0;        // gradsync-ps daemons on it
+  std::string netns;    // "<prefix>-<name>"
+  std::string veth;     // root-namespace end, on the bridge
+  std::string address;  // "<subnet>.<n>"
+  int workers = 0;      // worker daemons on it
+  int servers = 0;      // gradsync-ps daemons on it
 };
 
 // OK, or INVALID_ARGUMENT naming the bad field: a prefix that is not 1-8

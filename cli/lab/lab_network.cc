@@ -59,12 +59,15 @@ std::vector<std::string> TbfArgs(const LinkSettings& link, bool egress) {
   const int64_t burst = std::max<int64_t>(
       kMinBurstBytes,
       static_cast<int64_t>(bytes_per_s * absl::ToDoubleSeconds(kBurstTime)));
-  int64_t limit =
-      burst +
-      static_cast<int64_t>(bytes_per_s * absl::ToDoubleSeconds(link.queue));
+  int64_t limit = burst + static_cast<int64_t>(
+                              bytes_per_s * absl::ToDoubleSeconds(link.queue));
   if (egress) limit = std::max(limit, kEgressQueueBytes);
-  return {"tbf",   "rate",  absl::StrCat(link.rate_bps, "bit"),
-          "burst", absl::StrCat(burst), "limit",
+  return {"tbf",
+          "rate",
+          absl::StrCat(link.rate_bps, "bit"),
+          "burst",
+          absl::StrCat(burst),
+          "limit",
           absl::StrCat(limit)};
 }
 
@@ -99,8 +102,8 @@ void AddShaping(const LinkSettings& link, const std::string& netns,
   out->push_back(NetCommand{{tc}, true});
   out->back().argv.insert(out->back().argv.end(),
                           {"qdisc", "del", "dev", dev, "root"});
-  qdisc({"root", "handle", "1:", "netem", "delay",
-         absl::StrCat(half_us, "us"), "limit", "100000"});
+  qdisc({"root", "handle", "1:", "netem", "delay", absl::StrCat(half_us, "us"),
+         "limit", "100000"});
   std::vector<std::string> tail = {"parent", "1:1", "handle", "10:"};
   tail.insert(tail.end(), tbf.begin(), tbf.end());
   qdisc(tail);
@@ -113,7 +116,8 @@ bool ReadUntil(int fd, absl::Time deadline, std::string* out) {
     const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
     if (ms <= 0) return false;
     pollfd p{fd, POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1000)));
+    const int ready =
+        poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1000)));
     if (ready < 0 && errno != EINTR) return true;
     if (ready <= 0) continue;
     const ssize_t n = read(fd, buffer, sizeof(buffer));
@@ -124,8 +128,8 @@ bool ReadUntil(int fd, absl::Time deadline, std::string* out) {
 }
 
 // Runs one command; its stdout and stderr in *output.
-[[nodiscard]] absl::Status RunOne(const NetCommand& command, absl::Duration timeout,
-                    std::string* output) {
+[[nodiscard]] absl::Status RunOne(const NetCommand& command,
+                                  absl::Duration timeout, std::string* output) {
   const std::string tool = FindTool(command.argv.front());
   if (tool.empty()) {
     return absl::FailedPreconditionError(
@@ -171,11 +175,11 @@ bool ReadUntil(int fd, absl::Time deadline, std::string* out) {
                      absl::FormatDuration(timeout)));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat(
-        "`", CommandText(command), "` failed: ",
-        absl::StripAsciiWhitespace(*output).empty()
-            ? "(no output)"
-            : std::string(absl::StripAsciiWhitespace(*output))));
+    return absl::InternalError(
+        absl::StrCat("`", CommandText(command), "` failed: ",
+                     absl::StripAsciiWhitespace(*output).empty()
+                         ? "(no output)"
+                         : std::string(absl::StripAsciiWhitespace(*output))));
   }
   return absl::OkStatus();
 }
@@ -282,9 +286,9 @@ absl::Status CheckLabPrivileges() {
   }
   for (const char* tool : {"ip", "tc"}) {
     if (FindTool(tool).empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the lab needs iproute2's `", tool,
-          "`, which is not installed: apt-get install iproute2"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the lab needs iproute2's `", tool,
+                       "`, which is not installed: apt-get install iproute2"));
     }
   }
   return absl::OkStatus();
@@ -295,14 +299,13 @@ absl::Status CheckNetem(absl::string_view prefix, absl::Duration timeout) {
   std::string output;
   RunOne({{"ip", "netns", "del", scratch}, true}, timeout, &output)
       .IgnoreError();
-  absl::Status made = RunOne({{"ip", "netns", "add", scratch}}, timeout,
-                             &output);
+  absl::Status made =
+      RunOne({{"ip", "netns", "add", scratch}}, timeout, &output);
   if (!made.ok()) return made;
   output.clear();
-  absl::Status netem =
-      RunOne({{"tc", "-n", scratch, "qdisc", "add", "dev", "lo", "root",
-               "netem", "delay", "1ms"}},
-             timeout, &output);
+  absl::Status netem = RunOne({{"tc", "-n", scratch, "qdisc", "add", "dev",
+                                "lo", "root", "netem", "delay", "1ms"}},
+                              timeout, &output);
   std::string ignored;
   RunOne({{"ip", "netns", "del", scratch}, true}, timeout, &ignored)
       .IgnoreError();

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -82,7 +82,8 @@ sockaddr_in Address(const std::string& ip, int port) {
 }
 
 // Waits until `fd` is ready for `events` or the timeout passes.
-[[nodiscard]] absl::Status WaitFd(int fd, short events, absl::Duration timeout) {
+[[nodiscard]] absl::Status WaitFd(int fd, short events,
+                                  absl::Duration timeout) {
   pollfd p{fd, events, 0};
   const int ready =
       poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
@@ -145,8 +146,8 @@ struct StreamResult {
 };
 
 // Receives until EOF; goodput over what arrived after `warmup`.
-[[nodiscard]] absl::StatusOr<StreamResult> ReceiveStream(int listen_fd,
-                                           absl::Duration warmup) {
+[[nodiscard]] absl::StatusOr<StreamResult> ReceiveStream(
+    int listen_fd, absl::Duration warmup) {
   absl::StatusOr<Fd> conn = Accept(listen_fd);
   if (!conn.ok()) return conn.status();
   std::vector<char> buffer(kSendChunk);
@@ -184,8 +185,9 @@ struct StreamResult {
   return result;
 }
 
-[[nodiscard]] absl::Status SendStream(const LabHost& to, int port, absl::Duration duration,
-                        const std::string& congestion) {
+[[nodiscard]] absl::Status SendStream(const LabHost& to, int port,
+                                      absl::Duration duration,
+                                      const std::string& congestion) {
   absl::StatusOr<Fd> fd = Connect(to, port, congestion);
   if (!fd.ok()) return fd.status();
   std::vector<char> buffer(kSendChunk, 'x');
@@ -221,7 +223,8 @@ void NoDelay(int fd) {
 }
 
 // The median of `rounds` one-byte round trips, in microseconds.
-[[nodiscard]] absl::StatusOr<double> RoundTrips(const LabHost& to, int port, int rounds) {
+[[nodiscard]] absl::StatusOr<double> RoundTrips(const LabHost& to, int port,
+                                                int rounds) {
   absl::StatusOr<Fd> fd = Connect(to, port);
   if (!fd.ok()) return fd.status();
   NoDelay(fd->get());
@@ -257,25 +260,27 @@ struct PairRun {
   double rtt_us = 0;
 };
 
-[[nodiscard]] absl::Status RunPairs(std::vector<PairRun>* runs, const ProbeOptions& options,
-                      const std::string& congestion, bool round_trips) {
+[[nodiscard]] absl::Status RunPairs(std::vector<PairRun>* runs,
+                                    const ProbeOptions& options,
+                                    const std::string& congestion,
+                                    bool round_trips) {
   const size_t n = runs->size();
   std::vector<absl::Status> statuses(4 * n);
   std::vector<Listener> stream_listeners(n), echo_listeners(n);
   // Listeners first, each in its receiver's namespace.
   for (size_t i = 0; i < n; ++i) {
-    std::thread t = InNamespace(
-        (*runs)[i].to->netns,
-        [&, i] {
-          absl::StatusOr<Listener> s = Listen(*(*runs)[i].to);
-          if (!s.ok()) return s.status();
-          stream_listeners[i] = std::move(*s);
-          absl::StatusOr<Listener> e = Listen(*(*runs)[i].to);
-          if (!e.ok()) return e.status();
-          echo_listeners[i] = std::move(*e);
-          return absl::OkStatus();
-        },
-        &statuses[i]);
+    std::thread t =
+        InNamespace((*runs)[i].to->netns,
+                    [&, i] {
+                      absl::StatusOr<Listener> s = Listen(*(*runs)[i].to);
+                      if (!s.ok()) return s.status();
+                      stream_listeners[i] = std::move(*s);
+                      absl::StatusOr<Listener> e = Listen(*(*runs)[i].to);
+                      if (!e.ok()) return e.status();
+                      echo_listeners[i] = std::move(*e);
+                      return absl::OkStatus();
+                    },
+                    &statuses[i]);
     t.join();
     if (!statuses[i].ok()) return statuses[i];
   }
@@ -300,8 +305,8 @@ struct PairRun {
           absl::Status sent = SendStream(*r.to, stream_listeners[i].port,
                                          options.duration, congestion);
           if (!sent.ok() || !round_trips) return sent;
-          absl::StatusOr<double> rtt = RoundTrips(
-              *r.to, echo_listeners[i].port, options.round_trips);
+          absl::StatusOr<double> rtt =
+              RoundTrips(*r.to, echo_listeners[i].port, options.round_trips);
           if (!rtt.ok()) return rtt.status();
           (*runs)[i].rtt_us = *rtt;
           return absl::OkStatus();
@@ -365,14 +370,13 @@ absl::StatusOr<ProbeReport> ProbeLab(const LabConfig& config,
   report.set_tolerance(options.tolerance);
   bool ok = true;
   auto judge = [&](double goodput, const StreamResult& s) {
-    const double expected =
-        ExpectedGoodput(static_cast<double>(config.link.rate_bps), s.mss,
-                        s.mtu);
+    const double expected = ExpectedGoodput(
+        static_cast<double>(config.link.rate_bps), s.mss, s.mtu);
     return std::make_pair(
         expected, std::abs(goodput - expected) <= options.tolerance * expected);
   };
-  for (const auto& [i, j] : ProbePairList(static_cast<int>(hosts.size()),
-                                          options.pairs)) {
+  for (const auto& [i, j] :
+       ProbePairList(static_cast<int>(hosts.size()), options.pairs)) {
     std::vector<PairRun> runs = {{&hosts[i], &hosts[j], {}, 0}};
     absl::Status status =
         RunPairs(&runs, options, config.tcp_congestion, /*round_trips=*/true);
@@ -381,8 +385,8 @@ absl::StatusOr<ProbeReport> ProbeLab(const LabConfig& config,
     pair->set_from(hosts[i].name);
     pair->set_to(hosts[j].name);
     pair->set_goodput_bps(runs[0].stream.goodput_bps);
-    const auto [expected, pass] = judge(runs[0].stream.goodput_bps,
-                                        runs[0].stream);
+    const auto [expected, pass] =
+        judge(runs[0].stream.goodput_bps, runs[0].stream);
     pair->set_expected_bps(expected);
     pair->set_rtt_us(runs[0].rtt_us);
     pair->set_ok(pass);
@@ -390,8 +394,8 @@ absl::StatusOr<ProbeReport> ProbeLab(const LabConfig& config,
   }
   if (options.concurrent && hosts.size() >= 2) {
     std::vector<PairRun> runs;
-    for (const auto& [i, j] : ProbePairList(static_cast<int>(hosts.size()),
-                                            ProbePairs::kRing)) {
+    for (const auto& [i, j] :
+         ProbePairList(static_cast<int>(hosts.size()), ProbePairs::kRing)) {
       runs.push_back({&hosts[i], &hosts[j], {}, 0});
     }
     const CpuSample before = ReadCpuSample();
@@ -431,18 +435,16 @@ std::string FormatProbeSummary(const ProbeReport& probe) {
       "%s: %d pairs, goodput %.0f-%.0f Mbit/s against %.0f expected "
       "(tolerance %.0f%%), round trips up to %.0f us",
       probe.ok() ? "links OK" : "LINKS OFF", probe.pairs_size(), low / 1e6,
-      high / 1e6, probe.pairs(0).expected_bps() / 1e6,
-      100 * probe.tolerance(), rtt);
+      high / 1e6, probe.pairs(0).expected_bps() / 1e6, 100 * probe.tolerance(),
+      rtt);
   if (failed > 0) absl::StrAppend(&text, "; ", failed, " pairs outside");
   if (probe.concurrent_pairs() > 0) {
     absl::StrAppend(
-        &text,
-        absl::StrFormat("\n  all at once: %d pairs, %.2f Gbit/s in total, the "
-                        "slowest %.0f Mbit/s; CPUs %.0f%% busy",
-                        probe.concurrent_pairs(),
-                        probe.concurrent_total_bps() / 1e9,
-                        probe.concurrent_min_bps() / 1e6,
-                        100 * probe.cpu_busy()));
+        &text, absl::StrFormat(
+                   "\n  all at once: %d pairs, %.2f Gbit/s in total, the "
+                   "slowest %.0f Mbit/s; CPUs %.0f%% busy",
+                   probe.concurrent_pairs(), probe.concurrent_total_bps() / 1e9,
+                   probe.concurrent_min_bps() / 1e6, 100 * probe.cpu_busy()));
   }
   return text;
 }

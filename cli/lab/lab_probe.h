@@ -56,8 +56,8 @@ double ExpectedGoodput(double rate_bps, int mss, int mtu);
 // round trips, and the all-at-once round with the CPUs' share.
 std::string FormatProbeSummary(const ProbeReport& probe);
 
-[[nodiscard]] absl::StatusOr<ProbeReport> ProbeLab(
-    const LabConfig& config, const ProbeOptions& options);
+[[nodiscard]] absl::StatusOr<ProbeReport> ProbeLab(const LabConfig& config,
+                                                   const ProbeOptions& options);
 
 }  // namespace lab
 }  // namespace gradsync

@@ -78,9 +78,8 @@ absl::Status ParseLabJson(const std::string& json, const std::string& source,
   const auto status =
       google::protobuf::util::JsonStringToMessage(json, message, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, " is not a lab record: ",
-                     std::string(status.message())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, " is not a lab record: ", std::string(status.message())));
   }
   return absl::OkStatus();
 }

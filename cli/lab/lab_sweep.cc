@@ -86,8 +86,8 @@ class CpuSampler {
 
 // Polls the job until it ends or `deadline`; cancels it on the deadline.
 [[nodiscard]] absl::StatusOr<JobStatus> AwaitJob(control::ControlClient& client,
-                                   const std::string& job_id,
-                                   absl::Time deadline) {
+                                                 const std::string& job_id,
+                                                 absl::Time deadline) {
   while (true) {
     ASSIGN_OR_RETURN(JobStatus status, client.GetJob(job_id));
     const JobState state = status.state();
@@ -99,7 +99,8 @@ class CpuSampler {
       client.CancelJob(job_id).IgnoreError();
       return absl::DeadlineExceededError(absl::StrCat(
           "job ", job_id, " did not finish within the cell's timeout (at step ",
-          status.step(), "; cancelled it); raise --cell-timeout or shrink "
+          status.step(),
+          "; cancelled it); raise --cell-timeout or shrink "
           "the cell"));
     }
     absl::SleepFor(kJobPoll);
@@ -134,9 +135,9 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(
   std::vector<CellSpec> cells;
   std::set<std::tuple<int64_t, int, int, int, int64_t>> seen;
   auto add = [&](CellSpec cell) {
-    auto key = std::make_tuple(cell.rate_bps, cell.workers,
-                               static_cast<int>(cell.layout), cell.shards,
-                               cell.bytes);
+    auto key =
+        std::make_tuple(cell.rate_bps, cell.workers,
+                        static_cast<int>(cell.layout), cell.shards, cell.bytes);
     if (seen.insert(key).second) cells.push_back(cell);
   };
   for (int64_t rate : rates) {
@@ -146,9 +147,9 @@ absl::StatusOr<std::vector<CellSpec>> ExpandGrid(
             absl::StrCat("--workers ", n, ": each N must be >= 1"));
       }
       if (n > max_workers) {
-        skipped->push_back(absl::StrCat(
-            "N = ", n, ": the lab has ", max_workers,
-            " workers (lab up --hosts)"));
+        skipped->push_back(absl::StrCat("N = ", n, ": the lab has ",
+                                        max_workers,
+                                        " workers (lab up --hosts)"));
         continue;
       }
       for (SyncLayout layout : grid.layouts) {
@@ -305,10 +306,10 @@ absl::StatusOr<std::vector<SweepCell>> RunSweep(
                                   status->message()));
     } else {
       absl::StatusOr<GetMetricsResponse> metrics = client.GetMetrics(*job_id);
-      absl::Status summary =
-          metrics.ok() ? SummariseCell(*metrics, spec.workers,
-                                       options.warmup_steps, &cell)
-                       : metrics.status();
+      absl::Status summary = metrics.ok()
+                                 ? SummariseCell(*metrics, spec.workers,
+                                                 options.warmup_steps, &cell)
+                                 : metrics.status();
       if (!summary.ok()) {
         cell.set_error(std::string(summary.message()));
       } else {
@@ -320,10 +321,9 @@ absl::StatusOr<std::vector<SweepCell>> RunSweep(
           begin = begin == 0 ? b : std::min(begin, b);
           end = std::max(end, m.wall_time());
         }
-        cell.set_cpu_busy(sampler.BusyShare(absl::FromUnixSeconds(0) +
-                                                absl::Seconds(begin),
-                                            absl::FromUnixSeconds(0) +
-                                                absl::Seconds(end)));
+        cell.set_cpu_busy(
+            sampler.BusyShare(absl::FromUnixSeconds(0) + absl::Seconds(begin),
+                              absl::FromUnixSeconds(0) + absl::Seconds(end)));
         cell.set_cpu_bound(cell.cpu_busy() > options.cpu_bound_above);
       }
     }

@@ -95,8 +95,7 @@ JobSpec CellJobSpec(const CellSpec& cell, const SweepOptions& options);
                                          SweepCell* cell);
 
 // Shapes every link to a rate and probes them; the probe's report.
-using SetRate =
-    std::function<absl::StatusOr<ProbeReport>(int64_t rate_bps)>;
+using SetRate = std::function<absl::StatusOr<ProbeReport>(int64_t rate_bps)>;
 
 // Runs the cells on the lab whose coordinator `client` reaches. Before the
 // first cell of each rate it calls `set_rate` (whose reports go to

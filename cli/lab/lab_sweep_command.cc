@@ -18,17 +18,17 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "common/units.h"
 #include "cli/control/command_common.h"
-#include "common/flags.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_sweep.h"
 #include "cli/lab/lab_up.h"
+#include "common/flags.h"
 #include "common/model_profiles.h"
 #include "common/status_macros.h"
+#include "common/units.h"
 
 namespace gradsync {
 namespace lab {
@@ -84,28 +84,25 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
     };
   };
   return {
-      StringFlag("workers", "N,...", "worker counts (2,4,6,8)",
-                          &f->workers),
+      StringFlag("workers", "N,...", "worker counts (2,4,6,8)", &f->workers),
       StringFlag("shards", "K,...",
-                          "PS shard counts per N: numbers, N, N/2, all "
-                          "(1,2,N/2,N)",
-                          &f->shards),
-      StringFlag("sizes", "S,...", "gradient sizes (4M,16M)",
-                          &f->sizes),
+                 "PS shard counts per N: numbers, N, N/2, all "
+                 "(1,2,N/2,N)",
+                 &f->shards),
+      StringFlag("sizes", "S,...", "gradient sizes (4M,16M)", &f->sizes),
       StringFlag("links", "RATE,...",
-                          "link rates to sweep, reshaping the lab (its "
-                          "current rate)",
-                          &f->links),
+                 "link rates to sweep, reshaping the lab (its "
+                 "current rate)",
+                 &f->links),
       StringFlag("layouts", "L,...",
-                          "ring, ps (server hosts), ps-colocated (ring,ps)",
-                          &f->layouts),
+                 "ring, ps (server hosts), ps-colocated (ring,ps)",
+                 &f->layouts),
       IntFlag("steps", "measured steps per cell (8)", 1, &f->steps),
-      IntFlag("warmup", "steps left out at the start (2)", 0,
-                       &f->warmup),
+      IntFlag("warmup", "steps left out at the start (2)", 0, &f->warmup),
       FlagSpec{"compute-ms", "MS", "emulated compute per step (0)",
                number("--compute-ms", 0, &f->compute_ms)},
       SecondsFlag("cell-timeout", "longest a cell may run (300)",
-                           &f->cell_timeout),
+                  &f->cell_timeout),
       FlagSpec{"cpu-limit", "SHARE",
                "CPU busy share above which a cell is CPU-bound (0.9)",
                number("--cpu-limit", 0, &f->cpu_limit)},
@@ -123,9 +120,9 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                  return absl::OkStatus();
                }},
       StringFlag("model-profile", "NAME",
-                          "cells shaped as resnet50, vgg16 or bert-large "
-                          "(their layers and compute order; replaces --sizes)",
-                          &f->profile),
+                 "cells shaped as resnet50, vgg16 or bert-large "
+                 "(their layers and compute order; replaces --sizes)",
+                 &f->profile),
       FlagSpec{"profile-scale", "X",
                "--model-profile: every layer at X of its size (1)",
                number("--profile-scale", 1e-9, &f->profile_scale)},
@@ -137,12 +134,10 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                  f->bucket_bytes = static_cast<int64_t>(*size);
                  return absl::OkStatus();
                }},
-      StringFlag("out", "DIR", "where results go (lab-sweep)",
-                          &f->out),
+      StringFlag("out", "DIR", "where results go (lab-sweep)", &f->out),
       SwitchFlag("plot", "also write PNG plots", &f->plot),
-      StringFlag("run-dir", "DIR",
-                          "the lab's ($GRADSYNC_LAB_DIR, else ./.lab)",
-                          &f->run_dir),
+      StringFlag("run-dir", "DIR", "the lab's ($GRADSYNC_LAB_DIR, else ./.lab)",
+                 &f->run_dir),
   };
 }
 
@@ -167,38 +162,36 @@ template <typename T>
 
 [[nodiscard]] absl::StatusOr<SweepGrid> BuildGrid(const SweepFlags& f) {
   SweepGrid grid;
-  ASSIGN_OR_RETURN(grid.workers,
-                   ParseList<int>("workers", f.workers,
-                                  [](absl::string_view v)
-                                      -> absl::StatusOr<int> {
-                                    int n = 0;
-                                    if (!absl::SimpleAtoi(v, &n) || n < 1) {
-                                      return absl::InvalidArgumentError(
-                                          absl::StrCat("'", v, "' is not a "
-                                                       "count >= 1"));
-                                    }
-                                    return n;
-                                  }));
+  ASSIGN_OR_RETURN(
+      grid.workers,
+      ParseList<int>(
+          "workers", f.workers, [](absl::string_view v) -> absl::StatusOr<int> {
+            int n = 0;
+            if (!absl::SimpleAtoi(v, &n) || n < 1) {
+              return absl::InvalidArgumentError(absl::StrCat("'", v,
+                                                             "' is not a "
+                                                             "count >= 1"));
+            }
+            return n;
+          }));
   grid.shards.clear();
   for (absl::string_view t : absl::StrSplit(f.shards, ',', absl::SkipEmpty())) {
     RETURN_IF_ERROR(ResolveShards(t, 8).status());
     grid.shards.emplace_back(t);
   }
-  ASSIGN_OR_RETURN(grid.bytes,
-                   ParseList<int64_t>("sizes", f.sizes,
-                                      [](absl::string_view v)
-                                          -> absl::StatusOr<int64_t> {
-                                        ASSIGN_OR_RETURN(size_t s,
-                                                         ParseSize(v));
-                                        if (s < 4 || s % 4 != 0) {
-                                          return absl::InvalidArgumentError(
-                                              absl::StrCat(
-                                                  "'", v,
-                                                  "' is not a multiple of 4 "
-                                                  "bytes (fp32)"));
-                                        }
-                                        return static_cast<int64_t>(s);
-                                      }));
+  ASSIGN_OR_RETURN(
+      grid.bytes,
+      ParseList<int64_t>("sizes", f.sizes,
+                         [](absl::string_view v) -> absl::StatusOr<int64_t> {
+                           ASSIGN_OR_RETURN(size_t s, ParseSize(v));
+                           if (s < 4 || s % 4 != 0) {
+                             return absl::InvalidArgumentError(
+                                 absl::StrCat("'", v,
+                                              "' is not a multiple of 4 "
+                                              "bytes (fp32)"));
+                           }
+                           return static_cast<int64_t>(s);
+                         }));
   if (!f.profile.empty()) {
     ASSIGN_OR_RETURN(std::vector<ProfileTensor> tensors,
                      ModelProfile(f.profile));
@@ -212,9 +205,8 @@ template <typename T>
     ASSIGN_OR_RETURN(grid.rates_bps,
                      ParseList<int64_t>("links", f.links, ParseLinkRate));
   }
-  ASSIGN_OR_RETURN(grid.layouts,
-                   ParseList<SyncLayout>("layouts", f.layouts,
-                                         ParseSyncLayout));
+  ASSIGN_OR_RETURN(grid.layouts, ParseList<SyncLayout>("layouts", f.layouts,
+                                                       ParseSyncLayout));
   return grid;
 }
 
@@ -224,8 +216,8 @@ std::string MachineDescription() {
   std::string model;
   for (std::string line; std::getline(cpu, line);) {
     if (line.rfind("model name", 0) == 0) {
-      model = std::string(absl::StripAsciiWhitespace(
-          line.substr(line.find(':') + 1)));
+      model = std::string(
+          absl::StripAsciiWhitespace(line.substr(line.find(':') + 1)));
       break;
     }
   }
@@ -246,8 +238,8 @@ std::string SourceCommit(const CommandEnv& env) {
   const std::string dir =
       std::filesystem::path(env.self_exe).parent_path().string();
   if (dir.empty()) return "unknown";
-  const std::string command = absl::StrCat(
-      "git -C '", dir, "' rev-parse --short HEAD 2>/dev/null");
+  const std::string command =
+      absl::StrCat("git -C '", dir, "' rev-parse --short HEAD 2>/dev/null");
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return "unknown";
   char buffer[64] = {};
@@ -257,7 +249,8 @@ std::string SourceCommit(const CommandEnv& env) {
   return commit.empty() ? "unknown" : commit;
 }
 
-[[nodiscard]] absl::Status WriteFile(const std::string& path, const std::string& text) {
+[[nodiscard]] absl::Status WriteFile(const std::string& path,
+                                     const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
@@ -266,8 +259,9 @@ std::string SourceCommit(const CommandEnv& env) {
 
 // Runs scripts/lab_plot.py (found next to the binary, or in
 // ../share/gradsync) on `json` into `out_dir`.
-[[nodiscard]] absl::Status Plot(const std::string& json, const std::string& out_dir,
-                  const CommandEnv& env) {
+[[nodiscard]] absl::Status Plot(const std::string& json,
+                                const std::string& out_dir,
+                                const CommandEnv& env) {
   const std::filesystem::path exe_dir =
       std::filesystem::path(env.self_exe).parent_path();
   std::string script;
@@ -289,8 +283,8 @@ std::string SourceCommit(const CommandEnv& env) {
   // another python3 earlier on $PATH (pyenv, a venv) would not see.
   const std::string python =
       access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  const std::string command = absl::StrCat(python, " '", script, "' '", json,
-                                           "' '", out_dir, "'");
+  const std::string command =
+      absl::StrCat(python, " '", script, "' '", json, "' '", out_dir, "'");
   const int status = std::system(command.c_str());
   if (status != 0) {
     return absl::InternalError(absl::StrCat(
@@ -335,9 +329,9 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
 int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepFlags f;
   std::vector<std::string> positional;
-  if (std::optional<int> done = control::ParseCommand(
-          args, SweepFlagSpecs(&f), "lab sweep", kSweepUsage, env, &f.common,
-          &positional)) {
+  if (std::optional<int> done =
+          control::ParseCommand(args, SweepFlagSpecs(&f), "lab sweep",
+                                kSweepUsage, env, &f.common, &positional)) {
     return *done;
   }
   absl::StatusOr<SweepGrid> grid = BuildGrid(f);
@@ -352,10 +346,10 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   if (!state.ok() || !state->has_value()) {
     return control::ReportError(
         env, "lab sweep", false,
-        state.ok() ? absl::FailedPreconditionError(absl::StrCat(
-                         "no lab in ", run_dir,
-                         "; start one with gradsync lab up"))
-                   : state.status());
+        state.ok()
+            ? absl::FailedPreconditionError(absl::StrCat(
+                  "no lab in ", run_dir, "; start one with gradsync lab up"))
+            : state.status());
   }
   const LabConfig lab = FromSpec((*state)->spec());
   SweepResults results;
@@ -370,9 +364,9 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   if (cells->empty()) {
     return control::ReportError(
         env, "lab sweep", false,
-        absl::InvalidArgumentError(absl::StrCat(
-            "this lab can run none of the grid's cells: ",
-            absl::StrJoin(skipped, "; "))));
+        absl::InvalidArgumentError(
+            absl::StrCat("this lab can run none of the grid's cells: ",
+                         absl::StrJoin(skipped, "; "))));
   }
   SweepOptions options;
   options.warmup_steps = static_cast<int>(f.warmup);
@@ -412,8 +406,8 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
     }
     return probe;
   };
-  *env.out << "sweeping " << cells->size() << " cells on the lab in "
-           << run_dir << (skipped.empty() ? "" : " (")
+  *env.out << "sweeping " << cells->size() << " cells on the lab in " << run_dir
+           << (skipped.empty() ? "" : " (")
            << (skipped.empty() ? ""
                                : absl::StrCat(skipped.size(),
                                               " grid cells skipped: see "
@@ -440,8 +434,8 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   for (SweepCell& c : *measured) *results.add_cells() = std::move(c);
   for (ProbeReport& p : probes) *results.add_probes() = std::move(p);
   if (!results.probes().empty()) *results.mutable_probe() = results.probes(0);
-  results.set_command(absl::StrCat("gradsync lab sweep ",
-                                   absl::StrJoin(args, " ")));
+  results.set_command(
+      absl::StrCat("gradsync lab sweep ", absl::StrJoin(args, " ")));
   results.set_commit(SourceCommit(env));
   results.set_machine(MachineDescription());
   results.set_time(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
@@ -468,9 +462,9 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepFlags f;
   f.out.clear();
   std::vector<std::string> positional;
-  if (std::optional<int> done = control::ParseCommand(
-          args, SweepFlagSpecs(&f), "lab report", kSweepUsage, env, &f.common,
-          &positional)) {
+  if (std::optional<int> done =
+          control::ParseCommand(args, SweepFlagSpecs(&f), "lab report",
+                                kSweepUsage, env, &f.common, &positional)) {
     return *done;
   }
   if (std::optional<int> bad = control::ExpectPositional(
@@ -483,11 +477,10 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepResults results;
   if (absl::Status s = ParseLabJson(text.str(), positional[0], &results);
       !in || !s.ok()) {
-    return control::ReportError(
-        env, "lab report", false,
-        s.ok() ? absl::NotFoundError(absl::StrCat("cannot read ",
-                                                  positional[0]))
-               : s);
+    return control::ReportError(env, "lab report", false,
+                                s.ok() ? absl::NotFoundError(absl::StrCat(
+                                             "cannot read ", positional[0]))
+                                       : s);
   }
   if (f.out.empty()) {
     f.out = std::filesystem::path(positional[0]).parent_path().string();

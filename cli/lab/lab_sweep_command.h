@@ -2,8 +2,8 @@
 // the lab and report it against the alpha-beta model (lab_sweep.h,
 // lab_report.h), or report (and plot) a recorded sweep again.
 //
-//   sudo gradsync lab sweep --workers 2,4,6,8 --shards 1,2,N/2,N \
-//       --sizes 4M,16M --out sweep/ --plot
+//   sudo gradsync lab sweep --workers 2,4,6,8 --shards 1,2,N/2,N
+//       --sizes 4M,16M --out sweep/ --plot   (one command line)
 //   gradsync lab report sweep/sweep.json --plot
 //
 // Writes <out>/sweep.json (SweepResults), sweep.csv and report.txt; with

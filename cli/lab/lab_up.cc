@@ -70,7 +70,7 @@ Leftovers RemoveNetwork(const std::string& prefix,
 }
 
 [[nodiscard]] absl::Status CheckBinaries(const LabConfig& config,
-                           const LabBinaries& binaries) {
+                                         const LabBinaries& binaries) {
   if (binaries.coordinator.empty() || binaries.worker.empty()) {
     return absl::InvalidArgumentError(
         "the lab needs gradsync-coordinator and gradsync-worker binaries");
@@ -107,9 +107,9 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
     }
     for (int i = 0; i < host.workers; ++i) {
       control::DaemonPlan worker;
-      worker.name = host.workers == 1 ? absl::StrCat("worker-", host.name)
-                                      : absl::StrCat("worker-", host.name,
-                                                     "-", i);
+      worker.name = host.workers == 1
+                        ? absl::StrCat("worker-", host.name)
+                        : absl::StrCat("worker-", host.name, "-", i);
       worker.binary = binaries.worker;
       worker.address = host.address;
       worker.devices = config.devices_per_worker;
@@ -192,8 +192,8 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
   *state.mutable_spec() = ToSpec(config);
   state.set_run_dir(options.run_dir);
   RETURN_IF_ERROR(WriteLabState(options.run_dir, state));
-  absl::Status built = RunCommands(NetworkUpCommands(config, hosts),
-                                   options.command_timeout);
+  absl::Status built =
+      RunCommands(NetworkUpCommands(config, hosts), options.command_timeout);
   if (!built.ok()) {
     RemoveNetwork(config.prefix, options.command_timeout, nullptr);
     RemoveLabState(options.run_dir);
@@ -202,8 +202,7 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
   control::ClusterPlan plan =
       LabClusterPlan(config, hosts, options.binaries, options.run_dir);
   plan.timeout = options.timeout;
-  absl::StatusOr<control::StartedCluster> started =
-      control::StartCluster(plan);
+  absl::StatusOr<control::StartedCluster> started = control::StartCluster(plan);
   if (!started.ok()) {
     RemoveNetwork(config.prefix, options.command_timeout, nullptr);
     RemoveLabState(options.run_dir);
@@ -224,8 +223,8 @@ absl::StatusOr<LabDownResult> LabDown(const std::string& run_dir,
                                       absl::Duration grace) {
   RETURN_IF_ERROR(CheckLabPrivileges());
   LabDownResult result;
-  std::string lab_prefix = prefix.empty() ? std::string(kDefaultPrefix)
-                                          : prefix;
+  std::string lab_prefix =
+      prefix.empty() ? std::string(kDefaultPrefix) : prefix;
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (state.ok() && state->has_value()) {
     result.had_state = true;
@@ -240,8 +239,7 @@ absl::StatusOr<LabDownResult> LabDown(const std::string& run_dir,
     result.killed = control::StopCluster((*cluster)->daemons, grace);
     std::remove(absl::StrCat(run_dir, "/", control::kClusterFile).c_str());
   }
-  result.removed = RemoveNetwork(lab_prefix, absl::Seconds(10),
-                                 &result.strays);
+  result.removed = RemoveNetwork(lab_prefix, absl::Seconds(10), &result.strays);
   RemoveLabState(run_dir);
   const Leftovers still = LabLeftovers(lab_prefix);
   if (!still.empty()) {
@@ -258,9 +256,9 @@ absl::Status SetLabLink(const std::string& run_dir, const LinkSettings& link,
   RETURN_IF_ERROR(CheckLabPrivileges());
   ASSIGN_OR_RETURN(std::optional<LabState> state, ReadLabState(run_dir));
   if (!state.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no lab runs from ", run_dir, " (no ", kLabStateFile,
-        "); start one with `gradsync lab up`"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no lab runs from ", run_dir, " (no ", kLabStateFile,
+                     "); start one with `gradsync lab up`"));
   }
   LabConfig config = FromSpec(state->spec());
   config.link = link;

@@ -50,7 +50,7 @@ struct LabUpOptions {
   LabConfig config;
   std::string run_dir;
   LabBinaries binaries;
-  absl::Duration timeout = absl::Seconds(60);  // daemons registered
+  absl::Duration timeout = absl::Seconds(60);          // daemons registered
   absl::Duration command_timeout = absl::Seconds(10);  // each ip/tc
 };
 
@@ -63,17 +63,17 @@ struct LabUpResult {
 [[nodiscard]] absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options);
 
 struct LabDownResult {
-  bool had_state = false;              // lab.json was there
-  std::vector<std::string> stopped;    // daemons that were running
-  std::vector<std::string> killed;     // needed SIGKILL
-  std::vector<int> strays;             // other processes killed in the lab
-  Leftovers removed;                   // namespaces and interfaces deleted
+  bool had_state = false;            // lab.json was there
+  std::vector<std::string> stopped;  // daemons that were running
+  std::vector<std::string> killed;   // needed SIGKILL
+  std::vector<int> strays;           // other processes killed in the lab
+  Leftovers removed;                 // namespaces and interfaces deleted
 };
 
 // `prefix` is used when run_dir holds no lab.json (empty: the default).
-[[nodiscard]] absl::StatusOr<LabDownResult> LabDown(
-    const std::string& run_dir, const std::string& prefix,
-    absl::Duration grace);
+[[nodiscard]] absl::StatusOr<LabDownResult> LabDown(const std::string& run_dir,
+                                                    const std::string& prefix,
+                                                    absl::Duration grace);
 
 // Re-shapes every link of the running lab to `link` and records it.
 // FAILED_PRECONDITION when no lab runs from run_dir.

@@ -85,7 +85,7 @@ struct TcpOptions {
   // default on all others. Loopback has no queue for a congestion control
   // to protect, but a pacing one (BBR, the default on many hosts) still
   // paces there: hrtimer wake-ups and smaller packets cost a 2-core host
-  // a fifth of its 64 MiB busbw (README, Performance). If the kernel
+  // a fifth of its 64 MiB busbw (docs/performance/allreduce.md). If the kernel
   // refuses reno, "auto" keeps the default. "default" (or ""): the
   // system's default everywhere. Any other name: that algorithm on every
   // connection; rendezvous fails with FAILED_PRECONDITION, before it
@@ -106,7 +106,7 @@ struct TcpOptions {
 // `spin_polls`, or 0 when ranks_on_host > cores; counts <= 0 (unknown)
 // keep `spin_polls`. Measured on 2 cores, 4 ranks training the demo's
 // model: ring steps of 5.6-5.9 ms without spinning, 6.8-8.7 ms with
-// 10000 polls (README, "Collectives").
+// 10000 polls (docs/collectives.md).
 int SpinPollsForHost(int spin_polls, int ranks_on_host, int cores);
 
 // The send buffer size for a collective of `message_bytes` under `options`,

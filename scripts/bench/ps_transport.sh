@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The parameter server's transport against raw TCP, over several runs of
 # gradsync-ps-bench: each run alternates gRPC and raw-TCP rounds with the
-# same process layout and shard work (see the README's "Parameter-server
-# transport vs raw TCP"). The host is shared and noisy, so one run says
+# same process layout and shard work (see docs/performance/ps-transport.md).
+# The host is shared and noisy, so one run says
 # little; this prints each run's three summary numbers and their medians
 # over the runs:
 #

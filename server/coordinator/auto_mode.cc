@@ -25,7 +25,9 @@ SyncMode Other(SyncMode mode) {
   return mode == SYNC_MODE_PS ? SYNC_MODE_RING : SYNC_MODE_PS;
 }
 
-std::string Ms(double seconds) { return absl::StrFormat("%.1f ms", 1e3 * seconds); }
+std::string Ms(double seconds) {
+  return absl::StrFormat("%.1f ms", 1e3 * seconds);
+}
 
 std::string ModelText(const AutoModelView& model) {
   if (!model.known) {
@@ -54,15 +56,15 @@ absl::StatusOr<AutoModeConfig> AutoModeConfigFromSpec(
         spec.settle_steps(), " and ", spec.probe_steps()));
   }
   if (spec.recheck_every() < -1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "autoMode.recheckEvery is ", spec.recheck_every(),
-        "; use a step count, 0 (200) or -1 (never)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("autoMode.recheckEvery is ", spec.recheck_every(),
+                     "; use a step count, 0 (200) or -1 (never)"));
   }
   if (spec.change_threshold() < 0 || spec.change_threshold() > 10 ||
       std::isnan(spec.change_threshold())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "autoMode.changeThreshold is ", spec.change_threshold(),
-        "; use a share of the step time in (0, 10] (0: 0.25)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("autoMode.changeThreshold is ", spec.change_threshold(),
+                     "; use a share of the step time in (0, 10] (0: 0.25)"));
   }
   if (spec.settle_steps() > 0) config.settle_steps = spec.settle_steps();
   if (spec.probe_steps() > 0) config.probe_steps = spec.probe_steps();
@@ -134,8 +136,8 @@ std::optional<AutoSwitch> AutoModePolicy::Decide(const AutoStep& step,
   const double t_first = Median(first_times_);
   const double t_second = Median(second_times_);
   const SyncMode best = t_second < t_first ? second : first_;
-  const double ratio =
-      std::max(t_first, t_second) / std::max(1e-12, std::min(t_first, t_second));
+  const double ratio = std::max(t_first, t_second) /
+                       std::max(1e-12, std::min(t_first, t_second));
   std::string reason = absl::StrFormat(
       "auto: measured %s %s and %s %s per step (median of %d steps each); "
       "%s is faster by x%.2f; %s",
@@ -146,9 +148,9 @@ std::optional<AutoSwitch> AutoModePolicy::Decide(const AutoStep& step,
   settled_at_ = step.step;
   window_.clear();
   const bool move = best != step.mode;
-  absl::StrAppend(&reason, move ? absl::StrCat("; switching back to ",
-                                               Name(best))
-                                : absl::StrCat("; staying on ", Name(best)));
+  absl::StrAppend(&reason,
+                  move ? absl::StrCat("; switching back to ", Name(best))
+                       : absl::StrCat("; staying on ", Name(best)));
   Record(step.step, best, reason, model);
   decisions_.back().set_switch_requested(move);
   if (!move) {
@@ -183,8 +185,8 @@ std::optional<AutoSwitch> AutoModePolicy::Observe(const AutoStep& step,
                                                   const AutoModelView& model) {
   if (step.step <= last_step_) return std::nullopt;
   last_step_ = step.step;
-  const SyncMode mode = step.mode == SYNC_MODE_PS ? SYNC_MODE_PS
-                                                  : SYNC_MODE_RING;
+  const SyncMode mode =
+      step.mode == SYNC_MODE_PS ? SYNC_MODE_PS : SYNC_MODE_RING;
   AutoStep s = step;
   s.mode = mode;
   const bool counted = Settled(s);
@@ -254,10 +256,10 @@ std::optional<AutoSwitch> AutoModePolicy::Observe(const AutoStep& step,
       const double now = Median(window_);
       const double change = (now - baseline_s_) / baseline_s_;
       if (std::abs(change) > config_.change_threshold) {
-        return Remeasure(s, absl::StrFormat(
-                                "the %s step time moved from %s to %s (%+.0f%%)",
-                                Name(mode), Ms(baseline_s_), Ms(now),
-                                100 * change));
+        return Remeasure(
+            s, absl::StrFormat("the %s step time moved from %s to %s (%+.0f%%)",
+                               Name(mode), Ms(baseline_s_), Ms(now),
+                               100 * change));
       }
       if (config_.recheck_every > 0 &&
           s.step - settled_at_ >= config_.recheck_every) {

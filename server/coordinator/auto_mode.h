@@ -52,8 +52,8 @@ struct AutoModeConfig {
 struct AutoStep {
   int64_t step = 0;
   SyncMode mode = SYNC_MODE_RING;
-  double step_s = 0;  // the slowest rank's
-  double sync_s = 0;  // the slowest rank's sync_busy_s
+  double step_s = 0;       // the slowest rank's
+  double sync_s = 0;       // the slowest rank's sync_busy_s
   int64_t sync_bytes = 0;  // S, the gradient's bytes
 };
 
@@ -103,10 +103,10 @@ class AutoModePolicy {
 
  private:
   enum class Phase {
-    kMeasuringFirst,    // the mode the job runs in now
-    kAwaitingSecond,    // asked for the other; its steps have not come
+    kMeasuringFirst,  // the mode the job runs in now
+    kAwaitingSecond,  // asked for the other; its steps have not come
     kMeasuringSecond,
-    kAwaitingChoice,    // asked to go back to the first
+    kAwaitingChoice,  // asked to go back to the first
     kSettled,
   };
 
@@ -114,8 +114,7 @@ class AutoModePolicy {
   bool Settled(const AutoStep& step);
   std::optional<AutoSwitch> Decide(const AutoStep& step,
                                    const AutoModelView& model);
-  std::optional<AutoSwitch> Remeasure(const AutoStep& step,
-                                      std::string why);
+  std::optional<AutoSwitch> Remeasure(const AutoStep& step, std::string why);
   void Record(int64_t step, SyncMode chosen, std::string reason,
               const AutoModelView& model);
 
@@ -123,7 +122,7 @@ class AutoModePolicy {
   Phase phase_ = Phase::kMeasuringFirst;
   int64_t last_step_ = -1;
   SyncMode mode_ = SYNC_MODE_UNSPECIFIED;  // of the last step fed
-  int64_t mode_since_ = 0;   // steps fed in mode_
+  int64_t mode_since_ = 0;                 // steps fed in mode_
   SyncMode first_ = SYNC_MODE_RING;
   std::vector<double> first_times_;
   std::vector<double> second_times_;

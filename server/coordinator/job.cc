@@ -110,10 +110,9 @@ absl::Status Job::Place(std::vector<DeviceSlot> slots, absl::Time now) {
     // Validated at submit time; the defaults stand in should it not be.
     absl::StatusOr<AutoModeConfig> config =
         AutoModeConfigFromSpec(spec_.auto_mode());
-    auto_mode_.reset(new AutoMode{AutoStepCollector(world_size()),
-                                  AutoModePolicy(config.ok()
-                                                     ? *config
-                                                     : AutoModeConfig())});
+    auto_mode_.reset(
+        new AutoMode{AutoStepCollector(world_size()),
+                     AutoModePolicy(config.ok() ? *config : AutoModeConfig())});
   }
   return absl::OkStatus();
 }

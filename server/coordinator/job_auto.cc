@@ -16,8 +16,8 @@ constexpr int64_t kDefaultPartitionBytes = 4 << 20;
 
 }  // namespace
 
-AutoModelView AutoModelViewLocked(const CoordinatorState& state,
-                                  const Job& job, int64_t sync_bytes) {
+AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
+                                  int64_t sync_bytes) {
   AutoModelView view;
   if (state.config.link_bandwidth_Bps <= 0 || sync_bytes <= 0) return view;
   // The hosts of the ranks, and of the distinct servers of the shards.
@@ -37,8 +37,8 @@ AutoModelView AutoModelViewLocked(const CoordinatorState& state,
     servers.push_back(shard.ps_id);
     const PsRecord* server = state.servers.Find(shard.ps_id);
     colocated = colocated && server != nullptr &&
-                std::find(rank_hosts.begin(), rank_hosts.end(),
-                          server->host) != rank_hosts.end();
+                std::find(rank_hosts.begin(), rank_hosts.end(), server->host) !=
+                    rank_hosts.end();
   }
   // The model counts hosts: ranks that share one share its link.
   const int hosts = static_cast<int>(rank_hosts.size());
@@ -53,8 +53,9 @@ AutoModelView AutoModelViewLocked(const CoordinatorState& state,
   SyncCase ps;
   ps.layout = colocated ? SyncLayout::kPsColocated : SyncLayout::kPsSeparate;
   ps.workers = hosts;
-  ps.shards = std::min<int>(static_cast<int>(servers.size()),
-                            colocated ? hosts : static_cast<int>(servers.size()));
+  ps.shards =
+      std::min<int>(static_cast<int>(servers.size()),
+                    colocated ? hosts : static_cast<int>(servers.size()));
   ps.bytes = static_cast<double>(sync_bytes);
   ps.pipelined = true;
   const int64_t partition = job.spec().ps().partition_bytes();
@@ -78,9 +79,9 @@ void RunAutoModeLocked(CoordinatorState& state, JobLifecycle& lifecycle,
     absl::StatusOr<int64_t> epoch =
         lifecycle.RequestSwitchLocked(job, wanted->mode, wanted->reason);
     if (!epoch.ok()) {
-      state.LogLocked(absl::StrCat("job ", job.id(),
-                                   ": auto mode could not switch: ",
-                                   epoch.status().message()));
+      state.LogLocked(absl::StrCat(
+          "job ", job.id(),
+          ": auto mode could not switch: ", epoch.status().message()));
     }
   }
 }

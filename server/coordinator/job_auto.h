@@ -20,8 +20,8 @@ namespace gradsync {
 // The model's view of `job`'s paths at `sync_bytes`: the ring over its
 // ranks' hosts, and its PS (separate or colocated, K servers, the spec's
 // partitions). Unknown without config.link_bandwidth_Bps.
-AutoModelView AutoModelViewLocked(const CoordinatorState& state,
-                                  const Job& job, int64_t sync_bytes)
+AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
+                                  int64_t sync_bytes)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
 
 // Feeds `job`'s newly finished steps to its policy (a job without

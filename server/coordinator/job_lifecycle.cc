@@ -7,8 +7,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/coordinator/job_scheduler.h"
 #include "common/status_macros.h"
+#include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
 
 namespace gradsync {
@@ -273,7 +273,8 @@ absl::StatusOr<int64_t> JobLifecycle::RequestSwitchLocked(Job& job,
       RETURN_IF_ERROR(PlaceShardsLocked(job));
     }
   }
-  if (!reason.empty()) state_.LogLocked(absl::StrCat("job ", job.id(), " ", reason));
+  if (!reason.empty())
+    state_.LogLocked(absl::StrCat("job ", job.id(), " ", reason));
   const int64_t epoch = job.AddSwitchRequest(mode, std::move(reason));
   if (!pending) AnnounceSwitchLocked(job);
   return epoch;
@@ -286,9 +287,9 @@ absl::Status JobLifecycle::PlaceShardsLocked(Job& job) {
         absl::StrCat("job ", job.id(), " needs parameter-server shards but ",
                      kNoParameterServerMessage));
   }
-  ASSIGN_OR_RETURN(std::vector<ShardPlacement> shards,
-                   PlaceJobShards(job, std::move(live),
-                                  ShardLoad(state_.jobs, &job)));
+  ASSIGN_OR_RETURN(
+      std::vector<ShardPlacement> shards,
+      PlaceJobShards(job, std::move(live), ShardLoad(state_.jobs, &job)));
   std::vector<std::string> where;
   for (size_t k = 0; k < shards.size(); ++k) {
     where.push_back(

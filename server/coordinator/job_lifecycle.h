@@ -78,8 +78,9 @@ class JobLifecycle {
   // none (or some sit on a lost server), numbers the request and announces
   // it. Returns its epoch. FAILED_PRECONDITION: the job ended, or PS mode
   // with no live server (nothing changed).
-  [[nodiscard]] absl::StatusOr<int64_t> RequestSwitchLocked(
-      Job& job, SyncMode mode, std::string reason)
+  [[nodiscard]] absl::StatusOr<int64_t> RequestSwitchLocked(Job& job,
+                                                            SyncMode mode,
+                                                            std::string reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
   // Writes the directive of the job's newest switch request into its store

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/optimizer.h"
 #include "common/model_profiles.h"
+#include "common/optimizer.h"
 #include "common/status_macros.h"
 #include "server/coordinator/auto_mode.h"
 
@@ -40,10 +40,10 @@ namespace {
 [[nodiscard]] absl::Status ValidateModel(const JobSpec& spec) {
   const ModelSpec& model = spec.model();
   if (!model.profile().empty() && model.kind() != "synthetic") {
-    return Invalid("model.profile",
-                   absl::StrCat("is '", model.profile(),
-                                "' but model.kind is '", model.kind(),
-                                "'; a profile shapes the synthetic model"));
+    return Invalid(
+        "model.profile",
+        absl::StrCat("is '", model.profile(), "' but model.kind is '",
+                     model.kind(), "'; a profile shapes the synthetic model"));
   }
   if (model.kind() == "mlp") {
     if (model.layer_sizes_size() < 2) {
@@ -86,13 +86,15 @@ namespace {
   if (model.kind() == "synthetic") {
     if (!model.profile().empty()) {
       absl::StatusOr<int64_t> floats = ProfileFloats(model);
-      if (!floats.ok()) return Invalid("model.profile", floats.status().message());
-      if (model.synthetic_floats() != 0 && model.synthetic_floats() != *floats) {
-        return Invalid("model.syntheticFloats",
-                       absl::StrCat("is ", model.synthetic_floats(), " but ",
-                                    model.profile(), " at scale ",
-                                    model.profile_scale(), " has ", *floats,
-                                    "; leave it 0"));
+      if (!floats.ok())
+        return Invalid("model.profile", floats.status().message());
+      if (model.synthetic_floats() != 0 &&
+          model.synthetic_floats() != *floats) {
+        return Invalid(
+            "model.syntheticFloats",
+            absl::StrCat("is ", model.synthetic_floats(), " but ",
+                         model.profile(), " at scale ", model.profile_scale(),
+                         " has ", *floats, "; leave it 0"));
       }
       if (*floats > kMaxModelParameters) {
         return Invalid("model.profileScale",
@@ -100,7 +102,7 @@ namespace {
                                     kMaxModelParameters));
       }
     } else if (model.synthetic_floats() <= 0 ||
-        model.synthetic_floats() > kMaxModelParameters) {
+               model.synthetic_floats() > kMaxModelParameters) {
       return Invalid("model.syntheticFloats",
                      absl::StrCat("is ", model.synthetic_floats(),
                                   "; it must be in 1..", kMaxModelParameters));
@@ -197,14 +199,14 @@ namespace {
                                 "\"colocated\""));
   }
   const int64_t partition = ps.partition_bytes();
-  if (partition != 0 && (partition < kMinPsPartitionBytes ||
-                         partition > kMaxPsPartitionBytes ||
-                         partition % 4 != 0)) {
-    return Invalid("ps.partitionBytes",
-                   absl::StrCat("is ", partition,
-                                "; use 0 (4 MiB) or a multiple of 4 in ",
-                                kMinPsPartitionBytes, "..",
-                                kMaxPsPartitionBytes, " (1 GiB)"));
+  if (partition != 0 &&
+      (partition < kMinPsPartitionBytes || partition > kMaxPsPartitionBytes ||
+       partition % 4 != 0)) {
+    return Invalid(
+        "ps.partitionBytes",
+        absl::StrCat("is ", partition, "; use 0 (4 MiB) or a multiple of 4 in ",
+                     kMinPsPartitionBytes, "..", kMaxPsPartitionBytes,
+                     " (1 GiB)"));
   }
   const int64_t chunk = ps.chunk_bytes();
   if (chunk != 0 && (chunk < kMinPsChunkBytes || chunk > kMaxPsChunkBytes ||
@@ -345,8 +347,9 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   if (spec.auto_mode().enabled()) {
     RETURN_IF_ERROR(AutoModeConfigFromSpec(spec.auto_mode()).status());
     if (spec.switches_size() > 0) {
-      return Invalid("autoMode", "and scripted switches (switches) exclude "
-                                 "each other: auto mode decides the switches");
+      return Invalid("autoMode",
+                     "and scripted switches (switches) exclude "
+                     "each other: auto mode decides the switches");
     }
     if (!spec.ps().sync().empty() && spec.ps().sync() != "sync") {
       return Invalid("autoMode",

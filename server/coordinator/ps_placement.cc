@@ -84,13 +84,11 @@ absl::StatusOr<std::vector<ShardPlacement>> PlaceJobShards(
     auto it = load.find(server->id);
     return it == load.end() ? 0 : it->second;
   };
-  std::stable_sort(live.begin(), live.end(),
-                   [&](const PsRecord* a, const PsRecord* b) {
-                     return std::make_tuple(host_order(a), load_of(a),
-                                            a->number) <
-                            std::make_tuple(host_order(b), load_of(b),
-                                            b->number);
-                   });
+  std::stable_sort(
+      live.begin(), live.end(), [&](const PsRecord* a, const PsRecord* b) {
+        return std::make_tuple(host_order(a), load_of(a), a->number) <
+               std::make_tuple(host_order(b), load_of(b), b->number);
+      });
   const int count = job.spec().ps().shards() > 0
                         ? job.spec().ps().shards()
                         : static_cast<int>(live.size());

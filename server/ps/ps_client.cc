@@ -42,9 +42,9 @@ std::vector<std::string> PartitionAddresses(
       std::max<size_t>(1, partition_bytes / sizeof(float));
   size_t per_server = (largest + partition_floats - 1) / partition_floats;
   // No empty partition, and no more shards than a job may have.
-  per_server = std::max<size_t>(
-      1, std::min({per_server, total_elements / servers,
-                   kMaxPartitionsPerJob / servers}));
+  per_server =
+      std::max<size_t>(1, std::min({per_server, total_elements / servers,
+                                    kMaxPartitionsPerJob / servers}));
   std::vector<std::string> expanded;
   expanded.reserve(servers * per_server);
   for (const std::string& address : addresses) {
@@ -53,9 +53,10 @@ std::vector<std::string> PartitionAddresses(
   return expanded;
 }
 
-[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
-    size_t total_elements, const std::vector<std::string>& addresses,
-    size_t partition_bytes) {
+[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>>
+PartitionedShardLocations(size_t total_elements,
+                          const std::vector<std::string>& addresses,
+                          size_t partition_bytes) {
   return BalancedShardLocations(
       total_elements,
       PartitionAddresses(total_elements, addresses, partition_bytes));
@@ -81,7 +82,8 @@ PsClient::~PsClient() = default;
 int PsClient::num_servers() const {
   int servers = 0;
   for (size_t k = 0; k < shards_.size(); ++k) {
-    if (k == 0 || shards_[k].location.address != shards_[k - 1].location.address) {
+    if (k == 0 ||
+        shards_[k].location.address != shards_[k - 1].location.address) {
       ++servers;
     }
   }

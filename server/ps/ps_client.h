@@ -1,8 +1,8 @@
 // PsClient: one rank's connection to the parameter-server shards of its
 // job. PushPull sends the rank's whole flat gradient, each shard its slice,
 // over one gRPC stream per shard at once (partitions of one server in turn,
-// through a PsStep, when the buffers do not overlap) (chunked, the bytes never copied
-// on the way out), and writes each shard's updated parameters into the
+// through a PsStep, when the buffers do not overlap) (chunked, the bytes never
+// copied on the way out), and writes each shard's updated parameters into the
 // rank's flat parameter buffer as they arrive (one copy, from gRPC's
 // buffers). StartStep does the same while backward still runs: it returns
 // a PsStep (ps_step.h) that sends each bucket as soon as backward reports
@@ -93,9 +93,10 @@ BalancedShardLocations(size_t total_elements,
 // (ps_step.h). P is capped so that no partition is empty. INVALID_ARGUMENT
 // as BalancedShardLocations.
 inline constexpr size_t kMaxPartitionsPerJob = 4096;
-[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>> PartitionedShardLocations(
-    size_t total_elements, const std::vector<std::string>& addresses,
-    size_t partition_bytes);
+[[nodiscard]] absl::StatusOr<std::vector<PsShardLocation>>
+PartitionedShardLocations(size_t total_elements,
+                          const std::vector<std::string>& addresses,
+                          size_t partition_bytes);
 // The shards' addresses of that layout: each of `addresses` P times.
 std::vector<std::string> PartitionAddresses(
     size_t total_elements, const std::vector<std::string>& addresses,

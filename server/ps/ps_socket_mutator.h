@@ -5,7 +5,7 @@
 // Why: BBR, this host's default, paces loopback traffic too. With reno on
 // both ends, gradsync-ps-bench's 4 x 64 MiB push/pull through one local
 // server moved 3.12-3.27 GB/s against 2.34-2.73 under BBR (3 interleaved
-// pairs; README, "Parameter-server transport vs raw TCP").
+// pairs; docs/performance/ps-transport.md).
 //
 // gRPC 1.51 has no channel option for it, only a socket mutator, an
 // interface of its core that it does not install a header for; the .cc

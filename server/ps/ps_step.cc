@@ -30,7 +30,6 @@ constexpr size_t kMaxGapsNamed = 4;
 // back yet (WaitPushTurn).
 constexpr size_t kPipelineDepth = 4;
 
-
 }  // namespace
 
 struct PsStep::ShardCall {
@@ -216,20 +215,19 @@ absl::Status PsStep::WaitPushTurn(size_t k) {
   // runs further ahead of the server's applied partitions than that (see
   // the top of ps_step.h).
   const size_t credit = k + kPipelineDepth;
-  const bool wait_credit =
-      credit < client_->shards_.size() &&
-      client_->shards_[credit].location.address ==
-          client_->shards_[k].location.address;
+  const bool wait_credit = credit < client_->shards_.size() &&
+                           client_->shards_[credit].location.address ==
+                               client_->shards_[k].location.address;
   auto go = [this, before, credit, wait_credit]() {
     return !cancelled_.ok() || failed_shard_ >= 0 ||
            (push_written_[before] && (!wait_credit || calls_[credit]->done));
   };
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", client_->rank_, ", step ", step_, ": partition ", before,
-        " on ", client_->shards_[k].location.address,
-        " did not finish its push before the client's timeout"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("rank ", client_->rank_, ", step ", step_, ": partition ",
+                     before, " on ", client_->shards_[k].location.address,
+                     " did not finish its push before the client's timeout"));
   }
   return StoppedLocked();
 }

@@ -1,12 +1,13 @@
 // The lab's layout and its network plan, without privileges: names,
 // addresses, the daemons per host, and the ip/tc commands.
+#include "cli/lab/lab_config.h"
+
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/lab/lab_config.h"
 #include "cli/lab/lab_network.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_up.h"
@@ -89,9 +90,9 @@ TEST(LabConfigTest, ValidationNamesTheBadSetting) {
                        HasSubstr("--prefix 'Lab'")));
   config = LabConfig();
   config.prefix = "toolongname";
-  EXPECT_THAT(ValidateLabConfig(config),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("15 characters")));
+  EXPECT_THAT(
+      ValidateLabConfig(config),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("15 characters")));
   config = LabConfig();
   config.subnet = "10.77";
   EXPECT_THAT(ValidateLabConfig(config),
@@ -113,14 +114,14 @@ TEST(LabConfigTest, ValidationNamesTheBadSetting) {
                        HasSubstr("do not fit one /24")));
   config = LabConfig();
   config.link.queue = absl::ZeroDuration();
-  EXPECT_THAT(ValidateLabConfig(config),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--queue")));
+  EXPECT_THAT(
+      ValidateLabConfig(config),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--queue")));
   config = LabConfig();
   config.link.latency = absl::Milliseconds(-1);
-  EXPECT_THAT(ValidateLabConfig(config),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("negative")));
+  EXPECT_THAT(
+      ValidateLabConfig(config),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative")));
 }
 
 TEST(LabConfigTest, LinkRatesParseAsTcWritesThem) {
@@ -131,9 +132,8 @@ TEST(LabConfigTest, LinkRatesParseAsTcWritesThem) {
   EXPECT_EQ(*ParseLinkRate("64kbit"), 64'000);
   EXPECT_EQ(*ParseLinkRate("1000000"), 1'000'000);
   for (const char* bad : {"", "fast", "1tbit", "-5mbit", "0.5kbit", "mbit"}) {
-    EXPECT_THAT(ParseLinkRate(bad),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("give bits per second")))
+    EXPECT_THAT(ParseLinkRate(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("give bits per second")))
         << bad;
   }
   EXPECT_EQ(FormatLinkRate(1'000'000'000), "1gbit");
@@ -154,8 +154,7 @@ TEST(LabNetworkTest, UpBuildsABridgeAndOneShapedVethPerHost) {
               Contains("ip link add gsl-w1 type veth peer name gsl-w1p"));
   EXPECT_THAT(texts, Contains("ip -n gsl-w1 link set gsl-w1p name eth0"));
   EXPECT_THAT(texts, Contains("ip link set gsl-w1 master gsl-br up"));
-  EXPECT_THAT(texts,
-              Contains("ip -n gsl-s1 addr add 10.77.0.4/24 dev eth0"));
+  EXPECT_THAT(texts, Contains("ip -n gsl-s1 addr add 10.77.0.4/24 dev eth0"));
   EXPECT_THAT(texts, Contains("ip -n gsl-w2 route add default via "
                               "10.77.0.254"));
   // 500 Mbit/s: burst max(128 KiB, 1 ms = 62500 B); the host's own queue
@@ -193,18 +192,17 @@ TEST(LabNetworkTest, LatencyPutsHalfTheDelayOnEachEndUnderATbf) {
 TEST(LabNetworkTest, DownDeletesNamespacesLinksAndTheBridgeAndMayFail) {
   const std::vector<NetCommand> down =
       NetworkDownCommands("gsl", {"gsl-head", "gsl-w1"}, {"gsl-br", "gsl-w9"});
-  EXPECT_THAT(Texts(down), ElementsAre("ip netns del gsl-head",
-                                       "ip netns del gsl-w1",
-                                       "ip link del gsl-w9",
-                                       "ip link del gsl-br"));
+  EXPECT_THAT(Texts(down),
+              ElementsAre("ip netns del gsl-head", "ip netns del gsl-w1",
+                          "ip link del gsl-w9", "ip link del gsl-br"));
   for (const NetCommand& c : down) EXPECT_TRUE(c.may_fail);
 }
 
 TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   LabConfig config = TwoWorkersOneServer();
   config.colocate_ps = true;
-  const control::ClusterPlan plan = LabClusterPlan(
-      config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
+  const control::ClusterPlan plan =
+      LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
   EXPECT_EQ(plan.coordinator.address, "10.77.0.1:29400");
   // 500 Mbit/s of frames carry 1448/1514 of it as payload: in GB/s.
   EXPECT_THAT(plan.coordinator.args,
@@ -220,9 +218,8 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   EXPECT_EQ(plan.workers[1].netns, "gsl-w2");
   ASSERT_EQ(plan.servers.size(), 3u);  // colocated on w1, w2, and s1
   EXPECT_EQ(plan.servers[0].name, "ps-w1");
-  EXPECT_THAT(plan.servers[0].args,
-              ElementsAre("--listen", "10.77.0.2:0", "--tcp-congestion",
-                          "default"));
+  EXPECT_THAT(plan.servers[0].args, ElementsAre("--listen", "10.77.0.2:0",
+                                                "--tcp-congestion", "default"));
   EXPECT_EQ(plan.servers[2].name, "ps-s1");
   EXPECT_EQ(plan.servers[2].host, "s1");
 }

@@ -1,9 +1,8 @@
 // `gradsync explain` on a crafted job: per mode, the settled steps'
 // medians against the model, the bottleneck named, and the verdict.
-#include "cli/lab/explain.h"
-
 #include <string>
 
+#include "cli/lab/explain.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/status_matchers.h"
@@ -80,11 +79,10 @@ TEST(ExplainTest, MeasuredNextToPredictedPerModeWithTheBottleneck) {
   ASSERT_THAT(e->modes, SizeIs(2));
   // The settled steps: 2 left out after each start (the ring's first two,
   // the PS's switch step and the next).
-  const ModeExplanation& ring = e->modes[0].mode == SYNC_MODE_RING
-                                    ? e->modes[0]
-                                    : e->modes[1];
-  const ModeExplanation& ps = e->modes[0].mode == SYNC_MODE_PS ? e->modes[0]
-                                                               : e->modes[1];
+  const ModeExplanation& ring =
+      e->modes[0].mode == SYNC_MODE_RING ? e->modes[0] : e->modes[1];
+  const ModeExplanation& ps =
+      e->modes[0].mode == SYNC_MODE_PS ? e->modes[0] : e->modes[1];
   EXPECT_EQ(ring.steps, 8);
   EXPECT_EQ(ps.steps, 8);
   EXPECT_NEAR(ring.sync_s, 0.091, 1e-12);
@@ -120,8 +118,7 @@ TEST(ExplainTest, LinksThatExplainLittleSaySo) {
   absl::StatusOr<Explanation> e =
       ExplainJob(c.job, c.metrics, c.cluster, Links());
   ASSERT_THAT(e, IsOk());
-  EXPECT_THAT(e->modes[0].bottleneck,
-              HasSubstr("the links explain only"));
+  EXPECT_THAT(e->modes[0].bottleneck, HasSubstr("the links explain only"));
 }
 
 TEST(ExplainTest, NoSynchronisedStepYetIsAnError) {

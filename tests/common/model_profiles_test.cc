@@ -17,10 +17,10 @@ using ::testing::HasSubstr;
 
 struct Published {
   const char* name;
-  int64_t exact;      // torchvision / Hugging Face's count
-  double published;   // the paper's round figure
+  int64_t exact;     // torchvision / Hugging Face's count
+  double published;  // the paper's round figure
   size_t tensors;
-  double gmacs;       // forward multiply-adds per sample, in billions
+  double gmacs;  // forward multiply-adds per sample, in billions
 };
 
 TEST(ModelProfilesTest, TotalsMatchThePublishedCounts) {
@@ -62,15 +62,14 @@ TEST(ModelProfilesTest, ScalingShrinksEveryLayerAndKeepsEachOne) {
   size_t total = 0;
   for (size_t i = 0; i < floats->size(); ++i) {
     EXPECT_GE((*floats)[i], 1u);
-    EXPECT_EQ((*floats)[i],
-              static_cast<size_t>(std::max<long long>(
-                  1, std::llround((*resnet)[i].params * 0.01))));
+    EXPECT_EQ((*floats)[i], static_cast<size_t>(std::max<long long>(
+                                1, std::llround((*resnet)[i].params * 0.01))));
     total += (*floats)[i];
   }
   EXPECT_NEAR(total / 255570.32, 1.0, 0.01);
-  EXPECT_THAT(ScaledLayerFloats(*resnet, 0),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("not in (0, 1]")));
+  EXPECT_THAT(
+      ScaledLayerFloats(*resnet, 0),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not in (0, 1]")));
   EXPECT_THAT(ScaledLayerFloats(*resnet, 1.5),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }

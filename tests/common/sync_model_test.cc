@@ -149,23 +149,22 @@ TEST(SyncModelTest, ColocatedWithFewerShardsThanWorkers) {
       2 * kMiB);
   // N = 2, K = 1: the shard host takes 1/1 S in; the other host sends S.
   EXPECT_DOUBLE_EQ(
-      ModelCost(Ps(SyncLayout::kPsColocated, 2, 1, kMiB)).link_bytes,
-      2 * kMiB);
+      ModelCost(Ps(SyncLayout::kPsColocated, 2, 1, kMiB)).link_bytes, 2 * kMiB);
 }
 
 TEST(SyncModelTest, ValidateNamesTheBadField) {
-  EXPECT_THAT(ValidateSyncCase(Ring(0, 1)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("workers is 0")));
-  EXPECT_THAT(ValidateSyncCase(Ps(SyncLayout::kPsSeparate, 2, 0, 1)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("shards is 0")));
+  EXPECT_THAT(
+      ValidateSyncCase(Ring(0, 1)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("workers is 0")));
+  EXPECT_THAT(
+      ValidateSyncCase(Ps(SyncLayout::kPsSeparate, 2, 0, 1)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shards is 0")));
   EXPECT_THAT(ValidateSyncCase(Ps(SyncLayout::kPsColocated, 2, 3, 1)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("at most one per worker host")));
-  EXPECT_THAT(ValidateSyncCase(Ring(2, -1)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("bytes is -1")));
+  EXPECT_THAT(
+      ValidateSyncCase(Ring(2, -1)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bytes is -1")));
   SyncCase negative = Ps(SyncLayout::kPsSeparate, 2, 1, 1, true);
   negative.partition_bytes = -1;
   EXPECT_THAT(ValidateSyncCase(negative),
@@ -175,11 +174,12 @@ TEST(SyncModelTest, ValidateNamesTheBadField) {
 }
 
 TEST(SyncModelTest, LayoutNamesRoundTrip) {
-  for (SyncLayout layout : {SyncLayout::kRing, SyncLayout::kPsSeparate,
-                            SyncLayout::kPsColocated}) {
-    absl::StatusOr<SyncLayout> parsed_or = ParseSyncLayout(SyncLayoutName(layout));
-  ASSERT_THAT(parsed_or, IsOk());
-  const SyncLayout parsed = *parsed_or;
+  for (SyncLayout layout :
+       {SyncLayout::kRing, SyncLayout::kPsSeparate, SyncLayout::kPsColocated}) {
+    absl::StatusOr<SyncLayout> parsed_or =
+        ParseSyncLayout(SyncLayoutName(layout));
+    ASSERT_THAT(parsed_or, IsOk());
+    const SyncLayout parsed = *parsed_or;
     EXPECT_EQ(parsed, layout);
   }
   EXPECT_THAT(ParseSyncLayout("tree"),
@@ -248,9 +248,9 @@ TEST(SyncModelTest, FitRejectsWhatDeterminesNothing) {
   EXPECT_THAT(FitAlphaBeta({{SyncCost{2, 0}, 0.1}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("bandwidth is undetermined")));
-  EXPECT_THAT(FitAlphaBeta({{SyncCost{2, 1e6}, 0}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("must be > 0")));
+  EXPECT_THAT(
+      FitAlphaBeta({{SyncCost{2, 1e6}, 0}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be > 0")));
 }
 
 }  // namespace

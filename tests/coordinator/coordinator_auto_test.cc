@@ -57,8 +57,8 @@ class AutoTest : public CoordinatorTest {
 
   // Both ranks report `steps` steps from `first` in `mode`; the first one
   // says it acted on switch request `epoch` (0: none), as ranks do.
-  void Steps(const std::string& job_id, int64_t first, int steps,
-             SyncMode mode, double seconds, int64_t epoch = 0) {
+  void Steps(const std::string& job_id, int64_t first, int steps, SyncMode mode,
+             double seconds, int64_t epoch = 0) {
     for (int64_t s = first; s < first + steps; ++s) {
       for (int rank : {0, 1}) {
         StepMetrics m = Step(rank, s);

@@ -209,11 +209,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpecCase{"UnknownModel",
                     [](JobSpec* s) { s->mutable_model()->set_kind("resnet"); },
                     "model.kind"},
-        BadSpecCase{"ProfileOnAnMlp",
-                    [](JobSpec* s) {
-                      s->mutable_model()->set_profile("resnet50");
-                    },
-                    "model.profile"},
+        BadSpecCase{
+            "ProfileOnAnMlp",
+            [](JobSpec* s) { s->mutable_model()->set_profile("resnet50"); },
+            "model.profile"},
         BadSpecCase{"UnknownProfile",
                     [](JobSpec* s) {
                       s->mutable_model()->set_kind("synthetic");
@@ -234,16 +233,14 @@ INSTANTIATE_TEST_SUITE_P(
                       s->mutable_model()->set_synthetic_floats(5);
                     },
                     "model.syntheticFloats"},
-        BadSpecCase{"UnknownPlacement",
-                    [](JobSpec* s) {
-                      s->mutable_ps()->set_placement("nearby");
-                    },
-                    "ps.placement"},
-        BadSpecCase{"TinyPartitions",
-                    [](JobSpec* s) {
-                      s->mutable_ps()->set_partition_bytes(100);
-                    },
-                    "ps.partitionBytes"},
+        BadSpecCase{
+            "UnknownPlacement",
+            [](JobSpec* s) { s->mutable_ps()->set_placement("nearby"); },
+            "ps.placement"},
+        BadSpecCase{
+            "TinyPartitions",
+            [](JobSpec* s) { s->mutable_ps()->set_partition_bytes(100); },
+            "ps.partitionBytes"},
         BadSpecCase{"AutoWithScriptedSwitches",
                     [](JobSpec* s) {
                       s->mutable_auto_mode()->set_enabled(true);

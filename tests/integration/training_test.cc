@@ -105,7 +105,7 @@ TEST_F(TrainingTest, FourRanks_Succeeds_AccurateAndIdenticalAfterEveryStep) {
   }
 }
 
-// DESIGN.md invariant 2: N ranks with global batch B follow 1 rank with
+// docs/architecture.md invariant 2: N ranks with global batch B follow 1 rank with
 // batch B (the union of the ranks' shards is the 1-rank batch; only the
 // order of the float sums differs).
 TEST_F(TrainingTest, FourRanks_FollowOneRankWithTheSameGlobalBatch) {
@@ -152,7 +152,7 @@ TEST_F(TrainingTest, FourRanks_FollowOneRankWithTheSameGlobalBatch) {
   EXPECT_LT(trajectories[1].loss.back(), trajectories[1].loss.front());
 }
 
-// DESIGN.md invariant 3, and the daemons' reuse: the same workers run three
+// docs/architecture.md invariant 3, and the daemons' reuse: the same workers run three
 // jobs in a row without a restart; the first two (same spec and seed) end
 // with bitwise-identical parameters after every step, the third (another
 // seed) does not.

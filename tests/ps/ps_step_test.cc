@@ -519,8 +519,8 @@ TEST_F(PsStepTest, Partitions_SameParametersAsOneShardPerServer) {
     ASSERT_THAT(statuses[r], IsOk()) << "rank " << r;
     for (size_t i = 0; i < kTotal; ++i) {
       ASSERT_EQ(std::memcmp(&parts[r][i], &whole[r][i], 4), 0)
-          << "rank " << r << " at index " << i << ": " << parts[r][i]
-          << " vs " << whole[r][i];
+          << "rank " << r << " at index " << i << ": " << parts[r][i] << " vs "
+          << whole[r][i];
       ASSERT_EQ(std::memcmp(&parts[r][i], &parts[0][i], 4), 0)
           << "rank " << r << " differs from rank 0 at index " << i;
     }

@@ -35,15 +35,15 @@ absl::StatusOr<SyntheticWorkload> SyntheticWorkload::Create(
     size_t total = 0;
     for (size_t f : config.layer_floats) total += f;
     if (total != config.num_floats) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "synthetic layers hold ", total, " floats; the gradient has ",
-          config.num_floats));
+      return absl::InvalidArgumentError(
+          absl::StrCat("synthetic layers hold ", total,
+                       " floats; the gradient has ", config.num_floats));
     }
     if (!config.layer_cost.empty() &&
         config.layer_cost.size() != config.layer_floats.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          config.layer_cost.size(), " layer costs for ",
-          config.layer_floats.size(), " synthetic layers"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(config.layer_cost.size(), " layer costs for ",
+                       config.layer_floats.size(), " synthetic layers"));
     }
     for (double c : config.layer_cost) {
       if (!(c >= 0) || !std::isfinite(c)) {
@@ -111,8 +111,8 @@ absl::Status SyntheticWorkload::Backward(uint64_t rank, uint64_t step,
       fill(begin, end);
       done_cost += by_cost ? config_.layer_cost[l]
                            : static_cast<double>(config_.layer_floats[l]);
-      const double done = done_cost / (by_cost ? total_cost
-                                               : static_cast<double>(n));
+      const double done =
+          done_cost / (by_cost ? total_cost : static_cast<double>(n));
       WaitUntil(start + config_.compute_time * done, config_.wait);
       if (ready) ready(begin, end);
       end = begin;

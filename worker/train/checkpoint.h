@@ -1,5 +1,5 @@
 // Checkpoints: the flat parameter vector and the optimizer state (the only
-// state a replica has, see DESIGN.md) after a given number of steps, in one
+// state a replica has, see docs/architecture.md) after a given number of steps, in one
 // binary file. Rank 0 writes them (all ranks hold the same bits); a PS job
 // will write the same format from its shards.
 //

@@ -54,7 +54,8 @@ constexpr double kDefaultEpsilon = 1e-8;
     if (!model.profile().empty()) {
       absl::StatusOr<std::vector<ProfileTensor>> tensors =
           ModelProfile(model.profile());
-      if (!tensors.ok()) return Invalid("model.profile", tensors.status().message());
+      if (!tensors.ok())
+        return Invalid("model.profile", tensors.status().message());
       absl::StatusOr<std::vector<size_t>> layers = ScaledLayerFloats(
           *tensors, model.profile_scale() == 0 ? 1 : model.profile_scale());
       if (!layers.ok()) {
