@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -23,7 +24,9 @@ std::string Mib(int64_t bytes) {
   return absl::StrFormat("%g MiB", bytes / 1048576.0);
 }
 
-std::string Ms(double seconds) { return absl::StrFormat("%.1f", 1e3 * seconds); }
+std::string Ms(double seconds) {
+  return absl::StrFormat("%.1f", 1e3 * seconds);
+}
 
 std::string CellName(const SweepCell& c) {
   return absl::StrCat(c.layout(), " N=", c.workers(),
@@ -74,7 +77,7 @@ void FindingA(const std::pair<int64_t, int64_t>& key, const Group& group,
   for (const SweepCell* c : ps) {
     sx += c->workers();
     sy += c->sync_s();
-    sxx += double{c->workers()} * c->workers();
+    sxx += static_cast<double>(c->workers()) * c->workers();
     sxy += c->workers() * c->sync_s();
   }
   const double slope = (m * sxy - sx * sy) / (m * sxx - sx * sx);
@@ -88,8 +91,9 @@ void FindingA(const std::pair<int64_t, int64_t>& key, const Group& group,
   const double r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
   const double measured = ps.back()->sync_s() / ps.front()->sync_s();
   const double predicted = ps.back()->predicted_s() / ps.front()->predicted_s();
-  const bool pass = slope > 0 && r2 >= 0.95 &&
-                    std::abs(measured / predicted - 1) <= options.max_cell_error;
+  const bool pass =
+      slope > 0 && r2 >= 0.95 &&
+      std::abs(measured / predicted - 1) <= options.max_cell_error;
   std::vector<std::string> times;
   for (const SweepCell* c : ps) times.push_back(Ms(c->sync_s()));
   out->push_back(absl::StrFormat(
@@ -117,8 +121,9 @@ void FindingB(const std::pair<int64_t, int64_t>& key, const Group& group,
   const double measured = ring.back()->sync_s() / ring.front()->sync_s();
   const double predicted =
       ring.back()->predicted_s() / ring.front()->predicted_s();
-  const bool pass = measured < 2 * (1 + options.max_cell_error) &&
-                    std::abs(measured / predicted - 1) <= options.max_cell_error;
+  const bool pass =
+      measured < 2 * (1 + options.max_cell_error) &&
+      std::abs(measured / predicted - 1) <= options.max_cell_error;
   std::vector<std::string> times;
   for (const SweepCell* c : ring) times.push_back(Ms(c->sync_s()));
   std::string versus;
@@ -203,14 +208,14 @@ void FindingD(const std::pair<int64_t, int64_t>& key, const Group& group,
       } else if (options.pipelined_ps) {
         fill = 0;
       }
-      return 2 * model.alpha_s + std::max(1.0, n / k) * s_bytes * (1 + fill) /
-                                     model.bandwidth_Bps;
+      return 2 * model.alpha_s +
+             std::max(1.0, n / k) * s_bytes * (1 + fill) / model.bandwidth_Bps;
     };
     const double k_model =
-        Crossing(predicted_t, PredictSeconds(
-                                  SyncCase{SyncLayout::kRing, n, 0,
-                                           static_cast<double>(ring->bytes())},
-                                  model),
+        Crossing(predicted_t,
+                 PredictSeconds(SyncCase{SyncLayout::kRing, n, 0,
+                                         static_cast<double>(ring->bytes())},
+                                model),
                  1, n);
     // Observed: between the measured K where PS goes below the ring,
     // interpolating t = a + b/K.
@@ -251,6 +256,43 @@ void FindingD(const std::pair<int64_t, int64_t>& key, const Group& group,
   }
 }
 
+// One fit per layout: where the layouts run at different shares of the
+// link, the single fit above sits between them and misses both, and this
+// line says by how much each path falls short of the other.
+std::string PerLayoutFits(
+    const std::map<std::string, std::vector<SyncObservation>>& by_layout,
+    double reference_bps) {
+  std::vector<std::string> parts;
+  for (const auto& [layout, observations] : by_layout) {
+    // Fewer cells than this, or cells that vary only one term, leave alpha
+    // and B free to trade against each other.
+    if (observations.size() < 3) continue;
+    absl::StatusOr<LinkModel> fit = FitAlphaBeta(observations);
+    if (!fit.ok()) continue;
+    if (reference_bps > 0 && fit->bandwidth_Bps * 8 > reference_bps) {
+      parts.push_back(absl::StrFormat(
+          "%s not identifiable (B would exceed the %.0f Mbit/s links: these "
+          "cells do not separate alpha from B)",
+          layout, reference_bps / 1e6));
+      continue;
+    }
+    double sum = 0;
+    for (const SyncObservation& o : observations) {
+      sum += std::abs(
+          RelativeError(PredictSeconds(o.cost, *fit), o.seconds));
+    }
+    parts.push_back(absl::StrFormat(
+        "%s B = %.0f Mbit/s (%.1f%%), alpha = %.0f us, mean |error| %.1f%% "
+        "over %d cells",
+        layout, fit->bandwidth_Bps * 8 / 1e6,
+        reference_bps > 0 ? 100 * fit->bandwidth_Bps * 8 / reference_bps : 0,
+        fit->alpha_s * 1e6, 100 * sum / observations.size(),
+        static_cast<int>(observations.size())));
+  }
+  if (by_layout.size() < 2 || parts.empty()) return "";
+  return absl::StrCat("fit per layout: ", absl::StrJoin(parts, "; "));
+}
+
 }  // namespace
 
 absl::StatusOr<SyncCase> CellCase(const SweepCell& cell,
@@ -272,18 +314,19 @@ bool Trusted(const SweepCell& cell) {
          cell.sync_s() > 0;
 }
 
-absl::Status AnalyseSweep(SweepResults* results,
-                          const ReportOptions& options) {
+absl::Status AnalyseSweep(SweepResults* results, const ReportOptions& options) {
   // With several link rates, one fit: B is a share of each cell's rate
   // (bytes are scaled to the fastest rate, and B fitted there).
   double reference_bps = 0;
   for (const SweepCell& cell : results->cells()) {
-    reference_bps = std::max(reference_bps, static_cast<double>(cell.rate_bps()));
+    reference_bps =
+        std::max(reference_bps, static_cast<double>(cell.rate_bps()));
   }
   auto scale = [&](const SweepCell& cell) {
     return cell.rate_bps() > 0 ? reference_bps / cell.rate_bps() : 1.0;
   };
   std::vector<SyncObservation> observations;
+  std::map<std::string, std::vector<SyncObservation>> by_layout;
   for (SweepCell& cell : *results->mutable_cells()) {
     ASSIGN_OR_RETURN(SyncCase c, CellCase(cell, options));
     const SyncCost cost = ModelCost(c);
@@ -294,6 +337,7 @@ absl::Status AnalyseSweep(SweepResults* results,
       observations.push_back(
           {SyncCost{cost.latency_terms, cost.link_bytes * scale(cell)},
            cell.sync_s()});
+      by_layout[cell.layout()].push_back(observations.back());
     }
   }
   if (observations.empty()) {
@@ -311,8 +355,7 @@ absl::Status AnalyseSweep(SweepResults* results,
   for (SweepCell& cell : *results->mutable_cells()) {
     if (cell.sync_s() <= 0) continue;
     const double predicted = PredictSeconds(
-        SyncCost{cell.latency_terms(), cell.link_bytes() * scale(cell)},
-        model);
+        SyncCost{cell.latency_terms(), cell.link_bytes() * scale(cell)}, model);
     cell.set_predicted_s(predicted);
     cell.set_relative_error(RelativeError(predicted, cell.sync_s()));
     const double miss = std::abs(cell.relative_error());
@@ -330,17 +373,17 @@ absl::Status AnalyseSweep(SweepResults* results,
                                       100 * cell.cpu_busy()));
       }
       if (!cell.link_ok()) why.push_back("its links failed the probe");
-      if (cell.measured_steps() < 3) why.push_back("fewer than 3 measured steps");
+      if (cell.measured_steps() < 3)
+        why.push_back("fewer than 3 measured steps");
       if (why.empty()) {
         why.push_back(absl::StrFormat(
             "link-bound by the probe and CPUs %.0f%% busy; the model misses "
             "it",
             100 * cell.cpu_busy()));
       }
-      notes.push_back(absl::StrFormat("note: %s is off by %+.0f%%: %s",
-                                      CellName(cell),
-                                      100 * cell.relative_error(),
-                                      absl::StrJoin(why, "; ")));
+      notes.push_back(absl::StrFormat(
+          "note: %s is off by %+.0f%%: %s", CellName(cell),
+          100 * cell.relative_error(), absl::StrJoin(why, "; ")));
     }
   }
   const double mean = sum / observations.size();
@@ -365,6 +408,10 @@ absl::Status AnalyseSweep(SweepResults* results,
       reference_bps / 1e6, model.alpha_s * 1e6,
       options.pipelined_ps ? "pipelined (pull overlaps push)"
                            : "unpipelined (pull after every push)"));
+  if (std::string line = PerLayoutFits(by_layout, reference_bps);
+      !line.empty()) {
+    add(std::move(line));
+  }
   int excluded = 0;
   for (const SweepCell& cell : results->cells()) excluded += !Trusted(cell);
   if (excluded > 0) {
@@ -386,9 +433,9 @@ absl::Status AnalyseSweep(SweepResults* results,
     std::vector<std::string> lines;
     // B at this group's rate.
     const LinkModel at_rate{
-        model.alpha_s, reference_bps > 0 ? model.bandwidth_Bps * key.second /
-                                               reference_bps
-                                         : model.bandwidth_Bps};
+        model.alpha_s, reference_bps > 0
+                           ? model.bandwidth_Bps * key.second / reference_bps
+                           : model.bandwidth_Bps};
     FindingA(key, group, at_rate, options, &lines);
     FindingB(key, group, options, &lines);
     FindingC(key, group, options, &lines);
@@ -402,25 +449,24 @@ absl::Status AnalyseSweep(SweepResults* results,
 std::string FormatSweepReport(const SweepResults& results) {
   std::vector<std::vector<std::string>> rows;
   for (const SweepCell& c : results.cells()) {
-    rows.push_back(
-        {c.layout(), absl::StrCat(c.workers()),
-         c.shards() > 0 ? absl::StrCat(c.shards()) : "-", Mib(c.bytes()),
-         absl::StrFormat("%g", c.rate_bps() / 1e6),
-         c.error().empty() ? Ms(c.sync_s()) : "failed",
-         c.predicted_s() > 0 ? Ms(c.predicted_s()) : "-",
-         c.predicted_s() > 0
-             ? absl::StrFormat("%+.1f%%", 100 * c.relative_error())
-             : "-",
-         absl::StrFormat("%.0f%%", 100 * c.cpu_busy()),
-         !c.error().empty() ? c.error().substr(0, 60)
-         : c.cpu_bound()    ? "CPU-bound"
-         : !c.link_ok()     ? "links unverified"
-                            : ""});
+    rows.push_back({c.layout(), absl::StrCat(c.workers()),
+                    c.shards() > 0 ? absl::StrCat(c.shards()) : "-",
+                    Mib(c.bytes()), absl::StrFormat("%g", c.rate_bps() / 1e6),
+                    c.error().empty() ? Ms(c.sync_s()) : "failed",
+                    c.predicted_s() > 0 ? Ms(c.predicted_s()) : "-",
+                    c.predicted_s() > 0
+                        ? absl::StrFormat("%+.1f%%", 100 * c.relative_error())
+                        : "-",
+                    absl::StrFormat("%.0f%%", 100 * c.cpu_busy()),
+                    !c.error().empty() ? c.error().substr(0, 60)
+                    : c.cpu_bound()    ? "CPU-bound"
+                    : !c.link_ok()     ? "links unverified"
+                                       : ""});
   }
-  std::string text = control::FormatTable(
-      {"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms", "MODEL ms", "ERROR",
-       "CPU", "NOTE"},
-      rows);
+  std::string text =
+      control::FormatTable({"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms",
+                            "MODEL ms", "ERROR", "CPU", "NOTE"},
+                           rows);
   for (const std::string& line : results.findings()) {
     absl::StrAppend(&text, line, "\n");
   }
@@ -437,9 +483,9 @@ std::string SweepCsv(const SweepResults& results) {
         &csv,
         absl::StrJoin(
             std::vector<std::string>{
-                c.layout(), absl::StrCat(c.workers()),
-                absl::StrCat(c.shards()), absl::StrCat(c.bytes()),
-                absl::StrCat(c.rate_bps()), c.job_id(), absl::StrCat(c.measured_steps()),
+                c.layout(), absl::StrCat(c.workers()), absl::StrCat(c.shards()),
+                absl::StrCat(c.bytes()), absl::StrCat(c.rate_bps()), c.job_id(),
+                absl::StrCat(c.measured_steps()),
                 absl::StrFormat("%.6f", c.sync_s()),
                 absl::StrFormat("%.6f", c.step_s()),
                 absl::StrFormat("%.6f", c.predicted_s()),

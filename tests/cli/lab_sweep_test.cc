@@ -1,12 +1,13 @@
 // The sweep's grid, its per-cell summary of a job's metrics, and the
 // report against the alpha-beta model, on crafted and recorded data.
+#include "cli/lab/lab_sweep.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_join.h"
 #include "cli/lab/lab_report.h"
-#include "cli/lab/lab_sweep.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/status_matchers.h"
@@ -48,18 +49,17 @@ TEST(LabSweepTest, GridSkipsWhatTheLabCannotRunAndSaysWhy) {
   grid.layouts = {SyncLayout::kRing, SyncLayout::kPsSeparate,
                   SyncLayout::kPsColocated};
   std::vector<std::string> skipped;
-  absl::StatusOr<std::vector<CellSpec>> cells =
-      ExpandGrid(grid, lab, &skipped);
+  absl::StatusOr<std::vector<CellSpec>> cells = ExpandGrid(grid, lab, &skipped);
   ASSERT_THAT(cells, IsOk());
   // N = 2: ring, ps K=1, ps K=2; N = 4: ring, ps K=1 (K=4 > 2 hosts).
   std::vector<std::string> names;
   for (const CellSpec& c : *cells) {
-    names.push_back(absl::StrCat(SyncLayoutName(c.layout), c.workers, "/",
-                                 c.shards));
+    names.push_back(
+        absl::StrCat(SyncLayoutName(c.layout), c.workers, "/", c.shards));
     EXPECT_EQ(c.rate_bps, lab.link.rate_bps);
   }
-  EXPECT_THAT(names, ElementsAre("ring2/0", "ps2/1", "ps2/2", "ring4/0",
-                                 "ps4/1"));
+  EXPECT_THAT(names,
+              ElementsAre("ring2/0", "ps2/1", "ps2/2", "ring4/0", "ps4/1"));
   EXPECT_THAT(skipped, Contains(HasSubstr("N = 6: the lab has 4 workers")));
   EXPECT_THAT(skipped, Contains(HasSubstr("ps N = 4 K = 4: the lab has 2 "
                                           "server hosts")));
@@ -151,7 +151,7 @@ SweepResults ModelSweep(const LinkModel& truth, bool pipelined,
         cell->set_rate_bps(1'000'000'000);
         cell->set_link_ok(true);
         cell->set_measured_steps(8);
-        SyncCase c{layout, n, std::max(1, k), static_cast<double>(bytes),
+        SyncCase c{layout,    n, std::max(1, k), static_cast<double>(bytes),
                    pipelined, 0};
         // Alternate the sign of the noise so it does not bias the fit.
         const double sign = (i++ % 2 == 0) ? 1 : -1;
@@ -232,6 +232,44 @@ TEST(LabReportTest, AModelThatDoesNotHoldMisses) {
   EXPECT_THAT(results.findings(0), StartsWith("MISS fidelity"));
 }
 
+TEST(LabReportTest, PathsThatUseTheLinkDifferentlyGetAFitEach) {
+  // The ring at 95% of the link, the PS at 75%: one joint B fits neither,
+  // fitted apart each is exact, and the line says so.
+  const LinkModel ring{0.0003, 0.95 * 125e6};
+  const LinkModel ps{0, 0.75 * 125e6};
+  SweepResults results = ModelSweep(ring, true, {2, 4, 6, 8}, 0);
+  for (SweepCell& c : *results.mutable_cells()) {
+    if (c.layout() == "ring") continue;
+    SyncCase sc{SyncLayout::kPsSeparate, c.workers(), c.shards(),
+                static_cast<double>(c.bytes()), true, 0};
+    c.set_sync_s(PredictSeconds(sc, ps));
+  }
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  EXPECT_GT(results.mean_abs_error(), 0.05);
+  const std::string findings = absl::StrJoin(results.findings(), "\n");
+  EXPECT_THAT(findings,
+              HasSubstr("fit per layout: ps B = 750 Mbit/s (75.0%), alpha = 0 "
+                        "us, mean |error| 0.0% over 40 cells; ring B = 950 "
+                        "Mbit/s (95.0%), alpha = 300 us, mean |error| 0.0% "
+                        "over 8 cells"));
+}
+
+TEST(LabReportTest, OneLayoutOrTooFewCellsGetNoPerLayoutFit) {
+  SweepResults results = ModelSweep({0.0002, 118e6}, true, {2}, 0);
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  // Two ring cells: too few to fit alpha and B apart.
+  EXPECT_THAT(absl::StrJoin(results.findings(), "\n"),
+              ::testing::Not(HasSubstr("ring B =")));
+  SweepResults ring_only;
+  const SweepResults all = ModelSweep({0.0002, 118e6}, true, {2, 4, 8}, 0);
+  for (const SweepCell& c : all.cells()) {
+    if (c.layout() == "ring") *ring_only.add_cells() = c;
+  }
+  ASSERT_THAT(AnalyseSweep(&ring_only, {true}), IsOk());
+  EXPECT_THAT(absl::StrJoin(ring_only.findings(), "\n"),
+              ::testing::Not(HasSubstr("fit per layout")));
+}
+
 TEST(LabReportTest, NothingTrustedIsAnError) {
   SweepResults results = ModelSweep({0.0002, 118e6}, true, {2}, 0);
   for (SweepCell& c : *results.mutable_cells()) c.set_link_ok(false);
@@ -244,8 +282,7 @@ TEST(LabReportTest, CsvHasARowPerCell) {
   SweepResults results = ModelSweep({0.0002, 118e6}, true, {2}, 0);
   ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
   const std::string csv = SweepCsv(results);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'),
-            results.cells_size() + 1);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), results.cells_size() + 1);
   EXPECT_THAT(csv, StartsWith("layout,workers,shards,bytes,rate_bps,"));
   EXPECT_THAT(FormatSweepReport(results), HasSubstr("MEASURED ms"));
 }
