@@ -46,20 +46,28 @@ def series_name(c):
     return "PS %sK=%d" % (tag, k)
 
 
-def model_time(r, layout, n, k, s):
-    """The fitted alpha-beta time (common/sync_model.h), continuous in k."""
+def model_time(r, layout, n, k, s, partition_bytes=0):
+    """The fitted alpha-beta time: common/sync_model.cc ModelCost, continuous
+    in k (the crossover plot draws it between the measured shard counts)."""
     alpha, bw = r.get("alpha_s", 0.0), r["bandwidth_Bps"]
     pipelined = any(c.get("pipelined") for c in r["cells"])
     if layout == "ring":
         return 0.0 if n < 2 else 2 * (n - 1) * (alpha + s / (n * bw))
-    phases = 1 if pipelined else 2
     if layout == "ps":
         factor = max(1.0, n / k)
     else:
-        factor = (n - 1) / k if not pipelined else (n + k - 2) / k
+        factor = (n + k - 2) / k if pipelined else max((n - 1) / k,
+                                                       (k - 1) / k)
         if k < n:
             factor = max(factor, 1.0)
-    return 2 * alpha + phases * factor * s / bw
+    if not pipelined:
+        return 2 * alpha + 2 * factor * s / bw
+    link_bytes, stages = factor * s, 2
+    if partition_bytes > 0:
+        partitions = math.ceil(s / k / partition_bytes)
+        link_bytes += factor * s / partitions
+        stages = partitions + 1
+    return stages * alpha + link_bytes / bw
 
 
 def plot_sync_vs_n(r, cells, out):
@@ -76,11 +84,9 @@ def plot_sync_vs_n(r, cells, out):
             ns = [c["workers"] for c in pts]
             line = ax.plot(ns, [1e3 * c["sync_s"] for c in pts], "o",
                            label=name)[0]
-            if "bandwidth_Bps" in r:
-                ax.plot(ns, [1e3 * model_time(r, c["layout"], c["workers"],
-                                              max(1, c["shards"]), size)
-                             for c in pts], "--", color=line.get_color(),
-                        alpha=0.7)
+            if all(c.get("predicted_s", 0) > 0 for c in pts):
+                ax.plot(ns, [1e3 * c["predicted_s"] for c in pts], "--",
+                        color=line.get_color(), alpha=0.7)
         ax.set_xlabel("workers N")
         ax.set_ylabel("sync time per step (ms)")
         ax.set_title("S = %s: measured (points), alpha-beta fit (dashed)" %
@@ -148,25 +154,29 @@ def plot_crossover(r, cells, out):
             best = c
     if best is None or "bandwidth_Bps" not in r:
         return
-    n, size = best["workers"], best["bytes"]
+    n, size = best["workers"], int(best["bytes"])
     ps = sorted((p for p in cells if p["layout"] == "ps" and
-                 p["workers"] == n and p["bytes"] == size and
+                 p["workers"] == n and int(p["bytes"]) == size and
                  p.get("sync_s", 0) > 0), key=lambda p: p["shards"])
     fig, ax = plt.subplots(figsize=(6, 4.5))
     ax.plot([p["shards"] for p in ps], [1e3 * p["sync_s"] for p in ps], "s",
-            label="PS, K server hosts (measured)")
+            color="C0", label="PS, K server hosts (measured)")
     grid = [1 + i * (n - 1) / 200.0 for i in range(201)]
-    ax.plot(grid, [1e3 * model_time(r, "ps", n, k, size) for k in grid], "--",
-            label="PS (model)")
+    partition = int(ps[0].get("partition_bytes", 0))
+    ax.plot(grid, [1e3 * model_time(r, "ps", n, k, size, partition)
+                   for k in grid], "--", color="C0", label="PS (model)")
     ax.axhline(1e3 * best["sync_s"], color="C1", label="ring (measured)")
     ax.axhline(1e3 * model_time(r, "ring", n, 1, size), color="C1", ls="--",
                label="ring (model)")
-    pipelined = any(c.get("pipelined") for c in cells)
-    k_star = n * n / ((2 if pipelined else 1) * (n - 1))
-    if k_star <= n:
+    # The model's crossover: the first K where the PS is no slower than the
+    # ring (partitions move it past the closed form N^2/(2(N-1))).
+    ring_model = model_time(r, "ring", n, 1, size)
+    k_star = next((k for k in grid
+                   if model_time(r, "ps", n, k, size, partition) <= ring_model),
+                  None)
+    if k_star is not None:
         ax.axvline(k_star, color="grey", ls=":",
-                   label="K* = N^2/(%s(N-1)) = %.2f" %
-                   ("2" if pipelined else "", k_star))
+                   label="model K* = %.2f" % k_star)
     ax.set_xlabel("PS shards K (each on its own host)")
     ax.set_ylabel("sync time per step (ms)")
     ax.set_title("N = %d, S = %s: where the PS meets the ring" %

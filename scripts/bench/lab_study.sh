@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # The PS-vs-ring study on the bottleneck lab (docs/lab.md), as a benchmark:
 # builds a lab of 8 worker hosts and 8 server hosts (each worker host also
-# runs a colocated gradsync-ps), sweeps N x K x S x layout against the
-# alpha-beta model, plots it, and takes the lab down again, even on failure.
+# runs a colocated gradsync-ps), runs the three sweeps that docs/lab.md
+# shows, plots them, and takes the lab down again, even on failure.
 #
-#   sudo scripts/bench/lab_study.sh [--out DIR] [--link RATE] [-- SWEEP FLAGS]
+#   sudo scripts/bench/lab_study.sh [--out DIR] [--link RATE] [--hosts N]
+#                                   [-- EXTRA SWEEP FLAGS]
 #
-# Defaults: --out lab-study, --link 1gbit; the sweep: N = 2,4,6,8,
-# K = 1,2,N/2,N, S = 8M,32M, layouts ring, ps and ps-colocated. Sweep flags
-# after "--" replace or add to those (e.g. -- --shards all --workers 8 for
-# the crossover). Needs root, iproute2 and python3-matplotlib
-# (scripts/install_deps.sh installs them).
+# Writes DIR/main (ring and PS on separate server hosts: N = 2,4,6,8,
+# K = 1,2,N, S = 4M,16M), DIR/colocated (PS colocated, K = N) and
+# DIR/crossover (N = 8, S = 16M, every K), each with sweep.json, sweep.csv,
+# report.txt and the PNGs. Defaults: --out lab-study, --link 200mbit (slow
+# enough that two cores are not the limit), 8 hosts. About 40 minutes.
+# Needs root, iproute2 and python3-matplotlib (scripts/install_deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 G="${GRADSYNC:-$root/build/cli/gradsync}"
 out=lab-study
-link=1gbit
+link=200mbit
 hosts=8
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,5 +38,10 @@ trap cleanup EXIT
 "$G" lab up --hosts "$hosts" --ps-hosts "$hosts" --colocate-ps --link "$link" \
   --prefix "$prefix" --subnet "10.76.$(( $$ % 200 ))" --run-dir "$dir" \
   --timeout 120
-"$G" lab sweep --run-dir "$dir" --workers 2,4,6,8 --shards 1,2,N/2,N \
-  --sizes 8M,32M --layouts ring,ps,ps-colocated --out "$out" --plot "$@"
+common=(--run-dir "$dir" --steps 5 --warmup 2 --ps-partition 512K --plot)
+"$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards 1,2,N \
+  --sizes 4M,16M --layouts ring,ps --out "$out/main" "$@"
+"$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards N \
+  --sizes 4M,16M --layouts ps-colocated --out "$out/colocated" "$@"
+"$G" lab sweep "${common[@]}" --workers "$hosts" --shards all --sizes 16M \
+  --layouts ring,ps --out "$out/crossover" "$@"
