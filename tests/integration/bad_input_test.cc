@@ -3,8 +3,11 @@
 // is wrong, and changes no state (no job added, workers still free, the
 // running job and its store untouched).
 #include <grpcpp/client_context.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -323,6 +326,39 @@ TEST_F(BadInputTest, MetricsAndReportsFromRanksNotInTheJob_Rejected) {
   ASSERT_THAT(status, IsOk());
   EXPECT_EQ(status->state(), JOB_STATE_RUNNING) << status->message();
   CancelAndExpectIdle(job);
+}
+
+// A job spec that resumes from something that is not a checkpoint file
+// fails that job with the reason, promptly, and the worker daemons live
+// on: a directory used to kill every worker (an uncaught
+// filesystem_error), a FIFO to block the ranks for good.
+TEST_F(BadInputTest, ResumeFromADirectoryOrAFifo_FailsTheJob_DaemonsLive) {
+  const std::string fifo =
+      absl::StrCat(::testing::TempDir(), "/resume-fifo-", getpid());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"/etc", "/etc is a directory, not a checkpoint file"},
+           {fifo, " is a FIFO, not a checkpoint file"}}) {
+    JobSpec spec = ValidSpec();
+    spec.mutable_checkpoint()->set_resume_from(path);
+    absl::StatusOr<std::string> job = cluster().Submit(spec);
+    ASSERT_THAT(job, IsOk());
+    absl::StatusOr<JobStatus> failed = cluster().WaitForJob(
+        *job, [](const JobStatus& s) { return s.state() == JOB_STATE_FAILED; },
+        kStartTimeout, "FAILED");
+    ASSERT_THAT(failed, IsOk()) << path;
+    EXPECT_THAT(failed->message(), HasSubstr(why));
+    EXPECT_THAT(cluster().WaitForIdleWorkers(kIdleTimeout), IsOk()) << path;
+  }
+  unlink(fifo.c_str());
+  // Both daemons still take and finish a job.
+  absl::StatusOr<std::string> job = cluster().Submit(ValidSpec());
+  ASSERT_THAT(job, IsOk());
+  absl::StatusOr<JobStatus> done = cluster().WaitForJob(
+      *job, [](const JobStatus& s) { return s.state() == JOB_STATE_SUCCEEDED; },
+      kStartTimeout, "SUCCEEDED");
+  ASSERT_THAT(done, IsOk());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Checkpoints: rank 0 writes them every N steps and after the last step,
 // each exactly the parameters and optimizer state of its step; damaged
 // files are refused.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -200,4 +201,67 @@ TEST(CheckpointTest, FlippedBit_DataLossAndVersion1StillLoads) {
 }
 
 }  // namespace
+// A resume path that is not a checkpoint file is refused at once, as a
+// Status: a directory (it used to throw filesystem_error and take the
+// daemon down), a FIFO (it used to block the rank forever) and a link.
+TEST(CheckpointTest, DirectoryFifoAndLink_RefusedAtOnce) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/odd-", getpid());
+  std::filesystem::create_directories(dir);
+  EXPECT_THAT(ReadCheckpoint(dir).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(" is a directory, not a checkpoint file")));
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(ReadCheckpoint(fifo).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(" is a FIFO, not a checkpoint file")));
+  const std::string real = dir + "/real.ckpt";
+  ASSERT_THAT(
+      WriteCheckpoint(real, 1, std::vector<float>(4, 1.0f), OptimizerState()),
+      IsOk());
+  const std::string link = dir + "/link.ckpt";
+  std::filesystem::create_symlink(real, link);
+  EXPECT_THAT(ReadCheckpoint(link).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is a symbolic link")));
+  EXPECT_THAT(ReadCheckpoint(real).status(), IsOk());
+  std::filesystem::remove_all(dir);
+}
+
+// Writing never goes through what already sits at the final name: a link
+// planted there is replaced, and the file it points to is untouched. Only
+// the checkpoint is left in the directory (no temporary file).
+TEST(CheckpointTest, PlantedLinkIsReplacedNotFollowed_NoTemporaryLeft) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/plant-", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string victim = dir + "/victim";
+  { std::ofstream(victim) << "precious"; }
+  const std::string path = dir + "/ckpt";
+  std::filesystem::create_directories(path);
+  const std::string target = path + "/step-2.ckpt";
+  std::filesystem::create_symlink(victim, target);
+  const std::vector<float> params(16, 2.5f);
+  ASSERT_THAT(WriteCheckpoint(target, 2, params, OptimizerState()), IsOk());
+  EXPECT_FALSE(std::filesystem::is_symlink(target));
+  std::ifstream in(victim);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "precious");
+  absl::StatusOr<Checkpoint> back = ReadCheckpoint(target);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(back->params, params);
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"step-2.ckpt"});
+  // A directory where the file should go is an error, not a crash.
+  const std::string taken = path + "/step-3.ckpt";
+  std::filesystem::create_directories(taken + "/inside");
+  EXPECT_THAT(WriteCheckpoint(taken, 3, params, OptimizerState()),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("rename")));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace gradsync

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -293,10 +294,25 @@ void JobRunner::Main() {
       const bool cuda = assignment_.devices_size() != 0 &&
                         assignment_.devices(i).kind() == "cuda";
       config.cuda_device = cuda ? assignment_.devices(i).index() : -1;
-      ranks.emplace_back(
-          [this, rank = assignment_.ranks(i),
-           device = DeviceName(assignment_, i),
-           config = std::move(config)] { RunRank(rank, device, config); });
+      ranks.emplace_back([this, rank = assignment_.ranks(i),
+                          device = DeviceName(assignment_, i),
+                          config = std::move(config)] {
+        // Last line of defence: no exception from a job's code may end
+        // the daemon (std::thread would call std::terminate); it fails
+        // this rank, and with it the job, instead.
+        try {
+          RunRank(rank, device, config);
+        } catch (const std::exception& e) {
+          Report(rank, RANK_STATE_FAILED, 0, "training",
+                 absl::StrCat("internal error (", e.what(),
+                              "); this is a gradsync bug: please report "
+                              "it with the worker's log"));
+        } catch (...) {
+          Report(rank, RANK_STATE_FAILED, 0, "training",
+                 "internal error (an unknown exception); this is a "
+                 "gradsync bug: please report it with the worker's log");
+        }
+      });
     }
     for (std::thread& t : ranks) t.join();
   }

@@ -1,13 +1,18 @@
 #include "worker/train/checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "worker/train/param_hash.h"
 
@@ -36,26 +41,86 @@ uint64_t Checksum(int64_t steps_done, absl::Span<const float> params,
   return h;
 }
 
-template <typename T>
-void Put(std::ofstream& out, const T& value) {
-  out.write(reinterpret_cast<const char*>(&value), sizeof(value));
-}
-
-void PutFloats(std::ofstream& out, absl::Span<const float> values) {
-  const uint64_t n = values.size();
-  Put(out, n);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(n * sizeof(float)));
-}
-
-class Reader {
+// Closes a file descriptor when it goes out of scope.
+class ScopedFd {
  public:
-  Reader(std::ifstream& in, const std::string& path) : in_(in), path_(path) {}
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now; the errno of a failed close (0 if it succeeded).
+  int Close() {
+    const int rc = close(fd_);
+    fd_ = -1;
+    return rc == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// Buffered writes to a file descriptor; the first error sticks (errno).
+class FdWriter {
+ public:
+  explicit FdWriter(int fd) : fd_(fd) { buffer_.reserve(kBufferBytes); }
+
+  template <typename T>
+  void Put(const T& value) {
+    Write(&value, sizeof(value));
+  }
+  void PutFloats(absl::Span<const float> values) {
+    Put(static_cast<uint64_t>(values.size()));
+    Write(values.data(), values.size() * sizeof(float));
+  }
+  void Write(const void* data, size_t n) {
+    const char* bytes = static_cast<const char*>(data);
+    if (buffer_.size() + n > kBufferBytes) Flush();
+    if (n >= kBufferBytes) {
+      WriteAll(bytes, n);
+    } else {
+      buffer_.insert(buffer_.end(), bytes, bytes + n);
+    }
+  }
+  // Writes what is buffered; the first error's errno, or 0.
+  int Flush() {
+    WriteAll(buffer_.data(), buffer_.size());
+    buffer_.clear();
+    return error_;
+  }
+
+ private:
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+
+  void WriteAll(const char* bytes, size_t n) {
+    while (n > 0 && error_ == 0) {
+      const ssize_t wrote = write(fd_, bytes, n);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) {
+        error_ = wrote < 0 ? errno : EIO;
+        return;
+      }
+      bytes += wrote;
+      n -= static_cast<size_t>(wrote);
+    }
+  }
+
+  const int fd_;
+  std::vector<char> buffer_;
+  int error_ = 0;
+};
+
+// Reads a checkpoint's fields from a file descriptor; a short read is a
+// truncated file (DATA_LOSS), naming `path`.
+class FdReader {
+ public:
+  FdReader(int fd, const std::string& path) : fd_(fd), path_(path) {}
 
   template <typename T>
   [[nodiscard]] absl::Status Get(T* value) {
-    in_.read(reinterpret_cast<char*>(value), sizeof(*value));
-    return Check();
+    return Read(value, sizeof(*value));
   }
 
   [[nodiscard]] absl::Status GetFloats(std::vector<float>* values,
@@ -68,20 +133,41 @@ class Reader {
                        n, " floats does not fit in the file)"));
     }
     values->resize(n);
-    in_.read(reinterpret_cast<char*>(values->data()),
-             static_cast<std::streamsize>(n * sizeof(float)));
-    return Check();
+    return Read(values->data(), n * sizeof(float));
+  }
+
+  [[nodiscard]] absl::Status Read(void* data, size_t n) {
+    char* bytes = static_cast<char*>(data);
+    while (n > 0) {
+      const ssize_t got = read(fd_, bytes, n);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        return absl::DataLossError(
+            absl::StrCat("cannot read ", path_, ": ", std::strerror(errno)));
+      }
+      if (got == 0) {
+        return absl::DataLossError(
+            absl::StrCat(path_, ": truncated checkpoint"));
+      }
+      bytes += got;
+      n -= static_cast<size_t>(got);
+    }
+    return absl::OkStatus();
   }
 
  private:
-  [[nodiscard]] absl::Status Check() {
-    if (in_) return absl::OkStatus();
-    return absl::DataLossError(absl::StrCat(path_, ": truncated checkpoint"));
-  }
-
-  std::ifstream& in_;
+  const int fd_;
   const std::string& path_;
 };
+
+// What a path that is not a regular file is, for the error.
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
 
 }  // namespace
 
@@ -92,56 +178,104 @@ std::string CheckpointPath(const std::string& directory, int64_t steps_done) {
 absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
                              absl::Span<const float> params,
                              const OptimizerState& optimizer) {
-  std::error_code ec;
   const std::filesystem::path target(path);
-  if (target.has_parent_path()) {
-    std::filesystem::create_directories(target.parent_path(), ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot create checkpoint directory ",
-                       target.parent_path().string(), ": ", ec.message()));
-    }
+  const std::string name = target.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint path '", path, "' does not name a file in a directory"));
   }
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(kMagic, sizeof(kMagic));
-    Put(out, steps_done);
-    PutFloats(out, params);
-    Put(out, static_cast<uint8_t>(optimizer.kind));
-    Put(out, static_cast<uint64_t>(optimizer.step));
-    Put(out, static_cast<uint32_t>(optimizer.buffers.size()));
-    for (const auto& buffer : optimizer.buffers) PutFloats(out, buffer);
-    Put(out,
-        Checksum(steps_done, params, static_cast<uint8_t>(optimizer.kind),
-                 static_cast<uint64_t>(optimizer.step), optimizer.buffers));
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return absl::InternalError(absl::StrCat("cannot write checkpoint ", tmp,
-                                              ": ", std::strerror(errno)));
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
+  const std::string directory =
+      target.has_parent_path() ? target.parent_path().string() : ".";
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
   if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot rename checkpoint to ", path, ": ", ec.message()));
+    return absl::InternalError(absl::StrCat(
+        "cannot create checkpoint directory ", directory, ": ", ec.message()));
+  }
+  ScopedFd dir(open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) {
+    return absl::InternalError(absl::StrCat("cannot open checkpoint directory ",
+                                            directory, ": ",
+                                            std::strerror(errno)));
+  }
+  // A fresh name that nothing may already hold (O_EXCL, O_NOFOLLOW): the
+  // bytes never go through a planted file or link.
+  const std::string tmp =
+      absl::StrCat(".", name, ".tmp.", getpid(), ".", syscall(SYS_gettid), ".",
+                   absl::ToUnixNanos(absl::Now()));
+  ScopedFd file(openat(dir.get(), tmp.c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       0644));
+  if (file.get() < 0) {
+    return absl::InternalError(absl::StrCat("cannot create ", directory, "/",
+                                            tmp, ": ", std::strerror(errno)));
+  }
+  auto fail = [&](const char* what, int error) {
+    unlinkat(dir.get(), tmp.c_str(), 0);
+    return absl::InternalError(absl::StrCat("cannot ", what, " checkpoint ",
+                                            path, ": ", std::strerror(error)));
+  };
+  FdWriter out(file.get());
+  out.Write(kMagic, sizeof(kMagic));
+  out.Put(steps_done);
+  out.PutFloats(params);
+  out.Put(static_cast<uint8_t>(optimizer.kind));
+  out.Put(static_cast<uint64_t>(optimizer.step));
+  out.Put(static_cast<uint32_t>(optimizer.buffers.size()));
+  for (const auto& buffer : optimizer.buffers) out.PutFloats(buffer);
+  out.Put(Checksum(steps_done, params, static_cast<uint8_t>(optimizer.kind),
+                   static_cast<uint64_t>(optimizer.step), optimizer.buffers));
+  if (const int error = out.Flush(); error != 0) return fail("write", error);
+  // The bytes reach the disk before the name points at them, and the
+  // name before we report the checkpoint written.
+  if (fsync(file.get()) != 0) return fail("sync", errno);
+  if (const int error = file.Close(); error != 0) return fail("close", error);
+  if (renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
+    return fail("rename", errno);
+  }
+  if (fsync(dir.get()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot sync directory ", directory,
+                                            " after writing ", path, ": ",
+                                            std::strerror(errno)));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("no checkpoint at ", path));
-  const uint64_t limit = std::filesystem::file_size(path) / sizeof(float);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a
+  // checkpoint is the file itself, not a link to one.
+  ScopedFd file(open(
+      path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK));
+  if (file.get() < 0) {
+    if (errno == ELOOP) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, " is a symbolic link; name the checkpoint file itself"));
+    }
+    return absl::NotFoundError(absl::StrCat("no checkpoint at ", path, " (",
+                                            std::strerror(errno), ")"));
+  }
+  struct stat st {};
+  if (fstat(file.get(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", FileKind(st.st_mode),
+                     ", not a checkpoint file (e.g. ckpt/step-100.ckpt)"));
+  }
+  const int flags = fcntl(file.get(), F_GETFL);
+  if (flags >= 0) fcntl(file.get(), F_SETFL, flags & ~O_NONBLOCK);
+  const uint64_t limit = static_cast<uint64_t>(st.st_size) / sizeof(float);
+  FdReader r(file.get(), path);
   char magic[sizeof(kMagic)];
-  in.read(magic, sizeof(magic));
-  const bool v1 = in && std::memcmp(magic, kMagicV1, sizeof(kMagicV1)) == 0;
-  if (!in || (!v1 && std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)) {
+  const bool read_magic = r.Read(magic, sizeof(magic)).ok();
+  const bool v1 =
+      read_magic && std::memcmp(magic, kMagicV1, sizeof(kMagicV1)) == 0;
+  if (!read_magic || (!v1 && std::memcmp(magic, kMagic, sizeof(kMagic)) != 0)) {
     return absl::DataLossError(
         absl::StrCat(path, " is not a gradsync checkpoint (bad magic)"));
   }
-  Reader r(in, path);
   Checkpoint c;
   RETURN_IF_ERROR(r.Get(&c.steps_done));
   RETURN_IF_ERROR(r.GetFloats(&c.params, limit));

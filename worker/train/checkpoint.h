@@ -1,7 +1,7 @@
 // Checkpoints: the flat parameter vector and the optimizer state (the only
-// state a replica has, see docs/architecture.md) after a given number of steps, in one
-// binary file. Rank 0 writes them (all ranks hold the same bits); a PS job
-// will write the same format from its shards.
+// state a replica has, see docs/architecture.md) after a given number of steps,
+// in one binary file. Rank 0 writes them (all ranks hold the same bits); a PS
+// job will write the same format from its shards.
 //
 // Format (little-endian): "GSCKPT02", int64 steps done, uint64 parameter
 // count, the parameters (fp32), uint8 optimizer kind, uint64 optimizer
@@ -9,8 +9,11 @@
 // and a uint64 checksum of all of it (a corrupt copy is DATA_LOSS, and
 // resuming takes another rank's). "GSCKPT01" files, without the checksum,
 // still load.
-// Files are written to a temporary name and renamed, so a reader never
-// sees a half-written checkpoint.
+// Files are written to a fresh temporary name in the same directory
+// (created with O_EXCL | O_NOFOLLOW, so never through a planted file or
+// link), synced, renamed over the final name, and the directory synced:
+// a reader never sees a half-written checkpoint, and a written one
+// survives a crash. No call throws; every filesystem error is a Status.
 #ifndef GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
 #define GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
 
@@ -33,14 +36,17 @@ struct Checkpoint {
 // "<directory>/step-<steps_done>.ckpt".
 std::string CheckpointPath(const std::string& directory, int64_t steps_done);
 
-// Creates `directory` if needed. Errors name the file (INTERNAL on I/O).
+// Creates the file's directory if needed. Errors name the file:
+// INVALID_ARGUMENT for a path without a file name, INTERNAL on I/O.
 [[nodiscard]] absl::Status WriteCheckpoint(const std::string& path,
                                            int64_t steps_done,
                                            absl::Span<const float> params,
                                            const OptimizerState& optimizer);
 
-// NOT_FOUND if missing; DATA_LOSS if truncated, corrupt (checksum) or not
-// a checkpoint.
+// NOT_FOUND if missing or unreadable; INVALID_ARGUMENT for a symbolic
+// link or anything but a regular file (a directory, a FIFO: refused at
+// once, never waited on); DATA_LOSS if truncated, corrupt (checksum) or
+// not a checkpoint.
 [[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpoint(
     const std::string& path);
 
