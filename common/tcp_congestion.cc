@@ -13,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/host.h"
 
 namespace gradsync {
 namespace {
@@ -136,9 +137,7 @@ bool HostIsLocal(const std::string& host) {
   if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
     return IN6_IS_ADDR_LOOPBACK(&v6) || IsInterfaceAddress(AF_INET6, &v6);
   }
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0) return false;
-  return absl::AsciiStrToLower(h) == absl::AsciiStrToLower(name);
+  return absl::AsciiStrToLower(h) == absl::AsciiStrToLower(HostName());
 }
 
 }  // namespace gradsync

@@ -20,18 +20,13 @@
 #include "cli/bench/runner.h"
 #include "collectives/prefix_store.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "common/host.h"
 #include "common/status_macros.h"
 #include "server/store/grpc_store.h"
 
 namespace gradsync {
 namespace bench {
 namespace {
-
-std::string Hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
 
 // Reads every rank's info/<r> ("<pid>\t<host>\t<device>").
 [[nodiscard]] absl::StatusOr<std::vector<RankInfo>> GatherRankInfo(
@@ -149,7 +144,7 @@ absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
       BenchBackend backend,
       CreateBenchBackend(&run_store, options, rank, world, run_id));
   RETURN_IF_ERROR(run_store.Set(absl::StrCat("info/", rank),
-                                absl::StrCat(getpid(), "\t", Hostname(), "\t",
+                                absl::StrCat(getpid(), "\t", HostName(), "\t",
                                              backend.memory->Describe())));
 
   ASSIGN_OR_RETURN(const SizeRunner run_size,

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
+#include "common/optimizer.h"
+#include "common/status_macros.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/tensor_codec.h"
 #include "server/ps/tensor_stream.h"
@@ -118,6 +120,59 @@ absl::Status ShardError(const PsShardLocation& location,
                     location.address, " and its log");
   }
   return absl::Status(status.code(), message);
+}
+
+absl::StatusOr<std::unique_ptr<TensorReceiver>> StartStateReceiver(
+    const ps::FetchStateHeader& header, const PsShardLocation& location,
+    ParameterState* part) {
+  RETURN_IF_ERROR(
+      CheckShardRange("the state", header.begin(), header.end(), location));
+  ASSIGN_OR_RETURN(OptimizerKind kind, ParseOptimizerKind(header.optimizer()));
+  if (header.num_state_buffers() < 0 ||
+      static_cast<size_t>(header.num_state_buffers()) !=
+          NumStateBuffers(kind)) {
+    return absl::DataLossError(
+        "the state's buffer count does not match its optimizer");
+  }
+  const size_t size = location.end - location.begin;
+  part->step = header.step();
+  part->params.resize(size);
+  part->optimizer.kind = kind;
+  part->optimizer.step = header.optimizer_step();
+  part->optimizer.size = size;
+  part->optimizer.buffers.assign(NumStateBuffers(kind),
+                                 std::vector<float>(size));
+  std::vector<absl::Span<char>> tensors = {
+      AsWritableBytes(absl::MakeSpan(part->params))};
+  for (std::vector<float>& b : part->optimizer.buffers) {
+    tensors.push_back(AsWritableBytes(absl::MakeSpan(b)));
+  }
+  return std::make_unique<TensorReceiver>(std::move(tensors));
+}
+
+ps::SeedShardHeader SeedHeader(const std::string& job_id,
+                               const PsShardLocation& location,
+                               const ParameterState& state) {
+  ps::SeedShardHeader header;
+  header.set_job_id(job_id);
+  header.set_shard(location.shard);
+  header.set_step(state.step);
+  header.set_optimizer(std::string(OptimizerKindName(state.optimizer.kind)));
+  header.set_optimizer_step(state.optimizer.step);
+  header.set_num_state_buffers(
+      static_cast<int32_t>(state.optimizer.buffers.size()));
+  return header;
+}
+
+std::vector<absl::Span<const float>> ShardSlices(
+    const PsShardLocation& location, const ParameterState& state) {
+  const size_t size = location.end - location.begin;
+  std::vector<absl::Span<const float>> slices = {
+      absl::MakeConstSpan(state.params).subspan(location.begin, size)};
+  for (const std::vector<float>& b : state.optimizer.buffers) {
+    slices.push_back(absl::MakeConstSpan(b).subspan(location.begin, size));
+  }
+  return slices;
 }
 
 }  // namespace gradsync

@@ -2,7 +2,7 @@
 // one gRPC tensor stream: pinning the memory a stream sends, reading a
 // PushPull reply into the caller's parameters, ending the stream with its
 // status combined with the caller's own, and naming the shard in an
-// error. Internal to server/ps.
+// error, and the state a mode switch moves. Internal to server/ps.
 //
 // Threading: a SendPin and a reply read belong to one stream's thread.
 #ifndef GRADSYNC_SERVER_PS_PS_CLIENT_STREAM_H_
@@ -14,13 +14,18 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/types/span.h"
+#include "common/model_init/parameter_state.h"
 #include "proto/ps.pb.h"
 #include "server/ps/raw_tensor_rpc.h"
+#include "server/ps/tensor_stream.h"
 
 namespace gradsync {
 
@@ -91,6 +96,25 @@ class SendPin {
 [[nodiscard]] absl::Status ShardError(const PsShardLocation& location,
                                       absl::string_view context,
                                       const absl::Status& status);
+
+// Checks a FetchState header against `location` (its range, its optimizer,
+// the optimizer's buffer count), sizes `part` for the shard's slice and
+// returns the receiver that fills its parameters and optimizer buffers.
+// DATA_LOSS for a header that does not match; INVALID_ARGUMENT for an
+// unknown optimizer.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<TensorReceiver>>
+StartStateReceiver(const ps::FetchStateHeader& header,
+                   const PsShardLocation& location, ParameterState* part);
+
+// The header of a SeedShard stream that seeds `location` from the whole
+// `state`.
+ps::SeedShardHeader SeedHeader(const std::string& job_id,
+                               const PsShardLocation& location,
+                               const ParameterState& state);
+
+// `location`'s slice of the parameters, then of each optimizer buffer.
+std::vector<absl::Span<const float>> ShardSlices(
+    const PsShardLocation& location, const ParameterState& state);
 
 }  // namespace gradsync
 

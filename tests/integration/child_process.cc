@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/wait_status.h"
 
 namespace gradsync {
 namespace testing {
@@ -126,13 +127,7 @@ std::string ChildProcess::Stop(absl::Duration grace) {
 
 std::string ChildProcess::ExitDescription() const {
   if (!reaped_) return "running";
-  if (WIFEXITED(wait_status_)) {
-    return absl::StrCat("exit code ", WEXITSTATUS(wait_status_));
-  }
-  if (WIFSIGNALED(wait_status_)) {
-    return absl::StrCat("killed by signal ", strsignal(WTERMSIG(wait_status_)));
-  }
-  return absl::StrCat("wait status ", wait_status_);
+  return DescribeExit(wait_status_);
 }
 
 std::string ChildProcess::ReadLog() const {

@@ -6,7 +6,8 @@
 //                    ChildProcess::Start("worker-a", binary, args, log));
 //   ...
 //   worker->Signal(SIGKILL);              // simulate a crash
-//   std::string how = worker->Stop(absl::Seconds(10));  // "exit code 0"
+//   std::string how = worker->Stop(absl::Seconds(10));  // "exited with status
+//   0"
 //
 // The child gets SIGKILL when the test process dies (PR_SET_PDEATHSIG), so
 // a test killed by ctest's timeout leaves no daemon behind; the destructor
@@ -62,7 +63,7 @@ class ChildProcess {
   // ended (ExitDescription).
   std::string Stop(absl::Duration grace);
 
-  // "running", "exit code N" or "killed by signal NAME".
+  // "running", or DescribeExit's words ("exited with status N", ...).
   std::string ExitDescription() const;
 
   // The whole log as text ("" when it cannot be read).

@@ -105,8 +105,8 @@ TEST_F(TrainingTest, FourRanks_Succeeds_AccurateAndIdenticalAfterEveryStep) {
   }
 }
 
-// docs/architecture.md invariant 2: N ranks with global batch B follow 1 rank with
-// batch B (the union of the ranks' shards is the 1-rank batch; only the
+// docs/architecture.md invariant 2: N ranks with global batch B follow 1 rank
+// with batch B (the union of the ranks' shards is the 1-rank batch; only the
 // order of the float sums differs).
 TEST_F(TrainingTest, FourRanks_FollowOneRankWithTheSameGlobalBatch) {
   constexpr int64_t kSteps = 20;
@@ -152,9 +152,9 @@ TEST_F(TrainingTest, FourRanks_FollowOneRankWithTheSameGlobalBatch) {
   EXPECT_LT(trajectories[1].loss.back(), trajectories[1].loss.front());
 }
 
-// docs/architecture.md invariant 3, and the daemons' reuse: the same workers run three
-// jobs in a row without a restart; the first two (same spec and seed) end
-// with bitwise-identical parameters after every step, the third (another
+// docs/architecture.md invariant 3, and the daemons' reuse: the same workers
+// run three jobs in a row without a restart; the first two (same spec and seed)
+// end with bitwise-identical parameters after every step, the third (another
 // seed) does not.
 TEST_F(TrainingTest, SameSpecAndSeedTwice_BitwiseIdentical_SameWorkersInARow) {
   constexpr int64_t kSteps = 30;
@@ -196,7 +196,8 @@ TEST_F(TrainingTest, SameSpecAndSeedTwice_BitwiseIdentical_SameWorkersInARow) {
   ASSERT_TRUE(workers.ok()) << workers.status();
   EXPECT_EQ(workers->workers_size(), 2);
   for (int i = 0; i < cluster().num_workers(); ++i) {
-    EXPECT_EQ(cluster().worker(i).Stop(absl::Seconds(15)), "exit code 0")
+    EXPECT_EQ(cluster().worker(i).Stop(absl::Seconds(15)),
+              "exited with status 0")
         << cluster().worker(i).name();
   }
 }
