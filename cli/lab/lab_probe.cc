@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "cli/lab/cpu_meter.h"
 #include "cli/lab/lab_network.h"
+#include "common/unique_fd.h"
 
 namespace gradsync {
 namespace lab {
@@ -36,36 +37,13 @@ constexpr int kEthernetHeader = 14;
 constexpr size_t kSendChunk = 256 * 1024;
 constexpr absl::Duration kIoTimeout = absl::Seconds(10);
 
-// A file descriptor closed at the end of its scope.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
 [[nodiscard]] absl::Status Errno(absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
 // Moves the calling thread into the network namespace `netns`.
 [[nodiscard]] absl::Status EnterNamespace(const std::string& netns) {
-  Fd fd(open(NamespacePath(netns).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open(NamespacePath(netns).c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return Errno(absl::StrCat("open ", NamespacePath(netns)));
   if (setns(fd.get(), CLONE_NEWNET) != 0) {
     return Errno(absl::StrCat("setns ", netns));
@@ -94,13 +72,13 @@ sockaddr_in Address(const std::string& ip, int port) {
 
 // A listening socket in the receiver's namespace.
 struct Listener {
-  Fd fd;
+  UniqueFd fd;
   int port = 0;
 };
 
 absl::StatusOr<Listener> Listen(const LabHost& host) {
   Listener l;
-  l.fd = Fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  l.fd = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (l.fd.get() < 0) return Errno("socket");
   sockaddr_in a = Address(host.address, 0);
   if (bind(l.fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
@@ -113,19 +91,19 @@ absl::StatusOr<Listener> Listen(const LabHost& host) {
   return l;
 }
 
-absl::StatusOr<Fd> Accept(int listen_fd) {
+absl::StatusOr<UniqueFd> Accept(int listen_fd) {
   absl::Status ready = WaitFd(listen_fd, POLLIN, kIoTimeout);
   if (!ready.ok()) return ready;
-  Fd fd(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+  UniqueFd fd(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
   if (fd.get() < 0) return Errno("accept");
   return fd;
 }
 
 // `congestion`: the TCP congestion control to send with, as the lab's
 // daemons do; empty: the namespace's default.
-absl::StatusOr<Fd> Connect(const LabHost& to, int port,
-                           const std::string& congestion = "") {
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+absl::StatusOr<UniqueFd> Connect(const LabHost& to, int port,
+                                 const std::string& congestion = "") {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Errno("socket");
   if (!congestion.empty() && congestion != "default" &&
       setsockopt(fd.get(), IPPROTO_TCP, TCP_CONGESTION, congestion.data(),
@@ -148,7 +126,7 @@ struct StreamResult {
 // Receives until EOF; goodput over what arrived after `warmup`.
 [[nodiscard]] absl::StatusOr<StreamResult> ReceiveStream(
     int listen_fd, absl::Duration warmup) {
-  absl::StatusOr<Fd> conn = Accept(listen_fd);
+  absl::StatusOr<UniqueFd> conn = Accept(listen_fd);
   if (!conn.ok()) return conn.status();
   std::vector<char> buffer(kSendChunk);
   int64_t counted = 0;
@@ -188,7 +166,7 @@ struct StreamResult {
 [[nodiscard]] absl::Status SendStream(const LabHost& to, int port,
                                       absl::Duration duration,
                                       const std::string& congestion) {
-  absl::StatusOr<Fd> fd = Connect(to, port, congestion);
+  absl::StatusOr<UniqueFd> fd = Connect(to, port, congestion);
   if (!fd.ok()) return fd.status();
   std::vector<char> buffer(kSendChunk, 'x');
   const absl::Time end = absl::Now() + duration;
@@ -209,7 +187,7 @@ void NoDelay(int fd) {
 
 // Echoes single bytes until EOF.
 [[nodiscard]] absl::Status Echo(int listen_fd) {
-  absl::StatusOr<Fd> conn = Accept(listen_fd);
+  absl::StatusOr<UniqueFd> conn = Accept(listen_fd);
   if (!conn.ok()) return conn.status();
   NoDelay(conn->get());
   char byte = 0;
@@ -225,7 +203,7 @@ void NoDelay(int fd) {
 // The median of `rounds` one-byte round trips, in microseconds.
 [[nodiscard]] absl::StatusOr<double> RoundTrips(const LabHost& to, int port,
                                                 int rounds) {
-  absl::StatusOr<Fd> fd = Connect(to, port);
+  absl::StatusOr<UniqueFd> fd = Connect(to, port);
   if (!fd.ok()) return fd.status();
   NoDelay(fd->get());
   std::vector<double> samples;

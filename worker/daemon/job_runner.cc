@@ -300,18 +300,18 @@ void JobRunner::Main() {
         // Last line of defence: no exception from a job's code may end
         // the daemon (std::thread would call std::terminate); it fails
         // this rank, and with it the job, instead.
+        std::string what = "an unknown exception";
         try {
           RunRank(rank, device, config);
+          return;
         } catch (const std::exception& e) {
-          Report(rank, RANK_STATE_FAILED, 0, "training",
-                 absl::StrCat("internal error (", e.what(),
-                              "); this is a gradsync bug: please report "
-                              "it with the worker's log"));
+          what = e.what();
         } catch (...) {
-          Report(rank, RANK_STATE_FAILED, 0, "training",
-                 "internal error (an unknown exception); this is a "
-                 "gradsync bug: please report it with the worker's log");
         }
+        Report(rank, RANK_STATE_FAILED, 0, "training",
+               absl::StrCat("internal error (", what,
+                            "); this is a gradsync bug: please report it "
+                            "with the worker's log"));
       });
     }
     for (std::thread& t : ranks) t.join();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/unique_fd.h"
 #include "worker/train/param_hash.h"
 
 namespace gradsync {
@@ -40,27 +41,6 @@ uint64_t Checksum(int64_t steps_done, absl::Span<const float> params,
   }
   return h;
 }
-
-// Closes a file descriptor when it goes out of scope.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  ~ScopedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now; the errno of a failed close (0 if it succeeded).
-  int Close() {
-    const int rc = close(fd_);
-    fd_ = -1;
-    return rc == 0 ? 0 : errno;
-  }
-
- private:
-  int fd_;
-};
 
 // Buffered writes to a file descriptor; the first error sticks (errno).
 class FdWriter {
@@ -192,7 +172,7 @@ absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
     return absl::InternalError(absl::StrCat(
         "cannot create checkpoint directory ", directory, ": ", ec.message()));
   }
-  ScopedFd dir(open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) {
     return absl::InternalError(absl::StrCat("cannot open checkpoint directory ",
                                             directory, ": ",
@@ -203,7 +183,7 @@ absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
   const std::string tmp =
       absl::StrCat(".", name, ".tmp.", getpid(), ".", syscall(SYS_gettid), ".",
                    absl::ToUnixNanos(absl::Now()));
-  ScopedFd file(openat(dir.get(), tmp.c_str(),
+  UniqueFd file(openat(dir.get(), tmp.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        0644));
   if (file.get() < 0) {
@@ -244,7 +224,7 @@ absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a
   // checkpoint is the file itself, not a link to one.
-  ScopedFd file(open(
+  UniqueFd file(open(
       path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK));
   if (file.get() < 0) {
     if (errno == ELOOP) {
