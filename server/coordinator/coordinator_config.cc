@@ -1,6 +1,7 @@
 #include "server/coordinator/coordinator_config.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/path_roots.h"
 
 namespace gradsync {
 namespace {
@@ -33,6 +34,17 @@ absl::Status ValidateCoordinatorConfig(const CoordinatorConfig& config) {
         absl::FormatDuration(config.lease),
         "), or every worker is lost between two heartbeats; a lease of "
         "several heartbeats (e.g. 5 s and 500 ms) tolerates a slow one"));
+  }
+  for (const std::string& root : config.checkpoint_roots) {
+    absl::StatusOr<std::string> normal = NormalizeRoot(root);
+    if (!normal.ok()) return normal.status();
+    if (*normal != root) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("coordinator config: checkpoint root '", root,
+                       "' is not in its "
+                       "normal form '",
+                       *normal, "'"));
+    }
   }
   if (config.retained_ended_jobs < 0) {
     return absl::InvalidArgumentError(

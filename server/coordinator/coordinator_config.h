@@ -5,6 +5,8 @@
 #define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_CONFIG_H_
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -35,6 +37,10 @@ struct CoordinatorConfig {
   // latency per message.
   double link_bandwidth_Bps = 0;
   double link_alpha_s = 0;
+  // Where jobs may keep checkpoints (common/path_roots.h, NormalizeRoot'ed):
+  // a spec whose checkpoint.directory or checkpoint.resumeFrom lies
+  // elsewhere is refused at submit. Empty: any path.
+  std::vector<std::string> checkpoint_roots;
   // Receives one line per notable event (worker registered or lost, job
   // state changes). Empty: events are not reported. Called with the
   // service's lock held: it must not call back into the service.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/path_roots.h"
 #include "common/status_macros.h"
 #include "server/coordinator/job_spec.h"
 
@@ -120,6 +121,12 @@ absl::Status CoordinatorService::Barrier(const BarrierRequest& request,
 absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
     const SubmitJobRequest& request) {
   ASSIGN_OR_RETURN(JobSpec spec, ValidateJobSpec(request.spec()));
+  RETURN_IF_ERROR(CheckUnderRoots("checkpoint.directory",
+                                  spec.checkpoint().directory(),
+                                  state_.config.checkpoint_roots));
+  RETURN_IF_ERROR(CheckUnderRoots("checkpoint.resumeFrom",
+                                  spec.checkpoint().resume_from(),
+                                  state_.config.checkpoint_roots));
   absl::MutexLock lock(&state_.mu);
   const int total = state_.workers.TotalDevices(spec.device());
   if (spec.num_workers() > total) {

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/path_roots.h"
 #include "server/coordinator/coordinator_server.h"
 
 namespace {
@@ -32,6 +33,7 @@ struct Flags {
   absl::Duration heartbeat = absl::Milliseconds(500);
   double link_gbps = 0;
   double link_alpha_us = 0;
+  std::vector<std::string> checkpoint_roots;
   bool help = false;
   bool version = false;
 };
@@ -72,6 +74,18 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
                 gradsync::ParseDoubleValue("--link-alpha-us", value, 0);
             if (!us.ok()) return us.status();
             flags->link_alpha_us = *us;
+            return absl::OkStatus();
+          }},
+      gradsync::FlagSpec{
+          "checkpoint-root", "DIR[,DIR...]",
+          "directories jobs may keep checkpoints in (checkpoint.directory "
+          "and resumeFrom must lie under one; default: anywhere). Give the "
+          "workers the same --checkpoint-root",
+          [flags](absl::string_view value) {
+            absl::StatusOr<std::vector<std::string>> roots =
+                gradsync::ParseRoots(value);
+            if (!roots.ok()) return roots.status();
+            flags->checkpoint_roots = *std::move(roots);
             return absl::OkStatus();
           }},
       gradsync::HelpFlag(&flags->help),
@@ -127,6 +141,7 @@ int main(int argc, char** argv) {
       std::min(absl::Milliseconds(250), config.lease / 4);
   config.link_bandwidth_Bps = flags.link_gbps * 1e9;
   config.link_alpha_s = flags.link_alpha_us * 1e-6;
+  config.checkpoint_roots = flags.checkpoint_roots;
   config.event_log = [](absl::string_view line) {
     std::cerr << absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
                                   absl::LocalTimeZone())

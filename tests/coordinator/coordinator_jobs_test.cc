@@ -106,6 +106,36 @@ TEST_F(JobsTest, SubmitJob_MalformedSpec_ReturnsInvalidArgumentAndAddsNoJob) {
   EXPECT_EQ(service_->ListJobs().jobs(0).job_id(), "job-1");
 }
 
+// With --checkpoint-root, a spec naming checkpoints elsewhere is refused
+// at submit and adds no job; one under a root goes.
+class CheckpointRootsTest : public CoordinatorTest {
+ protected:
+  void SetUp() override {
+    checkpoint_roots_ = {"/data/ckpt"};
+    CoordinatorTest::SetUp();
+  }
+};
+
+TEST_F(CheckpointRootsTest, SubmitJob_OutsideTheRoots_InvalidArgumentNoJob) {
+  Register("host-a", 2);
+  JobSpec spec = ValidSpec(1);
+  spec.mutable_checkpoint()->set_resume_from("/etc");
+  EXPECT_THAT(Submit(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("checkpoint.resumeFrom '/etc'"),
+                             HasSubstr("/data/ckpt"))));
+  spec = ValidSpec(1);
+  spec.mutable_checkpoint()->set_directory("/data/ckpt/../../etc");
+  EXPECT_THAT(Submit(spec), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr("checkpoint.directory")));
+  EXPECT_THAT(service_->ListJobs().jobs(), IsEmpty());
+  spec = ValidSpec(1);
+  spec.mutable_checkpoint()->set_directory("/data/ckpt/run-1");
+  spec.mutable_checkpoint()->set_resume_from("/data/ckpt/run-0/step-5.ckpt");
+  EXPECT_THAT(Submit(spec), IsOk());
+  EXPECT_EQ(service_->ListJobs().jobs(0).job_id(), "job-1");
+}
+
 TEST_F(JobsTest, SubmitJob_DevicesBusy_WaitsPendingThenRunsInFifoOrder) {
   const std::string w1 = Register("host-a", 2);
   absl::StatusOr<std::string> a = Submit(ValidSpec(2));

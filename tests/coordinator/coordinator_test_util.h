@@ -82,6 +82,7 @@ class CoordinatorTest : public ::testing::Test {
     config.heartbeat_interval = absl::Milliseconds(500);
     config.wait_slice = absl::Milliseconds(10);
     config.retained_ended_jobs = retained_ended_jobs_;
+    config.checkpoint_roots = checkpoint_roots_;
     config.clock = [this] { return clock_.Now(); };
     absl::StatusOr<std::unique_ptr<CoordinatorService>> service =
         CoordinatorService::Create(config);
@@ -250,6 +251,7 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   int retained_ended_jobs_ = 100;
+  std::vector<std::string> checkpoint_roots_;  // set before SetUp
   FakeClock clock_;
   std::unique_ptr<CoordinatorService> service_;
 };

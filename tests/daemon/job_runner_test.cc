@@ -180,6 +180,27 @@ TEST_F(JobRunnerTest, BadSpec_FailsEveryRankNamingTheField) {
   EXPECT_EQ(CountReports("job-3", RANK_STATE_READY), 0u);
 }
 
+// The worker's --checkpoint-root: a job resuming from elsewhere fails
+// every rank before rendezvous, naming the field; nothing is read.
+TEST_F(JobRunnerTest, CheckpointOutsideTheRoots_FailsEveryRankNamingIt) {
+  JobRunnerConfig config = Config("w-1");
+  config.checkpoint_roots = {"/data/ckpt"};
+  JobSpec spec = MlpSpec(4);
+  spec.mutable_checkpoint()->set_resume_from("/etc/passwd");
+  absl::StatusOr<std::unique_ptr<JobRunner>> runner = JobRunner::Start(
+      MakeAssignment("job-root", spec, 2, {0, 1}), config, server_.NewClient());
+  ASSERT_THAT(runner, IsOk());
+  ASSERT_TRUE(fake().WaitFor([&] { return (*runner)->Done(); }));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-root", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_EQ(r.operation(), "job spec");
+    EXPECT_THAT(r.message(), HasSubstr("checkpoint.resumeFrom '/etc/passwd'"));
+  }
+  EXPECT_EQ(CountReports("job-root", RANK_STATE_READY), 0u);
+}
+
 // The worker's --tcp-congestion reaches the ranks' communicators: one the
 // kernel refuses fails the job at rendezvous, naming it.
 TEST_F(JobRunnerTest, RefusedCongestionControl_FailsRanksNamingIt) {

@@ -18,6 +18,7 @@
 #include "collectives/nccl/nccl_communicator.h"
 #endif
 #include "common/grpc_status.h"
+#include "common/path_roots.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -252,6 +253,19 @@ void JobRunner::Main() {
     FailAll("job spec", config.status());
     done_.store(true);
     return;
+  }
+  for (const auto& [field, path] :
+       {std::pair<const char*, const std::string&>{"checkpoint.directory",
+                                                   config->checkpoint_dir},
+        {"checkpoint.resumeFrom", config->resume_from}}) {
+    if (path.empty()) continue;
+    if (absl::Status allowed =
+            CheckResolvedUnderRoots(field, path, config_.checkpoint_roots);
+        !allowed.ok()) {
+      FailAll("job spec", allowed);
+      done_.store(true);
+      return;
+    }
   }
   train_config_ = *std::move(config);
   train_config_.host = config_.host;

@@ -104,6 +104,9 @@ struct JobRunnerConfig {
   // none on a host with more of the job's ranks than cores
   // (SpinPollsForHost).
   std::optional<int> spin_polls;
+  // Where a job's checkpoints may be (common/path_roots.h); a job naming
+  // another path fails before it starts. Empty: anywhere.
+  std::vector<std::string> checkpoint_roots;
   // Unary RPCs to the coordinator (ReportRank, ReportMetrics).
   absl::Duration rpc_timeout = absl::Seconds(10);
   BlasThreadPolicy* blas = nullptr;  // required; owned by the daemon

@@ -10,9 +10,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/host.h"
+#include "common/path_roots.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/coordinator/grpc_coordinator_client.h"
@@ -93,6 +95,17 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                        absl::StrCat("--spin-polls '", value,
                                     "' is neither auto nor a count >= 0"));
                  }
+                 return absl::OkStatus();
+               }),
+      FlagSpec("checkpoint-root", "DIR[,DIR...]",
+               "directories jobs may read and write checkpoints in; a job "
+               "naming another path fails, links included (default: "
+               "anywhere this process may)",
+               [config](absl::string_view value) {
+                 absl::StatusOr<std::vector<std::string>> roots =
+                     ParseRoots(value);
+                 if (!roots.ok()) return roots.status();
+                 config->checkpoint_roots = *std::move(roots);
                  return absl::OkStatus();
                }),
       HelpFlag(&config->help),
@@ -199,6 +212,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.rendezvous_timeout = config.rendezvous_timeout;
   runner.tcp_congestion_control = config.tcp_congestion;
   runner.spin_polls = config.spin_polls;
+  runner.checkpoint_roots = config.checkpoint_roots;
   runner.blas = &blas;
   runner.log = log;
 
@@ -209,9 +223,13 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   agent_config.devices = *devices;
   agent_config.pid = static_cast<int>(getpid());
   agent_config.log = log;
-  log(absl::StrCat("starting: coordinator ", config.coordinator, ", devices ",
-                   FormatDevices(*devices), ", address ", config.address,
-                   ", host ", host));
+  log(absl::StrCat(
+      "starting: coordinator ", config.coordinator, ", devices ",
+      FormatDevices(*devices), ", address ", config.address, ", host ", host,
+      config.checkpoint_roots.empty()
+          ? "; checkpoints anywhere (no --checkpoint-root)"
+          : absl::StrCat("; checkpoints under ",
+                         absl::StrJoin(config.checkpoint_roots, ", "))));
   {
     Agent agent(agent_config, client, JobRunnerLauncher(runner, client));
     agent.Start();

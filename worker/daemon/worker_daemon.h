@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -37,6 +38,9 @@ struct WorkerDaemonConfig {
   absl::Duration rendezvous_timeout = absl::Seconds(120);
   std::string tcp_congestion = "auto";
   std::optional<int> spin_polls;  // unset: auto
+  // Directories jobs may read and write checkpoints in (common/path_roots.h);
+  // empty: anywhere this process may.
+  std::vector<std::string> checkpoint_roots;
   bool help = false;
   bool version = false;
 };
