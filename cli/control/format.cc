@@ -106,8 +106,51 @@ bool IsCsvField(const FieldDescriptor& field) {
 
 }  // namespace
 
+std::string TerminalSafe(absl::string_view text, size_t max_bytes,
+                         bool keep_newlines) {
+  std::string out;
+  bool cut = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    std::string piece;
+    if ((c < 0x20 || c == 0x7f) &&
+        !(keep_newlines && (c == '\n' || c == '\t'))) {
+      piece = absl::StrFormat("\\x%02x", c);
+    } else {
+      piece.assign(1, static_cast<char>(c));
+    }
+    if (out.size() + piece.size() > max_bytes) {
+      cut = true;
+      break;
+    }
+    out += piece;
+  }
+  if (!cut) return out;
+  // Room for "...", and no UTF-8 character split in two.
+  out.resize(max_bytes >= 3 ? std::min(out.size(), max_bytes - 3) : 0);
+  size_t lead = out.size();
+  while (lead > 0 &&
+         (static_cast<unsigned char>(out[lead - 1]) & 0xc0) == 0x80) {
+    --lead;
+  }
+  if (lead > 0) {
+    const unsigned char c = static_cast<unsigned char>(out[lead - 1]);
+    const size_t length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    if (out.size() - (lead - 1) < length) out.resize(lead - 1);
+  }
+  return out + "...";
+}
+
 std::string FormatTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows) {
+                        const std::vector<std::vector<std::string>>& raw_rows) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(raw_rows.size());
+  for (const std::vector<std::string>& raw : raw_rows) {
+    std::vector<std::string>& row = rows.emplace_back();
+    for (const std::string& cell : raw) {
+      row.push_back(TerminalSafe(cell, kMaxTableCellBytes));
+    }
+  }
   std::vector<size_t> widths(header.size(), 0);
   for (size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
   for (const std::vector<std::string>& row : rows) {

@@ -26,9 +26,21 @@
 namespace gradsync {
 namespace control {
 
+// The longest table cell, in bytes (TerminalSafe caps cells at it).
+inline constexpr size_t kMaxTableCellBytes = 200;
+
+// `text` safe to print on a terminal: control characters (ESC, CR, NUL,
+// ...) become visible escapes ("\x1b"), newlines and tabs too unless
+// `keep_newlines`, and text beyond `max_bytes` is cut (at a UTF-8
+// character boundary) and ends in "...". Strings from the coordinator
+// (job names, messages, host names) go through it before they are shown.
+std::string TerminalSafe(absl::string_view text, size_t max_bytes,
+                         bool keep_newlines = false);
+
 // A text table: a header row, then the rows, columns padded to their
 // widest cell and separated by two spaces; no trailing spaces. Rows
-// shorter than the header get empty cells.
+// shorter than the header get empty cells. Every cell is TerminalSafe,
+// at most kMaxTableCellBytes.
 std::string FormatTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows);
 

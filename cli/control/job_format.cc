@@ -19,6 +19,9 @@ namespace {
 
 // Long messages are cut in tables; `status JOB` prints them whole.
 constexpr size_t kTableMessageWidth = 60;
+// The longest value of a `status JOB` line (a long error message stays
+// whole; a megabyte name does not).
+constexpr size_t kMaxDetailBytes = 4096;
 
 std::string StripPrefix(const std::string& name, absl::string_view prefix) {
   if (absl::StartsWith(name, prefix)) return name.substr(prefix.size());
@@ -187,7 +190,9 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
   const JobSpec& spec = job.spec();
   std::string out;
   auto line = [&out](absl::string_view key, absl::string_view value) {
-    absl::StrAppendFormat(&out, "%-10s %s\n", absl::StrCat(key, ":"), value);
+    absl::StrAppendFormat(&out, "%-10s %s\n", absl::StrCat(key, ":"),
+                          TerminalSafe(value, kMaxDetailBytes,
+                                       /*keep_newlines=*/true));
   };
   line("job", job.job_id());
   line("name", spec.name());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/model_profiles.h"
 #include "common/optimizer.h"
@@ -246,6 +247,56 @@ namespace {
   return absl::OkStatus();
 }
 
+// Printable (UTF-8 is fine; control characters would drive the terminal
+// of whoever lists the jobs) and short.
+[[nodiscard]] absl::Status ValidateName(const std::string& name) {
+  if (name.size() > kMaxJobNameBytes) {
+    return Invalid("name",
+                   absl::StrCat("is ", name.size(), " bytes long; at most ",
+                                kMaxJobNameBytes));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) {
+      return Invalid("name", absl::StrFormat("holds the control character "
+                                             "0x%02x at byte %d; use "
+                                             "printable characters",
+                                             c, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// With steps 0 the job runs `epochs` passes over the dataset: that many
+// steps must be at least one, and countable.
+[[nodiscard]] absl::Status ValidateEpochs(const JobSpec& spec) {
+  // (A synthetic dataset has no epochs; the worker says so.)
+  if (spec.steps() != 0 || spec.epochs() == 0 ||
+      spec.dataset().name() != "fashion-mnist") {
+    return absl::OkStatus();
+  }
+  // The workers drop the last partial batch (worker/data/batcher.h).
+  const int64_t per_epoch = kFashionMnistTrainExamples / spec.batch_size();
+  const double steps =
+      std::ceil(spec.epochs() * static_cast<double>(per_epoch));
+  if (!(steps >= 1)) {
+    return Invalid(
+        "epochs",
+        absl::StrCat("is ", spec.epochs(), " at batchSize ", spec.batch_size(),
+                     " (", per_epoch, " steps per epoch of ",
+                     kFashionMnistTrainExamples,
+                     " examples): not one step; raise epochs or "
+                     "lower batchSize"));
+  }
+  if (!(steps <= static_cast<double>(kMaxSteps))) {
+    return Invalid(
+        "epochs",
+        absl::StrCat("is ", spec.epochs(), ", ", steps, " steps at batchSize ",
+                     spec.batch_size(), "; at most ", kMaxSteps, " steps"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
@@ -290,6 +341,8 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   if (spec.steps() == 0 && spec.epochs() == 0) {
     return Invalid("steps", "and epochs are both 0; set steps (or epochs) > 0");
   }
+  RETURN_IF_ERROR(ValidateEpochs(spec));
+  RETURN_IF_ERROR(ValidateName(spec.name()));
   RETURN_IF_ERROR(ValidateOptimizer(out.mutable_optimizer()));
   switch (spec.mode()) {
     case SYNC_MODE_UNSPECIFIED:

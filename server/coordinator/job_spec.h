@@ -40,7 +40,14 @@ inline constexpr int64_t kMaxPsChunkBytes = int64_t{64} << 20;
 inline constexpr int64_t kMinPsPartitionBytes = 4096;
 inline constexpr int64_t kMaxPsPartitionBytes = int64_t{1} << 30;
 
-// Fashion-MNIST: 28x28 grey images in 10 classes.
+// JobSpec.name: printable, at most this long (it is shown in tables).
+inline constexpr size_t kMaxJobNameBytes = 256;
+// The steps epochs ask for must fit an int64 step counter with room to
+// spare; far beyond any job, it catches epochs = 1e300.
+inline constexpr int64_t kMaxSteps = int64_t{1} << 53;
+
+// Fashion-MNIST: 28x28 grey images in 10 classes, 60000 for training.
+inline constexpr int64_t kFashionMnistTrainExamples = 60000;
 inline constexpr int64_t kFashionMnistFeatures = 784;
 inline constexpr int64_t kFashionMnistClasses = 10;
 

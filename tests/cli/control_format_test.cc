@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/progress.h"
@@ -33,6 +34,33 @@ TEST(FormatTableTest, PadsColumnsToTheWidestCell) {
 
 TEST(FormatTableTest, ShortRowsAndNoTrailingSpaces) {
   EXPECT_EQ(FormatTable({"A", "B", "C"}, {{"x"}}), "A  B  C\nx\n");
+}
+
+// Strings from the coordinator cannot drive the terminal or widen every
+// row: control characters show as escapes, long cells are cut.
+TEST(FormatTableTest, ControlCharactersEscapedAndLongCellsCut) {
+  EXPECT_EQ(FormatTable({"NAME"}, {{"a\x1b[2Jb\nc\rd"}}),
+            "NAME\na\\x1b[2Jb\\x0ac\\x0dd\n");
+  const std::string table =
+      FormatTable({"NAME"}, {{std::string(1 << 20, 'x')}});
+  EXPECT_EQ(table,
+            absl::StrCat("NAME\n", std::string(kMaxTableCellBytes - 3, 'x'),
+                         "...\n"));
+}
+
+TEST(TerminalSafeTest, KeepsNewlinesWhenAskedAndCutsOnACharacter) {
+  EXPECT_EQ(TerminalSafe("line 1\nline\t2\x07", 100, /*keep_newlines=*/true),
+            "line 1\nline\t2\\x07");
+  // "é" is two bytes: a cut never leaves half of it.
+  EXPECT_EQ(TerminalSafe("ab\xc3\xa9"
+                         "cdef",
+                         6),
+            "ab...");
+  EXPECT_EQ(TerminalSafe("ab\xc3\xa9", 6), "ab\xc3\xa9");
+  EXPECT_EQ(TerminalSafe("a\xc3\xa9"
+                         "bcdef",
+                         6),
+            "a\xc3\xa9...");
 }
 
 TEST(JsonTest, QuoteEscapes) {

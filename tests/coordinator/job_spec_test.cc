@@ -186,6 +186,43 @@ TEST(ValidateJobSpecTest, SyntheticModelAndEpochs_Accepted) {
   EXPECT_THAT(ValidateJobSpec(in), IsOk());
 }
 
+// epochs = 1e300 used to pass here and fail on the worker; so did a batch
+// larger than the dataset, which gives no step.
+TEST(ValidateJobSpecTest, EpochsBeyondAnyStepCountOrBelowOneStep_Refused) {
+  JobSpec in = ValidSpec(4);
+  in.set_steps(0);
+  in.set_epochs(1e300);
+  EXPECT_THAT(ValidateJobSpec(in),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("epochs"), HasSubstr("at most"))));
+  in.set_epochs(1);
+  in.set_batch_size(100000);  // more than the 60000 examples: no full batch
+  EXPECT_THAT(ValidateJobSpec(in), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("not one step")));
+  in.set_batch_size(64);
+  in.set_epochs(2);
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
+}
+
+// Names are shown in tables: control characters (a terminal escape) and
+// megabyte names are refused.
+TEST(ValidateJobSpecTest, NameWithControlCharactersOrTooLong_Refused) {
+  JobSpec in = ValidSpec(4);
+  in.set_name("evil\x1b[2Jname");
+  EXPECT_THAT(ValidateJobSpec(in),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("control character 0x1b at byte 4")));
+  in.set_name(std::string("nul\0inside", 10));
+  EXPECT_THAT(ValidateJobSpec(in), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("0x00 at byte 3")));
+  in.set_name(std::string(1 << 20, 'x'));
+  EXPECT_THAT(ValidateJobSpec(in),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("1048576 bytes long; at most 256")));
+  in.set_name("fmnist-\xc3\xa9t\xc3\xa9 run 2");  // UTF-8 is fine
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
+}
+
 struct BadSpecCase {
   std::string name;
   std::function<void(JobSpec*)> mutate;
