@@ -1,7 +1,12 @@
 #include "collectives/tcp/rendezvous.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +23,29 @@ std::string AddrKey(int rank) { return absl::StrCat("tcp/addr/", rank); }
 
 // Waits for the rendezvous in slices so that a cancellation is noticed.
 constexpr absl::Duration kCancelSlice = absl::Milliseconds(100);
+// A connection has this long to send its handshake. Handshakes are read
+// side by side, so an idle or slow connection delays no other.
+constexpr absl::Duration kHandshakeTimeout = absl::Seconds(5);
+// At most this many connections wait for their handshake at once; a new
+// one pushes out the oldest (a peer sends its handshake at once, so a
+// flood of idle connections cannot keep it out for long).
+constexpr size_t kMaxArrivals = 64;
+
+// An accepted connection whose handshake has not all arrived.
+struct Arrival {
+  Socket socket;
+  std::string peer;
+  absl::Time deadline;
+  Handshake hs{};
+  size_t got = 0;
+  bool done = false;  // taken as a peer, or rejected
+};
+
+void DropDone(std::vector<Arrival>* arrivals) {
+  arrivals->erase(std::remove_if(arrivals->begin(), arrivals->end(),
+                                 [](const Arrival& a) { return a.done; }),
+                  arrivals->end());
+}
 
 [[nodiscard]] absl::Status CheckCancelled(const TcpOptions& options, int rank) {
   if (options.cancelled != nullptr && options.cancelled->load()) {
@@ -106,14 +134,23 @@ constexpr absl::Duration kCancelSlice = absl::Milliseconds(100);
   }
 
   std::vector<std::string> rejected;
+  std::vector<Arrival> arrivals;
+  auto reject = [&rejected](Arrival& a, absl::string_view why) {
+    rejected.push_back(absl::StrCat(a.peer, " ", why));
+    a.done = true;
+  };
   int pending = size - 1 - rank;
   while (pending > 0) {
     RETURN_IF_ERROR(CheckCancelled(options, rank));
-    auto conn = listener.Accept(std::min(deadline, absl::Now() + kCancelSlice));
-    if (absl::IsDeadlineExceeded(conn.status()) && absl::Now() < deadline) {
-      continue;
+    const absl::Time now = absl::Now();
+    for (Arrival& a : arrivals) {
+      if (a.deadline <= now) {
+        reject(a, absl::StrCat("sent no valid handshake within ",
+                               absl::FormatDuration(kHandshakeTimeout)));
+      }
     }
-    if (!conn.ok()) {
+    DropDone(&arrivals);
+    if (now >= deadline) {
       std::vector<int> missing;
       for (int p = rank + 1; p < size; ++p) {
         if (!sockets[p].valid()) missing.push_back(p);
@@ -124,38 +161,78 @@ constexpr absl::Duration kCancelSlice = absl::Milliseconds(100);
           absl::StrJoin(missing, ", "),
           " never connected (not started, crashed, or given another store "
           "namespace)",
-          rejected.empty() ? "" : "; rejected connections: ",
-          absl::StrJoin(rejected, "; ")));
+          rejected.empty()
+              ? ""
+              : absl::StrCat("; ", rejected.size(), " rejected connection(s): ",
+                             absl::StrJoin(rejected, "; "))));
     }
-    Socket s = *std::move(conn);
-    Handshake hs{};
-    const absl::Time hs_deadline =
-        std::min(deadline, absl::Now() + absl::Seconds(5));
-    if (!s.Configure(options.socket_buffer_bytes, ReceiveBufferBytes(options),
-                     kIoSlice)
+    // Wait for a new connection or handshake bytes, at most until the
+    // next deadline of any kind.
+    absl::Time wake = std::min(deadline, now + kCancelSlice);
+    std::vector<pollfd> fds = {{listener.fd(), POLLIN, 0}};
+    for (const Arrival& a : arrivals) {
+      fds.push_back({a.socket.fd(), POLLIN, 0});
+      wake = std::min(wake, a.deadline);
+    }
+    const int ready = poll(fds.data(), fds.size(),
+                           static_cast<int>(absl::ToInt64Milliseconds(
+                               std::max(absl::ZeroDuration(), wake - now))) +
+                               1);
+    if (ready <= 0) continue;  // a timeout, or EINTR: re-check deadlines
+    for (size_t i = 0; i < arrivals.size(); ++i) {
+      if (fds[i + 1].revents == 0) continue;
+      Arrival& a = arrivals[i];
+      const ssize_t n =
+          recv(a.socket.fd(), reinterpret_cast<char*>(&a.hs) + a.got,
+               sizeof(a.hs) - a.got, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                     errno != EINTR)) {
+        reject(a, "closed the connection before its handshake");
+        continue;
+      }
+      if (n < 0) continue;
+      a.got += static_cast<size_t>(n);
+      if (a.got < sizeof(a.hs)) continue;
+      a.done = true;
+      HandshakeReply reply = CheckHandshake(a.hs, options.job_id, rank, size);
+      if (reply == HandshakeReply::kAccepted &&
+          sockets[a.hs.from_rank].valid()) {
+        reply = HandshakeReply::kDuplicate;
+      }
+      const uint32_t code = static_cast<uint32_t>(reply);
+      const absl::Status sent = a.socket.SendAll(
+          &code, sizeof(code), std::min(deadline, a.deadline), nullptr);
+      if (reply != HandshakeReply::kAccepted) {
+        reject(a, absl::StrCat("(", DescribeHandshake(a.hs),
+                               "): ", HandshakeReplyName(reply)));
+        continue;
+      }
+      if (!sent.ok()) continue;
+      sockets[a.hs.from_rank] = std::move(a.socket);
+      --pending;
+    }
+    DropDone(&arrivals);
+    if ((fds[0].revents & POLLIN) == 0 || pending == 0) continue;
+    absl::StatusOr<Socket> conn = listener.Accept(absl::Now());
+    if (!conn.ok()) continue;  // gone again (or refused): poll once more
+    Arrival arrival{*std::move(conn), "",
+                    std::min(deadline, absl::Now() + kHandshakeTimeout)};
+    arrival.peer = arrival.socket.PeerAddress();
+    if (!arrival.socket
+             .Configure(options.socket_buffer_bytes,
+                        ReceiveBufferBytes(options), kIoSlice)
              .ok() ||
-        !ApplyCongestionControl(s, options).ok() ||
-        !s.RecvAll(&hs, sizeof(hs), hs_deadline, nullptr).ok()) {
-      rejected.push_back(
-          absl::StrCat(s.PeerAddress(), " sent no valid handshake"));
+        !ApplyCongestionControl(arrival.socket, options).ok()) {
+      reject(arrival, "could not be configured");
       continue;
     }
-    HandshakeReply reply = CheckHandshake(hs, options.job_id, rank, size);
-    if (reply == HandshakeReply::kAccepted && sockets[hs.from_rank].valid()) {
-      reply = HandshakeReply::kDuplicate;
+    if (arrivals.size() >= kMaxArrivals) {
+      reject(arrivals.front(),
+             "was pushed out by newer connections before "
+             "its handshake");
+      arrivals.erase(arrivals.begin());
     }
-    const uint32_t code = static_cast<uint32_t>(reply);
-    const absl::Status sent =
-        s.SendAll(&code, sizeof(code), hs_deadline, nullptr);
-    if (reply != HandshakeReply::kAccepted) {
-      rejected.push_back(absl::StrCat(s.PeerAddress(), " (",
-                                      DescribeHandshake(hs),
-                                      "): ", HandshakeReplyName(reply)));
-      continue;
-    }
-    if (!sent.ok()) continue;
-    sockets[hs.from_rank] = std::move(s);
-    --pending;
+    arrivals.push_back(std::move(arrival));
   }
   return sockets;
 }

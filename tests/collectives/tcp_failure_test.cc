@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "collectives/file_store.h"
@@ -22,6 +23,7 @@
 namespace gradsync::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
@@ -118,6 +120,47 @@ TEST(TcpRendezvousTest, StrayConnection_IsRefusedAndRendezvousGoesOn) {
   t1.join();
   ASSERT_TRUE(c0.ok()) << c0.status();
   ASSERT_TRUE(c1.ok()) << c1.status();
+}
+
+// Idle connections (an intruder that connects and says nothing) hold up
+// no peer: handshakes are read side by side. Read one at a time, with
+// 5 s each, 30 of them would outlast this 15 s rendezvous.
+TEST(TcpRendezvousTest, IdleConnections_DoNotStallRendezvous) {
+  MemoryStore store;
+  TcpOptions options = SmallPipelineOptions();
+  options.connect_timeout = absl::Seconds(15);
+  absl::StatusOr<std::unique_ptr<Communicator>> c0, c1;
+  std::thread t0([&] { c0 = CreateTcpCommunicator(&store, 0, 2, options); });
+  std::vector<Socket> idle;
+  for (int i = 0; i < 30; ++i) {
+    absl::StatusOr<Socket> s = DialRank0(store);
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) break;
+    idle.push_back(*std::move(s));
+  }
+  std::thread t1([&] { c1 = CreateTcpCommunicator(&store, 1, 2, options); });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(c0.ok()) << c0.status();
+  ASSERT_TRUE(c1.ok()) << c1.status();
+}
+
+// A rendezvous that fails anyway names the connections it turned away.
+TEST(TcpRendezvousTest, IdleConnection_NamedWhenTheRendezvousTimesOut) {
+  MemoryStore store;
+  TcpOptions options = ShortOptions("job");
+  options.connect_timeout = absl::Seconds(8);
+  absl::StatusOr<std::unique_ptr<Communicator>> c0;
+  std::thread t0([&] { c0 = CreateTcpCommunicator(&store, 0, 2, options); });
+  absl::StatusOr<Socket> idle = DialRank0(store);
+  t0.join();
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  ASSERT_FALSE(c0.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(c0.status())) << c0.status();
+  EXPECT_THAT(std::string(c0.status().message()),
+              AllOf(HasSubstr("rank(s) 1 never connected"),
+                    HasSubstr("1 rejected connection(s)"),
+                    HasSubstr("sent no valid handshake within 5s")));
 }
 
 TEST(TcpCollectiveTest, GarbagePacket_DataLossNamingTheRank) {
