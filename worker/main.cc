@@ -8,9 +8,13 @@
 #include <iostream>
 
 #include "common/flags.h"
+#include "server/ps/ps_transport.h"
 #include "worker/daemon/worker_daemon.h"
 
 int main(int argc, char** argv) {
+  // Pulls from the parameter servers arrive in gRPC buffers of up to a
+  // chunk each; keep them in the heap rather than mmap them per message.
+  gradsync::TuneMallocForTensorTraffic();
   absl::StatusOr<gradsync::WorkerDaemonConfig> config =
       gradsync::ParseWorkerDaemonFlags(argc, argv);
   if (!config.ok()) {
