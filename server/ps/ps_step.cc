@@ -10,16 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/grpc_connect.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_client.h"
-#include "server/ps/ps_client_stream.h"
-#include "server/ps/ps_transport.h"
-#include "server/ps/raw_tensor_rpc.h"
-#include "server/ps/tensor_codec.h"
-#include "server/ps/tensor_stream.h"
+#include "server/ps/ps_step_call.h"
 
 namespace gradsync {
 namespace {
@@ -32,21 +27,6 @@ constexpr size_t kPipelineDepth = 4;
 
 }  // namespace
 
-struct PsStep::ShardCall {
-  // Made before the thread starts (so that Cancel can reach the call
-  // early) and destroyed by the thread once the call is over: gRPC keeps
-  // the last messages it sent referenced until then. Guarded by mu_
-  // (the pointer; the thread uses the object while it runs).
-  std::unique_ptr<grpc::ClientContext> context;
-  std::thread thread;
-  absl::Status status;  // written by the thread, read after the join
-  ps::PullHeader reply;
-  // When the stream was busy (not waiting for Ready); written by the
-  // thread, read after the join.
-  std::vector<TimeInterval> busy;
-  bool done = false;  // guarded by PsStep::mu_
-};
-
 PsStep::PsStep(PsClient* client, int64_t step, absl::Span<const float> grads,
                absl::Span<float> params, PsStepControl control,
                absl::Time call_deadline)
@@ -57,6 +37,7 @@ PsStep::PsStep(PsClient* client, int64_t step, absl::Span<const float> grads,
       control_(std::move(control)),
       call_deadline_(call_deadline) {
   push_written_.assign(client_->shards_.size(), false);
+  pushed_.assign(client_->shards_.size(), false);
   for (size_t k = 0; k < client_->shards_.size(); ++k) {
     calls_.push_back(std::make_unique<ShardCall>());
     calls_.back()->context = std::make_unique<grpc::ClientContext>();
@@ -71,8 +52,26 @@ PsStep::~PsStep() {
 }
 
 void PsStep::Start() {
-  for (size_t k = 0; k < calls_.size(); ++k) {
-    calls_[k]->thread = std::thread([this, k]() { ShardDone(k, RunShard(k)); });
+  auto address = [this](size_t k) -> const std::string& {
+    return client_->shards_[k].location.address;
+  };
+  for (size_t first = 0; first < calls_.size();) {
+    size_t last = first;
+    while (last + 1 < calls_.size() && address(last + 1) == address(first)) {
+      ++last;
+    }
+    if (first == last) {
+      calls_[first]->thread =
+          std::thread([this, k = first]() { ShardDone(k, RunShard(k)); });
+    } else {
+      // A server's partitions: one thread pushes them in turn, another
+      // reads their replies in the same order (see the top of ps_step.h).
+      lanes_.emplace_back(
+          [this, first, last]() { RunLaneWriter(first, last); });
+      lanes_.emplace_back(
+          [this, first, last]() { RunLaneReader(first, last); });
+    }
+    first = last + 1;
   }
 }
 
@@ -263,111 +262,6 @@ absl::StatusOr<size_t> PsStep::WaitReady(size_t k, size_t sent_begin) {
   return run_begin();
 }
 
-absl::Status PsStep::RunShard(size_t k) {
-  const PsShardLocation& location = client_->shards_[k].location;
-  const PsClientOptions& options = client_->options_;
-  ShardCall& call = *calls_[k];
-  grpc::ClientContext* context;
-  {
-    absl::MutexLock lock(&mu_);
-    context = call.context.get();
-  }
-  // A connection attempt that gRPC fails spuriously must not fail the step
-  // (see ConnectChannel); a cancelled step stops waiting.
-  RETURN_IF_ERROR(ConnectChannel(client_->shards_[k].channel.get(),
-                                 call_deadline_, [this]() -> absl::Status {
-                                   {
-                                     absl::MutexLock lock(&mu_);
-                                     if (!cancelled_.ok()) return cancelled_;
-                                   }
-                                   absl::MutexLock lock(&client_->cancel_mu_);
-                                   return client_->cancelled_;
-                                 }));
-  SendPin pin;
-  absl::Status status;
-  {
-    std::unique_ptr<RawClientStream> stream =
-        StartPushPull(client_->shards_[k].channel.get(), context);
-    ps::PushHeader header;
-    header.set_job_id(client_->job_id_);
-    header.set_shard(location.shard);
-    header.set_rank(client_->rank_);
-    header.set_step(step_);
-    header.set_chunk_bytes(static_cast<int64_t>(options.chunk_bytes));
-    header.set_descending(true);
-    header.mutable_scalars()->Add(control_.scalars.begin(),
-                                  control_.scalars.end());
-    // Shard 0's reply carries the step control the ranks act on, and its
-    // range is what backward finishes last: the late scalars go there.
-    const bool trailer = k == 0 && control_.late_scalars > 0;
-    if (trailer) {
-      header.set_trailer_scalars(static_cast<int32_t>(control_.late_scalars));
-    }
-    header.set_switch_epoch(control_.switch_epoch);
-    // The header goes at once: the shard starts the push (and checks it)
-    // while backward still runs.
-    bool open = stream->Write(EncodeTensorMessage(&header, 0, 0, {}, nullptr));
-    const size_t chunk_floats =
-        std::max<size_t>(1, options.chunk_bytes / sizeof(float));
-    size_t sent_begin = location.end;
-    // The previous partition on this server goes first (see the top).
-    if (open) status = WaitPushTurn(k);
-    absl::Time busy_since = absl::Now();
-    while (open && status.ok() && sent_begin > location.begin) {
-      const absl::Time waiting = absl::Now();
-      absl::StatusOr<size_t> low = WaitReady(k, sent_begin);
-      call.busy.push_back({busy_since, waiting});
-      busy_since = absl::Now();
-      if (!low.ok()) {
-        status = low.status();
-        break;
-      }
-      while (open && sent_begin > *low) {
-        const size_t n = std::min(chunk_floats, sent_begin - *low);
-        const size_t at = sent_begin - n;
-        open = stream->Write(EncodeTensorMessage(
-            nullptr, 0, static_cast<int64_t>(at - location.begin),
-            AsBytes(grads_.subspan(at, n)), pin.pin()));
-        if (open) {
-          sent_begin = at;
-          bytes_sent_.fetch_add(n * sizeof(float));
-        }
-      }
-    }
-    if (open && status.ok() && trailer) {
-      const absl::Time waiting = absl::Now();
-      absl::StatusOr<std::vector<double>> scalars = WaitScalars();
-      call.busy.push_back({busy_since, waiting});
-      busy_since = absl::Now();
-      if (scalars.ok()) {
-        ps::PushHeader last;
-        last.mutable_scalars()->Add(scalars->begin(), scalars->end());
-        open = stream->Write(EncodeTensorMessage(&last, 0, 0, {}, nullptr));
-      } else {
-        status = scalars.status();
-      }
-    }
-    const size_t size = location.end - location.begin;
-    bool complete = false;
-    if (open && status.ok()) {
-      stream->WritesDone();
-      PushWritten(k);
-      status = ReadPullReply(stream.get(), location,
-                             params_.subspan(location.begin, size), &call.reply,
-                             &bytes_received_, &complete);
-    }
-    status = FinishPushPull(context, stream.get(), std::move(status), open,
-                            complete, location);
-    call.busy.push_back({busy_since, absl::Now()});
-  }
-  {
-    absl::MutexLock lock(&mu_);
-    call.context.reset();
-  }
-  RETURN_IF_ERROR(pin.Release());
-  return status;
-}
-
 void PsStep::ShardDone(size_t k, absl::Status status) {
   bool first_failure = false;
   {
@@ -390,6 +284,7 @@ void PsStep::Join() {
   for (const std::unique_ptr<ShardCall>& call : calls_) {
     if (call->thread.joinable()) call->thread.join();
   }
+  for (std::thread& lane : lanes_) lane.join();
   client_->step_in_flight_.store(false);
 }
 

@@ -34,7 +34,11 @@
 // link unevenly among the ranks, and a partition can only come back once
 // the slowest rank pushed it, so a rank running far ahead would only pile
 // replies up behind the slowest. Shards on different servers push at once,
-// as before.
+// as before. A server's partitions share two threads, however many there
+// are: one pushes them in turn, the other reads their replies in the same
+// order (a thread per partition cost about 1 ms of CPU per partition and
+// step in thread creation and lock traffic, which made fine partitions
+// CPU-bound).
 //
 // Every shard gets the same header (scalars and switch_epoch included);
 // the ranks act on shard 0's answer (see proto/ps.proto "Step control").
@@ -57,7 +61,8 @@
 // nothing, one that had it all may have applied it.
 //
 // Threading: Ready and Cancel may be called from any thread, Finish from
-// one; each shard's stream runs on a thread of its own. Lock order: mu_
+// one; each unpartitioned shard's stream runs on a thread of its own, each
+// partitioned server's on two (above). Lock order: mu_
 // only (gRPC's TryCancel is called under it; it never calls back). The PsClient
 // that started the step must outlive it; it takes no other call until the step
 // is finished or destroyed. Destroying an unfinished step cancels it and
@@ -157,9 +162,21 @@ class PsStep {
   void Start();
   // Ready's work; INVALID_ARGUMENT for a bad range (nothing marked).
   [[nodiscard]] absl::Status MarkReady(size_t begin, size_t end);
-  // Shard k's stream: header, descending chunks as they become ready, the
-  // reply.
+  // Shard k's stream: Push, then Pull.
   [[nodiscard]] absl::Status RunShard(size_t k);
+  // Shard k's push: connects, starts the stream, sends the header, then
+  // (its turn come) the descending chunks as they become ready, the
+  // trailer; leaves the stream and the outcome in calls_[k].
+  void Push(size_t k);
+  // Shard k's reply after Push(k): reads the parameters, finishes the
+  // call; the shard's outcome.
+  [[nodiscard]] absl::Status Pull(size_t k);
+  // A server's partitions [first, last]: the writer pushes them in turn,
+  // the highest first, and marks each in pushed_; the reader takes each
+  // in the same order once pushed, reads its reply and reports it
+  // (ShardDone). Two threads per server however many partitions it has.
+  void RunLaneWriter(size_t first, size_t last);
+  void RunLaneReader(size_t first, size_t last);
   // Waits until elements below `sent_begin` of shard k are ready (returns
   // the lowest index of the ready run just below it, clipped to the shard),
   // the step is cancelled, or the call's deadline passes.
@@ -197,6 +214,7 @@ class PsStep {
   const PsStepControl control_;
   const absl::Time call_deadline_;
   std::vector<std::unique_ptr<ShardCall>> calls_;
+  std::vector<std::thread> lanes_;  // partitioned servers' writers, readers
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
 
@@ -210,6 +228,8 @@ class PsStep {
   size_t done_ ABSL_GUARDED_BY(mu_) = 0;        // shard threads finished
   // Per shard: its push is written (partitions go in turn, see the top).
   std::vector<bool> push_written_ ABSL_GUARDED_BY(mu_);
+  // Per shard of a lane: Push returned, Pull may begin.
+  std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool joined_ = false;  // by the thread that calls Finish or ~PsStep
 };

@@ -527,6 +527,81 @@ TEST_F(PsStepTest, Partitions_SameParametersAsOneShardPerServer) {
   }
 }
 
+// A server's partitions share a writer and a reader thread (ps_step.h).
+// With rank 1 absent, rank 0's writer stops at the credit (four partitions
+// pushed, none answered); a Cancel then ends every partition promptly.
+TEST_F(PsStepTest, Partitions_CancelWhileWaitingForCredit_EndsPromptly) {
+  constexpr size_t kTotal = 1000;
+  constexpr size_t kPartitionBytes = 40 * sizeof(float);
+  ASSERT_TRUE(StartServers(2, &servers_, &addresses_));
+  const std::vector<std::string> partitioned =
+      PartitionAddresses(kTotal, addresses_, kPartitionBytes);
+  ASSERT_EQ(partitioned.size(), 26u);  // 13 per server
+  ASSERT_THAT(testing::CreateShards(partitioned, "credit", kTotal, 2), IsOk());
+  std::unique_ptr<PsClient> client =
+      MakeClient("credit", 0, kTotal, partitioned);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  (*step)->Ready(0, kTotal);
+  // Server 0's last four partitions took their pushes; the fifth waits.
+  ASSERT_TRUE(Eventually([&]() {
+    return BytesIn(addresses_[0], "credit", 12) > 0 &&
+           BytesIn(addresses_[0], "credit", 9) > 0;
+  }));
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(BytesIn(addresses_[0], "credit", 8), 0);
+  std::thread canceller([&]() {
+    absl::SleepFor(absl::Milliseconds(100));
+    (*step)->Cancel(absl::AbortedError("job cancelled by the user"));
+  });
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(60)),
+              StatusIs(absl::StatusCode::kAborted,
+                       HasSubstr("job cancelled by the user")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  canceller.join();
+  step->reset();
+  EXPECT_THAT(client->StartStep(1, grads, absl::MakeSpan(params)), IsOk());
+}
+
+// A partitioned server that goes away mid-step fails the step within the
+// connect deadline, naming one of its partitions and its address.
+TEST_F(PsStepTest, Partitions_ServerShutDownMidStep_FailsNamingIt) {
+  constexpr size_t kTotal = 1000;
+  constexpr size_t kPartitionBytes = 100 * sizeof(float);
+  ASSERT_TRUE(StartServers(2, &servers_, &addresses_));
+  const std::vector<std::string> partitioned =
+      PartitionAddresses(kTotal, addresses_, kPartitionBytes);
+  ASSERT_EQ(partitioned.size(), 10u);
+  ASSERT_THAT(testing::CreateShards(partitioned, "gone", kTotal, 1), IsOk());
+  std::unique_ptr<PsClient> client =
+      MakeClient("gone", 0, kTotal, partitioned, 64);
+  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  absl::StatusOr<std::unique_ptr<PsStep>> step =
+      client->StartStep(0, grads, absl::MakeSpan(params));
+  ASSERT_THAT(step, IsOk());
+  // Server 1's partitions (elements 500 and up) go; server 0's wait for
+  // backward.
+  (*step)->Ready(500, kTotal);
+  ASSERT_TRUE(
+      Eventually([&]() { return BytesIn(addresses_[1], "gone", 5) == 400; }));
+  servers_[0]->Shutdown();
+  (*step)->Ready(0, 500);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<PsStepResult> result =
+      (*step)->Finish(absl::Now() + absl::Seconds(60));
+  // Server 0's partitions start their streams after it went away: the
+  // first finds it unreachable (ConnectChannel's retries, about 4 s, as in
+  // NoServer_UnavailableNamingTheAddress), the rest then fail at once.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << result.status();
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(),
+              AllOf(HasSubstr(absl::StrCat(" at ", addresses_[0])),
+                    HasSubstr("rank 0, step 0")));
+}
+
 TEST(PartitionsTest, EveryServerGetsTheSameNumberOfContiguousPartitions) {
   const std::vector<std::string> servers = {"a:1", "b:1", "c:1"};
   // 1000 floats: slices of 334/333/333; 100-float partitions: 4 each.
