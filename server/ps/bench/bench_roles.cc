@@ -24,6 +24,7 @@
 #include "common/units.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/tcp_baseline.h"
+#include "server/ps/bench/tcp_pipelined.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 
@@ -89,6 +90,25 @@ std::function<absl::Status(absl::string_view)> IntBytes(const char* flag,
   };
 }
 
+// "grpc,pipe" -> "gp" (TransportName's letters); INVALID_ARGUMENT for an
+// unknown or repeated name.
+absl::Status ParseTransports(absl::string_view value, std::string* out) {
+  std::string letters;
+  for (absl::string_view name : absl::StrSplit(value, ',')) {
+    char letter = 0;
+    for (char c : std::string("gtp")) {
+      if (name == TransportName(c)) letter = c;
+    }
+    if (letter == 0 || letters.find(letter) != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown or repeated transport '", name, "': use grpc, tcp, pipe"));
+    }
+    letters += letter;
+  }
+  *out = letters;
+  return absl::OkStatus();
+}
+
 // The flag table (the underscore spellings are the bench's own; '-' works
 // as well), writing into `options`.
 std::vector<FlagSpec> BenchFlags(BenchOptions* options) {
@@ -114,13 +134,22 @@ std::vector<FlagSpec> BenchFlags(BenchOptions* options) {
                  options->tune_malloc = false;
                  return absl::OkStatus();
                }),
-      FlagSpec("only", "grpc|tcp", "run one transport (for profiling)",
+      SizeFlag("partition_bytes",
+               "gRPC path: the slice in partitions of at most SIZE, pipelined "
+               "as a job's (0: one shard, the default)",
+               0, &options->partition_bytes),
+      FlagSpec("transports", "LIST",
+               "the transports to alternate: grpc, tcp, pipe (the pipelined "
+               "raw-TCP server); default grpc,tcp,pipe",
                [options](absl::string_view value) {
-                 if (value != "grpc" && value != "tcp") {
-                   return absl::InvalidArgumentError(
-                       "--only takes grpc or tcp");
+                 return ParseTransports(value, &options->transports);
+               }),
+      FlagSpec("only", "grpc|tcp|pipe", "run one transport (for profiling)",
+               [options](absl::string_view value) {
+                 RETURN_IF_ERROR(ParseTransports(value, &options->transports));
+                 if (options->transports.size() != 1) {
+                   return absl::InvalidArgumentError("--only takes one name");
                  }
-                 options->transports = value == "grpc" ? "g" : "t";
                  return absl::OkStatus();
                }),
       FlagSpec("tcp_congestion", "auto|default|NAME",
@@ -138,13 +167,26 @@ std::vector<FlagSpec> BenchFlags(BenchOptions* options) {
 
 }  // namespace
 
+const char* TransportName(char letter) {
+  switch (letter) {
+    case 'g':
+      return "grpc";
+    case 't':
+      return "tcp";
+    case 'p':
+      return "pipe";
+  }
+  return "?";
+}
+
 std::string BenchUsage(int width) {
   BenchOptions unused;
   return absl::StrCat(
       "usage: gradsync-ps-bench [flags]\n\n"
       "N client processes push and pull S bytes each per round through one\n"
-      "parameter-server process, over gRPC and over raw TCP alternately;\n"
-      "prints GB/s per round and the gRPC/TCP ratio. Sizes: K = 1024.\n\n",
+      "parameter-server process, over gRPC, raw TCP and a pipelined raw-TCP\n"
+      "server in turn; prints time and GB/s per round and the gRPC/TCP\n"
+      "ratios. Sizes: K = 1024.\n\n",
       FlagsHelp(BenchFlags(&unused), width));
 }
 
@@ -177,17 +219,30 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
     std::cerr << "bench server: " << server.status() << "\n";
     return 1;
   }
-  ShardSpec spec;
-  spec.config = BenchShardConfig(options, kGrpcJob);
-  spec.total_elements = spec.config.end;
-  absl::Status created = (*server)->service()->CreateShard(spec);
+  const size_t n = options.bytes / sizeof(float);
+  absl::StatusOr<std::vector<PsShardLocation>> partitions =
+      PartitionedShardLocations(n, {(*server)->address()},
+                                options.partition_bytes);
+  absl::Status created = partitions.status();
+  for (size_t k = 0; created.ok() && k < partitions->size(); ++k) {
+    ShardSpec spec;
+    spec.config = BenchShardConfig(options, kGrpcJob);
+    spec.config.shard = static_cast<int>(k);
+    spec.config.begin = (*partitions)[k].begin;
+    spec.config.end = (*partitions)[k].end;
+    spec.num_shards = static_cast<int>(partitions->size());
+    spec.total_elements = n;
+    created = (*server)->service()->CreateShard(spec);
+  }
+  // Partition 0's, for the summary (partitions share the work evenly).
   absl::StatusOr<std::shared_ptr<PsShard>> grpc_shard =
-      (*server)->service()->FindShard(kGrpcJob, 0);
+      created.ok() ? (*server)->service()->FindShard(kGrpcJob, 0)
+                   : absl::StatusOr<std::shared_ptr<PsShard>>(created);
   // The same shard code, threads included, behind both transports.
   PsShardConfig tcp_config = BenchShardConfig(options, kTcpJob);
   tcp_config.compute = (*server)->service()->compute();
-  absl::StatusOr<std::shared_ptr<PsShard>> tcp_shard = PsShard::Create(
-      tcp_config, std::vector<float>(options.bytes / sizeof(float), 0.0f));
+  absl::StatusOr<std::shared_ptr<PsShard>> tcp_shard =
+      PsShard::Create(tcp_config, std::vector<float>(n, 0.0f));
   if (!created.ok() || !grpc_shard.ok() || !tcp_shard.ok()) {
     std::cerr << "bench server: " << created << " " << grpc_shard.status()
               << " " << tcp_shard.status() << "\n";
@@ -195,27 +250,35 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
   }
   absl::StatusOr<std::unique_ptr<TcpShardServer>> tcp = TcpShardServer::Start(
       *tcp_shard, options.timeout, options.transport.congestion_control);
-  if (!tcp.ok()) {
-    std::cerr << "bench server: " << tcp.status() << "\n";
+  absl::StatusOr<std::unique_ptr<PipelinedTcpServer>> pipe =
+      PipelinedTcpServer::Start(n, options.clients, options.chunk_bytes,
+                                options.timeout,
+                                options.transport.congestion_control);
+  if (!tcp.ok() || !pipe.ok()) {
+    std::cerr << "bench server: " << tcp.status() << " " << pipe.status()
+              << "\n";
     return 1;
   }
-  WriteLineTo(
-      out, absl::StrCat("serving ", (*server)->address(), " ", (*tcp)->port()));
+  WriteLineTo(out, absl::StrCat("serving ", (*server)->address(), " ",
+                                (*tcp)->port(), " ", (*pipe)->port()));
   for (;;) {
     const std::string command = ReadLineFrom(in, kCommandTimeout);
     if (command != "cpu") break;
     WriteLineTo(out, absl::StrCat(ProcessCpuNanos()));
   }
   WriteLineTo(out, absl::StrCat(ShardWork("grpc", **grpc_shard), "; ",
-                                ShardWork("tcp", **tcp_shard)));
+                                ShardWork("tcp", **tcp_shard),
+                                absl::StrFormat("; pipe: apply %.1f",
+                                                (*pipe)->ApplyMsPerRound())));
+  pipe->reset();
   tcp->reset();
   (*server)->Shutdown();
   return 0;
 }
 
 int RunBenchClient(const BenchOptions& options, int rank,
-                   const std::string& grpc_address, int tcp_port, int in,
-                   int out) {
+                   const std::string& grpc_address, int tcp_port, int pipe_port,
+                   int in, int out) {
   if (options.tune_malloc) TuneMallocForTensorTraffic();
   const size_t n = options.bytes / sizeof(float);
   // Rank r's gradient, the same every round: the verifiable input
@@ -233,13 +296,21 @@ int RunBenchClient(const BenchOptions& options, int rank,
   client_options.chunk_bytes = options.chunk_bytes;
   client_options.timeout = options.timeout;
   client_options.transport = options.transport;
-  absl::StatusOr<std::unique_ptr<PsClient>> grpc = PsClient::Create(
-      kGrpcJob, rank, n, {{grpc_address, 0, 0, n}}, client_options);
+  absl::StatusOr<std::vector<PsShardLocation>> partitions =
+      PartitionedShardLocations(n, {grpc_address}, options.partition_bytes);
+  absl::StatusOr<std::unique_ptr<PsClient>> grpc =
+      partitions.ok()
+          ? PsClient::Create(kGrpcJob, rank, n, *partitions, client_options)
+          : partitions.status();
   absl::StatusOr<std::unique_ptr<TcpShardClient>> tcp = TcpShardClient::Connect(
       tcp_port, rank, options.timeout, options.transport.congestion_control);
-  if (!grpc.ok() || !tcp.ok()) {
+  absl::StatusOr<std::unique_ptr<PipelinedTcpClient>> pipe =
+      PipelinedTcpClient::Connect(pipe_port, rank, options.timeout,
+                                  options.transport.congestion_control);
+  if (!grpc.ok() || !tcp.ok() || !pipe.ok()) {
     WriteLineTo(out, absl::StrCat("error: ", grpc.status().ToString(), " ",
-                                  tcp.status().ToString()));
+                                  tcp.status().ToString(), " ",
+                                  pipe.status().ToString()));
     return 1;
   }
   WriteLineTo(out, "ready");
@@ -248,7 +319,8 @@ int RunBenchClient(const BenchOptions& options, int rank,
     const std::vector<std::string> parts = absl::StrSplit(command, ' ');
     int64_t step = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &step) ||
-        (parts[0] != "g" && parts[0] != "t" && parts[0] != "check")) {
+        (parts[0] != "g" && parts[0] != "t" && parts[0] != "p" &&
+         parts[0] != "check")) {
       return command == "quit" ? 0 : 1;
     }
     if (parts[0] == "check") {
@@ -264,7 +336,9 @@ int RunBenchClient(const BenchOptions& options, int rank,
     const int64_t start = MonotonicNanos();
     const absl::Status status =
         parts[0] == "g" ? (*grpc)->PushPull(step, grads, absl::MakeSpan(params))
-                        : (*tcp)->PushPull(step, grads, absl::MakeSpan(params));
+        : parts[0] == "t"
+            ? (*tcp)->PushPull(step, grads, absl::MakeSpan(params))
+            : (*pipe)->PushPull(step, grads, absl::MakeSpan(params));
     const int64_t end = MonotonicNanos();
     WriteLineTo(
         out, absl::StrCat(start, " ", end, " ", ProcessCpuNanos() - cpu, " ",

@@ -2,13 +2,16 @@
 // processes run (see ps_bench.cc for the measurement as a whole).
 //
 // Server process: a PsServer with one synchronous shard (job
-// "bench-grpc") and a raw-TCP server (tcp_baseline.h) with an identical
-// shard; prints "serving <grpc address> <tcp port>"; answers "cpu" with
+// "bench-grpc"; with --partition_bytes, its partitions), a raw-TCP server
+// (tcp_baseline.h) with an identical shard, and a pipelined raw-TCP server
+// (tcp_pipelined.h); prints "serving <grpc address> <tcp port> <pipe
+// port>"; answers "cpu" with
 // the CPU time its threads used so far (ns), and "quit" with one line of
 // its shards' work per round, then ends.
-// Client process r: a PsClient and a TcpShardClient as rank r; prints
-// "ready", then for each "g <step>" or "t <step>" runs one push/pull over
-// gRPC or TCP and answers "<start ns> <end ns> <cpu ns> ok" (monotonic
+// Client process r: a PsClient, a TcpShardClient and a PipelinedTcpClient
+// as rank r; prints "ready", then for each "g <step>", "t <step>" or "p
+// <step>" runs one push/pull over gRPC, TCP or the pipelined server and
+// answers "<start ns> <end ns> <cpu ns> ok" (monotonic
 // clock, shared by all processes; CPU time of the client process's
 // threads) or "... error: <why>"; "check
 // <step>" answers how many parameters differ from their exact value after
@@ -33,8 +36,12 @@ struct BenchOptions {
   int warmup = 2;                   // unmeasured rounds first
   size_t chunk_bytes = size_t{1} << 20;
   PsTransportOptions transport;
-  bool tune_malloc = true;        // TuneMalloc in every process
-  std::string transports = "gt";  // rounds of gRPC (g) and/or TCP (t)
+  bool tune_malloc = true;  // TuneMalloc in every process
+  // The transports each round runs, in turn: gRPC (g), raw TCP (t), the
+  // pipelined raw-TCP server (p).
+  std::string transports = "gtp";
+  // gRPC path: partitions of at most this many bytes (0: one shard).
+  size_t partition_bytes = 0;
   absl::Duration timeout = absl::Minutes(2);  // per push/pull
   bool help = false;
   bool version = false;
@@ -50,8 +57,11 @@ std::string BenchUsage(int width = 80);
 // The process bodies; `in` and `out` are the pipes to the parent.
 int RunBenchServer(const BenchOptions& options, int in, int out);
 int RunBenchClient(const BenchOptions& options, int rank,
-                   const std::string& grpc_address, int tcp_port, int in,
-                   int out);
+                   const std::string& grpc_address, int tcp_port, int pipe_port,
+                   int in, int out);
+
+// "grpc", "tcp" or "pipe" for a transport's letter.
+const char* TransportName(char letter);
 
 }  // namespace gradsync
 

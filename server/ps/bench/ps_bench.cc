@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,6 @@ struct RoundResult {
   bool ok = true;
 };
 
-// Runs one round of `transport` ('g' or 't') at `step` on every client.
 // The server process's CPU time so far, in ns (0 if it does not answer).
 int64_t ServerCpu(ChildProcess& server) {
   server.WriteLine("cpu");
@@ -79,6 +79,8 @@ int64_t ServerCpu(ChildProcess& server) {
   return absl::SimpleAtoi(server.ReadLine(kReplyTimeout), &ns) ? ns : 0;
 }
 
+// Runs one round of `transport` ('g', 't' or 'p') at `step` on every
+// client.
 RoundResult RunRound(ChildProcess& server, std::vector<ChildProcess>& clients,
                      char transport, int64_t step) {
   const int64_t server_cpu = ServerCpu(server);
@@ -135,14 +137,41 @@ std::string CongestionLabel(const std::string& policy) {
   return label;
 }
 
+// Per transport, the measured rounds.
+struct Series {
+  std::vector<double> seconds, rates, cpu, server_cpu;
+};
+
+// The side-by-side figures of `a` against `b`: the ratio of their median
+// times, and the median (and range) of the rounds' own ratios. Each
+// round runs every transport back to back, so a round's ratio sees one
+// load on the host; its median moves less with load that changes from
+// round to round.
+void PrintTimeRatio(const char* a_name, const Series& a, const char* b_name,
+                    const Series& b) {
+  if (a.seconds.empty() || b.seconds.empty()) return;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.seconds.size() && i < b.seconds.size(); ++i) {
+    if (b.seconds[i] > 0) ratios.push_back(a.seconds[i] / b.seconds[i]);
+  }
+  if (ratios.empty()) return;
+  std::printf(
+      "# time %s/%s: ratio of the medians %.3f; median of the rounds' "
+      "ratios %.3f (range %.3f .. %.3f)\n",
+      a_name, b_name, Median(a.seconds) / Median(b.seconds), Median(ratios),
+      *std::min_element(ratios.begin(), ratios.end()),
+      *std::max_element(ratios.begin(), ratios.end()));
+}
+
 int Run(const BenchOptions& options) {
   ChildProcess server = ChildProcess::Fork(
       [&options](int in, int out) { return RunBenchServer(options, in, out); });
   const std::vector<std::string> endpoints =
       absl::StrSplit(server.ReadLine(kReplyTimeout), ' ');
-  int tcp_port = 0;
-  if (endpoints.size() != 3 || endpoints[0] != "serving" ||
-      !absl::SimpleAtoi(endpoints[2], &tcp_port)) {
+  int tcp_port = 0, pipe_port = 0;
+  if (endpoints.size() != 4 || endpoints[0] != "serving" ||
+      !absl::SimpleAtoi(endpoints[2], &tcp_port) ||
+      !absl::SimpleAtoi(endpoints[3], &pipe_port)) {
     std::cerr << "gradsync-ps-bench: the server process did not start\n";
     return 1;
   }
@@ -150,7 +179,8 @@ int Run(const BenchOptions& options) {
   std::vector<ChildProcess> clients;
   for (int r = 0; r < options.clients; ++r) {
     clients.push_back(ChildProcess::Fork([&, r](int in, int out) {
-      return RunBenchClient(options, r, grpc_address, tcp_port, in, out);
+      return RunBenchClient(options, r, grpc_address, tcp_port, pipe_port, in,
+                            out);
     }));
   }
   for (int r = 0; r < options.clients; ++r) {
@@ -165,17 +195,20 @@ int Run(const BenchOptions& options) {
   std::printf(
       "# gradsync-ps-bench: %d client processes x %s push + pull through one "
       "server process (K=1 shard, sync, SGD), chunk %s, window %s, "
-      "tcp congestion %s%s%s\n",
+      "tcp congestion %s%s%s%s\n",
       options.clients, FormatSize(options.bytes).c_str(),
       FormatSize(options.chunk_bytes).c_str(),
       FormatSize(options.transport.stream_window_bytes).c_str(),
       CongestionLabel(options.transport.congestion_control).c_str(),
+      options.partition_bytes > 0
+          ? (", gRPC partitions of " + FormatSize(options.partition_bytes))
+                .c_str()
+          : "",
       options.transport.bdp_probe ? ", BDP probing on" : "",
       options.tune_malloc ? "" : ", malloc untuned");
   std::printf("# %5s  %-9s %10s %14s %9s %9s %7s\n", "round", "transport",
               "time_ms", "GB/s(in+out)", "cpu_ms", "srv_cpu", "#wrong");
-  std::vector<double> grpc_rates, tcp_rates, grpc_cpu, tcp_cpu;
-  std::vector<double> grpc_server_cpu, tcp_server_cpu;
+  std::map<char, Series> series;
   int64_t total_wrong = 0;
   bool all_ok = true;
   int64_t step = 0;
@@ -189,17 +222,19 @@ int Run(const BenchOptions& options) {
       total_wrong += r.wrong;
       const double rate = r.seconds > 0 ? moved / r.seconds / 1e9 : 0;
       if (!warm) {
-        (transport == 'g' ? grpc_rates : tcp_rates).push_back(rate);
-        (transport == 'g' ? grpc_cpu : tcp_cpu).push_back(r.cpu_seconds);
-        (transport == 'g' ? grpc_server_cpu : tcp_server_cpu)
-            .push_back(r.server_cpu_seconds);
+        Series& s = series[transport];
+        s.seconds.push_back(r.seconds);
+        s.rates.push_back(rate);
+        s.cpu.push_back(r.cpu_seconds);
+        s.server_cpu.push_back(r.server_cpu_seconds);
       }
       std::printf("  %5d  %-9s %10.1f %14.3f %9.1f %9.1f %7lld%s\n", round,
-                  transport == 'g' ? "grpc" : "tcp", r.seconds * 1e3, rate,
+                  TransportName(transport), r.seconds * 1e3, rate,
                   r.cpu_seconds * 1e3, r.server_cpu_seconds * 1e3,
                   static_cast<long long>(r.wrong), warm ? "  (warm-up)" : "");
+      if (!all_ok) break;
     }
-    ++step;
+    ++step;  // each transport's shard counts its own steps
     if (!all_ok) break;
   }
   for (ChildProcess& client : clients) client.WriteLine("quit");
@@ -208,29 +243,16 @@ int Run(const BenchOptions& options) {
   const std::string stats = server.ReadLine(kReplyTimeout);
   server.Wait();
 
-  const double grpc = Median(grpc_rates), tcp = Median(tcp_rates);
-  std::printf("# median GB/s: grpc %.3f, tcp %.3f; grpc/tcp = %.3f\n", grpc,
-              tcp, tcp > 0 ? grpc / tcp : 0.0);
-  // Each round's two runs are back to back, so their ratio sees the same
-  // load on the host; the median of those ratios is the side-by-side
-  // figure, less moved by load that changes from round to round.
-  std::vector<double> pair_ratios;
-  for (size_t i = 0; i < grpc_rates.size() && i < tcp_rates.size(); ++i) {
-    if (tcp_rates[i] > 0) pair_ratios.push_back(grpc_rates[i] / tcp_rates[i]);
+  for (const auto& [transport, s] : series) {
+    std::printf(
+        "# %-4s median: %.1f ms, %.3f GB/s; CPU ms per round %.1f (server "
+        "%.1f)\n",
+        TransportName(transport), Median(s.seconds) * 1e3, Median(s.rates),
+        Median(s.cpu) * 1e3, Median(s.server_cpu) * 1e3);
   }
-  if (!pair_ratios.empty()) {
-    std::printf("# median of the rounds' grpc/tcp: %.3f (range %.3f .. %.3f)\n",
-                Median(pair_ratios),
-                *std::min_element(pair_ratios.begin(), pair_ratios.end()),
-                *std::max_element(pair_ratios.begin(), pair_ratios.end()));
-  }
-  const double grpc_ms = Median(grpc_cpu) * 1e3, tcp_ms = Median(tcp_cpu) * 1e3;
-  std::printf(
-      "# median CPU ms per round (all processes): grpc %.1f, tcp %.1f; "
-      "tcp/grpc = %.3f\n",
-      grpc_ms, tcp_ms, grpc_ms > 0 ? tcp_ms / grpc_ms : 0.0);
-  std::printf("# of which the server process: grpc %.1f, tcp %.1f\n",
-              Median(grpc_server_cpu) * 1e3, Median(tcp_server_cpu) * 1e3);
+  PrintTimeRatio("grpc", series['g'], "tcp", series['t']);
+  PrintTimeRatio("grpc", series['g'], "pipe", series['p']);
+  PrintTimeRatio("tcp", series['t'], "pipe", series['p']);
   std::printf("# server shard work per round (ms): %s\n", stats.c_str());
   std::printf("# #wrong total: %lld\n", static_cast<long long>(total_wrong));
   return all_ok && total_wrong == 0 ? 0 : 1;
