@@ -75,7 +75,7 @@ struct SweepOptions {
   absl::Duration cell_timeout = absl::Minutes(5);
   int64_t ps_chunk_bytes = 0;  // 0: the PS default
   // PsSpec.partition_bytes of every PS cell (pipelining granularity).
-  int64_t ps_partition_bytes = 512 << 10;
+  int64_t ps_partition_bytes = 128 << 10;
   // A network's layers instead of a flat gradient (ModelSpec.profile, at
   // profile_scale): every cell's S is then that network's, in the
   // buckets of bucket_bytes (0: DDP's 25 MiB).

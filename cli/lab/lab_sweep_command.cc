@@ -64,7 +64,7 @@ struct SweepFlags {
   double compute_ms = 0;
   absl::Duration cell_timeout = absl::Minutes(5);
   double cpu_limit = 0.9;
-  int64_t partition_bytes = 512 << 10;
+  int64_t partition_bytes = 128 << 10;
   std::string profile;
   double profile_scale = 1;
   int64_t bucket_bytes = 0;
@@ -108,7 +108,7 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                number("--cpu-limit", 0, &f->cpu_limit)},
       FlagSpec{"ps-partition", "SIZE",
                "PS cells: each server's slice in partitions of SIZE, which "
-               "pipelines push and pull (512K)",
+               "pipelines push and pull (128K)",
                [f](absl::string_view v) {
                  absl::StatusOr<uint64_t> size = ParseSize(v);
                  if (!size.ok() || *size < 4096 || *size % 4 != 0) {

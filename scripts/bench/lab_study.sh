@@ -11,7 +11,7 @@
 # K = 1,2,N, S = 4M,16M), DIR/colocated (PS colocated, K = N) and
 # DIR/crossover (N = 8, S = 16M, every K), each with sweep.json, sweep.csv,
 # report.txt and the PNGs. Defaults: --out lab-study, --link 200mbit (slow
-# enough that two cores are not the limit), 8 hosts. About 40 minutes.
+# enough that two cores are not the limit), 8 hosts. About 10 minutes.
 # Needs root, iproute2 and python3-matplotlib (scripts/install_deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -38,7 +38,7 @@ trap cleanup EXIT
 "$G" lab up --hosts "$hosts" --ps-hosts "$hosts" --colocate-ps --link "$link" \
   --prefix "$prefix" --subnet "10.76.$(( $$ % 200 ))" --run-dir "$dir" \
   --timeout 120
-common=(--run-dir "$dir" --steps 5 --warmup 2 --ps-partition 512K --plot)
+common=(--run-dir "$dir" --steps 5 --warmup 2 --ps-partition 128K --plot)
 "$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards 1,2,N \
   --sizes 4M,16M --layouts ring,ps --out "$out/main" "$@"
 "$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards N \
