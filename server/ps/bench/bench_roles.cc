@@ -92,7 +92,8 @@ std::function<absl::Status(absl::string_view)> IntBytes(const char* flag,
 
 // "grpc,pipe" -> "gp" (TransportName's letters); INVALID_ARGUMENT for an
 // unknown or repeated name.
-absl::Status ParseTransports(absl::string_view value, std::string* out) {
+[[nodiscard]] absl::Status ParseTransports(absl::string_view value,
+                                           std::string* out) {
   std::string letters;
   for (absl::string_view name : absl::StrSplit(value, ',')) {
     char letter = 0;
