@@ -175,9 +175,8 @@ void PsStep::RunLaneReader(size_t first, size_t last) {
         mu_.Unlock();
         Cancel(absl::DeadlineExceededError(
             absl::StrCat("rank ", client_->rank_, ", step ", step_,
-                         ": the push of ps "
-                         "partition ",
-                         k, " did not end by the client's timeout")));
+                         ": the push of ps shard ", k,
+                         " did not end by the client's timeout")));
         mu_.Lock();
         mu_.Await(absl::Condition(&pushed));
       }
