@@ -300,6 +300,10 @@ std::vector<FlagSpec> Flags(ParseState* state) {
     }
   } else if (state.world_set) {
     return absl::InvalidArgumentError("--world needs --rank and --store");
+  } else if (!o.store.empty()) {
+    return absl::InvalidArgumentError(
+        "--store joins a run: give --rank and --world, or run under srun, "
+        "mpirun or torchrun, whose environment names them");
   }
   const int world = o.member() ? o.world : o.ranks;
   if (o.check && world > kMaxExactRanks) {
@@ -346,12 +350,52 @@ absl::string_view BackendName(Backend backend) {
   return "invalid";
 }
 
+// The launchers whose environment names a process's rank and world size,
+// in the order they are asked (mpirun under srun sets both of the first
+// two, alike).
+struct LauncherVars {
+  const char* rank;
+  const char* world;
+};
+constexpr LauncherVars kLaunchers[] = {
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},  // Open MPI's mpirun
+    {"SLURM_PROCID", "SLURM_NTASKS"},                  // Slurm's srun
+    {"RANK", "WORLD_SIZE"},                            // torchrun
+};
+
+// With --store but no --rank or no --world: the missing ones from the
+// first launcher whose two variables are both set.
+[[nodiscard]] absl::Status RankFromLauncher(const EnvLookup& env,
+                                            ParseState* state) {
+  BenchOptions& o = state->options;
+  if (o.store.empty() || state->ranks_set || (o.member() && state->world_set)) {
+    return absl::OkStatus();
+  }
+  for (const LauncherVars& vars : kLaunchers) {
+    const std::optional<std::string> rank = env(vars.rank);
+    const std::optional<std::string> world = env(vars.world);
+    if (!rank.has_value() || !world.has_value()) continue;
+    if (!o.member()) {
+      RETURN_IF_ERROR(
+          ParseInt(absl::StrCat("$", vars.rank), *rank, 0, &o.rank));
+    }
+    if (!state->world_set) {
+      RETURN_IF_ERROR(
+          ParseInt(absl::StrCat("$", vars.world), *world, 1, &o.world));
+      state->world_set = true;
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BenchOptions> ParseBenchArgs(
-    const std::vector<std::string>& args) {
+    const std::vector<std::string>& args, const EnvLookup& env) {
   ParseState state;
   ASSIGN_OR_RETURN(const std::vector<std::string> positional,
                    ParseFlags(args, Flags(&state), /*env=*/nullptr));
   if (state.options.help) return state.options;
+  RETURN_IF_ERROR(RankFromLauncher(env, &state));
   if (positional.size() != 1) {
     return absl::InvalidArgumentError(
         positional.empty()
@@ -381,6 +425,10 @@ std::string BenchUsage() {
       "            gradsync bench allreduce --world N --rank R \\\n"
       "              --store HOST:29500 --listen-host THIS_HOST_IP   (each "
       "rank)\n"
+      "            (under srun, mpirun or torchrun, --rank and --world come "
+      "from\n"
+      "            SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE or "
+      "RANK/WORLD_SIZE)\n"
       "PS:         gradsync bench allreduce --backend ps --ps-shards 2 "
       "--ranks 4\n"
       "            (time = one push of S bytes + pull of S bytes per rank; "

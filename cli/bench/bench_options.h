@@ -23,6 +23,7 @@
 #include "cli/bench/collective.h"
 #include "cli/bench/sizes.h"
 #include "collectives/types.h"
+#include "common/flags.h"
 
 namespace gradsync {
 namespace bench {
@@ -97,9 +98,15 @@ struct BenchOptions {
 
 // Parses "<collective> [flags]". Flags take their value as the next
 // argument, after '=' ("--iters=5"), or glued to a one-letter flag
-// ("-n5").
+// ("-n5"). With --store but without --rank or --world, the missing ones
+// come from the launcher's environment, as nccl-tests and torchrun users
+// expect: OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun), then
+// SLURM_PROCID/SLURM_NTASKS (srun), then RANK/WORLD_SIZE (torchrun); a
+// value that is not a number is INVALID_ARGUMENT naming the variable.
+// Without --store the environment is not read (a local launch inside an
+// allocation stays local).
 [[nodiscard]] absl::StatusOr<BenchOptions> ParseBenchArgs(
-    const std::vector<std::string>& args);
+    const std::vector<std::string>& args, const EnvLookup& env = ProcessEnv);
 
 // The usage text listing every flag.
 std::string BenchUsage();

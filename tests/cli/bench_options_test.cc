@@ -1,5 +1,7 @@
 #include "cli/bench/bench_options.h"
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -179,6 +181,81 @@ TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
       {{"allreduce", "--ranks", "0"}, "--ranks wants an integer >= 1"},
   };
   ExpectRefused(cases);
+}
+
+// A fixed environment for ParseBenchArgs.
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](
+             absl::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ParseBenchArgsTest, RankAndWorldFromTheLauncher) {
+  const std::vector<std::string> args = {"allreduce", "--store", "h:1"};
+  struct Case {
+    std::map<std::string, std::string> env;
+    int rank, world;
+  };
+  const std::vector<Case> cases = {
+      {{{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}}, 2, 4},
+      {{{"RANK", "1"}, {"WORLD_SIZE", "3"}}, 1, 3},
+      // mpirun's variables first, then srun's, then torchrun's.
+      {{{"OMPI_COMM_WORLD_RANK", "3"},
+        {"OMPI_COMM_WORLD_SIZE", "8"},
+        {"SLURM_PROCID", "0"},
+        {"SLURM_NTASKS", "2"},
+        {"RANK", "1"},
+        {"WORLD_SIZE", "2"}},
+       3,
+       8},
+      {{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"RANK", "0"}}, 5, 6},
+      // A launcher with half its pair is skipped.
+      {{{"SLURM_PROCID", "1"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}}, 0, 2},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<BenchOptions> o = ParseBenchArgs(args, Env(c.env));
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_TRUE(o->member());
+    EXPECT_EQ(o->rank, c.rank);
+    EXPECT_EQ(o->world, c.world);
+  }
+}
+
+TEST(ParseBenchArgsTest, FlagsWinOverTheLauncherAndNoStoreStaysLocal) {
+  const EnvLookup slurm = Env({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}});
+  absl::StatusOr<BenchOptions> o = ParseBenchArgs(
+      {"allreduce", "--rank", "1", "--world", "3", "--store", "h:1"}, slurm);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->rank, 1);
+  EXPECT_EQ(o->world, 3);
+  o = ParseBenchArgs({"allreduce", "--world", "8", "--store", "h:1"}, slurm);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->rank, 2);
+  EXPECT_EQ(o->world, 8);
+  // A local launch inside an allocation stays local.
+  o = ParseBenchArgs({"allreduce", "--ranks", "3"}, slurm);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->member());
+  EXPECT_EQ(o->ranks, 3);
+}
+
+TEST(ParseBenchArgsTest, BadLauncherValues_InvalidArgumentNamingTheVariable) {
+  const std::vector<std::string> args = {"allreduce", "--store", "h:1"};
+  absl::StatusOr<BenchOptions> o =
+      ParseBenchArgs(args, Env({{"RANK", "x"}, {"WORLD_SIZE", "2"}}));
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.status().message(), HasSubstr("$RANK"));
+  o = ParseBenchArgs(args, Env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}));
+  EXPECT_THAT(o.status().message(), HasSubstr("$SLURM_NTASKS"));
+  o = ParseBenchArgs(args, Env({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}));
+  EXPECT_THAT(o.status().message(), HasSubstr("N > rank"));
+  // No launcher at all: --store alone asks for --rank and --world.
+  o = ParseBenchArgs(args, Env({}));
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.status().message(), HasSubstr("srun, mpirun or torchrun"));
 }
 
 TEST(StripFlagTest, RemovesBothSpellingsAndTheirValues) {
