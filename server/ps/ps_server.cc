@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
   std::unique_ptr<PsServer> server(
       new PsServer(std::move(host), options.compute_threads));
 
+  EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);

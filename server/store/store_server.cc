@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
   }
   std::unique_ptr<StoreServer> server(new StoreServer(std::move(host)));
 
+  EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
