@@ -5,6 +5,7 @@
 // 127.0.0.1:29400) and --json. `gradsync --version` prints the version and
 // the wire version.
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "cli/control/local_command.h"
 #include "cli/lab/explain_command.h"
 #include "cli/lab/lab_command.h"
+#include "common/did_you_mean.h"
 #include "common/flags.h"
 
 namespace {
@@ -86,7 +88,13 @@ int main(int argc, char** argv) {
       return command.run(std::vector<std::string>(argv + 2, argv + argc));
     }
   }
-  std::cerr << "gradsync: unknown command '" << name << "'\n\n";
+  std::vector<std::string> names;
+  for (const Command& command : kCommands) names.push_back(command.name);
+  std::cerr << "gradsync: unknown command '" << name << "'";
+  if (std::optional<std::string> near = gradsync::ClosestName(name, names)) {
+    std::cerr << "; did you mean '" << *near << "'?";
+  }
+  std::cerr << "\n\n";
   PrintUsage(std::cerr);
   return 1;
 }

@@ -8,14 +8,18 @@
 #include <cstddef>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/did_you_mean.h"
 #include "common/units.h"
 #include "common/version.h"
 #include "common/wire_version.h"
@@ -136,8 +140,13 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(
       }
       flag = FindLong(flags, name);
       if (flag == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown flag '--", name, "'"));
+        std::vector<std::string> names;
+        for (const FlagSpec& f : flags) names.push_back(f.name);
+        std::string message = absl::StrCat("unknown flag '--", name, "'");
+        if (std::optional<std::string> near = ClosestName(name, names)) {
+          absl::StrAppend(&message, "; did you mean '--", *near, "'?");
+        }
+        return absl::InvalidArgumentError(message);
       }
     } else if (arg.size() >= 2 && arg[0] == '-') {
       flag = FindShort(flags, arg[1]);

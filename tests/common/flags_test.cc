@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/did_you_mean.h"
 #include "common/units.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
@@ -67,6 +68,37 @@ TEST(ParseFlagsTest, Errors_NameTheFlag) {
               HasSubstr("--json takes no value"));
   EXPECT_EQ(ParseFlags({"-x"}, flags).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ParseFlagsTest, UnknownFlag_SuggestsTheNearestKnownOne) {
+  bool json = false;
+  int64_t workers = 0;
+  std::vector<FlagSpec> flags = {SwitchFlag("json", "", &json),
+                                 IntFlag("workers", "", 1, &workers)};
+  EXPECT_THAT(ParseFlags({"--workres", "2"}, flags),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown flag '--workres'; did you mean "
+                                 "'--workers'?")));
+  EXPECT_THAT(ParseFlags({"--jsno"}, flags),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("did you mean '--json'?")));
+  EXPECT_THAT(std::string(ParseFlags({"--steps"}, flags).status().message()),
+              Not(HasSubstr("did you mean")));
+  EXPECT_EQ(workers, 0);  // nothing was set
+}
+
+TEST(ClosestNameTest, NearNamesOnly) {
+  const std::vector<std::string> names = {"submit", "status", "switch",
+                                          "cancel", "up"};
+  EXPECT_EQ(ClosestName("sumbit", names), "submit");
+  EXPECT_EQ(ClosestName("STATUS_", names), "status");
+  EXPECT_EQ(ClosestName("cancle", names), "cancel");
+  EXPECT_EQ(ClosestName("switch", names), std::nullopt);  // known already
+  EXPECT_EQ(ClosestName("benchmark", names), std::nullopt);
+  EXPECT_EQ(ClosestName("u", names), std::nullopt);  // as long as the edit
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("max_threads", "MAX-THREADS"), 0u);
 }
 
 TEST(ParseFlagsTest, DoubleDashEndsFlags) {
