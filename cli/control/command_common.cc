@@ -75,6 +75,7 @@ int FollowOne(ControlClient& client, const std::string& job_id,
               const CommandEnv& env, std::string* restarted_as) {
   ProgressOptions options;
   options.tty = env.out_is_tty;
+  options.width = env.out_is_tty ? env.terminal_width : 0;
   options.every_steps = follow.every;
   ProgressTracker tracker(options, json ? nullptr : env.out);
   if (!json) {

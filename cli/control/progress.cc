@@ -172,7 +172,15 @@ void ProgressTracker::PrintLine(const std::string& line) {
 void ProgressTracker::PrintProgress() {
   const ProgressSnapshot snapshot = Snapshot();
   if (options_.tty) {
-    const std::string line = FormatProgressLine(snapshot, options_.bar_width);
+    std::string line = FormatProgressLine(snapshot, options_.bar_width);
+    // A line as wide as the terminal wraps, and \r then redraws only its
+    // last row: drop the bar, then cut.
+    const size_t fits =
+        options_.width > 0 ? static_cast<size_t>(options_.width - 1) : 0;
+    if (fits > 0 && line.size() > fits) {
+      line = FormatProgressLine(snapshot, /*bar_width=*/0);
+      if (line.size() > fits) line.resize(fits);
+    }
     const absl::Time now = absl::Now();
     if (bar_open_ && line == drawn_line_) return;
     if (bar_open_ && !IsTerminal(snapshot.state) &&

@@ -57,6 +57,9 @@ struct ProgressOptions {
   // least 1), or 10 when the total is unknown.
   int64_t every_steps = 0;
   int bar_width = 24;
+  // On a terminal, its width in columns: a longer line drops its bar, then
+  // is cut, so that the \r redraw never wraps. 0: no limit.
+  int width = 0;
   // On a terminal, the line is redrawn at most this often (and only when
   // it changed); events arrive once per rank and step.
   absl::Duration redraw_interval = absl::Milliseconds(100);

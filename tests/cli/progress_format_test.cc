@@ -91,6 +91,31 @@ TEST(ProgressTest, Terminal_RedrawsInPlace) {
             "ring  RUNNING\n");
 }
 
+// A narrow terminal: the line drops its bar, then is cut one column short
+// of the width, so that the \r redraw never wraps.
+TEST(ProgressTest, Terminal_LineFitsTheWidth) {
+  for (const int width : {120, 60, 40}) {
+    std::ostringstream out;
+    ProgressOptions options;
+    options.tty = true;
+    options.bar_width = 24;
+    options.width = width;
+    ProgressTracker tracker(options, &out);
+    tracker.OnEvent(Event(JOB_STATE_RUNNING, {Metric(0, 1, 0.03, 0.01, 0.05)}));
+    const std::string text = out.str();
+    const size_t at = text.rfind("\r\x1b[K");
+    ASSERT_NE(at, std::string::npos) << text;
+    const std::string line = text.substr(at + 4);
+    EXPECT_LT(line.size(), static_cast<size_t>(width)) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    if (width == 120) {
+      EXPECT_EQ(line.rfind("[##", 0), 0u) << "the bar fits: " << line;
+    } else {
+      EXPECT_EQ(line.rfind("step 2/4", 0), 0u) << "no bar: " << line;
+    }
+  }
+}
+
 TEST(ProgressTest, EachSwitchGetsALineAndTheStepLineShowsTheMode) {
   std::ostringstream out;
   ProgressOptions options;
