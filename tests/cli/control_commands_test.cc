@@ -53,7 +53,7 @@ TEST_F(ControlCommandsTest, Submit_Json_PrintsOnlyTheId) {
 
 TEST_F(ControlCommandsTest, Submit_CoordinatorFromTheEnvironment) {
   CommandEnv env;
-  env.coordinator_env = address_;
+  env.coordinator_env = server_.address();
   EXPECT_EQ(RunWithEnv(RunSubmit, {"--json"}, env), kExitOk) << err_.str();
   EXPECT_EQ(fake_.submitted().size(), 1u);
 }
@@ -137,8 +137,8 @@ TEST_F(ControlCommandsTest, Status_OneJob) {
 
 TEST_F(ControlCommandsTest, Status_AllJobs) {
   EXPECT_EQ(Run(RunStatus, {}), kExitOk);
-  EXPECT_THAT(out_.str(), StartsWith("JOB     NAME    STATE"));
-  EXPECT_THAT(out_.str(), HasSubstr("j-fail  fmnist  FAILED"));
+  EXPECT_THAT(out_.str(), StartsWith("JOB          NAME    STATE"));
+  EXPECT_THAT(out_.str(), HasSubstr("\nj-fail       fmnist  FAILED"));
   EXPECT_EQ(Run(RunStatus, {"--json"}), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("{\"jobs\":[{\"jobId\":\"j-1\""));
 }
@@ -159,8 +159,11 @@ TEST_F(ControlCommandsTest, UsageError_WithJson_PrintsTheErrorAsJson) {
 }
 
 TEST_F(ControlCommandsTest, Cancel) {
-  EXPECT_EQ(Run(RunCancel, {"j-1"}), kExitOk);
-  EXPECT_THAT(out_.str(), HasSubstr("cancelled job j-1 (now CANCELLED"));
+  EXPECT_EQ(Run(RunCancel, {"j-run"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("cancelled job j-run (now CANCELLED"));
+  // Cancelled now, so a second cancel finds it ended.
+  EXPECT_EQ(Run(RunCancel, {"j-run"}), kExitFailure);
+  EXPECT_THAT(err_.str(), HasSubstr("job j-run already ended (CANCELLED)"));
   EXPECT_EQ(Run(RunCancel, {"j-fail"}), kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("already ended"));
   EXPECT_EQ(Run(RunCancel, {}), kExitUsage);
@@ -265,18 +268,16 @@ TEST(UnreachableCoordinatorTest, Client_FailsFastWithTheClearMessage) {
 TEST(UnreachableCoordinatorTest, Watch_CoordinatorComesUpLate_Follows) {
   const int port = ClosedPort();
   const std::string address = absl::StrCat("127.0.0.1:", port);
-  test_support::CannedJobService service;
-  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<gradsync::testing::FakeCoordinatorServer> server;
   std::thread starter([&]() {
     // Several connection attempts are refused first (100 ms backoff).
     absl::SleepFor(absl::Milliseconds(300));
-    grpc::ServerBuilder builder;
-    int bound = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                             &bound);
-    builder.RegisterService(&service);
-    server = builder.BuildAndStart();
-    if (bound != port) server.reset();
+    server = std::make_unique<gradsync::testing::FakeCoordinatorServer>(port);
+    if (server->port() != port) {
+      server.reset();
+    } else {
+      test_support::AddCannedJobs(&server->fake());
+    }
   });
   ClientConfig config;
   config.address = address;
@@ -293,7 +294,6 @@ TEST(UnreachableCoordinatorTest, Watch_CoordinatorComesUpLate_Follows) {
   if (server == nullptr) GTEST_SKIP() << "port " << port << " was taken";
   EXPECT_TRUE(watch.ok()) << watch;
   EXPECT_EQ(events, 5);  // the fake's RUNNING, three steps, SUCCEEDED
-  server->Shutdown();
 }
 
 TEST(UnreachableCoordinatorTest, Commands_ExitOneWithTheMessage) {

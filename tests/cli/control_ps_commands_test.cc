@@ -41,15 +41,15 @@ TEST_F(ControlCommandsTest, Submit_PsFlags_ReachTheSpec) {
 }
 
 TEST_F(ControlCommandsTest, Switch_PrintsTheEpochAndWhenItApplies) {
-  EXPECT_EQ(Run(RunSwitch, {"j-1", "ps"}), kExitOk) << err_.str();
+  EXPECT_EQ(Run(RunSwitch, {"j-run", "ps"}), kExitOk) << err_.str();
   EXPECT_THAT(out_.str(),
-              StartsWith("job j-1: switch to ps requested (epoch 1); it "
+              StartsWith("job j-run: switch to ps requested (epoch 1); it "
                          "applies at the next step boundary the ranks agree "
                          "on\n"));
-  EXPECT_THAT(out_.str(), HasSubstr("gradsync status j-1"));
-  EXPECT_EQ(Run(RunSwitch, {"j-1", "ring", "--json"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("gradsync status j-run"));
+  EXPECT_EQ(Run(RunSwitch, {"j-run", "ring", "--json"}), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("{\"epoch\":2,\"status\":{\"jobId\":"
-                                     "\"j-1\""));
+                                     "\"j-run\""));
   EXPECT_THAT(fake_.switches(), ElementsAre(SYNC_MODE_PS, SYNC_MODE_RING));
 }
 

@@ -6,8 +6,11 @@
 // the real one, and records every ReportRank and ReportMetrics. For
 // parameter servers it hands out ids "ps-1", "ps-2", ..., answers
 // heartbeats of unknown ids with NOT_FOUND (as a restarted coordinator
-// would) and releases the jobs the test names. The job RPCs answer
-// UNIMPLEMENTED. Tests drive it from their own thread.
+// would) and releases the jobs the test names. For the control commands
+// it answers the users' RPCs (submit, status, list, cancel, switch, watch,
+// metrics, workers) from a job table the test fills: cancel and switch
+// refuse ended jobs as the real one does, and submissions are recorded and
+// answered as the test says. Tests drive it from their own thread.
 #ifndef GRADSYNC_TESTS_UTIL_FAKE_COORDINATOR_H_
 #define GRADSYNC_TESTS_UTIL_FAKE_COORDINATOR_H_
 
@@ -72,6 +75,52 @@ class FakeCoordinator final : public Coordinator::Service {
                            const PsHeartbeatRequest* request,
                            PsHeartbeatResponse* response) override;
 
+  // ---- what users call (the control commands) ----
+  grpc::Status SubmitJob(grpc::ServerContext* context,
+                         const SubmitJobRequest* request,
+                         SubmitJobResponse* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context,
+                      const GetJobRequest* request,
+                      JobStatus* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context,
+                        const ListJobsRequest* request,
+                        ListJobsResponse* response) override;
+  grpc::Status CancelJob(grpc::ServerContext* context,
+                         const CancelJobRequest* request,
+                         JobStatus* response) override;
+  grpc::Status SwitchJob(grpc::ServerContext* context,
+                         const SwitchJobRequest* request,
+                         SwitchJobResponse* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context,
+                        const WatchJobRequest* request,
+                        grpc::ServerWriter<JobEvent>* writer) override;
+  grpc::Status GetMetrics(grpc::ServerContext* context,
+                          const GetMetricsRequest* request,
+                          GetMetricsResponse* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context,
+                           const ListWorkersRequest* request,
+                           ListWorkersResponse* response) override;
+
+  // ---- test control: the job table ----
+  // The users' RPCs answer from these jobs, listed in the order added; an
+  // id not added is NOT_FOUND ("no job '<id>'"). Cancel ends a job that has
+  // not ended; switch counts the job's requests (the epoch).
+  void AddJob(const JobStatus& job);
+  // What SubmitJob answers after recording the spec: a status, and the new
+  // job's id in `*job_id` (UNIMPLEMENTED while none is set).
+  using SubmitAnswer =
+      std::function<grpc::Status(const JobSpec& spec, std::string* job_id)>;
+  void AnswerSubmissions(SubmitAnswer answer);
+  // WatchJob streams `events` for `job_id` (else the job's status once).
+  void SetWatchEvents(const std::string& job_id, std::vector<JobEvent> events);
+  // GetMetrics answers `metrics` for `job_id` (else nothing).
+  void SetMetrics(const std::string& job_id, GetMetricsResponse metrics);
+  // ListWorkers answers `workers` (else nothing).
+  void SetWorkerList(ListWorkersResponse workers);
+  std::vector<JobSpec> submitted() const;
+  // The modes of the switches accepted, in order.
+  std::vector<SyncMode> switches() const;
+
   // ---- test control ----
   // Queues news for `worker_id`'s next heartbeat.
   void Assign(const std::string& worker_id, const Assignment& assignment);
@@ -135,6 +184,18 @@ class FakeCoordinator final : public Coordinator::Service {
   std::set<std::string> known_ps_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> release_ ABSL_GUARDED_BY(mu_);
   bool refuse_ps_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The job table (fake_coordinator_jobs.cc).
+  JobStatus* FindJobLocked(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<JobStatus> jobs_ ABSL_GUARDED_BY(mu_);
+  SubmitAnswer submit_answer_ ABSL_GUARDED_BY(mu_);
+  std::vector<JobSpec> submitted_ ABSL_GUARDED_BY(mu_);
+  std::vector<SyncMode> switches_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<JobEvent>> watch_events_
+      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, GetMetricsResponse> job_metrics_ ABSL_GUARDED_BY(mu_);
+  ListWorkersResponse worker_list_ ABSL_GUARDED_BY(mu_);
 };
 
 // The fake served on 127.0.0.1:`port` (0: a free port); port() is 0 when
