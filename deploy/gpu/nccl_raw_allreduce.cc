@@ -34,6 +34,12 @@
 #include <string>
 #include <vector>
 
+#include "common/wire_version.h"  // a constant only: no gradsync library
+
+#ifndef GRADSYNC_VERSION
+#error "GRADSYNC_VERSION is set by deploy/gpu/CMakeLists.txt"
+#endif
+
 namespace {
 
 struct Options {
@@ -100,9 +106,23 @@ int Usage(const char* why) {
   return 64;
 }
 
+// -1: go on; otherwise the exit status.
 int ParseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--version") {
+      std::printf("gradsync-nccl-raw %s (wire version %d)\n", GRADSYNC_VERSION,
+                  static_cast<int>(gradsync::kWireVersion));
+      return 0;
+    }
+    if (flag == "--help" || flag == "-h") {
+      std::printf(
+          "usage: gradsync-nccl-raw [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
+          "[-w WARMUP] [--device N]\n"
+          "raw ncclAllReduce (fp32 sum), timed as `gradsync bench allreduce "
+          "--backend nccl` times it; sizes take K/M/G (K = 1024)\n");
+      return 0;
+    }
     if (i + 1 >= argc) return Usage(("no value after " + flag).c_str());
     const char* value = argv[++i];
     bool ok = false;
@@ -117,7 +137,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
   if (o->min_bytes < sizeof(float) || o->min_bytes > o->max_bytes) {
     return Usage("need 4 <= -b <= -e");
   }
-  return 0;
+  return -1;
 }
 
 // The files the dynamic loader mapped whose names mention NCCL or CUDA.
@@ -221,7 +241,7 @@ void PrintHeader(const Options& o, int nccl_version, int runtime, int driver,
 
 int main(int argc, char** argv) {
   Options o;
-  if (const int bad = ParseOptions(argc, argv, &o)) return bad;
+  if (const int done = ParseOptions(argc, argv, &o); done >= 0) return done;
 
   int nccl_version = 0, runtime = 0, driver = 0;
   cudaDeviceProp prop{};
