@@ -9,7 +9,9 @@
 // Bump kWireVersion with any change that a daemon of the previous build
 // would misread; additive fields that old readers ignore do not need it.
 //   0: a build from before registration carried the version;
-//   1: the first versioned build (PS pushes may carry trailer scalars).
+//   1: the first versioned build (PS pushes may carry trailer scalars);
+//   2: daemons carry credentials, the ring handshake proves the job
+//      secret, and PS shard calls carry tokens (docs/security.md).
 #ifndef GRADSYNC_COMMON_WIRE_VERSION_H_
 #define GRADSYNC_COMMON_WIRE_VERSION_H_
 
@@ -20,7 +22,7 @@
 
 namespace gradsync {
 
-inline constexpr int32_t kWireVersion = 1;
+inline constexpr int32_t kWireVersion = 2;
 
 // OK when a daemon that announced `peer_version` may join; otherwise
 // FAILED_PRECONDITION naming both versions, for `who` ("worker (host 'a',

@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
+  # credentials, job secrets and their HMACs (common/secret.h)
+  libssl-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
   # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots
   iproute2 python3-matplotlib

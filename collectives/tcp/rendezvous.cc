@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collectives/tcp/wire.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 
@@ -31,14 +33,18 @@ constexpr absl::Duration kHandshakeTimeout = absl::Seconds(5);
 // flood of idle connections cannot keep it out for long).
 constexpr size_t kMaxArrivals = 64;
 
-// An accepted connection whose handshake has not all arrived.
+// An accepted connection whose handshake has not all arrived: first the
+// Handshake, then (once answered) the connector's proof.
 struct Arrival {
   Socket socket;
   std::string peer;
   absl::Time deadline;
   Handshake hs{};
-  size_t got = 0;
-  bool done = false;  // taken as a peer, or rejected
+  HandshakeAnswer answer{};  // sent once hs passed its checks
+  HandshakeProof proof{};
+  bool proving = false;  // answered; reading the proof
+  size_t got = 0;        // bytes of hs, then of proof
+  bool done = false;     // taken as a peer, or rejected
 };
 
 void DropDone(std::vector<Arrival>* arrivals) {
@@ -98,14 +104,38 @@ void DropDone(std::vector<Arrival>* arrivals) {
   RETURN_IF_ERROR(ApplyCongestionControl(s, options));
   const Handshake hs = MakeHandshake(options.job_id, rank, peer, size);
   RETURN_IF_ERROR(s.SendAll(&hs, sizeof(hs), deadline, nullptr));
-  uint32_t reply = 0;
-  RETURN_IF_ERROR(s.RecvAll(&reply, sizeof(reply), deadline, nullptr));
-  if (static_cast<HandshakeReply>(reply) != HandshakeReply::kAccepted) {
+  auto refused = [&](uint32_t reply) {
     return absl::FailedPreconditionError(absl::StrCat(
         "rank ", peer, " at ", addr, " refused the connection from rank ", rank,
         ": ", HandshakeReplyName(static_cast<HandshakeReply>(reply)),
         " (we are ", DescribeHandshake(hs),
         "); check that both ranks belong to the same job and generation"));
+  };
+  HandshakeAnswer answer{};
+  RETURN_IF_ERROR(s.RecvAll(&answer, sizeof(answer), deadline, nullptr));
+  if (static_cast<HandshakeReply>(answer.reply) != HandshakeReply::kAccepted) {
+    return refused(answer.reply);
+  }
+  // The listener proves the secret first: an impostor at a forged or stale
+  // address learns nothing from us.
+  if (!CheckHandshakeProof(options.job_secret, HandshakeRole::kAcceptor, hs,
+                           answer.nonce, answer.proof)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "rank ", rank, ": the listener at ", addr, ", published as rank ", peer,
+        " of job '", options.job_id,
+        "', did not prove the job's secret; it is not a rank of this job (a "
+        "stale or forged rendezvous entry, or an impostor). Refused it; check "
+        "what else listens at that address"));
+  }
+  HandshakeProof proof{};
+  const std::string mine = HandshakeProofOf(
+      options.job_secret, HandshakeRole::kConnector, hs, answer.nonce);
+  std::memcpy(proof.proof, mine.data(), kProofBytes);
+  RETURN_IF_ERROR(s.SendAll(&proof, sizeof(proof), deadline, nullptr));
+  uint32_t reply = 0;
+  RETURN_IF_ERROR(s.RecvAll(&reply, sizeof(reply), deadline, nullptr));
+  if (static_cast<HandshakeReply>(reply) != HandshakeReply::kAccepted) {
+    return refused(reply);
   }
   return s;
 }
@@ -135,8 +165,9 @@ void DropDone(std::vector<Arrival>* arrivals) {
 
   std::vector<std::string> rejected;
   std::vector<Arrival> arrivals;
-  auto reject = [&rejected](Arrival& a, absl::string_view why) {
+  auto reject = [&rejected, &options](Arrival& a, absl::string_view why) {
     rejected.push_back(absl::StrCat(a.peer, " ", why));
+    if (options.on_rejected) options.on_rejected(rejected.back());
     a.done = true;
   };
   int pending = size - 1 - rank;
@@ -182,26 +213,66 @@ void DropDone(std::vector<Arrival>* arrivals) {
     for (size_t i = 0; i < arrivals.size(); ++i) {
       if (fds[i + 1].revents == 0) continue;
       Arrival& a = arrivals[i];
+      char* buffer = a.proving ? reinterpret_cast<char*>(&a.proof)
+                               : reinterpret_cast<char*>(&a.hs);
+      const size_t want = a.proving ? sizeof(a.proof) : sizeof(a.hs);
       const ssize_t n =
-          recv(a.socket.fd(), reinterpret_cast<char*>(&a.hs) + a.got,
-               sizeof(a.hs) - a.got, MSG_DONTWAIT);
+          recv(a.socket.fd(), buffer + a.got, want - a.got, MSG_DONTWAIT);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
                      errno != EINTR)) {
-        reject(a, "closed the connection before its handshake");
+        reject(a, a.proving ? absl::StrCat("(", DescribeHandshake(a.hs),
+                                           ") closed the connection before "
+                                           "proving the job secret")
+                            : "closed the connection before its handshake");
         continue;
       }
       if (n < 0) continue;
       a.got += static_cast<size_t>(n);
-      if (a.got < sizeof(a.hs)) continue;
+      if (a.got < want) continue;
+      a.got = 0;
+      const absl::Time io_deadline = std::min(deadline, a.deadline);
+      if (!a.proving) {
+        // The fields first; a peer that passes them gets our proof and
+        // challenge, and must answer with its own.
+        HandshakeReply reply = CheckHandshake(a.hs, options.job_id, rank, size);
+        if (reply == HandshakeReply::kAccepted &&
+            sockets[a.hs.from_rank].valid()) {
+          reply = HandshakeReply::kDuplicate;
+        }
+        a.answer.reply = static_cast<uint32_t>(reply);
+        if (reply == HandshakeReply::kAccepted) {
+          const std::string nonce = RandomSecret(kNonceBytes);
+          std::memcpy(a.answer.nonce, nonce.data(), kNonceBytes);
+          const std::string proof =
+              HandshakeProofOf(options.job_secret, HandshakeRole::kAcceptor,
+                               a.hs, a.answer.nonce);
+          std::memcpy(a.answer.proof, proof.data(), kProofBytes);
+        }
+        const absl::Status sent =
+            a.socket.SendAll(&a.answer, sizeof(a.answer), io_deadline, nullptr);
+        if (reply != HandshakeReply::kAccepted) {
+          reject(a, absl::StrCat("(", DescribeHandshake(a.hs),
+                                 "): ", HandshakeReplyName(reply)));
+        } else if (!sent.ok()) {
+          a.done = true;
+        } else {
+          a.proving = true;
+        }
+        continue;
+      }
       a.done = true;
-      HandshakeReply reply = CheckHandshake(a.hs, options.job_id, rank, size);
+      HandshakeReply reply =
+          CheckHandshakeProof(options.job_secret, HandshakeRole::kConnector,
+                              a.hs, a.answer.nonce, a.proof.proof)
+              ? HandshakeReply::kAccepted
+              : HandshakeReply::kBadProof;
       if (reply == HandshakeReply::kAccepted &&
           sockets[a.hs.from_rank].valid()) {
         reply = HandshakeReply::kDuplicate;
       }
       const uint32_t code = static_cast<uint32_t>(reply);
-      const absl::Status sent = a.socket.SendAll(
-          &code, sizeof(code), std::min(deadline, a.deadline), nullptr);
+      const absl::Status sent =
+          a.socket.SendAll(&code, sizeof(code), io_deadline, nullptr);
       if (reply != HandshakeReply::kAccepted) {
         reject(a, absl::StrCat("(", DescribeHandshake(a.hs),
                                "): ", HandshakeReplyName(reply)));

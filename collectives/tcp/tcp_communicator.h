@@ -25,10 +25,12 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "collectives/communicator.h"
 #include "collectives/store.h"
@@ -48,6 +50,16 @@ struct TcpOptions {
   // Identifies the job and rendezvous generation; peers with another id are
   // refused at the handshake.
   std::string job_id = "default";
+  // The job's secret (Assignment.job_secret): peers prove it to each other
+  // at the handshake (collectives/tcp/wire.h), so that a connection from
+  // or to anything else is refused and named. Empty: no proof (benches,
+  // tests); a rank with a secret refuses a peer without one.
+  std::string job_secret;
+  // Called (on the rendezvous thread) for each connection refused at
+  // rendezvous: strays, garbage, another job, or no proof of the secret;
+  // "<peer address> <why>". Such connections are also counted in the
+  // error if rendezvous times out. May be empty.
+  std::function<void(absl::string_view)> on_rejected;
   // Address to listen on and to publish to peers. Port 0 picks a free port.
   std::string listen_host = "127.0.0.1";
   int listen_port = 0;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/secret.h"
 
 namespace gradsync {
 
@@ -22,6 +23,8 @@ absl::string_view HandshakeReplyName(HandshakeReply reply) {
       return "world size differs";
     case HandshakeReply::kDuplicate:
       return "that rank is already connected";
+    case HandshakeReply::kBadProof:
+      return "no proof of the job secret (not a rank of this job)";
   }
   return "unknown reply";
 }
@@ -31,19 +34,44 @@ Handshake MakeHandshake(absl::string_view job_id, int from_rank, int to_rank,
   Handshake hs;
   std::memset(&hs, 0, sizeof(hs));
   hs.magic = kHandshakeMagic;
-  hs.version = kWireVersion;
+  hs.version = kTcpWireVersion;
   hs.from_rank = from_rank;
   hs.to_rank = to_rank;
   hs.world_size = world_size;
   hs.job_id_len =
       static_cast<uint32_t>(std::min(job_id.size(), kMaxJobIdBytes));
   std::memcpy(hs.job_id, job_id.data(), hs.job_id_len);
+  const std::string nonce = RandomSecret(kNonceBytes);
+  std::memcpy(hs.nonce, nonce.data(), kNonceBytes);
   return hs;
+}
+
+std::string HandshakeProofOf(absl::string_view secret, HandshakeRole role,
+                             const Handshake& hs,
+                             const uint8_t (&acceptor_nonce)[kNonceBytes]) {
+  if (secret.empty()) return std::string(kProofBytes, '\0');
+  // The handshake as sent (nonce included) and the acceptor's nonce.
+  std::string message(role == HandshakeRole::kAcceptor
+                          ? "gradsync ring acceptor\n"
+                          : "gradsync ring connector\n");
+  message.append(reinterpret_cast<const char*>(&hs), sizeof(hs));
+  message.append(reinterpret_cast<const char*>(acceptor_nonce), kNonceBytes);
+  return HmacSha256(secret, message);
+}
+
+bool CheckHandshakeProof(absl::string_view secret, HandshakeRole role,
+                         const Handshake& hs,
+                         const uint8_t (&acceptor_nonce)[kNonceBytes],
+                         const uint8_t (&proof)[kProofBytes]) {
+  if (secret.empty()) return true;
+  return SecretsEqual(
+      HandshakeProofOf(secret, role, hs, acceptor_nonce),
+      absl::string_view(reinterpret_cast<const char*>(proof), kProofBytes));
 }
 
 HandshakeReply CheckHandshake(const Handshake& hs, absl::string_view job_id,
                               int my_rank, int world_size) {
-  if (hs.magic != kHandshakeMagic || hs.version != kWireVersion ||
+  if (hs.magic != kHandshakeMagic || hs.version != kTcpWireVersion ||
       hs.job_id_len > kMaxJobIdBytes) {
     return HandshakeReply::kBadMagic;
   }

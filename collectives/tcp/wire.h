@@ -1,6 +1,19 @@
 // Wire formats of the TCP backend: the connection handshake and the header
 // that starts every collective on every connection it uses.
 //
+// The handshake, connecting rank C to accepting rank A:
+//   C -> A  Handshake: job id, both ranks, world size, C's nonce
+//   A -> C  HandshakeAnswer: a HandshakeReply; when A accepts the fields,
+//           A's nonce and A's proof of the job secret
+//   C -> A  HandshakeProof: C's proof (C first checks A's: a listener
+//           without the secret learns nothing and gets nothing)
+//   A -> C  the final HandshakeReply (kAccepted, or kBadProof)
+// A proof is HMAC-SHA256(job secret, role || both nonces || the fields),
+// so it is good for this connection only and the secret never crosses
+// the wire (common/secret.h). A job without a secret (TcpOptions.job_secret
+// empty: benches, tests) sends zero proofs and checks none; a rank with a
+// secret refuses a peer without it.
+//
 // Both are fixed-size structs sent as raw bytes (all ranks of a job run the
 // same build on little-endian x86-64 or arm64 hosts). A magic number and a
 // version catch stray connections and garbage; the fields below let a rank
@@ -19,8 +32,10 @@ namespace gradsync {
 
 inline constexpr uint32_t kHandshakeMagic = 0x47534843;  // "GSHC"
 inline constexpr uint32_t kHeaderMagic = 0x47534348;     // "GSCH"
-inline constexpr uint32_t kWireVersion = 1;
+inline constexpr uint32_t kTcpWireVersion = 2;  // 2: the job secret proof
 inline constexpr size_t kMaxJobIdBytes = 96;
+inline constexpr size_t kNonceBytes = 16;
+inline constexpr size_t kProofBytes = 32;  // HMAC-SHA256
 
 // Sent by the connecting (higher) rank right after connect().
 struct Handshake {
@@ -31,6 +46,7 @@ struct Handshake {
   int32_t world_size;
   uint32_t job_id_len;
   char job_id[kMaxJobIdBytes];
+  uint8_t nonce[kNonceBytes];
 };
 
 // The accepting rank's answer.
@@ -41,11 +57,42 @@ enum class HandshakeReply : uint32_t {
   kWrongRank = 3,
   kWrongWorldSize = 4,
   kDuplicate = 5,
+  kBadProof = 6,
 };
 absl::string_view HandshakeReplyName(HandshakeReply reply);
 
+// The accepting rank's first answer.
+struct HandshakeAnswer {
+  uint32_t reply;  // HandshakeReply
+  uint8_t nonce[kNonceBytes];
+  uint8_t proof[kProofBytes];
+};
+
+// The connecting rank's proof.
+struct HandshakeProof {
+  uint8_t proof[kProofBytes];
+};
+
+// With a fresh random nonce.
 Handshake MakeHandshake(absl::string_view job_id, int from_rank, int to_rank,
                         int world_size);
+
+// Which side proves.
+enum class HandshakeRole { kAcceptor, kConnector };
+
+// The proof of `role` for the connection that `hs` opened and whose
+// acceptor chose `acceptor_nonce`: HMAC-SHA256 under `secret`, or zeros
+// when `secret` is empty.
+std::string HandshakeProofOf(absl::string_view secret, HandshakeRole role,
+                             const Handshake& hs,
+                             const uint8_t (&acceptor_nonce)[kNonceBytes]);
+
+// True when `proof` is what `role` must send; always true for an empty
+// `secret` (no check), constant-time otherwise.
+bool CheckHandshakeProof(absl::string_view secret, HandshakeRole role,
+                         const Handshake& hs,
+                         const uint8_t (&acceptor_nonce)[kNonceBytes],
+                         const uint8_t (&proof)[kProofBytes]);
 // Checks a received handshake against what this rank expects; the
 // connecting rank learns the outcome from the reply code.
 HandshakeReply CheckHandshake(const Handshake& hs, absl::string_view job_id,

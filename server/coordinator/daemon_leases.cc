@@ -30,6 +30,7 @@ absl::StatusOr<RegisterWorkerResponse> DaemonLeases::RegisterWorker(
                                 DeviceList(worker->devices)));
   RegisterWorkerResponse response;
   response.set_worker_id(worker->id);
+  response.set_credential(worker->credential);
   response.set_lease_ms(absl::ToInt64Milliseconds(state_.config.lease));
   response.set_heartbeat_ms(
       absl::ToInt64Milliseconds(state_.config.heartbeat_interval));
@@ -46,6 +47,7 @@ absl::Status DaemonLeases::DeregisterWorker(
         "worker '", request.worker_id(),
         "' is not registered (unknown, or already declared lost)"));
   }
+  RETURN_IF_ERROR(CheckCredential(*worker, request.credential()));
   lifecycle_.DropWorkerLocked(
       request.worker_id(), state_.Now(),
       absl::StrCat("left: ", request.reason().empty() ? std::string("shut down")
@@ -71,6 +73,7 @@ absl::StatusOr<HeartbeatResponse> DaemonLeases::Heartbeat(
         absl::StrCat("unknown worker '", request.worker_id(),
                      "'; register again (the coordinator may have restarted)"));
   }
+  RETURN_IF_ERROR(CheckCredential(*worker, request.credential()));
   if (worker->lost) return lost_error();
   WorkerRegistry::Renew(*worker, state_.Now());
 
@@ -125,6 +128,7 @@ DaemonLeases::RegisterParameterServer(
   }
   RegisterParameterServerResponse response;
   response.set_ps_id(id);
+  response.set_credential(server->credential);
   response.set_lease_ms(absl::ToInt64Milliseconds(state_.config.lease));
   response.set_heartbeat_ms(
       absl::ToInt64Milliseconds(state_.config.heartbeat_interval));
@@ -149,6 +153,7 @@ absl::StatusOr<PsHeartbeatResponse> DaemonLeases::PsHeartbeat(
         absl::StrCat("unknown parameter server '", request.ps_id(),
                      "'; register again (the coordinator may have restarted)"));
   }
+  RETURN_IF_ERROR(CheckCredential(*server, request.credential()));
   if (server->lost) {
     return absl::NotFoundError(absl::StrCat(
         "parameter server ", server->id, " was declared lost at ",

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/secret.h"
 
 namespace gradsync {
 namespace {
@@ -67,6 +68,7 @@ absl::Status CheckTransition(JobState from, JobState to) {
 Job::Job(std::string id, JobSpec spec, absl::Time submit_time)
     : id_(std::move(id)),
       spec_(std::move(spec)),
+      secret_(RandomSecret()),
       submit_time_(submit_time),
       modes_(spec_.mode()) {}
 

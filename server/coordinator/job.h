@@ -99,6 +99,9 @@ class Job {
 
   const std::string& id() const { return id_; }
   const JobSpec& spec() const { return spec_; }
+  // Random and new for each job (a restart is a new job): its workers get
+  // it with their assignment (Assignment.job_secret).
+  const std::string& secret() const { return secret_; }
   JobState state() const { return state_; }
   const std::string& message() const { return message_; }
   int64_t generation() const { return generation_; }
@@ -197,6 +200,7 @@ class Job {
  private:
   const std::string id_;
   const JobSpec spec_;
+  const std::string secret_;
   JobState state_ = JOB_STATE_PENDING;
   std::string message_;
   int64_t generation_ = 0;  // 0 until placed

@@ -89,6 +89,7 @@ void JobLifecycle::MailAssignmentsLocked(const Job& job) {
     assignment.set_generation(job.generation());
     *assignment.mutable_spec() = job.spec();
     assignment.set_world_size(job.world_size());
+    assignment.set_job_secret(job.secret());
     const std::vector<int> ranks = job.RanksOn(worker_id);
     for (int r : ranks) {
       assignment.add_ranks(r);

@@ -41,6 +41,8 @@ absl::Status JobProgress::ReportRank(const ReportRankRequest& request) {
         "rank report has step ", request.step(), "; steps count from 0"));
   }
   absl::MutexLock lock(&state_.mu);
+  RETURN_IF_ERROR(
+      state_.workers.Authenticate(request.worker_id(), request.credential()));
   ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
   const int rank = request.rank();
   if (!job->HostsRank(request.worker_id(), rank)) {
@@ -106,6 +108,8 @@ absl::Status JobProgress::ReportMetrics(const ReportMetricsRequest& request) {
     }
   }
   absl::MutexLock lock(&state_.mu);
+  RETURN_IF_ERROR(
+      state_.workers.Authenticate(request.worker_id(), request.credential()));
   ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
   for (const StepMetrics& step : request.metrics()) {
     if (!job->HostsRank(request.worker_id(), step.rank())) {

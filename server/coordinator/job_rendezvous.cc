@@ -33,6 +33,8 @@ std::string Seconds(absl::Duration d) {
 
 absl::StatusOr<Job*> JobRendezvous::CheckScopeLocked(
     const StoreScope& scope) const {
+  RETURN_IF_ERROR(
+      state_.workers.Authenticate(scope.worker_id(), scope.credential()));
   ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(scope.job_id()));
   if (job->RanksOn(scope.worker_id()).empty()) {
     return absl::PermissionDeniedError(absl::StrCat(

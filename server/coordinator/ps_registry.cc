@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/host.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/wire_version.h"
 #include "server/coordinator/worker_registry.h"
@@ -49,7 +50,19 @@ absl::StatusOr<const PsRecord*> PsRegistry::Register(
   server.address = request.address();
   server.pid = request.pid();
   server.last_heartbeat = now;
+  server.credential = RandomSecret();
   return &server;
+}
+
+absl::Status CheckCredential(const PsRecord& server,
+                             absl::string_view credential) {
+  if (SecretsEqual(credential, server.credential)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the call for parameter server ", server.id,
+      credential.empty() ? " carries no credential"
+                         : " carries a credential that is not its own",
+      "; only the daemon that registered as ", server.id,
+      " may make it (a forged call, or a server of an older build)"));
 }
 
 PsRecord* PsRegistry::Find(absl::string_view id) {

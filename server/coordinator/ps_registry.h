@@ -39,7 +39,15 @@ struct PsRecord {
   absl::Time last_heartbeat;
   bool lost = false;
   absl::Time lost_time;
+  // Handed to the server at registration: its heartbeats carry it, and the
+  // coordinator presents it with CreateShard and ReleaseShard.
+  std::string credential;
 };
+
+// OK when `credential` is the one `server` was given at registration;
+// otherwise PERMISSION_DENIED naming the server.
+[[nodiscard]] absl::Status CheckCredential(const PsRecord& server,
+                                           absl::string_view credential);
 
 class PsRegistry {
  public:

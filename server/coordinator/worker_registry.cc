@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/wire_version.h"
 
@@ -98,7 +99,29 @@ absl::StatusOr<const WorkerRecord*> WorkerRegistry::Register(
   worker.devices.assign(request.devices().begin(), request.devices().end());
   worker.device_jobs.assign(worker.devices.size(), "");
   worker.last_heartbeat = now;
+  worker.credential = RandomSecret();
   return &worker;
+}
+
+absl::Status CheckCredential(const WorkerRecord& worker,
+                             absl::string_view credential) {
+  if (SecretsEqual(credential, worker.credential)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the call for worker ", worker.id,
+      credential.empty() ? " carries no credential"
+                         : " carries a credential that is not its own",
+      "; only the daemon that registered as ", worker.id,
+      " may make it (a forged call, or a worker of an older build)"));
+}
+
+absl::Status WorkerRegistry::Authenticate(absl::string_view id,
+                                          absl::string_view credential) const {
+  const WorkerRecord* worker = Find(id);
+  if (worker == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("no worker '", id, "' is registered; register first"));
+  }
+  return CheckCredential(*worker, credential);
 }
 
 WorkerRecord* WorkerRegistry::Find(absl::string_view id) {

@@ -59,11 +59,20 @@ struct WorkerRecord {
   bool lost = false;
   absl::Time lost_time;
   Mailbox mailbox;
+  // Handed to the daemon at registration (RegisterWorkerResponse); every
+  // later call for this worker must carry it (CheckCredential).
+  std::string credential;
 
   int FreeDevices(absl::string_view kind) const;
   // Distinct jobs holding devices, in device order.
   std::vector<std::string> JobIds() const;
 };
+
+// OK when `credential` is the one `worker` was given at registration;
+// otherwise PERMISSION_DENIED naming the worker: only the daemon that
+// registered as it may heartbeat, report, use the store or deregister.
+[[nodiscard]] absl::Status CheckCredential(const WorkerRecord& worker,
+                                           absl::string_view credential);
 
 class WorkerRegistry {
  public:
@@ -81,6 +90,11 @@ class WorkerRegistry {
   // The worker with `id`, live or lost; null when unknown.
   WorkerRecord* Find(absl::string_view id);
   const WorkerRecord* Find(absl::string_view id) const;
+
+  // OK when worker `id` is known and `credential` is its own;
+  // PERMISSION_DENIED otherwise (CheckCredential).
+  [[nodiscard]] absl::Status Authenticate(absl::string_view id,
+                                          absl::string_view credential) const;
 
   // Moves the lease of live worker `worker` to `now` (never backwards).
   static void Renew(WorkerRecord& worker, absl::Time now);

@@ -80,6 +80,7 @@ absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
   }
   absl::MutexLock lock(&mu_);
   ps_id_ = response.ps_id();
+  credential_ = response.credential();
   heartbeat_ = response.heartbeat_ms() > 0
                    ? absl::Milliseconds(response.heartbeat_ms())
                    : config_.default_heartbeat;
@@ -183,7 +184,11 @@ void PsRegistration::NoteOutcome(const absl::Status& status,
 
 absl::Status PsRegistration::HeartbeatOnce() {
   PsHeartbeatRequest request;
-  request.set_ps_id(ps_id());
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_ps_id(ps_id_);
+    request.set_credential(credential_);
+  }
   // Shards released since the last heartbeat first (their final counters,
   // e.g. the pushes of a job's last steps), then the live ones: a shard
   // recreated under the same name is reported last, so it wins.
@@ -246,6 +251,7 @@ void PsRegistration::Loop() {
                        "restarted: registering again"));
       absl::MutexLock lock(&mu_);
       ps_id_.clear();
+      credential_.clear();
       continue;
     }
     NoteOutcome(status, "heartbeat");

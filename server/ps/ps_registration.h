@@ -129,6 +129,7 @@ class PsRegistration {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string ps_id_ ABSL_GUARDED_BY(mu_);
+  std::string credential_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_);
   PsRegistrationStats stats_ ABSL_GUARDED_BY(mu_);
   bool outage_ = false;  // the loop's (or Register's) thread only

@@ -170,9 +170,15 @@ TEST(TcpCollectiveTest, GarbagePacket_DataLossNamingTheRank) {
       [&] { c0 = CreateTcpCommunicator(&store, 0, 2, ShortOptions("job")); });
   auto fake = DialRank0(store);  // plays rank 1, then misbehaves
   ASSERT_TRUE(fake.ok()) << fake.status();
+  // A full handshake of a job without a secret: zero proofs.
   Handshake hs = MakeHandshake("job", 1, 0, 2);
   const absl::Time deadline = absl::Now() + absl::Seconds(5);
   ASSERT_TRUE(fake->SendAll(&hs, sizeof(hs), deadline, nullptr).ok());
+  HandshakeAnswer answer{};
+  ASSERT_TRUE(fake->RecvAll(&answer, sizeof(answer), deadline, nullptr).ok());
+  ASSERT_EQ(0u, answer.reply);
+  const HandshakeProof proof{};
+  ASSERT_TRUE(fake->SendAll(&proof, sizeof(proof), deadline, nullptr).ok());
   uint32_t reply = 1;
   ASSERT_TRUE(fake->RecvAll(&reply, sizeof(reply), deadline, nullptr).ok());
   ASSERT_EQ(0u, reply);

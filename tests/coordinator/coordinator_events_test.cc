@@ -24,6 +24,7 @@ TEST_F(EventsTest, Heartbeat_NoNews_ReturnsEmptyAfterItsWait) {
   const std::string w1 = Register("host-a", 1);
   HeartbeatRequest request;
   request.set_worker_id(w1);
+  request.set_credential(Credential(w1));
   request.set_wait_ms(20);
   absl::StatusOr<HeartbeatResponse> news = service_->Heartbeat(request);
   ASSERT_THAT(news, IsOk());
@@ -45,6 +46,7 @@ TEST_F(EventsTest, Heartbeat_CallerCancels_KeepsNewsForTheNextHeartbeat) {
   const std::string w1 = Register("host-a", 1);
   HeartbeatRequest request;
   request.set_worker_id(w1);
+  request.set_credential(Credential(w1));
   request.set_wait_ms(1000);
   EXPECT_THAT(
       service_->Heartbeat(request, absl::InfiniteFuture(), [] { return true; }),
@@ -56,6 +58,7 @@ TEST_F(EventsTest, Heartbeat_CallerCancels_KeepsNewsForTheNextHeartbeat) {
 TEST_F(EventsTest, Heartbeat_UnknownWorker_ReturnsNotFound) {
   HeartbeatRequest request;
   request.set_worker_id("w-9");
+  request.set_credential(Credential("w-9"));
   EXPECT_THAT(service_->Heartbeat(request),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("register")));
 }

@@ -192,6 +192,7 @@ TEST_F(JobsTest, ReportRank_AllSucceeded_SucceedsAndFreesWorkers) {
   ReportAll(*job, RANK_STATE_READY);
   ReportRankRequest done;
   done.set_worker_id(w1);
+  done.set_credential(Credential(w1));
   done.set_job_id(*job);
   done.set_rank(0);
   done.set_state(RANK_STATE_SUCCEEDED);

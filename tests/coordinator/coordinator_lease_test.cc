@@ -77,6 +77,7 @@ TEST_F(LeaseTest, DeregisterWorker_MidJob_FailsJobAtOnceAndWithdrawsDevices) {
   ReportAll(*job, RANK_STATE_READY);
   DeregisterWorkerRequest request;
   request.set_worker_id(w2);
+  request.set_credential(Credential(w2));
   request.set_reason("shutting down (Terminated)");
   ASSERT_THAT(service_->DeregisterWorker(request), IsOk());
   const JobStatus status = Status(*job);
@@ -109,6 +110,7 @@ TEST_F(LeaseTest, Heartbeat_FromLostWorker_ReturnsNotFoundAskingToRegister) {
   service_->CheckLeases(clock_.Now());
   HeartbeatRequest request;
   request.set_worker_id(w1);
+  request.set_credential(Credential(w1));
   EXPECT_THAT(
       service_->Heartbeat(request),
       StatusIs(absl::StatusCode::kNotFound,
@@ -157,9 +159,45 @@ TEST_F(LeaseTest, Shutdown_WakesBlockedCallsWithUnavailable) {
   service_->Shutdown();
   HeartbeatRequest request;
   request.set_worker_id(w1);
+  request.set_credential(Credential(w1));
   request.set_wait_ms(1000);
   EXPECT_THAT(service_->Heartbeat(request),
               StatusIs(absl::StatusCode::kUnavailable));
+}
+
+// Every daemon gets its own credential at registration, and every later
+// call in its name must carry it: ids are public (ListWorkers prints them).
+TEST_F(LeaseTest, DaemonCalls_WithoutTheirCredential_PermissionDenied) {
+  const std::string w1 = Register("host-a", 1);
+  const std::string w2 = Register("host-b", 1);
+  const std::string ps = RegisterPs("10.0.0.9:29600");
+  EXPECT_EQ(Credential(w1).size(), 32u);
+  EXPECT_NE(Credential(w1), Credential(w2));
+  EXPECT_NE(Credential(w1), Credential(ps));
+
+  HeartbeatRequest beat;
+  beat.set_worker_id(w1);
+  beat.set_credential(Credential(w2));  // another worker's
+  EXPECT_THAT(
+      service_->Heartbeat(beat),
+      StatusIs(absl::StatusCode::kPermissionDenied,
+               AllOf(HasSubstr("worker " + w1), HasSubstr("not its own"))));
+  DeregisterWorkerRequest leave;
+  leave.set_worker_id(w1);
+  EXPECT_THAT(service_->DeregisterWorker(leave),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("carries no credential")));
+  PsHeartbeatRequest ps_beat;
+  ps_beat.set_ps_id(ps);
+  EXPECT_THAT(service_->PsHeartbeat(ps_beat),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("parameter server " + ps)));
+  // Nothing changed: both workers are live and heartbeat with their own.
+  Poll(w1);
+  Poll(w2);
+  EXPECT_THAT(PsBeat(ps, {}), IsOk());
+  leave.set_credential(Credential(w1));
+  EXPECT_THAT(service_->DeregisterWorker(leave), IsOk());
 }
 
 }  // namespace

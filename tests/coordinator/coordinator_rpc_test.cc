@@ -5,6 +5,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -61,7 +62,21 @@ class CoordinatorRpcTest : public ::testing::Test {
     RegisterWorkerResponse response;
     EXPECT_TRUE(
         stub_->RegisterWorker(Context().get(), request, &response).ok());
+    credentials_[response.worker_id()] = response.credential();
     return response.worker_id();
+  }
+
+  // The credential registration gave worker `id` ("" when unknown).
+  std::string Credential(const std::string& id) const {
+    auto it = credentials_.find(id);
+    return it == credentials_.end() ? "" : it->second;
+  }
+
+  StoreScope Scope(const std::string& worker_id, const std::string& job_id,
+                   int64_t generation = 1) const {
+    StoreScope scope = gradsync::testing::Scope(worker_id, job_id, generation);
+    scope.set_credential(Credential(worker_id));
+    return scope;
   }
 
   std::string Submit(int num_workers) {
@@ -76,6 +91,7 @@ class CoordinatorRpcTest : public ::testing::Test {
                       int rank, RankState state) {
     ReportRankRequest request;
     request.set_worker_id(worker);
+    request.set_credential(Credential(worker));
     request.set_job_id(job);
     request.set_rank(rank);
     request.set_state(state);
@@ -85,6 +101,7 @@ class CoordinatorRpcTest : public ::testing::Test {
 
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<Coordinator::Stub> stub_;
+  std::map<std::string, std::string> credentials_;  // by worker id
 };
 
 TEST_F(CoordinatorRpcTest, ParameterServer_SwitchJob_OverTheWire) {
@@ -109,6 +126,7 @@ TEST_F(CoordinatorRpcTest, ParameterServer_SwitchJob_OverTheWire) {
   EXPECT_THAT(switched.status().ps_addresses(), ElementsAre("127.0.0.1:29600"));
   HeartbeatRequest beat;
   beat.set_worker_id(w1);
+  beat.set_credential(Credential(w1));
   HeartbeatResponse news;
   ASSERT_TRUE(stub_->Heartbeat(Context().get(), beat, &news).ok());
   ASSERT_THAT(news.switches(), SizeIs(1));
@@ -120,6 +138,7 @@ TEST_F(CoordinatorRpcTest, ParameterServer_SwitchJob_OverTheWire) {
 
   PsHeartbeatRequest ps_beat;
   ps_beat.set_ps_id(registered.ps_id());
+  ps_beat.set_credential(registered.credential());
   ps_beat.add_shards()->set_job_id("job-404");
   PsHeartbeatResponse ps_news;
   ASSERT_TRUE(stub_->PsHeartbeat(Context().get(), ps_beat, &ps_news).ok());
@@ -142,6 +161,7 @@ TEST_F(CoordinatorRpcTest, SubmitJob_HeartbeatLongPoll_DeliversAssignment) {
   std::thread poller([&] {
     HeartbeatRequest request;
     request.set_worker_id(w1);
+    request.set_credential(Credential(w1));
     request.set_wait_ms(2000);
     status = stub_->Heartbeat(Context().get(), request, &news);
   });
@@ -152,6 +172,7 @@ TEST_F(CoordinatorRpcTest, SubmitJob_HeartbeatLongPoll_DeliversAssignment) {
     // The poll ended before the submission; the next one has it.
     HeartbeatRequest request;
     request.set_worker_id(w1);
+    request.set_credential(Credential(w1));
     ASSERT_TRUE(stub_->Heartbeat(Context().get(), request, &news).ok());
   }
   ASSERT_THAT(news.assignments(), SizeIs(1));
@@ -180,6 +201,7 @@ TEST_F(CoordinatorRpcTest, WatchJob_StreamsStatesAndEndsWhenTheJobEnds) {
   ASSERT_TRUE(Report(w1, job, 0, RANK_STATE_READY).ok());
   ReportMetricsRequest metrics;
   metrics.set_worker_id(w1);
+  metrics.set_credential(Credential(w1));
   metrics.set_job_id(job);
   metrics.add_metrics()->set_step(0);
   ReportMetricsResponse metrics_response;

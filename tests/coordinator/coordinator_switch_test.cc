@@ -26,10 +26,9 @@ using SwitchTest = CoordinatorTest;
 
 // The directive stored under "switch/<epoch>" of the job's generation.
 [[nodiscard]] absl::StatusOr<SwitchDirective> ReadDirective(
-    CoordinatorService& service, const std::string& worker_id,
-    const std::string& job_id, int64_t generation, int64_t epoch) {
+    CoordinatorService& service, const StoreScope& scope, int64_t epoch) {
   StoreGetRequest request;
-  *request.mutable_scope() = Scope(worker_id, job_id, generation);
+  *request.mutable_scope() = scope;
   request.set_key(SwitchDirectiveKey(epoch));
   request.set_timeout_ms(0);
   absl::StatusOr<StoreGetResponse> response = service.StoreGet(request);
@@ -74,7 +73,7 @@ TEST_F(RunningJobTest, SwitchJob_Errors_ChangeNothing) {
   EXPECT_EQ(status.switch_requests(), 0);
   EXPECT_THAT(status.ps_addresses(), IsEmpty());
   EXPECT_THAT(Poll(w1_).switches(), IsEmpty());
-  EXPECT_THAT(ReadDirective(*service_, w1_, job_, 1, 1),
+  EXPECT_THAT(ReadDirective(*service_, Scope(w1_, job_, 1), 1),
               StatusIs(absl::StatusCode::kDeadlineExceeded));
 
   ReportAll(job_, RANK_STATE_SUCCEEDED);
@@ -99,7 +98,7 @@ TEST_F(RunningJobTest, SwitchJob_ToPs_PlacesShardsWritesDirectiveNotifies) {
   EXPECT_EQ(response->status().mode(), SYNC_MODE_RING);
 
   absl::StatusOr<SwitchDirective> directive =
-      ReadDirective(*service_, w2_, job_, 1, 1);
+      ReadDirective(*service_, Scope(w2_, job_, 1), 1);
   ASSERT_THAT(directive, IsOk());
   EXPECT_EQ(directive->epoch(), 1);
   EXPECT_EQ(directive->mode(), SYNC_MODE_PS);
@@ -122,7 +121,7 @@ TEST_F(RunningJobTest, SwitchJob_ToPs_PlacesShardsWritesDirectiveNotifies) {
   response = SwitchTo(job_, SYNC_MODE_RING);
   ASSERT_THAT(response, IsOk());
   EXPECT_EQ(response->epoch(), 2);
-  directive = ReadDirective(*service_, w1_, job_, 1, 2);
+  directive = ReadDirective(*service_, Scope(w1_, job_, 1), 2);
   ASSERT_THAT(directive, IsOk());
   EXPECT_EQ(directive->mode(), SYNC_MODE_RING);
   EXPECT_THAT(directive->ps_addresses(), SizeIs(2));
@@ -137,7 +136,7 @@ TEST_F(RunningJobTest, SwitchJob_RequestsBeforeAHeartbeat_CollapseIntoNewest) {
   ASSERT_THAT(news.switches(), SizeIs(1));
   EXPECT_EQ(news.switches(0).epoch(), 3);
   // Every directive stays readable.
-  EXPECT_THAT(ReadDirective(*service_, w1_, job_, 1, 2), IsOk());
+  EXPECT_THAT(ReadDirective(*service_, Scope(w1_, job_, 1), 2), IsOk());
 }
 
 TEST_F(RunningJobTest, SwitchJob_WakesAWaitingHeartbeatPromptly) {
@@ -184,7 +183,7 @@ TEST_F(SwitchTest, SwitchJob_PendingJob_NoticeFollowsTheAssignment) {
   EXPECT_EQ(news.switches(0).job_id(), *pending);
   EXPECT_EQ(news.switches(0).epoch(), 1);
   absl::StatusOr<SwitchDirective> directive =
-      ReadDirective(*service_, w1, *pending, 1, 1);
+      ReadDirective(*service_, Scope(w1, *pending, 1), 1);
   ASSERT_THAT(directive, IsOk());
   EXPECT_EQ(directive->mode(), SYNC_MODE_PS);
   EXPECT_THAT(directive->ps_addresses(), ElementsAre("10.0.0.1:1"));

@@ -3,6 +3,7 @@
 #ifndef GRADSYNC_TESTS_COORDINATOR_COORDINATOR_TEST_UTIL_H_
 #define GRADSYNC_TESTS_COORDINATOR_COORDINATOR_TEST_UTIL_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -106,7 +107,23 @@ class CoordinatorTest : public ::testing::Test {
     absl::StatusOr<RegisterWorkerResponse> response =
         service_->RegisterWorker(request);
     EXPECT_THAT(response, IsOk());
-    return response.ok() ? response->worker_id() : "";
+    if (!response.ok()) return "";
+    credentials_[response->worker_id()] = response->credential();
+    return response->worker_id();
+  }
+
+  // The credential registration gave daemon `id` ("" when unknown).
+  std::string Credential(const std::string& id) const {
+    auto it = credentials_.find(id);
+    return it == credentials_.end() ? "" : it->second;
+  }
+
+  // The scope of `worker_id`, with its credential.
+  StoreScope Scope(const std::string& worker_id, const std::string& job_id,
+                   int64_t generation = 1) const {
+    StoreScope scope = gradsync::testing::Scope(worker_id, job_id, generation);
+    scope.set_credential(Credential(worker_id));
+    return scope;
   }
 
   [[nodiscard]] absl::StatusOr<std::string> Submit(const JobSpec& spec) {
@@ -121,6 +138,7 @@ class CoordinatorTest : public ::testing::Test {
   HeartbeatResponse Poll(const std::string& worker_id) {
     HeartbeatRequest request;
     request.set_worker_id(worker_id);
+    request.set_credential(Credential(worker_id));
     absl::StatusOr<HeartbeatResponse> response = service_->Heartbeat(request);
     EXPECT_THAT(response, IsOk());
     return response.ok() ? *response : HeartbeatResponse();
@@ -141,6 +159,7 @@ class CoordinatorTest : public ::testing::Test {
                                     const std::string& message = "") {
     ReportRankRequest request;
     request.set_worker_id(worker_id);
+    request.set_credential(Credential(worker_id));
     request.set_job_id(job_id);
     request.set_rank(rank);
     request.set_state(state);
@@ -171,6 +190,7 @@ class CoordinatorTest : public ::testing::Test {
       const std::vector<StepMetrics>& steps) {
     ReportMetricsRequest request;
     request.set_worker_id(worker_id);
+    request.set_credential(Credential(worker_id));
     request.set_job_id(job_id);
     for (const StepMetrics& step : steps) *request.add_metrics() = step;
     return service_->ReportMetrics(request);
@@ -187,6 +207,7 @@ class CoordinatorTest : public ::testing::Test {
     std::thread poller([&] {
       HeartbeatRequest request;
       request.set_worker_id(worker_id);
+      request.set_credential(Credential(worker_id));
       request.set_wait_ms(60000);
       const absl::Time start = absl::Now();
       response = service_->Heartbeat(request, absl::InfiniteFuture(), [&] {
@@ -212,7 +233,9 @@ class CoordinatorTest : public ::testing::Test {
     absl::StatusOr<RegisterParameterServerResponse> response =
         service_->RegisterParameterServer(request);
     EXPECT_THAT(response, IsOk());
-    return response.ok() ? response->ps_id() : "";
+    if (!response.ok()) return "";
+    credentials_[response->ps_id()] = response->credential();
+    return response->ps_id();
   }
 
   // One shard's counters, as a parameter server reports them.
@@ -229,6 +252,7 @@ class CoordinatorTest : public ::testing::Test {
       const std::string& ps_id, const std::vector<ps::ShardStats>& shards) {
     PsHeartbeatRequest request;
     request.set_ps_id(ps_id);
+    request.set_credential(Credential(ps_id));
     for (const ps::ShardStats& shard : shards) *request.add_shards() = shard;
     return service_->PsHeartbeat(request);
   }
@@ -254,6 +278,7 @@ class CoordinatorTest : public ::testing::Test {
   std::vector<std::string> checkpoint_roots_;  // set before SetUp
   FakeClock clock_;
   std::unique_ptr<CoordinatorService> service_;
+  std::map<std::string, std::string> credentials_;  // by daemon id
 };
 
 }  // namespace testing

@@ -103,10 +103,10 @@ class FakeJob : public JobHandle {
 class Launcher {
  public:
   JobLauncher Get() {
-    return [this](const std::string& worker_id, const Assignment& a)
+    return [this](const WorkerIdentity& worker, const Assignment& a)
                -> absl::StatusOr<std::unique_ptr<JobHandle>> {
       absl::MutexLock lock(&mu_);
-      launches_.push_back({worker_id, a.job_id()});
+      launches_.push_back({worker.id, a.job_id()});
       if (fail_) return absl::InternalError("launcher refuses");
       jobs_.push_back(std::make_shared<FakeJobState>());
       return std::unique_ptr<JobHandle>(new FakeJob(jobs_.back()));

@@ -1,7 +1,10 @@
 // Integration tests of bad input against a real cluster (a coordinator
 // and two cpu:2 workers): each is rejected with a clear error naming what
 // is wrong, and changes no state (no job added, workers still free, the
-// running job and its store untouched).
+// running job and its store untouched). Calls come from two kinds of
+// outsider: a forger that names a real worker's id (ids are public: the
+// CLI lists them) without its credential, and a registered daemon of its
+// own that hosts none of the job's ranks.
 #include <grpcpp/client_context.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/job_spec.h"
@@ -69,10 +73,39 @@ class BadInputTest : public ClusterTest {
     return *job;
   }
 
-  StoreScope Scope(const std::string& job_id, int worker,
+  // Who makes a worker's call: an id and the credential sent with it.
+  struct Caller {
+    std::string worker_id;
+    std::string credential;
+  };
+
+  // Names cluster worker `worker` without its credential (it lives in the
+  // daemon's memory only).
+  Caller Forger(int worker) { return {cluster().worker_id(worker), ""}; }
+
+  // A daemon of its own, registered with a GPU so that no CPU job is
+  // placed on it: authenticated, but in no job.
+  Caller Outsider() {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    RegisterWorkerRequest request;
+    request.set_host("node-x");
+    request.set_address("127.0.0.1");
+    request.set_wire_version(kWireVersion);
+    Device* device = request.add_devices();
+    device->set_kind("cuda");
+    RegisterWorkerResponse response;
+    EXPECT_TRUE(
+        cluster().stub().RegisterWorker(&context, request, &response).ok());
+    EXPECT_FALSE(response.credential().empty());
+    return {response.worker_id(), response.credential()};
+  }
+
+  StoreScope Scope(const std::string& job_id, const Caller& caller,
                    int64_t generation = kFirstGeneration) {
     StoreScope scope;
-    scope.set_worker_id(cluster().worker_id(worker));
+    scope.set_worker_id(caller.worker_id);
+    scope.set_credential(caller.credential);
     scope.set_job_id(job_id);
     scope.set_generation(generation);
     return scope;
@@ -145,12 +178,13 @@ class BadInputTest : public ClusterTest {
   }
 
   [[nodiscard]] absl::Status ReportMetrics(
-      const std::string& job_id, int worker,
+      const std::string& job_id, const Caller& caller,
       const std::vector<StepMetrics>& metrics) {
     grpc::ClientContext context;
     SetDeadline(&context);
     ReportMetricsRequest request;
-    request.set_worker_id(cluster().worker_id(worker));
+    request.set_worker_id(caller.worker_id);
+    request.set_credential(caller.credential);
     request.set_job_id(job_id);
     for (const StepMetrics& m : metrics) *request.add_metrics() = m;
     ReportMetricsResponse response;
@@ -159,11 +193,12 @@ class BadInputTest : public ClusterTest {
   }
 
   [[nodiscard]] absl::Status ReportRankFailed(const std::string& job_id,
-                                              int worker, int rank) {
+                                              const Caller& caller, int rank) {
     grpc::ClientContext context;
     SetDeadline(&context);
     ReportRankRequest request;
-    request.set_worker_id(cluster().worker_id(worker));
+    request.set_worker_id(caller.worker_id);
+    request.set_credential(caller.credential);
     request.set_job_id(job_id);
     request.set_rank(rank);
     request.set_state(RANK_STATE_FAILED);
@@ -252,19 +287,20 @@ TEST_F(BadInputTest, UnknownJobId_NotFound) {
   EXPECT_THAT(cluster().GetMetrics(id), not_found);
   EXPECT_THAT(cluster().WaitForJobEnd(id, kRpcTimeout),
               StatusIs(absl::StatusCode::kNotFound));
-  EXPECT_THAT(StoreSet(Scope(id, 0), "key"), not_found);
+  const Caller outsider = Outsider();
+  EXPECT_THAT(StoreSet(Scope(id, outsider), "key"), not_found);
   StepMetrics step;
   step.set_rank(0);
-  EXPECT_THAT(ReportMetrics(id, 0, {step}), not_found);
+  EXPECT_THAT(ReportMetrics(id, outsider, {step}), not_found);
   ExpectNothingChanged();
 }
 
 TEST_F(BadInputTest, StoreCallsForAForeignJob_Rejected_StoreUntouched) {
   const std::string job = StartLongJob();
   ASSERT_FALSE(job.empty());
-  // The job's two ranks are on node-a (worker 0); node-b (worker 1) is a
-  // live worker of the same cluster that hosts none of them.
-  const StoreScope foreign = Scope(job, 1);
+  // The job's two ranks are on node-a (worker 0). An authenticated
+  // daemon that hosts none of them is refused...
+  const StoreScope foreign = Scope(job, Outsider());
   const auto denied = StatusIs(absl::StatusCode::kPermissionDenied,
                                HasSubstr("hosts no rank of job"));
   EXPECT_THAT(StoreSet(foreign, "intruder"), denied);
@@ -272,16 +308,18 @@ TEST_F(BadInputTest, StoreCallsForAForeignJob_Rejected_StoreUntouched) {
   EXPECT_THAT(StoreGet(foreign, "intruder", 100), denied);
   EXPECT_THAT(StoreWait(foreign, "intruder"), denied);
   EXPECT_THAT(Barrier(foreign, 0), denied);
-  // The job's own worker with a stale generation is refused as well.
-  EXPECT_THAT(
-      StoreSet(Scope(job, 0, kFirstGeneration + 1), "intruder"),
-      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("generation")));
-
-  // Nothing was written: the keys are absent for the job's own worker.
-  EXPECT_THAT(StoreGet(Scope(job, 0), "intruder", 0),
-              StatusIs(absl::StatusCode::kDeadlineExceeded));
-  EXPECT_THAT(StoreGet(Scope(job, 0), "intruder-counter", 0),
-              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  // ...and so is anyone who names the job's own worker without its
+  // credential: it can neither read nor overwrite rank 0's ring address
+  // (issue 24, observation 1), with or without the right generation.
+  const auto forged = StatusIs(absl::StatusCode::kPermissionDenied,
+                               HasSubstr("carries no credential"));
+  for (const int64_t generation : {kFirstGeneration, kFirstGeneration + 1}) {
+    const StoreScope scope = Scope(job, Forger(0), generation);
+    EXPECT_THAT(StoreSet(scope, "tcp/addr/0"), forged);
+    EXPECT_THAT(StoreGet(scope, "tcp/addr/0", 0), forged);
+    EXPECT_THAT(StoreAdd(scope, "intruder-counter"), forged);
+    EXPECT_THAT(Barrier(scope, 0), forged);
+  }
   // The job runs on.
   absl::StatusOr<JobStatus> status = cluster().GetJob(job);
   ASSERT_THAT(status, IsOk());
@@ -301,19 +339,28 @@ TEST_F(BadInputTest, MetricsAndReportsFromRanksNotInTheJob_Rejected) {
   own.set_rank(0);
   own.set_step(kMarkerStep);
 
-  EXPECT_THAT(ReportMetrics(job, 0, {outside}),
+  const Caller outsider = Outsider();
+  EXPECT_THAT(ReportMetrics(job, outsider, {outside}),
               StatusIs(absl::StatusCode::kPermissionDenied,
                        HasSubstr("rank 5 is not in job")));
-  EXPECT_THAT(ReportMetrics(job, 1, {own}),
+  EXPECT_THAT(ReportMetrics(job, outsider, {own}),
               StatusIs(absl::StatusCode::kPermissionDenied,
-                       HasSubstr("not on " + cluster().worker_id(1))));
+                       HasSubstr("not on " + outsider.worker_id)));
   // All or nothing: the valid entry of a rejected batch is not recorded.
-  EXPECT_THAT(ReportMetrics(job, 0, {own, outside}),
+  EXPECT_THAT(ReportMetrics(job, outsider, {own, outside}),
               StatusIs(absl::StatusCode::kPermissionDenied));
-  EXPECT_THAT(ReportRankFailed(job, 1, 0),
+  EXPECT_THAT(ReportRankFailed(job, outsider, 0),
               StatusIs(absl::StatusCode::kPermissionDenied));
-  EXPECT_THAT(ReportRankFailed(job, 0, 2),
-              StatusIs(absl::StatusCode::kPermissionDenied));
+  // A forged failure report for rank 0 in the name of the worker that
+  // hosts it used to fail the job and blame that worker (issue 24,
+  // observation 1); without the worker's credential it changes nothing.
+  const auto forged = StatusIs(absl::StatusCode::kPermissionDenied,
+                               HasSubstr("carries no credential"));
+  EXPECT_THAT(ReportRankFailed(job, Forger(0), 0), forged);
+  EXPECT_THAT(ReportMetrics(job, Forger(0), {own}), forged);
+  EXPECT_THAT(ReportRankFailed(job, {cluster().worker_id(0), "guessed"}, 0),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("a credential that is not its own")));
 
   absl::StatusOr<std::vector<StepMetrics>> metrics = cluster().GetMetrics(job);
   ASSERT_THAT(metrics, IsOk());
@@ -326,6 +373,44 @@ TEST_F(BadInputTest, MetricsAndReportsFromRanksNotInTheJob_Rejected) {
   ASSERT_THAT(status, IsOk());
   EXPECT_EQ(status->state(), JOB_STATE_RUNNING) << status->message();
   CancelAndExpectIdle(job);
+}
+
+// Worker ids are public, so a call that names one proves nothing: without
+// the worker's credential, deregistering it (issue 24, observation 1) or
+// taking its heartbeat news (its assignments) is refused, and the worker
+// stays registered and live.
+TEST_F(BadInputTest, ForgedDeregisterOrHeartbeat_Refused_WorkerStays) {
+  const auto forged = StatusIs(absl::StatusCode::kPermissionDenied,
+                               HasSubstr("carries no credential"));
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    DeregisterWorkerRequest request;
+    request.set_worker_id(cluster().worker_id(1));
+    request.set_reason("forged");
+    DeregisterWorkerResponse response;
+    EXPECT_THAT(FromGrpcStatus(cluster().stub().DeregisterWorker(
+                    &context, request, &response)),
+                forged);
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    HeartbeatRequest request;
+    request.set_worker_id(cluster().worker_id(1));
+    HeartbeatResponse response;
+    EXPECT_THAT(FromGrpcStatus(
+                    cluster().stub().Heartbeat(&context, request, &response)),
+                forged);
+  }
+  absl::StatusOr<ListWorkersResponse> workers = cluster().ListWorkers();
+  ASSERT_THAT(workers, IsOk());
+  int live = 0;
+  for (const WorkerInfo& w : workers->workers()) {
+    if (w.state() != WORKER_STATE_LOST) ++live;
+  }
+  EXPECT_EQ(live, 2);
+  ExpectNothingChanged();
 }
 
 // A job spec that resumes from something that is not a checkpoint file

@@ -208,6 +208,7 @@ class CoordinatorEnv : public KeyNaming {
                      server_->service()->SubmitJob(submit));
     HeartbeatRequest poll;
     poll.set_worker_id(registered.worker_id());
+    poll.set_credential(registered.credential());
     ASSIGN_OR_RETURN(const HeartbeatResponse news,
                      server_->service()->Heartbeat(poll));
     if (news.assignments_size() != 1) {
@@ -215,6 +216,7 @@ class CoordinatorEnv : public KeyNaming {
     }
     StoreScope scope;
     scope.set_worker_id(registered.worker_id());
+    scope.set_credential(registered.credential());
     scope.set_job_id(submitted.job_id());
     scope.set_generation(news.assignments(0).generation());
     const std::string address = server_->address();

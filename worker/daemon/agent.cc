@@ -19,10 +19,11 @@ constexpr absl::Duration kDeregisterTimeout = absl::Seconds(2);
 JobLauncher JobRunnerLauncher(JobRunnerConfig config,
                               std::shared_ptr<CoordinatorClient> client) {
   return [config = std::move(config), client = std::move(client)](
-             const std::string& worker_id, const Assignment& assignment)
+             const WorkerIdentity& worker, const Assignment& assignment)
              -> absl::StatusOr<std::unique_ptr<JobHandle>> {
     JobRunnerConfig c = config;
-    c.worker_id = worker_id;
+    c.worker_id = worker.id;
+    c.credential = worker.credential;
     absl::StatusOr<std::unique_ptr<JobRunner>> runner =
         JobRunner::Start(assignment, std::move(c), client);
     if (!runner.ok()) return runner.status();
@@ -84,9 +85,14 @@ void Agent::Stop(const absl::Status& reason) {
 // on it until the lease runs out. Best effort: the lease still covers a
 // coordinator that cannot be reached.
 void Agent::Deregister(const absl::Status& reason) {
-  const std::string id = worker_id();
-  if (id.empty()) return;
+  std::string id;
   DeregisterWorkerRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    id = worker_id_;
+    request.set_credential(credential_);
+  }
+  if (id.empty()) return;
   request.set_worker_id(id);
   request.set_reason(std::string(reason.message()));
   const absl::Status status =
@@ -164,6 +170,7 @@ void Agent::Loop() {
           "worker ", id, " was declared lost by the coordinator")));
       absl::MutexLock lock(&mu_);
       worker_id_.clear();
+      credential_.clear();
       continue;
     }
     Log(absl::StrCat(id.empty() ? "registration with" : "heartbeat to",
@@ -195,6 +202,7 @@ absl::Status Agent::Register() {
   {
     absl::MutexLock lock(&mu_);
     worker_id_ = response.worker_id();
+    credential_ = response.credential();
     heartbeat_ = heartbeat;
     ++registrations_;
   }
@@ -208,15 +216,16 @@ absl::Status Agent::Register() {
 }
 
 absl::Status Agent::Heartbeat(bool* had_news) {
-  std::string id;
+  WorkerIdentity worker;
   absl::Duration wait;
   {
     absl::MutexLock lock(&mu_);
-    id = worker_id_;
+    worker = {worker_id_, credential_};
     wait = heartbeat_;
   }
   HeartbeatRequest request;
-  request.set_worker_id(id);
+  request.set_worker_id(worker.id);
+  request.set_credential(worker.credential);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
   ASSIGN_OR_RETURN(
       const HeartbeatResponse response,
@@ -233,7 +242,7 @@ absl::Status Agent::Heartbeat(bool* had_news) {
                                                : response.cancel_reason()));
   }
   for (const Assignment& assignment : response.assignments()) {
-    Launch(id, assignment);
+    Launch(worker, assignment);
   }
   // After the assignments: a request for a job just assigned reaches it.
   for (const SwitchNotice& notice : response.switches()) {
@@ -244,7 +253,7 @@ absl::Status Agent::Heartbeat(bool* had_news) {
   return absl::OkStatus();
 }
 
-void Agent::Launch(const std::string& worker_id, const Assignment& assignment) {
+void Agent::Launch(const WorkerIdentity& worker, const Assignment& assignment) {
   const std::string& job_id = assignment.job_id();
   std::unique_ptr<JobHandle> previous;
   {
@@ -270,7 +279,7 @@ void Agent::Launch(const std::string& worker_id, const Assignment& assignment) {
                    absl::StrJoin(assignment.ranks(), ", "), "] of ",
                    assignment.world_size()));
   absl::StatusOr<std::unique_ptr<JobHandle>> job =
-      launcher_(worker_id, assignment);
+      launcher_(worker, assignment);
   if (job.ok()) {
     absl::MutexLock lock(&mu_);
     jobs_[job_id] = *std::move(job);
@@ -280,7 +289,8 @@ void Agent::Launch(const std::string& worker_id, const Assignment& assignment) {
                    " could not start: ", job.status().ToString()));
   for (int rank : assignment.ranks()) {
     ReportRankRequest request;
-    request.set_worker_id(worker_id);
+    request.set_worker_id(worker.id);
+    request.set_credential(worker.credential);
     request.set_job_id(job_id);
     request.set_rank(rank);
     request.set_state(RANK_STATE_FAILED);

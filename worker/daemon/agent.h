@@ -70,11 +70,20 @@ struct AgentConfig {
   LogFn log;
 };
 
-// Starts the ranks of `assignment` for worker `worker_id`.
-using JobLauncher = std::function<absl::StatusOr<std::unique_ptr<JobHandle>>(
-    const std::string& worker_id, const Assignment& assignment)>;
+// Who the worker is to the coordinator: the id and the credential that
+// registration handed out (RegisterWorkerResponse). Every call for the
+// worker carries both.
+struct WorkerIdentity {
+  std::string id;
+  std::string credential;
+};
 
-// The daemon's launcher: a JobRunner with `config` (worker_id filled in).
+// Starts the ranks of `assignment` for `worker`.
+using JobLauncher = std::function<absl::StatusOr<std::unique_ptr<JobHandle>>(
+    const WorkerIdentity& worker, const Assignment& assignment)>;
+
+// The daemon's launcher: a JobRunner with `config` (worker_id and
+// credential filled in).
 JobLauncher JobRunnerLauncher(JobRunnerConfig config,
                               std::shared_ptr<CoordinatorClient> client);
 
@@ -106,7 +115,7 @@ class Agent {
   [[nodiscard]] absl::Status Register();
   // One long-poll; sets *had_news when it brought assignments/cancels.
   [[nodiscard]] absl::Status Heartbeat(bool* had_news);
-  void Launch(const std::string& worker_id, const Assignment& assignment);
+  void Launch(const WorkerIdentity& worker, const Assignment& assignment);
   void CancelJob(const std::string& job_id, const absl::Status& reason);
   void CancelAllJobs(const absl::Status& reason);
   // Joins and forgets finished jobs.
@@ -125,6 +134,7 @@ class Agent {
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
+  std::string credential_ ABSL_GUARDED_BY(mu_);
   int64_t registrations_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration heartbeat_ ABSL_GUARDED_BY(mu_);
   // Jobs by id; only the loop thread adds or removes (Stop after joining

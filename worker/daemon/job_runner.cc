@@ -87,9 +87,10 @@ std::string DeviceName(const Assignment& a, int i) {
   return absl::StrCat(a.devices(i).kind(), ":", a.devices(i).index());
 }
 
-StoreScope ScopeOf(const Assignment& a, const std::string& worker_id) {
+StoreScope ScopeOf(const Assignment& a, const JobRunnerConfig& config) {
   StoreScope scope;
-  scope.set_worker_id(worker_id);
+  scope.set_worker_id(config.worker_id);
+  scope.set_credential(config.credential);
   scope.set_job_id(a.job_id());
   scope.set_generation(a.generation());
   return scope;
@@ -118,13 +119,14 @@ JobRunner::JobRunner(const Assignment& assignment, JobRunnerConfig config,
     : assignment_(assignment),
       config_(std::move(config)),
       client_(std::move(client)),
-      store_(std::make_shared<CoordinatorStore>(
-          client_, ScopeOf(assignment_, config_.worker_id))),
+      store_(std::make_shared<CoordinatorStore>(client_,
+                                                ScopeOf(assignment_, config_))),
       reporter_(
           client_, config_.worker_id, assignment_.job_id(),
           [this] {
             MetricsReporterOptions o;
             o.rpc_timeout = config_.rpc_timeout;
+            o.credential = config_.credential;
             return o;
           }(),
           config_.log) {}
@@ -209,6 +211,7 @@ void JobRunner::Report(int rank, RankState state, int64_t step,
                        const TrainResult* result) {
   ReportRankRequest request;
   request.set_worker_id(config_.worker_id);
+  request.set_credential(config_.credential);
   request.set_job_id(assignment_.job_id());
   request.set_rank(rank);
   request.set_state(state);
@@ -341,6 +344,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   TcpOptions options;
   options.job_id =
       absl::StrCat(assignment_.job_id(), "/", assignment_.generation());
+  options.job_secret = assignment_.job_secret();
+  options.on_rejected = [this, rank](absl::string_view why) {
+    Log(absl::StrCat("rank ", rank,
+                     ": refused a connection at rendezvous: ", why));
+  };
   options.listen_host = config_.listen_host;
   options.connect_timeout = config_.rendezvous_timeout;
   options.timeout = config_.collective_timeout;

@@ -88,6 +88,9 @@ class JobHandle {
 
 struct JobRunnerConfig {
   std::string worker_id;
+  // The worker's credential (RegisterWorkerResponse): the job's reports and
+  // store calls carry it.
+  std::string credential;
   std::string coordinator;  // "host:port", for messages
   // The host name the worker registered with (TrainerConfig.host).
   std::string host;

@@ -101,6 +101,7 @@ void MetricsReporter::SendLoop() {
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // stopping, nothing left
       request.set_worker_id(worker_id_);
+      request.set_credential(options_.credential);
       request.set_job_id(job_id_);
       const size_t n = std::min(queue_.size(), options_.max_batch);
       for (size_t i = 0; i < n; ++i) {

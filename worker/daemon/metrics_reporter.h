@@ -43,6 +43,8 @@ using LogFn = std::function<void(absl::string_view)>;
 
 struct MetricsReporterOptions {
   absl::Duration rpc_timeout = absl::Seconds(10);
+  // The worker's credential (RegisterWorkerResponse), sent with each batch.
+  std::string credential;
   size_t max_batch = 4096;      // metrics per request
   size_t max_queued = 1 << 20;  // beyond this the oldest are dropped
   absl::Duration retry_delay = absl::Milliseconds(200);
