@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/secret.h"
 
 namespace gradsync {
 
@@ -17,7 +18,9 @@ std::string SwitchDirectiveKey(int64_t epoch) {
 }
 
 CoordinatorState::CoordinatorState(CoordinatorConfig coordinator_config)
-    : config(std::move(coordinator_config)), jobs(config.retained_ended_jobs) {}
+    : config(std::move(coordinator_config)),
+      shard_key(RandomSecret()),
+      jobs(config.retained_ended_jobs) {}
 
 absl::Status CoordinatorState::AwaitLocked(absl::FunctionRef<bool()> ready,
                                            absl::Time deadline,

@@ -61,6 +61,10 @@ struct CoordinatorState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   const CoordinatorConfig config;
+  // Random for each coordinator run: parameter servers get it at
+  // registration, a job's workers get PsTokenForJob(shard_key, job) with
+  // their assignment (common/secret.h).
+  const std::string shard_key;
   MemoryStore store;
 
   mutable absl::Mutex mu;

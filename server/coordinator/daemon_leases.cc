@@ -129,6 +129,7 @@ DaemonLeases::RegisterParameterServer(
   RegisterParameterServerResponse response;
   response.set_ps_id(id);
   response.set_credential(server->credential);
+  response.set_shard_key(state_.shard_key);
   response.set_lease_ms(absl::ToInt64Milliseconds(state_.config.lease));
   response.set_heartbeat_ms(
       absl::ToInt64Milliseconds(state_.config.heartbeat_interval));

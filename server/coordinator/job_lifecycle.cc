@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
@@ -90,6 +91,7 @@ void JobLifecycle::MailAssignmentsLocked(const Job& job) {
     *assignment.mutable_spec() = job.spec();
     assignment.set_world_size(job.world_size());
     assignment.set_job_secret(job.secret());
+    assignment.set_ps_token(PsTokenForJob(state_.shard_key, job.id()));
     const std::vector<int> ranks = job.RanksOn(worker_id);
     for (int r : ranks) {
       assignment.add_ranks(r);

@@ -39,8 +39,7 @@ struct PsRecord {
   absl::Time last_heartbeat;
   bool lost = false;
   absl::Time lost_time;
-  // Handed to the server at registration: its heartbeats carry it, and the
-  // coordinator presents it with CreateShard and ReleaseShard.
+  // Handed to the server at registration: its heartbeats carry it.
   std::string credential;
 };
 

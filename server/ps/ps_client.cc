@@ -299,6 +299,7 @@ absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
         StartPushPull(shards_[k].channel.get(), &context);
     ps::PushHeader header;
     header.set_job_id(job_id_);
+    header.set_token(options_.token);
     header.set_shard(location.shard);
     header.set_rank(rank_);
     header.set_step(step);

@@ -111,6 +111,10 @@ struct PsClientOptions {
   // Deadline of every call, from its start.
   absl::Duration timeout = absl::Minutes(5);
   PsTransportOptions transport;
+  // The job's token (Assignment.ps_token), sent with every call; servers
+  // that registered with a coordinator refuse calls without it. Empty for
+  // open servers (the benches').
+  std::string token;
 };
 
 // Cumulative counters of one PsClient.

@@ -34,6 +34,7 @@ absl::Status PsClient::CreateAndSeedShard(size_t k,
   const absl::Time deadline = absl::Now() + options_.timeout;
   ps::CreateShardRequest request = base;
   request.set_job_id(job_id_);
+  request.set_token(options_.token);
   request.set_shard(location.shard);
   request.set_num_shards(static_cast<int32_t>(shards_.size()));
   request.set_total_elements(static_cast<int64_t>(total_));
@@ -64,6 +65,7 @@ absl::Status PsClient::CreateAndSeedShard(size_t k,
   if (live.status().ok()) {
     ps::ReleaseShardRequest release;
     release.set_job_id(job_id_);
+    release.set_token(options_.token);
     release.set_shard(location.shard);
     ps::ReleaseShardResponse released;
     (void)stub->ReleaseShard(&context, release, &released);
@@ -78,6 +80,7 @@ absl::Status PsClient::ReleaseShards() {
     context.set_deadline(absl::ToChronoTime(deadline));
     ps::ReleaseShardRequest request;
     request.set_job_id(job_id_);
+    request.set_token(options_.token);
     request.set_shard(shards_[k].location.shard);
     ps::ReleaseShardResponse response;
     const absl::Status status =

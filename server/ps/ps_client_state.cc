@@ -62,6 +62,7 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k, int64_t step,
   if (!live.status().ok()) return live.status();
   ps::FetchStateRequest request;
   request.set_job_id(job_id_);
+  request.set_token(options_.token);
   request.set_shard(location.shard);
   request.set_chunk_bytes(static_cast<int64_t>(options_.chunk_bytes));
   request.set_step(step);
@@ -132,6 +133,7 @@ absl::Status PsClient::SeedShard(size_t k, const ParameterState& state,
     std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
         StartSeedShard(shards_[k].channel.get(), &context, &response);
     ps::SeedShardHeader header = SeedHeader(job_id_, location, state);
+    header.set_token(options_.token);
     const std::vector<absl::Span<const float>> tensors =
         ShardSlices(location, state);
     if (WriteTensors(writer.get(), &header, tensors, options_.chunk_bytes,

@@ -9,6 +9,11 @@ namespace gradsync {
 grpc::Status PsRpc::CreateShard(grpc::ServerContext* context,
                                 const ps::CreateShardRequest* request,
                                 ps::CreateShardResponse* response) {
+  if (absl::Status allowed =
+          service_->CheckToken(request->job_id(), request->token());
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   absl::StatusOr<ShardSpec> spec = ShardSpecFromProto(*request);
   if (!spec.ok()) return ToGrpcStatus(spec.status());
   return ToGrpcStatus(service_->CreateShard(*spec));
@@ -17,6 +22,11 @@ grpc::Status PsRpc::CreateShard(grpc::ServerContext* context,
 grpc::Status PsRpc::ReleaseShard(grpc::ServerContext* context,
                                  const ps::ReleaseShardRequest* request,
                                  ps::ReleaseShardResponse* response) {
+  if (absl::Status allowed =
+          service_->CheckToken(request->job_id(), request->token());
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   absl::StatusOr<int> released =
       service_->Release(request->job_id(), request->shard());
   if (!released.ok()) return ToGrpcStatus(released.status());
@@ -27,6 +37,11 @@ grpc::Status PsRpc::ReleaseShard(grpc::ServerContext* context,
 grpc::Status PsRpc::GetShardStats(grpc::ServerContext* context,
                                   const ps::GetShardStatsRequest* request,
                                   ps::GetShardStatsResponse* response) {
+  if (absl::Status allowed =
+          service_->CheckToken(request->job_id(), request->token());
+      !allowed.ok()) {
+    return ToGrpcStatus(allowed);
+  }
   absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
       service_->FindShards(request->job_id(), request->shard());
   if (!shards.ok()) return ToGrpcStatus(shards.status());

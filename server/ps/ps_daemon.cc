@@ -102,8 +102,12 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // With a coordinator, only the ranks it sent (with their job's token)
+  // may touch a job's shards.
+  PsServerOptions options = config.server;
+  options.require_tokens = !config.coordinator.empty();
   absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start(config.listen, config.server);
+      PsServer::Start(config.listen, options);
   if (!server.ok()) {
     std::cerr << "gradsync-ps: " << server.status().message() << "\n";
     return 1;

@@ -81,6 +81,7 @@ absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   ps_id_ = response.ps_id();
   credential_ = response.credential();
+  service_->SetShardKey(response.shard_key());
   heartbeat_ = response.heartbeat_ms() > 0
                    ? absl::Milliseconds(response.heartbeat_ms())
                    : config_.default_heartbeat;

@@ -47,6 +47,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
   }
   std::unique_ptr<PsServer> server(
       new PsServer(std::move(host), options.compute_threads));
+  if (options.require_tokens) server->service_.RequireTokens();
 
   EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;

@@ -45,6 +45,10 @@ struct PsServerOptions {
   // Threads that sum a synchronous step's gradients and apply the
   // optimizer, the applying one included; 0: one per core.
   int compute_threads = 0;
+  // Every call for a job's shards must carry the job's token from the
+  // first call on (PsService::RequireTokens): a server that registers with
+  // a coordinator. False: open (the benches' in-process servers).
+  bool require_tokens = false;
   // Called once the server listens, with the bound "host:port" (for
   // example to register it with a coordinator). An error stops Start,
   // which returns it.

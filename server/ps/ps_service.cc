@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/model_init/mlp_layout.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "server/ps/shard_range.h"
 
@@ -60,6 +61,38 @@ absl::Status CheckRange(const ShardSpec& spec) {
 }  // namespace
 
 PsService::~PsService() { ReleaseAll(); }
+
+void PsService::RequireTokens() {
+  absl::MutexLock lock(&key_mu_);
+  require_tokens_ = true;
+}
+
+void PsService::SetShardKey(std::string key) {
+  absl::MutexLock lock(&key_mu_);
+  shard_key_ = std::move(key);
+}
+
+absl::Status PsService::CheckToken(absl::string_view job_id,
+                                   absl::string_view token) const {
+  std::string key;
+  {
+    absl::MutexLock lock(&key_mu_);
+    if (!require_tokens_) return absl::OkStatus();
+    key = shard_key_;
+  }
+  if (key.empty()) {
+    return absl::UnavailableError(
+        "this parameter server has not registered with its coordinator yet, "
+        "so it cannot check who may use a job's shards; retry in a moment");
+  }
+  if (SecretsEqual(token, PsTokenForJob(key, job_id))) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the call for job ", job_id, "'s shards ",
+      token.empty() ? "carries no token"
+                    : "carries a token that is not the job's",
+      "; only the job's own ranks (with the token their assignment brought) "
+      "may create, use or release them"));
+}
 
 absl::Status PsService::CreateShard(const ShardSpec& given) {
   ShardSpec spec = given;

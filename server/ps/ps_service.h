@@ -35,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/compute_pool.h"
 #include "server/ps/ps_shard.h"
@@ -101,6 +102,20 @@ class PsService {
   // The pool the shards share (null: none).
   const std::shared_ptr<ComputePool>& compute() const { return compute_; }
 
+  // ---- who may use a job's shards (docs/security.md) ----
+  // From now on every call for job J's shards must carry J's token,
+  // PsTokenForJob(shard key, J) (common/secret.h); until SetShardKey such
+  // calls are UNAVAILABLE. A service never told so is open: the in-process
+  // servers of `gradsync bench` and gradsync-ps-bench.
+  void RequireTokens();
+  // The coordinator's shard key (RegisterParameterServerResponse); a new
+  // registration replaces it.
+  void SetShardKey(std::string key);
+  // OK when `token` admits the caller to `job_id`'s shards; otherwise
+  // PERMISSION_DENIED naming the job (UNAVAILABLE before the key came).
+  [[nodiscard]] absl::Status CheckToken(absl::string_view job_id,
+                                        absl::string_view token) const;
+
  private:
   using Key = std::pair<std::string, int>;
 
@@ -108,6 +123,10 @@ class PsService {
   mutable absl::Mutex mu_;
   std::map<Key, std::shared_ptr<PsShard>> shards_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<PsShard>> released_ ABSL_GUARDED_BY(mu_);
+
+  mutable absl::Mutex key_mu_;
+  bool require_tokens_ ABSL_GUARDED_BY(key_mu_) = false;
+  std::string shard_key_ ABSL_GUARDED_BY(key_mu_);
 };
 
 }  // namespace gradsync

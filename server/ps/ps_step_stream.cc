@@ -58,6 +58,7 @@ void PsStep::Push(size_t k) {
   call.stream = StartPushPull(client_->shards_[k].channel.get(), context);
   ps::PushHeader header;
   header.set_job_id(client_->job_id_);
+  header.set_token(client_->options_.token);
   header.set_shard(location.shard);
   header.set_rank(client_->rank_);
   header.set_step(step_);

@@ -92,6 +92,7 @@ absl::Status PsRpc::DoSeedShard(grpc::ServerContext* context,
   DecodedTensorMessage first;
   ps::SeedShardHeader header;
   RETURN_IF_ERROR(ReadHeader(reader, "SeedShard", &first, &header));
+  RETURN_IF_ERROR(service_->CheckToken(header.job_id(), header.token()));
   ASSIGN_OR_RETURN(std::shared_ptr<PsShard> shard,
                    service_->FindShard(header.job_id(), header.shard()));
   ASSIGN_OR_RETURN(const OptimizerKind kind,
@@ -134,6 +135,7 @@ absl::Status PsRpc::DoFetchState(grpc::ServerContext* context,
                                  grpc::ServerWriter<grpc::ByteBuffer>* writer) {
   ASSIGN_OR_RETURN(const size_t chunk_bytes,
                    ResolveChunkBytes(request.chunk_bytes()));
+  RETURN_IF_ERROR(service_->CheckToken(request.job_id(), request.token()));
   ASSIGN_OR_RETURN(std::shared_ptr<PsShard> shard,
                    service_->FindShard(request.job_id(), request.shard()));
   auto alive = [this, context]() { return CheckAlive(*context); };

@@ -203,6 +203,7 @@ void PushPullReactor::Begin() {
 
 absl::Status PushPullReactor::DoBegin() {
   ASSIGN_OR_RETURN(chunk_bytes_, ResolveChunkBytes(header_.chunk_bytes()));
+  RETURN_IF_ERROR(env_.service->CheckToken(header_.job_id(), header_.token()));
   ASSIGN_OR_RETURN(shard_,
                    env_.service->FindShard(header_.job_id(), header_.shard()));
   deadline_ = CallDeadline(*context_, *shard_);

@@ -97,6 +97,9 @@ TEST(GradsyncPsBinaryTest, Run_PortTaken_ExitsOne) {
   request.mutable_optimizer()->set_name("sgd");
   request.mutable_optimizer()->set_learning_rate(1.0);
   request.set_zeros(true);
+  // What the fake coordinator's job would carry (a daemon registered with
+  // a coordinator refuses shard calls without the job's token).
+  request.set_token(testing::FakeCoordinator::PsToken("job"));
   return PsAdminClient::Connect(address)->CreateShard(request);
 }
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/secret.h"
 #include "server/coordinator/grpc_coordinator_client.h"
 
 namespace gradsync::testing {
@@ -249,7 +250,12 @@ grpc::Status FakeCoordinator::RegisterParameterServer(
   response->set_ps_id(id);
   response->set_lease_ms(10 * ps_heartbeat_ms_);
   response->set_heartbeat_ms(ps_heartbeat_ms_);
+  response->set_shard_key(std::string(kShardKey));
   return grpc::Status::OK;
+}
+
+std::string FakeCoordinator::PsToken(absl::string_view job_id) {
+  return PsTokenForJob(kShardKey, job_id);
 }
 
 grpc::Status FakeCoordinator::PsHeartbeat(grpc::ServerContext* context,

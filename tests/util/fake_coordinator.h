@@ -26,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
@@ -139,6 +140,10 @@ class FakeCoordinator final : public Coordinator::Service {
   void ForgetParameterServers();
   // RegisterParameterServer answers UNIMPLEMENTED from now on.
   void RefusePsRegistrations();
+  // The shard key registered parameter servers get, and the token of job
+  // `job_id` under it (common/secret.h PsTokenForJob).
+  static constexpr absl::string_view kShardKey = "fake coordinator shard key";
+  static std::string PsToken(absl::string_view job_id);
 
   // Blocks until `done()` holds (checked on every recorded event) or
   // `timeout` passes; returns whether it holds.

@@ -276,14 +276,15 @@ absl::Status SyncPathController::EnterPs(int64_t step) {
   } else {
     optimizer_state = optimizer_.ExportState();
   }
-  ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
-                   PartitionedShardLocations(n, ps_addresses_,
-                                             config_.ps.partition_bytes));
+  ASSIGN_OR_RETURN(
+      std::vector<PsShardLocation> shards,
+      PartitionedShardLocations(n, ps_addresses_, config_.ps.partition_bytes));
   const int num_shards = static_cast<int>(shards.size());
   PsClientOptions options;
   options.chunk_bytes = config_.ps.chunk_bytes;
   options.timeout = config_.comm_timeout;
   options.transport.congestion_control = config_.ps.tcp_congestion;
+  options.token = config_.ps.token;
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
                    PsClient::Create(config_.ps.job_id, rank_, n,
                                     std::move(shards), options));

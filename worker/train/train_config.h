@@ -64,6 +64,9 @@ enum class PsUpdate {
 struct PsConfig {
   // The job's id on the shards (the daemon sets it; tests pick one).
   std::string job_id = "job";
+  // The job's token for its shards (Assignment.ps_token; empty for the
+  // open servers of tests and benches).
+  std::string token;
   // Shard k's gradsync-ps ("host:port"), from the coordinator's
   // Assignment; runtime switches may bring new ones.
   std::vector<std::string> addresses;
@@ -73,7 +76,7 @@ struct PsConfig {
   // Each server's slice in partitions of at most this many bytes
   // (PartitionedShardLocations); 0: one shard per server.
   size_t partition_bytes = 4 << 20;
-  OptimizerSpec optimizer;       // as the shards are created with it
+  OptimizerSpec optimizer;  // as the shards are created with it
   // TCP congestion control of the connections to the shards
   // (common/tcp_congestion.h); the daemon's --tcp-congestion.
   std::string tcp_congestion = "auto";
