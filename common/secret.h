@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace gradsync {
@@ -44,6 +45,22 @@ bool SecretsEqual(absl::string_view a, absl::string_view b);
 // ("" for an empty key: no check).
 std::string PsTokenForJob(absl::string_view shard_key,
                           absl::string_view job_id);
+
+// ---- the users' token (the coordinator's --user-token-file, the CLI's
+// --token-file / GRADSYNC_TOKEN_FILE) ----
+
+// A new token: 64 lowercase hex digits (32 random bytes).
+std::string NewUserToken();
+
+// Writes a new token to `path`, created with mode 0600 and O_EXCL |
+// O_NOFOLLOW (an existing file or link there is an error), and returns it.
+[[nodiscard]] absl::StatusOr<std::string> WriteNewTokenFile(
+    const std::string& path);
+
+// The token in `path`: its contents without surrounding whitespace, which
+// must be 32 to 1024 printable characters. Errors name the file.
+[[nodiscard]] absl::StatusOr<std::string> ReadTokenFile(
+    const std::string& path);
 
 }  // namespace gradsync
 

@@ -1,11 +1,17 @@
 #include "cli/control/command_common.h"
 
+#include <unistd.h>
+
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
+#include "cli/control/local_cluster.h"
+#include "cli/control/local_command.h"
 #include "cli/control/progress.h"
+#include "common/secret.h"
 
 namespace gradsync {
 namespace control {
@@ -53,12 +59,38 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
   return ReportUsageError(env, command, args, status);
 }
 
+std::string ResolveTokenFile(const std::string& flag, const CommandEnv& env,
+                             const std::string& address) {
+  if (!flag.empty()) return flag;
+  if (!env.token_file_env.empty()) return env.token_file_env;
+  // The local cluster's, when it is the one we talk to.
+  const std::string run_dir = ResolveRunDir("", env.run_dir_env, env.cwd);
+  absl::StatusOr<std::optional<ClusterRecord>> record =
+      ReadClusterRecord(run_dir);
+  if (!record.ok() || !record->has_value() ||
+      (*record)->coordinator_address != address) {
+    return "";
+  }
+  const std::string path = absl::StrCat(run_dir, "/", kUserTokenFileName);
+  return access(path.c_str(), F_OK) == 0 ? path : "";
+}
+
 std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
                                           const CommandEnv& env) {
   ClientConfig config;
   config.address =
       ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
   config.rpc_timeout = common.timeout;
+  const std::string token_file =
+      ResolveTokenFile(common.token_file, env, config.address);
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (token.ok()) {
+      config.token = *std::move(token);
+    } else {
+      config.token_error = token.status();
+    }
+  }
   return std::make_unique<ControlClient>(std::move(config));
 }
 

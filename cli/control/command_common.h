@@ -49,6 +49,12 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
                                     absl::string_view command,
                                     const CommandEnv& env);
 
+// The users' token file for the coordinator at `address`: `flag`, else
+// $GRADSYNC_TOKEN_FILE, else RUN_DIR/user-token ($GRADSYNC_RUN_DIR, else
+// .run) when that local cluster's coordinator is `address`; "" for none.
+std::string ResolveTokenFile(const std::string& flag, const CommandEnv& env,
+                             const std::string& address);
+
 // A client of the coordinator that --coordinator or the environment names.
 std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
                                           const CommandEnv& env);

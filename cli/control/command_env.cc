@@ -42,6 +42,7 @@ CommandEnv ProcessCommandEnv() {
   env.terminal_width = TerminalWidth();
   env.coordinator_env = GetEnv("GRADSYNC_COORDINATOR");
   env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
+  env.token_file_env = GetEnv("GRADSYNC_TOKEN_FILE");
   env.path_env = GetEnv("PATH");
   env.self_exe = ReadLink("/proc/self/exe");
   env.cwd = CurrentDir();
@@ -53,6 +54,12 @@ void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
       "coordinator", "HOST:PORT",
       "the coordinator ($GRADSYNC_COORDINATOR, else 127.0.0.1:29400)",
       &options->coordinator));
+  flags->push_back(StringFlag(
+      "token-file", "FILE",
+      "the users' token, if the coordinator asks for one "
+      "($GRADSYNC_TOKEN_FILE, else the user-token of the local cluster in "
+      "$GRADSYNC_RUN_DIR or .run when it runs that coordinator)",
+      &options->token_file));
   flags->push_back(SecondsFlag("timeout",
                                "deadline of each call to the coordinator (10)",
                                &options->timeout));

@@ -36,6 +36,7 @@ struct CommandEnv {
   int terminal_width = 80;      // --help wraps to it
   std::string coordinator_env;  // $GRADSYNC_COORDINATOR
   std::string run_dir_env;      // $GRADSYNC_RUN_DIR
+  std::string token_file_env;   // $GRADSYNC_TOKEN_FILE
   std::string path_env;         // $PATH
   std::string self_exe;         // this binary (from /proc/self/exe)
   std::string cwd;              // the working directory
@@ -49,12 +50,13 @@ CommandEnv ProcessCommandEnv();
 // Flags every command that talks to the coordinator takes.
 struct CommonOptions {
   std::string coordinator;  // --coordinator; empty: env, then the default
+  std::string token_file;   // --token-file; empty: env, then the local one
   absl::Duration timeout = absl::Seconds(10);  // per call
   bool json = false;
   bool help = false;
 };
 
-// Appends --coordinator, --timeout, --json and --help rows.
+// Appends --coordinator, --token-file, --timeout, --json and --help rows.
 void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags);
 
 // Prints "gradsync <command>: <message>" on env.err (and, with json, the

@@ -30,6 +30,7 @@ ControlClient::ControlClient(ClientConfig config) : config_(std::move(config)) {
   GrpcCoordinatorClientOptions options;
   options.connect_first = true;
   options.connect_timeout = config_.rpc_timeout;
+  options.user_token = config_.token;
   client_ =
       NewGrpcCoordinatorClient(NewCoordinatorChannel(config_.address, channel),
                                config_.address, options);
@@ -60,6 +61,7 @@ absl::Status ControlClient::Explain(const absl::Status& status,
 }
 
 absl::StatusOr<std::string> ControlClient::SubmitJob(const JobSpec& spec) {
+  if (!config_.token_error.ok()) return config_.token_error;
   SubmitJobRequest request;
   *request.mutable_spec() = spec;
   absl::StatusOr<SubmitJobResponse> response =
@@ -69,6 +71,7 @@ absl::StatusOr<std::string> ControlClient::SubmitJob(const JobSpec& spec) {
 }
 
 absl::StatusOr<JobStatus> ControlClient::GetJob(absl::string_view job_id) {
+  if (!config_.token_error.ok()) return config_.token_error;
   GetJobRequest request;
   request.set_job_id(std::string(job_id));
   absl::StatusOr<JobStatus> response = client_->GetJob(request, Unary());
@@ -77,6 +80,7 @@ absl::StatusOr<JobStatus> ControlClient::GetJob(absl::string_view job_id) {
 }
 
 absl::StatusOr<ListJobsResponse> ControlClient::ListJobs() {
+  if (!config_.token_error.ok()) return config_.token_error;
   absl::StatusOr<ListJobsResponse> response =
       client_->ListJobs(ListJobsRequest(), Unary());
   if (!response.ok()) return Explain(response.status(), "ListJobs");
@@ -84,6 +88,7 @@ absl::StatusOr<ListJobsResponse> ControlClient::ListJobs() {
 }
 
 absl::StatusOr<JobStatus> ControlClient::CancelJob(absl::string_view job_id) {
+  if (!config_.token_error.ok()) return config_.token_error;
   CancelJobRequest request;
   request.set_job_id(std::string(job_id));
   absl::StatusOr<JobStatus> response = client_->CancelJob(request, Unary());
@@ -93,6 +98,7 @@ absl::StatusOr<JobStatus> ControlClient::CancelJob(absl::string_view job_id) {
 
 absl::StatusOr<GetMetricsResponse> ControlClient::GetMetrics(
     absl::string_view job_id) {
+  if (!config_.token_error.ok()) return config_.token_error;
   GetMetricsRequest request;
   request.set_job_id(std::string(job_id));
   absl::StatusOr<GetMetricsResponse> response =
@@ -102,6 +108,7 @@ absl::StatusOr<GetMetricsResponse> ControlClient::GetMetrics(
 }
 
 absl::StatusOr<ListWorkersResponse> ControlClient::ListWorkers() {
+  if (!config_.token_error.ok()) return config_.token_error;
   absl::StatusOr<ListWorkersResponse> response =
       client_->ListWorkers(ListWorkersRequest(), Unary());
   if (!response.ok()) return Explain(response.status(), "ListWorkers");
@@ -110,6 +117,7 @@ absl::StatusOr<ListWorkersResponse> ControlClient::ListWorkers() {
 
 absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
     absl::string_view job_id, SyncMode mode) {
+  if (!config_.token_error.ok()) return config_.token_error;
   SwitchJobRequest request;
   request.set_job_id(std::string(job_id));
   request.set_mode(mode);
@@ -122,6 +130,7 @@ absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
 absl::Status ControlClient::WatchJob(
     absl::string_view job_id, absl::Duration deadline,
     const std::function<absl::Status(const JobEvent&)>& on_event) {
+  if (!config_.token_error.ok()) return config_.token_error;
   WatchJobRequest request;
   request.set_job_id(std::string(job_id));
   CallOptions options;

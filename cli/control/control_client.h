@@ -47,6 +47,11 @@ struct ClientConfig {
   std::string address = std::string(kDefaultCoordinatorAddress);
   // Deadline of each unary call.
   absl::Duration rpc_timeout = absl::Seconds(10);
+  // The users' token, sent with every call (empty: none).
+  std::string token;
+  // Not OK when the token could not be had (an unreadable --token-file):
+  // every call fails with it.
+  absl::Status token_error;
 };
 
 class ControlClient {

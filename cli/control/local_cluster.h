@@ -39,6 +39,8 @@ inline constexpr absl::string_view kCoordinatorBinary = "gradsync-coordinator";
 inline constexpr absl::string_view kWorkerBinary = "gradsync-worker";
 inline constexpr absl::string_view kPsBinary = "gradsync-ps";
 inline constexpr absl::string_view kClusterFile = "cluster.json";
+// The users' token of the local cluster's coordinator (mode 0600).
+inline constexpr absl::string_view kUserTokenFileName = "user-token";
 
 // One daemon of the cluster.
 struct DaemonRecord {
@@ -154,6 +156,9 @@ struct ClusterPlan {
   std::vector<DaemonPlan> servers;
   absl::Duration timeout = absl::Seconds(30);
   absl::Duration stop_grace = absl::Seconds(10);
+  // The users' token the coordinator was given (--user-token-file in its
+  // args), for the waits' own calls; empty: none.
+  std::string user_token;
 };
 
 struct StartedCluster {

@@ -1,5 +1,7 @@
 #include "cli/control/local_command.h"
 
+#include <unistd.h>
+
 #include <optional>
 #include <utility>
 
@@ -176,6 +178,11 @@ int Up(const LocalOptions& o, const std::string& run_dir,
            << "\n"
            << "export GRADSYNC_COORDINATOR=" << record.coordinator_address
            << "\n";
+  const std::string token_file =
+      absl::StrCat(record.run_dir, "/", kUserTokenFileName);
+  if (access(token_file.c_str(), F_OK) == 0) {
+    *env.out << "export GRADSYNC_TOKEN_FILE=" << token_file << "\n";
+  }
   env.out->flush();
   return kExitOk;
 }
@@ -222,8 +229,8 @@ absl::StatusOr<DaemonBinaries> FindDaemonBinaries(const DaemonBinaries& flags,
   ASSIGN_OR_RETURN(found.coordinator,
                    Binary(flags.coordinator, kCoordinatorBinary,
                           {"../server/coordinator", ""}, env));
-  ASSIGN_OR_RETURN(found.worker, Binary(flags.worker, kWorkerBinary,
-                                        {"../worker", ""}, env));
+  ASSIGN_OR_RETURN(found.worker,
+                   Binary(flags.worker, kWorkerBinary, {"../worker", ""}, env));
   if (need_ps) {
     ASSIGN_OR_RETURN(found.ps,
                      Binary(flags.ps, kPsBinary, {"../server/ps", ""}, env));

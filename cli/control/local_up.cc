@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "cli/control/control_client.h"
 #include "cli/control/local_cluster.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/wait_status.h"
 
@@ -116,10 +117,11 @@ bool IsParameterServer(const DaemonRecord& d) {
 }
 
 [[nodiscard]] absl::StatusOr<ListWorkersResponse> Probe(
-    const std::string& address) {
+    const std::string& address, const std::string& token) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = kProbeTimeout;
+  config.token = token;
   ControlClient client(config);
   return client.ListWorkers();
 }
@@ -222,7 +224,7 @@ std::vector<std::string> StopWorkersThenCoordinator(
   // The coordinator answers.
   while (true) {
     RETURN_IF_ERROR(CheckRunning(record->daemons));
-    if (Probe(address).ok()) break;
+    if (Probe(address, plan.user_token).ok()) break;
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the coordinator did not answer at ", address, " within ",
@@ -243,7 +245,8 @@ std::vector<std::string> StopWorkersThenCoordinator(
   // Every worker and parameter server registered.
   while (true) {
     RETURN_IF_ERROR(CheckRunning(record->daemons));
-    absl::StatusOr<ListWorkersResponse> workers = Probe(address);
+    absl::StatusOr<ListWorkersResponse> workers =
+        Probe(address, plan.user_token);
     if (workers.ok()) {
       *registered = LiveWorkers(*workers);
       *registered_servers = LiveParameterServers(*workers);
@@ -333,6 +336,8 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
                                             config.run_dir, ": ",
                                             error.message()));
   }
+  const std::string token_path =
+      absl::StrCat(config.run_dir, "/", kUserTokenFileName);
   ASSIGN_OR_RETURN(std::optional<ClusterRecord> existing,
                    ReadClusterRecord(config.run_dir));
   if (existing.has_value()) {
@@ -341,8 +346,9 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
         [](const DaemonRecord& d) { return d.name == "coordinator"; });
     if (coordinator != existing->daemons.end() &&
         IsRecordedDaemonAlive(*coordinator)) {
-      absl::StatusOr<ListWorkersResponse> workers =
-          Probe(existing->coordinator_address);
+      absl::StatusOr<std::string> token = ReadTokenFile(token_path);
+      absl::StatusOr<ListWorkersResponse> workers = Probe(
+          existing->coordinator_address, token.ok() ? *token : std::string());
       if (workers.ok()) {
         LocalUpResult result;
         result.record = std::move(*existing);
@@ -358,7 +364,9 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   }
   if (config.port != 0) {
     const std::string address = absl::StrCat("127.0.0.1:", config.port);
-    if (Probe(address).ok()) {
+    // Any answer, UNAUTHENTICATED included, means a coordinator is there.
+    absl::StatusOr<ListWorkersResponse> there = Probe(address, "");
+    if (there.ok() || absl::IsUnauthenticated(there.status())) {
       return absl::FailedPreconditionError(absl::StrCat(
           "a coordinator already answers at ", address,
           ", not one started from ", config.run_dir,
@@ -374,6 +382,12 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   plan.coordinator.name = "coordinator";
   plan.coordinator.binary = config.coordinator_binary;
   plan.coordinator.args = {"--listen", absl::StrCat("127.0.0.1:", config.port)};
+  // Users authenticate by default: a fresh token for each cluster, which
+  // the CLI finds in the run directory (or through GRADSYNC_TOKEN_FILE).
+  std::remove(token_path.c_str());
+  ASSIGN_OR_RETURN(plan.user_token, WriteNewTokenFile(token_path));
+  plan.coordinator.args.push_back("--user-token-file");
+  plan.coordinator.args.push_back(token_path);
   if (config.port != 0) {
     plan.coordinator.address = absl::StrCat("127.0.0.1:", config.port);
   }
@@ -419,6 +433,7 @@ absl::StatusOr<LocalDownResult> LocalDown(const std::string& run_dir,
   }
   result.killed = StopWorkersThenCoordinator(record->daemons, grace);
   RemoveClusterRecord(run_dir);
+  std::remove(absl::StrCat(run_dir, "/", kUserTokenFileName).c_str());
   return result;
 }
 

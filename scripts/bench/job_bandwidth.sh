@@ -113,6 +113,8 @@ else
     exit 1
   }
   export GRADSYNC_COORDINATOR
+  GRADSYNC_TOKEN_FILE=$(sed -n 's/^export GRADSYNC_TOKEN_FILE=//p' <<<"$up")
+  export GRADSYNC_TOKEN_FILE
   where="a local cluster on 127.0.0.1 (logs in $run_dir)"
   listing=$("$gradsync" workers)
 fi

@@ -38,6 +38,10 @@
 
 namespace gradsync {
 
+// The gRPC metadata key of the users' token: "authorization: Bearer
+// <token>" (CoordinatorService::CheckUser).
+inline constexpr absl::string_view kUserTokenMetadata = "authorization";
+
 // Where daemons and the CLI look for the coordinator when neither a flag
 // nor $GRADSYNC_COORDINATOR says.
 inline constexpr absl::string_view kDefaultCoordinatorAddress =

@@ -41,6 +41,10 @@ struct CoordinatorConfig {
   // a spec whose checkpoint.directory or checkpoint.resumeFrom lies
   // elsewhere is refused at submit. Empty: any path.
   std::vector<std::string> checkpoint_roots;
+  // The users' token (--user-token-file): every user RPC (submit, status,
+  // list, cancel, switch, watch, metrics, workers) must present it
+  // (CoordinatorService::CheckUser). Empty: users are not authenticated.
+  std::string user_token;
   // Receives one line per notable event (worker registered or lost, job
   // state changes). Empty: events are not reported. Called with the
   // service's lock held: it must not call back into the service.

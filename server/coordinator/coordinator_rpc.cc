@@ -2,13 +2,26 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
 namespace {
 
 absl::Time CallDeadline(const grpc::ServerContext& context) {
   return absl::FromChrono(context.deadline());
+}
+
+// The user token a call presents: "authorization: Bearer <token>"
+// (kUserTokenMetadata); empty when none.
+std::string PresentedToken(const grpc::ServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(std::string(kUserTokenMetadata));
+  if (it == metadata.end()) return "";
+  absl::string_view value(it->second.data(), it->second.size());
+  return absl::ConsumePrefix(&value, "Bearer ") ? std::string(value) : "";
 }
 
 // Moves the value of `result` into `*response`, or returns its error.
@@ -96,18 +109,30 @@ grpc::Status CoordinatorRpc::Barrier(grpc::ServerContext* context,
 grpc::Status CoordinatorRpc::SubmitJob(grpc::ServerContext* context,
                                        const SubmitJobRequest* request,
                                        SubmitJobResponse* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   return Reply(service_->SubmitJob(*request), response);
 }
 
 grpc::Status CoordinatorRpc::GetJob(grpc::ServerContext* context,
                                     const GetJobRequest* request,
                                     JobStatus* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   return Reply(service_->GetJob(*request), response);
 }
 
 grpc::Status CoordinatorRpc::ListJobs(grpc::ServerContext* context,
                                       const ListJobsRequest* request,
                                       ListJobsResponse* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   *response = service_->ListJobs();
   return grpc::Status::OK;
 }
@@ -115,12 +140,20 @@ grpc::Status CoordinatorRpc::ListJobs(grpc::ServerContext* context,
 grpc::Status CoordinatorRpc::CancelJob(grpc::ServerContext* context,
                                        const CancelJobRequest* request,
                                        JobStatus* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   return Reply(service_->CancelJob(*request), response);
 }
 
 grpc::Status CoordinatorRpc::WatchJob(grpc::ServerContext* context,
                                       const WatchJobRequest* request,
                                       grpc::ServerWriter<JobEvent>* writer) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   JobWatchCursor cursor;
   auto cancelled = [context] { return context->IsCancelled(); };
   while (!cursor.done) {
@@ -142,12 +175,20 @@ grpc::Status CoordinatorRpc::WatchJob(grpc::ServerContext* context,
 grpc::Status CoordinatorRpc::GetMetrics(grpc::ServerContext* context,
                                         const GetMetricsRequest* request,
                                         GetMetricsResponse* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   return Reply(service_->GetMetrics(*request), response);
 }
 
 grpc::Status CoordinatorRpc::ListWorkers(grpc::ServerContext* context,
                                          const ListWorkersRequest* request,
                                          ListWorkersResponse* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   *response = service_->ListWorkers();
   return grpc::Status::OK;
 }
@@ -155,6 +196,10 @@ grpc::Status CoordinatorRpc::ListWorkers(grpc::ServerContext* context,
 grpc::Status CoordinatorRpc::SwitchJob(grpc::ServerContext* context,
                                        const SwitchJobRequest* request,
                                        SwitchJobResponse* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
   return Reply(service_->SwitchJob(*request), response);
 }
 

@@ -12,6 +12,10 @@
 // (state, message, rank progress, new step metrics), and ends with OK after
 // the event that reports the job's end; NOT_FOUND for an unknown job.
 //
+// The user RPCs (submit, status, list, cancel, switch, watch, metrics,
+// workers) first check the user token the call presents in its
+// "authorization: Bearer <token>" metadata (CoordinatorService::CheckUser).
+//
 // Thread-safe: the RPC methods run concurrently on gRPC's threads.
 #ifndef GRADSYNC_SERVER_COORDINATOR_COORDINATOR_RPC_H_
 #define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_RPC_H_

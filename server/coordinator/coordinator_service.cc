@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/path_roots.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "server/coordinator/job_spec.h"
 
@@ -117,6 +118,17 @@ absl::Status CoordinatorService::Barrier(const BarrierRequest& request,
 }
 
 // ---- users ----
+
+absl::Status CoordinatorService::CheckUser(absl::string_view presented) const {
+  const std::string& token = state_.config.user_token;
+  if (token.empty() || SecretsEqual(presented, token)) return absl::OkStatus();
+  return absl::UnauthenticatedError(absl::StrCat(
+      presented.empty() ? "this coordinator admits users with its token only"
+                        : "the token presented is not this coordinator's",
+      ": pass --token-file FILE or set GRADSYNC_TOKEN_FILE to the file the "
+      "coordinator's --user-token-file names (`gradsync local up` writes "
+      "RUN_DIR/user-token)"));
+}
 
 absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
     const SubmitJobRequest& request) {

@@ -153,6 +153,11 @@ class CoordinatorService {
 
   // ---- users (the CLI) ----
 
+  // OK when the coordinator has no user token, or `presented` is it;
+  // otherwise UNAUTHENTICATED telling the user where the token comes from.
+  // The RPC adapter calls it before every user RPC.
+  [[nodiscard]] absl::Status CheckUser(absl::string_view presented) const;
+
   // Validates the spec (ValidateJobSpec), adds the job as PENDING and
   // schedules it (FIFO) if enough devices are free (and, for a job that
   // needs PS shards, a parameter server is live).

@@ -165,6 +165,7 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
       const std::function<absl::Status(const JobEvent&)>& on_event) override {
     grpc::ClientContext context;
     SetRpcDeadline(&context, options.deadline);
+    AddUserToken(&context);
     CancellableCalls::Scope scope(options.calls,
                                   [&context] { context.TryCancel(); });
     if (!scope.ok()) return scope.status();
@@ -210,12 +211,19 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
   }
 
  private:
+  void AddUserToken(grpc::ClientContext* context) const {
+    if (options_.user_token.empty()) return;
+    context->AddMetadata(std::string(kUserTokenMetadata),
+                         absl::StrCat("Bearer ", options_.user_token));
+  }
+
   // One unary call: deadline, cancellation, conversion.
   template <typename Response, typename Call>
   [[nodiscard]] absl::StatusOr<Response> Unary(const CallOptions& options,
                                                Call call) {
     grpc::ClientContext context;
     SetRpcDeadline(&context, options.deadline);
+    AddUserToken(&context);
     CancellableCalls::Scope scope(options.calls,
                                   [&context] { context.TryCancel(); });
     if (!scope.ok()) return scope.status();

@@ -49,6 +49,9 @@ struct GrpcCoordinatorClientOptions {
   // The longest connect_first waits, whatever the call's deadline (a
   // stream may have none).
   absl::Duration connect_timeout = absl::Seconds(10);
+  // The users' token, sent with every call ("authorization: Bearer ...",
+  // kUserTokenMetadata) when not empty: the CLI's.
+  std::string user_token;
 };
 
 // A client over `channel`; `target` names the coordinator in messages.

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "common/flags.h"
 #include "common/path_roots.h"
+#include "common/secret.h"
 #include "server/coordinator/coordinator_server.h"
 
 namespace {
@@ -34,6 +35,7 @@ struct Flags {
   double link_gbps = 0;
   double link_alpha_us = 0;
   std::vector<std::string> checkpoint_roots;
+  std::string user_token_file;
   bool help = false;
   bool version = false;
 };
@@ -88,6 +90,12 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
             flags->checkpoint_roots = *std::move(roots);
             return absl::OkStatus();
           }},
+      gradsync::StringFlag(
+          "user-token-file", "FILE",
+          "users (the CLI) must present the token in FILE with every call "
+          "(their --token-file / GRADSYNC_TOKEN_FILE); default: none, any "
+          "client that reaches the port may submit, cancel and read jobs",
+          &flags->user_token_file),
       gradsync::HelpFlag(&flags->help),
       gradsync::VersionFlag(&flags->version),
   };
@@ -142,6 +150,20 @@ int main(int argc, char** argv) {
   config.link_bandwidth_Bps = flags.link_gbps * 1e9;
   config.link_alpha_s = flags.link_alpha_us * 1e-6;
   config.checkpoint_roots = flags.checkpoint_roots;
+  if (!flags.user_token_file.empty()) {
+    absl::StatusOr<std::string> token =
+        gradsync::ReadTokenFile(flags.user_token_file);
+    if (!token.ok()) {
+      std::cerr << "gradsync-coordinator: --user-token-file: "
+                << token.status().message() << "\n";
+      return 2;
+    }
+    config.user_token = *std::move(token);
+  } else {
+    std::cerr << "gradsync-coordinator: users are not authenticated (no "
+                 "--user-token-file): any client that reaches "
+              << flags.listen << " may submit, cancel and read jobs\n";
+  }
   config.event_log = [](absl::string_view line) {
     std::cerr << absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
                                   absl::LocalTimeZone())

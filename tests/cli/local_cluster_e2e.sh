@@ -17,13 +17,22 @@ echo "$out"
 addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 [ -n "$addr" ] || { echo "no export line in the output of local up"; exit 1; }
 [ -f "$dir/cluster.json" ] || { echo "no $dir/cluster.json"; exit 1; }
+token=$(echo "$out" | sed -n 's/^export GRADSYNC_TOKEN_FILE=//p')
+[ "$token" = "$dir/user-token" ] || { echo "no token export line"; exit 1; }
+[ "$(stat -c %a "$token")" = 600 ] || { echo "$token is not mode 0600"; exit 1; }
 
 "$gradsync" local up --workers 2 --port 0 --run-dir "$dir"
-GRADSYNC_COORDINATOR=$addr "$gradsync" workers --json
+GRADSYNC_COORDINATOR=$addr GRADSYNC_TOKEN_FILE=$token "$gradsync" workers --json
+# Users authenticate: without the token the coordinator refuses.
+if GRADSYNC_COORDINATOR=$addr "$gradsync" workers >/dev/null 2>&1; then
+  echo "the coordinator answered a user without its token"
+  exit 1
+fi
 "$gradsync" local down --run-dir "$dir"
 [ ! -f "$dir/cluster.json" ] || { echo "cluster.json left behind"; exit 1; }
-if GRADSYNC_COORDINATOR=$addr "$gradsync" workers --timeout 2 >/dev/null 2>&1
-then
+[ ! -f "$token" ] || { echo "the token file was left behind"; exit 1; }
+if ! GRADSYNC_COORDINATOR=$addr "$gradsync" workers --timeout 2 2>&1 |
+  grep -q "cannot reach the coordinator"; then
   echo "the coordinator still answers after local down"
   exit 1
 fi

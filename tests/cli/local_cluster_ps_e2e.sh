@@ -24,6 +24,8 @@ addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 [ -n "$addr" ] || { echo "no export line in the output of local up"; exit 1; }
 
 export GRADSYNC_COORDINATOR=$addr
+GRADSYNC_TOKEN_FILE=$(echo "$out" | sed -n 's/^export GRADSYNC_TOKEN_FILE=//p')
+export GRADSYNC_TOKEN_FILE
 "$gradsync" workers --json
 job=$("$gradsync" submit --workers 2 --model synthetic --synthetic-floats 4096 \
   --compute-ms 2 --dataset synthetic --steps 1500 --mode ring --json |

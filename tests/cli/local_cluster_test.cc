@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cli/control/command_common.h"
 #include "cli/control/command_env.h"
 #include "cli/control/local_command.h"
 #include "gmock/gmock.h"
@@ -366,6 +367,29 @@ TEST(LocalCommandTest, RunDirFromFlagThenEnvThenDefault) {
   EXPECT_EQ(ResolveRunDir("/a/b/", "/c", "/w"), "/a/b");
   EXPECT_EQ(ResolveRunDir("", "rel", "/w"), "/w/rel");
   EXPECT_EQ(ResolveRunDir("", "", "/w"), "/w/.run");
+}
+
+// The users' token: --token-file, else $GRADSYNC_TOKEN_FILE, else the
+// local cluster's when it runs the coordinator the command talks to.
+TEST(LocalCommandTest, TokenFileFromFlagThenEnvThenTheLocalCluster) {
+  TempDir dir;
+  CommandEnv env;
+  env.cwd = "/";
+  env.run_dir_env = dir.path();
+  EXPECT_EQ(ResolveTokenFile("", env, "127.0.0.1:29400"), "");  // no cluster
+  ClusterRecord record;
+  record.run_dir = dir.path();
+  record.coordinator_address = "127.0.0.1:29400";
+  std::ofstream(dir.path() + "/cluster.json") << ClusterRecordToJson(record);
+  EXPECT_EQ(ResolveTokenFile("", env, "127.0.0.1:29400"), "");  // no token
+  std::ofstream(dir.path() + "/user-token") << "x";
+  EXPECT_EQ(ResolveTokenFile("", env, "127.0.0.1:29400"),
+            dir.path() + "/user-token");
+  // Another coordinator is not the local cluster's.
+  EXPECT_EQ(ResolveTokenFile("", env, "10.0.0.1:29400"), "");
+  env.token_file_env = "/etc/gradsync/token";
+  EXPECT_EQ(ResolveTokenFile("", env, "10.0.0.1:29400"), "/etc/gradsync/token");
+  EXPECT_EQ(ResolveTokenFile("/mine", env, "10.0.0.1:29400"), "/mine");
 }
 
 TEST(LocalCommandTest, DownWithoutCluster_SaysSoAsJson) {

@@ -2,10 +2,17 @@
 // random secrets, the constant-time compare and the PS token derivation.
 #include "common/secret.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace gradsync {
@@ -51,6 +58,48 @@ TEST(SecretTest, PsToken_DependsOnTheKeyAndTheJob) {
   EXPECT_NE(PsTokenForJob(key, "job-1"),
             PsTokenForJob(RandomSecret(), "job-1"));
   EXPECT_EQ(PsTokenForJob(key, "job-1").size(), kMacBytes);
+}
+
+class TokenFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/gradsync_token_", getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(TokenFileTest, Written_IsPrivateAndReadsBack) {
+  const std::string path = dir_ + "/user-token";
+  absl::StatusOr<std::string> token = WriteNewTokenFile(path);
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(token->size(), 64u);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  absl::StatusOr<std::string> read = ReadTokenFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, *token);  // the newline is not part of it
+  // Never over an existing file or link.
+  EXPECT_FALSE(WriteNewTokenFile(path).ok());
+  ASSERT_EQ(symlink("/nonexistent", (dir_ + "/link").c_str()), 0);
+  EXPECT_FALSE(WriteNewTokenFile(dir_ + "/link").ok());
+}
+
+TEST_F(TokenFileTest, Unusable_IsRefusedNamingTheFile) {
+  std::ofstream(dir_ + "/short") << "abc\n";
+  EXPECT_THAT(std::string(ReadTokenFile(dir_ + "/short").status().message()),
+              ::testing::HasSubstr("32 to 1024 printable"));
+  std::ofstream(dir_ + "/spaces") << std::string(40, 'a') << " b\n";
+  EXPECT_FALSE(ReadTokenFile(dir_ + "/spaces").ok());
+  EXPECT_EQ(ReadTokenFile(dir_).status().code(),
+            absl::StatusCode::kInvalidArgument);  // a directory
+  EXPECT_EQ(ReadTokenFile(dir_ + "/missing").status().code(),
+            absl::StatusCode::kNotFound);
+  std::ofstream(dir_ + "/ok") << "  " << std::string(40, 'k') << "\n\n";
+  EXPECT_EQ(*ReadTokenFile(dir_ + "/ok"), std::string(40, 'k'));
 }
 
 }  // namespace

@@ -323,6 +323,62 @@ TEST_F(CoordinatorRpcTest, StoreGet_ManyBlockedGets_LeaveThreadsForTheSet) {
   }
 }
 
+// A coordinator with a users' token (--user-token-file) answers the user
+// RPCs only for calls that present it ("authorization: Bearer <token>");
+// the daemons' RPCs go by their own credentials and need none of it.
+TEST(CoordinatorUserTokenTest, UserRpcs_NeedTheToken_DaemonRpcsDoNot) {
+  const std::string token(64, 'f');
+  CoordinatorConfig config;
+  config.user_token = token;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start("127.0.0.1:0", config);
+  ASSERT_THAT(server, IsOk());
+  std::unique_ptr<Coordinator::Stub> stub =
+      Coordinator::NewStub(grpc::CreateChannel(
+          (*server)->address(), grpc::InsecureChannelCredentials()));
+  auto call = [&](const std::string& presented) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+    if (!presented.empty()) {
+      context.AddMetadata("authorization", "Bearer " + presented);
+    }
+    ListWorkersResponse response;
+    return stub->ListWorkers(&context, ListWorkersRequest(), &response);
+  };
+  grpc::Status none = call("");
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(none.error_message(), HasSubstr("GRADSYNC_TOKEN_FILE"));
+  EXPECT_EQ(call(std::string(64, 'e')).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(call(token).ok());
+  for (const std::string& presented : {std::string(), std::string("x")}) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+    if (!presented.empty()) context.AddMetadata("authorization", presented);
+    SubmitJobRequest submit;
+    *submit.mutable_spec() = ValidSpec(1);
+    SubmitJobResponse submitted;
+    EXPECT_EQ(stub->SubmitJob(&context, submit, &submitted).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // Registration is a daemon's call: no user token.
+  RegisterWorkerRequest request;
+  request.set_host("host-a");
+  request.set_address("127.0.0.1");
+  request.set_wire_version(kWireVersion);
+  request.add_devices()->set_kind("cpu");
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+  RegisterWorkerResponse registered;
+  EXPECT_TRUE(stub->RegisterWorker(&context, request, &registered).ok());
+  // Nothing was submitted by the refused calls.
+  grpc::ClientContext list_context;
+  list_context.AddMetadata("authorization", "Bearer " + token);
+  ListJobsResponse jobs;
+  ASSERT_TRUE(stub->ListJobs(&list_context, ListJobsRequest(), &jobs).ok());
+  EXPECT_EQ(jobs.jobs_size(), 0);
+}
+
 TEST_F(CoordinatorRpcTest, Shutdown_WithAWatchWaiting_ReturnsPromptly) {
   Register("host-a", 1);
   const std::string job = Submit(1);
