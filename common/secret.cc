@@ -44,6 +44,18 @@ bool SecretsEqual(absl::string_view a, absl::string_view b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+absl::Status CheckDaemonCredential(absl::string_view kind, absl::string_view id,
+                                   absl::string_view expected,
+                                   absl::string_view presented) {
+  if (SecretsEqual(presented, expected)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "the call for ", kind, " ", id,
+      presented.empty() ? " carries no credential"
+                        : " carries a credential that is not its own",
+      "; only the daemon that registered as ", id,
+      " may make it (a forged call, or a daemon of an older build)"));
+}
+
 std::string PsTokenForJob(absl::string_view shard_key,
                           absl::string_view job_id) {
   if (shard_key.empty()) return "";

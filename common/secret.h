@@ -40,6 +40,15 @@ std::string HmacSha256(absl::string_view key, absl::string_view message);
 // either is empty, so that a missing secret never matches.
 bool SecretsEqual(absl::string_view a, absl::string_view b);
 
+// OK when `presented` is `expected`, the credential daemon `id` got at
+// registration; otherwise PERMISSION_DENIED "the call for <kind> <id>
+// carries no credential" (or one "that is not its own"), telling that only
+// the daemon registered as `id` may make it.
+[[nodiscard]] absl::Status CheckDaemonCredential(absl::string_view kind,
+                                                 absl::string_view id,
+                                                 absl::string_view expected,
+                                                 absl::string_view presented);
+
 // The token that admits a job's ranks to its shards on every parameter
 // server: HMAC-SHA256 of the job id under the coordinator's shard key
 // ("" for an empty key: no check).

@@ -56,13 +56,8 @@ absl::StatusOr<const PsRecord*> PsRegistry::Register(
 
 absl::Status CheckCredential(const PsRecord& server,
                              absl::string_view credential) {
-  if (SecretsEqual(credential, server.credential)) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      "the call for parameter server ", server.id,
-      credential.empty() ? " carries no credential"
-                         : " carries a credential that is not its own",
-      "; only the daemon that registered as ", server.id,
-      " may make it (a forged call, or a server of an older build)"));
+  return CheckDaemonCredential("parameter server", server.id, server.credential,
+                               credential);
 }
 
 PsRecord* PsRegistry::Find(absl::string_view id) {

@@ -105,13 +105,8 @@ absl::StatusOr<const WorkerRecord*> WorkerRegistry::Register(
 
 absl::Status CheckCredential(const WorkerRecord& worker,
                              absl::string_view credential) {
-  if (SecretsEqual(credential, worker.credential)) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      "the call for worker ", worker.id,
-      credential.empty() ? " carries no credential"
-                         : " carries a credential that is not its own",
-      "; only the daemon that registered as ", worker.id,
-      " may make it (a forged call, or a worker of an older build)"));
+  return CheckDaemonCredential("worker", worker.id, worker.credential,
+                               credential);
 }
 
 absl::Status WorkerRegistry::Authenticate(absl::string_view id,

@@ -62,21 +62,16 @@ class CoordinatorRpcTest : public ::testing::Test {
     RegisterWorkerResponse response;
     EXPECT_TRUE(
         stub_->RegisterWorker(Context().get(), request, &response).ok());
-    credentials_[response.worker_id()] = response.credential();
+    credentials_.Remember(response.worker_id(), response.credential());
     return response.worker_id();
   }
 
-  // The credential registration gave worker `id` ("" when unknown).
   std::string Credential(const std::string& id) const {
-    auto it = credentials_.find(id);
-    return it == credentials_.end() ? "" : it->second;
+    return credentials_.Credential(id);
   }
-
   StoreScope Scope(const std::string& worker_id, const std::string& job_id,
                    int64_t generation = 1) const {
-    StoreScope scope = gradsync::testing::Scope(worker_id, job_id, generation);
-    scope.set_credential(Credential(worker_id));
-    return scope;
+    return credentials_.Scope(worker_id, job_id, generation);
   }
 
   std::string Submit(int num_workers) {
@@ -101,7 +96,7 @@ class CoordinatorRpcTest : public ::testing::Test {
 
   std::unique_ptr<CoordinatorServer> server_;
   std::unique_ptr<Coordinator::Stub> stub_;
-  std::map<std::string, std::string> credentials_;  // by worker id
+  gradsync::testing::CredentialBook credentials_;
 };
 
 TEST_F(CoordinatorRpcTest, ParameterServer_SwitchJob_OverTheWire) {

@@ -73,6 +73,29 @@ inline StoreScope Scope(const std::string& worker_id, const std::string& job_id,
   return scope;
 }
 
+// The credentials registration gave each daemon, by id, and the store
+// scopes that carry them.
+class CredentialBook {
+ public:
+  void Remember(const std::string& id, const std::string& credential) {
+    credentials_[id] = credential;
+  }
+  // "" when `id` is unknown.
+  std::string Credential(const std::string& id) const {
+    auto it = credentials_.find(id);
+    return it == credentials_.end() ? "" : it->second;
+  }
+  StoreScope Scope(const std::string& worker_id, const std::string& job_id,
+                   int64_t generation = 1) const {
+    StoreScope scope = gradsync::testing::Scope(worker_id, job_id, generation);
+    scope.set_credential(Credential(worker_id));
+    return scope;
+  }
+
+ private:
+  std::map<std::string, std::string> credentials_;
+};
+
 class CoordinatorTest : public ::testing::Test {
  protected:
   static constexpr absl::Duration kLease = absl::Seconds(5);
@@ -108,22 +131,16 @@ class CoordinatorTest : public ::testing::Test {
         service_->RegisterWorker(request);
     EXPECT_THAT(response, IsOk());
     if (!response.ok()) return "";
-    credentials_[response->worker_id()] = response->credential();
+    credentials_.Remember(response->worker_id(), response->credential());
     return response->worker_id();
   }
 
-  // The credential registration gave daemon `id` ("" when unknown).
   std::string Credential(const std::string& id) const {
-    auto it = credentials_.find(id);
-    return it == credentials_.end() ? "" : it->second;
+    return credentials_.Credential(id);
   }
-
-  // The scope of `worker_id`, with its credential.
   StoreScope Scope(const std::string& worker_id, const std::string& job_id,
                    int64_t generation = 1) const {
-    StoreScope scope = gradsync::testing::Scope(worker_id, job_id, generation);
-    scope.set_credential(Credential(worker_id));
-    return scope;
+    return credentials_.Scope(worker_id, job_id, generation);
   }
 
   [[nodiscard]] absl::StatusOr<std::string> Submit(const JobSpec& spec) {
@@ -234,7 +251,7 @@ class CoordinatorTest : public ::testing::Test {
         service_->RegisterParameterServer(request);
     EXPECT_THAT(response, IsOk());
     if (!response.ok()) return "";
-    credentials_[response->ps_id()] = response->credential();
+    credentials_.Remember(response->ps_id(), response->credential());
     return response->ps_id();
   }
 
@@ -278,7 +295,7 @@ class CoordinatorTest : public ::testing::Test {
   std::vector<std::string> checkpoint_roots_;  // set before SetUp
   FakeClock clock_;
   std::unique_ptr<CoordinatorService> service_;
-  std::map<std::string, std::string> credentials_;  // by daemon id
+  CredentialBook credentials_;
 };
 
 }  // namespace testing
