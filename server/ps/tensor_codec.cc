@@ -46,6 +46,12 @@ class SliceCursor {
   }
 
   bool done() const { return slice_ == slices_.size(); }
+  // Bytes not read yet.
+  size_t remaining() const {
+    size_t n = 0;
+    for (size_t s = slice_; s < slices_.size(); ++s) n += slices_[s].size();
+    return n - pos_;
+  }
   size_t slice() const { return slice_; }
   size_t pos() const { return pos_; }
 
@@ -192,6 +198,13 @@ absl::Status DecodedTensorMessage::Parse(const grpc::ByteBuffer& buffer) {
         break;
       case kLengthDelimited: {
         if (!cursor.ReadVarint(&value)) return Malformed("truncated length");
+        // A length from the wire is checked before anything is sized by
+        // it: 2^62 must not become an allocation (found by fuzzing).
+        if (value > cursor.remaining()) {
+          return Malformed(absl::StrCat("field ", field, " claims ", value,
+                                        " bytes; ", cursor.remaining(),
+                                        " remain"));
+        }
         const size_t length = static_cast<size_t>(value);
         if (field == kHeaderField) {
           // Repeated embedded messages merge, as their concatenation does.

@@ -159,6 +159,11 @@ TEST_F(TensorCodecTest, Decode_Malformed_InvalidArgument) {
       std::string("\x22"
                   "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
                   12),
+      // A header that claims 2^62 bytes: refused before anything is sized
+      // by it (the fuzzer's first finding: it used to be allocated).
+      std::string("\x0a\xe5\xe5\xe5\xe5\xe5\xe5\xe5\xe5\x2f"
+                  "abc",
+                  13),
   };
   for (const std::string& bytes : bad) {
     DecodedTensorMessage message;
