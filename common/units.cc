@@ -20,8 +20,9 @@ std::string FormatBytes(double bytes) {
     value /= 1024;
     ++unit;
   }
-  return absl::StrFormat(value < 10 ? "%.2f %s" : "%.1f %s", value,
-                         kUnits[unit]);
+  // Two calls: clang checks absl::StrFormat's format at compile time.
+  return value < 10 ? absl::StrFormat("%.2f %s", value, kUnits[unit])
+                    : absl::StrFormat("%.1f %s", value, kUnits[unit]);
 }
 
 std::string FormatSize(size_t bytes) {
