@@ -43,8 +43,15 @@ out=$("$gradsync" lab up --hosts 2 --ps-hosts 1 --link 200mbit \
 echo "$out"
 addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 [ "$addr" = "${subnet}.1:29400" ] || { echo "unexpected coordinator '$addr'"; exit 1; }
-echo "$out" | grep -q "links OK" || { echo "the links did not pass the probe"; exit 1; }
 export GRADSYNC_COORDINATOR=$addr
+if ! echo "$out" | grep -q "links OK"; then
+  # One busy moment of the host can slow a pair during lab up's probe (seen
+  # once in a full ctest run: 130 of 191 Mbit/s with all pairs at once); a
+  # link that is really off fails the second probe too.
+  again=$("$gradsync" lab probe --run-dir "$dir")
+  echo "$again"
+  echo "$again" | grep -q "links OK" || { echo "the links did not pass the probe"; exit 1; }
+fi
 
 # Every daemon runs in its host's namespace and registered with its name.
 workers=$("$gradsync" workers --json)
