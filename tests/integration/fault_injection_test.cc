@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,6 +86,27 @@ class FaultTest : public ClusterTest {
         IsOk());
   }
 
+  // Freezes `daemon` (SIGSTOP) while `job` runs, waits for the job to
+  // end and thaws it (SIGCONT); the job must fail within the lease, its
+  // message naming the daemon as `named` says.
+  void FreezeUntilTheJobEnds(ChildProcess& daemon, const std::string& job,
+                             absl::string_view what,
+                             const ::testing::Matcher<std::string>& named) {
+    const absl::Time stopped = absl::Now();
+    daemon.Signal(SIGSTOP);
+    absl::StatusOr<JobStatus> end = cluster().WaitForJobEnd(
+        job, absl::Milliseconds(kLeaseMs) + kSlack + kJobTimeout);
+    const absl::Duration took = absl::Now() - stopped;
+    daemon.Signal(SIGCONT);
+    ASSERT_THAT(end, IsOk());
+    std::cout << "job " << job << " " << ShortStateName(end->state()) << " "
+              << absl::FormatDuration(took) << " after the " << what
+              << " froze: " << end->message() << "\n";
+    EXPECT_EQ(end->state(), JOB_STATE_FAILED);
+    EXPECT_THAT(end->message(), named);
+    EXPECT_LE(took, absl::Milliseconds(kLeaseMs) + kSlack);
+  }
+
   // A short 4-rank job in `mode` runs to success.
   void ExpectTrainsAgain(SyncMode mode) {
     JobSpec spec = LongSyntheticSpec(4);
@@ -105,21 +127,9 @@ TEST_P(StoppedWorkerTest, FrozenMidJob_LostWithinLease_RejoinsWhenThawed) {
   ASSERT_FALSE(job.empty());
   // Ranks 2 and 3 are on node-b (worker 1): freeze it, as a hung host or
   // a debugger would. Its process lives; only its heartbeats stop.
-  const absl::Time stopped = absl::Now();
-  cluster().worker(1).Signal(SIGSTOP);
-  absl::StatusOr<JobStatus> end = cluster().WaitForJobEnd(
-      job, absl::Milliseconds(kLeaseMs) + kSlack + kJobTimeout);
-  const absl::Duration took = absl::Now() - stopped;
-  cluster().worker(1).Signal(SIGCONT);
-  ASSERT_THAT(end, IsOk());
-  std::cout << "job " << job << " " << ShortStateName(end->state()) << " "
-            << absl::FormatDuration(took)
-            << " after the worker froze: " << end->message() << "\n";
-  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
-  EXPECT_THAT(end->message(), AnyOf(HasSubstr(cluster().worker_id(1)),
-                                    ContainsRegex("ranks? [23]")))
-      << end->message();
-  EXPECT_LE(took, absl::Milliseconds(kLeaseMs) + kSlack);
+  FreezeUntilTheJobEnds(
+      cluster().worker(1), job, "worker",
+      AnyOf(HasSubstr(cluster().worker_id(1)), ContainsRegex("ranks? [23]")));
   // Thawed, it learns it was declared lost, stops its ranks, registers
   // under a new id, and the cluster trains on both workers again.
   WaitForLive(2, 1);
@@ -139,20 +149,8 @@ INSTANTIATE_TEST_SUITE_P(BothModes, StoppedWorkerTest,
 TEST_F(FaultTest, ServerFrozenMidJob_JobFailsNamingIt_RejoinsWhenThawed) {
   const std::string job = StartLongJob(SYNC_MODE_PS);
   ASSERT_FALSE(job.empty());
-  const absl::Time stopped = absl::Now();
-  cluster().parameter_server(0).Signal(SIGSTOP);
-  absl::StatusOr<JobStatus> end = cluster().WaitForJobEnd(
-      job, absl::Milliseconds(kLeaseMs) + kSlack + kJobTimeout);
-  const absl::Duration took = absl::Now() - stopped;
-  cluster().parameter_server(0).Signal(SIGCONT);
-  ASSERT_THAT(end, IsOk());
-  std::cout << "job " << job << " " << ShortStateName(end->state()) << " "
-            << absl::FormatDuration(took)
-            << " after the server froze: " << end->message() << "\n";
-  EXPECT_EQ(end->state(), JOB_STATE_FAILED);
-  EXPECT_THAT(end->message(), AnyOf(HasSubstr("ps-1"), HasSubstr("shard 0")))
-      << end->message();
-  EXPECT_LE(took, absl::Milliseconds(kLeaseMs) + kSlack);
+  FreezeUntilTheJobEnds(cluster().parameter_server(0), job, "server",
+                        AnyOf(HasSubstr("ps-1"), HasSubstr("shard 0")));
   // Thawed, the server finds itself unknown, drops the dead job's shards
   // and registers again; PS jobs run on it.
   WaitForLive(2, 1);
