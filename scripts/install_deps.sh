@@ -9,6 +9,8 @@ PACKAGES=(
   libabsl-dev libgtest-dev libgmock-dev
   # credentials, job secrets and their HMACs (common/secret.h)
   libssl-dev
+  # the coordinator's state database (--state-db), which outlives restarts
+  libsqlite3-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
   # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots
   iproute2 python3-matplotlib

@@ -5,12 +5,14 @@
 #define GRADSYNC_SERVER_COORDINATOR_COORDINATOR_CONFIG_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "server/coordinator/state_store.h"
 
 namespace gradsync {
 
@@ -45,6 +47,11 @@ struct CoordinatorConfig {
   // list, cancel, switch, watch, metrics, workers) must present it
   // (CoordinatorService::CheckUser). Empty: users are not authenticated.
   std::string user_token;
+  // Where the coordinator keeps its state so that it survives a restart
+  // (state_store.h; the daemon's --state-db). Create loads what it holds:
+  // the daemons, the jobs and their metrics, the id counters. Null: the
+  // state lives and dies with the process.
+  std::shared_ptr<StateStore> state_store;
   // Receives one line per notable event (worker registered or lost, job
   // state changes). Empty: events are not reported. Called with the
   // service's lock held: it must not call back into the service.

@@ -20,12 +20,76 @@ absl::StatusOr<std::unique_ptr<CoordinatorService>> CoordinatorService::Create(
     CoordinatorConfig config) {
   RETURN_IF_ERROR(ValidateCoordinatorConfig(config));
   if (!config.clock) config.clock = [] { return absl::Now(); };
-  return std::unique_ptr<CoordinatorService>(
-      new CoordinatorService(std::move(config)));
+  SavedState saved;
+  if (config.state_store != nullptr) {
+    ASSIGN_OR_RETURN(saved, config.state_store->Load());
+  }
+  std::unique_ptr<CoordinatorService> service(
+      new CoordinatorService(std::move(config), saved.meta));
+  {
+    absl::MutexLock lock(&service->state_.mu);
+    if (service->state_.saver.enabled()) service->RestoreLocked(saved);
+  }
+  return service;
 }
 
-CoordinatorService::CoordinatorService(CoordinatorConfig config)
-    : state_(std::move(config)) {}
+CoordinatorService::CoordinatorService(CoordinatorConfig config,
+                                       const SavedMeta& saved)
+    : state_(std::move(config), saved) {}
+
+void CoordinatorService::RestoreLocked(const SavedState& saved) {
+  const absl::Time now = state_.Now();
+  int live_workers = 0, live_servers = 0;
+  for (const SavedWorker& w : saved.workers) {
+    live_workers += w.lost() ? 0 : 1;
+    state_.workers.Restore(RestoreWorker(w, now));
+  }
+  state_.workers.RaiseNextNumber(saved.meta.next_worker());
+  for (const SavedServer& s : saved.servers) {
+    live_servers += s.lost() ? 0 : 1;
+    state_.servers.Restore(RestoreServer(s, now));
+  }
+  state_.servers.RaiseNextNumber(saved.meta.next_ps());
+  static const std::vector<StepMetrics> kNoMetrics;
+  std::vector<std::string> at_rendezvous;
+  int running = 0;
+  for (const SavedJob& j : saved.jobs) {
+    auto metrics = saved.metrics.find(j.id());
+    state_.jobs.Restore(
+        Job::Restore(
+            j, metrics == saved.metrics.end() ? kNoMetrics : metrics->second),
+        j.number(), j.pending(), j.ended());
+    if (j.state() == JOB_STATE_RENDEZVOUS) at_rendezvous.push_back(j.id());
+    if (j.state() == JOB_STATE_RUNNING) ++running;
+  }
+  state_.jobs.RaiseNextNumber(saved.meta.next_job());
+  for (const auto& [key, value] : saved.keys) {
+    (void)state_.store.Set(key, value);
+  }
+  state_.saver.Remember(saved);
+  if (state_.incarnation > 1) {
+    state_.LogLocked(absl::StrCat(
+        "restarted on the ", state_.saver.store()->Describe(), " (start ",
+        state_.incarnation, "): ", saved.jobs.size(), " jobs (", running,
+        " running, ", state_.jobs.pending().size(), " pending), ", live_workers,
+        " live workers, ", live_servers, " live parameter servers; each has ",
+        absl::FormatDuration(state_.config.lease), " to re-attach"));
+  } else {
+    state_.LogLocked(absl::StrCat("saving its state to the ",
+                                  state_.saver.store()->Describe()));
+  }
+  for (const std::string& id : at_rendezvous) {
+    Job* job = state_.jobs.Find(id);
+    if (job == nullptr) continue;
+    lifecycle_.EndLocked(
+        *job, JOB_STATE_FAILED,
+        "the coordinator restarted while the job was at rendezvous (its "
+        "barriers are not saved); submit it again, or give it "
+        "--max-restarts");
+  }
+  lifecycle_.ScheduleLocked();
+  state_.SaveLocked();
+}
 
 CoordinatorService::~CoordinatorService() { Shutdown(); }
 
@@ -65,33 +129,33 @@ void CoordinatorService::Shutdown() {
 
 absl::StatusOr<RegisterWorkerResponse> CoordinatorService::RegisterWorker(
     const RegisterWorkerRequest& request) {
-  return leases_.RegisterWorker(request);
+  return Saved(leases_.RegisterWorker(request));
 }
 
 absl::Status CoordinatorService::DeregisterWorker(
     const DeregisterWorkerRequest& request) {
-  return leases_.DeregisterWorker(request);
+  return Saved(leases_.DeregisterWorker(request));
 }
 
 absl::StatusOr<HeartbeatResponse> CoordinatorService::Heartbeat(
     const HeartbeatRequest& request, absl::Time deadline,
     CancelledFn cancelled) {
-  return leases_.Heartbeat(request, deadline, cancelled);
+  return Saved(leases_.Heartbeat(request, deadline, cancelled));
 }
 
 absl::Status CoordinatorService::ReportRank(const ReportRankRequest& request) {
-  return progress_.ReportRank(request);
+  return Saved(progress_.ReportRank(request));
 }
 
 absl::Status CoordinatorService::ReportMetrics(
     const ReportMetricsRequest& request) {
-  return progress_.ReportMetrics(request);
+  return Saved(progress_.ReportMetrics(request));
 }
 
 // ---- rendezvous ----
 
 absl::Status CoordinatorService::StoreSet(const StoreSetRequest& request) {
-  return rendezvous_.StoreSet(request);
+  return Saved(rendezvous_.StoreSet(request));
 }
 
 absl::StatusOr<StoreGetResponse> CoordinatorService::StoreGet(
@@ -102,7 +166,7 @@ absl::StatusOr<StoreGetResponse> CoordinatorService::StoreGet(
 
 absl::StatusOr<StoreAddResponse> CoordinatorService::StoreAdd(
     const StoreAddRequest& request) {
-  return rendezvous_.StoreAdd(request);
+  return Saved(rendezvous_.StoreAdd(request));
 }
 
 absl::Status CoordinatorService::StoreWait(const StoreWaitRequest& request,
@@ -161,6 +225,7 @@ absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
   SubmitJobResponse response;
   response.set_job_id(job->id());
   lifecycle_.ScheduleLocked();
+  state_.SaveLocked();
   return response;
 }
 
@@ -185,8 +250,10 @@ absl::StatusOr<JobStatus> CoordinatorService::CancelJob(
   if (IsFinal(job->state())) {
     return JobEndedError(*job, "there is nothing to cancel");
   }
-  return lifecycle_.EndLocked(*job, JOB_STATE_CANCELLED,
-                              "cancelled by the user");
+  JobStatus status =
+      lifecycle_.EndLocked(*job, JOB_STATE_CANCELLED, "cancelled by the user");
+  state_.SaveLocked();
+  return status;
 }
 
 absl::StatusOr<std::optional<JobEvent>> CoordinatorService::WaitForJobEvent(
@@ -235,6 +302,7 @@ absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(
   SwitchJobResponse response;
   response.set_epoch(epoch);
   *response.mutable_status() = job->Status();
+  state_.SaveLocked();
   return response;
 }
 
@@ -243,18 +311,18 @@ absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(
 absl::StatusOr<RegisterParameterServerResponse>
 CoordinatorService::RegisterParameterServer(
     const RegisterParameterServerRequest& request) {
-  return leases_.RegisterParameterServer(request);
+  return Saved(leases_.RegisterParameterServer(request));
 }
 
 absl::StatusOr<PsHeartbeatResponse> CoordinatorService::PsHeartbeat(
     const PsHeartbeatRequest& request) {
-  return leases_.PsHeartbeat(request);
+  return Saved(leases_.PsHeartbeat(request));
 }
 
 // ---- leases ----
 
 std::vector<std::string> CoordinatorService::CheckLeases(absl::Time now) {
-  return leases_.CheckLeases(now);
+  return Saved(leases_.CheckLeases(now));
 }
 
 }  // namespace gradsync

@@ -59,7 +59,9 @@ class CoordinatorService {
   // Most step metrics in one JobEvent (job_progress.h).
   static constexpr int kMaxStepsPerEvent = JobProgress::kMaxStepsPerEvent;
 
-  // INVALID_ARGUMENT for a bad config (ValidateCoordinatorConfig).
+  // INVALID_ARGUMENT for a bad config (ValidateCoordinatorConfig). With a
+  // config.state_store, loads what it holds first (RestoreLocked); its
+  // errors (UNAVAILABLE, DATA_LOSS) are returned.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CoordinatorService>>
   Create(CoordinatorConfig config);
 
@@ -262,7 +264,24 @@ class CoordinatorService {
   MemoryStore* store() { return &state_.store; }
 
  private:
-  explicit CoordinatorService(CoordinatorConfig config);
+  CoordinatorService(CoordinatorConfig config, const SavedMeta& saved);
+
+  // Takes the records of `saved` (just loaded from the state store): the
+  // daemons get fresh leases, so that they can re-attach with their old ids
+  // and credentials; RUNNING and PENDING jobs go on; a job caught at
+  // rendezvous fails (its barriers are not saved), and restarts if its
+  // spec allows. Saves the result (the new incarnation).
+  void RestoreLocked(const SavedState& saved)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+
+  // Saves what the call that produced `result` changed (the state store's
+  // write-ahead: before the caller hears of it), then hands `result` on.
+  template <typename Result>
+  Result Saved(Result result) {
+    absl::MutexLock lock(&state_.mu);
+    state_.SaveLocked();
+    return result;
+  }
 
   void LeaseCheckLoop();
 

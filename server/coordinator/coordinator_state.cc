@@ -17,10 +17,44 @@ std::string SwitchDirectiveKey(int64_t epoch) {
   return absl::StrCat("switch/", epoch);
 }
 
-CoordinatorState::CoordinatorState(CoordinatorConfig coordinator_config)
+CoordinatorState::CoordinatorState(CoordinatorConfig coordinator_config,
+                                   const SavedMeta& saved)
     : config(std::move(coordinator_config)),
-      shard_key(RandomSecret()),
-      jobs(config.retained_ended_jobs) {}
+      shard_key(saved.shard_key().empty() ? RandomSecret() : saved.shard_key()),
+      incarnation(saved.incarnation() + 1),
+      jobs(config.retained_ended_jobs),
+      saver(config.state_store) {}
+
+void CoordinatorState::SaveLocked() {
+  const absl::Status status =
+      saver.SaveChanges(MetaLocked(), workers, servers, jobs);
+  if (status.ok()) {
+    if (save_failing) {
+      LogLocked(absl::StrCat("saving to the ", saver.store()->Describe(),
+                             " works again; every change so far is saved"));
+    }
+    save_failing = false;
+    return;
+  }
+  if (!save_failing) {
+    LogLocked(absl::StrCat(
+        "could not save to the ", saver.store()->Describe(), ": ",
+        status.message(),
+        "; changes stay in effect but a restart would lose them (each later "
+        "call tries again). Check the disk and the file's permissions"));
+  }
+  save_failing = true;
+}
+
+SavedMeta CoordinatorState::MetaLocked() const {
+  SavedMeta meta;
+  meta.set_next_worker(workers.next_number());
+  meta.set_next_ps(servers.next_number());
+  meta.set_next_job(jobs.next_number());
+  meta.set_shard_key(shard_key);
+  meta.set_incarnation(incarnation);
+  return meta;
+}
 
 absl::Status CoordinatorState::AwaitLocked(absl::FunctionRef<bool()> ready,
                                            absl::Time deadline,

@@ -21,9 +21,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
+#include "proto/coordinator_state.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/job.h"
 #include "server/coordinator/ps_registry.h"
+#include "server/coordinator/state_saver.h"
 #include "server/coordinator/worker_registry.h"
 
 namespace gradsync {
@@ -40,7 +42,10 @@ std::string JobStorePrefix(absl::string_view job_id, int64_t generation);
 std::string SwitchDirectiveKey(int64_t epoch);
 
 struct CoordinatorState {
-  explicit CoordinatorState(CoordinatorConfig coordinator_config);
+  // `saved`: the meta of the state store (state_saver.h); its shard key is
+  // kept (a new one when empty) and its incarnation counts this start.
+  CoordinatorState(CoordinatorConfig coordinator_config,
+                   const SavedMeta& saved);
 
   absl::Time Now() const { return config.clock(); }
 
@@ -60,17 +65,30 @@ struct CoordinatorState {
   void LogLocked(absl::string_view line) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
+  // Saves what changed (StateSaver::SaveChanges) before the caller answers.
+  // A failure is logged (and its recovery), not returned: the change is in
+  // effect, and the next save tries again.
+  void SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // The counters and keys to save.
+  SavedMeta MetaLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
   const CoordinatorConfig config;
-  // Random for each coordinator run: parameter servers get it at
-  // registration, a job's workers get PsTokenForJob(shard_key, job) with
-  // their assignment (common/secret.h).
+  // Random for each state (each run without a state store): parameter
+  // servers get it at registration, a job's workers get
+  // PsTokenForJob(shard_key, job) with their assignment (common/secret.h).
   const std::string shard_key;
+  // How many coordinators started on this state, this one included (1
+  // without a state store).
+  const int64_t incarnation;
   MemoryStore store;
 
   mutable absl::Mutex mu;
   WorkerRegistry workers ABSL_GUARDED_BY(mu);
   PsRegistry servers ABSL_GUARDED_BY(mu);
   JobTable jobs ABSL_GUARDED_BY(mu);
+  StateSaver saver ABSL_GUARDED_BY(mu);
+  bool save_failing ABSL_GUARDED_BY(mu) = false;
   bool shutting_down ABSL_GUARDED_BY(mu) = false;
 };
 

@@ -66,9 +66,13 @@ absl::Status CheckTransition(JobState from, JobState to) {
 }
 
 Job::Job(std::string id, JobSpec spec, absl::Time submit_time)
+    : Job(std::move(id), std::move(spec), RandomSecret(), submit_time) {}
+
+Job::Job(std::string id, JobSpec spec, std::string secret,
+         absl::Time submit_time)
     : id_(std::move(id)),
       spec_(std::move(spec)),
-      secret_(RandomSecret()),
+      secret_(std::move(secret)),
       submit_time_(submit_time),
       modes_(spec_.mode()) {}
 
@@ -108,15 +112,18 @@ absl::Status Job::Place(std::vector<DeviceSlot> slots, absl::Time now) {
     ranks_.push_back(std::move(rank));
   }
   generation_ = 1;
-  if (spec_.auto_mode().enabled()) {
-    // Validated at submit time; the defaults stand in should it not be.
-    absl::StatusOr<AutoModeConfig> config =
-        AutoModeConfigFromSpec(spec_.auto_mode());
-    auto_mode_.reset(
-        new AutoMode{AutoStepCollector(world_size()),
-                     AutoModePolicy(config.ok() ? *config : AutoModeConfig())});
-  }
+  MakeAutoMode();
   return absl::OkStatus();
+}
+
+void Job::MakeAutoMode() {
+  if (!spec_.auto_mode().enabled()) return;
+  // Validated at submit time; the defaults stand in should it not be.
+  absl::StatusOr<AutoModeConfig> config =
+      AutoModeConfigFromSpec(spec_.auto_mode());
+  auto_mode_.reset(
+      new AutoMode{AutoStepCollector(world_size()),
+                   AutoModePolicy(config.ok() ? *config : AutoModeConfig())});
 }
 
 void Job::SetMessage(std::string message) {
@@ -297,6 +304,21 @@ std::vector<Job*> JobTable::AllMutable() {
   all.reserve(jobs_.size());
   for (auto& [number, job] : jobs_) all.push_back(job.get());
   return all;
+}
+
+int64_t JobTable::NumberOf(absl::string_view id) const {
+  auto it = numbers_.find(id);
+  return it == numbers_.end() ? 0 : it->second;
+}
+
+void JobTable::Restore(std::unique_ptr<Job> job, int64_t number, bool pending,
+                       bool ended) {
+  const std::string id = job->id();
+  jobs_[number] = std::move(job);
+  numbers_[id] = number;
+  if (pending) pending_.push_back(id);
+  if (ended) ended_.push_back(id);
+  RaiseNextNumber(number + 1);
 }
 
 std::vector<std::string> JobTable::Retire(absl::string_view id) {

@@ -41,6 +41,7 @@
 #ifndef GRADSYNC_SERVER_COORDINATOR_JOB_H_
 #define GRADSYNC_SERVER_COORDINATOR_JOB_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -54,6 +55,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
+#include "proto/coordinator_state.pb.h"
 #include "server/coordinator/auto_mode.h"
 #include "server/coordinator/mode_history.h"
 #include "server/coordinator/worker_registry.h"
@@ -197,7 +199,25 @@ class Job {
   // The public view.
   JobStatus Status() const;
 
+  // ---- persistence (job_record.cc, proto/coordinator_state.proto) ----
+
+  // The job's record without its step metrics (saved apart); `number`,
+  // `pending` and `ended` are the table's (JobTable).
+  SavedJob Save(int64_t number, bool pending, bool ended) const;
+
+  // The job `saved` describes, with `metrics` replayed in arrival order
+  // (they rebuild the ranks' last steps, the mode history, the newest
+  // checkpoint and a --mode auto job's measurements; its policy starts
+  // afresh). Metrics of ranks outside the job are skipped.
+  static std::unique_ptr<Job> Restore(const SavedJob& saved,
+                                      const std::vector<StepMetrics>& metrics);
+
  private:
+  Job(std::string id, JobSpec spec, std::string secret, absl::Time submit_time);
+
+  // Makes auto_mode_ for a placed job whose spec asks for --mode auto.
+  void MakeAutoMode();
+
   const std::string id_;
   const JobSpec spec_;
   const std::string secret_;
@@ -258,6 +278,24 @@ class JobTable {
   // Records that `id` ended, and drops the oldest ended jobs beyond the
   // retention limit. Returns the ids dropped.
   std::vector<std::string> Retire(absl::string_view id);
+
+  // ---- persistence (state_saver.h) ----
+
+  // The number of the next job ("job-<n>").
+  int64_t next_number() const { return next_number_; }
+  // The number of job `id`; 0 when unknown.
+  int64_t NumberOf(absl::string_view id) const;
+  // Jobs counted for retention, oldest first.
+  const std::deque<std::string>& ended() const { return ended_; }
+  // Adds a job read back from the state store under its own number, at
+  // the back of the queue (`pending`) or of the ended jobs (`ended`), and
+  // keeps next_number() above it.
+  void Restore(std::unique_ptr<Job> job, int64_t number, bool pending,
+               bool ended);
+  // Raises next_number() to `number` (never lowers it).
+  void RaiseNextNumber(int64_t number) {
+    next_number_ = std::max(next_number_, number);
+  }
 
  private:
   const int retained_ended_jobs_;

@@ -126,6 +126,7 @@ JobStatus JobLifecycle::EndLocked(Job& job, JobState state,
   }
   state_.workers.Release(id);
   state_.store.EraseWithPrefix(absl::StrCat("job/", id, "/"));
+  state_.saver.ErasePrefix(absl::StrCat("job/", id, "/"));
   job.ClearBarriers();
   for (const std::string& worker_id : job.WorkerIds()) {
     WorkerRecord* worker = state_.workers.Find(worker_id);
@@ -319,6 +320,8 @@ void JobLifecycle::AnnounceSwitchLocked(Job& job) {
       !status.ok()) {
     state_.LogLocked(absl::StrCat("job ", job.id(), ": could not store ", key,
                                   ": ", status.message()));
+  } else {
+    state_.saver.SetKey(key, directive.SerializeAsString());
   }
   for (const std::string& worker_id : job.WorkerIds()) {
     WorkerRecord* worker = state_.workers.Find(worker_id);

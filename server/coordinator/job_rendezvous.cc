@@ -67,9 +67,11 @@ absl::Status JobRendezvous::StoreSet(const StoreSetRequest& request) {
   // the check and the write (and leave this one behind).
   absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
-  return state_.store.Set(
-      absl::StrCat(JobStorePrefix(job->id(), job->generation()), request.key()),
-      request.value());
+  std::string key =
+      absl::StrCat(JobStorePrefix(job->id(), job->generation()), request.key());
+  RETURN_IF_ERROR(state_.store.Set(key, request.value()));
+  state_.saver.SetKey(std::move(key), request.value());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StoreAddResponse> JobRendezvous::StoreAdd(
@@ -77,12 +79,14 @@ absl::StatusOr<StoreAddResponse> JobRendezvous::StoreAdd(
   RETURN_IF_ERROR(CheckKey(request.key()));
   absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
-  ASSIGN_OR_RETURN(
-      const int64_t value,
-      state_.store.Add(
-          absl::StrCat(JobStorePrefix(job->id(), job->generation()),
-                       request.key()),
-          request.delta()));
+  std::string key =
+      absl::StrCat(JobStorePrefix(job->id(), job->generation()), request.key());
+  ASSIGN_OR_RETURN(const int64_t value, state_.store.Add(key, request.delta()));
+  if (absl::StatusOr<std::string> stored =
+          state_.store.Get(key, absl::InfinitePast());
+      stored.ok()) {
+    state_.saver.SetKey(std::move(key), *std::move(stored));
+  }
   StoreAddResponse response;
   response.set_value(value);
   return response;

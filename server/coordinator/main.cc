@@ -2,7 +2,7 @@
 // registries, job table, rendezvous store, metrics) until SIGINT or SIGTERM.
 //
 //   gradsync-coordinator --listen 127.0.0.1:29400 --lease-ms 5000
-//                        --heartbeat-ms 500
+//                        --heartbeat-ms 500 --state-db /var/lib/gradsync/db
 //
 // Prints "gradsync-coordinator listening on <host:port>" on stdout once it
 // serves (port 0 picks a free port), then one line per event (workers
@@ -25,6 +25,7 @@
 #include "common/path_roots.h"
 #include "common/secret.h"
 #include "server/coordinator/coordinator_server.h"
+#include "server/coordinator/sqlite_state_store.h"
 
 namespace {
 
@@ -36,6 +37,7 @@ struct Flags {
   double link_alpha_us = 0;
   std::vector<std::string> checkpoint_roots;
   std::string user_token_file;
+  std::string state_db;
   bool help = false;
   bool version = false;
 };
@@ -96,6 +98,14 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "(their --token-file / GRADSYNC_TOKEN_FILE); default: none, any "
           "client that reaches the port may submit, cancel and read jobs",
           &flags->user_token_file),
+      gradsync::StringFlag(
+          "state-db", "FILE",
+          "keep the coordinator's state (daemons, jobs, metrics, id "
+          "counters) in this SQLite database, so that a restarted "
+          "coordinator goes on where it stopped: running jobs keep running "
+          "and daemons re-attach (default: none, a restart forgets "
+          "everything)",
+          &flags->state_db),
       gradsync::HelpFlag(&flags->help),
       gradsync::VersionFlag(&flags->version),
   };
@@ -163,6 +173,19 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-coordinator: users are not authenticated (no "
                  "--user-token-file): any client that reaches "
               << flags.listen << " may submit, cancel and read jobs\n";
+  }
+  if (!flags.state_db.empty()) {
+    absl::StatusOr<std::unique_ptr<gradsync::StateStore>> store =
+        gradsync::OpenSqliteStateStore(flags.state_db);
+    if (!store.ok()) {
+      std::cerr << "gradsync-coordinator: --state-db: "
+                << store.status().message() << "\n";
+      return 1;
+    }
+    config.state_store = *std::move(store);
+  } else {
+    std::cerr << "gradsync-coordinator: no --state-db: a restart of this "
+                 "coordinator forgets every job and daemon\n";
   }
   config.event_log = [](absl::string_view line) {
     std::cerr << absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),

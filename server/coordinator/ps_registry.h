@@ -18,9 +18,11 @@
 #ifndef GRADSYNC_SERVER_COORDINATOR_PS_REGISTRY_H_
 #define GRADSYNC_SERVER_COORDINATOR_PS_REGISTRY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -81,6 +83,22 @@ class PsRegistry {
 
   // Every server, live and lost, in registration order.
   std::vector<const PsRecord*> All() const;
+
+  // ---- persistence (state_saver.h) ----
+
+  // The number of the next id.
+  int64_t next_number() const { return next_number_; }
+  // Adds a record read back from the state store under its own number and
+  // id, and keeps next_number() above it.
+  void Restore(PsRecord record) {
+    const int64_t number = record.number;
+    next_number_ = std::max(next_number_, number + 1);
+    servers_[number] = std::move(record);
+  }
+  // Raises next_number() to `number` (never lowers it).
+  void RaiseNextNumber(int64_t number) {
+    next_number_ = std::max(next_number_, number);
+  }
 
   // The public view of `server`, without its jobs and shard count (the
   // caller adds those from the job table).

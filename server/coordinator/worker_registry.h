@@ -19,10 +19,12 @@
 #ifndef GRADSYNC_SERVER_COORDINATOR_WORKER_REGISTRY_H_
 #define GRADSYNC_SERVER_COORDINATOR_WORKER_REGISTRY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -134,6 +136,22 @@ class WorkerRegistry {
   // Every worker, live and lost, in registration order.
   std::vector<const WorkerRecord*> All() const;
   std::vector<WorkerRecord*> AllMutable();
+
+  // ---- persistence (state_saver.h) ----
+
+  // The number of the next id.
+  int64_t next_number() const { return next_number_; }
+  // Adds a record read back from the state store under its own number and
+  // id, and keeps next_number() above it.
+  void Restore(WorkerRecord record) {
+    const int64_t number = record.number;
+    next_number_ = std::max(next_number_, number + 1);
+    workers_[number] = std::move(record);
+  }
+  // Raises next_number() to `number` (never lowers it).
+  void RaiseNextNumber(int64_t number) {
+    next_number_ = std::max(next_number_, number);
+  }
 
   // The public view of `worker`.
   static WorkerInfo Info(const WorkerRecord& worker);

@@ -100,7 +100,10 @@ class CoordinatorTest : public ::testing::Test {
  protected:
   static constexpr absl::Duration kLease = absl::Seconds(5);
 
-  void SetUp() override {
+  void SetUp() override { Start(); }
+
+  // Creates service_ (again: a restart on state_store_).
+  void Start() {
     CoordinatorConfig config;
     config.lease = kLease;
     config.heartbeat_interval = absl::Milliseconds(500);
@@ -108,6 +111,7 @@ class CoordinatorTest : public ::testing::Test {
     config.retained_ended_jobs = retained_ended_jobs_;
     config.checkpoint_roots = checkpoint_roots_;
     config.clock = [this] { return clock_.Now(); };
+    config.state_store = state_store_;
     absl::StatusOr<std::unique_ptr<CoordinatorService>> service =
         CoordinatorService::Create(config);
     ASSERT_THAT(service, IsOk());
@@ -293,6 +297,7 @@ class CoordinatorTest : public ::testing::Test {
 
   int retained_ended_jobs_ = 100;
   std::vector<std::string> checkpoint_roots_;  // set before SetUp
+  std::shared_ptr<StateStore> state_store_;    // set before SetUp
   FakeClock clock_;
   std::unique_ptr<CoordinatorService> service_;
   CredentialBook credentials_;
