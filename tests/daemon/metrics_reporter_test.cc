@@ -1,6 +1,7 @@
 // MetricsReporter: queued metrics reach the coordinator in batches, Flush
-// waits for them, and an unreachable coordinator drops them without
-// blocking the caller.
+// waits for them, a coordinator away for a moment (a restart) gets them
+// when it is back, and one away for longer than the outage tolerance has
+// them dropped, never blocking the caller.
 #include "worker/daemon/metrics_reporter.h"
 
 #include <grpcpp/create_channel.h>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -55,17 +57,53 @@ TEST(MetricsReporterTest, Unreachable_DropsWithoutBlockingAdd) {
   MetricsReporterOptions options;
   options.rpc_timeout = absl::Milliseconds(200);
   options.retry_delay = absl::Milliseconds(10);
+  options.outage_tolerance = absl::Milliseconds(300);
   MetricsReporter reporter(
       NewTestClient(address), "w-1", "job-1", options,
       [&log](absl::string_view line) { log.emplace_back(line); });
   const absl::Time start = absl::Now();
   for (int64_t s = 0; s < 50; ++s) reporter.Add(Metric(0, s));
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(50));
-  ASSERT_THAT(reporter.Flush(absl::Now() + absl::Seconds(10)), IsOk());
+  ASSERT_THAT(reporter.Flush(absl::Now() + absl::Seconds(20)), IsOk());
   EXPECT_EQ(reporter.dropped(), 50);
   EXPECT_EQ(reporter.sent(), 0);
-  ASSERT_EQ(log.size(), 1u);  // logged once, then only counted
-  EXPECT_THAT(log[0], ::testing::HasSubstr("step metrics dropped"));
+  // The outage once, the drop once, then only counted.
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_THAT(log[0], ::testing::HasSubstr("retrying for up to 300ms"));
+  EXPECT_THAT(log[1], ::testing::HasSubstr("step metrics dropped"));
+}
+
+// A coordinator restarting (--state-db) is away for a moment: the metrics
+// of that moment wait and arrive, none dropped.
+TEST(MetricsReporterTest, CoordinatorBackWithinTolerance_NothingDropped) {
+  const std::string address = UnusedAddress();
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  std::vector<std::string> log;
+  absl::Mutex log_mu;
+  MetricsReporterOptions options;
+  options.rpc_timeout = absl::Milliseconds(200);
+  options.retry_delay = absl::Milliseconds(20);
+  MetricsReporter reporter(NewTestClient(address), "w-1", "job-1", options,
+                           [&](absl::string_view line) {
+                             absl::MutexLock lock(&log_mu);
+                             log.emplace_back(line);
+                           });
+  for (int64_t s = 0; s < 30; ++s) reporter.Add(Metric(0, s));
+  absl::SleepFor(absl::Milliseconds(500));  // the coordinator is away
+  FakeCoordinatorServer server(port);
+  for (int64_t s = 30; s < 40; ++s) reporter.Add(Metric(0, s));
+  ASSERT_THAT(reporter.Flush(absl::Now() + absl::Seconds(20)), IsOk());
+  EXPECT_EQ(reporter.dropped(), 0);
+  EXPECT_EQ(reporter.sent(), 40);
+  const std::vector<StepMetrics> got = server.fake().metrics();
+  ASSERT_EQ(got.size(), 40u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].step(), static_cast<int64_t>(i));
+  }
+  absl::MutexLock lock(&log_mu);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_THAT(log[0], ::testing::HasSubstr("holding step metrics"));
+  EXPECT_THAT(log[1], ::testing::HasSubstr("reachable again"));
 }
 
 TEST(MetricsReporterTest, QueueOverflow_DropsOldest) {
@@ -74,6 +112,7 @@ TEST(MetricsReporterTest, QueueOverflow_DropsOldest) {
   options.max_queued = 10;
   options.rpc_timeout = absl::Milliseconds(100);
   options.retry_delay = absl::Milliseconds(10);
+  options.outage_tolerance = absl::Milliseconds(100);
   MetricsReporter reporter(NewTestClient(address), "w-1", "job-1", options,
                            nullptr);
   for (int64_t s = 0; s < 1000; ++s) reporter.Add(Metric(0, s));

@@ -32,12 +32,15 @@ int UsableCores() {
   return CPU_COUNT(&set);
 }
 
-// ReportRank attempts while the coordinator is unreachable.
-constexpr int kReportAttempts = 3;
+// How long a rank's report may wait for an unreachable coordinator (one
+// restarting on its --state-db comes back within that), retrying every
+// kReportRetryDelay; the step metrics wait as long
+// (MetricsReporterOptions::outage_tolerance).
+constexpr absl::Duration kCoordinatorOutageTolerance = absl::Minutes(2);
 constexpr absl::Duration kReportRetryDelay = absl::Milliseconds(500);
 // How long a finishing rank waits for its metrics to reach the coordinator
 // before reporting its end (after which the job takes no more metrics).
-constexpr absl::Duration kMetricsFlushTimeout = absl::Seconds(10);
+constexpr absl::Duration kMetricsFlushTimeout = kCoordinatorOutageTolerance;
 // FinishStep's deadline beyond the per-collective timeout: the backend's
 // own deadline, which names the late peer, should expire first.
 constexpr absl::Duration kStepDeadlineSlack = absl::Seconds(30);
@@ -223,13 +226,22 @@ void JobRunner::Report(int rank, RankState state, int64_t step,
     request.set_test_loss(result->test_loss);
   }
   absl::Status status;
-  for (int attempt = 0; attempt < kReportAttempts; ++attempt) {
+  const absl::Time give_up = absl::Now() + kCoordinatorOutageTolerance;
+  for (int attempt = 0;; ++attempt) {
     if (attempt > 0) absl::SleepFor(kReportRetryDelay);
     status = client_->ReportRank(request, {absl::Now() + config_.rpc_timeout})
                  .status();
-    if (status.code() != absl::StatusCode::kUnavailable &&
-        status.code() != absl::StatusCode::kDeadlineExceeded) {
+    // A cancelled job's daemon may be shutting down: three tries only.
+    if ((status.code() != absl::StatusCode::kUnavailable &&
+         status.code() != absl::StatusCode::kDeadlineExceeded) ||
+        absl::Now() >= give_up || (cancelled_.load() && attempt >= 2)) {
       break;
+    }
+    if (attempt == 0) {
+      Log(absl::StrCat("rank ", rank, ": the coordinator is unreachable (",
+                       status.ToString(), "); retrying its ",
+                       RankState_Name(state), " report for up to ",
+                       absl::FormatDuration(kCoordinatorOutageTolerance)));
     }
   }
   // FAILED_PRECONDITION: the job already ended (cancelled, or another rank

@@ -21,6 +21,10 @@ MetricsReporter::MetricsReporter(std::shared_ptr<CoordinatorClient> client,
 
 MetricsReporter::~MetricsReporter() {
   if (!Flush(absl::Now() + options_.close_timeout).ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      abandon_ = true;
+    }
     calls_.CancelAll(absl::CancelledError("metrics reporter closed"));
   }
   {
@@ -75,19 +79,34 @@ int64_t MetricsReporter::dropped() const {
 }
 
 absl::Status MetricsReporter::Send(const ReportMetricsRequest& request) {
-  absl::Status status;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    if (attempt > 0) absl::SleepFor(options_.retry_delay);
-    status = client_
-                 ->ReportMetrics(request,
-                                 {absl::Now() + options_.rpc_timeout, &calls_})
-                 .status();
-    if (status.code() != absl::StatusCode::kUnavailable &&
-        status.code() != absl::StatusCode::kDeadlineExceeded) {
-      break;
+  const absl::Time give_up = absl::Now() + options_.outage_tolerance;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&abandon_),
+                               options_.retry_delay)) {
+        return absl::CancelledError("metrics reporter closed");
+      }
+    }
+    const absl::Status status =
+        client_
+            ->ReportMetrics(request,
+                            {absl::Now() + options_.rpc_timeout, &calls_})
+            .status();
+    const bool unreachable =
+        status.code() == absl::StatusCode::kUnavailable ||
+        status.code() == absl::StatusCode::kDeadlineExceeded;
+    if (!unreachable || absl::Now() >= give_up) return status;
+    absl::MutexLock lock(&mu_);
+    if (abandon_) return status;
+    if (!logged_outage_) {
+      logged_outage_ = true;
+      Log(absl::StrCat("job ", job_id_, ": the coordinator is unreachable (",
+                       status.ToString(),
+                       "); holding step metrics and retrying for up to ",
+                       absl::FormatDuration(options_.outage_tolerance)));
     }
   }
-  return status;
 }
 
 void MetricsReporter::SendLoop() {
@@ -115,6 +134,12 @@ void MetricsReporter::SendLoop() {
     done_ += n;
     if (status.ok()) {
       sent_ += n;
+      if (logged_outage_) {
+        logged_outage_ = false;
+        Log(absl::StrCat("job ", job_id_,
+                         ": the coordinator is reachable again; the step "
+                         "metrics held meanwhile are sent"));
+      }
       continue;
     }
     dropped_ += n;

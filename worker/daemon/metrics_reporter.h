@@ -9,10 +9,11 @@
 //   ...
 //   reporter.Flush(absl::Now() + absl::Seconds(10));  // before SUCCEEDED
 //
-// Metrics are best effort: a request that fails is retried once when the
-// coordinator was unavailable, otherwise dropped (counted, and logged once
-// per kind of error); a queue over max_queued drops its oldest entries.
-// They never fail the job.
+// Metrics are best effort, but outlive a coordinator restart: while the
+// coordinator is unreachable (UNAVAILABLE, DEADLINE_EXCEEDED) a request is
+// retried every retry_delay for up to outage_tolerance, and the steps
+// queue behind it; other errors drop it (counted, and logged once). A
+// queue over max_queued drops its oldest entries. They never fail the job.
 //
 // Errors: Flush returns DEADLINE_EXCEEDED when metrics added before it are
 // still unsent at its deadline.
@@ -48,6 +49,9 @@ struct MetricsReporterOptions {
   size_t max_batch = 4096;      // metrics per request
   size_t max_queued = 1 << 20;  // beyond this the oldest are dropped
   absl::Duration retry_delay = absl::Milliseconds(200);
+  // How long a coordinator may stay unreachable (a restart) before the
+  // metrics of that time are dropped.
+  absl::Duration outage_tolerance = absl::Minutes(2);
   absl::Duration close_timeout = absl::Seconds(5);
 };
 
@@ -90,6 +94,8 @@ class MetricsReporter {
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   bool logged_drop_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool abandon_ ABSL_GUARDED_BY(mu_) = false;  // closing ran out of time
+  bool logged_outage_ ABSL_GUARDED_BY(mu_) = false;
   // The sender's RPC, cancelled when closing runs out of time.
   CancellableCalls calls_;
   std::thread sender_;
