@@ -244,12 +244,15 @@ void PsRegistration::Loop() {
     }
     if (!Sleep(heartbeat)) return;
     const absl::Status status = HeartbeatOnce();
-    if (status.code() == absl::StatusCode::kNotFound) {
+    // PERMISSION_DENIED: the id now belongs to another server (a
+    // coordinator restarted without its --state-db gave it away).
+    if (status.code() == absl::StatusCode::kNotFound ||
+        status.code() == absl::StatusCode::kPermissionDenied) {
       Log(absl::StrCat("coordinator ", config_.coordinator,
                        " does not know this parameter server (",
                        status.message(),
                        "); it was declared lost or the coordinator "
-                       "restarted: registering again"));
+                       "restarted without its state: registering again"));
       absl::MutexLock lock(&mu_);
       ps_id_.clear();
       credential_.clear();

@@ -276,6 +276,20 @@ TEST_F(AgentTest, DeclaredLost_CancelsJobsAndRegistersAgain) {
   EXPECT_TRUE(log_.Contains("does not know worker w-1"));
 }
 
+// A coordinator restarted without its state database gave w-1 to another
+// daemon: this one must not heartbeat under it for ever.
+TEST_F(AgentTest, IdGivenAway_CancelsJobsAndRegistersAgain) {
+  StartAgent();
+  fake().Assign("w-1", MakeAssignment("job-1"));
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.job(0) != nullptr; }));
+  FakeJobState* job = launcher_.job(0);
+  fake().GiveIdAway("w-1");
+  ASSERT_TRUE(fake().WaitFor([&] { return agent_->registrations() == 2; }));
+  EXPECT_EQ(agent_->worker_id(), "w-2");
+  EXPECT_TRUE(job->cancelled());
+  EXPECT_TRUE(log_.Contains("refuses this daemon's credential for worker w-1"));
+}
+
 TEST_F(AgentTest, LauncherFailure_ReportsEveryRankFailed) {
   StartAgent();
   launcher_.set_fail(true);

@@ -52,6 +52,12 @@ grpc::Status FakeCoordinator::Heartbeat(grpc::ServerContext* context,
   };
   mu_.AwaitWithTimeout(absl::Condition(&has_news),
                        absl::Milliseconds(request->wait_ms()));
+  if (given_away_.count(id) > 0) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("the call for worker ", id,
+                                     " carries a credential that is not its "
+                                     "own"));
+  }
   auto it = workers_.find(id);
   if (it == workers_.end()) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -193,6 +199,11 @@ void FakeCoordinator::NotifySwitch(const std::string& worker_id,
 void FakeCoordinator::DeclareLost(const std::string& worker_id) {
   absl::MutexLock lock(&mu_);
   workers_.erase(worker_id);
+}
+
+void FakeCoordinator::GiveIdAway(const std::string& worker_id) {
+  absl::MutexLock lock(&mu_);
+  given_away_.insert(worker_id);
 }
 
 void FakeCoordinator::FailStoreCalls(absl::Status status) {

@@ -132,6 +132,10 @@ class FakeCoordinator final : public Coordinator::Service {
                     int64_t epoch);
   // Forgets the worker: its heartbeats get NOT_FOUND until it registers.
   void DeclareLost(const std::string& worker_id);
+  // As a coordinator restarted without its state database that gave the
+  // id to another daemon: the worker's heartbeats get PERMISSION_DENIED
+  // (not its credential) until it registers anew.
+  void GiveIdAway(const std::string& worker_id);
   // Every store call fails with `status` while it is not OK.
   void FailStoreCalls(absl::Status status);
   // The next parameter-server heartbeat's reply names these jobs.
@@ -187,6 +191,7 @@ class FakeCoordinator final : public Coordinator::Service {
       ABSL_GUARDED_BY(mu_);
   std::vector<PsHeartbeatRequest> ps_heartbeats_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> known_ps_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> given_away_ ABSL_GUARDED_BY(mu_);  // GiveIdAway
   std::vector<std::string> release_ ABSL_GUARDED_BY(mu_);
   bool refuse_ps_ ABSL_GUARDED_BY(mu_) = false;
 

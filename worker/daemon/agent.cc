@@ -161,11 +161,21 @@ void Agent::Loop() {
       }
       continue;
     }
-    if (status.code() == absl::StatusCode::kNotFound && !id.empty()) {
+    // PERMISSION_DENIED: the id now belongs to another daemon (a
+    // coordinator restarted without its --state-db gave it away); going on
+    // under it would never work.
+    if ((status.code() == absl::StatusCode::kNotFound ||
+         status.code() == absl::StatusCode::kPermissionDenied) &&
+        !id.empty()) {
       Log(absl::StrCat(
-          "coordinator at ", config_.coordinator, " does not know worker ", id,
+          "coordinator at ", config_.coordinator,
+          status.code() == absl::StatusCode::kNotFound
+              ? " does not know worker "
+              : " refuses this daemon's credential for worker ",
+          id,
           " (declared lost after missed heartbeats, or the coordinator "
-          "restarted): cancelling its jobs and registering again"));
+          "restarted without its state): cancelling its jobs and registering "
+          "again"));
       CancelAllJobs(absl::AbortedError(absl::StrCat(
           "worker ", id, " was declared lost by the coordinator")));
       absl::MutexLock lock(&mu_);
