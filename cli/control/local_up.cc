@@ -388,6 +388,14 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   ASSIGN_OR_RETURN(plan.user_token, WriteNewTokenFile(token_path));
   plan.coordinator.args.push_back("--user-token-file");
   plan.coordinator.args.push_back(token_path);
+  // The coordinator survives its own restart on this database; a new
+  // cluster starts from an empty one.
+  const std::string state_db = absl::StrCat(config.run_dir, "/coordinator.db");
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::remove(absl::StrCat(state_db, suffix).c_str());
+  }
+  plan.coordinator.args.push_back("--state-db");
+  plan.coordinator.args.push_back(state_db);
   if (config.port != 0) {
     plan.coordinator.address = absl::StrCat("127.0.0.1:", config.port);
   }

@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, " failed"));
   }
   std::unique_ptr<TestCluster> cluster(new TestCluster(options, pattern));
-  absl::Status status = cluster->StartCoordinator();
+  absl::Status status = cluster->StartCoordinator("127.0.0.1:0");
   if (status.ok()) status = cluster->StartParameterServers();
   if (status.ok()) status = cluster->StartWorkers();
   if (!status.ok()) {
@@ -93,14 +93,34 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   return cluster;
 }
 
-absl::Status TestCluster::StartCoordinator() {
+absl::Status TestCluster::RestartCoordinator(int signal_number) {
+  coordinator_->Signal(signal_number);
+  if (!coordinator_->WaitForExit(absl::Seconds(30))) {
+    return absl::DeadlineExceededError(
+        "gradsync-coordinator did not exit within 30s of the signal");
+  }
+  ++coordinator_starts_;
+  return StartCoordinator(address_);
+}
+
+absl::Status TestCluster::StartCoordinator(const std::string& listen) {
+  std::vector<std::string> flags = {
+      "--listen",       listen,
+      "--lease-ms",     absl::StrCat(options_.lease_ms),
+      "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
+  if (options_.state_db) {
+    flags.push_back("--state-db");
+    flags.push_back(absl::StrCat(log_dir_, "/coordinator.db"));
+  }
   ASSIGN_OR_RETURN(
       coordinator_,
-      ChildProcess::Start("coordinator", GRADSYNC_COORDINATOR_BINARY,
-                          {"--listen", "127.0.0.1:0", "--lease-ms",
-                           absl::StrCat(options_.lease_ms), "--heartbeat-ms",
-                           absl::StrCat(options_.heartbeat_ms)},
-                          absl::StrCat(log_dir_, "/coordinator.log")));
+      ChildProcess::Start(
+          "coordinator", GRADSYNC_COORDINATOR_BINARY, flags,
+          absl::StrCat(log_dir_, "/coordinator",
+                       coordinator_starts_ == 0
+                           ? std::string()
+                           : absl::StrCat("-", coordinator_starts_ + 1),
+                       ".log")));
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   for (;;) {
     const std::string log = coordinator_->ReadLog();

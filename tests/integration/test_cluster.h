@@ -51,6 +51,9 @@ struct TestClusterOptions {
   // The coordinator's --lease-ms and --heartbeat-ms.
   int64_t lease_ms = 5000;
   int64_t heartbeat_ms = 250;
+  // The coordinator keeps its state in log_dir()/coordinator.db
+  // (--state-db), so that RestartCoordinator finds it again.
+  bool state_db = false;
   // For the coordinator's address and every worker's registration.
   absl::Duration start_timeout = absl::Seconds(60);
 };
@@ -147,6 +150,12 @@ class TestCluster {
   // Waits until every live worker is idle with all its devices free.
   [[nodiscard]] absl::Status WaitForIdleWorkers(absl::Duration timeout);
 
+  // Kills the coordinator with `signal_number` (SIGKILL: a crash), waits
+  // for it to exit, and starts a new one on the same address (and, with
+  // options.state_db, the same database). The daemons re-attach by
+  // themselves.
+  [[nodiscard]] absl::Status RestartCoordinator(int signal_number);
+
   // ---- teardown ----
 
   // Stops the workers, then the coordinator (SIGTERM, then SIGKILL after a
@@ -163,7 +172,8 @@ class TestCluster {
  private:
   TestCluster(const TestClusterOptions& options, std::string log_dir);
 
-  [[nodiscard]] absl::Status StartCoordinator();
+  // On `listen` ("127.0.0.1:0": a free port).
+  [[nodiscard]] absl::Status StartCoordinator(const std::string& listen);
   [[nodiscard]] absl::Status StartWorkers();
   [[nodiscard]] absl::Status StartParameterServers();
 
@@ -177,6 +187,7 @@ class TestCluster {
   std::vector<std::string> ps_addresses_;
   std::unique_ptr<Coordinator::Stub> stub_;
   std::string stop_report_;
+  int coordinator_starts_ = 0;  // restarts so far
   bool stopped_ = false;
 };
 
