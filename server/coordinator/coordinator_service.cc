@@ -104,6 +104,7 @@ void CoordinatorService::StartLeaseChecks() {
 }
 
 void CoordinatorService::LeaseCheckLoop() {
+  absl::Time last_check = absl::Now();
   for (;;) {
     {
       absl::MutexLock lock(&state_.mu);
@@ -111,6 +112,20 @@ void CoordinatorService::LeaseCheckLoop() {
                                      state_.config.lease_check_interval)) {
         return;
       }
+    }
+    const absl::Time now = absl::Now();
+    const absl::Duration stalled = now - last_check;
+    last_check = now;
+    if (stalled > state_.config.lease / 2) {
+      // The coordinator itself did not run (SIGSTOP, a starved host): the
+      // heartbeats it could not hear say nothing about the daemons.
+      absl::MutexLock lock(&state_.mu);
+      const int renewed = leases_.RenewAllLocked(state_.Now());
+      state_.LogLocked(absl::StrCat(
+          "the lease checker did not run for ", absl::FormatDuration(stalled),
+          " (the coordinator was stopped or starved of CPU): ", renewed,
+          " live daemons get a fresh lease instead of being declared lost"));
+      continue;
     }
     CheckLeases(state_.Now());
   }

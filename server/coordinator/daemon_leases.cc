@@ -203,4 +203,20 @@ std::vector<std::string> DaemonLeases::CheckLeases(absl::Time now) {
   return lost;
 }
 
+int DaemonLeases::RenewAllLocked(absl::Time now) {
+  int renewed = 0;
+  for (WorkerRecord* worker : state_.workers.AllMutable()) {
+    if (worker->lost) continue;
+    WorkerRegistry::Renew(*worker, now);
+    ++renewed;
+  }
+  for (const PsRecord* server : state_.servers.Live()) {
+    PsRecord* record = state_.servers.Find(server->id);
+    if (record == nullptr) continue;
+    PsRegistry::Renew(*record, now);
+    ++renewed;
+  }
+  return renewed;
+}
+
 }  // namespace gradsync

@@ -43,6 +43,9 @@ class DaemonLeases {
   [[nodiscard]] absl::StatusOr<PsHeartbeatResponse> PsHeartbeat(
       const PsHeartbeatRequest& request);
   std::vector<std::string> CheckLeases(absl::Time now);
+  // Renews the lease of every live worker and parameter server to `now`
+  // (after the coordinator itself stalled); returns how many.
+  int RenewAllLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
  private:
   CoordinatorState& state_;

@@ -159,6 +159,35 @@ TEST_F(FaultTest, ServerFrozenMidJob_JobFailsNamingIt_RejoinsWhenThawed) {
   EXPECT_TRUE(cluster().parameter_server(0).Running());
 }
 
+// The coordinator frozen (SIGSTOP) for twice the lease mid-job, in both
+// modes: the ranks train on without it, and thawed it must not take the
+// heartbeats it could not hear for lost daemons (it ran no lease clock
+// while frozen): the job keeps running on the same daemons and succeeds.
+TEST_P(StoppedWorkerTest, CoordinatorFrozen_JobRunsOnAndNoDaemonIsLost) {
+  const std::string job = StartLongJob(GetParam());
+  ASSERT_FALSE(job.empty());
+  absl::StatusOr<JobStatus> before = cluster().GetJob(job);
+  ASSERT_THAT(before, IsOk());
+  cluster().coordinator().Signal(SIGSTOP);
+  absl::SleepFor(absl::Milliseconds(2 * kLeaseMs));
+  cluster().coordinator().Signal(SIGCONT);
+  // Past a lease after the thaw, nothing was declared lost.
+  absl::SleepFor(absl::Milliseconds(kLeaseMs) + absl::Seconds(1));
+  absl::StatusOr<JobStatus> after = cluster().GetJob(job);
+  ASSERT_THAT(after, IsOk());
+  EXPECT_EQ(after->state(), JOB_STATE_RUNNING) << after->message();
+  EXPECT_GT(after->step(), before->step());
+  WaitForLive(2, 1);
+  absl::StatusOr<ListWorkersResponse> list = cluster().ListWorkers();
+  ASSERT_THAT(list, IsOk());
+  for (const WorkerInfo& w : list->workers()) {
+    EXPECT_NE(w.state(), WORKER_STATE_LOST) << w.worker_id();
+  }
+  ASSERT_THAT(cluster().Cancel(job), IsOk());
+  ASSERT_THAT(cluster().WaitForIdleWorkers(kStartTimeout), IsOk());
+  ExpectTrainsAgain(GetParam());
+}
+
 // Opens a TCP connection to "host:port"; -1 on failure.
 int Dial(const std::string& address) {
   const size_t colon = address.rfind(':');
