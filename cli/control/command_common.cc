@@ -5,7 +5,9 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/local_cluster.h"
@@ -100,6 +102,12 @@ double NowSeconds(const CommandEnv& env) {
 
 namespace {
 
+// How long `watch` and `submit --follow` try to watch again after the
+// coordinator went away (a restart on its --state-db takes well under it),
+// and how often.
+constexpr absl::Duration kWatchReconnectWindow = absl::Seconds(60);
+constexpr absl::Duration kWatchReconnectDelay = absl::Milliseconds(500);
+
 // Follows one job to its end; exit 0 only if it SUCCEEDED. Sets
 // *restarted_as to the job that restarts it (JobSpec.max_restarts).
 int FollowOne(ControlClient& client, const std::string& job_id,
@@ -109,18 +117,57 @@ int FollowOne(ControlClient& client, const std::string& job_id,
   options.tty = env.out_is_tty;
   options.width = env.out_is_tty ? env.terminal_width : 0;
   options.every_steps = follow.every;
-  ProgressTracker tracker(options, json ? nullptr : env.out);
+  std::optional<ProgressTracker> progress;
   if (!json) {
     *env.out << "following job " << job_id
              << " (Ctrl-C stops following; the job keeps running)\n"
              << std::flush;
   }
-  const absl::Status status =
-      client.WatchJob(job_id, follow.deadline, [&](const JobEvent& event) {
-        tracker.OnEvent(event);
-        if (json) *env.out << MessageToJson(event) << "\n" << std::flush;
-        return absl::OkStatus();
-      });
+  // A coordinator that restarts (on its --state-db) ends the watch with
+  // UNAVAILABLE: watch again, with a fresh tracker (the new watch sends
+  // every step again), and print each step's JSON once.
+  const absl::Time end = follow.deadline == absl::InfiniteDuration()
+                             ? absl::InfiniteFuture()
+                             : env.now() + follow.deadline;
+  absl::flat_hash_set<std::pair<int, int64_t>> printed;
+  absl::Time unreachable_since = absl::InfiniteFuture();
+  absl::Status status;
+  for (;;) {
+    progress.emplace(options, json ? nullptr : env.out);
+    bool heard = false;
+    status = client.WatchJob(
+        job_id,
+        end == absl::InfiniteFuture() ? absl::InfiniteDuration()
+                                      : end - env.now(),
+        [&](const JobEvent& event) {
+          heard = true;
+          progress->OnEvent(event);
+          if (json) {
+            JobEvent fresh = event;
+            fresh.clear_steps();
+            for (const StepMetrics& m : event.steps()) {
+              if (printed.insert({m.rank(), m.step()}).second) {
+                *fresh.add_steps() = m;
+              }
+            }
+            *env.out << MessageToJson(fresh) << "\n" << std::flush;
+          }
+          return absl::OkStatus();
+        });
+    if (status.code() != absl::StatusCode::kUnavailable) break;
+    const absl::Time now = env.now();
+    if (heard || unreachable_since == absl::InfiniteFuture()) {
+      unreachable_since = now;
+      progress->Finish();
+      *env.err << "lost the coordinator while following job " << job_id << " ("
+               << status.message() << "); reconnecting for up to "
+               << absl::FormatDuration(kWatchReconnectWindow) << "\n"
+               << std::flush;
+    }
+    if (now - unreachable_since >= kWatchReconnectWindow || now >= end) break;
+    absl::SleepFor(kWatchReconnectDelay);
+  }
+  ProgressTracker& tracker = *progress;
   tracker.Finish();
   if (!status.ok()) return ReportError(env, command, json, status);
   if (!tracker.has_status() || !IsTerminal(tracker.status().state())) {

@@ -120,6 +120,35 @@ TEST_F(ControlCommandsTest, Watch_Json_EventLinesThenTheFinalLine) {
   EXPECT_THAT(all[5], HasSubstr("\"breakdown\":[{\"rank\":\"0\",\"steps\":3,"));
 }
 
+// The coordinator went away mid-watch (a restart): watch follows it again
+// and counts every step once.
+TEST_F(ControlCommandsTest, Watch_CoordinatorGoneMidWatch_WatchesAgain) {
+  auto lines_of = [](const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  ASSERT_EQ(Run(RunWatch, {"j-1", "--json"}), kExitOk);
+  const std::vector<std::string> uninterrupted = lines_of(out_.str());
+  out_.str("");
+  fake_.BreakWatches(2);
+  EXPECT_EQ(Run(RunWatch, {"j-1", "--json"}), kExitOk);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("lost the coordinator while following job j-1"));
+  EXPECT_THAT(err_.str(), HasSubstr("reconnecting"));
+  const std::vector<std::string> watched_again = lines_of(out_.str());
+  ASSERT_FALSE(uninterrupted.empty());
+  ASSERT_FALSE(watched_again.empty());
+  // The same final line (status and per-rank breakdown): no step counted
+  // twice, none missed.
+  EXPECT_EQ(watched_again.back(), uninterrupted.back());
+  // Each step's JSON once: the broken watches' repeats carry no steps.
+  const std::string all = out_.str();
+  EXPECT_EQ(all.find("\"rank\":0,\"step\":0,"),
+            all.rfind("\"rank\":0,\"step\":0,"));
+}
+
 TEST_F(ControlCommandsTest, Watch_UnknownJob_ExitsOne) {
   EXPECT_EQ(Run(RunWatch, {"j-404"}), kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("no job 'j-404'"));

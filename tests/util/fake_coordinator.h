@@ -114,6 +114,9 @@ class FakeCoordinator final : public Coordinator::Service {
   void AnswerSubmissions(SubmitAnswer answer);
   // WatchJob streams `events` for `job_id` (else the job's status once).
   void SetWatchEvents(const std::string& job_id, std::vector<JobEvent> events);
+  // The next `count` WatchJob calls send their first event only, then end
+  // UNAVAILABLE, as when the coordinator goes away mid-watch.
+  void BreakWatches(int count);
   // GetMetrics answers `metrics` for `job_id` (else nothing).
   void SetMetrics(const std::string& job_id, GetMetricsResponse metrics);
   // ListWorkers answers `workers` (else nothing).
@@ -202,6 +205,7 @@ class FakeCoordinator final : public Coordinator::Service {
   SubmitAnswer submit_answer_ ABSL_GUARDED_BY(mu_);
   std::vector<JobSpec> submitted_ ABSL_GUARDED_BY(mu_);
   std::vector<SyncMode> switches_ ABSL_GUARDED_BY(mu_);
+  int break_watches_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::vector<JobEvent>> watch_events_
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, GetMetricsResponse> job_metrics_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,6 @@
 // The fake coordinator's job table: the users' RPCs that the control
 // commands call (see fake_coordinator.h).
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,6 +107,7 @@ grpc::Status FakeCoordinator::WatchJob(grpc::ServerContext* context,
                                        const WatchJobRequest* request,
                                        grpc::ServerWriter<JobEvent>* writer) {
   std::vector<JobEvent> events;
+  bool broken = false;
   {
     absl::MutexLock lock(&mu_);
     const JobStatus* job = FindJobLocked(request->job_id());
@@ -116,11 +118,26 @@ grpc::Status FakeCoordinator::WatchJob(grpc::ServerContext* context,
     } else {
       *events.emplace_back().mutable_status() = *job;
     }
+    if (break_watches_ > 0) {
+      --break_watches_;
+      broken = true;
+      events.resize(std::min<size_t>(events.size(), 1));
+    }
   }
   for (const JobEvent& event : events) {
     if (!writer->Write(event)) break;
   }
+  if (broken) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the coordinator is shutting down; retry against its "
+                        "replacement");
+  }
   return grpc::Status::OK;
+}
+
+void FakeCoordinator::BreakWatches(int count) {
+  absl::MutexLock lock(&mu_);
+  break_watches_ = count;
 }
 
 grpc::Status FakeCoordinator::GetMetrics(grpc::ServerContext* context,
