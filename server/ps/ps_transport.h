@@ -26,6 +26,8 @@
 #include <memory>
 #include <string>
 
+#include "common/tls.h"
+
 namespace gradsync {
 
 struct PsTransportOptions {
@@ -42,6 +44,9 @@ struct PsTransportOptions {
   // host), "default", or an algorithm's name, which the daemon checks with
   // CheckCongestionControl at start.
   std::string congestion_control = "auto";
+  // Mutual TLS or plaintext (common/tls.h) of the server and its clients'
+  // channels; default plaintext.
+  GrpcSecurity security;
 };
 
 // Channel arguments for a PS client channel to `address` ("host:port").
@@ -54,17 +59,18 @@ void ApplyPsServerArguments(
     grpc::ServerBuilder* builder,
     const PsTransportOptions& options = PsTransportOptions());
 
-// An insecure channel to a PS at `address` ("host:port") with those
-// arguments; it connects on first use.
+// A channel to a PS at `address` ("host:port") with those arguments,
+// secured as options.security says; it connects on first use.
 std::shared_ptr<grpc::Channel> CreatePsChannel(
     const std::string& address,
     const PsTransportOptions& options = PsTransportOptions());
 
 // A channel for a PS's small control calls (CreateShard, ReleaseShard,
 // GetShardStats): gRPC's defaults and shared connections, with the PS
-// channels' reconnect backoff (common/grpc_connect.h).
+// channels' reconnect backoff (common/grpc_connect.h), secured as
+// `security` says.
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(
-    const std::string& address);
+    const std::string& address, const GrpcSecurity& security = {});
 
 // Raises glibc's mmap and trim thresholds so that megabyte buffers are
 // reused from the heap instead of mapped and unmapped each time.

@@ -53,6 +53,10 @@ struct TestClusterOptions {
   int64_t heartbeat_ms = 250;
   // For the coordinator's address and every worker's registration.
   absl::Duration start_timeout = absl::Seconds(60);
+  // Mutual TLS: `gradsync certs init` into log_dir()/tls, every daemon
+  // with --tls-dir on it and the stub with the users' certificate. False:
+  // every daemon runs --insecure (whatever GRADSYNC_TLS_DIR says).
+  bool tls = false;
 };
 
 class TestCluster {
@@ -71,6 +75,8 @@ class TestCluster {
   const TestClusterOptions& options() const { return options_; }
   const std::string& address() const { return address_; }
   const std::string& log_dir() const { return log_dir_; }
+  // log_dir()/tls with options.tls, else "".
+  std::string tls_dir() const;
   Coordinator::Stub& stub() { return *stub_; }
 
   int num_workers() const { return static_cast<int>(workers_.size()); }
@@ -163,6 +169,8 @@ class TestCluster {
  private:
   TestCluster(const TestClusterOptions& options, std::string log_dir);
 
+  // --tls-dir DIR or --insecure, as options.tls says.
+  std::vector<std::string> SecurityArgs() const;
   [[nodiscard]] absl::Status StartCoordinator();
   [[nodiscard]] absl::Status StartWorkers();
   [[nodiscard]] absl::Status StartParameterServers();
