@@ -57,6 +57,7 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
                }),
   };
   AddTlsFlags(&config->tls, &flags);
+  flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
   flags.push_back(HelpFlag(help));
   flags.push_back(VersionFlag(&config->version));
   return flags;
@@ -111,10 +112,13 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     return 2;
   }
   std::cerr << "gradsync-ps: " << SecurityLine(*security, config.tls) << "\n";
+  if (config.ps_plaintext && security->tls()) {
+    std::cerr << "gradsync-ps: " << kPsPlaintextWarning << "\n";
+  }
   // With a coordinator, only the ranks it sent (with their job's token)
   // may touch a job's shards.
   PsServerOptions options = config.server;
-  options.transport.security = *security;
+  if (!config.ps_plaintext) options.transport.security = *security;
   options.require_tokens = !config.coordinator.empty();
   absl::StatusOr<std::unique_ptr<PsServer>> server =
       PsServer::Start(config.listen, options);

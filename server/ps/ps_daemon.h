@@ -44,6 +44,9 @@ struct PsDaemonConfig {
   // security, resolved by RunPsDaemon (server.transport.security is
   // replaced by it).
   TlsOptions tls;
+  // --ps-plaintext: the server itself in plaintext, whatever `tls` says
+  // (the coordinator channel keeps it).
+  bool ps_plaintext = false;
   // --version: print the version and the wire version instead of serving.
   bool version = false;
 };

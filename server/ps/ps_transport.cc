@@ -70,6 +70,15 @@ std::shared_ptr<grpc::Channel> CreatePsControlChannel(
   return NewGrpcChannel(address, security, args);
 }
 
+FlagSpec PsPlaintextFlag(bool* out) {
+  return SwitchFlag(
+      "ps-plaintext",
+      "the parameter-server connections in plaintext while the rest keeps "
+      "--tls-dir's mutual TLS (job tokens still authenticate); give every "
+      "gradsync-ps and gradsync-worker of the cluster the same",
+      out);
+}
+
 bool TuneMallocForTensorTraffic() {
   const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1;
   const bool trim_ok = mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;

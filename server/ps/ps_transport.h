@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "common/flags.h"
 #include "common/tls.h"
 
 namespace gradsync {
@@ -71,6 +72,18 @@ std::shared_ptr<grpc::Channel> CreatePsChannel(
 // `security` says.
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(
     const std::string& address, const GrpcSecurity& security = {});
+
+// --ps-plaintext, the switch of gradsync-ps and gradsync-worker that keeps
+// the PS connections (the tensor streams and shard calls) in plaintext
+// while every other connection keeps the daemon's mutual TLS: for an
+// isolated network where TLS's cost on the PS path is too high
+// (docs/security.md). Every PS call still carries its job's token.
+FlagSpec PsPlaintextFlag(bool* out);
+// What such a daemon says at start.
+inline constexpr char kPsPlaintextWarning[] =
+    "WARNING: --ps-plaintext: the parameter-server connections are neither "
+    "encrypted nor authenticated by TLS (job tokens still authenticate each "
+    "call); run it on an isolated network only";
 
 // Raises glibc's mmap and trim thresholds so that megabyte buffers are
 // reused from the heap instead of mapped and unmapped each time.

@@ -160,6 +160,7 @@ absl::Status TestCluster::StartParameterServers() {
     std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--coordinator",
                                      address_};
     for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
+    if (options_.ps_plaintext) args.push_back("--ps-plaintext");
     ASSIGN_OR_RETURN(
         std::unique_ptr<ChildProcess> ps,
         ChildProcess::Start(absl::StrCat("ps ", i), GRADSYNC_PS_BINARY, args,
@@ -222,6 +223,7 @@ absl::Status TestCluster::StartWorkers() {
         "--address",     "127.0.0.1",
         "--host",        host};
     for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
+    if (options_.ps_plaintext) args.push_back("--ps-plaintext");
     ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> worker,
                      ChildProcess::Start(
                          absl::StrCat("worker ", host), GRADSYNC_WORKER_BINARY,

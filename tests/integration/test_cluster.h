@@ -57,6 +57,8 @@ struct TestClusterOptions {
   // with --tls-dir on it and the stub with the users' certificate. False:
   // every daemon runs --insecure (whatever GRADSYNC_TLS_DIR says).
   bool tls = false;
+  // With tls: workers and parameter servers also get --ps-plaintext.
+  bool ps_plaintext = false;
 };
 
 class TestCluster {

@@ -2,7 +2,8 @@
 // two workers and a parameter server, each with --tls-dir): a ring job and
 // a PS job succeed with every gRPC connection (registration, heartbeats,
 // the store, the PS tensor streams) under TLS, and a client without the
-// cluster's certificates is refused.
+// cluster's certificates is refused. With --ps-plaintext, only the PS
+// connections drop TLS.
 #include <grpcpp/client_context.h>
 
 #include <memory>
@@ -82,6 +83,36 @@ TEST_F(TlsClusterTest, ClientsWithoutTheClustersCertificates_AreRefused) {
                 .code(),
             absl::StatusCode::kUnavailable)
       << "another cluster's user got through";
+}
+
+// --ps-plaintext on every worker and server: the tensor streams run in
+// plaintext (authenticated by the job token) while registration, heartbeats
+// and the users' calls keep mutual TLS.
+class PsPlaintextClusterTest : public TlsClusterTest {
+ protected:
+  TestClusterOptions Options() const override {
+    TestClusterOptions options = TlsClusterTest::Options();
+    options.ps_plaintext = true;
+    return options;
+  }
+};
+
+TEST_F(PsPlaintextClusterTest, PsJob_WithPlaintextTensorStreams_Succeeds) {
+  JobSpec spec = LongSyntheticSpec(/*num_workers=*/2, /*floats=*/4096,
+                                   /*compute_ms=*/1);
+  spec.set_steps(30);
+  spec.set_mode(SYNC_MODE_PS);
+  spec.mutable_ps()->set_shards(1);
+  absl::StatusOr<TestCluster::FinishedJob> ps =
+      cluster().RunToSuccess(spec, kJobTimeout);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_THAT(cluster().parameter_server(0).ReadLog(),
+              HasSubstr("WARNING: --ps-plaintext"));
+  EXPECT_THAT(cluster().worker(0).ReadLog(),
+              HasSubstr("WARNING: --ps-plaintext"));
+  // The coordinator still refuses plaintext.
+  EXPECT_EQ(ListWorkersAs(GrpcSecurity()).code(),
+            absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

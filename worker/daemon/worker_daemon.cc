@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/coordinator/grpc_coordinator_client.h"
+#include "server/ps/ps_transport.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
@@ -110,6 +111,7 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                }),
   };
   AddTlsFlags(&config->tls, &flags);
+  flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
   flags.push_back(HelpFlag(&config->help));
   flags.push_back(VersionFlag(&config->version));
   return flags;
@@ -205,6 +207,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     return 2;
   }
   log(SecurityLine(*security, config.tls));
+  if (config.ps_plaintext && security->tls()) log(kPsPlaintextWarning);
   const std::string host = config.host.empty() ? HostName() : config.host;
   CoordinatorChannelOptions channel;
   channel.security = *security;
@@ -223,7 +226,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.collective_timeout = config.collective_timeout;
   runner.rendezvous_timeout = config.rendezvous_timeout;
   runner.tcp_congestion_control = config.tcp_congestion;
-  runner.grpc_security = *security;
+  if (!config.ps_plaintext) runner.grpc_security = *security;
   runner.spin_polls = config.spin_polls;
   runner.checkpoint_roots = config.checkpoint_roots;
   runner.blas = &blas;

@@ -45,6 +45,9 @@ struct WorkerDaemonConfig {
   // --tls-dir / --insecure: the security of the coordinator channel and of
   // the jobs' PS connections.
   TlsOptions tls;
+  // --ps-plaintext: the jobs' PS connections in plaintext, whatever `tls`
+  // says (the coordinator channel keeps it).
+  bool ps_plaintext = false;
   bool help = false;
   bool version = false;
 };
