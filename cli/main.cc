@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/bench/bench_command.h"
+#include "cli/control/certs_command.h"
 #include "cli/control/job_commands.h"
 #include "cli/control/local_command.h"
 #include "cli/lab/explain_command.h"
@@ -30,6 +31,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"local", "start (up) or stop (down) a cluster on this machine",
      &gradsync::control::LocalMain},
+    {"certs", "make a cluster CA and certificates for mutual TLS (init DIR)",
+     &gradsync::control::CertsMain},
     {"lab",
      "an emulated multi-host cluster for the PS-vs-ring study (up, sweep, "
      "down)",

@@ -22,8 +22,10 @@ export GRADSYNC_COORDINATOR="127.0.0.1:$port"
 trap '"$gradsync" local down --run-dir "$run_dir" >/dev/null 2>&1 || true' EXIT
 "$gradsync" local up --workers 4 --ps 2 --run-dir "$run_dir" --port "$port" \
   >/dev/null
-# The coordinator admits users with the token local up wrote.
+# The coordinator admits users with the token local up wrote, over mutual
+# TLS with the certificates it made.
 export GRADSYNC_TOKEN_FILE="$run_dir/user-token"
+export GRADSYNC_TLS_DIR="$run_dir/tls"
 echo "== local cluster: 1 coordinator + 2 parameter servers + 4 workers on" \
   "127.0.0.1:$port (logs in $run_dir)"
 "$gradsync" workers

@@ -77,20 +77,47 @@ std::string ResolveTokenFile(const std::string& flag, const CommandEnv& env,
   return access(path.c_str(), F_OK) == 0 ? path : "";
 }
 
+std::string ResolveTlsDir(const std::string& flag, const CommandEnv& env,
+                          const std::string& address) {
+  if (!flag.empty()) return flag;
+  if (!env.tls_dir_env.empty()) return env.tls_dir_env;
+  const std::string run_dir = ResolveRunDir("", env.run_dir_env, env.cwd);
+  absl::StatusOr<std::optional<ClusterRecord>> record =
+      ReadClusterRecord(run_dir);
+  if (!record.ok() || !record->has_value() ||
+      (*record)->coordinator_address != address) {
+    return "";
+  }
+  return (*record)->tls_dir;
+}
+
 std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
                                           const CommandEnv& env) {
   ClientConfig config;
   config.address =
       ResolveCoordinatorAddress(common.coordinator, env.coordinator_env);
   config.rpc_timeout = common.timeout;
+  if (common.tls.insecure) {
+    *env.err << "gradsync: " << PlaintextWarning(common.tls) << "\n";
+  } else {
+    TlsOptions tls;
+    tls.dir = ResolveTlsDir(common.tls.dir, env, config.address);
+    absl::StatusOr<GrpcSecurity> security =
+        SecurityFromOptions(tls, TlsRole::kUser);
+    if (security.ok()) {
+      config.security = *std::move(security);
+    } else {
+      config.setup_error = security.status();
+    }
+  }
   const std::string token_file =
       ResolveTokenFile(common.token_file, env, config.address);
   if (!token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(token_file);
     if (token.ok()) {
       config.token = *std::move(token);
-    } else {
-      config.token_error = token.status();
+    } else if (config.setup_error.ok()) {
+      config.setup_error = token.status();
     }
   }
   return std::make_unique<ControlClient>(std::move(config));

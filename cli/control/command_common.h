@@ -55,7 +55,16 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
 std::string ResolveTokenFile(const std::string& flag, const CommandEnv& env,
                              const std::string& address);
 
-// A client of the coordinator that --coordinator or the environment names.
+// The TLS directory for the coordinator at `address`: `flag`, else
+// $GRADSYNC_TLS_DIR, else the one the local cluster in RUN_DIR recorded
+// (cluster.json) when that cluster's coordinator is `address`; "" for none
+// (plaintext).
+std::string ResolveTlsDir(const std::string& flag, const CommandEnv& env,
+                          const std::string& address);
+
+// A client of the coordinator that --coordinator or the environment names,
+// with the users' token and TLS directory resolved as above (--insecure
+// prints PlaintextWarning on env.err).
 std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,
                                           const CommandEnv& env);
 

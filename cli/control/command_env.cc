@@ -43,6 +43,7 @@ CommandEnv ProcessCommandEnv() {
   env.coordinator_env = GetEnv("GRADSYNC_COORDINATOR");
   env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
   env.token_file_env = GetEnv("GRADSYNC_TOKEN_FILE");
+  env.tls_dir_env = GetEnv("GRADSYNC_TLS_DIR");
   env.path_env = GetEnv("PATH");
   env.self_exe = ReadLink("/proc/self/exe");
   env.cwd = CurrentDir();
@@ -60,6 +61,15 @@ void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
       "($GRADSYNC_TOKEN_FILE, else the user-token of the local cluster in "
       "$GRADSYNC_RUN_DIR or .run when it runs that coordinator)",
       &options->token_file));
+  flags->push_back(StringFlag(
+      "tls-dir", "DIR",
+      "mutual TLS with the cluster CA and the users' certificate in DIR "
+      "(`gradsync certs init DIR`; $GRADSYNC_TLS_DIR, else the local "
+      "cluster's when it runs the coordinator; else plaintext)",
+      &options->tls.dir));
+  flags->push_back(SwitchFlag(
+      "insecure", "plaintext gRPC even where a TLS directory is known",
+      &options->tls.insecure));
   flags->push_back(SecondsFlag("timeout",
                                "deadline of each call to the coordinator (10)",
                                &options->timeout));

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/tls.h"
 
 namespace gradsync {
 namespace control {
@@ -37,6 +38,7 @@ struct CommandEnv {
   std::string coordinator_env;  // $GRADSYNC_COORDINATOR
   std::string run_dir_env;      // $GRADSYNC_RUN_DIR
   std::string token_file_env;   // $GRADSYNC_TOKEN_FILE
+  std::string tls_dir_env;      // $GRADSYNC_TLS_DIR
   std::string path_env;         // $PATH
   std::string self_exe;         // this binary (from /proc/self/exe)
   std::string cwd;              // the working directory
@@ -51,12 +53,15 @@ CommandEnv ProcessCommandEnv();
 struct CommonOptions {
   std::string coordinator;  // --coordinator; empty: env, then the default
   std::string token_file;   // --token-file; empty: env, then the local one
+  // --tls-dir (empty: env, then the local cluster's) and --insecure.
+  TlsOptions tls;
   absl::Duration timeout = absl::Seconds(10);  // per call
   bool json = false;
   bool help = false;
 };
 
-// Appends --coordinator, --token-file, --timeout, --json and --help rows.
+// Appends --coordinator, --token-file, --tls-dir, --insecure, --timeout,
+// --json and --help rows.
 void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags);
 
 // Prints "gradsync <command>: <message>" on env.err (and, with json, the

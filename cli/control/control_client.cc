@@ -31,6 +31,7 @@ ControlClient::ControlClient(ClientConfig config) : config_(std::move(config)) {
   options.connect_first = true;
   options.connect_timeout = config_.rpc_timeout;
   options.user_token = config_.token;
+  channel.security = config_.security;
   client_ =
       NewGrpcCoordinatorClient(NewCoordinatorChannel(config_.address, channel),
                                config_.address, options);
@@ -49,7 +50,11 @@ absl::Status ControlClient::Explain(const absl::Status& status,
   // before any connection was made, is the same story.
   if (IsCoordinatorUnreachable(status)) {
     return absl::UnavailableError(absl::StrCat(
-        UnreachableMessage(config_.address), " (", status.message(), ")"));
+        IsTlsHandshakeFailure(status)
+            ? absl::StrCat("the TLS handshake with the coordinator at ",
+                           config_.address, " failed")
+            : UnreachableMessage(config_.address),
+        " (", status.message(), ")", TlsConnectHint(config_.security, status)));
   }
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     return absl::DeadlineExceededError(absl::StrCat(
@@ -61,7 +66,7 @@ absl::Status ControlClient::Explain(const absl::Status& status,
 }
 
 absl::StatusOr<std::string> ControlClient::SubmitJob(const JobSpec& spec) {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   SubmitJobRequest request;
   *request.mutable_spec() = spec;
   absl::StatusOr<SubmitJobResponse> response =
@@ -71,7 +76,7 @@ absl::StatusOr<std::string> ControlClient::SubmitJob(const JobSpec& spec) {
 }
 
 absl::StatusOr<JobStatus> ControlClient::GetJob(absl::string_view job_id) {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   GetJobRequest request;
   request.set_job_id(std::string(job_id));
   absl::StatusOr<JobStatus> response = client_->GetJob(request, Unary());
@@ -80,7 +85,7 @@ absl::StatusOr<JobStatus> ControlClient::GetJob(absl::string_view job_id) {
 }
 
 absl::StatusOr<ListJobsResponse> ControlClient::ListJobs() {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   absl::StatusOr<ListJobsResponse> response =
       client_->ListJobs(ListJobsRequest(), Unary());
   if (!response.ok()) return Explain(response.status(), "ListJobs");
@@ -88,7 +93,7 @@ absl::StatusOr<ListJobsResponse> ControlClient::ListJobs() {
 }
 
 absl::StatusOr<JobStatus> ControlClient::CancelJob(absl::string_view job_id) {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   CancelJobRequest request;
   request.set_job_id(std::string(job_id));
   absl::StatusOr<JobStatus> response = client_->CancelJob(request, Unary());
@@ -98,7 +103,7 @@ absl::StatusOr<JobStatus> ControlClient::CancelJob(absl::string_view job_id) {
 
 absl::StatusOr<GetMetricsResponse> ControlClient::GetMetrics(
     absl::string_view job_id) {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   GetMetricsRequest request;
   request.set_job_id(std::string(job_id));
   absl::StatusOr<GetMetricsResponse> response =
@@ -108,7 +113,7 @@ absl::StatusOr<GetMetricsResponse> ControlClient::GetMetrics(
 }
 
 absl::StatusOr<ListWorkersResponse> ControlClient::ListWorkers() {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   absl::StatusOr<ListWorkersResponse> response =
       client_->ListWorkers(ListWorkersRequest(), Unary());
   if (!response.ok()) return Explain(response.status(), "ListWorkers");
@@ -117,7 +122,7 @@ absl::StatusOr<ListWorkersResponse> ControlClient::ListWorkers() {
 
 absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
     absl::string_view job_id, SyncMode mode) {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   SwitchJobRequest request;
   request.set_job_id(std::string(job_id));
   request.set_mode(mode);
@@ -130,7 +135,7 @@ absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
 absl::Status ControlClient::WatchJob(
     absl::string_view job_id, absl::Duration deadline,
     const std::function<absl::Status(const JobEvent&)>& on_event) {
-  if (!config_.token_error.ok()) return config_.token_error;
+  if (!config_.setup_error.ok()) return config_.setup_error;
   WatchJobRequest request;
   request.set_job_id(std::string(job_id));
   CallOptions options;

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
 
@@ -49,9 +50,12 @@ struct ClientConfig {
   absl::Duration rpc_timeout = absl::Seconds(10);
   // The users' token, sent with every call (empty: none).
   std::string token;
-  // Not OK when the token could not be had (an unreadable --token-file):
-  // every call fails with it.
-  absl::Status token_error;
+  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  GrpcSecurity security;
+  // Not OK when the token or the TLS files could not be had (an
+  // unreadable --token-file, a --tls-dir without client.pem): every call
+  // fails with it.
+  absl::Status setup_error;
 };
 
 class ControlClient {

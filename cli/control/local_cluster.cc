@@ -116,8 +116,11 @@ std::string ClusterRecordToJson(const ClusterRecord& record) {
   return absl::StrCat(
       "{\"runDir\":", JsonQuote(record.run_dir),
       ",\"coordinator\":", JsonQuote(record.coordinator_address),
-      ",\"startedAt\":", JsonNumber(record.started_at), ",\"daemons\":[",
-      absl::StrJoin(daemons, ","), "]}");
+      ",\"startedAt\":", JsonNumber(record.started_at),
+      record.tls_dir.empty()
+          ? ""
+          : absl::StrCat(",\"tlsDir\":", JsonQuote(record.tls_dir)),
+      ",\"daemons\":[", absl::StrJoin(daemons, ","), "]}");
 }
 
 absl::StatusOr<ClusterRecord> ClusterRecordFromJson(absl::string_view json,
@@ -134,6 +137,7 @@ absl::StatusOr<ClusterRecord> ClusterRecordFromJson(absl::string_view json,
   record.run_dir = StringField(root, "runDir");
   record.coordinator_address = StringField(root, "coordinator");
   record.started_at = NumberField(root, "startedAt");
+  record.tls_dir = StringField(root, "tlsDir");
   auto daemons = root.fields().find("daemons");
   if (daemons != root.fields().end()) {
     for (const Value& value : daemons->second.list_value().values()) {

@@ -41,6 +41,9 @@ inline constexpr absl::string_view kPsBinary = "gradsync-ps";
 inline constexpr absl::string_view kClusterFile = "cluster.json";
 // The users' token of the local cluster's coordinator (mode 0600).
 inline constexpr absl::string_view kUserTokenFileName = "user-token";
+// The local cluster's TLS directory under the run directory: its own CA
+// and certificates (common/tls_dir.h), made fresh by each `local up`.
+inline constexpr absl::string_view kTlsDirName = "tls";
 
 // One daemon of the cluster.
 struct DaemonRecord {
@@ -62,7 +65,10 @@ struct DaemonRecord {
 struct ClusterRecord {
   std::string run_dir;
   std::string coordinator_address;
-  double started_at = 0;              // unix seconds
+  double started_at = 0;  // unix seconds
+  // The cluster's TLS directory (`gradsync certs init`), which the CLI
+  // uses for this coordinator; empty: the daemons run --insecure.
+  std::string tls_dir;
   std::vector<DaemonRecord> daemons;  // the coordinator first
 };
 
@@ -128,6 +134,9 @@ struct LocalUpConfig {
   std::string coordinator_binary;
   std::string worker_binary;
   std::string ps_binary;  // needed when parameter_servers > 0
+  // Plaintext daemons (--insecure); false: mutual TLS with a fresh CA and
+  // certificates in <run_dir>/tls (kTlsDirName), made on every start.
+  bool insecure = false;
   // How long the coordinator, every worker and parameter server get to
   // come up.
   absl::Duration timeout = absl::Seconds(30);
@@ -159,6 +168,10 @@ struct ClusterPlan {
   // The users' token the coordinator was given (--user-token-file in its
   // args), for the waits' own calls; empty: none.
   std::string user_token;
+  // The daemons' TLS directory (--tls-dir in their args), recorded in
+  // cluster.json; the waits' own calls use its users' certificate. Empty:
+  // plaintext (the daemons get --insecure in their args).
+  std::string tls_dir;
 };
 
 struct StartedCluster {

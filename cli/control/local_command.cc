@@ -39,6 +39,7 @@ struct LocalOptions {
   std::string coordinator_binary;
   std::string worker_binary;
   std::string ps_binary;
+  bool insecure = false;
   bool json = false;
   bool help = false;
 };
@@ -71,6 +72,10 @@ std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
                  &o->worker_binary),
       StringFlag("ps-binary", "PATH", "up: the gradsync-ps to run",
                  &o->ps_binary),
+      SwitchFlag("insecure",
+                 "up: run the daemons without TLS (their --insecure); by "
+                 "default they use mutual TLS with a fresh CA in RUN_DIR/tls",
+                 &o->insecure),
       SwitchFlag("json", "machine-readable output (JSON)", &o->json),
       HelpFlag(&o->help),
   };
@@ -99,6 +104,7 @@ int Up(const LocalOptions& o, const std::string& run_dir,
   config.workers = static_cast<int>(o.workers);
   config.devices_per_worker = o.devices;
   config.port = static_cast<int>(o.port);
+  config.insecure = o.insecure;
   if (o.timeout_set) config.timeout = o.timeout;
   absl::StatusOr<std::string> coordinator =
       Binary(o.coordinator_binary, kCoordinatorBinary,
@@ -182,6 +188,9 @@ int Up(const LocalOptions& o, const std::string& run_dir,
       absl::StrCat(record.run_dir, "/", kUserTokenFileName);
   if (access(token_file.c_str(), F_OK) == 0) {
     *env.out << "export GRADSYNC_TOKEN_FILE=" << token_file << "\n";
+  }
+  if (!record.tls_dir.empty()) {
+    *env.out << "export GRADSYNC_TLS_DIR=" << record.tls_dir << "\n";
   }
   env.out->flush();
   return kExitOk;

@@ -22,8 +22,11 @@
 #include "absl/time/clock.h"
 #include "cli/control/control_client.h"
 #include "cli/control/local_cluster.h"
+#include "common/certs.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
+#include "common/tls_dir.h"
 #include "common/wait_status.h"
 
 namespace gradsync {
@@ -35,6 +38,8 @@ constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
 // What the coordinator prints on stdout once it serves.
 constexpr char kListeningLine[] = "listening on ";
 constexpr int kLogTailLines = 5;
+// A local cluster's certificates are made fresh by every `local up`.
+constexpr int kLocalCertificateDays = 365;
 
 // The last `lines` non-empty lines of `path`, indented, or a note that the
 // log is empty.
@@ -117,13 +122,23 @@ bool IsParameterServer(const DaemonRecord& d) {
 }
 
 [[nodiscard]] absl::StatusOr<ListWorkersResponse> Probe(
-    const std::string& address, const std::string& token) {
+    const std::string& address, const std::string& token,
+    const GrpcSecurity& security) {
   ClientConfig config;
   config.address = address;
   config.rpc_timeout = kProbeTimeout;
   config.token = token;
+  config.security = security;
   ControlClient client(config);
   return client.ListWorkers();
+}
+
+// The users' side of the TLS directory `dir` (plaintext for "").
+[[nodiscard]] absl::StatusOr<GrpcSecurity> UserSecurity(
+    const std::string& dir) {
+  TlsOptions tls;
+  tls.dir = dir;
+  return SecurityFromOptions(tls, TlsRole::kUser);
 }
 
 [[nodiscard]] absl::Status WriteClusterRecord(const ClusterRecord& record) {
@@ -168,11 +183,12 @@ std::vector<std::string> StopWorkersThenCoordinator(
   return killed;
 }
 
-// Spawns `plan` (with `--coordinator ADDRESS` added unless empty) and
-// records it.
-[[nodiscard]] absl::StatusOr<DaemonRecord> Spawn(
-    const DaemonPlan& plan, const std::string& run_dir,
-    const std::string& coordinator) {
+// Spawns `plan` (with `--coordinator ADDRESS` added unless empty, and
+// --tls-dir TLS_DIR, or --insecure when that is empty) and records it.
+[[nodiscard]] absl::StatusOr<DaemonRecord> Spawn(const DaemonPlan& plan,
+                                                 const std::string& run_dir,
+                                                 const std::string& coordinator,
+                                                 const std::string& tls_dir) {
   DaemonRecord d;
   d.name = plan.name;
   d.binary = plan.binary;
@@ -182,6 +198,12 @@ std::vector<std::string> StopWorkersThenCoordinator(
   d.netns = plan.netns;
   d.host = plan.host;
   std::vector<std::string> args = plan.args;
+  if (tls_dir.empty()) {
+    args.push_back("--insecure");
+  } else {
+    args.push_back("--tls-dir");
+    args.push_back(tls_dir);
+  }
   if (!coordinator.empty()) {
     args.push_back("--coordinator");
     args.push_back(coordinator);
@@ -199,6 +221,7 @@ std::vector<std::string> StopWorkersThenCoordinator(
 // the workers and parameter servers, the wait. On error the caller stops
 // what `record` lists.
 [[nodiscard]] absl::Status StartAndWait(const ClusterPlan& plan,
+                                        const GrpcSecurity& security,
                                         absl::Time deadline,
                                         ClusterRecord* record, int* registered,
                                         int* registered_servers) {
@@ -224,7 +247,7 @@ std::vector<std::string> StopWorkersThenCoordinator(
   // The coordinator answers.
   while (true) {
     RETURN_IF_ERROR(CheckRunning(record->daemons));
-    if (Probe(address, plan.user_token).ok()) break;
+    if (Probe(address, plan.user_token, security).ok()) break;
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "the coordinator did not answer at ", address, " within ",
@@ -235,7 +258,8 @@ std::vector<std::string> StopWorkersThenCoordinator(
   }
   for (const auto* group : {&plan.workers, &plan.servers}) {
     for (const DaemonPlan& daemon : *group) {
-      ASSIGN_OR_RETURN(DaemonRecord d, Spawn(daemon, plan.run_dir, address));
+      ASSIGN_OR_RETURN(DaemonRecord d,
+                       Spawn(daemon, plan.run_dir, address, plan.tls_dir));
       record->daemons.push_back(std::move(d));
     }
   }
@@ -246,7 +270,7 @@ std::vector<std::string> StopWorkersThenCoordinator(
   while (true) {
     RETURN_IF_ERROR(CheckRunning(record->daemons));
     absl::StatusOr<ListWorkersResponse> workers =
-        Probe(address, plan.user_token);
+        Probe(address, plan.user_token, security);
     if (workers.ok()) {
       *registered = LiveWorkers(*workers);
       *registered_servers = LiveParameterServers(*workers);
@@ -304,12 +328,15 @@ absl::StatusOr<StartedCluster> StartCluster(const ClusterPlan& plan) {
   ClusterRecord& record = started.record;
   record.run_dir = plan.run_dir;
   record.started_at = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  record.tls_dir = plan.tls_dir;
+  // The waits' calls are a user's: the users' certificate.
+  ASSIGN_OR_RETURN(const GrpcSecurity security, UserSecurity(plan.tls_dir));
   ASSIGN_OR_RETURN(DaemonRecord coordinator,
-                   Spawn(plan.coordinator, plan.run_dir, ""));
+                   Spawn(plan.coordinator, plan.run_dir, "", plan.tls_dir));
   record.daemons.push_back(std::move(coordinator));
-  absl::Status status =
-      StartAndWait(plan, deadline, &record, &started.registered_workers,
-                   &started.registered_parameter_servers);
+  absl::Status status = StartAndWait(plan, security, deadline, &record,
+                                     &started.registered_workers,
+                                     &started.registered_parameter_servers);
   if (!status.ok()) {
     StopWorkersThenCoordinator(record.daemons, plan.stop_grace);
     RemoveClusterRecord(plan.run_dir);
@@ -347,8 +374,12 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     if (coordinator != existing->daemons.end() &&
         IsRecordedDaemonAlive(*coordinator)) {
       absl::StatusOr<std::string> token = ReadTokenFile(token_path);
-      absl::StatusOr<ListWorkersResponse> workers = Probe(
-          existing->coordinator_address, token.ok() ? *token : std::string());
+      absl::StatusOr<GrpcSecurity> security = UserSecurity(existing->tls_dir);
+      absl::StatusOr<ListWorkersResponse> workers =
+          security.ok()
+              ? Probe(existing->coordinator_address,
+                      token.ok() ? *token : std::string(), *security)
+              : absl::StatusOr<ListWorkersResponse>(security.status());
       if (workers.ok()) {
         LocalUpResult result;
         result.record = std::move(*existing);
@@ -365,7 +396,8 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   if (config.port != 0) {
     const std::string address = absl::StrCat("127.0.0.1:", config.port);
     // Any answer, UNAUTHENTICATED included, means a coordinator is there.
-    absl::StatusOr<ListWorkersResponse> there = Probe(address, "");
+    absl::StatusOr<ListWorkersResponse> there =
+        Probe(address, "", GrpcSecurity());
     if (there.ok() || absl::IsUnauthenticated(there.status())) {
       return absl::FailedPreconditionError(absl::StrCat(
           "a coordinator already answers at ", address,
@@ -396,6 +428,18 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   }
   plan.coordinator.args.push_back("--state-db");
   plan.coordinator.args.push_back(state_db);
+  // mTLS by default too: a fresh CA and certificates for each cluster,
+  // which every daemon gets (--tls-dir) and the CLI finds in cluster.json
+  // (or through GRADSYNC_TLS_DIR).
+  const std::string tls_dir = absl::StrCat(config.run_dir, "/", kTlsDirName);
+  RemoveTlsDir(tls_dir);  // a previous cluster's
+  if (!config.insecure) {
+    plan.tls_dir = tls_dir;
+    ASSIGN_OR_RETURN(const ClusterCertificates certs,
+                     NewClusterCertificates(kLocalCertificateDays));
+    RETURN_IF_ERROR(Annotate(WriteTlsDir(plan.tls_dir, certs, /*force=*/false),
+                             "cannot write the local cluster's certificates"));
+  }
   if (config.port != 0) {
     plan.coordinator.address = absl::StrCat("127.0.0.1:", config.port);
   }
@@ -442,6 +486,7 @@ absl::StatusOr<LocalDownResult> LocalDown(const std::string& run_dir,
   result.killed = StopWorkersThenCoordinator(record->daemons, grace);
   RemoveClusterRecord(run_dir);
   std::remove(absl::StrCat(run_dir, "/", kUserTokenFileName).c_str());
+  if (!record->tls_dir.empty()) RemoveTlsDir(record->tls_dir);
   return result;
 }
 

@@ -100,7 +100,8 @@ gpu_run_tests() {  # gpus dir...
 }
 
 # Starts a coordinator, two worker daemons both on cuda:0 (the 2-rank job
-# shares it) and a PS in RUN_DIR; exports GRADSYNC_COORDINATOR.
+# shares it) and a PS in RUN_DIR; exports GRADSYNC_COORDINATOR, and the
+# token and TLS directory the CLI needs for it.
 gpu_cluster_up() {  # run_dir [devices]
   local out
   out="$("${G}" local up --workers 2 --devices-per-worker "${2:-cuda:0}" \
@@ -111,6 +112,9 @@ gpu_cluster_up() {  # run_dir [devices]
   [[ -n "${GRADSYNC_COORDINATOR}" ]] ||
     gpu_fail "gradsync local up printed no coordinator address" || return 1
   export GRADSYNC_COORDINATOR
+  GRADSYNC_TOKEN_FILE="$(sed -n 's/^export GRADSYNC_TOKEN_FILE=//p' <<<"${out}")"
+  GRADSYNC_TLS_DIR="$(sed -n 's/^export GRADSYNC_TLS_DIR=//p' <<<"${out}")"
+  export GRADSYNC_TOKEN_FILE GRADSYNC_TLS_DIR
 }
 
 # Submits an MLP job (the flags after the common ones); prints its id.

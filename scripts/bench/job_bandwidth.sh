@@ -115,6 +115,8 @@ else
   export GRADSYNC_COORDINATOR
   GRADSYNC_TOKEN_FILE=$(sed -n 's/^export GRADSYNC_TOKEN_FILE=//p' <<<"$up")
   export GRADSYNC_TOKEN_FILE
+  GRADSYNC_TLS_DIR=$(sed -n 's/^export GRADSYNC_TLS_DIR=//p' <<<"$up")
+  export GRADSYNC_TLS_DIR
   where="a local cluster on 127.0.0.1 (logs in $run_dir)"
   listing=$("$gradsync" workers)
 fi

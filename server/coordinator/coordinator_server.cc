@@ -1,7 +1,6 @@
 #include "server/coordinator/coordinator_server.h"
 
 #include <grpcpp/resource_quota.h>
-#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include <utility>
@@ -44,8 +43,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(
+      listen_address, MakeServerCredentials(options.security), &server->port_);
   // Without this, a second coordinator on the same port would share it and
   // split the workers between them.
   ConfigureSyncServer(builder, "gradsync-coordinator", options.max_threads);

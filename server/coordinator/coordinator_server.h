@@ -29,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/tls.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/coordinator_rpc.h"
 #include "server/coordinator/coordinator_service.h"
@@ -40,6 +41,8 @@ struct CoordinatorServerOptions {
   // can wait at the same time (about 2 per worker plus one per rank in a
   // store wait or barrier, plus one per watching CLI).
   int max_threads = 4096;
+  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  GrpcSecurity security;
 };
 
 class CoordinatorServer {

@@ -2,8 +2,6 @@
 
 #include <grpc/grpc.h>
 #include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include "common/grpc_connect.h"
 #include "common/grpc_status.h"
 #include "common/rpc_deadline.h"
+#include "common/tls.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace gradsync {
@@ -284,8 +283,7 @@ std::shared_ptr<grpc::Channel> NewCoordinatorChannel(
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   }
   if (options.unlimited_receive) args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return NewGrpcChannel(address, options.security, args);
 }
 
 std::shared_ptr<CoordinatorClient> NewGrpcCoordinatorClient(

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
@@ -32,11 +33,13 @@ struct CoordinatorChannelOptions {
   // No limit on received messages (the metrics of long jobs pass gRPC's
   // default 4 MiB).
   bool unlimited_receive = false;
+  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  GrpcSecurity security;
 };
 
-// An insecure channel to `address` that reconnects quickly (100 ms, backing
-// off to at most 1 s) when the coordinator comes back; nothing is sent
-// until the first call.
+// A channel to `address`, secured as options.security says, that
+// reconnects quickly (100 ms, backing off to at most 1 s) when the
+// coordinator comes back; nothing is sent until the first call.
 std::shared_ptr<grpc::Channel> NewCoordinatorChannel(
     const std::string& address, const CoordinatorChannelOptions& options = {});
 

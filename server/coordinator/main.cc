@@ -24,6 +24,7 @@
 #include "common/flags.h"
 #include "common/path_roots.h"
 #include "common/secret.h"
+#include "common/tls.h"
 #include "server/coordinator/coordinator_server.h"
 #include "server/coordinator/sqlite_state_store.h"
 
@@ -38,12 +39,13 @@ struct Flags {
   std::vector<std::string> checkpoint_roots;
   std::string user_token_file;
   std::string state_db;
+  gradsync::TlsOptions tls;
   bool help = false;
   bool version = false;
 };
 
 std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
-  return {
+  std::vector<gradsync::FlagSpec> table = {
       gradsync::StringFlag(
           "listen", "HOST:PORT",
           "address to listen on (default 127.0.0.1:29400; 0.0.0.0:29400 "
@@ -106,9 +108,11 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "and daemons re-attach (default: none, a restart forgets "
           "everything)",
           &flags->state_db),
-      gradsync::HelpFlag(&flags->help),
-      gradsync::VersionFlag(&flags->version),
   };
+  gradsync::AddTlsFlags(&flags->tls, &table);
+  table.push_back(gradsync::HelpFlag(&flags->help));
+  table.push_back(gradsync::VersionFlag(&flags->version));
+  return table;
 }
 
 std::string Usage() {
@@ -152,6 +156,18 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  gradsync::CoordinatorServerOptions server_options;
+  absl::StatusOr<gradsync::GrpcSecurity> security =
+      gradsync::SecurityFromOptions(flags.tls, gradsync::TlsRole::kDaemon);
+  if (!security.ok()) {
+    std::cerr << "gradsync-coordinator: " << security.status().message()
+              << "\n";
+    return 2;
+  }
+  std::cerr << "gradsync-coordinator: "
+            << gradsync::SecurityLine(*security, flags.tls) << "\n";
+  server_options.security = *std::move(security);
+
   gradsync::CoordinatorConfig config;
   config.lease = flags.lease;
   config.heartbeat_interval = flags.heartbeat;
@@ -193,7 +209,8 @@ int main(int argc, char** argv) {
               << " gradsync-coordinator: " << line << std::endl;
   };
   absl::StatusOr<std::unique_ptr<gradsync::CoordinatorServer>> server =
-      gradsync::CoordinatorServer::Start(flags.listen, std::move(config));
+      gradsync::CoordinatorServer::Start(flags.listen, std::move(config),
+                                         server_options);
   if (!server.ok()) {
     std::cerr << "gradsync-coordinator: " << server.status().message() << "\n";
     return 1;

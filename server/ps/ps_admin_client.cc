@@ -12,10 +12,11 @@
 
 namespace gradsync {
 
-PsAdminClient::PsAdminClient(std::string address, absl::Duration timeout)
+PsAdminClient::PsAdminClient(std::string address, absl::Duration timeout,
+                             const GrpcSecurity& security)
     : address_(std::move(address)),
       timeout_(timeout),
-      channel_(CreatePsControlChannel(address_)),
+      channel_(CreatePsControlChannel(address_, security)),
       stub_(ps::ParameterServer::NewStub(channel_)) {}
 
 absl::StatusOr<absl::Time> PsAdminClient::Connected() {
@@ -26,8 +27,10 @@ absl::StatusOr<absl::Time> PsAdminClient::Connected() {
 }
 
 std::unique_ptr<PsAdminClient> PsAdminClient::Connect(
-    const std::string& address, absl::Duration timeout) {
-  return std::unique_ptr<PsAdminClient>(new PsAdminClient(address, timeout));
+    const std::string& address, absl::Duration timeout,
+    const GrpcSecurity& security) {
+  return std::unique_ptr<PsAdminClient>(
+      new PsAdminClient(address, timeout, security));
 }
 
 absl::Status PsAdminClient::CreateShard(const ps::CreateShardRequest& request) {

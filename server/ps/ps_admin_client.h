@@ -24,15 +24,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace gradsync {
 
 class PsAdminClient {
  public:
-  // Connects lazily to the PS at `address` ("host:port").
+  // Connects lazily to the PS at `address` ("host:port"), secured as
+  // `security` says.
   static std::unique_ptr<PsAdminClient> Connect(
-      const std::string& address, absl::Duration timeout = absl::Seconds(60));
+      const std::string& address, absl::Duration timeout = absl::Seconds(60),
+      const GrpcSecurity& security = {});
 
   [[nodiscard]] absl::Status CreateShard(const ps::CreateShardRequest& request);
   // One shard, or all of the job's (shard -1); returns how many went.
@@ -45,7 +48,8 @@ class PsAdminClient {
   const std::string& address() const { return address_; }
 
  private:
-  PsAdminClient(std::string address, absl::Duration timeout);
+  PsAdminClient(std::string address, absl::Duration timeout,
+                const GrpcSecurity& security);
 
   // A deadline of timeout_ from now, once the channel is READY (see
   // ConnectChannel); the error names the server.

@@ -25,7 +25,7 @@ namespace {
 
 // The flag table, writing into `config` and `help`.
 std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
-  return {
+  std::vector<FlagSpec> flags = {
       StringFlag("listen", "HOST:PORT",
                  "address to serve on (default 127.0.0.1:29600; "
                  "0.0.0.0:29600 accepts other hosts, port 0 picks a free "
@@ -55,9 +55,12 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
                  return absl::InvalidArgumentError(
                      absl::StrCat("--tcp-congestion: ", s.message()));
                }),
-      HelpFlag(help),
-      VersionFlag(&config->version),
   };
+  AddTlsFlags(&config->tls, &flags);
+  flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
+  flags.push_back(HelpFlag(help));
+  flags.push_back(VersionFlag(&config->version));
+  return flags;
 }
 
 }  // namespace
@@ -102,9 +105,20 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<GrpcSecurity> security =
+      SecurityFromOptions(config.tls, TlsRole::kDaemon);
+  if (!security.ok()) {
+    std::cerr << "gradsync-ps: " << security.status().message() << "\n";
+    return 2;
+  }
+  std::cerr << "gradsync-ps: " << SecurityLine(*security, config.tls) << "\n";
+  if (config.ps_plaintext && security->tls()) {
+    std::cerr << "gradsync-ps: " << kPsPlaintextWarning << "\n";
+  }
   // With a coordinator, only the ranks it sent (with their job's token)
   // may touch a job's shards.
   PsServerOptions options = config.server;
+  if (!config.ps_plaintext) options.transport.security = *security;
   options.require_tokens = !config.coordinator.empty();
   absl::StatusOr<std::unique_ptr<PsServer>> server =
       PsServer::Start(config.listen, options);
@@ -126,7 +140,7 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     std::shared_ptr<CoordinatorClient> client =
         hooks.connect_coordinator
             ? hooks.connect_coordinator(config.coordinator)
-            : ConnectCoordinator(config.coordinator);
+            : ConnectCoordinator(config.coordinator, *security);
     registration = std::make_unique<PsRegistration>(std::move(reg), client,
                                                     (*server)->service());
   }

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "server/ps/ps_server.h"
 
@@ -39,14 +40,21 @@ struct PsDaemonConfig {
   // How long the first registration may keep failing before exit 1.
   absl::Duration register_timeout = absl::Seconds(30);
   PsServerOptions server;
+  // --tls-dir / --insecure: the server's and the coordinator channel's
+  // security, resolved by RunPsDaemon (server.transport.security is
+  // replaced by it).
+  TlsOptions tls;
+  // --ps-plaintext: the server itself in plaintext, whatever `tls` says
+  // (the coordinator channel keeps it).
+  bool ps_plaintext = false;
   // --version: print the version and the wire version instead of serving.
   bool version = false;
 };
 
 // What the daemon uses beyond its config; unset ones take the defaults.
 struct PsDaemonHooks {
-  // The coordinator's client; default: ConnectCoordinator(coordinator), an
-  // insecure gRPC channel that reconnects quickly.
+  // The coordinator's client; default: ConnectCoordinator(coordinator), a
+  // gRPC channel with the daemon's security that reconnects quickly.
   std::function<std::shared_ptr<CoordinatorClient>(
       const std::string& coordinator)>
       connect_coordinator;
@@ -66,7 +74,8 @@ std::string PsDaemonUsage(int width = 80);
 // `port`: <host name>:<port> for a wildcard host, else listen_host:port.
 std::string AdvertisedPsAddress(const std::string& listen_host, int port);
 
-// Serves until SIGINT or SIGTERM; returns the exit code. Blocks those
+// Serves until SIGINT or SIGTERM; returns the exit code (2 when the
+// --tls-dir files cannot be used). Blocks those
 // signals in the calling thread first (call it before other threads).
 int RunPsDaemon(const PsDaemonConfig& config,
                 const PsDaemonHooks& hooks = PsDaemonHooks());

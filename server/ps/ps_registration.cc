@@ -33,8 +33,11 @@ bool Transient(absl::StatusCode code) {
 }  // namespace
 
 std::shared_ptr<CoordinatorClient> ConnectCoordinator(
-    const std::string& address) {
-  return NewGrpcCoordinatorClient(NewCoordinatorChannel(address), address);
+    const std::string& address, const GrpcSecurity& security) {
+  CoordinatorChannelOptions options;
+  options.security = security;
+  return NewGrpcCoordinatorClient(NewCoordinatorChannel(address, options),
+                                  address);
 }
 
 PsRegistration::PsRegistration(PsRegistrationConfig config,

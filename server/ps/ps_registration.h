@@ -50,6 +50,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/cancellable_calls.h"
+#include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
 #include "server/ps/ps_service.h"
@@ -78,10 +79,11 @@ struct PsRegistrationStats {
   int64_t jobs_released = 0;  // jobs whose shards were dropped
 };
 
-// A client of the coordinator at `address` over an insecure channel that
-// reconnects quickly when it comes back (NewCoordinatorChannel).
+// A client of the coordinator at `address` over a channel secured as
+// `security` says, that reconnects quickly when it comes back
+// (NewCoordinatorChannel).
 std::shared_ptr<CoordinatorClient> ConnectCoordinator(
-    const std::string& address);
+    const std::string& address, const GrpcSecurity& security = {});
 
 class PsRegistration {
  public:

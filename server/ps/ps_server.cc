@@ -1,7 +1,6 @@
 #include "server/ps/ps_server.h"
 
 #include <grpcpp/resource_quota.h>
-#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include <utility>
@@ -10,6 +9,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "common/tls.h"
 #include "server/store/sync_server.h"
 
 namespace gradsync {
@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
 
   EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(listen_address,
+                           MakeServerCredentials(options.transport.security),
                            &server->port_);
   ApplyPsServerArguments(&builder, options.transport);
   ConfigureSyncServer(builder, "gradsync-ps", options.max_threads);

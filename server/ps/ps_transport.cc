@@ -1,13 +1,12 @@
 #include "server/ps/ps_transport.h"
 
 #include <grpc/grpc.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <malloc.h>
 
 #include <utility>
 
 #include "common/grpc_connect.h"
+#include "common/tls.h"
 #include "server/ps/ps_socket_mutator.h"
 #include "server/ps/tensor_codec.h"
 
@@ -60,16 +59,24 @@ void ApplyPsServerArguments(grpc::ServerBuilder* builder,
 
 std::shared_ptr<grpc::Channel> CreatePsChannel(
     const std::string& address, const PsTransportOptions& options) {
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   PsChannelArguments(address, options));
+  return NewGrpcChannel(address, options.security,
+                        PsChannelArguments(address, options));
 }
 
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(
-    const std::string& address) {
+    const std::string& address, const GrpcSecurity& security) {
   grpc::ChannelArguments args;
   SetReconnectBackoff(&args);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return NewGrpcChannel(address, security, args);
+}
+
+FlagSpec PsPlaintextFlag(bool* out) {
+  return SwitchFlag(
+      "ps-plaintext",
+      "the parameter-server connections in plaintext while the rest keeps "
+      "--tls-dir's mutual TLS (job tokens still authenticate); give every "
+      "gradsync-ps and gradsync-worker of the cluster the same",
+      out);
 }
 
 bool TuneMallocForTensorTraffic() {

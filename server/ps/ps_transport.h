@@ -26,6 +26,9 @@
 #include <memory>
 #include <string>
 
+#include "common/flags.h"
+#include "common/tls.h"
+
 namespace gradsync {
 
 struct PsTransportOptions {
@@ -42,6 +45,9 @@ struct PsTransportOptions {
   // host), "default", or an algorithm's name, which the daemon checks with
   // CheckCongestionControl at start.
   std::string congestion_control = "auto";
+  // Mutual TLS or plaintext (common/tls.h) of the server and its clients'
+  // channels; default plaintext.
+  GrpcSecurity security;
 };
 
 // Channel arguments for a PS client channel to `address` ("host:port").
@@ -54,17 +60,30 @@ void ApplyPsServerArguments(
     grpc::ServerBuilder* builder,
     const PsTransportOptions& options = PsTransportOptions());
 
-// An insecure channel to a PS at `address` ("host:port") with those
-// arguments; it connects on first use.
+// A channel to a PS at `address` ("host:port") with those arguments,
+// secured as options.security says; it connects on first use.
 std::shared_ptr<grpc::Channel> CreatePsChannel(
     const std::string& address,
     const PsTransportOptions& options = PsTransportOptions());
 
 // A channel for a PS's small control calls (CreateShard, ReleaseShard,
 // GetShardStats): gRPC's defaults and shared connections, with the PS
-// channels' reconnect backoff (common/grpc_connect.h).
+// channels' reconnect backoff (common/grpc_connect.h), secured as
+// `security` says.
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(
-    const std::string& address);
+    const std::string& address, const GrpcSecurity& security = {});
+
+// --ps-plaintext, the switch of gradsync-ps and gradsync-worker that keeps
+// the PS connections (the tensor streams and shard calls) in plaintext
+// while every other connection keeps the daemon's mutual TLS: for an
+// isolated network where TLS's cost on the PS path is too high
+// (docs/security.md). Every PS call still carries its job's token.
+FlagSpec PsPlaintextFlag(bool* out);
+// What such a daemon says at start.
+inline constexpr char kPsPlaintextWarning[] =
+    "WARNING: --ps-plaintext: the parameter-server connections are neither "
+    "encrypted nor authenticated by TLS (job tokens still authenticate each "
+    "call); run it on an isolated network only";
 
 // Raises glibc's mmap and trim thresholds so that megabyte buffers are
 // reused from the heap instead of mapped and unmapped each time.

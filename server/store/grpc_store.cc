@@ -1,8 +1,6 @@
 #include "server/store/grpc_store.h"
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include "common/grpc_connect.h"
 #include "common/grpc_status.h"
 #include "common/rpc_deadline.h"
+#include "common/tls.h"
 #include "proto/store.grpc.pb.h"
 
 namespace gradsync {
@@ -139,7 +138,8 @@ class GrpcStore : public Store {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> ConnectGrpcStore(
-    const std::string& target, absl::Duration connect_timeout) {
+    const std::string& target, absl::Duration connect_timeout,
+    const GrpcSecurity& security) {
   if (target.empty()) {
     return absl::InvalidArgumentError(
         "store target is empty; expected host:port of the store server");
@@ -147,14 +147,15 @@ absl::StatusOr<std::unique_ptr<Store>> ConnectGrpcStore(
   grpc::ChannelArguments args;
   SetReconnectBackoff(&args);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel =
+      NewGrpcChannel(target, security, args);
   if (!channel->WaitForConnected(
           absl::ToChronoTime(absl::Now() + connect_timeout))) {
     return absl::UnavailableError(
         absl::StrCat("store at ", target, " is unreachable after ",
                      absl::FormatDuration(connect_timeout),
-                     "; is the store server (or coordinator) running there?"));
+                     "; is the store server (or coordinator) running there?",
+                     TlsConnectHint(security, absl::UnavailableError(""))));
   }
   return std::make_unique<GrpcStore>(target, std::move(channel));
 }

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collectives/store.h"
+#include "common/tls.h"
 
 namespace gradsync {
 
@@ -36,13 +37,15 @@ inline constexpr absl::Duration kRpcGrace = absl::Seconds(2);
 // gRPC deadline of Set and Add.
 inline constexpr absl::Duration kUnaryRpcTimeout = absl::Seconds(30);
 
-// Connects to the store server at `target` ("host:port"), waiting up to
-// `connect_timeout` for the connection to be ready.
+// Connects to the store server at `target` ("host:port"), secured as
+// `security` says (common/tls.h), waiting up to `connect_timeout` for the
+// connection to be ready.
 // Errors: INVALID_ARGUMENT for an empty target; UNAVAILABLE "store at
 // <target> is unreachable after <timeout>; ..." when no connection could be
 // made in time.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Store>> ConnectGrpcStore(
-    const std::string& target, absl::Duration connect_timeout);
+    const std::string& target, absl::Duration connect_timeout,
+    const GrpcSecurity& security = {});
 
 }  // namespace gradsync
 

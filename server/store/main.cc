@@ -18,26 +18,28 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
+#include "common/tls.h"
 #include "server/store/store_server.h"
 
 namespace {
 
 struct Flags {
   std::string listen = "127.0.0.1:29500";
+  gradsync::TlsOptions tls;
   bool help = false;
   bool version = false;
 };
 
 std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
-  return {
-      gradsync::StringFlag(
-          "listen", "HOST:PORT",
-          "address to listen on (default 127.0.0.1:29500; use "
-          "0.0.0.0:29500 to accept other hosts, port 0 for any free port)",
-          &flags->listen),
-      gradsync::HelpFlag(&flags->help),
-      gradsync::VersionFlag(&flags->version),
-  };
+  std::vector<gradsync::FlagSpec> table = {gradsync::StringFlag(
+      "listen", "HOST:PORT",
+      "address to listen on (default 127.0.0.1:29500; use "
+      "0.0.0.0:29500 to accept other hosts, port 0 for any free port)",
+      &flags->listen)};
+  gradsync::AddTlsFlags(&flags->tls, &table);
+  table.push_back(gradsync::HelpFlag(&flags->help));
+  table.push_back(gradsync::VersionFlag(&flags->version));
+  return table;
 }
 
 std::string Usage() {
@@ -73,6 +75,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::string& listen = flags.listen;
+  gradsync::StoreServerOptions options;
+  absl::StatusOr<gradsync::GrpcSecurity> security =
+      gradsync::SecurityFromOptions(flags.tls, gradsync::TlsRole::kDaemon);
+  if (!security.ok()) {
+    std::cerr << "gradsync-store: " << security.status().message() << "\n";
+    return 2;
+  }
+  std::cerr << "gradsync-store: "
+            << gradsync::SecurityLine(*security, flags.tls) << "\n";
+  options.security = *std::move(security);
 
   // Block the signals before gRPC starts its threads, so that they inherit
   // the mask and only sigwait below receives them.
@@ -83,7 +95,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::StatusOr<std::unique_ptr<gradsync::StoreServer>> server =
-      gradsync::StoreServer::Start(listen);
+      gradsync::StoreServer::Start(listen, options);
   if (!server.ok()) {
     std::cerr << "gradsync-store: " << server.status().message() << "\n";
     return 1;

@@ -1,7 +1,6 @@
 #include "server/store/store_server.h"
 
 #include <grpcpp/resource_quota.h>
-#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include <utility>
@@ -39,8 +38,8 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(
 
   EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(
+      listen_address, MakeServerCredentials(options.security), &server->port_);
   ConfigureSyncServer(builder, "gradsync-store", options.max_threads);
   builder.RegisterService(&server->service_);
   server->server_ = builder.BuildAndStart();

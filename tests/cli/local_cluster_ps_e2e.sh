@@ -5,7 +5,9 @@
 # switched to the PS and back by `gradsync switch`, followed to success,
 # its switches in `gradsync status --json`, and scripts/check_job.sh
 # finding every step once, in the mode its switch table says, with the
-# ranks' parameters bitwise equal; `local down` stopping it all.
+# ranks' parameters bitwise equal; `local down` stopping it all. Every
+# daemon runs mutual TLS (local up's default), the job's PS streams
+# included.
 # Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync PATH/TO/check_job.sh
 set -eu
 gradsync=$1
@@ -26,6 +28,13 @@ addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 export GRADSYNC_COORDINATOR=$addr
 GRADSYNC_TOKEN_FILE=$(echo "$out" | sed -n 's/^export GRADSYNC_TOKEN_FILE=//p')
 export GRADSYNC_TOKEN_FILE
+GRADSYNC_TLS_DIR=$(echo "$out" | sed -n 's/^export GRADSYNC_TLS_DIR=//p')
+[ -n "$GRADSYNC_TLS_DIR" ] || { echo "no TLS dir export line"; exit 1; }
+export GRADSYNC_TLS_DIR
+for log in coordinator worker-0 ps-0 ps-1; do
+  grep -q "gRPC over mTLS" "$dir/$log.log" ||
+    { echo "$log does not run mTLS:"; cat "$dir/$log.log"; exit 1; }
+done
 "$gradsync" workers --json
 job=$("$gradsync" submit --workers 2 --model synthetic --synthetic-floats 4096 \
   --compute-ms 2 --dataset synthetic --steps 1500 --mode ring --json |

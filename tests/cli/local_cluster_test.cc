@@ -203,8 +203,8 @@ TEST(LocalDownTest, StopsTheRecordedDaemonsAndRemovesTheFile) {
 TEST(LocalUpTest, CoordinatorThatExits_ErrorShowsItsLog) {
   TempDir dir;
   const std::string fake = dir.path() + "/gradsync-coordinator";
-  WriteExecutable(fake,
-                  "#!/bin/sh\necho \"cannot listen on $2\" >&2\nexit 1\n");
+  WriteExecutable(
+      fake, "#!/bin/sh\necho \"cannot listen on $2 (args: $*)\" >&2\nexit 1\n");
   LocalUpConfig config;
   config.run_dir = dir.path() + "/run";
   config.workers = 2;
@@ -218,6 +218,11 @@ TEST(LocalUpTest, CoordinatorThatExits_ErrorShowsItsLog) {
   EXPECT_THAT(message, HasSubstr("coordinator (pid "));
   EXPECT_THAT(message, HasSubstr("exited with status 1 while starting"));
   EXPECT_THAT(message, HasSubstr("cannot listen on 127.0.0.1:0"));
+  // mTLS by default: a fresh CA and certificates in RUN_DIR/tls, which
+  // the coordinator is given.
+  EXPECT_THAT(message,
+              HasSubstr(absl::StrCat("--tls-dir ", config.run_dir, "/tls")));
+  EXPECT_TRUE(std::filesystem::exists(config.run_dir + "/tls/node.key"));
   EXPECT_FALSE(std::filesystem::exists(config.run_dir + "/cluster.json"));
 }
 
@@ -273,8 +278,9 @@ class ListingCoordinator final : public Coordinator::Service {
 };
 
 // LocalUp with stand-in daemons: the "coordinator" prints the address of
-// `listing` (served in this process) and sleeps; workers sleep; each
-// parameter server prints an address first, then sleeps.
+// `listing` (served in this process, in plaintext: the daemons are told
+// --insecure) and sleeps; workers sleep; each parameter server prints an
+// address first, then sleeps.
 class LocalUpWithServersTest : public ::testing::Test {
  protected:
   [[nodiscard]] absl::StatusOr<LocalUpResult> Up(
@@ -307,6 +313,7 @@ class LocalUpWithServersTest : public ::testing::Test {
     config.ps_binary = bin + "/gradsync-ps";
     config.timeout = absl::Seconds(2);
     config.stop_grace = absl::Seconds(5);
+    config.insecure = true;
     absl::StatusOr<LocalUpResult> up = LocalUp(config);
     std::ifstream args_file(bin + "/ps-args");
     std::string line;
@@ -334,8 +341,11 @@ TEST_F(LocalUpWithServersTest, WaitsForEveryServer_RecordsThemAndStopsThem) {
   EXPECT_EQ(ps.name, "ps-0");
   EXPECT_EQ(ps.address, "127.0.0.1:7001");  // its first HOST:PORT line
   ASSERT_EQ(ps_args.size(), 1u);
-  EXPECT_EQ(ps_args[0], absl::StrCat("--listen 127.0.0.1:0 --coordinator ",
-                                     up->record.coordinator_address));
+  EXPECT_EQ(ps_args[0],
+            absl::StrCat("--listen 127.0.0.1:0 --insecure --coordinator ",
+                         up->record.coordinator_address));
+  EXPECT_EQ(up->record.tls_dir, "");
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/run/tls"));
   // cluster.json lists it, and local down stops it with the others.
   absl::StatusOr<std::optional<ClusterRecord>> record =
       ReadClusterRecord(dir_.path() + "/run");

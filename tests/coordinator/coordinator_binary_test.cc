@@ -1,17 +1,24 @@
 // The `gradsync-coordinator` binary: announces its address, serves, and
-// exits cleanly on SIGTERM; bad command lines exit 2.
+// exits cleanly on SIGTERM; bad command lines, and a --tls-dir without its
+// files, exit 2; with --tls-dir it serves mutual TLS only.
 // GRADSYNC_COORDINATOR_BINARY is its path, set by CMake.
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <signal.h>
+#include <stdlib.h>
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/certs.h"
+#include "common/grpc_status.h"
+#include "common/tls.h"
+#include "common/tls_dir.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -72,6 +79,50 @@ TEST(CoordinatorBinaryTest, Run_HeartbeatNotBelowLease_ExitsOne) {
                          "--heartbeat-ms", "500"});
   ASSERT_TRUE(process.started());
   EXPECT_EQ(process.WaitForExit(kProcessTimeout), 1);
+}
+
+// ListWorkers at `address` over a channel with `security`.
+[[nodiscard]] absl::Status ListWorkersAt(const std::string& address,
+                                         const GrpcSecurity& security) {
+  auto stub = Coordinator::NewStub(NewGrpcChannel(address, security));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kProcessTimeout));
+  ListWorkersResponse response;
+  return FromGrpcStatus(
+      stub->ListWorkers(&context, ListWorkersRequest(), &response));
+}
+
+TEST(CoordinatorBinaryTest, Run_WithTlsDir_ServesMutualTlsOnly) {
+  char pattern[] = "/tmp/gradsync-coordinator-tls.XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = absl::StrCat(pattern, "/tls");
+  absl::StatusOr<ClusterCertificates> certs = NewClusterCertificates(1);
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  ASSERT_TRUE(WriteTlsDir(dir, *certs, false).ok());
+  DaemonProcess process(GRADSYNC_COORDINATOR_BINARY,
+                        {"--listen", "127.0.0.1:0", "--tls-dir", dir});
+  ASSERT_TRUE(process.started());
+  const std::string line = process.ReadLine(kProcessTimeout);
+  ASSERT_THAT(line, StartsWith("gradsync-coordinator listening on 127.0.0.1:"));
+  const std::string address(
+      absl::StripPrefix(line, "gradsync-coordinator listening on "));
+  const GrpcSecurity user = GrpcSecurity::Mtls(
+      certs->ca.cert_pem, certs->client.cert_pem, certs->client.key_pem, dir);
+  EXPECT_TRUE(ListWorkersAt(address, user).ok());
+  EXPECT_EQ(ListWorkersAt(address, GrpcSecurity()).code(),
+            absl::StatusCode::kUnavailable);
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.WaitForExit(kProcessTimeout), 0);
+  RemoveTlsDir(dir);
+  rmdir(pattern);
+}
+
+TEST(CoordinatorBinaryTest, Run_TlsDirWithoutItsFiles_ExitsTwo) {
+  DaemonProcess process(
+      GRADSYNC_COORDINATOR_BINARY,
+      {"--listen", "127.0.0.1:0", "--tls-dir", "/nonexistent/gradsync-tls"});
+  ASSERT_TRUE(process.started());
+  EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2);
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ grep -q "$prefix/bin/gradsync-worker" "$run_dir"/cluster.json ||
 coordinator=$(sed -n 's/.*GRADSYNC_COORDINATOR=\([0-9.:]*\).*/\1/p' "$work/up.log" | head -1)
 [[ -n "$coordinator" ]] || { cat "$work/up.log" >&2; fail "no coordinator address"; }
 workers=$("$prefix/bin/gradsync" workers --coordinator "$coordinator" \
-  --token-file "$run_dir/user-token" --json)
+  --token-file "$run_dir/user-token" --tls-dir "$run_dir/tls" --json)
 [[ $(grep -o '"workerId"' <<<"$workers" | wc -l) -eq 2 &&
   $(grep -o '"psId"' <<<"$workers" | wc -l) -eq 1 ]] ||
   fail "expected 2 workers and 1 parameter server, got: $workers"

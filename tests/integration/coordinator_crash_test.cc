@@ -35,6 +35,7 @@ class CoordinatorCrashTest : public ClusterTest,
   TestClusterOptions Options() const override {
     TestClusterOptions options;
     options.state_db = true;
+    options.tls = true;  // the restart under mTLS, as deployed
     options.parameter_servers = 1;
     options.lease_ms = 3000;
     return options;

@@ -1,8 +1,6 @@
 #include "tests/integration/test_cluster.h"
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -17,8 +16,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/certs.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
+#include "common/tls_dir.h"
 
 namespace gradsync {
 namespace testing {
@@ -81,7 +83,13 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
     return absl::InternalError(absl::StrCat("mkdtemp ", pattern, " failed"));
   }
   std::unique_ptr<TestCluster> cluster(new TestCluster(options, pattern));
-  absl::Status status = cluster->StartCoordinator("127.0.0.1:0");
+  absl::Status status = absl::OkStatus();
+  if (options.tls) {
+    absl::StatusOr<ClusterCertificates> certs = NewClusterCertificates(1);
+    status = certs.ok() ? WriteTlsDir(cluster->tls_dir(), *certs, false)
+                        : certs.status();
+  }
+  if (status.ok()) status = cluster->StartCoordinator("127.0.0.1:0");
   if (status.ok()) status = cluster->StartParameterServers();
   if (status.ok()) status = cluster->StartWorkers();
   if (!status.ok()) {
@@ -91,6 +99,15 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
                                          cluster->DumpLogs()));
   }
   return cluster;
+}
+
+std::string TestCluster::tls_dir() const {
+  return options_.tls ? absl::StrCat(log_dir_, "/tls") : "";
+}
+
+std::vector<std::string> TestCluster::SecurityArgs() const {
+  if (!options_.tls) return {"--insecure"};
+  return {"--tls-dir", tls_dir()};
 }
 
 absl::Status TestCluster::RestartCoordinator(int signal_number) {
@@ -108,6 +125,7 @@ absl::Status TestCluster::StartCoordinator(const std::string& listen) {
       "--listen",       listen,
       "--lease-ms",     absl::StrCat(options_.lease_ms),
       "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
+  for (std::string& arg : SecurityArgs()) flags.push_back(std::move(arg));
   if (options_.state_db) {
     flags.push_back("--state-db");
     flags.push_back(absl::StrCat(log_dir_, "/coordinator.db"));
@@ -145,20 +163,27 @@ absl::Status TestCluster::StartCoordinator(const std::string& listen) {
     }
     absl::SleepFor(kPollInterval);
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  stub_ = Coordinator::NewStub(grpc::CreateCustomChannel(
-      address_, grpc::InsecureChannelCredentials(), args));
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  TlsOptions tls;
+  tls.dir = tls_dir();
+  ASSIGN_OR_RETURN(const GrpcSecurity security,
+                   SecurityFromOptions(tls, TlsRole::kUser));
+  stub_ =
+      Coordinator::NewStub(NewGrpcChannel(address_, security, channel_args));
   return absl::OkStatus();
 }
 
 absl::Status TestCluster::StartParameterServers() {
   for (int i = 0; i < options_.parameter_servers; ++i) {
-    ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> ps,
-                     ChildProcess::Start(
-                         absl::StrCat("ps ", i), GRADSYNC_PS_BINARY,
-                         {"--listen", "127.0.0.1:0", "--coordinator", address_},
-                         absl::StrCat(log_dir_, "/ps-", i, ".log")));
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--coordinator",
+                                     address_};
+    for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
+    if (options_.ps_plaintext) args.push_back("--ps-plaintext");
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<ChildProcess> ps,
+        ChildProcess::Start(absl::StrCat("ps ", i), GRADSYNC_PS_BINARY, args,
+                            absl::StrCat(log_dir_, "/ps-", i, ".log")));
     parameter_servers_.push_back(std::move(ps));
   }
   // Each announces its address on its first line, then registers.
@@ -211,13 +236,17 @@ absl::Status TestCluster::StartWorkers() {
                                                 ": ", error.message()));
       }
     }
+    std::vector<std::string> args = {
+        "--coordinator", address_,
+        "--devices",     absl::StrCat("cpu:", options_.devices_per_worker),
+        "--address",     "127.0.0.1",
+        "--host",        host};
+    for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
+    if (options_.ps_plaintext) args.push_back("--ps-plaintext");
     ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> worker,
                      ChildProcess::Start(
                          absl::StrCat("worker ", host), GRADSYNC_WORKER_BINARY,
-                         {"--coordinator", address_, "--devices",
-                          absl::StrCat("cpu:", options_.devices_per_worker),
-                          "--address", "127.0.0.1", "--host", host},
-                         absl::StrCat(log_dir_, "/worker-", host, ".log"),
+                         args, absl::StrCat(log_dir_, "/worker-", host, ".log"),
                          options_.worker_dirs ? WorkerDir(i) : ""));
     workers_.push_back(std::move(worker));
   }

@@ -56,6 +56,12 @@ struct TestClusterOptions {
   bool state_db = false;
   // For the coordinator's address and every worker's registration.
   absl::Duration start_timeout = absl::Seconds(60);
+  // Mutual TLS: `gradsync certs init` into log_dir()/tls, every daemon
+  // with --tls-dir on it and the stub with the users' certificate. False:
+  // every daemon runs --insecure (whatever GRADSYNC_TLS_DIR says).
+  bool tls = false;
+  // With tls: workers and parameter servers also get --ps-plaintext.
+  bool ps_plaintext = false;
 };
 
 class TestCluster {
@@ -74,6 +80,8 @@ class TestCluster {
   const TestClusterOptions& options() const { return options_; }
   const std::string& address() const { return address_; }
   const std::string& log_dir() const { return log_dir_; }
+  // log_dir()/tls with options.tls, else "".
+  std::string tls_dir() const;
   Coordinator::Stub& stub() { return *stub_; }
 
   int num_workers() const { return static_cast<int>(workers_.size()); }
@@ -172,6 +180,8 @@ class TestCluster {
  private:
   TestCluster(const TestClusterOptions& options, std::string log_dir);
 
+  // --tls-dir DIR or --insecure, as options.tls says.
+  std::vector<std::string> SecurityArgs() const;
   // On `listen` ("127.0.0.1:0": a free port).
   [[nodiscard]] absl::Status StartCoordinator(const std::string& listen);
   [[nodiscard]] absl::Status StartWorkers();

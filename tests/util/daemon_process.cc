@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -22,12 +23,21 @@ DaemonProcess::DaemonProcess(std::string binary,
   std::vector<char*> argv = {binary.data()};
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  // The environment without GRADSYNC_TLS_DIR: a shell that ran `local up`
+  // must not turn TLS on for daemons whose tests talk plaintext.
+  std::vector<char*> envp;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, "GRADSYNC_TLS_DIR=", 17) != 0) {
+      envp.push_back(*entry);
+    }
+  }
+  envp.push_back(nullptr);
   pid_ = fork();
   if (pid_ == 0) {
     dup2(fds[1], STDOUT_FILENO);
     close(fds[0]);
     close(fds[1]);
-    execv(binary.c_str(), argv.data());
+    execve(binary.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   close(fds[1]);

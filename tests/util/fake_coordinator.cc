@@ -320,11 +320,12 @@ std::vector<ReportRankRequest> FakeCoordinator::Reports(
   return out;
 }
 
-FakeCoordinatorServer::FakeCoordinatorServer(int port, int64_t ps_heartbeat_ms)
+FakeCoordinatorServer::FakeCoordinatorServer(int port, int64_t ps_heartbeat_ms,
+                                             const GrpcSecurity& security)
     : fake_(ps_heartbeat_ms) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat("127.0.0.1:", port),
-                           grpc::InsecureServerCredentials(), &port_);
+                           MakeServerCredentials(security), &port_);
   builder.RegisterService(&fake_);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) port_ = 0;

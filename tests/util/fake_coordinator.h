@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
+#include "common/tls.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "server/coordinator/coordinator_client.h"
 
@@ -212,11 +213,12 @@ class FakeCoordinator final : public Coordinator::Service {
   ListWorkersResponse worker_list_ ABSL_GUARDED_BY(mu_);
 };
 
-// The fake served on 127.0.0.1:`port` (0: a free port); port() is 0 when
-// that failed.
+// The fake served on 127.0.0.1:`port` (0: a free port), with `security`
+// (common/tls.h; default plaintext); port() is 0 when that failed.
 class FakeCoordinatorServer {
  public:
-  explicit FakeCoordinatorServer(int port = 0, int64_t ps_heartbeat_ms = 50);
+  explicit FakeCoordinatorServer(int port = 0, int64_t ps_heartbeat_ms = 50,
+                                 const GrpcSecurity& security = {});
   ~FakeCoordinatorServer();
   FakeCoordinator& fake() { return fake_; }
   int port() const { return port_; }

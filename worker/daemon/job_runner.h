@@ -60,6 +60,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/communicator.h"
+#include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/blas_policy.h"
@@ -103,6 +104,9 @@ struct JobRunnerConfig {
   // TCP congestion control policy (common/tcp_congestion.h) of the jobs'
   // TCP communicators and of their connections to the PS shards.
   std::string tcp_congestion_control = "auto";
+  // Mutual TLS or plaintext of the jobs' connections to the PS shards
+  // (common/tls.h); the daemon's --tls-dir.
+  GrpcSecurity grpc_security;
   // TcpOptions::spin_polls for every job; unset: TcpOptions' default, or
   // none on a host with more of the job's ranks than cores
   // (SpinPollsForHost).

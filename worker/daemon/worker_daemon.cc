@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/coordinator/grpc_coordinator_client.h"
+#include "server/ps/ps_transport.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
@@ -42,7 +43,7 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
       return absl::OkStatus();
     };
   };
-  return {
+  std::vector<FlagSpec> flags = {
       StringFlag("coordinator", "HOST:PORT",
                  "the coordinator (default 127.0.0.1:29400)",
                  &config->coordinator)
@@ -108,9 +109,12 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                  config->checkpoint_roots = *std::move(roots);
                  return absl::OkStatus();
                }),
-      HelpFlag(&config->help),
-      VersionFlag(&config->version),
   };
+  AddTlsFlags(&config->tls, &flags);
+  flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
+  flags.push_back(HelpFlag(&config->help));
+  flags.push_back(VersionFlag(&config->version));
+  return flags;
 }
 
 LogFn StderrLog() {
@@ -196,12 +200,23 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     return 1;
   }
 
+  absl::StatusOr<GrpcSecurity> security =
+      SecurityFromOptions(config.tls, TlsRole::kDaemon);
+  if (!security.ok()) {
+    log(std::string(security.status().message()));
+    return 2;
+  }
+  log(SecurityLine(*security, config.tls));
+  if (config.ps_plaintext && security->tls()) log(kPsPlaintextWarning);
   const std::string host = config.host.empty() ? HostName() : config.host;
+  CoordinatorChannelOptions channel;
+  channel.security = *security;
   std::shared_ptr<CoordinatorClient> client =
       hooks.connect_coordinator
           ? hooks.connect_coordinator(config.coordinator)
-          : NewGrpcCoordinatorClient(NewCoordinatorChannel(config.coordinator),
-                                     config.coordinator);
+          : NewGrpcCoordinatorClient(
+                NewCoordinatorChannel(config.coordinator, channel),
+                config.coordinator);
 
   BlasThreadPolicy blas;
   JobRunnerConfig runner;
@@ -211,6 +226,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.collective_timeout = config.collective_timeout;
   runner.rendezvous_timeout = config.rendezvous_timeout;
   runner.tcp_congestion_control = config.tcp_congestion;
+  if (!config.ps_plaintext) runner.grpc_security = *security;
   runner.spin_polls = config.spin_polls;
   runner.checkpoint_roots = config.checkpoint_roots;
   runner.blas = &blas;

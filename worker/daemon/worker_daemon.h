@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/job_runner.h"
 
@@ -41,6 +42,12 @@ struct WorkerDaemonConfig {
   // Directories jobs may read and write checkpoints in (common/path_roots.h);
   // empty: anywhere this process may.
   std::vector<std::string> checkpoint_roots;
+  // --tls-dir / --insecure: the security of the coordinator channel and of
+  // the jobs' PS connections.
+  TlsOptions tls;
+  // --ps-plaintext: the jobs' PS connections in plaintext, whatever `tls`
+  // says (the coordinator channel keeps it).
+  bool ps_plaintext = false;
   bool help = false;
   bool version = false;
 };
@@ -57,7 +64,7 @@ std::string WorkerDaemonUsage(int width = 80);
 // What the daemon uses beyond its config; unset ones take the defaults.
 struct WorkerDaemonHooks {
   // The coordinator's client; default: a gRPC client over
-  // NewCoordinatorChannel(coordinator).
+  // NewCoordinatorChannel(coordinator) with the daemon's security.
   std::function<std::shared_ptr<CoordinatorClient>(
       const std::string& coordinator)>
       connect_coordinator;
@@ -69,7 +76,8 @@ struct WorkerDaemonHooks {
   LogFn log;
 };
 
-// Runs the daemon until the stop condition; returns the exit code.
+// Runs the daemon until the stop condition; returns the exit code (2 for
+// --tls-dir files it cannot use).
 int RunWorkerDaemon(const WorkerDaemonConfig& config,
                     const WorkerDaemonHooks& hooks = WorkerDaemonHooks());
 

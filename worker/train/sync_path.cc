@@ -284,6 +284,7 @@ absl::Status SyncPathController::EnterPs(int64_t step) {
   options.chunk_bytes = config_.ps.chunk_bytes;
   options.timeout = config_.comm_timeout;
   options.transport.congestion_control = config_.ps.tcp_congestion;
+  options.transport.security = config_.ps.security;
   options.token = config_.ps.token;
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
                    PsClient::Create(config_.ps.job_id, rank_, n,

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/optimizer.h"
+#include "common/tls.h"
 #include "proto/job.pb.h"
 #include "worker/train/bucketer.h"
 
@@ -80,6 +81,9 @@ struct PsConfig {
   // TCP congestion control of the connections to the shards
   // (common/tcp_congestion.h); the daemon's --tcp-congestion.
   std::string tcp_congestion = "auto";
+  // Mutual TLS or plaintext of the connections to the shards
+  // (common/tls.h); the daemon's --tls-dir.
+  GrpcSecurity security;
 };
 
 // A scripted switch: steps >= step synchronise through `path`.

@@ -33,6 +33,7 @@ namespace {
 
 constexpr char kGrpcJob[] = "bench-grpc";
 constexpr char kTcpJob[] = "bench-tcp";
+constexpr char kTlsJob[] = "bench-tls";
 // How long a server or client process waits for its next command.
 constexpr absl::Duration kCommandTimeout = absl::Hours(1);
 
@@ -97,12 +98,13 @@ std::function<absl::Status(absl::string_view)> IntBytes(const char* flag,
   std::string letters;
   for (absl::string_view name : absl::StrSplit(value, ',')) {
     char letter = 0;
-    for (char c : std::string("gtp")) {
+    for (char c : std::string("gtps")) {
       if (name == TransportName(c)) letter = c;
     }
     if (letter == 0 || letters.find(letter) != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown or repeated transport '", name, "': use grpc, tcp, pipe"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown or repeated transport '", name,
+                       "': use grpc, tcp, pipe, tls"));
     }
     letters += letter;
   }
@@ -141,11 +143,12 @@ std::vector<FlagSpec> BenchFlags(BenchOptions* options) {
                0, &options->partition_bytes),
       FlagSpec("transports", "LIST",
                "the transports to alternate: grpc, tcp, pipe (the pipelined "
-               "raw-TCP server); default grpc,tcp,pipe",
+               "raw-TCP server), tls (grpc with mutual TLS, certificates "
+               "made in memory); default grpc,tcp,pipe",
                [options](absl::string_view value) {
                  return ParseTransports(value, &options->transports);
                }),
-      FlagSpec("only", "grpc|tcp|pipe", "run one transport (for profiling)",
+      FlagSpec("only", "grpc|tcp|pipe|tls", "run one transport (for profiling)",
                [options](absl::string_view value) {
                  RETURN_IF_ERROR(ParseTransports(value, &options->transports));
                  if (options->transports.size() != 1) {
@@ -176,6 +179,8 @@ const char* TransportName(char letter) {
       return "tcp";
     case 'p':
       return "pipe";
+    case 's':
+      return "tls";
   }
   return "?";
 }
@@ -186,8 +191,8 @@ std::string BenchUsage(int width) {
       "usage: gradsync-ps-bench [flags]\n\n"
       "N client processes push and pull S bytes each per round through one\n"
       "parameter-server process, over gRPC, raw TCP and a pipelined raw-TCP\n"
-      "server in turn; prints time and GB/s per round and the gRPC/TCP\n"
-      "ratios. Sizes: K = 1024.\n\n",
+      "server (and gRPC with mutual TLS: --transports grpc,tls) in turn;\n"
+      "prints time and GB/s per round and the ratios. Sizes: K = 1024.\n\n",
       FlagsHelp(BenchFlags(&unused), width));
 }
 
@@ -210,43 +215,69 @@ absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv) {
   return options;
 }
 
-int RunBenchServer(const BenchOptions& options, int in, int out) {
-  if (options.tune_malloc) TuneMallocForTensorTraffic();
+namespace {
+
+// A PsServer on 127.0.0.1:0 with `security`, holding job `job`'s shards
+// (with --partition_bytes, its partitions); returns partition 0 (for the
+// summary: partitions share the work evenly).
+[[nodiscard]] absl::StatusOr<std::shared_ptr<PsShard>> StartGrpcShards(
+    const BenchOptions& options, const GrpcSecurity& security, const char* job,
+    std::unique_ptr<PsServer>* server) {
   PsServerOptions server_options;
   server_options.transport = options.transport;
-  absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start("127.0.0.1:0", server_options);
-  if (!server.ok()) {
-    std::cerr << "bench server: " << server.status() << "\n";
+  server_options.transport.security = security;
+  ASSIGN_OR_RETURN(*server, PsServer::Start("127.0.0.1:0", server_options));
+  const size_t n = options.bytes / sizeof(float);
+  ASSIGN_OR_RETURN(const std::vector<PsShardLocation> partitions,
+                   PartitionedShardLocations(n, {(*server)->address()},
+                                             options.partition_bytes));
+  for (size_t k = 0; k < partitions.size(); ++k) {
+    ShardSpec spec;
+    spec.config = BenchShardConfig(options, job);
+    spec.config.shard = static_cast<int>(k);
+    spec.config.begin = partitions[k].begin;
+    spec.config.end = partitions[k].end;
+    spec.num_shards = static_cast<int>(partitions.size());
+    spec.total_elements = n;
+    RETURN_IF_ERROR((*server)->service()->CreateShard(spec));
+  }
+  return (*server)->service()->FindShard(job, 0);
+}
+
+bool WantsTls(const BenchOptions& options) {
+  return options.transports.find('s') != std::string::npos;
+}
+
+GrpcSecurity BenchSecurity(const BenchOptions& options, bool server) {
+  const CertAndKey& mine = server ? options.certs.node : options.certs.client;
+  return GrpcSecurity::Mtls(options.certs.ca.cert_pem, mine.cert_pem,
+                            mine.key_pem, "gradsync-ps-bench's own CA");
+}
+
+}  // namespace
+
+int RunBenchServer(const BenchOptions& options, int in, int out) {
+  if (options.tune_malloc) TuneMallocForTensorTraffic();
+  const size_t n = options.bytes / sizeof(float);
+  std::unique_ptr<PsServer> server, tls_server;
+  absl::StatusOr<std::shared_ptr<PsShard>> grpc_shard =
+      StartGrpcShards(options, GrpcSecurity(), kGrpcJob, &server);
+  absl::StatusOr<std::shared_ptr<PsShard>> tls_shard =
+      WantsTls(options) ? StartGrpcShards(options, BenchSecurity(options, true),
+                                          kTlsJob, &tls_server)
+                        : absl::StatusOr<std::shared_ptr<PsShard>>(nullptr);
+  if (!grpc_shard.ok() || !tls_shard.ok()) {
+    std::cerr << "bench server: " << grpc_shard.status() << " "
+              << tls_shard.status() << "\n";
     return 1;
   }
-  const size_t n = options.bytes / sizeof(float);
-  absl::StatusOr<std::vector<PsShardLocation>> partitions =
-      PartitionedShardLocations(n, {(*server)->address()},
-                                options.partition_bytes);
-  absl::Status created = partitions.status();
-  for (size_t k = 0; created.ok() && k < partitions->size(); ++k) {
-    ShardSpec spec;
-    spec.config = BenchShardConfig(options, kGrpcJob);
-    spec.config.shard = static_cast<int>(k);
-    spec.config.begin = (*partitions)[k].begin;
-    spec.config.end = (*partitions)[k].end;
-    spec.num_shards = static_cast<int>(partitions->size());
-    spec.total_elements = n;
-    created = (*server)->service()->CreateShard(spec);
-  }
-  // Partition 0's, for the summary (partitions share the work evenly).
-  absl::StatusOr<std::shared_ptr<PsShard>> grpc_shard =
-      created.ok() ? (*server)->service()->FindShard(kGrpcJob, 0)
-                   : absl::StatusOr<std::shared_ptr<PsShard>>(created);
   // The same shard code, threads included, behind both transports.
   PsShardConfig tcp_config = BenchShardConfig(options, kTcpJob);
-  tcp_config.compute = (*server)->service()->compute();
+  tcp_config.compute = server->service()->compute();
   absl::StatusOr<std::shared_ptr<PsShard>> tcp_shard =
       PsShard::Create(tcp_config, std::vector<float>(n, 0.0f));
-  if (!created.ok() || !grpc_shard.ok() || !tcp_shard.ok()) {
-    std::cerr << "bench server: " << created << " " << grpc_shard.status()
-              << " " << tcp_shard.status() << "\n";
+  if (!tcp_shard.ok()) {
+    std::cerr << "bench server: " << tcp_shard.status() << "\n";
     return 1;
   }
   absl::StatusOr<std::unique_ptr<TcpShardServer>> tcp = TcpShardServer::Start(
@@ -260,26 +291,31 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
               << "\n";
     return 1;
   }
-  WriteLineTo(out, absl::StrCat("serving ", (*server)->address(), " ",
-                                (*tcp)->port(), " ", (*pipe)->port()));
+  WriteLineTo(
+      out, absl::StrCat("serving ", server->address(), " ", (*tcp)->port(), " ",
+                        (*pipe)->port(), " ",
+                        tls_server != nullptr ? tls_server->address() : "-"));
   for (;;) {
     const std::string command = ReadLineFrom(in, kCommandTimeout);
     if (command != "cpu") break;
     WriteLineTo(out, absl::StrCat(ProcessCpuNanos()));
   }
-  WriteLineTo(out, absl::StrCat(ShardWork("grpc", **grpc_shard), "; ",
-                                ShardWork("tcp", **tcp_shard),
-                                absl::StrFormat("; pipe: apply %.1f",
-                                                (*pipe)->ApplyMsPerRound())));
+  WriteLineTo(
+      out,
+      absl::StrCat(
+          ShardWork("grpc", **grpc_shard), "; ", ShardWork("tcp", **tcp_shard),
+          absl::StrFormat("; pipe: apply %.1f", (*pipe)->ApplyMsPerRound()),
+          *tls_shard != nullptr ? "; " + ShardWork("tls", **tls_shard) : ""));
   pipe->reset();
   tcp->reset();
-  (*server)->Shutdown();
+  server->Shutdown();
+  if (tls_server != nullptr) tls_server->Shutdown();
   return 0;
 }
 
 int RunBenchClient(const BenchOptions& options, int rank,
                    const std::string& grpc_address, int tcp_port, int pipe_port,
-                   int in, int out) {
+                   const std::string& tls_address, int in, int out) {
   if (options.tune_malloc) TuneMallocForTensorTraffic();
   const size_t n = options.bytes / sizeof(float);
   // Rank r's gradient, the same every round: the verifiable input
@@ -308,10 +344,20 @@ int RunBenchClient(const BenchOptions& options, int rank,
   absl::StatusOr<std::unique_ptr<PipelinedTcpClient>> pipe =
       PipelinedTcpClient::Connect(pipe_port, rank, options.timeout,
                                   options.transport.congestion_control);
-  if (!grpc.ok() || !tcp.ok() || !pipe.ok()) {
+  PsClientOptions tls_options = client_options;
+  tls_options.transport.security = BenchSecurity(options, false);
+  absl::StatusOr<std::vector<PsShardLocation>> tls_partitions =
+      PartitionedShardLocations(n, {tls_address}, options.partition_bytes);
+  absl::StatusOr<std::unique_ptr<PsClient>> tls =
+      !WantsTls(options) ? absl::StatusOr<std::unique_ptr<PsClient>>(nullptr)
+      : tls_partitions.ok()
+          ? PsClient::Create(kTlsJob, rank, n, *tls_partitions, tls_options)
+          : tls_partitions.status();
+  if (!grpc.ok() || !tcp.ok() || !pipe.ok() || !tls.ok()) {
     WriteLineTo(out, absl::StrCat("error: ", grpc.status().ToString(), " ",
                                   tcp.status().ToString(), " ",
-                                  pipe.status().ToString()));
+                                  pipe.status().ToString(), " ",
+                                  tls.status().ToString()));
     return 1;
   }
   WriteLineTo(out, "ready");
@@ -321,7 +367,7 @@ int RunBenchClient(const BenchOptions& options, int rank,
     int64_t step = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &step) ||
         (parts[0] != "g" && parts[0] != "t" && parts[0] != "p" &&
-         parts[0] != "check")) {
+         (parts[0] != "s" || *tls == nullptr) && parts[0] != "check")) {
       return command == "quit" ? 0 : 1;
     }
     if (parts[0] == "check") {
@@ -339,6 +385,8 @@ int RunBenchClient(const BenchOptions& options, int rank,
         parts[0] == "g" ? (*grpc)->PushPull(step, grads, absl::MakeSpan(params))
         : parts[0] == "t"
             ? (*tcp)->PushPull(step, grads, absl::MakeSpan(params))
+        : parts[0] == "s"
+            ? (*tls)->PushPull(step, grads, absl::MakeSpan(params))
             : (*pipe)->PushPull(step, grads, absl::MakeSpan(params));
     const int64_t end = MonotonicNanos();
     WriteLineTo(

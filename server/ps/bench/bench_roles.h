@@ -3,14 +3,17 @@
 //
 // Server process: a PsServer with one synchronous shard (job
 // "bench-grpc"; with --partition_bytes, its partitions), a raw-TCP server
-// (tcp_baseline.h) with an identical shard, and a pipelined raw-TCP server
-// (tcp_pipelined.h); prints "serving <grpc address> <tcp port> <pipe
-// port>"; answers "cpu" with
+// (tcp_baseline.h) with an identical shard, a pipelined raw-TCP server
+// (tcp_pipelined.h) and, when the transports include "tls", a second
+// PsServer with the same shards over mutual TLS (certificates made in
+// memory by the parent, BenchOptions::certs); prints "serving <grpc
+// address> <tcp port> <pipe port> <tls address or ->"; answers "cpu" with
 // the CPU time its threads used so far (ns), and "quit" with one line of
 // its shards' work per round, then ends.
 // Client process r: a PsClient, a TcpShardClient and a PipelinedTcpClient
-// as rank r; prints "ready", then for each "g <step>", "t <step>" or "p
-// <step>" runs one push/pull over gRPC, TCP or the pipelined server and
+// (and a PsClient of the TLS server) as rank r; prints "ready", then for
+// each "g <step>", "t <step>", "p <step>" or "s <step>" runs one push/pull
+// over gRPC, TCP, the pipelined server or gRPC with mutual TLS and
 // answers "<start ns> <end ns> <cpu ns> ok" (monotonic
 // clock, shared by all processes; CPU time of the client process's
 // threads) or "... error: <why>"; "check
@@ -25,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/certs.h"
 #include "server/ps/ps_transport.h"
 
 namespace gradsync {
@@ -38,8 +42,11 @@ struct BenchOptions {
   PsTransportOptions transport;
   bool tune_malloc = true;  // TuneMalloc in every process
   // The transports each round runs, in turn: gRPC (g), raw TCP (t), the
-  // pipelined raw-TCP server (p).
+  // pipelined raw-TCP server (p), gRPC with mutual TLS (s).
   std::string transports = "gtp";
+  // The CA and certificates of the "tls" transport (NewClusterCertificates,
+  // made before the processes fork); unused without it.
+  ClusterCertificates certs;
   // gRPC path: partitions of at most this many bytes (0: one shard).
   size_t partition_bytes = 0;
   absl::Duration timeout = absl::Minutes(2);  // per push/pull
@@ -58,9 +65,9 @@ std::string BenchUsage(int width = 80);
 int RunBenchServer(const BenchOptions& options, int in, int out);
 int RunBenchClient(const BenchOptions& options, int rank,
                    const std::string& grpc_address, int tcp_port, int pipe_port,
-                   int in, int out);
+                   const std::string& tls_address, int in, int out);
 
-// "grpc", "tcp" or "pipe" for a transport's letter.
+// "grpc", "tcp", "pipe" or "tls" for a transport's letter.
 const char* TransportName(char letter);
 
 }  // namespace gradsync

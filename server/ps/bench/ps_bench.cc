@@ -14,6 +14,10 @@
 // the shard sums the N gradients in rank order, averages and applies SGD
 // in both cases, so the two columns differ only in transport. Rounds
 // alternate between the transports (g t t g g t ...) to spread noise.
+// With --transports grpc,tls a second gRPC server holds the same shard
+// behind mutual TLS (a CA and certificates made in memory at start), so
+// that the cost of TLS on the PS path shows side by side with plaintext
+// gRPC (docs/security.md has the figures).
 //
 // Reported per round: the time from the first client's start to the last
 // client's end, the server's throughput (N*S in + N*S out, / time, in
@@ -79,7 +83,7 @@ int64_t ServerCpu(ChildProcess& server) {
   return absl::SimpleAtoi(server.ReadLine(kReplyTimeout), &ns) ? ns : 0;
 }
 
-// Runs one round of `transport` ('g', 't' or 'p') at `step` on every
+// Runs one round of `transport` ('g', 't', 'p' or 's') at `step` on every
 // client.
 RoundResult RunRound(ChildProcess& server, std::vector<ChildProcess>& clients,
                      char transport, int64_t step) {
@@ -169,18 +173,19 @@ int Run(const BenchOptions& options) {
   const std::vector<std::string> endpoints =
       absl::StrSplit(server.ReadLine(kReplyTimeout), ' ');
   int tcp_port = 0, pipe_port = 0;
-  if (endpoints.size() != 4 || endpoints[0] != "serving" ||
+  if (endpoints.size() != 5 || endpoints[0] != "serving" ||
       !absl::SimpleAtoi(endpoints[2], &tcp_port) ||
       !absl::SimpleAtoi(endpoints[3], &pipe_port)) {
     std::cerr << "gradsync-ps-bench: the server process did not start\n";
     return 1;
   }
   const std::string grpc_address = endpoints[1];
+  const std::string tls_address = endpoints[4];
   std::vector<ChildProcess> clients;
   for (int r = 0; r < options.clients; ++r) {
     clients.push_back(ChildProcess::Fork([&, r](int in, int out) {
-      return RunBenchClient(options, r, grpc_address, tcp_port, pipe_port, in,
-                            out);
+      return RunBenchClient(options, r, grpc_address, tcp_port, pipe_port,
+                            tls_address, in, out);
     }));
   }
   for (int r = 0; r < options.clients; ++r) {
@@ -253,6 +258,7 @@ int Run(const BenchOptions& options) {
   PrintTimeRatio("grpc", series['g'], "tcp", series['t']);
   PrintTimeRatio("grpc", series['g'], "pipe", series['p']);
   PrintTimeRatio("tcp", series['t'], "pipe", series['p']);
+  PrintTimeRatio("tls", series['s'], "grpc", series['g']);
   std::printf("# server shard work per round (ms): %s\n", stats.c_str());
   std::printf("# #wrong total: %lld\n", static_cast<long long>(total_wrong));
   return all_ok && total_wrong == 0 ? 0 : 1;
@@ -278,6 +284,16 @@ int main(int argc, char** argv) {
   if (options->version) {
     std::cout << gradsync::VersionLine("gradsync-ps-bench") << "\n";
     return 0;
+  }
+  if (options->transports.find('s') != std::string::npos) {
+    // One CA for the server and client processes, made before they fork.
+    absl::StatusOr<gradsync::ClusterCertificates> certs =
+        gradsync::NewClusterCertificates(1);
+    if (!certs.ok()) {
+      std::cerr << "gradsync-ps-bench: " << certs.status().message() << "\n";
+      return 1;
+    }
+    options->certs = *std::move(certs);
   }
   return gradsync::Run(*options);
 }

@@ -1,0 +1,120 @@
+// A real cluster over mutual TLS (TestClusterOptions::tls: a coordinator,
+// two workers and a parameter server, each with --tls-dir): a ring job and
+// a PS job succeed with every gRPC connection (registration, heartbeats,
+// the store, the PS tensor streams) under TLS, and a client without the
+// cluster's certificates is refused. With --ps-plaintext, only the PS
+// connections drop TLS.
+#include <grpcpp/client_context.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "common/certs.h"
+#include "common/grpc_status.h"
+#include "common/tls.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/integration/cluster_test_base.h"
+
+namespace gradsync {
+namespace testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kJobTimeout = absl::Seconds(120);
+
+class TlsClusterTest : public ClusterTest {
+ protected:
+  TestClusterOptions Options() const override {
+    TestClusterOptions options;
+    options.workers = 2;
+    options.devices_per_worker = 1;
+    options.parameter_servers = 1;
+    options.tls = true;
+    return options;
+  }
+
+  // ListWorkers over a channel with `security`, with a deadline.
+  [[nodiscard]] absl::Status ListWorkersAs(const GrpcSecurity& security) {
+    std::unique_ptr<Coordinator::Stub> stub =
+        Coordinator::NewStub(NewGrpcChannel(cluster().address(), security));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    ListWorkersResponse response;
+    return FromGrpcStatus(
+        stub->ListWorkers(&context, ListWorkersRequest(), &response));
+  }
+};
+
+TEST_F(TlsClusterTest, RingAndPsJobs_OverMutualTls_Succeed) {
+  JobSpec spec = LongSyntheticSpec(/*num_workers=*/2, /*floats=*/4096,
+                                   /*compute_ms=*/1);
+  spec.set_steps(30);
+  spec.set_mode(SYNC_MODE_RING);
+  absl::StatusOr<TestCluster::FinishedJob> ring =
+      cluster().RunToSuccess(spec, kJobTimeout);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_FALSE(ring->metrics.empty());
+
+  spec.set_mode(SYNC_MODE_PS);
+  spec.mutable_ps()->set_shards(1);
+  absl::StatusOr<TestCluster::FinishedJob> ps =
+      cluster().RunToSuccess(spec, kJobTimeout);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_FALSE(ps->metrics.empty());
+
+  EXPECT_THAT(cluster().coordinator().ReadLog(), HasSubstr("gRPC over mTLS"));
+  EXPECT_THAT(cluster().worker(0).ReadLog(), HasSubstr("gRPC over mTLS"));
+  EXPECT_THAT(cluster().parameter_server(0).ReadLog(),
+              HasSubstr("gRPC over mTLS"));
+}
+
+TEST_F(TlsClusterTest, ClientsWithoutTheClustersCertificates_AreRefused) {
+  EXPECT_EQ(ListWorkersAs(GrpcSecurity()).code(),
+            absl::StatusCode::kUnavailable)
+      << "a plaintext client got through";
+  absl::StatusOr<ClusterCertificates> other = NewClusterCertificates(1);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(ListWorkersAs(GrpcSecurity::Mtls(other->ca.cert_pem,
+                                             other->client.cert_pem,
+                                             other->client.key_pem, "other"))
+                .code(),
+            absl::StatusCode::kUnavailable)
+      << "another cluster's user got through";
+}
+
+// --ps-plaintext on every worker and server: the tensor streams run in
+// plaintext (authenticated by the job token) while registration, heartbeats
+// and the users' calls keep mutual TLS.
+class PsPlaintextClusterTest : public TlsClusterTest {
+ protected:
+  TestClusterOptions Options() const override {
+    TestClusterOptions options = TlsClusterTest::Options();
+    options.ps_plaintext = true;
+    return options;
+  }
+};
+
+TEST_F(PsPlaintextClusterTest, PsJob_WithPlaintextTensorStreams_Succeeds) {
+  JobSpec spec = LongSyntheticSpec(/*num_workers=*/2, /*floats=*/4096,
+                                   /*compute_ms=*/1);
+  spec.set_steps(30);
+  spec.set_mode(SYNC_MODE_PS);
+  spec.mutable_ps()->set_shards(1);
+  absl::StatusOr<TestCluster::FinishedJob> ps =
+      cluster().RunToSuccess(spec, kJobTimeout);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_THAT(cluster().parameter_server(0).ReadLog(),
+              HasSubstr("WARNING: --ps-plaintext"));
+  EXPECT_THAT(cluster().worker(0).ReadLog(),
+              HasSubstr("WARNING: --ps-plaintext"));
+  // The coordinator still refuses plaintext.
+  EXPECT_EQ(ListWorkersAs(GrpcSecurity()).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace gradsync
