@@ -111,9 +111,12 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     std::cerr << "gradsync-ps: " << security.status().message() << "\n";
     return 2;
   }
-  std::cerr << "gradsync-ps: " << SecurityLine(*security, config.tls) << "\n";
+  // Said after the address, which scripts read as the first line.
+  std::string security_lines =
+      absl::StrCat("gradsync-ps: ", SecurityLine(*security, config.tls), "\n");
   if (config.ps_plaintext && security->tls()) {
-    std::cerr << "gradsync-ps: " << kPsPlaintextWarning << "\n";
+    absl::StrAppend(&security_lines, "gradsync-ps: ", kPsPlaintextWarning,
+                    "\n");
   }
   // With a coordinator, only the ranks it sent (with their job's token)
   // may touch a job's shards.
@@ -172,13 +175,14 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
                   << " while registering, shutting down\n";
         return shut_down(0);
       }
-      std::cerr << "gradsync-ps: " << registered.message() << "\n";
+      std::cerr << security_lines << "gradsync-ps: " << registered.message()
+                << TlsConnectHint(*security, registered) << "\n";
       return shut_down(1);
     }
     registration->StartHeartbeats();
   }
   std::cout << address << std::endl;
-  std::cerr << "gradsync-ps: serving on " << address;
+  std::cerr << security_lines << "gradsync-ps: serving on " << address;
   if (!config.coordinator.empty()) {
     std::cerr << " for coordinator " << config.coordinator;
   }

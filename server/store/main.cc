@@ -82,8 +82,9 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-store: " << security.status().message() << "\n";
     return 2;
   }
-  std::cerr << "gradsync-store: "
-            << gradsync::SecurityLine(*security, flags.tls) << "\n";
+  // Said after the address, which scripts read as the first line.
+  const std::string security_line =
+      gradsync::SecurityLine(*security, flags.tls);
   options.security = *std::move(security);
 
   // Block the signals before gRPC starts its threads, so that they inherit
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << (*server)->address() << std::endl;
-  std::cerr << "gradsync-store: serving on " << (*server)->address()
+  std::cerr << "gradsync-store: " << security_line << "\n"
+            << "gradsync-store: serving on " << (*server)->address()
             << "; stop with Ctrl-C or SIGTERM\n";
 
   int signal_number = 0;
