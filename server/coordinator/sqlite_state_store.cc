@@ -187,6 +187,15 @@ class SqliteStateStore : public StateStore {
     return absl::OkStatus();
   }
 
+  [[nodiscard]] absl::Status PrepareLocked(absl::string_view sql,
+                                           Statement* stmt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return Check(
+        sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()),
+                           stmt->out(), nullptr),
+        sql);
+  }
+
   // Runs `sql` with text/blob parameters 1..n from `values` (an empty
   // string at the index of an integer parameter is skipped) and integer
   // parameters from `ints` (index, value).
@@ -195,10 +204,7 @@ class SqliteStateStore : public StateStore {
       const std::vector<std::pair<int, int64_t>>& ints)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement stmt;
-    RETURN_IF_ERROR(
-        Check(sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()),
-                                 stmt.out(), nullptr),
-              sql));
+    RETURN_IF_ERROR(PrepareLocked(sql, &stmt));
     for (size_t i = 0; i < values.size(); ++i) {
       const int index = static_cast<int>(i) + 1;
       bool is_int = false;
@@ -221,10 +227,7 @@ class SqliteStateStore : public StateStore {
   [[nodiscard]] absl::Status ForEachLocked(absl::string_view sql, RowFn row)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Statement stmt;
-    RETURN_IF_ERROR(
-        Check(sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()),
-                                 stmt.out(), nullptr),
-              sql));
+    RETURN_IF_ERROR(PrepareLocked(sql, &stmt));
     for (;;) {
       const int rc = sqlite3_step(stmt.get());
       if (rc == SQLITE_DONE) return absl::OkStatus();

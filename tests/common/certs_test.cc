@@ -26,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/status_matchers.h"
+#include "tests/util/two_clusters.h"
 
 namespace gradsync {
 namespace {
@@ -90,29 +91,7 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
-class CertsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<ClusterCertificates> certs = NewClusterCertificates(30);
-    ASSERT_THAT(certs, IsOk());
-    certs_ = new ClusterCertificates(*std::move(certs));
-    absl::StatusOr<ClusterCertificates> other = NewClusterCertificates(30);
-    ASSERT_THAT(other, IsOk());
-    other_ = new ClusterCertificates(*std::move(other));
-  }
-  static void TearDownTestSuite() {
-    delete certs_;
-    delete other_;
-  }
-  static const ClusterCertificates& certs() { return *certs_; }
-  static const ClusterCertificates& other() { return *other_; }
-
- private:
-  static ClusterCertificates* certs_;
-  static ClusterCertificates* other_;  // another cluster's
-};
-ClusterCertificates* CertsTest::certs_ = nullptr;
-ClusterCertificates* CertsTest::other_ = nullptr;
+using CertsTest = ::gradsync::testing::TwoClustersTest;
 
 TEST_F(CertsTest, Chain_VerifiesWithX509VerifyCert_ForEachRolesPurpose) {
   EXPECT_EQ(Verify(certs().ca.cert_pem, certs().node.cert_pem,

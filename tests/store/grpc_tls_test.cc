@@ -23,6 +23,7 @@
 #include "server/store/grpc_store.h"
 #include "server/store/store_server.h"
 #include "tests/util/status_matchers.h"
+#include "tests/util/two_clusters.h"
 
 namespace gradsync {
 namespace {
@@ -74,21 +75,8 @@ std::shared_ptr<grpc::Channel> RawSslChannel(const std::string& address,
                                    args);
 }
 
-class GrpcTlsTest : public ::testing::Test {
+class GrpcTlsTest : public ::gradsync::testing::TwoClustersTest {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<ClusterCertificates> certs = NewClusterCertificates(1);
-    ASSERT_THAT(certs, IsOk());
-    certs_ = new ClusterCertificates(*std::move(certs));
-    absl::StatusOr<ClusterCertificates> other = NewClusterCertificates(1);
-    ASSERT_THAT(other, IsOk());
-    other_ = new ClusterCertificates(*std::move(other));
-  }
-  static void TearDownTestSuite() {
-    delete certs_;
-    delete other_;
-  }
-
   // A store server on 127.0.0.1 with `security`.
   std::unique_ptr<StoreServer> Serve(const GrpcSecurity& security) {
     StoreServerOptions options;
@@ -98,16 +86,7 @@ class GrpcTlsTest : public ::testing::Test {
     EXPECT_THAT(server, IsOk());
     return server.ok() ? *std::move(server) : nullptr;
   }
-
-  static const ClusterCertificates& certs() { return *certs_; }
-  static const ClusterCertificates& other() { return *other_; }
-
- private:
-  static ClusterCertificates* certs_;
-  static ClusterCertificates* other_;
 };
-ClusterCertificates* GrpcTlsTest::certs_ = nullptr;
-ClusterCertificates* GrpcTlsTest::other_ = nullptr;
 
 TEST_F(GrpcTlsTest, ClientWithTheClusterCaAndACertificate_GetsThrough) {
   std::unique_ptr<StoreServer> server = Serve(Daemon(certs()));
