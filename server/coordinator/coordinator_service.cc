@@ -38,7 +38,10 @@ CoordinatorService::CoordinatorService(CoordinatorConfig config,
     : state_(std::move(config), saved) {}
 
 void CoordinatorService::RestoreLocked(const SavedState& saved) {
-  const absl::Time now = state_.Now();
+  // Daemons find a restarted coordinator only at their next retry, after a
+  // backoff of up to 5 s and their channel's own reconnection: their
+  // leases start that much later.
+  const absl::Time now = state_.Now() + kRestartGrace;
   int live_workers = 0, live_servers = 0;
   for (const SavedWorker& w : saved.workers) {
     live_workers += w.lost() ? 0 : 1;
@@ -73,7 +76,8 @@ void CoordinatorService::RestoreLocked(const SavedState& saved) {
         state_.incarnation, "): ", saved.jobs.size(), " jobs (", running,
         " running, ", state_.jobs.pending().size(), " pending), ", live_workers,
         " live workers, ", live_servers, " live parameter servers; each has ",
-        absl::FormatDuration(state_.config.lease), " to re-attach"));
+        absl::FormatDuration(state_.config.lease + kRestartGrace),
+        " to re-attach"));
   } else {
     state_.LogLocked(absl::StrCat("saving its state to the ",
                                   state_.saver.store()->Describe()));

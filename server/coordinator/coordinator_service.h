@@ -56,6 +56,10 @@ namespace gradsync {
 
 class CoordinatorService {
  public:
+  // What a restarted coordinator adds to the lease of each daemon it
+  // loads (RestoreLocked), for the daemon to find it again.
+  static constexpr absl::Duration kRestartGrace = absl::Seconds(10);
+
   // Most step metrics in one JobEvent (job_progress.h).
   static constexpr int kMaxStepsPerEvent = JobProgress::kMaxStepsPerEvent;
 

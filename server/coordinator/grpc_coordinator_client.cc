@@ -21,8 +21,13 @@ namespace {
 
 constexpr int kKeepaliveTimeMs = 5 * 60 * 1000;
 constexpr int kKeepaliveTimeoutMs = 20 * 1000;
-// The shortest wait between connection attempts.
-constexpr int kMinReconnectBackoffMs = 100;
+// Despite its name, gRPC takes GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the
+// shortest time a connection attempt may take before it is abandoned (the
+// waits between attempts are SetReconnectBackoff's). At 100 ms, a TLS
+// handshake with a coordinator on a busy host never finished: after a
+// coordinator restart, workers whose ranks spin on the ring's sockets could
+// not reach it again (grpc/grpc#33423).
+constexpr int kMinReconnectBackoffMs = 5000;
 
 class GrpcCoordinatorClient final : public CoordinatorClient {
  public:

@@ -123,6 +123,20 @@ TEST_P(PersistenceTest, ARunningJobRunsOnAndFinishesAfterARestart) {
   EXPECT_THAT(Metrics(job).metrics(), SizeIs(6));
 }
 
+TEST_P(PersistenceTest, DaemonsHaveTheLeaseAndAGraceToReattach) {
+  const std::string w1 = Register("host-a", 1);
+  const std::string job = RunningJob(w1, 1);
+  Restart();
+
+  clock_.Advance(kLease + CoordinatorService::kRestartGrace - absl::Seconds(1));
+  EXPECT_THAT(service_->CheckLeases(clock_.Now()), IsEmpty());
+  EXPECT_EQ(Status(job).state(), JOB_STATE_RUNNING);
+  Poll(w1);  // re-attached in time
+  clock_.Advance(kLease + absl::Seconds(1));
+  EXPECT_THAT(service_->CheckLeases(clock_.Now()), ::testing::ElementsAre(w1));
+  EXPECT_EQ(Status(job).state(), JOB_STATE_FAILED);
+}
+
 TEST_P(PersistenceTest, IdsAreNeverReused) {
   const std::string w1 = Register("host-a", 1);
   const std::string w2 = Register("host-b", 1);
