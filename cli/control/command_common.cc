@@ -61,19 +61,31 @@ std::optional<int> ExpectPositional(const std::vector<std::string>& args,
   return ReportUsageError(env, command, args, status);
 }
 
-std::string ResolveTokenFile(const std::string& flag, const CommandEnv& env,
-                             const std::string& address) {
-  if (!flag.empty()) return flag;
-  if (!env.token_file_env.empty()) return env.token_file_env;
-  // The local cluster's, when it is the one we talk to.
-  const std::string run_dir = ResolveRunDir("", env.run_dir_env, env.cwd);
+namespace {
+
+// The run directory and record of the local cluster when its coordinator is
+// the one at `address`; nullopt otherwise.
+std::optional<std::pair<std::string, ClusterRecord>> LocalClusterAt(
+    const CommandEnv& env, const std::string& address) {
+  std::string run_dir = ResolveRunDir("", env.run_dir_env, env.cwd);
   absl::StatusOr<std::optional<ClusterRecord>> record =
       ReadClusterRecord(run_dir);
   if (!record.ok() || !record->has_value() ||
       (*record)->coordinator_address != address) {
-    return "";
+    return std::nullopt;
   }
-  const std::string path = absl::StrCat(run_dir, "/", kUserTokenFileName);
+  return std::make_pair(std::move(run_dir), **std::move(record));
+}
+
+}  // namespace
+
+std::string ResolveTokenFile(const std::string& flag, const CommandEnv& env,
+                             const std::string& address) {
+  if (!flag.empty()) return flag;
+  if (!env.token_file_env.empty()) return env.token_file_env;
+  const auto local = LocalClusterAt(env, address);
+  if (!local.has_value()) return "";
+  const std::string path = absl::StrCat(local->first, "/", kUserTokenFileName);
   return access(path.c_str(), F_OK) == 0 ? path : "";
 }
 
@@ -81,14 +93,8 @@ std::string ResolveTlsDir(const std::string& flag, const CommandEnv& env,
                           const std::string& address) {
   if (!flag.empty()) return flag;
   if (!env.tls_dir_env.empty()) return env.tls_dir_env;
-  const std::string run_dir = ResolveRunDir("", env.run_dir_env, env.cwd);
-  absl::StatusOr<std::optional<ClusterRecord>> record =
-      ReadClusterRecord(run_dir);
-  if (!record.ok() || !record->has_value() ||
-      (*record)->coordinator_address != address) {
-    return "";
-  }
-  return (*record)->tls_dir;
+  const auto local = LocalClusterAt(env, address);
+  return local.has_value() ? local->second.tls_dir : "";
 }
 
 std::unique_ptr<ControlClient> MakeClient(const CommonOptions& common,

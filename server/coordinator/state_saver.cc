@@ -9,6 +9,28 @@
 
 namespace gradsync {
 
+namespace {
+
+// Appends to `changed` the saved form of each record whose bytes differ
+// from those in `saved_bytes`, and to `new_bytes` what they become.
+template <typename Record, typename SaveFn, typename Saved>
+void DiffDaemons(
+    const std::vector<const Record*>& records, SaveFn save,
+    const absl::flat_hash_map<std::string, std::string>& saved_bytes,
+    std::vector<Saved>* changed,
+    std::vector<std::pair<std::string, std::string>>* new_bytes) {
+  for (const Record* record : records) {
+    Saved saved = save(*record);
+    std::string bytes = saved.SerializeAsString();
+    auto it = saved_bytes.find(record->id);
+    if (it != saved_bytes.end() && it->second == bytes) continue;
+    changed->push_back(std::move(saved));
+    new_bytes->emplace_back(record->id, std::move(bytes));
+  }
+}
+
+}  // namespace
+
 void StateSaver::SetKey(std::string key, std::string value) {
   if (!enabled()) return;
   keys_.set_keys.emplace_back(std::move(key), std::move(value));
@@ -41,22 +63,10 @@ absl::Status StateSaver::SaveChanges(const SavedMeta& meta,
   std::vector<std::pair<std::string, int64_t>> new_metrics;
 
   if (new_meta != meta_) change.meta = meta;
-  for (const WorkerRecord* w : workers.All()) {
-    SavedWorker saved = SaveWorker(*w);
-    std::string bytes = saved.SerializeAsString();
-    auto it = workers_.find(w->id);
-    if (it != workers_.end() && it->second == bytes) continue;
-    change.workers.push_back(std::move(saved));
-    new_workers.emplace_back(w->id, std::move(bytes));
-  }
-  for (const PsRecord* s : servers.All()) {
-    SavedServer saved = SaveServer(*s);
-    std::string bytes = saved.SerializeAsString();
-    auto it = servers_.find(s->id);
-    if (it != servers_.end() && it->second == bytes) continue;
-    change.servers.push_back(std::move(saved));
-    new_servers.emplace_back(s->id, std::move(bytes));
-  }
+  DiffDaemons(workers.All(), SaveWorker, workers_, &change.workers,
+              &new_workers);
+  DiffDaemons(servers.All(), SaveServer, servers_, &change.servers,
+              &new_servers);
   const absl::flat_hash_set<std::string> pending(jobs.pending().begin(),
                                                  jobs.pending().end());
   const absl::flat_hash_set<std::string> ended(jobs.ended().begin(),
