@@ -24,9 +24,9 @@ constexpr int kKeepaliveTimeoutMs = 20 * 1000;
 // Despite its name, gRPC takes GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the
 // shortest time a connection attempt may take before it is abandoned (the
 // waits between attempts are SetReconnectBackoff's). At 100 ms, a TLS
-// handshake with a coordinator on a busy host never finished: after a
-// coordinator restart, workers whose ranks spin on the ring's sockets could
-// not reach it again (grpc/grpc#33423).
+// handshake with a coordinator on a busy host could not finish
+// (grpc/grpc#33423); the handshake also needs a polling thread, see
+// DaemonCoordinatorClientOptions.
 constexpr int kMinReconnectBackoffMs = 5000;
 
 class GrpcCoordinatorClient final : public CoordinatorClient {
@@ -289,6 +289,12 @@ std::shared_ptr<grpc::Channel> NewCoordinatorChannel(
   }
   if (options.unlimited_receive) args.SetMaxReceiveMessageSize(-1);
   return NewGrpcChannel(address, options.security, args);
+}
+
+GrpcCoordinatorClientOptions DaemonCoordinatorClientOptions() {
+  GrpcCoordinatorClientOptions options;
+  options.connect_first = true;
+  return options;
 }
 
 std::shared_ptr<CoordinatorClient> NewGrpcCoordinatorClient(

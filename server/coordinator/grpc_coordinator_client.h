@@ -57,6 +57,16 @@ struct GrpcCoordinatorClientOptions {
   std::string user_token;
 };
 
+// The options of a daemon's client (worker, PS): connect_first. In gRPC
+// 1.51 a connection attempt advances only while some thread of the process
+// polls; a call that fails at once on a TRANSIENT_FAILURE channel polls
+// nothing, and the channel's backup poller runs every 5 s. A TLS handshake
+// takes several round trips, so after a coordinator restart a worker whose
+// ranks make no gRPC calls (ring mode) re-attached only every 5 s per round
+// trip and lost its lease; connect_first makes each call drive its own
+// connection.
+GrpcCoordinatorClientOptions DaemonCoordinatorClientOptions();
+
 // A client over `channel`; `target` names the coordinator in messages.
 std::shared_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
     std::shared_ptr<grpc::Channel> channel, std::string target,

@@ -37,7 +37,7 @@ std::shared_ptr<CoordinatorClient> ConnectCoordinator(
   CoordinatorChannelOptions options;
   options.security = security;
   return NewGrpcCoordinatorClient(NewCoordinatorChannel(address, options),
-                                  address);
+                                  address, DaemonCoordinatorClientOptions());
 }
 
 PsRegistration::PsRegistration(PsRegistrationConfig config,

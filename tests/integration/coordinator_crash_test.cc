@@ -35,9 +35,7 @@ class CoordinatorCrashTest : public ClusterTest,
   TestClusterOptions Options() const override {
     TestClusterOptions options;
     options.state_db = true;
-    // Plaintext: under mTLS the ring case fails to re-attach on this 2-core
-    // host (the workers' TLS handshakes with the restarted coordinator end
-    // "Handshake read failed"; docs/operations.md).
+    options.tls = true;
     options.parameter_servers = 1;
     options.lease_ms = 3000;
     return options;

@@ -216,7 +216,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
           ? hooks.connect_coordinator(config.coordinator)
           : NewGrpcCoordinatorClient(
                 NewCoordinatorChannel(config.coordinator, channel),
-                config.coordinator);
+                config.coordinator, DaemonCoordinatorClientOptions());
 
   BlasThreadPolicy blas;
   JobRunnerConfig runner;
