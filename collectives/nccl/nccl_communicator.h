@@ -13,7 +13,7 @@
 //
 // Rendezvous: rank 0 (or, in-process, the process hosting rank 0) creates
 // the ncclUniqueId and publishes it, base64-encoded and tagged with
-// job_id, under "nccl/unique_id"; the other ranks Get it. Every rank also
+// job_id, under "nccl/unique_id/0"; the other ranks Get it. Every rank also
 // sets "nccl/joined/<rank>" so that a timed-out init can name the ranks
 // that never arrived. The caller namespaces the store (PrefixStore) per job
 // and rendezvous generation: a unique id is good for one communicator.

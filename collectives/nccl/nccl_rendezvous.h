@@ -4,7 +4,9 @@
 // collectives/nccl.
 //
 // Store keys (the caller's store is already namespaced per job/generation):
-//   nccl/unique_id       "<job_id>\n<base64 of the 128-byte ncclUniqueId>"
+//   nccl/unique_id/0     "<job_id>\n<base64 of the 128-byte ncclUniqueId>",
+//                        set by rank 0 (a key ending in a rank is that
+//                        rank's: the coordinator lets only its worker set it)
 //   nccl/joined/<rank>   "<job_id>", set by each rank before its init
 //
 // Threading: stateless functions; safe to call from any thread.
@@ -25,7 +27,7 @@
 namespace gradsync {
 namespace nccl_internal {
 
-inline constexpr absl::string_view kUniqueIdKey = "nccl/unique_id";
+inline constexpr absl::string_view kUniqueIdKey = "nccl/unique_id/0";
 
 // Creates a unique id and publishes it (is_root), or fetches the one rank 0
 // published, waiting until `deadline`. `ranks` names the local ranks for

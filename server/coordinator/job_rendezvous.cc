@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -23,6 +26,21 @@ namespace {
 absl::Time WaitDeadline(int64_t timeout_ms, absl::Time deadline) {
   return std::min(deadline, absl::Now() + absl::Milliseconds(std::max<int64_t>(
                                               timeout_ms, 0)));
+}
+
+// The rank a key belongs to: its last '/'-separated part, when that is a
+// rank of a job of `world_size` ranks ("tcp/addr/2" is rank 2's).
+std::optional<int> KeyOwner(absl::string_view key, int world_size) {
+  const size_t slash = key.rfind('/');
+  const absl::string_view last =
+      slash == absl::string_view::npos ? key : key.substr(slash + 1);
+  if (last.empty() || last.size() > 9 ||
+      !std::all_of(last.begin(), last.end(), absl::ascii_isdigit)) {
+    return std::nullopt;
+  }
+  int rank = 0;
+  if (!absl::SimpleAtoi(last, &rank) || rank >= world_size) return std::nullopt;
+  return rank;
 }
 
 std::string Seconds(absl::Duration d) {
@@ -67,6 +85,16 @@ absl::Status JobRendezvous::StoreSet(const StoreSetRequest& request) {
   // the check and the write (and leave this one behind).
   absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, CheckScopeLocked(request.scope()));
+  const std::optional<int> owner = KeyOwner(request.key(), job->world_size());
+  if (owner.has_value() &&
+      !job->HostsRank(request.scope().worker_id(), *owner)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "store key '", request.key(), "' of job ", job->id(),
+        " belongs to rank ", *owner, ", and worker '",
+        request.scope().worker_id(), "' holds ranks ",
+        absl::StrJoin(job->RanksOn(request.scope().worker_id()), ", "),
+        "; a key that ends in a rank may be set only by that rank's worker"));
+  }
   std::string key =
       absl::StrCat(JobStorePrefix(job->id(), job->generation()), request.key());
   RETURN_IF_ERROR(state_.store.Set(key, request.value()));

@@ -36,6 +36,10 @@ class JobRendezvous {
   JobRendezvous(const JobRendezvous&) = delete;
   JobRendezvous& operator=(const JobRendezvous&) = delete;
 
+  // A key whose last '/'-separated part is a rank of the job
+  // ("tcp/addr/2") is that rank's: only the worker holding the rank may set
+  // it (PERMISSION_DENIED otherwise, nothing written). Other keys are the
+  // whole job's.
   [[nodiscard]] absl::Status StoreSet(const StoreSetRequest& request);
 
   // Waits for the key until timeout_ms from now or `deadline`.

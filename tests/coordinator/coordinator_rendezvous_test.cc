@@ -81,17 +81,39 @@ TEST_F(RendezvousTest, StoreSetGet_WithinJob_RoundTripsUnderJobPrefix) {
             "10.0.0.1:4000");
 }
 
+TEST_F(RendezvousTest, StoreSet_KeyOfAnotherWorkersRank_IsRefusedAndUnchanged) {
+  ASSERT_THAT(Set(w2_, "tcp/addr/2", "10.0.0.2:4000"), IsOk());
+  EXPECT_THAT(
+      Set(w1_, "tcp/addr/2", "10.6.6.6:1"),
+      StatusIs(absl::StatusCode::kPermissionDenied,
+               AllOf(HasSubstr("'tcp/addr/2' of job job-1 belongs to rank 2"),
+                     HasSubstr("worker 'w-1' holds ranks 0, 1"))));
+  EXPECT_THAT(Set(w2_, "nccl/unique_id/0", "forged"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("belongs to rank 0")));
+  EXPECT_EQ(Get(w1_, "tcp/addr/2", kLong).value_or(""), "10.0.0.2:4000");
+  EXPECT_THAT(
+      service_->store()->Get("job/job-1/gen/1/nccl/unique_id/0", absl::Now()),
+      StatusIs(absl::StatusCode::kDeadlineExceeded));
+  // Its own ranks' keys, keys that end in no rank, and numbers past the
+  // last rank are the worker's to set.
+  EXPECT_THAT(Set(w1_, "tcp/addr/1", "10.0.0.1:4001"), IsOk());
+  EXPECT_THAT(Set(w2_, "shared/flag", "x"), IsOk());
+  EXPECT_THAT(Set(w2_, "epoch/3", "x"), IsOk());
+  EXPECT_THAT(Set(w2_, "tcp/addr/0x", "x"), IsOk());
+}
+
 TEST_F(RendezvousTest, StoreGet_SetLater_WakesTheWaiter) {
   absl::StatusOr<std::string> value;
   absl::Notification waiting;
   std::thread getter([&] {
-    value = Get(w2_, "nccl/unique_id", kLong, [&] {
+    value = Get(w2_, "nccl/unique_id/0", kLong, [&] {
       if (!waiting.HasBeenNotified()) waiting.Notify();
       return false;
     });
   });
   waiting.WaitForNotification();
-  ASSERT_THAT(Set(w1_, "nccl/unique_id", "id-bytes"), IsOk());
+  ASSERT_THAT(Set(w1_, "nccl/unique_id/0", "id-bytes"), IsOk());
   getter.join();
   EXPECT_EQ(value.value_or(""), "id-bytes");
 }

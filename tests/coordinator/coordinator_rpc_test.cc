@@ -298,7 +298,7 @@ TEST_F(CoordinatorRpcTest, StoreGet_ManyBlockedGets_LeaveThreadsForTheSet) {
     waiters.emplace_back([&, i] {
       StoreGetRequest get;
       *get.mutable_scope() = Scope(w1, job);
-      get.set_key("nccl/unique_id");
+      get.set_key("nccl/unique_id/0");
       get.set_timeout_ms(absl::ToInt64Milliseconds(kRpcTimeout));
       StoreGetResponse response;
       statuses[i] = stub_->StoreGet(Context().get(), get, &response);
@@ -307,7 +307,7 @@ TEST_F(CoordinatorRpcTest, StoreGet_ManyBlockedGets_LeaveThreadsForTheSet) {
   }
   StoreSetRequest set;
   *set.mutable_scope() = Scope(w1, job);
-  set.set_key("nccl/unique_id");
+  set.set_key("nccl/unique_id/0");
   set.set_value("the-id");
   StoreSetResponse set_response;
   ASSERT_TRUE(stub_->StoreSet(Context().get(), set, &set_response).ok());

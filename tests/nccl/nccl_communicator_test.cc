@@ -210,7 +210,7 @@ TEST(NcclInitTest, RootNeverPublishesId_TimesOutNamingRankZero) {
 TEST(NcclInitTest, IdOfAnotherJob_ReturnsFailedPrecondition) {
   GRADSYNC_SKIP_UNLESS_GPUS(1);
   MemoryStore store;
-  ASSERT_THAT(store.Set("nccl/unique_id", "other-job\nAAAA"), IsOk());
+  ASSERT_THAT(store.Set("nccl/unique_id/0", "other-job\nAAAA"), IsOk());
   absl::StatusOr<std::unique_ptr<Communicator>> comm =
       CreateNcclCommunicator(&store, 1, 2, ShortOptions(absl::Seconds(5)));
   EXPECT_THAT(comm, StatusIs(absl::StatusCode::kFailedPrecondition,
