@@ -152,7 +152,8 @@ def plot_crossover(r, cells, out):
                              (c["workers"], c["bytes"]) >
                              (best["workers"], best["bytes"])):
             best = c
-    if best is None or "bandwidth_Bps" not in r:
+    # Without a fit (no cell could be trusted) there is no model to draw.
+    if best is None or not r.get("bandwidth_Bps", 0) > 0:
         return
     n, size = best["workers"], int(best["bytes"])
     ps = sorted((p for p in cells if p["layout"] == "ps" and
