@@ -151,13 +151,33 @@ absl::StatusOr<std::vector<std::string>> ParseFlags(
     } else if (arg.size() >= 2 && arg[0] == '-') {
       flag = FindShort(flags, arg[1]);
       if (flag == nullptr && arg[1] == 'h') flag = FindLong(flags, "help");
+      // "-workers" for "--workers": a long name behind one dash is a typo
+      // worth naming, even where a letter row could read the rest as its
+      // glued value (-w "orkers").
+      const absl::string_view rest =
+          absl::string_view(arg).substr(1, arg.find('=') - 1);
+      if (const FlagSpec* long_flag =
+              rest.size() > 1 ? FindLong(flags, rest) : nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg,
+                                                       "'; did you mean '--",
+                                                       long_flag->name, "'?"));
+      }
       if (flag == nullptr) {
         const bool letters =
             std::any_of(flags.begin(), flags.end(),
                         [](const FlagSpec& f) { return f.short_name != 0; });
-        return absl::InvalidArgumentError(absl::StrCat(
+        std::string message = absl::StrCat(
             "unknown flag '", arg, "'",
-            letters ? " (see --help)" : " (flags are --long-names)"));
+            letters ? " (see --help)" : " (flags are --long-names)");
+        if (rest.size() > 1) {
+          std::vector<std::string> names;
+          for (const FlagSpec& f : flags) names.push_back(f.name);
+          if (std::optional<std::string> near = ClosestName(rest, names)) {
+            message = absl::StrCat("unknown flag '", arg, "'; did you mean '--",
+                                   *near, "'?");
+          }
+        }
+        return absl::InvalidArgumentError(message);
       }
       if (arg.size() > 2) {
         value = absl::string_view(arg).substr(arg[2] == '=' ? 3 : 2);
@@ -223,15 +243,34 @@ std::string FlagsHelp(const std::vector<FlagSpec>& flags, int width) {
   return help;
 }
 
-int TerminalWidth() {
-  int width = 0;
-  if (const char* columns = std::getenv("COLUMNS");
-      columns == nullptr || !absl::SimpleAtoi(columns, &width)) {
-    winsize size{};
-    width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
+std::string WrapHelpText(absl::string_view text, size_t column, size_t indent,
+                         int width) {
+  std::string out;
+  AppendWrapped(&out, text, column, indent,
+                static_cast<size_t>(std::max(width, 1)));
+  return out;
+}
+
+int PickTerminalWidth(int stdout_columns, int stderr_columns,
+                      const char* columns_env) {
+  if (stdout_columns > 0) return stdout_columns;
+  if (stderr_columns > 0) return stderr_columns;
+  int columns = 0;
+  if (columns_env != nullptr && absl::SimpleAtoi(columns_env, &columns) &&
+      columns > 0) {
+    return columns;
   }
-  if (width <= 0) width = 80;
-  return std::max(width, 40);
+  return 80;
+}
+
+int TerminalWidth() {
+  auto columns_of = [](int fd) {
+    winsize size{};
+    if (isatty(fd) != 1 || ioctl(fd, TIOCGWINSZ, &size) != 0) return 0;
+    return static_cast<int>(size.ws_col);
+  };
+  return PickTerminalWidth(columns_of(STDOUT_FILENO), columns_of(STDERR_FILENO),
+                           std::getenv("COLUMNS"));
 }
 
 std::string VersionLine(absl::string_view program) {

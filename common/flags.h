@@ -104,8 +104,22 @@ std::optional<std::string> ProcessEnv(absl::string_view name);
 // named at the end of its row's text.
 std::string FlagsHelp(const std::vector<FlagSpec>& flags, int width = 80);
 
-// The terminal's width for help text: $COLUMNS, else the width of the
-// terminal on stdout, else 80; at least 40.
+// `text` wrapped at spaces to `width` columns, every line after the first
+// indented by `indent` columns, the first continuing from column
+// `column`; ends in a newline. (FlagsHelp's wrapping, for other help.)
+std::string WrapHelpText(absl::string_view text, size_t column, size_t indent,
+                         int width);
+
+// The terminal's width, from what was found (a pure function, testable
+// without a terminal): the columns of the terminal on stdout, else on
+// stderr (0: not a terminal, or it did not say), else $COLUMNS (nullptr:
+// unset; ignored unless a positive number), else 80.
+int PickTerminalWidth(int stdout_columns, int stderr_columns,
+                      const char* columns_env);
+
+// The width of this process's terminal: PickTerminalWidth over
+// ioctl(TIOCGWINSZ) on stdout and stderr and $COLUMNS. Help text wraps to
+// it (FlagsHelp never narrower than 40); the progress line fits in it.
 int TerminalWidth();
 
 // "<program> <version> (wire version <N>)": what every binary's --version

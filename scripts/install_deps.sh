@@ -14,6 +14,8 @@ PACKAGES=(
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
   # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots
   iproute2 python3-matplotlib
+  # the CLI's man pages, made from its --help at build time (cli/)
+  help2man
   # The GPU bundle (deploy/gpu/bundle.sh) and its stripped-chroot test.
   patchelf busybox-static bash-static
 )

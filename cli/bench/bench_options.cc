@@ -125,6 +125,24 @@ const Row kRows[] = {
        s->options.json = true;
        return absl::OkStatus();
      }},
+    {0, "plot", "FILE", "also draw busbw against size into FILE (a PNG)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.plot = std::string(v);
+       return absl::OkStatus();
+     }},
+    {0, "link-gbps", "B",
+     "--plot: the links' bandwidth in GB/s, drawn as the ideal busbw",
+     [](absl::string_view v, ParseState* s) {
+       ASSIGN_OR_RETURN(s->options.link_gbps,
+                        ParseDoubleValue("--link-gbps", v, 0));
+       return absl::OkStatus();
+     }},
+    {0, "results-file", "FILE",
+     "rank 0 also writes the JSON lines into FILE (--plot sets it)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.results_file = std::string(v);
+       return absl::OkStatus();
+     }},
     {0, "ranks", "N", "spawn N local ranks on 127.0.0.1 (2)",
      [](absl::string_view v, ParseState* s) {
        s->ranks_set = true;
@@ -407,6 +425,8 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(
   RETURN_IF_ERROR(Validate(state));
   return state.options;
 }
+
+std::vector<FlagSpec> BenchFlagTable() { return Flags(/*state=*/nullptr); }
 
 std::string BenchUsage() {
   std::string usage =

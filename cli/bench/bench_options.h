@@ -90,6 +90,12 @@ struct BenchOptions {
   int world = 0;
   std::string store;
   std::string job = "bench";
+  // --plot FILE.png: the launcher draws busbw against size into it (with
+  // the ideal line at link_gbps when > 0), from the JSON rows rank 0
+  // writes into results_file.
+  std::string plot;
+  double link_gbps = 0;
+  std::string results_file;
 
   bool help = false;
 
@@ -110,6 +116,10 @@ struct BenchOptions {
 
 // The usage text listing every flag.
 std::string BenchUsage();
+
+// The flag table ParseBenchArgs parses with, for shell completion: read
+// its rows, never call their set.
+std::vector<FlagSpec> BenchFlagTable();
 
 // Removes every occurrence of flag `name` and its value ("--ranks 3" or
 // "--ranks=3") from `args`: the launcher passes its own arguments on to

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -158,6 +159,15 @@ absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
     if (!options.json) out << FormatTextHeader(header) << std::flush;
   }
 
+  // --results-file (the launcher's --plot): the JSON rows there too.
+  std::ofstream results_file;
+  if (printer && !options.results_file.empty()) {
+    results_file.open(options.results_file);
+    if (!results_file) {
+      return absl::InternalError(
+          absl::StrCat("cannot write --results-file ", options.results_file));
+    }
+  }
   std::vector<SizeResult> results;
   for (const size_t bytes : sizes) {
     ASSIGN_OR_RETURN(SizeResult result, run_size(bytes));
@@ -165,6 +175,9 @@ absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
       out << (options.json ? FormatJsonRow(header, result)
                            : FormatTextRow(header, result))
           << std::flush;
+      if (results_file.is_open()) {
+        results_file << FormatJsonRow(header, result) << std::flush;
+      }
     }
     results.push_back(result);
   }

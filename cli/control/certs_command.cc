@@ -92,7 +92,11 @@ int Init(const CertsOptions& o, const std::string& dir, const CommandEnv& env) {
 
 int RunCerts(const std::vector<std::string>& args, const CommandEnv& env) {
   CertsOptions options;
-  const std::vector<FlagSpec> flags = CertsFlags(&options);
+  std::vector<FlagSpec> flags = CertsFlags(&options);
+  if (env.flag_table != nullptr) {
+    *env.flag_table = std::move(flags);
+    return kExitOk;
+  }
   absl::StatusOr<std::vector<std::string>> positional =
       ParseFlags(args, flags, /*env=*/nullptr);
   if (!positional.ok()) {

@@ -27,6 +27,13 @@ void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
       &options->deadline));
 }
 
+void SetShortName(absl::string_view name, char letter,
+                  std::vector<FlagSpec>* flags) {
+  for (FlagSpec& flag : *flags) {
+    if (flag.name == name) flag.short_name = letter;
+  }
+}
+
 std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 std::vector<FlagSpec> flags,
                                 absl::string_view command,
@@ -34,6 +41,10 @@ std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 CommonOptions* common,
                                 std::vector<std::string>* positional) {
   AddCommonFlags(common, &flags);
+  if (env.flag_table != nullptr) {
+    *env.flag_table = std::move(flags);
+    return kExitOk;
+  }
   // The environment reaches commands through CommandEnv, not the table.
   absl::StatusOr<std::vector<std::string>> parsed =
       ParseFlags(args, flags, /*env=*/nullptr);
@@ -44,6 +55,10 @@ std::optional<int> ParseCommand(const std::vector<std::string>& args,
     *env.out << usage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
+  if (common->output.empty() && !common->formats.empty()) {
+    common->output = common->formats.front();
+  }
+  common->json = common->output == "json";
   *positional = std::move(*parsed);
   return std::nullopt;
 }
@@ -149,6 +164,7 @@ int FollowOne(ControlClient& client, const std::string& job_id,
   ProgressOptions options;
   options.tty = env.out_is_tty;
   options.width = env.out_is_tty ? env.terminal_width : 0;
+  if (env.out_is_tty) options.current_width = env.live_width;
   options.every_steps = follow.every;
   std::optional<ProgressTracker> progress;
   if (!json) {

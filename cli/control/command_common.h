@@ -31,6 +31,12 @@ struct FollowOptions {
 // --every and --deadline (the caller adds --follow where it is optional).
 void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags);
 
+// Gives the row named `name` the one-letter name `letter` (-w for
+// --workers, -n for --steps, -f for --follow: the same letter means the
+// same thing in every control command).
+void SetShortName(absl::string_view name, char letter,
+                  std::vector<FlagSpec>* flags);
+
 // Parses `args` with the command's own `flags` followed by the common
 // ones (into `common`); returns the exit status when the command is done
 // already (--help, or a bad command line), nullopt to go on.

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cli/control/format.h"
+#include "cli/control/output_format.h"
 
 namespace gradsync {
 namespace control {
@@ -40,6 +42,7 @@ CommandEnv ProcessCommandEnv() {
   env.err = &std::cerr;
   env.out_is_tty = isatty(STDOUT_FILENO) == 1;
   env.terminal_width = TerminalWidth();
+  env.live_width = [] { return TerminalWidth(); };
   env.coordinator_env = GetEnv("GRADSYNC_COORDINATOR");
   env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
   env.token_file_env = GetEnv("GRADSYNC_TOKEN_FILE");
@@ -50,11 +53,25 @@ CommandEnv ProcessCommandEnv() {
   return env;
 }
 
+std::vector<FlagSpec> DescribeFlags(
+    int (*run)(const std::vector<std::string>& args, const CommandEnv& env)) {
+  std::ostringstream sink;
+  CommandEnv env;
+  env.out = &sink;
+  env.err = &sink;
+  std::vector<FlagSpec> table;
+  env.flag_table = &table;
+  run({}, env);
+  return table;
+}
+
 void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
-  flags->push_back(StringFlag(
-      "coordinator", "HOST:PORT",
-      "the coordinator ($GRADSYNC_COORDINATOR, else 127.0.0.1:29400)",
-      &options->coordinator));
+  flags->push_back(
+      StringFlag(
+          "coordinator", "HOST:PORT",
+          "the coordinator ($GRADSYNC_COORDINATOR, else 127.0.0.1:29400)",
+          &options->coordinator)
+          .Short('c'));
   flags->push_back(StringFlag(
       "token-file", "FILE",
       "the users' token, if the coordinator asks for one "
@@ -73,8 +90,7 @@ void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
   flags->push_back(SecondsFlag("timeout",
                                "deadline of each call to the coordinator (10)",
                                &options->timeout));
-  flags->push_back(
-      SwitchFlag("json", "machine-readable output (JSON)", &options->json));
+  AddOutputFlags(options->formats, &options->output, flags);
   flags->push_back(HelpFlag(&options->help));
 }
 
@@ -92,7 +108,7 @@ int ReportUsageError(const CommandEnv& env, absl::string_view command,
                      const absl::Status& status) {
   *env.err << "gradsync " << command << ": " << status.message()
            << "\n(gradsync " << command << " --help lists the flags)\n";
-  if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+  if (ArgsAskForJson(args)) {
     *env.out << StatusToJson(status) << "\n" << std::flush;
   }
   return kExitUsage;

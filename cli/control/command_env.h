@@ -43,7 +43,20 @@ struct CommandEnv {
   std::string self_exe;         // this binary (from /proc/self/exe)
   std::string cwd;              // the working directory
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // The terminal's width now (it may be resized while a job is followed);
+  // unset: terminal_width.
+  std::function<int()> live_width;
+  // Set by DescribeFlags: the command stores its flag table here and
+  // returns kExitOk without doing anything (shell completion and help
+  // read the very table the command parses with).
+  std::vector<FlagSpec>* flag_table = nullptr;
 };
+
+// The flag table of a command: `run` called with an env whose flag_table
+// receives it (setters point at `run`'s locals: read the rows, never call
+// their set).
+std::vector<FlagSpec> DescribeFlags(
+    int (*run)(const std::vector<std::string>& args, const CommandEnv& env));
 
 // The environment of this process: std::cout/std::cerr, isatty(1), the
 // variables above.
@@ -56,12 +69,17 @@ struct CommonOptions {
   // --tls-dir (empty: env, then the local cluster's) and --insecure.
   TlsOptions tls;
   absl::Duration timeout = absl::Seconds(10);  // per call
-  bool json = false;
+  // What the command can print (output_format.h), the first the default;
+  // set before ParseCommand. -o/--output (and --format, --json) pick one.
+  std::vector<std::string> formats = {"table", "json"};
+  std::string output;  // empty until parsed: formats.front()
+  bool json = false;   // output == "json", set by ParseCommand
   bool help = false;
 };
 
-// Appends --coordinator, --token-file, --tls-dir, --insecure, --timeout,
-// --json and --help rows.
+// Appends -c/--coordinator, --token-file, --tls-dir, --insecure,
+// --timeout, -o/--output (with its old spellings --format and --json, for
+// `formats`) and -h/--help rows.
 void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags);
 
 // Prints "gradsync <command>: <message>" on env.err (and, with json, the
@@ -71,7 +89,7 @@ int ReportError(const CommandEnv& env, absl::string_view command, bool json,
                 const absl::Status& status);
 
 // For a bad command line: the message and a pointer to --help on env.err
-// (and the error as JSON on env.out when `args` hold --json); kExitUsage.
+// (and the error as JSON on env.out when `args` ask for JSON); kExitUsage.
 int ReportUsageError(const CommandEnv& env, absl::string_view command,
                      const std::vector<std::string>& args,
                      const absl::Status& status);

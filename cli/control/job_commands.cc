@@ -1,5 +1,8 @@
 #include "cli/control/job_commands.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <memory>
 #include <optional>
 #include <utility>
@@ -10,6 +13,8 @@
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/job_spec_builder.h"
+#include "cli/control/output_format.h"
+#include "cli/control/plot_script.h"
 #include "cli/control/progress.h"
 #include "cli/control/trace_format.h"
 #include "common/status_macros.h"
@@ -32,6 +37,47 @@ constexpr char kSubmitUsage[] =
     "  gradsync submit --workers 4 --mode ps --ps-shards 2 --sync sync \\\n"
     "      --switch-at 100:ring --steps 200 --follow\n";
 
+// metrics --plot: the job (for its switches) and its metrics into
+// metrics_plot.py, by way of a temporary file.
+int PlotMetrics(
+    ControlClient& client, const std::string& job_id,
+    const std::vector<StepMetrics>& metrics,
+    const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards,
+    const std::string& png, const CommandEnv& env) {
+  absl::StatusOr<JobStatus> job = client.GetJob(job_id);
+  if (!job.ok()) return ReportError(env, "metrics", false, job.status());
+  if (metrics.empty()) {
+    return ReportError(
+        env, "metrics", false,
+        absl::FailedPreconditionError(
+            absl::StrCat("job ", job_id, " has no step metrics to plot yet")));
+  }
+  std::string input = absl::StrCat(png, ".XXXXXX");
+  const int fd = mkstemp(input.data());
+  absl::Status status =
+      fd < 0 ? absl::InternalError(absl::StrCat("cannot write ", input))
+             : absl::OkStatus();
+  if (fd >= 0) {
+    const std::string text =
+        MetricsPlotInput(*job, MetricsToJson(job_id, metrics, shards));
+    if (write(fd, text.data(), text.size()) !=
+        static_cast<ssize_t>(text.size())) {
+      status = absl::InternalError(absl::StrCat("cannot write ", input));
+    }
+    close(fd);
+    if (status.ok()) {
+      status = RunPlotScript(env.self_exe, "metrics_plot.py", {input, png});
+    }
+    unlink(input.c_str());
+  }
+  if (!status.ok()) return ReportError(env, "metrics", false, status);
+  *env.out << "wrote " << png << " (" << job->switches_size()
+           << (job->switches_size() == 1 ? " switch" : " switches")
+           << " marked)\n"
+           << std::flush;
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
@@ -44,6 +90,9 @@ int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env) {
       "follow", "show progress until the job ends (like gradsync watch)",
       &follow.follow));
   AddFollowFlags(&follow, &flags);
+  SetShortName("workers", 'w', &flags);
+  SetShortName("steps", 'n', &flags);
+  SetShortName("follow", 'f', &flags);
   std::vector<std::string> positional;
   if (auto done = ParseCommand(args, std::move(flags), "submit", kSubmitUsage,
                                env, &common, &positional)) {
@@ -102,6 +151,7 @@ int RunWatch(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
+  common.formats = ReadFormats();
   std::vector<std::string> positional;
   if (auto done =
           ParseCommand(args, {}, "status",
@@ -118,15 +168,28 @@ int RunStatus(const std::vector<std::string>& args, const CommandEnv& env) {
   if (positional.size() == 1) {
     absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
     if (!job.ok()) return ReportError(env, "status", common.json, job.status());
-    *env.out << (common.json ? MessageToJson(*job) + "\n"
-                             : FormatJobDetail(*job, NowSeconds(env)));
+    if (common.output == "json") {
+      *env.out << MessageToJson(*job) << "\n";
+    } else if (common.output == "csv") {
+      ListJobsResponse one;
+      *one.add_jobs() = *job;
+      *env.out << JobsToCsv(one);
+    } else {
+      *env.out << FormatJobDetail(*job, NowSeconds(env));
+    }
   } else {
     absl::StatusOr<ListJobsResponse> jobs = client->ListJobs();
     if (!jobs.ok()) {
       return ReportError(env, "status", common.json, jobs.status());
     }
-    *env.out << (common.json ? MessageToJson(*jobs) + "\n"
-                             : FormatJobsTable(*jobs, NowSeconds(env)));
+    if (common.output == "json") {
+      *env.out << MessageToJson(*jobs) << "\n";
+    } else if (common.output == "csv") {
+      *env.out << JobsToCsv(*jobs);
+    } else {
+      *env.out << FormatJobsTable(*jobs, NowSeconds(env),
+                                  common.output == "wide");
+    }
   }
   env.out->flush();
   return kExitOk;
@@ -160,22 +223,14 @@ int RunCancel(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
-  std::string format = "csv";
+  common.formats = {"csv", "table", "wide", "json", "trace"};
   std::vector<FlagSpec> flags;
-  flags.push_back(FlagSpec{
-      "format", "csv|json|table|trace",
-      "csv (a header, then a row per rank and step), "
-      "json, table (means per rank) or trace (Chrome trace: "
-      "chrome://tracing, ui.perfetto.dev) (csv)",
-      [&format](absl::string_view value) {
-        if (value != "csv" && value != "json" && value != "table" &&
-            value != "trace") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "--format is '", value, "'; use csv, json, table or trace"));
-        }
-        format = std::string(value);
-        return absl::OkStatus();
-      }});
+  std::string plot;
+  flags.push_back(StringFlag(
+      "plot", "FILE",
+      "instead: a PNG of each rank's step time split (compute, comm, idle) "
+      "over the steps, switches marked (python3-matplotlib)",
+      &plot));
   bool shards_only = false;
   flags.push_back(FlagSpec{"shards", "",
                            "csv: the parameter-server shards' counters "
@@ -208,7 +263,8 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done =
           ParseCommand(args, std::move(flags), "metrics",
                        "usage: gradsync metrics JOB "
-                       "[--format csv|json|table|trace] [--shards]\n"
+                       "[-o csv|table|wide|json|trace] [--shards]\n"
+                       "                        [--plot FILE.png]\n"
                        "                        [--link-gbps B "
                        "[--node-link-gbps I]]\n\n"
                        "Every step metric of every rank (times in seconds, "
@@ -219,8 +275,9 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
                        "shards under \"shards\"); table\nshows means per "
                        "rank and per sync mode and the shard table; trace "
                        "is a\nChrome trace of every rank's steps (open it in "
-                       "ui.perfetto.dev or\nchrome://tracing). --json is "
-                       "--format json.\n\n"
+                       "ui.perfetto.dev or\nchrome://tracing); wide is the "
+                       "table. --format and --json are the old\nspellings "
+                       "of -o.\n\n"
                        "algbw = S / t, S the gradient's bytes and t the time "
                        "its synchronisation\nwas busy; busbw = algbw * "
                        "2(N-1)/N on the ring, * 2 max(1, N/K) on a PS\nof K "
@@ -235,12 +292,14 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
           ExpectPositional(args, positional, 1, "job", "metrics", env)) {
     return *done;
   }
-  if (common.json) format = "json";
+  const std::string format =
+      common.output == "wide" ? std::string("table") : common.output;
   if ((link_gbps > 0 || node_link_gbps > 0) && format != "table") {
     return ReportError(env, "metrics", common.json,
                        absl::InvalidArgumentError(
                            "--link-gbps and --node-link-gbps apply to "
-                           "--format table; csv and json have each step's "
+                           "--format table (-o table); csv and json have "
+                           "each step's "
                            "busbw_gbps"));
   }
   if (node_link_gbps > 0 && link_gbps <= 0) {
@@ -272,6 +331,9 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   }
   const std::vector<StepMetrics> metrics = SortedMetrics(response->metrics());
   const auto& shards = response->shards();
+  if (!plot.empty()) {
+    return PlotMetrics(*client, positional[0], metrics, shards, plot, env);
+  }
   if (format == "json") {
     *env.out << MetricsToJson(positional[0], metrics, shards);
   } else if (format == "trace") {
@@ -301,6 +363,7 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
 
 int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
   CommonOptions common;
+  common.formats = ReadFormats();
   std::vector<std::string> positional;
   if (auto done = ParseCommand(args, {}, "workers",
                                "usage: gradsync workers [flags]\n\n"
@@ -317,8 +380,13 @@ int RunWorkers(const std::vector<std::string>& args, const CommandEnv& env) {
   if (!workers.ok()) {
     return ReportError(env, "workers", common.json, workers.status());
   }
-  *env.out << (common.json ? MessageToJson(*workers) + "\n"
-                           : FormatWorkersTable(*workers, NowSeconds(env)));
+  if (common.output == "json") {
+    *env.out << MessageToJson(*workers) << "\n";
+  } else if (common.output == "csv") {
+    *env.out << WorkersToCsv(*workers);
+  } else {  // table and wide: the table has every column already
+    *env.out << FormatWorkersTable(*workers, NowSeconds(env));
+  }
   env.out->flush();
   return kExitOk;
 }

@@ -170,20 +170,37 @@ std::string FormatDevices(
   return parts.empty() ? "-" : absl::StrJoin(parts, " ");
 }
 
-std::string FormatJobsTable(const ListJobsResponse& jobs, double now) {
+std::string FormatJobsTable(const ListJobsResponse& jobs, double now,
+                            bool wide) {
   std::vector<std::vector<std::string>> rows;
   for (const JobStatus& job : jobs.jobs()) {
     rows.push_back({job.job_id(), job.spec().name(), JobStateName(job.state()),
                     SyncModeName(CurrentMode(job)),
                     absl::StrCat(job.spec().num_workers()),
                     absl::StrCat(StepsDone(job), "/", TotalSteps(job.spec())),
-                    FormatAccuracy(job), JobDuration(job, now),
-                    Truncate(job.message(), kTableMessageWidth)});
+                    FormatAccuracy(job), JobDuration(job, now)});
+    if (wide) {
+      std::vector<std::string> hosts;
+      for (const RankPlacement& rank : job.ranks()) {
+        if (std::find(hosts.begin(), hosts.end(), rank.host()) == hosts.end()) {
+          hosts.push_back(rank.host());
+        }
+      }
+      rows.back().push_back(hosts.empty() ? "-" : absl::StrJoin(hosts, ","));
+      rows.back().push_back(job.restart_of().empty() ? "-" : job.restart_of());
+    }
+    rows.back().push_back(Truncate(
+        job.message(), wide ? kMaxTableCellBytes : kTableMessageWidth));
   }
   if (rows.empty()) return "no jobs\n";
-  return FormatTable({"JOB", "NAME", "STATE", "MODE", "WORKERS", "STEP",
-                      "ACCURACY", "TIME", "MESSAGE"},
-                     rows);
+  std::vector<std::string> header = {"JOB",     "NAME", "STATE",    "MODE",
+                                     "WORKERS", "STEP", "ACCURACY", "TIME"};
+  if (wide) {
+    header.push_back("HOSTS");
+    header.push_back("RESTART_OF");
+  }
+  header.push_back("MESSAGE");
+  return FormatTable(header, rows);
 }
 
 std::string FormatJobDetail(const JobStatus& job, double now) {

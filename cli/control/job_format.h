@@ -35,8 +35,11 @@ std::string FormatDevices(
     const google::protobuf::RepeatedPtrField<Device>& devices);
 
 // The table of `gradsync status`: JOB NAME STATE MODE WORKERS STEP
-// ACCURACY AGE MESSAGE, one row per job.
-std::string FormatJobsTable(const ListJobsResponse& jobs, double now);
+// ACCURACY AGE MESSAGE, one row per job; `wide` (-o wide) adds HOSTS (the
+// ranks' hosts) and RESTART_OF, and keeps the whole first line of the
+// message.
+std::string FormatJobsTable(const ListJobsResponse& jobs, double now,
+                            bool wide = false);
 
 // `gradsync status JOB`: the job's fields (the mode it runs in now, its PS
 // settings and shard addresses, scripted switches and runtime requests),

@@ -80,7 +80,7 @@ const SpecFlagRow kSpecRows[] = {
        s->set_num_workers(static_cast<int32_t>(n));
        return absl::OkStatus();
      }},
-    {"model", "KIND", "mlp or synthetic (mlp)", "model.kind",
+    {"model", "mlp|synthetic", "mlp or synthetic (mlp)", "model.kind",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--model", v, {"mlp", "synthetic"}));
        s->mutable_model()->set_kind(std::string(v));
@@ -104,7 +104,7 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_model()->set_synthetic_floats(n);
        return absl::OkStatus();
      }},
-    {"model-profile", "NAME",
+    {"model-profile", "resnet50|vgg16|bert-large",
      "synthetic model shaped as resnet50, vgg16 or bert-large (its layer "
      "sizes and compute order)",
      "model.kind,model.profile",
@@ -134,8 +134,8 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_model()->set_synthetic_compute_ms(ms);
        return absl::OkStatus();
      }},
-    {"dataset", "NAME", "fashion-mnist or synthetic (fashion-mnist)",
-     "dataset.name",
+    {"dataset", "fashion-mnist|synthetic",
+     "fashion-mnist or synthetic (fashion-mnist)", "dataset.name",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--dataset", v, {"fashion-mnist", "synthetic"}));
        s->mutable_dataset()->set_name(std::string(v));
@@ -146,8 +146,8 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_dataset()->set_path(std::string(v));
        return absl::OkStatus();
      }},
-    {"optimizer", "NAME", "sgd, momentum, adam or adamw (sgd)",
-     "optimizer.name",
+    {"optimizer", "sgd|momentum|adam|adamw",
+     "sgd, momentum, adam or adamw (sgd)", "optimizer.name",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(
            OneOf("--optimizer", v, {"sgd", "momentum", "adam", "adamw"}));
@@ -245,7 +245,7 @@ const SpecFlagRow kSpecRows[] = {
        s->set_blas_threads(static_cast<int32_t>(n));
        return absl::OkStatus();
      }},
-    {"mode", "MODE",
+    {"mode", "ring|ps|auto",
      "gradient sync: ring, ps, or auto (measure both, settle on the faster, "
      "re-measure now and then) (ring)",
      "mode,auto_mode.enabled",
@@ -296,7 +296,8 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_ps()->set_shards(static_cast<int32_t>(n));
        return absl::OkStatus();
      }},
-    {"sync", "MODE", "PS updates: sync, async or ssp (sync)", "ps.sync",
+    {"sync", "sync|async|ssp", "PS updates: sync, async or ssp (sync)",
+     "ps.sync",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--sync", v, {"sync", "async", "ssp"}));
        s->mutable_ps()->set_sync(std::string(v));
@@ -328,7 +329,7 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_ps()->set_chunk_bytes(static_cast<int64_t>(n));
        return absl::OkStatus();
      }},
-    {"ps-placement", "P",
+    {"ps-placement", "any|separate|colocated",
      "PS servers: any, separate (hosts without ranks) or colocated (the "
      "ranks' hosts) (any)",
      "ps.placement",
@@ -341,13 +342,13 @@ const SpecFlagRow kSpecRows[] = {
     {"switch-at", "STEP:MODE",
      "from STEP on sync through MODE (ring|ps); repeatable", "switches",
      &AddScriptedSwitch},
-    {"device", "KIND", "cpu or cuda (cpu)", "device",
+    {"device", "cpu|cuda", "cpu or cuda (cpu)", "device",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--device", v, {"cpu", "cuda"}));
        s->set_device(std::string(v));
        return absl::OkStatus();
      }},
-    {"ring-backend", "B",
+    {"ring-backend", "auto|tcp|nccl",
      "the ring's transport: auto (nccl for an mlp on cuda), tcp or nccl",
      "ring_backend",
      [](absl::string_view v, JobSpec* s) {

@@ -46,7 +46,8 @@ struct LocalOptions {
 
 std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
   std::vector<FlagSpec> flags = {
-      IntFlag("workers", "up: worker daemons to start (1)", 1, &o->workers),
+      IntFlag("workers", "up: worker daemons to start (1)", 1, &o->workers)
+          .Short('w'),
       IntFlag("ps", "up: parameter servers (gradsync-ps) to start (0)", 0,
               &o->ps),
       StringFlag("devices-per-worker", "LIST",
@@ -259,7 +260,11 @@ std::string ResolveRunDir(const std::string& flag, const std::string& env_value,
 
 int RunLocal(const std::vector<std::string>& args, const CommandEnv& env) {
   LocalOptions options;
-  const std::vector<FlagSpec> flags = LocalFlags(&options);
+  std::vector<FlagSpec> flags = LocalFlags(&options);
+  if (env.flag_table != nullptr) {
+    *env.flag_table = std::move(flags);
+    return kExitOk;
+  }
   absl::StatusOr<std::vector<std::string>> positional =
       ParseFlags(args, flags, /*env=*/nullptr);
   if (!positional.ok()) {

@@ -60,7 +60,14 @@ double Share(double part, double whole) {
 
 }  // namespace
 
-std::string FormatProgressLine(const ProgressSnapshot& s, int bar_width) {
+namespace {
+
+// How much of the line to show: each level drops one more part, so that
+// the line fits a narrow terminal (FitProgressLine).
+enum class Detail { kFull, kNoBusbw, kNoThroughput, kNoComm, kStepOnly };
+
+std::string ProgressLine(const ProgressSnapshot& s, int bar_width,
+                         Detail detail) {
   std::string line;
   if (bar_width > 0 && s.total_steps > 0) {
     const double done = std::clamp(
@@ -70,21 +77,54 @@ std::string FormatProgressLine(const ProgressSnapshot& s, int bar_width) {
     absl::StrAppend(&line, "[", std::string(filled, '#'),
                     std::string(bar_width - filled, '-'), "] ");
   }
-  if (s.has_metrics) {
-    absl::StrAppend(&line, "step ", s.steps_done);
-    if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
-    absl::StrAppendFormat(&line, "  loss %.4f  %.0f samples/s  comm %s  ",
-                          s.loss, s.samples_per_s, FormatPercent(s.comm_share));
-    if (s.busbw_gbps > 0) {
+  absl::StrAppend(&line, "step ", s.has_metrics ? s.steps_done : 0);
+  if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
+  absl::StrAppend(&line, "  ");
+  if (s.has_metrics && detail != Detail::kStepOnly) {
+    absl::StrAppendFormat(&line, "loss %.4f  ", s.loss);
+    if (detail < Detail::kNoThroughput) {
+      absl::StrAppendFormat(&line, "%.0f samples/s  ", s.samples_per_s);
+    }
+    if (detail < Detail::kNoComm) {
+      absl::StrAppend(&line, "comm ", FormatPercent(s.comm_share), "  ");
+    }
+    if (detail < Detail::kNoBusbw && s.busbw_gbps > 0) {
       absl::StrAppendFormat(&line, "busbw %.2f GB/s  ", s.busbw_gbps);
     }
-    absl::StrAppend(&line, SyncModeName(s.mode), "  ");
-  } else {
-    absl::StrAppend(&line, "step 0");
-    if (s.total_steps > 0) absl::StrAppend(&line, "/", s.total_steps);
-    absl::StrAppend(&line, "  ");
+    if (detail < Detail::kNoComm) {
+      absl::StrAppend(&line, SyncModeName(s.mode), "  ");
+    }
   }
   absl::StrAppend(&line, JobStateName(s.state));
+  return line;
+}
+
+}  // namespace
+
+std::string FormatProgressLine(const ProgressSnapshot& s, int bar_width) {
+  return ProgressLine(s, bar_width, Detail::kFull);
+}
+
+std::string FitProgressLine(const ProgressSnapshot& s, int bar_width,
+                            int width) {
+  if (width <= 0) return FormatProgressLine(s, bar_width);
+  // The last column stays free: a line that fills it wraps on some
+  // terminals, and \r then redraws only its last row.
+  const size_t fits = static_cast<size_t>(std::max(width - 1, 1));
+  std::string line = ProgressLine(s, bar_width, Detail::kFull);
+  if (line.size() <= fits) return line;
+  // A shorter bar, down to 10 cells.
+  const size_t text = ProgressLine(s, 0, Detail::kFull).size();
+  constexpr int kMinBar = 10;
+  if (bar_width > kMinBar && s.total_steps > 0 && text + kMinBar + 3 <= fits) {
+    return ProgressLine(s, static_cast<int>(fits - text - 3), Detail::kFull);
+  }
+  for (Detail detail : {Detail::kFull, Detail::kNoBusbw, Detail::kNoThroughput,
+                        Detail::kNoComm, Detail::kStepOnly}) {
+    line = ProgressLine(s, 0, detail);
+    if (line.size() <= fits) return line;
+  }
+  line.resize(fits);
   return line;
 }
 
@@ -172,15 +212,12 @@ void ProgressTracker::PrintLine(const std::string& line) {
 void ProgressTracker::PrintProgress() {
   const ProgressSnapshot snapshot = Snapshot();
   if (options_.tty) {
-    std::string line = FormatProgressLine(snapshot, options_.bar_width);
     // A line as wide as the terminal wraps, and \r then redraws only its
-    // last row: drop the bar, then cut.
-    const size_t fits =
-        options_.width > 0 ? static_cast<size_t>(options_.width - 1) : 0;
-    if (fits > 0 && line.size() > fits) {
-      line = FormatProgressLine(snapshot, /*bar_width=*/0);
-      if (line.size() > fits) line.resize(fits);
-    }
+    // last row: fit it to the terminal as it is now (it may be resized).
+    const int width =
+        options_.current_width ? options_.current_width() : options_.width;
+    const std::string line =
+        FitProgressLine(snapshot, options_.bar_width, width);
     const absl::Time now = absl::Now();
     if (bar_open_ && line == drawn_line_) return;
     if (bar_open_ && !IsTerminal(snapshot.state) &&

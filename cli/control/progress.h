@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -51,15 +52,26 @@ struct ProgressSnapshot {
 // bar_width > 0 and the total is known.
 std::string FormatProgressLine(const ProgressSnapshot& snapshot, int bar_width);
 
+// The line for a terminal `width` columns wide, at most width - 1 long
+// (so that the \r redraw never wraps): the whole line; else with a bar
+// shortened to fit (at least 10 cells); else without the bar, then without
+// busbw, samples/s, comm and mode, and loss in turn; else cut. width <= 0:
+// FormatProgressLine. Pure.
+std::string FitProgressLine(const ProgressSnapshot& snapshot, int bar_width,
+                            int width);
+
 struct ProgressOptions {
   bool tty = false;
   // Not a terminal: a line every this many steps; 0 picks total/20 (at
   // least 1), or 10 when the total is unknown.
   int64_t every_steps = 0;
   int bar_width = 24;
-  // On a terminal, its width in columns: a longer line drops its bar, then
-  // is cut, so that the \r redraw never wraps. 0: no limit.
+  // On a terminal, its width in columns: the line fits in it
+  // (FitProgressLine), so that the \r redraw never wraps. 0: no limit.
   int width = 0;
+  // When set, the terminal's width at each redraw (it may be resized while
+  // the job runs), used instead of `width`.
+  std::function<int()> current_width;
   // On a terminal, the line is redrawn at most this often (and only when
   // it changed); events arrive once per rank and step.
   absl::Duration redraw_interval = absl::Milliseconds(100);

@@ -99,6 +99,9 @@ int RunResume(const std::vector<std::string>& args, const CommandEnv& env) {
       SwitchFlag("follow", "show progress until the new job ends",
                  &follow.follow)};
   AddFollowFlags(&follow, &flags);
+  SetShortName("workers", 'w', &flags);
+  SetShortName("steps", 'n', &flags);
+  SetShortName("follow", 'f', &flags);
   std::vector<std::string> positional;
   if (auto done = ParseCommand(args, std::move(flags), "resume", kResumeUsage,
                                env, &common, &positional)) {

@@ -6,9 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "cli/control/command_common.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
+#include "cli/control/output_format.h"
 #include "cli/lab/explain.h"
 #include "cli/lab/lab_state.h"
 #include "common/flags.h"
@@ -96,6 +98,7 @@ int RunExplain(const std::vector<std::string>& args,
                  &lab_dir),
   };
   control::CommonOptions common;
+  common.formats = control::ReadFormats();
   std::vector<std::string> positional;
   if (std::optional<int> done = control::ParseCommand(
           args, flags, "explain", kUsage, env, &common, &positional)) {
@@ -147,7 +150,15 @@ int RunExplain(const std::vector<std::string>& args,
                << ",\"bottleneck\":" << JsonQuote(m.bottleneck) << "}";
     }
     *env.out << "]}\n";
-  } else {
+  } else if (common.output == "csv") {
+    *env.out << "mode,steps,step_s,sync_s,predicted_s,bottleneck\n";
+    for (const ModeExplanation& m : e->modes) {
+      *env.out << (m.mode == SYNC_MODE_PS ? "ps" : "ring") << "," << m.steps
+               << "," << JsonNumber(m.step_s) << "," << JsonNumber(m.sync_s)
+               << "," << JsonNumber(m.predicted_s) << ",\""
+               << absl::StrReplaceAll(m.bottleneck, {{"\"", "\"\""}}) << "\"\n";
+    }
+  } else {  // table and wide
     *env.out << FormatExplanation(*e);
   }
   return control::kExitOk;

@@ -134,7 +134,7 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                }},
       SwitchFlag("no-probe", "up: skip the link probe", &o->no_probe),
       SwitchFlag("json", "machine-readable output", &o->json),
-      SwitchFlag("help", "print this help", &o->help),
+      HelpFlag(&o->help),
   };
 }
 
@@ -378,13 +378,17 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
                                    : RunLabReport(rest, env);
   }
   LabOptions options;
-  const std::vector<FlagSpec> flags = Flags(&options);
+  std::vector<FlagSpec> flags = Flags(&options);
+  if (env.flag_table != nullptr) {
+    *env.flag_table = std::move(flags);
+    return control::kExitOk;
+  }
   absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
   if (!positional.ok()) {
     return control::ReportUsageError(env, "lab", args, positional.status());
   }
   if (options.help) {
-    *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, TerminalWidth());
+    *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
   const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");

@@ -1,7 +1,6 @@
 #include "cli/lab/lab_sweep_command.h"
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "cli/control/command_common.h"
 #include "cli/control/local_command.h"
+#include "cli/control/plot_script.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
 #include "cli/lab/lab_state.h"
@@ -257,43 +257,6 @@ std::string SourceCommit(const CommandEnv& env) {
   return absl::OkStatus();
 }
 
-// Runs scripts/lab_plot.py (found next to the binary, or in
-// ../share/gradsync) on `json` into `out_dir`.
-[[nodiscard]] absl::Status Plot(const std::string& json,
-                                const std::string& out_dir,
-                                const CommandEnv& env) {
-  const std::filesystem::path exe_dir =
-      std::filesystem::path(env.self_exe).parent_path();
-  std::string script;
-  for (const std::filesystem::path& candidate :
-       {exe_dir / "lab_plot.py", exe_dir / "../share/gradsync/lab_plot.py",
-        exe_dir / "../../scripts/lab_plot.py"}) {
-    if (access(candidate.c_str(), R_OK) == 0) {
-      script = candidate.string();
-      break;
-    }
-  }
-  if (script.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("lab_plot.py not found next to ", env.self_exe,
-                     " or in ../share/gradsync; install gradsync or plot "
-                     "with scripts/lab_plot.py"));
-  }
-  // Debian's python3-matplotlib is installed for /usr/bin/python3, which
-  // another python3 earlier on $PATH (pyenv, a venv) would not see.
-  const std::string python =
-      access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-  const std::string command =
-      absl::StrCat(python, " '", script, "' '", json, "' '", out_dir, "'");
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    return absl::InternalError(absl::StrCat(
-        "`", command, "` failed (exit ", WEXITSTATUS(status),
-        "); it needs python3-matplotlib (apt-get install python3-matplotlib)"));
-  }
-  return absl::OkStatus();
-}
-
 int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
            const std::string& verb) {
   ReportOptions options;
@@ -316,7 +279,9 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
   *env.out << report << "wrote " << f.out << "/{sweep.json,sweep.csv,"
            << "report.txt}\n";
   if (f.plot) {
-    if (absl::Status s = Plot(json, f.out, env); !s.ok()) {
+    if (absl::Status s =
+            control::RunPlotScript(env.self_exe, "lab_plot.py", {json, f.out});
+        !s.ok()) {
       return control::ReportError(env, absl::StrCat("lab ", verb), false, s);
     }
     *env.out << "plots in " << f.out << "\n";

@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
+#include "common/version.h"
+#include "common/wire_version.h"
 #include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
@@ -190,6 +192,8 @@ grpc::Status CoordinatorRpc::ListWorkers(grpc::ServerContext* context,
     return ToGrpcStatus(user);
   }
   *response = service_->ListWorkers();
+  response->set_coordinator_version(Version());
+  response->set_coordinator_wire_version(kWireVersion);
   return grpc::Status::OK;
 }
 

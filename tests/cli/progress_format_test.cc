@@ -44,6 +44,39 @@ TEST(ProgressTest, LineWithBar) {
             "1.23 GB/s  ring  RUNNING");
 }
 
+// The line for a terminal of each width: never longer than width - 1; the
+// bar shrinks first, then the parts go one by one, then it is cut.
+TEST(ProgressTest, FitProgressLine_CompactsToTheWidth) {
+  ProgressSnapshot s;
+  s.state = JOB_STATE_RUNNING;
+  s.steps_done = 25;
+  s.total_steps = 100;
+  s.has_metrics = true;
+  s.loss = 0.43126;
+  s.samples_per_s = 5120.4;
+  s.comm_share = 0.231;
+  s.busbw_gbps = 1.234;
+  const std::string text =
+      "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  busbw 1.23 GB/s  "
+      "ring  RUNNING";
+  EXPECT_EQ(FitProgressLine(s, 24, 0), FormatProgressLine(s, 24));
+  EXPECT_EQ(FitProgressLine(s, 24, 112),
+            "[######------------------] " + text);  // 111 columns
+  // 110 columns: a bar of 110 - 84 - 3 = 23 cells.
+  EXPECT_EQ(FitProgressLine(s, 24, 111), "[#####------------------] " + text);
+  EXPECT_EQ(FitProgressLine(s, 24, 100), "[###---------] " + text);
+  EXPECT_EQ(FitProgressLine(s, 24, 90), text);
+  EXPECT_EQ(FitProgressLine(s, 24, 80),
+            "step 25/100  loss 0.4313  5120 samples/s  comm 23.1%  ring  "
+            "RUNNING");
+  EXPECT_EQ(FitProgressLine(s, 24, 60),
+            "step 25/100  loss 0.4313  comm 23.1%  ring  RUNNING");
+  EXPECT_EQ(FitProgressLine(s, 24, 40), "step 25/100  loss 0.4313  RUNNING");
+  EXPECT_EQ(FitProgressLine(s, 24, 30), "step 25/100  RUNNING");
+  EXPECT_EQ(FitProgressLine(s, 24, 12), "step 25/100");
+  EXPECT_EQ(FitProgressLine(s, 24, 1), "s");
+}
+
 JobEvent Event(JobState state, std::vector<StepMetrics> steps) {
   JobEvent event;
   event.mutable_status()->set_job_id("j-1");

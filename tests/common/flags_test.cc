@@ -258,7 +258,53 @@ TEST(VersionTest, NamesTheProgramTheVersionAndTheWireVersion) {
   EXPECT_TRUE(version);
 }
 
-TEST(TerminalWidthTest, IsAtLeastForty) { EXPECT_GE(TerminalWidth(), 40); }
+// The terminal on stdout, else on stderr, else $COLUMNS, else 80.
+TEST(TerminalWidthTest, PickTerminalWidth_TerminalThenColumnsThen80) {
+  EXPECT_EQ(PickTerminalWidth(132, 100, "90"), 132);
+  EXPECT_EQ(PickTerminalWidth(0, 100, "90"), 100);
+  EXPECT_EQ(PickTerminalWidth(0, 0, "90"), 90);
+  EXPECT_EQ(PickTerminalWidth(0, 0, "30"), 30);
+  EXPECT_EQ(PickTerminalWidth(0, 0, nullptr), 80);
+  EXPECT_EQ(PickTerminalWidth(0, 0, "wide"), 80);
+  EXPECT_EQ(PickTerminalWidth(0, 0, "-5"), 80);
+  EXPECT_EQ(PickTerminalWidth(0, 0, ""), 80);
+  EXPECT_GE(TerminalWidth(), 1);
+}
+
+TEST(WrapHelpTextTest, WrapsAtSpacesAndIndents) {
+  // From column 4, 30 wide: 26 columns on the first line, 28 after.
+  EXPECT_EQ(
+      WrapHelpText("alpha beta gamma delta epsilon zeta eta theta", 4, 2, 30),
+      "alpha beta gamma delta\n  epsilon zeta eta theta\n");
+  EXPECT_EQ(WrapHelpText("short", 0, 0, 80), "short\n");
+}
+
+// "-workers" (one dash) names the long flag it meant; a near letter-less
+// word gets the nearest long name.
+TEST(ParseFlagsTest, LongNameAfterOneDash_SuggestsTheLongFlag) {
+  int64_t workers = 0;
+  bool json = false;
+  std::vector<FlagSpec> flags = {IntFlag("workers", "", 1, &workers),
+                                 SwitchFlag("json", "", &json)};
+  EXPECT_THAT(ParseFlags({"-workers", "2"}, flags),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "unknown flag '-workers'; did you mean '--workers'?"));
+  EXPECT_THAT(ParseFlags({"-jsno"}, flags),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "unknown flag '-jsno'; did you mean '--json'?"));
+  EXPECT_THAT(ParseFlags({"-x"}, flags),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "unknown flag '-x' (flags are --long-names)"));
+  // A letter row takes a glued value: "-w2" is -w 2, not a typo; but
+  // "-workers" is still the long name, not -w "orkers".
+  flags[0].short_name = 'w';
+  EXPECT_THAT(ParseFlags({"-w2"}, flags), IsOk());
+  EXPECT_EQ(workers, 2);
+  EXPECT_THAT(ParseFlags({"-workers", "3"}, flags),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "unknown flag '-workers'; did you mean '--workers'?"));
+  EXPECT_EQ(workers, 2);
+}
 
 }  // namespace
 }  // namespace gradsync

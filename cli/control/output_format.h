@@ -1,0 +1,72 @@
+// -o/--output: the one output switch of the read commands (status,
+// workers, metrics, explain, version, ...), with --json and --format kept as
+// its old spellings, and the formats that only it adds: the wide tables
+// and CSV of jobs and workers
+// (job_format.h has the wide jobs table).
+//
+//   table  aligned columns for people (long cells cut)
+//   wide   the table with every column and nothing cut
+//   json   one JSON document per line (format.h's mapping)
+//   csv    a header, then one row per item (proto field names)
+//
+// Each command says which formats it prints (metrics adds "trace"); any
+// other value is INVALID_ARGUMENT naming the valid ones.
+//
+// Pure functions; thread-safe.
+#ifndef GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_
+#define GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/flags.h"
+#include "proto/coordinator.pb.h"
+
+namespace gradsync {
+namespace control {
+
+// The formats of most read commands, in the order help lists them.
+inline const std::vector<std::string>& ReadFormats() {
+  static const auto* const kFormats =
+      new std::vector<std::string>{"table", "wide", "json", "csv"};
+  return *kFormats;
+}
+
+// OK when `value` is one of `formats`; else INVALID_ARGUMENT
+// "<flag> is 'xml'; use table, wide, json or csv".
+[[nodiscard]] absl::Status CheckOutputFormat(
+    absl::string_view flag, absl::string_view value,
+    const std::vector<std::string>& formats);
+
+// The rows -o/--output FORMAT, --format FORMAT (its old spelling) and
+// --json (= -o json), all writing the format into `*output`; each value is
+// checked against `formats`, the first of which is the default the help
+// names.
+void AddOutputFlags(const std::vector<std::string>& formats,
+                    std::string* output, std::vector<FlagSpec>* flags);
+
+// Whether a command line asks for JSON output (--json, -o json, -ojson,
+// -o=json, --output[=]json, --format[=]json): its usage errors then go to
+// stdout as JSON too.
+bool ArgsAskForJson(const std::vector<std::string>& args);
+
+// `gradsync status -o csv`: JobStatus's scalar fields, then the spec's
+// name, num_workers and steps (as steps_total), a row per job.
+std::string JobsToCsv(const ListJobsResponse& jobs);
+
+// `gradsync workers -o csv`: WorkerInfo's scalar fields, a row per worker,
+// with its devices ("cpu:0,1 cuda:0") and jobs joined by spaces.
+std::string WorkersToCsv(const ListWorkersResponse& workers);
+
+// metrics_plot.py's input (metrics --plot): {"job":<job as JSON>,
+// "metrics":<metrics_json>} on one line, metrics_json as MetricsToJson
+// writes it.
+std::string MetricsPlotInput(const JobStatus& job,
+                             absl::string_view metrics_json);
+
+}  // namespace control
+}  // namespace gradsync
+
+#endif  // GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_

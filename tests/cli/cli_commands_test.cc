@@ -1,0 +1,179 @@
+// The `gradsync` command table: help CMD, "did you mean" for commands, the
+// usage's width, one meaning per flag letter in every command, and the
+// bash completion generated from the flag tables, run through bash itself.
+#include <stdio.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cli/commands.h"
+#include "cli/completion.h"
+#include "cli/control/command_env.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace gradsync {
+namespace cli {
+namespace {
+
+using control::CommandEnv;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class GradsyncCommandsTest : public ::testing::Test {
+ protected:
+  int Run(const std::vector<std::string>& args, int width = 80) {
+    out_.str("");
+    err_.str("");
+    CommandEnv env;
+    env.out = &out_;
+    env.err = &err_;
+    env.terminal_width = width;
+    env.coordinator_env = "127.0.0.1:1";
+    return RunGradsync(args, env);
+  }
+
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(GradsyncCommandsTest, HelpCommand_IsTheCommandsHelp) {
+  ASSERT_EQ(Run({"status", "--help"}), control::kExitOk);
+  const std::string help = out_.str();
+  EXPECT_THAT(help, StartsWith("usage: gradsync status [JOB] [flags]\n"));
+  ASSERT_EQ(Run({"help", "status"}), control::kExitOk);
+  EXPECT_EQ(out_.str(), help);
+  ASSERT_EQ(Run({"status", "-h"}), control::kExitOk);
+  EXPECT_EQ(out_.str(), help);
+}
+
+TEST_F(GradsyncCommandsTest, UnknownCommand_DidYouMean) {
+  EXPECT_EQ(Run({"stauts"}), control::kExitFailure);
+  EXPECT_THAT(err_.str(), StartsWith("gradsync: unknown command 'stauts'; did "
+                                     "you mean 'status'?\n\nusage: "));
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(Run({"help", "wokers"}), control::kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "gradsync help: unknown command 'wokers'; did you mean "
+            "'workers'?\n(gradsync --help lists the commands)\n");
+  EXPECT_EQ(Run({"--jsno"}), control::kExitFailure);
+  EXPECT_THAT(err_.str(), StartsWith("gradsync: unknown flag '--jsno' (flags "
+                                     "come after the command)\n"));
+}
+
+TEST_F(GradsyncCommandsTest, Usage_FitsTheTerminal) {
+  for (const int width : {50, 80, 120}) {
+    ASSERT_EQ(Run({"--help"}, width), control::kExitOk);
+    for (absl::string_view line : absl::StrSplit(out_.str(), '\n')) {
+      EXPECT_LE(line.size(), static_cast<size_t>(width)) << line;
+    }
+  }
+  ASSERT_EQ(Run({"help"}, 50), control::kExitOk);
+  EXPECT_THAT(out_.str(),
+              HasSubstr("  explain     a job's sync time against the\n"
+                        "              alpha-beta model, its bottleneck,\n"
+                        "              and the faster path\n"));
+}
+
+// No two rows of a command share a long name or a letter, and every
+// command answers --help.
+TEST_F(GradsyncCommandsTest, EveryCommand_FlagsAreUniqueAndHelpWorks) {
+  for (const Command& command : Commands()) {
+    std::set<std::string> names;
+    std::set<char> letters;
+    const std::vector<FlagSpec> flags = CommandFlags(command);
+    EXPECT_FALSE(flags.empty()) << command.name;
+    for (const FlagSpec& flag : flags) {
+      EXPECT_TRUE(names.insert(flag.name).second)
+          << command.name << " --" << flag.name;
+      if (flag.short_name != 0) {
+        EXPECT_TRUE(letters.insert(flag.short_name).second)
+            << command.name << " -" << flag.short_name;
+      }
+    }
+    EXPECT_EQ(letters.count('h'), 1u) << command.name << " has no -h";
+    if (std::string(command.name) == "bench") continue;  // prints to stdout
+    EXPECT_EQ(Run({command.name, "--help"}), control::kExitOk) << command.name;
+    EXPECT_THAT(out_.str(), StartsWith("usage: gradsync ")) << command.name;
+  }
+}
+
+// What bash completes for `words` (the last one being completed).
+std::string Complete(const std::string& script_path,
+                     const std::vector<std::string>& words) {
+  std::string array;
+  for (const std::string& word : words) {
+    absl::StrAppend(&array, " '", word, "'");
+  }
+  const std::string command = absl::StrCat(
+      "bash -c 'source \"$0\"; COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); "
+      "_gradsync; echo \"${COMPREPLY[*]}\"' ",
+      script_path, array);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
+    output.append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  return status == 0 ? output : absl::StrCat("exit ", status, ": ", output);
+}
+
+TEST_F(GradsyncCommandsTest, BashCompletion_CompletesCommandsFlagsAndValues) {
+  ASSERT_EQ(Run({"completion", "bash"}), control::kExitOk) << err_.str();
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/gradsync_completion_", getpid());
+  std::ofstream(path) << out_.str();
+  ASSERT_EQ(system(absl::StrCat("bash -n ", path).c_str()), 0);
+  EXPECT_EQ(Complete(path, {"gradsync", "sta"}), "status\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "status", "-o", ""}),
+            "table wide json csv\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "metrics", "j-1", "--output", "t"}),
+            "table trace\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "metrics", "--form"}), "--format\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "submit", "--fol"}), "--follow\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "submit", "--mode", ""}),
+            "ring ps auto\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "local", ""}), "up down\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "help", "me"}), "metrics\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "completion", "z"}), "zsh\n");
+  // A value with no fixed set: nothing, so that bash offers file names.
+  EXPECT_EQ(Complete(path, {"gradsync", "submit", "--file", "x"}), "\n");
+  unlink(path.c_str());
+}
+
+TEST_F(GradsyncCommandsTest, Completion_ZshAndBadShell) {
+  ASSERT_EQ(Run({"completion", "zsh"}), control::kExitOk);
+  EXPECT_THAT(out_.str(),
+              StartsWith("#compdef gradsync\n# zsh completion for gradsync"));
+  EXPECT_THAT(out_.str(),
+              HasSubstr("autoload -U +X bashcompinit && bashcompinit\n"));
+  EXPECT_EQ(Run({"completion", "fish"}), control::kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "gradsync completion: the shell is 'fish'; use bash or zsh\n"
+            "(gradsync completion --help lists the flags)\n");
+}
+
+TEST(CompletionTest, ValueChoices_OnlyForAFixedSet) {
+  FlagSpec flag;
+  flag.value_name = "table|wide|json";
+  EXPECT_THAT(ValueChoices(flag),
+              ::testing::ElementsAre("table", "wide", "json"));
+  flag.value_name = "FILE";
+  EXPECT_TRUE(ValueChoices(flag).empty());
+  flag.value_name = "STEP:MODE";
+  EXPECT_TRUE(ValueChoices(flag).empty());
+  flag.value_name = "A|B";  // placeholders, not values
+  EXPECT_TRUE(ValueChoices(flag).empty());
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace gradsync
