@@ -6,7 +6,8 @@
 //   MetricsRegistry registry;
 //   ... registry.AddCollector(...) ...
 //   ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> http,
-//                    MetricsHttpServer::Start("0.0.0.0:9400", &registry));
+//                    MetricsHttpServer::Start("0.0.0.0:9400", &registry,
+//                                             "gradsync-coordinator"));
 //   // curl http://host:9400/metrics
 //
 // Other paths answer 404; POST, PUT and DELETE on /metrics 405. Each
@@ -52,7 +53,7 @@ class MetricsHttpServer {
   // Binds `listen_address` ("host:port"; port 0 picks a free one; no
   // SO_REUSEPORT, so a second daemon on the same port fails here) and
   // serves `registry` until Shutdown. `daemon` names the process in
-  // errors ("coordinator").
+  // errors ("gradsync-coordinator").
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
       const std::string& listen_address, const MetricsRegistry* registry,
       absl::string_view daemon);
