@@ -18,7 +18,7 @@
 //   ASSIGN_OR_RETURN(Histogram* ring, latency->WithLabels({"ring"}));
 //   ring->Observe(0.004);
 //   registry.AddCollector([&service](std::vector<MetricFamily>* out) {
-//     out->push_back(service.JobGauges());
+//     service.CollectMetrics(out);  // appends MetricFamily values
 //   });
 //   std::string text = registry.Render();
 //
