@@ -11,6 +11,8 @@ PACKAGES=(
   libssl-dev
   # the coordinator's state database (--state-db), which outlives restarts
   libsqlite3-dev
+  # every daemon's Prometheus /metrics endpoint (common/metrics_http.h)
+  libcpp-httplib-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
   # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots
   iproute2 python3-matplotlib

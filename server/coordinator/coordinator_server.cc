@@ -57,6 +57,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         "the host not an address of this machine?"));
   }
   server->service_->StartLeaseChecks();
+  CoordinatorService* logic = server->service_.get();
+  server->metrics_.AddCollector(
+      [logic](std::vector<MetricFamily>* out) { logic->CollectMetrics(out); });
+  ASSIGN_OR_RETURN(server->metrics_http_,
+                   ServeDaemonMetrics(options.metrics_listen, &server->metrics_,
+                                      "gradsync-coordinator"));
   return server;
 }
 
@@ -66,10 +72,15 @@ std::string CoordinatorServer::address() const {
   return absl::StrCat(host_, ":", port_);
 }
 
+std::string CoordinatorServer::metrics_address() const {
+  return metrics_http_ == nullptr ? "" : metrics_http_->address();
+}
+
 void CoordinatorServer::Shutdown() {
   absl::MutexLock lock(&shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
+  if (metrics_http_ != nullptr) metrics_http_->Shutdown();
   service_->Shutdown();
   if (server_ == nullptr) return;
   server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));

@@ -29,6 +29,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics_http.h"
+#include "common/prometheus.h"
 #include "common/tls.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/coordinator_rpc.h"
@@ -43,6 +45,9 @@ struct CoordinatorServerOptions {
   int max_threads = 4096;
   // Mutual TLS or plaintext (common/tls.h); default plaintext.
   GrpcSecurity security;
+  // Where to serve Prometheus metrics (common/metrics_http.h; the daemon's
+  // --metrics-listen); empty: nowhere.
+  std::string metrics_listen;
 };
 
 class CoordinatorServer {
@@ -60,6 +65,11 @@ class CoordinatorServer {
   int port() const { return port_; }
   // The host of the listen address and port().
   std::string address() const;
+
+  // The /metrics endpoint's "host:port"; empty when it serves none.
+  std::string metrics_address() const;
+  // The series it serves (coordinator_metrics.h and gradsync_build_info).
+  const MetricsRegistry& metrics() const { return metrics_; }
 
   // The logic behind the server, for in-process callers and tests.
   CoordinatorService* service() { return service_.get(); }
@@ -80,6 +90,9 @@ class CoordinatorServer {
   std::unique_ptr<CoordinatorService> service_;
   CoordinatorRpc rpc_;
   std::unique_ptr<grpc::Server> server_;
+  // After the service (its collector reads it), stopped first.
+  MetricsRegistry metrics_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

@@ -12,6 +12,7 @@
 #include "common/path_roots.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
+#include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/job_spec.h"
 
 namespace gradsync {
@@ -284,6 +285,11 @@ absl::StatusOr<std::optional<JobEvent>> CoordinatorService::WaitForJobEvent(
 absl::StatusOr<GetMetricsResponse> CoordinatorService::GetMetrics(
     const GetMetricsRequest& request) const {
   return progress_.GetMetrics(request);
+}
+
+void CoordinatorService::CollectMetrics(std::vector<MetricFamily>* out) const {
+  absl::MutexLock lock(&state_.mu);
+  CollectCoordinatorMetricsLocked(state_, state_.Now(), out);
 }
 
 ListWorkersResponse CoordinatorService::ListWorkers() const {

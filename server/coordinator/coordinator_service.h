@@ -42,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
+#include "common/prometheus.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/coordinator_state.h"
@@ -263,6 +264,11 @@ class CoordinatorService {
   // Stops the lease thread and makes every blocked and later blocking call
   // return UNAVAILABLE within a wait slice. Idempotent.
   void Shutdown();
+
+  // Appends the coordinator's Prometheus series (coordinator_metrics.h),
+  // read under the state's lock, heartbeat ages as of config.clock. The
+  // daemon's MetricsRegistry calls it at every scrape (a MetricsCollector).
+  void CollectMetrics(std::vector<MetricFamily>* out) const;
 
   // The store behind the rendezvous calls (for tests and diagnostics).
   MemoryStore* store() { return &state_.store; }

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/metrics_http.h"
 #include "common/path_roots.h"
 #include "common/secret.h"
 #include "common/tls.h"
@@ -39,6 +40,7 @@ struct Flags {
   std::vector<std::string> checkpoint_roots;
   std::string user_token_file;
   std::string state_db;
+  std::string metrics_listen;
   gradsync::TlsOptions tls;
   bool help = false;
   bool version = false;
@@ -108,6 +110,7 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "and daemons re-attach (default: none, a restart forgets "
           "everything)",
           &flags->state_db),
+      gradsync::MetricsListenFlag(&flags->metrics_listen),
   };
   gradsync::AddTlsFlags(&flags->tls, &table);
   table.push_back(gradsync::HelpFlag(&flags->help));
@@ -167,6 +170,7 @@ int main(int argc, char** argv) {
   std::cerr << "gradsync-coordinator: "
             << gradsync::SecurityLine(*security, flags.tls) << "\n";
   server_options.security = *std::move(security);
+  server_options.metrics_listen = flags.metrics_listen;
 
   gradsync::CoordinatorConfig config;
   config.lease = flags.lease;
@@ -217,6 +221,10 @@ int main(int argc, char** argv) {
   }
   std::cout << "gradsync-coordinator listening on " << (*server)->address()
             << std::endl;
+  if (!(*server)->metrics_address().empty()) {
+    std::cerr << "gradsync-coordinator: metrics on http://"
+              << (*server)->metrics_address() << "/metrics\n";
+  }
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

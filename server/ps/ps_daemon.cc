@@ -58,6 +58,7 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
   };
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
+  flags.push_back(MetricsListenFlag(&config->server.metrics_listen));
   flags.push_back(HelpFlag(help));
   flags.push_back(VersionFlag(&config->version));
   return flags;
@@ -187,6 +188,10 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     std::cerr << " for coordinator " << config.coordinator;
   }
   std::cerr << "; stop with Ctrl-C or SIGTERM\n";
+  if (!(*server)->metrics_address().empty()) {
+    std::cerr << "gradsync-ps: metrics on http://"
+              << (*server)->metrics_address() << "/metrics\n";
+  }
 
   signalled.WaitForNotification();
   std::cerr << "gradsync-ps: got " << strsignal(signal_number)

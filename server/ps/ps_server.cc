@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "common/tls.h"
+#include "server/ps/ps_metrics.h"
 #include "server/store/sync_server.h"
 
 namespace gradsync {
@@ -64,6 +65,13 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
         "; is the port already in use, or the host not an address of this "
         "machine?"));
   }
+  PsService* service = &server->service_;
+  server->metrics_.AddCollector([service](std::vector<MetricFamily>* out) {
+    CollectPsMetrics(*service, out);
+  });
+  ASSIGN_OR_RETURN(server->metrics_http_,
+                   ServeDaemonMetrics(options.metrics_listen, &server->metrics_,
+                                      "gradsync-ps"));
   if (options.on_serving) {
     RETURN_IF_ERROR(options.on_serving(server->address()));
   }
@@ -76,10 +84,15 @@ std::string PsServer::address() const {
   return absl::StrCat(host_, ":", port_);
 }
 
+std::string PsServer::metrics_address() const {
+  return metrics_http_ == nullptr ? "" : metrics_http_->address();
+}
+
 void PsServer::Shutdown() {
   absl::MutexLock lock(&shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
+  if (metrics_http_ != nullptr) metrics_http_->Shutdown();
   if (server_ == nullptr) return;
   rpc_.BeginShutdown();
   service_.ReleaseAll();

@@ -32,6 +32,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics_http.h"
+#include "common/prometheus.h"
 #include "server/ps/ps_rpc.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/ps_transport.h"
@@ -53,6 +55,9 @@ struct PsServerOptions {
   // example to register it with a coordinator). An error stops Start,
   // which returns it.
   std::function<absl::Status(const std::string& address)> on_serving;
+  // Where to serve Prometheus metrics (common/metrics_http.h, ps_metrics.h;
+  // the daemon's --metrics-listen); empty: nowhere.
+  std::string metrics_listen;
 };
 
 class PsServer {
@@ -73,6 +78,10 @@ class PsServer {
   int port() const { return port_; }
   // "host:port" actually bound: the listen host and port().
   std::string address() const;
+  // The /metrics endpoint's "host:port"; empty when it serves none.
+  std::string metrics_address() const;
+  // The series it serves (ps_metrics.h and gradsync_build_info).
+  const MetricsRegistry& metrics() const { return metrics_; }
   // The shards, for in-process users (tests, the bench).
   PsService* service() { return &service_; }
 
@@ -91,6 +100,9 @@ class PsServer {
   PsService service_;
   PsRpc rpc_;
   std::unique_ptr<grpc::Server> server_;
+  // After the shards (its collector reads them), stopped first.
+  MetricsRegistry metrics_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

@@ -20,6 +20,7 @@
 #include "common/grpc_status.h"
 #include "common/path_roots.h"
 #include "common/status_macros.h"
+#include "worker/daemon/timed_communicator.h"
 
 namespace gradsync {
 namespace {
@@ -332,13 +333,16 @@ void JobRunner::Main() {
         // the daemon (std::thread would call std::terminate); it fails
         // this rank, and with it the job, instead.
         std::string what = "an unknown exception";
+        if (config_.metrics != nullptr) config_.metrics->RankStarted(device);
         try {
           RunRank(rank, device, config);
+          if (config_.metrics != nullptr) config_.metrics->RankEnded(device);
           return;
         } catch (const std::exception& e) {
           what = e.what();
         } catch (...) {
         }
+        if (config_.metrics != nullptr) config_.metrics->RankEnded(device);
         Report(rank, RANK_STATE_FAILED, 0, "training",
                absl::StrCat("internal error (", what,
                             "); this is a gradsync bug: please report it "
@@ -425,6 +429,12 @@ void JobRunner::RunRank(int rank, const std::string& device,
     return;
   }
   std::unique_ptr<Communicator> communicator = *std::move(comm);
+  if (config_.metrics != nullptr) {
+    WorkerMetrics* metrics = config_.metrics;
+    communicator = std::make_unique<TimedCommunicator>(
+        std::move(communicator),
+        [metrics](absl::Duration d) { metrics->ObserveAllReduce(d); });
+  }
   if (!Register(communicator.get())) {
     Report(rank, RANK_STATE_FAILED, 0, "rendezvous", CancelMessage());
     return;
@@ -446,8 +456,11 @@ void JobRunner::RunRank(int rank, const std::string& device,
   };
   absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
       config, data_, communicator.get(),
-      [this](const StepMetrics& m) { reporter_.Add(m); }, &cancelled_,
-      std::move(switches), DeviceComms(rank, config));
+      [this](const StepMetrics& m) {
+        reporter_.Add(m);
+        if (config_.metrics != nullptr) config_.metrics->AddStep(m);
+      },
+      &cancelled_, std::move(switches), DeviceComms(rank, config));
   if (!trainer.ok()) {
     Unregister(communicator.get());
     communicator->Abort(trainer.status());

@@ -66,6 +66,7 @@
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/daemon/metrics_reporter.h"
+#include "worker/daemon/worker_metrics.h"
 #include "worker/train/train_config.h"
 #include "worker/train/train_data.h"
 #include "worker/train/trainer.h"
@@ -117,6 +118,9 @@ struct JobRunnerConfig {
   // Unary RPCs to the coordinator (ReportRank, ReportMetrics).
   absl::Duration rpc_timeout = absl::Seconds(10);
   BlasThreadPolicy* blas = nullptr;  // required; owned by the daemon
+  // Device use, step costs and all-reduce latencies for /metrics
+  // (worker_metrics.h); owned by the daemon. Null: none recorded.
+  WorkerMetrics* metrics = nullptr;
   LogFn log;
 };
 

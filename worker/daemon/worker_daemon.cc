@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/host.h"
+#include "common/metrics_http.h"
 #include "common/path_roots.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
@@ -22,6 +23,7 @@
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
+#include "worker/daemon/worker_metrics.h"
 #include "worker/model/blas.h"
 #ifdef GRADSYNC_HAVE_CUDA_KERNELS
 #include "common/cuda_status.h"
@@ -112,6 +114,7 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
   };
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
+  flags.push_back(MetricsListenFlag(&config->metrics_listen));
   flags.push_back(HelpFlag(&config->help));
   flags.push_back(VersionFlag(&config->version));
   return flags;
@@ -218,6 +221,33 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
                 NewCoordinatorChannel(config.coordinator, channel),
                 config.coordinator, DaemonCoordinatorClientOptions());
 
+  // Declared before the runner config that points at them; the endpoint
+  // stops first.
+  MetricsRegistry registry;
+  std::vector<std::string> device_names;
+  for (const Device& d : *devices) {
+    device_names.push_back(absl::StrCat(d.kind(), ":", d.index()));
+  }
+  absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics =
+      WorkerMetrics::Create(&registry, device_names);
+  if (!metrics.ok()) {
+    log(std::string(metrics.status().message()));
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics_http =
+      ServeDaemonMetrics(config.metrics_listen, &registry, "gradsync-worker");
+  if (!metrics_http.ok()) {
+    log(std::string(metrics_http.status().message()));
+    return 1;
+  }
+  if (*metrics_http != nullptr) {
+    log(absl::StrCat("metrics on http://", (*metrics_http)->address(),
+                     "/metrics"));
+    if (hooks.metrics_serving) {
+      hooks.metrics_serving((*metrics_http)->address());
+    }
+  }
+
   BlasThreadPolicy blas;
   JobRunnerConfig runner;
   runner.coordinator = config.coordinator;
@@ -230,6 +260,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.spin_polls = config.spin_polls;
   runner.checkpoint_roots = config.checkpoint_roots;
   runner.blas = &blas;
+  runner.metrics = metrics->get();
   runner.log = log;
 
   AgentConfig agent_config;
@@ -262,6 +293,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     agent.Stop(absl::CancelledError(absl::StrCat(
         "worker on host ", host, " is shutting down (", why, ")")));
   }
+  if (*metrics_http != nullptr) (*metrics_http)->Shutdown();
   log("stopped");
   return 0;
 }

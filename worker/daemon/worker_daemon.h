@@ -48,6 +48,9 @@ struct WorkerDaemonConfig {
   // --ps-plaintext: the jobs' PS connections in plaintext, whatever `tls`
   // says (the coordinator channel keeps it).
   bool ps_plaintext = false;
+  // --metrics-listen: where to serve Prometheus metrics
+  // (worker_metrics.h); empty: nowhere.
+  std::string metrics_listen;
   bool help = false;
   bool version = false;
 };
@@ -74,6 +77,9 @@ struct WorkerDaemonHooks {
   std::function<std::string()> wait_for_stop;
   // One line per event; default: stderr with a timestamp.
   LogFn log;
+  // Called with the /metrics endpoint's bound "host:port" once it serves
+  // (only with --metrics-listen); tests learn a port-0 endpoint's port.
+  std::function<void(const std::string& address)> metrics_serving;
 };
 
 // Runs the daemon until the stop condition; returns the exit code (2 for

@@ -1,0 +1,100 @@
+// MetricsHttpServer: serves a MetricsRegistry (common/prometheus.h) in
+// Prometheus's text format on GET /metrics, over cpp-httplib (Debian's
+// libcpp-httplib-dev). The only HTTP in gradsync: services fill the
+// registry and never see this.
+//
+//   MetricsRegistry registry;
+//   ... registry.AddCollector(...) ...
+//   ASSIGN_OR_RETURN(std::unique_ptr<MetricsHttpServer> http,
+//                    MetricsHttpServer::Start("0.0.0.0:9400", &registry,
+//                                             "gradsync-coordinator"));
+//   // curl http://host:9400/metrics
+//
+// Other paths answer 404; POST, PUT and DELETE on /metrics 405. Each
+// connection's reads and writes time out after kMetricsIoTimeout, and a small
+// thread pool (two threads) serves scrapes one at a time each.
+//
+// Errors (Start): INVALID_ARGUMENT for an address that is not host:port;
+// UNAVAILABLE if it cannot be bound (the message names the flag's
+// address and what to check).
+//
+// Threading: Start and Shutdown from any thread; Shutdown is idempotent
+// and returns once the serving thread has ended. `registry` must outlive
+// the server.
+#ifndef GRADSYNC_COMMON_METRICS_HTTP_H_
+#define GRADSYNC_COMMON_METRICS_HTTP_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/flags.h"
+#include "common/prometheus.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace gradsync {
+
+inline constexpr absl::Duration kMetricsIoTimeout = absl::Seconds(5);
+// The content type of the text format, version 0.0.4.
+inline constexpr char kMetricsContentType[] =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+class MetricsHttpServer {
+ public:
+  // Binds `listen_address` ("host:port"; port 0 picks a free one; no
+  // SO_REUSEPORT, so a second daemon on the same port fails here) and
+  // serves `registry` until Shutdown. `daemon` names the process in
+  // errors ("gradsync-coordinator").
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
+      const std::string& listen_address, const MetricsRegistry* registry,
+      absl::string_view daemon);
+
+  MetricsHttpServer(const MetricsHttpServer&) = delete;
+  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
+  ~MetricsHttpServer();
+
+  int port() const { return port_; }
+  // "host:port" actually bound.
+  std::string address() const;
+
+  // Stops accepting, ends the serving thread. Later calls return at once.
+  void Shutdown();
+
+ private:
+  MetricsHttpServer(std::string host, const MetricsRegistry* registry);
+
+  const std::string host_;
+  const MetricsRegistry* const registry_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Server> server_;
+  // Set by the serving thread once httplib's accept loop has returned.
+  std::atomic<bool> listen_returned_{false};
+  absl::Mutex mu_;
+  std::thread thread_ ABSL_GUARDED_BY(mu_);
+};
+
+// What every daemon does with its metrics: adds
+// gradsync_build_info{daemon,version,wire_version} 1 to `registry` and,
+// when `listen_address` is not empty, serves `registry` there (null when it
+// is empty). Errors: Start's, and ALREADY_EXISTS when called twice on one
+// registry.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<MetricsHttpServer>>
+ServeDaemonMetrics(const std::string& listen_address, MetricsRegistry* registry,
+                   absl::string_view daemon);
+
+// --metrics-listen HOST:PORT for a daemon's flag table: where the daemon
+// serves /metrics; empty (the default) serves none.
+FlagSpec MetricsListenFlag(std::string* out);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COMMON_METRICS_HTTP_H_

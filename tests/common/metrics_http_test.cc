@@ -1,0 +1,130 @@
+// The /metrics endpoint (common/metrics_http.h) over a real socket: what a
+// scrape returns, the content type, other paths and methods, a port taken
+// twice, bad addresses, the flag, and promtool's verdict on the text when
+// promtool is installed.
+#include "common/metrics_http.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/util/metrics_scrape.h"
+
+namespace gradsync {
+namespace {
+
+using ::testing::HasSubstr;
+
+class MetricsHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<CounterFamily*> steps = registry_.AddCounter(
+        "gradsync_test_steps_total", "Steps run.", {"mode"});
+    ASSERT_TRUE(steps.ok()) << steps.status();
+    (*(*steps)->WithLabels({"ring"}))->Increment(5);
+    absl::StatusOr<HistogramFamily*> latency = registry_.AddHistogram(
+        "gradsync_test_latency_seconds", "Latency.", {}, {0.01, 0.1});
+    ASSERT_TRUE(latency.ok()) << latency.status();
+    (*(*latency)->WithLabels({}))->Observe(0.05);
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> server =
+        MetricsHttpServer::Start("127.0.0.1:0", &registry_, "test daemon");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  MetricsRegistry registry_;
+  std::unique_ptr<MetricsHttpServer> server_;
+};
+
+TEST_F(MetricsHttpTest, Get_ServesTheRegistry_InTextFormat) {
+  ASSERT_GT(server_->port(), 0);
+  absl::StatusOr<MetricsResponse> response =
+      HttpRequest(server_->address(), "/metrics");
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(200, response->status);
+  EXPECT_EQ(kMetricsContentType, response->content_type);
+  EXPECT_EQ(registry_.Render(), response->body);
+  EXPECT_EQ(5, SampleValue(response->body,
+                           "gradsync_test_steps_total{mode=\"ring\"}"));
+}
+
+TEST_F(MetricsHttpTest, Scrape_SeesValuesOfThatMoment) {
+  absl::StatusOr<GaugeFamily*> gauge =
+      registry_.AddGauge("gradsync_test_live", "Live.");
+  ASSERT_TRUE(gauge.ok());
+  (*(*gauge)->WithLabels({}))->Set(1);
+  absl::StatusOr<std::string> first = ScrapeMetrics(server_->address());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(1, SampleValue(*first, "gradsync_test_live"));
+  (*(*gauge)->WithLabels({}))->Set(2);
+  absl::StatusOr<std::string> second = ScrapeMetrics(server_->address());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(2, SampleValue(*second, "gradsync_test_live"));
+}
+
+TEST_F(MetricsHttpTest, OtherPath_Returns404_OtherMethod_Returns405) {
+  absl::StatusOr<MetricsResponse> other = HttpRequest(server_->address(), "/");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(404, other->status);
+  absl::StatusOr<MetricsResponse> post =
+      HttpRequest(server_->address(), "/metrics", "POST");
+  ASSERT_TRUE(post.ok()) << post.status();
+  EXPECT_EQ(405, post->status);
+}
+
+TEST_F(MetricsHttpTest, SamePortTwice_ReturnsUnavailable) {
+  absl::StatusOr<std::unique_ptr<MetricsHttpServer>> second =
+      MetricsHttpServer::Start(server_->address(), &registry_, "ps");
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(absl::StatusCode::kUnavailable, second.status().code());
+  EXPECT_THAT(second.status().message(),
+              HasSubstr("ps could not serve metrics on"));
+}
+
+TEST_F(MetricsHttpTest, Shutdown_StopsServing_AndIsIdempotent) {
+  const std::string address = server_->address();
+  server_->Shutdown();
+  server_->Shutdown();
+  EXPECT_FALSE(HttpRequest(address, "/metrics").ok());
+}
+
+TEST_F(MetricsHttpTest, Promtool_AcceptsTheText) {
+  const std::optional<std::string> promtool = FindPromtool();
+  if (!promtool) {
+    GTEST_SKIP() << "promtool not found (Debian package prometheus, or set "
+                    "$PROMTOOL); the text format is checked exactly by "
+                    "prometheus_test instead";
+  }
+  absl::StatusOr<std::string> text = ScrapeMetrics(server_->address());
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(PromtoolCheck(*promtool, *text).ok())
+      << PromtoolCheck(*promtool, *text);
+}
+
+TEST(MetricsHttpStartTest, BadAddress_ReturnsInvalidArgument) {
+  MetricsRegistry registry;
+  for (const char* address : {"9400", ":9400", "host:port", "h:70000", ""}) {
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> server =
+        MetricsHttpServer::Start(address, &registry, "coordinator");
+    ASSERT_FALSE(server.ok()) << address;
+    EXPECT_EQ(absl::StatusCode::kInvalidArgument, server.status().code());
+    EXPECT_THAT(server.status().message(),
+                HasSubstr("coordinator metrics listen address"));
+  }
+}
+
+TEST(MetricsListenFlagTest, ParsesHostPort_RefusesOthers) {
+  std::string listen;
+  std::vector<FlagSpec> flags = {MetricsListenFlag(&listen)};
+  ASSERT_TRUE(ParseFlags({"--metrics-listen", "0.0.0.0:9400"}, flags).ok());
+  EXPECT_EQ("0.0.0.0:9400", listen);
+  absl::StatusOr<std::vector<std::string>> bad =
+      ParseFlags({"--metrics-listen=9400"}, flags);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("--metrics-listen '9400'"));
+}
+
+}  // namespace
+}  // namespace gradsync
