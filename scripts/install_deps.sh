@@ -28,11 +28,26 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# promtool, which checks the daemons' /metrics text in the tests, comes out
+# of Debian's prometheus package without installing it (that would add a
+# Prometheus service to the machine).
+PROMTOOL=/usr/local/bin/promtool
+[ ${#missing[@]} -eq 0 ] && [ -x "$PROMTOOL" ] && exit 0
 
-echo "gradsync: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "gradsync: installing ${missing[*]}"
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ! -x "$PROMTOOL" ]; then
+  echo "gradsync: extracting promtool from Debian's prometheus package"
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt-get download runs as _apt
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && apt-get download -qq prometheus >/dev/null)
+  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"
+  $SUDO install -m 0755 "$tmp/x/usr/bin/promtool" "$PROMTOOL"
+fi

@@ -49,6 +49,10 @@ std::optional<std::string> FindPromtool() {
     return std::string(env);
   }
   if (access("/usr/bin/promtool", X_OK) == 0) return "/usr/bin/promtool";
+  // Where scripts/install_deps.sh puts it.
+  if (access("/usr/local/bin/promtool", X_OK) == 0) {
+    return "/usr/local/bin/promtool";
+  }
   return std::nullopt;
 }
 
