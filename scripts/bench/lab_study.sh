@@ -10,14 +10,14 @@
 # Writes DIR/main (ring and PS on separate server hosts: N = 2,4,6,8,
 # K = 1,2,N, S = 4M,16M), DIR/colocated (PS colocated, K = N) and
 # DIR/crossover (N = 8, S = 16M, every K), each with sweep.json, sweep.csv,
-# report.txt and the PNGs. Defaults: --out lab-study, --link 200mbit (slow
-# enough that two cores are not the limit), 8 hosts. About 10 minutes.
+# report.txt and the PNGs. Defaults: --out lab-study, --link 100mbit (slow
+# enough that two cores are not the limit), 8 hosts. About 22 minutes.
 # Needs root, iproute2 and python3-matplotlib (scripts/install_deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 G="${GRADSYNC:-$root/build/cli/gradsync}"
 out=lab-study
-link=200mbit
+link=100mbit
 hosts=8
 while [[ $# -gt 0 ]]; do
   case "$1" in
