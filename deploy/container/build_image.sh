@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# A container image of gradsync built from Debian packages alone, pulling no
+# base image: mmdebstrap makes a minimal Debian 12 root (--variant=apt) from
+# the Debian mirror, installs the gradsync .deb into it (apt resolves its
+# Depends), trims documentation, and writes it as a tarball; podman or
+# docker then imports the tarball as an image. The image runs nothing by
+# default: the Kubernetes manifests (deploy/k8s) name each daemon.
+#
+#   deploy/container/build_image.sh DEB [OUT.tar]          # the root tarball
+#   podman import --change 'CMD ["/usr/bin/gradsync", "--help"]' \
+#     OUT.tar localhost/gradsync:VERSION                    # or docker import
+#   deploy/container/build_image.sh --import podman DEB     # both steps
+#
+# With GRADSYNC_HOST_CUDA=1, this host's libcudart and libnccl (the ones a
+# CUDA build links, from /usr/local/cuda/lib) are copied into the image's
+# /usr/local/cuda/lib; a package from a CUDA build does not start without
+# them, and Debian has no package of either.
+# Needs root (or mmdebstrap's unshare mode) and network access to the
+# mirror (GRADSYNC_DEBIAN_MIRROR, default http://deb.debian.org/debian).
+set -euo pipefail
+
+usage="usage: build_image.sh [--import podman|docker] DEB [OUT.tar]"
+importer=
+if [[ "${1:-}" == --import ]]; then
+  importer=${2:?$usage}
+  shift 2
+fi
+deb=${1:?$usage}
+mirror=${GRADSYNC_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+die() {
+  echo "build_image: $*" >&2
+  exit 1
+}
+case "$importer" in
+  "" | podman | docker) ;;
+  *) die "--import takes podman or docker, not '$importer'" ;;
+esac
+[[ -f "$deb" ]] || die "$deb does not exist; build it with cpack -G DEB (docs/deploy.md)"
+command -v mmdebstrap >/dev/null 2>&1 ||
+  die "mmdebstrap is missing; apt-get install mmdebstrap"
+if [[ -n "$importer" ]]; then
+  command -v "$importer" >/dev/null 2>&1 || die "$importer is not installed"
+fi
+version=$(dpkg-deb --field "$deb" Version)
+out=${2:-gradsync-$version-rootfs.tar}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-image.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp "$deb" "$work/gradsync.deb"
+mkdir -p "$work/cuda"
+if [[ "${GRADSYNC_HOST_CUDA:-0}" == 1 ]]; then
+  cp -L /usr/local/cuda/lib/libcudart.so.* /usr/local/cuda/lib/libnccl.so.* \
+    "$work/cuda/" || die "no libcudart or libnccl in /usr/local/cuda/lib"
+fi
+
+# The hooks' "$1" is mmdebstrap's: the root being built.
+# shellcheck disable=SC2016
+mmdebstrap --variant=apt --format=tar \
+  --dpkgopt='path-exclude=/usr/share/man/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' \
+  --dpkgopt='path-exclude=/usr/share/doc/*' \
+  --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+  --customize-hook="copy-in $work/gradsync.deb /tmp" \
+  --customize-hook='mkdir -p "$1/usr/local/cuda/lib"' \
+  --customize-hook="sync-in $work/cuda /usr/local/cuda/lib" \
+  --customize-hook='chroot "$1" apt-get install -y --no-install-recommends /tmp/gradsync.deb' \
+  --customize-hook='chroot "$1" /usr/bin/gradsync --version' \
+  --customize-hook='rm -f "$1/tmp/gradsync.deb"; rm -rf "$1"/var/lib/apt/lists/*' \
+  bookworm "$out" "$mirror"
+echo "build_image: wrote $out"
+
+if [[ -n "$importer" ]]; then
+  "$importer" import --change 'CMD ["/usr/bin/gradsync", "--help"]' \
+    "$out" "localhost/gradsync:$version"
+  echo "build_image: imported localhost/gradsync:$version with $importer"
+fi
