@@ -11,10 +11,11 @@
 #     OUT.tar localhost/gradsync:VERSION                    # or docker import
 #   deploy/container/build_image.sh --import podman DEB     # both steps
 #
-# With GRADSYNC_HOST_CUDA=1, this host's libcudart and libnccl (the ones a
-# CUDA build links, from /usr/local/cuda/lib) are copied into the image's
+# With GRADSYNC_HOST_CUDA=1, the libraries the package's binaries load from
+# this host's /usr/local/cuda (libcudart, libcublas, libcublasLt, libnccl
+# for a CUDA build, about 800 MB) are copied into the image's
 # /usr/local/cuda/lib; a package from a CUDA build does not start without
-# them, and Debian has no package of either.
+# them, and Debian has none of them.
 # Needs root (or mmdebstrap's unshare mode) and network access to the
 # mirror (GRADSYNC_DEBIAN_MIRROR, default http://deb.debian.org/debian).
 set -euo pipefail
@@ -49,8 +50,14 @@ trap 'rm -rf "$work"' EXIT
 cp "$deb" "$work/gradsync.deb"
 mkdir -p "$work/cuda"
 if [[ "${GRADSYNC_HOST_CUDA:-0}" == 1 ]]; then
-  cp -L /usr/local/cuda/lib/libcudart.so.* /usr/local/cuda/lib/libnccl.so.* \
-    "$work/cuda/" || die "no libcudart or libnccl in /usr/local/cuda/lib"
+  dpkg-deb -x "$deb" "$work/unpacked"
+  while read -r lib path; do
+    cp -L "$path" "$work/cuda/$lib"
+  done < <(ldd "$work"/unpacked/usr/bin/* 2>/dev/null |
+    awk '$3 ~ /^\/usr\/local\/cuda\// {print $1, $3}' | sort -u)
+  rm -rf "$work/unpacked"
+  [[ -n "$(ls "$work/cuda")" ]] ||
+    die "GRADSYNC_HOST_CUDA=1 but the package's binaries load nothing from /usr/local/cuda"
 fi
 
 # The hooks' "$1" is mmdebstrap's: the root being built.
