@@ -20,6 +20,11 @@ PACKAGES=(
   help2man
   # The GPU bundle (deploy/gpu/bundle.sh) and its stripped-chroot test.
   patchelf busybox-static bash-static
+  # The Debian package (cpack -G DEB: dpkg-shlibdeps, file) and the checks of
+  # deploy/ (shellcheck, yamllint, python3-yaml); mmdebstrap makes the
+  # throwaway root of scripts/deploy/deb_chroot_test.sh and the container
+  # image of deploy/container.
+  dpkg-dev file shellcheck yamllint python3-yaml mmdebstrap
 )
 
 missing=()

@@ -26,6 +26,10 @@ struct ParseState {
   bool ranks_set = false;
   bool world_set = false;
   bool ps_shards_set = false;
+  // Where --rank and --world came from, for errors: the flag, or the
+  // launcher's variable ("$SLURM_PROCID").
+  std::string rank_from = "--rank";
+  std::string world_from = "--world";
 };
 
 [[nodiscard]] absl::Status ParseInt(absl::string_view flag,
@@ -307,9 +311,20 @@ std::vector<FlagSpec> Flags(ParseState* state) {
       return absl::InvalidArgumentError(
           "--ranks launches local ranks, --rank joins a run; use one");
     }
-    if (!state.world_set || o.rank >= o.world) {
+    if (!state.world_set) {
       return absl::InvalidArgumentError(
           absl::StrCat("--rank ", o.rank, " needs --world N with N > rank"));
+    }
+    if (o.rank >= o.world && state.rank_from == "--rank" &&
+        state.world_from == "--world") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rank ", o.rank, " needs --world N with N > rank"));
+    }
+    if (o.rank >= o.world) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", o.rank, " (", state.rank_from,
+                       ") must be below the world size, ", o.world, " (",
+                       state.world_from, ")"));
     }
     if (o.store.empty()) {
       return absl::InvalidArgumentError(
@@ -369,16 +384,20 @@ absl::string_view BackendName(Backend backend) {
 }
 
 // The launchers whose environment names a process's rank and world size,
-// in the order they are asked (mpirun under srun sets both of the first
-// two, alike).
+// in the order they are asked: the innermost launcher first, as the outer
+// ones' variables are inherited. RANK/WORLD_SIZE, set explicitly (by
+// torchrun, or by hand), win over the schedulers': torchrun started by srun
+// on each node runs children that still carry the node's SLURM_PROCID and
+// SLURM_NTASKS. mpirun inside a Slurm allocation likewise inherits the batch
+// step's SLURM_PROCID, so Open MPI's pair comes before Slurm's.
 struct LauncherVars {
   const char* rank;
   const char* world;
 };
 constexpr LauncherVars kLaunchers[] = {
+    {"RANK", "WORLD_SIZE"},                            // torchrun, by hand
     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},  // Open MPI's mpirun
     {"SLURM_PROCID", "SLURM_NTASKS"},                  // Slurm's srun
-    {"RANK", "WORLD_SIZE"},                            // torchrun
 };
 
 // With --store but no --rank or no --world: the missing ones from the
@@ -394,12 +413,12 @@ constexpr LauncherVars kLaunchers[] = {
     const std::optional<std::string> world = env(vars.world);
     if (!rank.has_value() || !world.has_value()) continue;
     if (!o.member()) {
-      RETURN_IF_ERROR(
-          ParseInt(absl::StrCat("$", vars.rank), *rank, 0, &o.rank));
+      state->rank_from = absl::StrCat("$", vars.rank);
+      RETURN_IF_ERROR(ParseInt(state->rank_from, *rank, 0, &o.rank));
     }
     if (!state->world_set) {
-      RETURN_IF_ERROR(
-          ParseInt(absl::StrCat("$", vars.world), *world, 1, &o.world));
+      state->world_from = absl::StrCat("$", vars.world);
+      RETURN_IF_ERROR(ParseInt(state->world_from, *world, 1, &o.world));
       state->world_set = true;
     }
     return absl::OkStatus();
@@ -447,8 +466,8 @@ std::string BenchUsage() {
       "rank)\n"
       "            (under srun, mpirun or torchrun, --rank and --world come "
       "from\n"
-      "            SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE or "
-      "RANK/WORLD_SIZE)\n"
+      "            RANK/WORLD_SIZE, else OMPI_COMM_WORLD_RANK/SIZE, else "
+      "SLURM_PROCID/SLURM_NTASKS)\n"
       "PS:         gradsync bench allreduce --backend ps --ps-shards 2 "
       "--ranks 4\n"
       "            (time = one push of S bytes + pull of S bytes per rank; "

@@ -106,9 +106,12 @@ struct BenchOptions {
 // argument, after '=' ("--iters=5"), or glued to a one-letter flag
 // ("-n5"). With --store but without --rank or --world, the missing ones
 // come from the launcher's environment, as nccl-tests and torchrun users
-// expect: OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun), then
-// SLURM_PROCID/SLURM_NTASKS (srun), then RANK/WORLD_SIZE (torchrun); a
-// value that is not a number is INVALID_ARGUMENT naming the variable.
+// expect. Flags win over the environment; in it, the explicit
+// RANK/WORLD_SIZE (torchrun, or set by hand) over the schedulers'
+// OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun), then
+// SLURM_PROCID/SLURM_NTASKS (srun); a pair half set is skipped. A value
+// that is not a number, or a rank not below the world size, is
+// INVALID_ARGUMENT naming the variable.
 // Without --store the environment is not read (a local launch inside an
 // allocation stays local).
 [[nodiscard]] absl::StatusOr<BenchOptions> ParseBenchArgs(

@@ -2,8 +2,10 @@
 # gradsync bench under a launcher's environment, end to end: a real
 # gradsync-store, and three ranks that take their rank and world size from
 # SLURM_PROCID/SLURM_NTASKS (as srun sets them; the middle one from
-# torchrun's RANK/WORLD_SIZE instead), not from flags. Every rank must exit
-# 0 with every element exact. Bounded: each process has a deadline.
+# torchrun's RANK/WORLD_SIZE instead, under an srun whose SLURM_PROCID and
+# SLURM_NTASKS it must ignore, as torchrun's children inherit them), not
+# from flags. Every rank must exit 0 with every element exact. Bounded:
+# each process has a deadline.
 #
 #   tests/cli/bench_launcher_env_test.sh BUILD_DIR
 set -euo pipefail
@@ -35,7 +37,7 @@ args=(bench allreduce --store "$address" -b 1K -e 64K -n 2 -w 1 --timeout 30)
 env -u RANK -u WORLD_SIZE SLURM_PROCID=0 SLURM_NTASKS=3 \
   timeout 60 "$gradsync" "${args[@]}" >"$dir/r0" 2>&1 &
 r0=$!
-env -u SLURM_PROCID -u SLURM_NTASKS RANK=1 WORLD_SIZE=3 \
+env SLURM_PROCID=0 SLURM_NTASKS=1 RANK=1 WORLD_SIZE=3 \
   timeout 60 "$gradsync" "${args[@]}" >"$dir/r1" 2>&1 &
 r1=$!
 env -u RANK -u WORLD_SIZE SLURM_PROCID=2 SLURM_NTASKS=3 \

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "cli/bench/ps_options.h"
 #include "gmock/gmock.h"
@@ -202,25 +203,77 @@ TEST(ParseBenchArgsTest, RankAndWorldFromTheLauncher) {
   const std::vector<Case> cases = {
       {{{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}}, 2, 4},
       {{{"RANK", "1"}, {"WORLD_SIZE", "3"}}, 1, 3},
-      // mpirun's variables first, then srun's, then torchrun's.
+      {{{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "8"}}, 3, 8},
+      // The explicit RANK/WORLD_SIZE first (torchrun started by srun: its
+      // children still carry the node's SLURM_PROCID), then mpirun's (it
+      // inherits the batch step's), then srun's.
       {{{"OMPI_COMM_WORLD_RANK", "3"},
         {"OMPI_COMM_WORLD_SIZE", "8"},
         {"SLURM_PROCID", "0"},
         {"SLURM_NTASKS", "2"},
         {"RANK", "1"},
         {"WORLD_SIZE", "2"}},
+       1,
+       2},
+      {{{"SLURM_PROCID", "1"},
+        {"SLURM_NTASKS", "2"},
+        {"RANK", "7"},
+        {"WORLD_SIZE", "16"}},
+       7,
+       16},
+      {{{"OMPI_COMM_WORLD_RANK", "3"},
+        {"OMPI_COMM_WORLD_SIZE", "8"},
+        {"SLURM_PROCID", "0"},
+        {"SLURM_NTASKS", "1"}},
        3,
        8},
-      {{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"RANK", "0"}}, 5, 6},
       // A launcher with half its pair is skipped.
+      {{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"RANK", "0"}}, 5, 6},
       {{{"SLURM_PROCID", "1"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}}, 0, 2},
+      {{{"OMPI_COMM_WORLD_SIZE", "4"},
+        {"SLURM_PROCID", "1"},
+        {"SLURM_NTASKS", "2"}},
+       1,
+       2},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    absl::StatusOr<BenchOptions> o = ParseBenchArgs(args, Env(c.env));
+    ASSERT_TRUE(o.ok()) << o.status() << " in case " << i;
+    EXPECT_TRUE(o->member()) << "in case " << i;
+    EXPECT_EQ(o->rank, c.rank) << "in case " << i;
+    EXPECT_EQ(o->world, c.world) << "in case " << i;
+  }
+}
+
+// Flags > the explicit RANK/WORLD_SIZE > the schedulers' variables, for
+// --rank and --world each: a flag given alone takes its other half from
+// the environment's first complete pair.
+TEST(ParseBenchArgsTest, Precedence_FlagsThenExplicitEnvThenScheduler) {
+  const EnvLookup all = Env({{"RANK", "1"},
+                             {"WORLD_SIZE", "4"},
+                             {"OMPI_COMM_WORLD_RANK", "2"},
+                             {"OMPI_COMM_WORLD_SIZE", "5"},
+                             {"SLURM_PROCID", "3"},
+                             {"SLURM_NTASKS", "6"}});
+  struct Case {
+    std::vector<std::string> flags;
+    int rank, world;
+  };
+  const std::vector<Case> cases = {
+      {{}, 1, 4},
+      {{"--rank", "0"}, 0, 4},
+      {{"--world", "9"}, 1, 9},
+      {{"--rank", "8", "--world", "9"}, 8, 9},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<BenchOptions> o = ParseBenchArgs(args, Env(c.env));
-    ASSERT_TRUE(o.ok()) << o.status();
-    EXPECT_TRUE(o->member());
-    EXPECT_EQ(o->rank, c.rank);
-    EXPECT_EQ(o->world, c.world);
+    std::vector<std::string> args = {"allreduce", "--store", "h:1"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    absl::StatusOr<BenchOptions> o = ParseBenchArgs(args, all);
+    ASSERT_TRUE(o.ok()) << o.status() << " with "
+                        << absl::StrJoin(c.flags, " ");
+    EXPECT_EQ(o->rank, c.rank) << "with " << absl::StrJoin(c.flags, " ");
+    EXPECT_EQ(o->world, c.world) << "with " << absl::StrJoin(c.flags, " ");
   }
 }
 
@@ -251,7 +304,40 @@ TEST(ParseBenchArgsTest, BadLauncherValues_InvalidArgumentNamingTheVariable) {
   o = ParseBenchArgs(args, Env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}));
   EXPECT_THAT(o.status().message(), HasSubstr("$SLURM_NTASKS"));
   o = ParseBenchArgs(args, Env({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}));
-  EXPECT_THAT(o.status().message(), HasSubstr("N > rank"));
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(o.status().message(),
+            "rank 4 ($SLURM_PROCID) must be below the world size, 4 "
+            "($SLURM_NTASKS)");
+  // The flag's value against the environment's.
+  o = ParseBenchArgs({"allreduce", "--store", "h:1", "--rank", "5"},
+                     Env({{"RANK", "0"}, {"WORLD_SIZE", "2"}}));
+  EXPECT_EQ(o.status().message(),
+            "rank 5 (--rank) must be below the world size, 2 ($WORLD_SIZE)");
+  struct Case {
+    std::map<std::string, std::string> env;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{{"OMPI_COMM_WORLD_RANK", "-1"}, {"OMPI_COMM_WORLD_SIZE", "2"}},
+       "$OMPI_COMM_WORLD_RANK wants an integer >= 0, got '-1'"},
+      {{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2x"}},
+       "$SLURM_NTASKS wants an integer >= 1, got '2x'"},
+      {{{"RANK", ""}, {"WORLD_SIZE", "2"}},
+       "$RANK wants an integer >= 0, got ''"},
+      // A malformed explicit pair is an error, not a reason to fall back to
+      // the scheduler's.
+      {{{"RANK", "one"},
+        {"WORLD_SIZE", "2"},
+        {"SLURM_PROCID", "0"},
+        {"SLURM_NTASKS", "2"}},
+       "$RANK wants an integer >= 0, got 'one'"},
+  };
+  for (const Case& c : cases) {
+    o = ParseBenchArgs(args, Env(c.env));
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.message;
+    EXPECT_EQ(o.status().message(), c.message);
+  }
   // No launcher at all: --store alone asks for --rank and --world.
   o = ParseBenchArgs(args, Env({}));
   EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
