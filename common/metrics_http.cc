@@ -74,6 +74,12 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
            [registry](const httplib::Request&, httplib::Response& response) {
              response.set_content(registry->Render(), kMetricsContentType);
            });
+  // Liveness for probes that cannot speak TLS (Kubernetes' grpc: probe),
+  // which the daemons' gRPC ports require under --tls-dir.
+  http.Get("/healthz",
+           [](const httplib::Request&, httplib::Response& response) {
+             response.set_content("ok\n", "text/plain; charset=utf-8");
+           });
   auto not_allowed = [](const httplib::Request&, httplib::Response& response) {
     response.status = 405;
     response.set_header("Allow", "GET, HEAD");

@@ -10,6 +10,10 @@
 //                                             "gradsync-coordinator"));
 //   // curl http://host:9400/metrics
 //
+// GET /healthz answers 200 "ok" while the daemon runs: a liveness probe
+// for probes that speak no TLS (Kubernetes' grpc: probe cannot reach a
+// daemon's gRPC port under --tls-dir).
+//
 // Other paths answer 404; POST, PUT and DELETE on /metrics 405. Each
 // connection's reads and writes time out after kMetricsIoTimeout, and a small
 // thread pool (two threads) serves scrapes one at a time each.

@@ -64,6 +64,14 @@ TEST_F(MetricsHttpTest, Scrape_SeesValuesOfThatMoment) {
   EXPECT_EQ(2, SampleValue(*second, "gradsync_test_live"));
 }
 
+TEST_F(MetricsHttpTest, Healthz_AnswersOk) {
+  absl::StatusOr<MetricsResponse> health =
+      HttpRequest(server_->address(), "/healthz");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(200, health->status);
+  EXPECT_EQ("ok\n", health->body);
+}
+
 TEST_F(MetricsHttpTest, OtherPath_Returns404_OtherMethod_Returns405) {
   absl::StatusOr<MetricsResponse> other = HttpRequest(server_->address(), "/");
   ASSERT_TRUE(other.ok()) << other.status();

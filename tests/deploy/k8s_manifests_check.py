@@ -7,8 +7,9 @@ among themselves and with the daemons' flags: every workload's selector
 matches its pod labels; volumes that are mounted exist; --tls-dir is a
 mount of the gradsync-tls Secret; the coordinator's --state-db lies on its
 claim template; the Service selects the coordinator and names its port;
-the coordinator and PS carry gRPC readiness and liveness probes on the port
-they listen on; every $(VAR) in args is defined; the GPU worker requests as
+every daemon serves --metrics-listen on its declared port 'metrics', with
+readiness and liveness probes on that port's /healthz; a daemon with
+--listen declares that port; every $(VAR) in args is defined; the GPU worker requests as
 many nvidia.com/gpu as it offers CUDA ranks; kustomization lists real files.
 
   k8s_manifests_check.py DIR      exit 0 and "k8s_manifests_check: OK", or
@@ -115,12 +116,22 @@ def main(directory):
                 ports = {p["containerPort"] for p in c.get("ports", [])}
                 if port not in ports:
                     problems.append(f"{cwhere}: listens on {port} but declares ports {sorted(ports)}")
-                for probe in ("readinessProbe", "livenessProbe"):
-                    grpc = c.get(probe, {}).get("grpc")
-                    if not grpc:
-                        problems.append(f"{cwhere}: no gRPC {probe}")
-                    elif grpc.get("port") != port:
-                        problems.append(f"{cwhere}: {probe} probes port {grpc.get('port')}, not {port}")
+            # Every daemon: /metrics, and the probes on its /healthz (the
+            # gRPC port speaks only TLS, which Kubernetes' probes cannot).
+            metrics = arg_value(args, "--metrics-listen")
+            if metrics is None:
+                problems.append(f"{cwhere}: no --metrics-listen (/metrics and /healthz)")
+                continue
+            port = int(metrics.rsplit(":", 1)[1])
+            named = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
+            if named.get("metrics") != port:
+                problems.append(f"{cwhere}: serves metrics on {port} but its port 'metrics' is {named.get('metrics')}")
+            for probe in ("readinessProbe", "livenessProbe"):
+                http = c.get(probe, {}).get("httpGet")
+                if not http or http.get("path") != "/healthz":
+                    problems.append(f"{cwhere}: no /healthz {probe}")
+                elif http.get("port") not in ("metrics", port):
+                    problems.append(f"{cwhere}: {probe} probes port {http.get('port')}, not {port}")
 
     if coordinator:
         pod = coordinator["spec"]["template"]

@@ -42,10 +42,12 @@ refuses() {
   grep -q -- "$expected" "$work/out" || { cat "$work/out" >&2; fail "$what: no '$expected'"; }
 }
 refuses "a PS without a liveness probe" ps.yaml 's/livenessProbe:/otherProbe:/' \
-  "no gRPC livenessProbe"
+  "no /healthz livenessProbe"
 refuses "a probe on the wrong port" coordinator.yaml \
-  '/readinessProbe:/,/periodSeconds/s/port: 29400$/port: 29401/' \
-  "probes port 29401"
+  '/readinessProbe:/,/periodSeconds/s/port: metrics$/port: 9401/' \
+  "probes port 9401"
+refuses "a worker without metrics" worker.yaml '/--metrics-listen/d' \
+  "no --metrics-listen"
 refuses "--tls-dir off the Secret" worker.yaml 's|--tls-dir=/etc/gradsync/tls|--tls-dir=/tls|' \
   "is not a mount of Secret gradsync-tls"
 refuses "a GPU request unlike --devices" worker-gpu.yaml 's/nvidia.com\/gpu: 4/nvidia.com\/gpu: 2/' \
