@@ -12,6 +12,7 @@
 #include "cli/control/certs_command.h"
 #include "cli/control/job_commands.h"
 #include "cli/control/local_command.h"
+#include "cli/control/logs_command.h"
 #include "cli/control/version_command.h"
 #include "cli/lab/explain_command.h"
 #include "cli/lab/lab_command.h"
@@ -61,6 +62,8 @@ constexpr Command kCommands[] = {
      "a job's per-step metrics and PS shard counters (csv, table, json, "
      "trace)",
      &control::RunMetrics, "", nullptr},
+    {"logs", "a job's log lines from its workers, through the coordinator",
+     &control::RunLogs, "", nullptr},
     {"explain",
      "a job's sync time against the alpha-beta model, its bottleneck, and "
      "the faster path",

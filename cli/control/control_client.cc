@@ -112,6 +112,15 @@ absl::StatusOr<GetMetricsResponse> ControlClient::GetMetrics(
   return response;
 }
 
+absl::StatusOr<GetJobLogsResponse> ControlClient::GetJobLogs(
+    const GetJobLogsRequest& request) {
+  if (!config_.setup_error.ok()) return config_.setup_error;
+  absl::StatusOr<GetJobLogsResponse> response =
+      client_->GetJobLogs(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "GetJobLogs");
+  return response;
+}
+
 absl::StatusOr<ListWorkersResponse> ControlClient::ListWorkers() {
   if (!config_.setup_error.ok()) return config_.setup_error;
   absl::StatusOr<ListWorkersResponse> response =

@@ -80,6 +80,9 @@ class ControlClient {
   // NOT_FOUND: unknown job.
   [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
       absl::string_view job_id);
+  // The job's log lines from its workers (GetJobLogsRequest).
+  [[nodiscard]] absl::StatusOr<GetJobLogsResponse> GetJobLogs(
+      const GetJobLogsRequest& request);
   // Workers and parameter servers.
   [[nodiscard]] absl::StatusOr<ListWorkersResponse> ListWorkers();
   // Asks the job to synchronise through `mode` from the next step boundary

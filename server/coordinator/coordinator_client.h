@@ -57,6 +57,10 @@ struct CallOptions {
   CancellableCalls* calls = nullptr;
 };
 
+// The most log lines one ReportMetrics may carry (ReportMetricsRequest.
+// log_lines).
+inline constexpr int kMaxLogLinesPerReport = 256;
+
 // The payload type URL of a failure before any connection to the
 // coordinator was made.
 inline constexpr absl::string_view kCoordinatorUnreachablePayload =
@@ -111,6 +115,8 @@ class CoordinatorClient {
       const CancelJobRequest& request, const CallOptions& options) = 0;
   [[nodiscard]] virtual absl::StatusOr<GetMetricsResponse> GetMetrics(
       const GetMetricsRequest& request, const CallOptions& options) = 0;
+  [[nodiscard]] virtual absl::StatusOr<GetJobLogsResponse> GetJobLogs(
+      const GetJobLogsRequest& request, const CallOptions& options) = 0;
   [[nodiscard]] virtual absl::StatusOr<ListWorkersResponse> ListWorkers(
       const ListWorkersRequest& request, const CallOptions& options) = 0;
   [[nodiscard]] virtual absl::StatusOr<SwitchJobResponse> SwitchJob(

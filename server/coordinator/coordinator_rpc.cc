@@ -184,6 +184,16 @@ grpc::Status CoordinatorRpc::GetMetrics(grpc::ServerContext* context,
   return Reply(service_->GetMetrics(*request), response);
 }
 
+grpc::Status CoordinatorRpc::GetJobLogs(grpc::ServerContext* context,
+                                        const GetJobLogsRequest* request,
+                                        GetJobLogsResponse* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
+  return Reply(service_->GetJobLogs(*request), response);
+}
+
 grpc::Status CoordinatorRpc::ListWorkers(grpc::ServerContext* context,
                                          const ListWorkersRequest* request,
                                          ListWorkersResponse* response) {

@@ -88,6 +88,9 @@ class CoordinatorRpc final : public Coordinator::Service {
   grpc::Status GetMetrics(grpc::ServerContext* context,
                           const GetMetricsRequest* request,
                           GetMetricsResponse* response) override;
+  grpc::Status GetJobLogs(grpc::ServerContext* context,
+                          const GetJobLogsRequest* request,
+                          GetJobLogsResponse* response) override;
   grpc::Status ListWorkers(grpc::ServerContext* context,
                            const ListWorkersRequest* request,
                            ListWorkersResponse* response) override;

@@ -287,6 +287,11 @@ absl::StatusOr<GetMetricsResponse> CoordinatorService::GetMetrics(
   return progress_.GetMetrics(request);
 }
 
+absl::StatusOr<GetJobLogsResponse> CoordinatorService::GetJobLogs(
+    const GetJobLogsRequest& request) const {
+  return progress_.GetJobLogs(request);
+}
+
 void CoordinatorService::CollectMetrics(std::vector<MetricFamily>* out) const {
   absl::MutexLock lock(&state_.mu);
   CollectCoordinatorMetricsLocked(state_, state_.Now(), out);

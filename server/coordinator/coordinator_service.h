@@ -206,6 +206,13 @@ class CoordinatorService {
   [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
       const GetMetricsRequest& request) const;
 
+  // The job's log lines from `from_seq` on (those about one rank when the
+  // request names it), oldest first, with the job's state. NOT_FOUND for
+  // an unknown job, INVALID_ARGUMENT for a rank outside it or a negative
+  // from_seq. Workers send the lines with ReportMetrics (log_lines).
+  [[nodiscard]] absl::StatusOr<GetJobLogsResponse> GetJobLogs(
+      const GetJobLogsRequest& request) const;
+
   // Every worker, then every parameter server, live and lost, in
   // registration order.
   ListWorkersResponse ListWorkers() const;

@@ -142,6 +142,14 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
       return stub_->CancelJob(c, request, r);
     });
   }
+  [[nodiscard]] absl::StatusOr<GetJobLogsResponse> GetJobLogs(
+      const GetJobLogsRequest& request, const CallOptions& options) override {
+    return Unary<GetJobLogsResponse>(
+        options, [&](grpc::ClientContext* c, GetJobLogsResponse* r) {
+          return stub_->GetJobLogs(c, request, r);
+        });
+  }
+
   [[nodiscard]] absl::StatusOr<GetMetricsResponse> GetMetrics(
       const GetMetricsRequest& request, const CallOptions& options) override {
     return Unary<GetMetricsResponse>(

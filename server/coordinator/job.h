@@ -57,6 +57,7 @@
 #include "proto/coordinator.pb.h"
 #include "proto/coordinator_state.pb.h"
 #include "server/coordinator/auto_mode.h"
+#include "server/coordinator/job_log.h"
 #include "server/coordinator/mode_history.h"
 #include "server/coordinator/worker_registry.h"
 
@@ -193,6 +194,10 @@ class Job {
   BarrierRecord& Barrier(absl::string_view name) { return barriers_[name]; }
   void ClearBarriers() { barriers_.clear(); }
 
+  // What the job's workers logged about it (not saved, no version bump).
+  JobLog& log() { return log_; }
+  const JobLog& log() const { return log_; }
+
   // Final accuracy and loss (from rank 0's SUCCEEDED report).
   void SetResult(double test_accuracy, double test_loss);
 
@@ -243,6 +248,7 @@ class Job {
   std::string restart_of_;
   std::string restarted_as_;
   absl::Time not_before_ = absl::InfinitePast();
+  JobLog log_;
   std::map<int, ps::ShardStats> shard_stats_;
   std::unique_ptr<AutoMode> auto_mode_;
   std::map<int64_t, std::string> switch_reasons_;  // by epoch

@@ -100,6 +100,7 @@ absl::Status JobProgress::ReportRank(const ReportRankRequest& request) {
 }
 
 absl::Status JobProgress::ReportMetrics(const ReportMetricsRequest& request) {
+  if (!request.log_lines().empty()) return ReportLogLines(request);
   for (const StepMetrics& step : request.metrics()) {
     if (step.step() < 0) {
       return absl::InvalidArgumentError(
@@ -128,6 +129,64 @@ absl::Status JobProgress::ReportMetrics(const ReportMetricsRequest& request) {
   job->AddMetrics(request.metrics());
   RunAutoModeLocked(state_, lifecycle_, *job);
   return absl::OkStatus();
+}
+
+absl::Status JobProgress::ReportLogLines(const ReportMetricsRequest& request) {
+  if (!request.metrics().empty()) {
+    return absl::InvalidArgumentError(
+        "a metrics report carries step metrics or log lines, not both "
+        "(nothing recorded)");
+  }
+  if (request.log_lines_size() > kMaxLogLinesPerReport) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a metrics report carries ", request.log_lines_size(),
+        " log lines; at most ", kMaxLogLinesPerReport, " (nothing recorded)"));
+  }
+  absl::MutexLock lock(&state_.mu);
+  RETURN_IF_ERROR(
+      state_.workers.Authenticate(request.worker_id(), request.credential()));
+  ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
+  // Lines are taken after the job ended too (its last words are often the
+  // interesting ones), but only from the workers that hold its ranks.
+  const std::vector<int> ranks = job->RanksOn(request.worker_id());
+  if (ranks.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker '", request.worker_id(), "' hosts no rank of job ", job->id(),
+        "; only a job's own workers may send its log lines (nothing "
+        "recorded)"));
+  }
+  for (const JobLogLine& line : request.log_lines()) {
+    if (line.rank() >= 0 && !job->HostsRank(request.worker_id(), line.rank())) {
+      return Annotate(NotInJob(*job, request.worker_id(), line.rank()),
+                      "log lines rejected (nothing recorded)");
+    }
+  }
+  const WorkerRecord* worker = state_.workers.Find(request.worker_id());
+  job->log().Append(request.log_lines(), request.worker_id(),
+                    worker == nullptr ? "" : worker->host);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<GetJobLogsResponse> JobProgress::GetJobLogs(
+    const GetJobLogsRequest& request) const {
+  if (request.from_seq() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "from_seq is ", request.from_seq(), "; log lines count from 0"));
+  }
+  absl::MutexLock lock(&state_.mu);
+  ASSIGN_OR_RETURN(const Job* job, state_.FindJobLocked(request.job_id()));
+  if (request.has_rank() &&
+      (request.rank() < 0 || request.rank() >= job->world_size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job ", job->id(), " has no rank ", request.rank(), " (it has ",
+        job->world_size(), job->world_size() == 1 ? " rank" : " ranks", ")"));
+  }
+  GetJobLogsResponse response = job->log().Read(
+      request.from_seq(),
+      request.has_rank() ? std::optional<int>(request.rank()) : std::nullopt,
+      kMaxLogLinesPerReport * 4);
+  response.set_state(job->state());
+  return response;
 }
 
 absl::StatusOr<std::optional<JobEvent>> JobProgress::WaitForJobEvent(

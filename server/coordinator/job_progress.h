@@ -43,6 +43,9 @@ class JobProgress {
   [[nodiscard]] absl::Status ReportRank(const ReportRankRequest& request);
   // See CoordinatorService::ReportMetrics.
   [[nodiscard]] absl::Status ReportMetrics(const ReportMetricsRequest& request);
+  // See CoordinatorService::GetJobLogs.
+  [[nodiscard]] absl::StatusOr<GetJobLogsResponse> GetJobLogs(
+      const GetJobLogsRequest& request) const;
   // See CoordinatorService::WaitForJobEvent.
   [[nodiscard]] absl::StatusOr<std::optional<JobEvent>> WaitForJobEvent(
       absl::string_view job_id, JobWatchCursor* cursor, absl::Time deadline,
@@ -52,6 +55,10 @@ class JobProgress {
       const GetMetricsRequest& request) const;
 
  private:
+  // ReportMetrics of a report that carries log lines.
+  [[nodiscard]] absl::Status ReportLogLines(
+      const ReportMetricsRequest& request);
+
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
 };

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/control/format.h"
 #include "cli/control/job_format.h"
+#include "cli/control/logs_command.h"
 #include "cli/control/progress.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -365,6 +366,21 @@ TEST(UnitsTest, Human) {
   EXPECT_EQ(FormatElapsed(185), "3 min 5 s");
   EXPECT_EQ(FormatElapsed(7800), "2 h 10 min");
   EXPECT_EQ(FormatPercent(0.2345), "23.4%");
+}
+
+TEST(FormatLogLineTest, TimeHostRankText_TerminalSafe) {
+  JobLogLine line;
+  line.set_time_unix_ms(1795766531041);  // 2026-11-27 08:02:11.041 UTC
+  line.set_host("node-a");
+  line.set_rank(2);
+  line.set_text("rank 2: failed \x1b[31mred\x1b[0m");
+  EXPECT_EQ(FormatLogLine(line),
+            "2026-11-27 08:02:11.041  node-a  rank 2  rank 2: failed "
+            "\\x1b[31mred\\x1b[0m");
+  line.set_rank(-1);
+  line.set_text("starting ranks [0, 1]");
+  EXPECT_EQ(FormatLogLine(line),
+            "2026-11-27 08:02:11.041  node-a  rank -  starting ranks [0, 1]");
 }
 
 }  // namespace

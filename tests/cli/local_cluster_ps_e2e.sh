@@ -59,5 +59,20 @@ echo "$status" | grep -q '"toMode": *"SYNC_MODE_PS"' ||
 echo "$status" | grep -q '"toMode": *"SYNC_MODE_RING"' ||
   { echo "no switch back to the ring recorded"; exit 1; }
 GRADSYNC=$gradsync "$check_job" "$job" --switches 2
+# The workers' lines about the job, through the coordinator: the worker's
+# own and each rank's, with the worker's host; --rank keeps one rank's.
+logs=$("$gradsync" logs "$job")
+echo "$logs"
+echo "$logs" | grep -q "rank -  starting ranks \[0, 1\] of 2" ||
+  { echo "gradsync logs lacks the worker's start line"; exit 1; }
+for r in 0 1; do
+  echo "$logs" | grep -q "rank $r  rank $r: succeeded after 1500 steps" ||
+    { echo "gradsync logs lacks rank $r's end"; exit 1; }
+done
+if "$gradsync" logs "$job" --rank 1 | grep -v "  rank 1  " | grep -q .; then
+  echo "gradsync logs --rank 1 printed another rank's line"; exit 1
+fi
+"$gradsync" logs "$job" --rank 1 | grep -q "rank 1: succeeded" ||
+  { echo "gradsync logs --rank 1 lacks rank 1's end"; exit 1; }
 "$gradsync" local down --run-dir "$dir"
 echo "local-cluster-ps-e2e-ok"

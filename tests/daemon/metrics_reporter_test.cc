@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -49,6 +50,38 @@ TEST(MetricsReporterTest, AddThenFlush_EverythingArrivesInOrder) {
   }
   EXPECT_EQ(reporter.sent(), 200);
   EXPECT_EQ(reporter.dropped(), 0);
+}
+
+TEST(MetricsReporterTest, LogLines_TravelInReportsOfTheirOwn) {
+  FakeCoordinatorServer server;
+  MetricsReporter reporter(server.NewClient(), "w-1", "job-1", {}, nullptr);
+  reporter.Add(Metric(0, 0));
+  for (int i = 0; i < kMaxLogLinesPerReport + 10; ++i) {
+    reporter.AddLogLine(i % 2, absl::StrCat("line ", i));
+  }
+  reporter.AddLogLine(-1, "the last");
+  ASSERT_THAT(reporter.Flush(absl::Now() + absl::Seconds(10)), IsOk());
+  // The fake refuses a report with both; every line arrived, in order.
+  const std::vector<JobLogLine> lines = server.fake().log_lines();
+  ASSERT_EQ(lines.size(), static_cast<size_t>(kMaxLogLinesPerReport + 11));
+  for (int i = 0; i < kMaxLogLinesPerReport + 10; ++i) {
+    EXPECT_EQ(lines[i].text(), absl::StrCat("line ", i));
+    EXPECT_EQ(lines[i].rank(), i % 2);
+    EXPECT_GT(lines[i].time_unix_ms(), 0);
+  }
+  EXPECT_EQ(lines.back().rank(), -1);
+  EXPECT_EQ(server.fake().metrics().size(), 1u);
+}
+
+TEST(LogLineRankTest, ReadsTheRankALineIsAbout) {
+  EXPECT_EQ(LogLineRank("rank 3: rendezvous failed"), 3);
+  EXPECT_EQ(LogLineRank("rank 12 on cpu:0"), 12);
+  EXPECT_EQ(LogLineRank("rank 0"), 0);
+  EXPECT_EQ(LogLineRank("starting ranks [0, 1] of 4"), -1);
+  EXPECT_EQ(LogLineRank("rank x: no"), -1);
+  EXPECT_EQ(LogLineRank("rank 3x: no"), -1);
+  EXPECT_EQ(LogLineRank("rank 12345678901: too long"), -1);
+  EXPECT_EQ(LogLineRank("switch request 2 heard"), -1);
 }
 
 TEST(MetricsReporterTest, Unreachable_DropsWithoutBlockingAdd) {

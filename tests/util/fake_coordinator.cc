@@ -85,7 +85,12 @@ grpc::Status FakeCoordinator::ReportMetrics(grpc::ServerContext* context,
                                             const ReportMetricsRequest* request,
                                             ReportMetricsResponse* response) {
   absl::MutexLock lock(&mu_);
+  if (!request->metrics().empty() && !request->log_lines().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "step metrics or log lines, not both");
+  }
   for (const StepMetrics& m : request->metrics()) metrics_.push_back(m);
+  for (const JobLogLine& l : request->log_lines()) log_lines_.push_back(l);
   ++events_;
   return grpc::Status::OK;
 }
@@ -234,6 +239,11 @@ std::vector<ReportRankRequest> FakeCoordinator::rank_reports() const {
 std::vector<StepMetrics> FakeCoordinator::metrics() const {
   absl::MutexLock lock(&mu_);
   return metrics_;
+}
+
+std::vector<JobLogLine> FakeCoordinator::log_lines() const {
+  absl::MutexLock lock(&mu_);
+  return log_lines_;
 }
 
 std::vector<StoreScope> FakeCoordinator::store_scopes() const {

@@ -161,6 +161,8 @@ class FakeCoordinator final : public Coordinator::Service {
   std::vector<RegisterWorkerRequest> registrations() const;
   std::vector<ReportRankRequest> rank_reports() const;
   std::vector<StepMetrics> metrics() const;
+  // The log lines of every ReportMetrics, in arrival order.
+  std::vector<JobLogLine> log_lines() const;
   std::vector<StoreScope> store_scopes() const;
   int64_t heartbeats() const;
   // Reports of `job_id` with `state`.
@@ -184,6 +186,7 @@ class FakeCoordinator final : public Coordinator::Service {
   std::vector<RegisterWorkerRequest> registrations_ ABSL_GUARDED_BY(mu_);
   std::vector<ReportRankRequest> reports_ ABSL_GUARDED_BY(mu_);
   std::vector<StepMetrics> metrics_ ABSL_GUARDED_BY(mu_);
+  std::vector<JobLogLine> log_lines_ ABSL_GUARDED_BY(mu_);
   std::vector<StoreScope> scopes_ ABSL_GUARDED_BY(mu_);
   int64_t heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t events_ ABSL_GUARDED_BY(mu_) = 0;

@@ -144,6 +144,7 @@ void JobRunner::Log(absl::string_view line) const {
   if (config_.log) {
     config_.log(absl::StrCat("job ", assignment_.job_id(), ": ", line));
   }
+  reporter_.AddLogLine(LogLineRank(line), line);
 }
 
 void JobRunner::Cancel(const absl::Status& reason) {

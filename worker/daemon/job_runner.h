@@ -179,7 +179,8 @@ class JobRunner final : public JobHandle {
   const std::shared_ptr<CoordinatorClient> client_;
   // Shared with rendezvous helpers that may outlive the runner (RunRank).
   const std::shared_ptr<CoordinatorStore> store_;
-  MetricsReporter reporter_;
+  // Mutable: Log (const) hands it the job's log lines; it is thread-safe.
+  mutable MetricsReporter reporter_;
 
   // Written by Main before the rank threads start; read-only afterwards.
   TrainerConfig train_config_;

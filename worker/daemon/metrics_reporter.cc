@@ -3,10 +3,28 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace gradsync {
+
+int LogLineRank(absl::string_view line) {
+  if (!absl::ConsumePrefix(&line, "rank ")) return -1;
+  size_t digits = 0;
+  while (digits < line.size() && digits < 9 &&
+         absl::ascii_isdigit(line[digits])) {
+    ++digits;
+  }
+  if (digits == 0) return -1;
+  if (digits < line.size() && line[digits] != ':' && line[digits] != ' ') {
+    return -1;
+  }
+  int rank = -1;
+  return absl::SimpleAtoi(line.substr(0, digits), &rank) ? rank : -1;
+}
 
 MetricsReporter::MetricsReporter(std::shared_ptr<CoordinatorClient> client,
                                  std::string worker_id, std::string job_id,
@@ -54,12 +72,28 @@ void MetricsReporter::Add(const StepMetrics& metrics) {
   ++added_;
 }
 
+void MetricsReporter::AddLogLine(int rank, absl::string_view text) {
+  JobLogLine line;
+  line.set_rank(rank);
+  line.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+  line.set_text(std::string(text));
+  absl::MutexLock lock(&mu_);
+  if (lines_.size() >= kMaxQueuedLogLines) {
+    lines_.pop_front();
+    ++lines_done_;
+  }
+  lines_.push_back(std::move(line));
+  ++lines_added_;
+}
+
 absl::Status MetricsReporter::Flush(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   const int64_t target = added_;
-  auto flushed = [this, target]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return done_ >= target;
-  };
+  const int64_t lines_target = lines_added_;
+  auto flushed = [this, target, lines_target]()
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                       return done_ >= target && lines_done_ >= lines_target;
+                     };
   if (mu_.AwaitWithDeadline(absl::Condition(&flushed), deadline)) {
     return absl::OkStatus();
   }
@@ -115,13 +149,23 @@ void MetricsReporter::SendLoop() {
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || !queue_.empty();
+        return stop_ || !queue_.empty() || !lines_.empty();
       };
       mu_.Await(absl::Condition(&ready));
-      if (queue_.empty()) return;  // stopping, nothing left
+      if (queue_.empty() && lines_.empty()) return;  // stopping, nothing left
       request.set_worker_id(worker_id_);
       request.set_credential(options_.credential);
       request.set_job_id(job_id_);
+      if (queue_.empty()) {
+        // A report of log lines only (the coordinator takes them after the
+        // job ended too).
+        const size_t n =
+            std::min(lines_.size(), static_cast<size_t>(kMaxLogLinesPerReport));
+        for (size_t i = 0; i < n; ++i) {
+          *request.add_log_lines() = std::move(lines_.front());
+          lines_.pop_front();
+        }
+      }
       const size_t n = std::min(queue_.size(), options_.max_batch);
       for (size_t i = 0; i < n; ++i) {
         *request.add_metrics() = std::move(queue_.front());
@@ -129,6 +173,12 @@ void MetricsReporter::SendLoop() {
       }
     }
     const absl::Status status = Send(request);
+    if (request.log_lines_size() > 0) {
+      // Lost lines are not worth a line of their own in the worker's log.
+      absl::MutexLock lock(&mu_);
+      lines_done_ += request.log_lines_size();
+      continue;
+    }
     const int64_t n = request.metrics_size();
     absl::MutexLock lock(&mu_);
     done_ += n;

@@ -9,6 +9,10 @@
 //   ...
 //   reporter.Flush(absl::Now() + absl::Seconds(10));  // before SUCCEEDED
 //
+// The job's log lines (AddLogLine) travel the same way, in reports of their
+// own (a report carries metrics or lines), at most kMaxLogLinesPerReport
+// at a time; beyond kMaxQueuedLogLines the oldest are dropped.
+//
 // Metrics are best effort, but outlive a coordinator restart: while the
 // coordinator is unreachable (UNAVAILABLE, DEADLINE_EXCEEDED) a request is
 // retried every retry_delay for up to outage_tolerance, and the steps
@@ -42,6 +46,12 @@ namespace gradsync {
 
 using LogFn = std::function<void(absl::string_view)>;
 
+inline constexpr size_t kMaxQueuedLogLines = 1000;
+
+// The rank a job's log line is about: N when it starts "rank N" followed by
+// ':', ' ' or its end; -1 otherwise.
+int LogLineRank(absl::string_view line);
+
 struct MetricsReporterOptions {
   absl::Duration rpc_timeout = absl::Seconds(10);
   // The worker's credential (RegisterWorkerResponse), sent with each batch.
@@ -68,7 +78,12 @@ class MetricsReporter {
   // Queues `metrics`; never blocks on the network.
   void Add(const StepMetrics& metrics);
 
-  // Waits until every metric added before the call was sent or dropped.
+  // Queues a line the worker logged about the job (`rank` -1: about no one
+  // rank); never blocks on the network.
+  void AddLogLine(int rank, absl::string_view text);
+
+  // Waits until every metric and log line added before the call was sent
+  // or dropped.
   [[nodiscard]] absl::Status Flush(absl::Time deadline);
 
   int64_t sent() const;
@@ -92,6 +107,9 @@ class MetricsReporter {
   int64_t done_ ABSL_GUARDED_BY(mu_) = 0;   // sent or dropped
   int64_t sent_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<JobLogLine> lines_ ABSL_GUARDED_BY(mu_);
+  int64_t lines_added_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t lines_done_ ABSL_GUARDED_BY(mu_) = 0;  // sent or dropped
   bool logged_drop_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool abandon_ ABSL_GUARDED_BY(mu_) = false;  // closing ran out of time
