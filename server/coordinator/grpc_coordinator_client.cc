@@ -13,6 +13,7 @@
 #include "common/grpc_connect.h"
 #include "common/grpc_status.h"
 #include "common/rpc_deadline.h"
+#include "common/status_macros.h"
 #include "common/tls.h"
 #include "proto/coordinator.grpc.pb.h"
 
@@ -181,7 +182,7 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
     CancellableCalls::Scope scope(options.calls,
                                   [&context] { context.TryCancel(); });
     if (!scope.ok()) return scope.status();
-    ConnectFirst(options);
+    RETURN_IF_ERROR(ConnectFirst(options));
     std::unique_ptr<grpc::ClientReader<JobEvent>> reader =
         stub_->WatchJob(&context, request);
     JobEvent event;
@@ -239,7 +240,7 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
     CancellableCalls::Scope scope(options.calls,
                                   [&context] { context.TryCancel(); });
     if (!scope.ok()) return scope.status();
-    ConnectFirst(options);
+    RETURN_IF_ERROR(ConnectFirst(options));
     Response response;
     const grpc::Status status = call(&context, &response);
     if (!status.ok()) return Convert(status);
@@ -248,18 +249,28 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
 
   // Brings the channel to READY first when asked to, for at most the
   // call's deadline and connect_timeout, and no longer than the call stays
-  // uncancelled.
-  void ConnectFirst(const CallOptions& options) const {
-    if (!options_.connect_first) return;
+  // uncancelled. OK when the call should go ahead: connected, or every
+  // attempt failed with time left (a coordinator that is really not there
+  // fails the call itself at once); UNAVAILABLE, marked unreachable, when
+  // the call's deadline passed before any connection was made.
+  [[nodiscard]] absl::Status ConnectFirst(const CallOptions& options) const {
+    if (!options_.connect_first) return absl::OkStatus();
     const absl::Time deadline =
         std::min(options.deadline, absl::Now() + options_.connect_timeout);
     auto alive = [&options] {
       return options.calls == nullptr ? absl::OkStatus()
                                       : options.calls->status();
     };
-    // The result is not needed: a coordinator that is really not there
-    // fails the call itself at once.
-    ConnectChannel(channel_.get(), deadline, alive).IgnoreError();
+    const absl::Status connected =
+        ConnectChannel(channel_.get(), deadline, alive);
+    if (connected.ok() || absl::Now() < options.deadline) {
+      return absl::OkStatus();
+    }
+    absl::Status status = absl::UnavailableError(
+        absl::StrCat("no connection to the coordinator at ", target_,
+                     " before the call's deadline"));
+    status.SetPayload(kCoordinatorUnreachablePayload, absl::Cord(target_));
+    return status;
   }
 
   // grpc::Status -> absl::Status; a refused, unresolvable or broken

@@ -50,7 +50,8 @@ class LogsTest : public CoordinatorTest {
     return service_->ReportMetrics(request);
   }
 
-  absl::StatusOr<GetJobLogsResponse> Logs(int64_t from_seq = 0, int rank = -1) {
+  [[nodiscard]] absl::StatusOr<GetJobLogsResponse> Logs(int64_t from_seq = 0,
+                                                        int rank = -1) {
     GetJobLogsRequest request;
     request.set_job_id(job_);
     request.set_from_seq(from_seq);

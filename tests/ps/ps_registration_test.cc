@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/grpc_connect.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -208,8 +209,10 @@ TEST_F(PsRegistrationTest, CoordinatorDown_RetriesLoggedOnceThenRecovers) {
   ASSERT_TRUE(Eventually(
       [&]() { return !coordinator->fake().ps_heartbeats().empty(); }));
   coordinator.reset();
-  // Many heartbeats fail (every 50 ms); the outage is logged once.
-  absl::SleepFor(absl::Milliseconds(600));
+  // Many heartbeats fail (every 50 ms after each one's connection attempts
+  // of up to kConnectRetryWindow); the outage is logged once.
+  ASSERT_TRUE(Eventually([&]() { return log_.Count("failed") > 0; }));
+  absl::SleepFor(2 * kConnectRetryWindow);
   EXPECT_EQ(log_.Count("failed"), 1);
   EXPECT_THAT(registration.stats().heartbeats, ::testing::Ge(1));
   // The coordinator comes back (restarted: it knows no ids).
