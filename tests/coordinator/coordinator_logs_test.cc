@@ -27,19 +27,9 @@ JobLogLine Line(int rank, const std::string& text, int64_t time_ms = 1000) {
   return line;
 }
 
-class LogsTest : public CoordinatorTest {
+// Ranks 0 and 1 on w-1 (host-a), rank 2 on w-2 (host-b); w-3 idle.
+class LogsTest : public ThreeRankJobTest {
  protected:
-  // Ranks 0 and 1 on w-1 (host-a), rank 2 on w-2 (host-b); w-3 idle.
-  void SetUp() override {
-    CoordinatorTest::SetUp();
-    w1_ = Register("host-a", 2);
-    w2_ = Register("host-b", 1);
-    absl::StatusOr<std::string> job = Submit(ValidSpec(3));
-    ASSERT_THAT(job, IsOk());
-    job_ = *job;
-    w3_ = Register("host-c", 1);
-  }
-
   [[nodiscard]] absl::Status Send(const std::string& worker,
                                   const std::vector<JobLogLine>& lines) {
     ReportMetricsRequest request;
@@ -66,8 +56,6 @@ class LogsTest : public CoordinatorTest {
     }
     return texts;
   }
-
-  std::string w1_, w2_, w3_, job_;
 };
 
 TEST_F(LogsTest, LinesOfEveryWorker_ComeBackInOrderWithHostAndNumbers) {

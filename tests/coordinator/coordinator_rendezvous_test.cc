@@ -21,19 +21,9 @@ using ::testing::Not;
 
 constexpr absl::Duration kLong = absl::Seconds(10);
 
-class RendezvousTest : public CoordinatorTest {
+// Three ranks: 0 and 1 on w-1 (host-a), 2 on w-2 (host-b); w-3 idle.
+class RendezvousTest : public ThreeRankJobTest {
  protected:
-  // Three ranks: 0 and 1 on w-1 (host-a), 2 on w-2 (host-b); w-3 idle.
-  void SetUp() override {
-    CoordinatorTest::SetUp();
-    w1_ = Register("host-a", 2);
-    w2_ = Register("host-b", 1);
-    absl::StatusOr<std::string> job = Submit(ValidSpec(3));
-    ASSERT_THAT(job, IsOk());
-    job_ = *job;
-    w3_ = Register("host-c", 1);
-  }
-
   [[nodiscard]] absl::Status Set(const std::string& worker,
                                  const std::string& key,
                                  const std::string& value,
@@ -68,8 +58,6 @@ class RendezvousTest : public CoordinatorTest {
     request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
     return service_->Barrier(request);
   }
-
-  std::string w1_, w2_, w3_, job_;
 };
 
 TEST_F(RendezvousTest, StoreSetGet_WithinJob_RoundTripsUnderJobPrefix) {

@@ -303,6 +303,23 @@ class CoordinatorTest : public ::testing::Test {
   CredentialBook credentials_;
 };
 
+// A job of three ranks: 0 and 1 on w1_ (host-a), 2 on w2_ (host-b); w3_
+// (host-c) registers after it and stays idle.
+class ThreeRankJobTest : public CoordinatorTest {
+ protected:
+  void SetUp() override {
+    CoordinatorTest::SetUp();
+    w1_ = Register("host-a", 2);
+    w2_ = Register("host-b", 1);
+    absl::StatusOr<std::string> job = Submit(ValidSpec(3));
+    ASSERT_TRUE(job.ok()) << job.status();
+    job_ = *job;
+    w3_ = Register("host-c", 1);
+  }
+
+  std::string w1_, w2_, w3_, job_;
+};
+
 }  // namespace testing
 }  // namespace gradsync
 
