@@ -78,14 +78,7 @@ std::string FieldValueToJson(const Message& message,
 std::string FieldValueToCsv(const Message& message,
                             const FieldDescriptor& field) {
   if (field.cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-    std::string text = message.GetReflection()->GetString(message, &field);
-    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-    std::string quoted = "\"";
-    for (char c : text) {
-      if (c == '"') quoted += '"';
-      quoted += c;
-    }
-    return quoted + "\"";
+    return CsvCell(message.GetReflection()->GetString(message, &field));
   }
   if (field.cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {
     const auto* value = field.enum_type()->FindValueByNumber(
@@ -105,6 +98,16 @@ bool IsCsvField(const FieldDescriptor& field) {
 }
 
 }  // namespace
+
+std::string CsvCell(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
 
 std::string TerminalSafe(absl::string_view text, size_t max_bytes,
                          bool keep_newlines) {

@@ -29,6 +29,10 @@ namespace control {
 // The longest table cell, in bytes (TerminalSafe caps cells at it).
 inline constexpr size_t kMaxTableCellBytes = 200;
 
+// A CSV cell: `text`, quoted (inner quotes doubled) when it holds a comma,
+// a quote or a line break.
+std::string CsvCell(const std::string& text);
+
 // `text` safe to print on a terminal: control characters (ESC, CR, NUL,
 // ...) become visible escapes ("\x1b"), newlines and tabs too unless
 // `keep_newlines`, and text beyond `max_bytes` is cut (at a UTF-8

@@ -20,17 +20,6 @@ std::string ListFormats(const std::vector<std::string>& formats) {
                       " or ", formats.back());
 }
 
-// A CSV cell: quoted when it holds , " or a line break.
-std::string CsvCell(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 FlagSpec FormatRow(std::string name, std::string help,
                    const std::vector<std::string>& formats,
                    std::string* output) {
