@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
 #include "cli/control/format.h"
+#include "cli/control/job_format.h"
 
 namespace gradsync {
 namespace control {
@@ -33,11 +34,6 @@ constexpr char kLogsUsage[] =
 
 // How often --follow asks for new lines.
 constexpr absl::Duration kFollowPoll = absl::Milliseconds(500);
-
-bool Ended(JobState state) {
-  return state == JOB_STATE_SUCCEEDED || state == JOB_STATE_FAILED ||
-         state == JOB_STATE_CANCELLED;
-}
 
 }  // namespace
 
@@ -95,7 +91,7 @@ int RunLogs(const std::vector<std::string>& args, const CommandEnv& env) {
     if (!follow || saw_end) return kExitOk;
     // After the end, one more look: a worker's last lines may come after
     // the report that ended the job.
-    saw_end = Ended(response->state());
+    saw_end = IsTerminal(response->state());
     absl::SleepFor(saw_end ? 2 * kFollowPoll : kFollowPoll);
   }
 }
