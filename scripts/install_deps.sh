@@ -5,6 +5,8 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
+  # the linker CMakeLists.txt prefers: 4-5x faster than ld.bfd here
+  lld
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
   # credentials, job secrets and their HMACs (common/secret.h)
