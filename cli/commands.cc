@@ -44,7 +44,8 @@ constexpr Command kCommands[] = {
     {"lab",
      "an emulated multi-host cluster for the PS-vs-ring study (up, sweep, "
      "down)",
-     &lab::RunLab, "up down status probe set-link sweep report", nullptr},
+     &lab::RunLab, "up down status probe set-link sweep report", nullptr,
+     "sweep report"},
     {"workers", "list the registered workers and their devices",
      &control::RunWorkers, "", nullptr},
     {"submit", "submit a training job (flags or --file job.json; -f follows)",
@@ -103,8 +104,20 @@ std::vector<CompletionCommand> CompletionCommands() {
   help.name = "help";
   for (const Command& command : kCommands) {
     help.words.push_back(command.name);
-    commands.push_back({command.name, CommandFlags(command),
-                        absl::StrSplit(command.words, ' ', absl::SkipEmpty())});
+    CompletionCommand completion{
+        command.name,
+        CommandFlags(command),
+        absl::StrSplit(command.words, ' ', absl::SkipEmpty()),
+        {}};
+    for (absl::string_view word :
+         absl::StrSplit(command.subcommands, ' ', absl::SkipEmpty())) {
+      completion.subcommands.push_back(
+          {std::string(word),
+           control::DescribeFlags(command.run, {std::string(word)}),
+           {},
+           {}});
+    }
+    commands.push_back(std::move(completion));
   }
   commands.push_back(std::move(help));
   return commands;

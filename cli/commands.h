@@ -31,6 +31,9 @@ struct Command {
   // The flag table, where `run` cannot describe it (control::DescribeFlags);
   // nullptr: ask `run`.
   std::vector<FlagSpec> (*flags)();
+  // Words of `words` that take flags of their own, space-separated ("sweep
+  // report"): `run` describes each with the word as its argument.
+  const char* subcommands = "";
 };
 
 // Every command, in the order `gradsync --help` lists them.

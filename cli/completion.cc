@@ -31,7 +31,10 @@ std::vector<std::string> Spellings(const FlagSpec& flag) {
   return spellings;
 }
 
-std::string CommandCase(const CompletionCommand& command) {
+// The lines that set $flags and $words for one flag table and complete a
+// flag's value from its choices; each line starts with `indent`.
+std::string TableBody(const CompletionCommand& command,
+                      const std::string& indent) {
   std::vector<std::string> flag_words;
   std::string value_cases;
   std::vector<std::string> takes_value;
@@ -43,7 +46,7 @@ std::string CommandCase(const CompletionCommand& command) {
     if (choices.empty()) {
       takes_value.insert(takes_value.end(), spellings.begin(), spellings.end());
     } else {
-      absl::StrAppend(&value_cases, "        ", absl::StrJoin(spellings, "|"),
+      absl::StrAppend(&value_cases, indent, "  ", absl::StrJoin(spellings, "|"),
                       ") COMPREPLY=($(compgen -W \"",
                       absl::StrJoin(choices, " "),
                       "\" -- \"$cur\")); return 0 ;;\n");
@@ -52,16 +55,36 @@ std::string CommandCase(const CompletionCommand& command) {
   if (!takes_value.empty()) {
     // No fixed set: leave COMPREPLY empty, so that `complete -o default`
     // offers file names.
-    absl::StrAppend(&value_cases, "        ", absl::StrJoin(takes_value, "|"),
+    absl::StrAppend(&value_cases, indent, "  ", absl::StrJoin(takes_value, "|"),
                     ") return 0 ;;\n");
   }
-  std::string out =
-      absl::StrCat("    ", command.name, ")\n", "      flags=\"",
-                   absl::StrJoin(flag_words, " "), "\"\n", "      words=\"",
-                   absl::StrJoin(command.words, " "), "\"\n");
+  std::string out = absl::StrCat(
+      indent, "flags=\"", absl::StrJoin(flag_words, " "), "\"\n", indent,
+      "words=\"", absl::StrJoin(command.words, " "), "\"\n");
   if (!value_cases.empty()) {
-    absl::StrAppend(&out, "      case \"$prev\" in\n", value_cases,
-                    "      esac\n");
+    absl::StrAppend(&out, indent, "case \"$prev\" in\n", value_cases, indent,
+                    "esac\n");
+  }
+  return out;
+}
+
+// A command's case: its own table, or, once its first word is typed, the
+// table of that word where it has one (lab sweep).
+std::string CommandCase(const CompletionCommand& command) {
+  std::string out = absl::StrCat("    ", command.name, ")\n");
+  std::string keyword = "if";
+  for (const CompletionCommand& sub : command.subcommands) {
+    if (!PlainWord(sub.name)) continue;
+    absl::StrAppend(&out, "      ", keyword,
+                    " [[ $COMP_CWORD -gt 2 && \"${COMP_WORDS[2]}\" == ",
+                    sub.name, " ]]; then\n", TableBody(sub, "        "));
+    keyword = "elif";
+  }
+  if (keyword == "if") {
+    absl::StrAppend(&out, TableBody(command, "      "));
+  } else {
+    absl::StrAppend(&out, "      else\n", TableBody(command, "        "),
+                    "      fi\n");
   }
   absl::StrAppend(&out, "      ;;\n");
   return out;

@@ -7,7 +7,8 @@
 // It completes the command names (first word), each command's flags (a
 // word starting with '-'), the values of a flag whose value names its
 // choices ("table|wide|json|csv" completes -o), the first positional
-// word where a command has a fixed set (local up|down), and file names
+// word where a command has a fixed set (local up|down), the flags of a
+// subcommand with a table of its own (lab sweep), and file names
 // otherwise.
 //
 // Pure functions; thread-safe.
@@ -26,6 +27,9 @@ struct CompletionCommand {
   std::string name;
   std::vector<FlagSpec> flags;     // read only: no setter is called
   std::vector<std::string> words;  // the first positional's choices
+  // First positional words with flag tables of their own (lab sweep),
+  // completed once that word is typed; their `words` are not used.
+  std::vector<CompletionCommand> subcommands;
 };
 
 // The choices a flag's value name lists ("table|wide|json" -> table, wide,

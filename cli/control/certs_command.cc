@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "cli/control/output_format.h"
 #include "common/certs.h"
 #include "common/flags.h"
 #include "common/json.h"
@@ -28,12 +29,13 @@ constexpr char kCertsUsage[] =
 struct CertsOptions {
   int64_t days = 365;
   bool force = false;
-  bool json = false;
+  std::string output = "table";  // -o: table or json
+  bool json = false;             // output == "json"
   bool help = false;
 };
 
 std::vector<FlagSpec> CertsFlags(CertsOptions* o) {
-  return {
+  std::vector<FlagSpec> flags = {
       IntFlag("days",
               absl::StrCat("validity of the CA and certificates, in days "
                            "(365; at most ",
@@ -41,9 +43,10 @@ std::vector<FlagSpec> CertsFlags(CertsOptions* o) {
               1, &o->days),
       SwitchFlag("force", "replace certificates and keys already in DIR",
                  &o->force),
-      SwitchFlag("json", "machine-readable output (JSON)", &o->json),
-      HelpFlag(&o->help),
   };
+  AddOutputFlags(TableOrJson(), &o->output, &flags);
+  flags.push_back(HelpFlag(&o->help));
+  return flags;
 }
 
 int Init(const CertsOptions& o, const std::string& dir, const CommandEnv& env) {
@@ -102,6 +105,7 @@ int RunCerts(const std::vector<std::string>& args, const CommandEnv& env) {
   if (!positional.ok()) {
     return ReportUsageError(env, "certs", args, positional.status());
   }
+  options.json = options.output == "json";
   if (options.help) {
     *env.out << kCertsUsage << "\nflags:\n"
              << FlagsHelp(flags, env.terminal_width);

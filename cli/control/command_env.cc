@@ -54,14 +54,15 @@ CommandEnv ProcessCommandEnv() {
 }
 
 std::vector<FlagSpec> DescribeFlags(
-    int (*run)(const std::vector<std::string>& args, const CommandEnv& env)) {
+    int (*run)(const std::vector<std::string>& args, const CommandEnv& env),
+    const std::vector<std::string>& args) {
   std::ostringstream sink;
   CommandEnv env;
   env.out = &sink;
   env.err = &sink;
   std::vector<FlagSpec> table;
   env.flag_table = &table;
-  run({}, env);
+  run(args, env);
   return table;
 }
 

@@ -54,9 +54,11 @@ struct CommandEnv {
 
 // The flag table of a command: `run` called with an env whose flag_table
 // receives it (setters point at `run`'s locals: read the rows, never call
-// their set).
+// their set). `args` pick a subcommand's table (DescribeFlags(&RunLab,
+// {"sweep"})).
 std::vector<FlagSpec> DescribeFlags(
-    int (*run)(const std::vector<std::string>& args, const CommandEnv& env));
+    int (*run)(const std::vector<std::string>& args, const CommandEnv& env),
+    const std::vector<std::string>& args = {});
 
 // The environment of this process: std::cout/std::cerr, isatty(1), the
 // variables above.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/control/format.h"
 #include "cli/control/local_cluster.h"
+#include "cli/control/output_format.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -40,7 +41,8 @@ struct LocalOptions {
   std::string worker_binary;
   std::string ps_binary;
   bool insecure = false;
-  bool json = false;
+  std::string output = "table";  // -o: table or json
+  bool json = false;             // output == "json"
   bool help = false;
 };
 
@@ -77,9 +79,9 @@ std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
                  "up: run the daemons without TLS (their --insecure); by "
                  "default they use mutual TLS with a fresh CA in RUN_DIR/tls",
                  &o->insecure),
-      SwitchFlag("json", "machine-readable output (JSON)", &o->json),
-      HelpFlag(&o->help),
   };
+  AddOutputFlags(TableOrJson(), &o->output, &flags);
+  flags.push_back(HelpFlag(&o->help));
   return flags;
 }
 
@@ -270,6 +272,7 @@ int RunLocal(const std::vector<std::string>& args, const CommandEnv& env) {
   if (!positional.ok()) {
     return ReportUsageError(env, "local", args, positional.status());
   }
+  options.json = options.output == "json";
   if (options.help) {
     *env.out << kLocalUsage << "\nflags:\n"
              << FlagsHelp(flags, env.terminal_width);

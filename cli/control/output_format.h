@@ -34,6 +34,14 @@ inline const std::vector<std::string>& ReadFormats() {
   return *kFormats;
 }
 
+// The formats of the commands that act and then report (local up, certs
+// init): a sentence for people, or one JSON document.
+inline const std::vector<std::string>& TableOrJson() {
+  static const auto* const kFormats =
+      new std::vector<std::string>{"table", "json"};
+  return *kFormats;
+}
+
 // OK when `value` is one of `formats`; else INVALID_ARGUMENT
 // "<flag> is 'xml'; use table, wide, json or csv".
 [[nodiscard]] absl::Status CheckOutputFormat(

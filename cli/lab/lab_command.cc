@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
+#include "cli/control/output_format.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_sweep_command.h"
@@ -61,12 +62,21 @@ struct LabOptions {
   absl::Duration duration = absl::Milliseconds(600);
   double tolerance = 0.10;
   bool no_probe = false;
-  bool json = false;
+  std::string output = "table";  // -o: table, json or csv
+  bool json = false;             // output == "json"
   bool help = false;
 };
 
+// The formats of -o: csv only where there is one row per item (status's
+// hosts, probe's pairs).
+const std::vector<std::string>& LabFormats() {
+  static const auto* const kFormats =
+      new std::vector<std::string>{"table", "json", "csv"};
+  return *kFormats;
+}
+
 std::vector<FlagSpec> Flags(LabOptions* o) {
-  return {
+  std::vector<FlagSpec> flags = {
       IntFlag("hosts", "up: worker hosts (2)", 1, &o->hosts),
       IntFlag("ps-hosts", "up: parameter-server hosts (0)", 0, &o->ps_hosts),
       SwitchFlag("colocate-ps", "up: a gradsync-ps on every worker host too",
@@ -133,9 +143,10 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                  return absl::OkStatus();
                }},
       SwitchFlag("no-probe", "up: skip the link probe", &o->no_probe),
-      SwitchFlag("json", "machine-readable output", &o->json),
-      HelpFlag(&o->help),
   };
+  control::AddOutputFlags(LabFormats(), &o->output, &flags);
+  flags.push_back(HelpFlag(&o->help));
+  return flags;
 }
 
 std::string RoleText(const LabHost& host) {
@@ -167,8 +178,9 @@ std::string LinkText(const LabLink& link) {
           : "");
 }
 
-void PrintHosts(const LabState& state, const control::ClusterRecord* cluster,
-                std::ostream& out) {
+// One row per host: name, address, namespace, role, daemons.
+std::vector<std::vector<std::string>> HostRows(
+    const LabState& state, const control::ClusterRecord* cluster) {
   const LabConfig config = FromSpec(state.spec());
   std::vector<std::vector<std::string>> rows;
   for (const LabHost& host : LabHosts(config)) {
@@ -184,8 +196,38 @@ void PrintHosts(const LabState& state, const control::ClusterRecord* cluster,
     rows.push_back({host.name, host.address, host.netns, RoleText(host),
                     absl::StrJoin(daemons, ", ")});
   }
+  return rows;
+}
+
+void PrintHosts(const LabState& state, const control::ClusterRecord* cluster,
+                std::ostream& out) {
   out << control::FormatTable(
-      {"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"}, rows);
+      {"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"},
+      HostRows(state, cluster));
+}
+
+// A header, then one line per row, every cell CsvCell'd.
+std::string ToCsv(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows) {
+  std::string csv;
+  auto line = [&csv](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      absl::StrAppend(&csv, i == 0 ? "" : ",", control::CsvCell(cells[i]));
+    }
+    csv += "\n";
+  };
+  line(header);
+  for (const std::vector<std::string>& row : rows) line(row);
+  return csv;
+}
+
+// -o csv for a verb that prints no rows: a usage error, nothing done.
+int RefuseCsv(absl::string_view verb, const CommandEnv& env) {
+  return control::ReportError(
+      env, absl::StrCat("lab ", verb), false,
+      absl::InvalidArgumentError(
+          absl::StrCat("-o csv is for lab status and lab probe; lab ", verb,
+                       " prints table or json")));
 }
 
 int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
@@ -302,6 +344,11 @@ int Status(const LabOptions& o, const std::string& run_dir,
       control::ReadClusterRecord(run_dir);
   const control::ClusterRecord* record =
       cluster.ok() && cluster->has_value() ? &**cluster : nullptr;
+  if (o.output == "csv") {
+    *env.out << ToCsv({"host", "address", "netns", "runs", "daemons"},
+                      HostRows(**state, record));
+    return kExitOk;
+  }
   *env.out << "lab in " << run_dir << ", coordinator at "
            << (*state)->coordinator() << "; links "
            << LinkText((*state)->spec().link()) << "\n";
@@ -335,6 +382,16 @@ int Probe(const LabOptions& o, const std::string& run_dir,
   }
   if (o.json) {
     *env.out << LabJson(*report) << "\n";
+  } else if (o.output == "csv") {
+    std::vector<std::vector<std::string>> rows;
+    for (const PairProbe& p : report->pairs()) {
+      rows.push_back(
+          {p.from(), p.to(), absl::StrFormat("%.0f", p.goodput_bps()),
+           absl::StrFormat("%.0f", p.expected_bps()),
+           absl::StrFormat("%.0f", p.rtt_us()), p.ok() ? "true" : "false"});
+    }
+    *env.out << ToCsv(
+        {"from", "to", "goodput_bps", "expected_bps", "rtt_us", "ok"}, rows);
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const PairProbe& p : report->pairs()) {
@@ -363,6 +420,13 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
   LinkSettings link{*rate, o.latency, o.queue};
   if (absl::Status s = SetLabLink(run_dir, link, absl::Seconds(10)); !s.ok()) {
     return control::ReportError(env, "lab set-link", o.json, s);
+  }
+  if (o.json) {
+    *env.out << "{\"rateBps\":" << link.rate_bps
+             << ",\"latencyUs\":" << absl::ToInt64Microseconds(link.latency)
+             << ",\"queueUs\":" << absl::ToInt64Microseconds(link.queue)
+             << "}\n";
+    return kExitOk;
   }
   *env.out << "every link now " << DescribeLinkRate(link.rate_bps)
            << " each way; probe it again with gradsync lab probe\n";
@@ -397,6 +461,11 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
                               : options.run_dir,
       "", env.cwd);
   const std::string verb = positional->size() == 1 ? (*positional)[0] : "";
+  options.json = options.output == "json";
+  if (options.output == "csv" &&
+      (verb == "up" || verb == "down" || verb == "set-link")) {
+    return RefuseCsv(verb, env);
+  }
   if (verb == "up") return Up(options, run_dir, env);
   if (verb == "down") return Down(options, run_dir, env);
   if (verb == "status") return Status(options, run_dir, env);

@@ -104,6 +104,31 @@ TEST_F(GradsyncCommandsTest, EveryCommand_FlagsAreUniqueAndHelpWorks) {
   }
 }
 
+TEST_F(GradsyncCommandsTest, OutputFlag_OnTheCommandsThatActToo) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "/gradsync_o_", getpid());
+  // Checked before anything is done: no lab is looked for, none started.
+  EXPECT_EQ(Run({"lab", "up", "-o", "csv", "--run-dir", dir}),
+            control::kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "gradsync lab up: -o csv is for lab status and lab probe; lab up "
+            "prints table or json\n");
+  EXPECT_EQ(Run({"lab", "status", "-o", "xml", "--run-dir", dir}),
+            control::kExitUsage);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--output is 'xml'; use table, json or csv"));
+  EXPECT_EQ(Run({"lab", "status", "-o", "json", "--run-dir", dir}),
+            control::kExitFailure);
+  EXPECT_THAT(out_.str(), StartsWith("{\"error\":{\"code\":\"NOT_FOUND\""));
+  EXPECT_EQ(Run({"local", "up", "-o", "csv"}), control::kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--output is 'csv'; use table or json"));
+  EXPECT_EQ(Run({"certs", "init", dir, "--days", "99999", "-o", "json"}),
+            control::kExitUsage);
+  EXPECT_THAT(out_.str(), StartsWith("{\"error\":{\"code\":"
+                                     "\"INVALID_ARGUMENT\""));
+  EXPECT_NE(access(dir.c_str(), F_OK), 0) << "a refused command wrote " << dir;
+}
+
 // What bash completes for `words` (the last one being completed).
 std::string Complete(const std::string& script_path,
                      const std::vector<std::string>& words) {
@@ -144,6 +169,15 @@ TEST_F(GradsyncCommandsTest, BashCompletion_CompletesCommandsFlagsAndValues) {
   EXPECT_EQ(Complete(path, {"gradsync", "local", ""}), "up down\n");
   EXPECT_EQ(Complete(path, {"gradsync", "help", "me"}), "metrics\n");
   EXPECT_EQ(Complete(path, {"gradsync", "completion", "z"}), "zsh\n");
+  // lab sweep takes flags of its own; lab up takes lab's.
+  EXPECT_EQ(Complete(path, {"gradsync", "lab", "sw"}), "sweep\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "lab", "sweep", "--layo"}),
+            "--layouts\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "lab", "up", "--layo"}), "\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "lab", "up", "--colo"}),
+            "--colocate-ps\n");
+  EXPECT_EQ(Complete(path, {"gradsync", "lab", "status", "-o", ""}),
+            "table json csv\n");
   // A value with no fixed set: nothing, so that bash offers file names.
   EXPECT_EQ(Complete(path, {"gradsync", "submit", "--file", "x"}), "\n");
   unlink(path.c_str());

@@ -58,6 +58,11 @@ workers=$("$gradsync" workers --json)
 echo "$workers" | grep -q '"host":"w1"' || { echo "no worker on host w1"; exit 1; }
 echo "$workers" | grep -q '"host":"s1"' || { echo "no server on host s1"; exit 1; }
 "$gradsync" lab status --run-dir "$dir"
+# -o csv: a header, then one row per host (the head, 2 workers, 1 server).
+csv=$("$gradsync" lab status --run-dir "$dir" -o csv)
+[ "$(echo "$csv" | head -1)" = "host,address,netns,runs,daemons" ] &&
+  [ "$(echo "$csv" | wc -l)" -eq 5 ] ||
+  { echo "lab status -o csv: $csv"; exit 1; }
 # `lab probe` against the running lab: every pair alone must meet its
 # rate. Its all-at-once round is not judged here: it depends on how busy
 # this machine is (one flow of 0.3 s fell to 90 Mbit/s in a full ctest
