@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/health_server.h"
 #include "common/metrics_http.h"
 #include "common/path_roots.h"
 #include "common/secret.h"
@@ -41,6 +42,7 @@ struct Flags {
   std::string user_token_file;
   std::string state_db;
   std::string metrics_listen;
+  std::string health_listen;
   gradsync::TlsOptions tls;
   bool help = false;
   bool version = false;
@@ -111,6 +113,7 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "everything)",
           &flags->state_db),
       gradsync::MetricsListenFlag(&flags->metrics_listen),
+      gradsync::HealthListenFlag(&flags->health_listen),
   };
   gradsync::AddTlsFlags(&flags->tls, &table);
   table.push_back(gradsync::HelpFlag(&flags->help));
@@ -226,10 +229,25 @@ int main(int argc, char** argv) {
               << (*server)->metrics_address() << "/metrics\n";
   }
 
+  // Ready as soon as it serves: the coordinator needs no one else.
+  absl::StatusOr<std::unique_ptr<gradsync::HealthServer>> health =
+      gradsync::ServeDaemonHealth(flags.health_listen, "gradsync-coordinator");
+  if (!health.ok()) {
+    std::cerr << "gradsync-coordinator: " << health.status().message() << "\n";
+    (*server)->Shutdown();
+    return 1;
+  }
+  if (*health != nullptr) {
+    (*health)->SetReady(true);
+    std::cerr << "gradsync-coordinator: health checks on "
+              << (*health)->address() << "\n";
+  }
+
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   std::cerr << "gradsync-coordinator: got " << strsignal(signal_number)
             << ", shutting down\n";
+  if (*health != nullptr) (*health)->Shutdown();
   (*server)->Shutdown();
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/flags.h"
+#include "common/health_server.h"
 #include "common/host.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
@@ -59,6 +60,7 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
   flags.push_back(MetricsListenFlag(&config->server.metrics_listen));
+  flags.push_back(HealthListenFlag(&config->health_listen));
   flags.push_back(HelpFlag(help));
   flags.push_back(VersionFlag(&config->version));
   return flags;
@@ -131,6 +133,15 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     return 1;
   }
   const std::string address = (*server)->address();
+  // Live while registering already; ready once registered.
+  absl::StatusOr<std::unique_ptr<HealthServer>> health =
+      ServeDaemonHealth(config.health_listen, "gradsync-ps");
+  if (!health.ok()) {
+    std::cerr << "gradsync-ps: " << health.status().message() << "\n";
+    (*server)->Shutdown();
+    return 1;
+  }
+  HealthServer* const probe = health->get();
 
   std::unique_ptr<PsRegistration> registration;
   if (!config.coordinator.empty()) {
@@ -141,6 +152,9 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
                                       (*server)->port());
     reg.pid = static_cast<int>(getpid());
     reg.register_timeout = config.register_timeout;
+    if (probe != nullptr) {
+      reg.on_contact = [probe](bool in_touch) { probe->SetReady(in_touch); };
+    }
     std::shared_ptr<CoordinatorClient> client =
         hooks.connect_coordinator
             ? hooks.connect_coordinator(config.coordinator)
@@ -164,6 +178,7 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
       pthread_kill(waiter.native_handle(), SIGTERM);
     waiter.join();
     if (registration != nullptr) registration->Stop();
+    if (probe != nullptr) probe->Shutdown();
     (*server)->Shutdown();
     return code;
   };
@@ -181,6 +196,8 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
       return shut_down(1);
     }
     registration->StartHeartbeats();
+  } else if (probe != nullptr) {
+    probe->SetReady(true);  // no coordinator to be in touch with
   }
   std::cout << address << std::endl;
   std::cerr << security_lines << "gradsync-ps: serving on " << address;
@@ -191,6 +208,9 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   if (!(*server)->metrics_address().empty()) {
     std::cerr << "gradsync-ps: metrics on http://"
               << (*server)->metrics_address() << "/metrics\n";
+  }
+  if (probe != nullptr) {
+    std::cerr << "gradsync-ps: health checks on " << probe->address() << "\n";
   }
 
   signalled.WaitForNotification();

@@ -47,6 +47,10 @@ struct PsDaemonConfig {
   // --ps-plaintext: the server itself in plaintext, whatever `tls` says
   // (the coordinator channel keeps it).
   bool ps_plaintext = false;
+  // --health-listen: the plaintext probe port (common/health_server.h),
+  // ready while registered with the coordinator (or, without one, while
+  // serving); empty: none.
+  std::string health_listen;
   // --version: print the version and the wire version instead of serving.
   bool version = false;
 };

@@ -100,6 +100,7 @@ absl::Status PsRegistration::Register() {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     last = RegisterOnce(std::min(left, config_.rpc_timeout));
+    if (config_.on_contact) config_.on_contact(last.ok());
     if (last.ok()) {
       Log(absl::StrCat("registered with coordinator ", config_.coordinator,
                        " as ", ps_id(), " (address ", config_.address, ")"));
@@ -171,6 +172,7 @@ bool PsRegistration::Sleep(absl::Duration d) {
 
 void PsRegistration::NoteOutcome(const absl::Status& status,
                                  absl::string_view what) {
+  if (config_.on_contact) config_.on_contact(status.ok());
   if (status.ok()) {
     if (outage_) {
       outage_ = false;
@@ -256,6 +258,7 @@ void PsRegistration::Loop() {
                        status.message(),
                        "); it was declared lost or the coordinator "
                        "restarted without its state: registering again"));
+      if (config_.on_contact) config_.on_contact(false);
       absl::MutexLock lock(&mu_);
       ps_id_.clear();
       credential_.clear();

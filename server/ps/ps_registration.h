@@ -71,6 +71,11 @@ struct PsRegistrationConfig {
   absl::Duration default_heartbeat = absl::Seconds(1);
   // One line per event; null: standard error.
   std::function<void(absl::string_view line)> log;
+  // Called after each call to the coordinator (registering or a
+  // heartbeat): true when it succeeded, false when it failed or the
+  // coordinator no longer knows this server (the readiness of
+  // --health-listen). May be empty.
+  std::function<void(bool in_touch)> on_contact;
 };
 
 struct PsRegistrationStats {

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
+#include "common/health_server.h"
 #include "common/tls.h"
 #include "server/store/store_server.h"
 
@@ -26,6 +27,7 @@ namespace {
 struct Flags {
   std::string listen = "127.0.0.1:29500";
   gradsync::TlsOptions tls;
+  std::string health_listen;
   bool help = false;
   bool version = false;
 };
@@ -37,6 +39,7 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
       "0.0.0.0:29500 to accept other hosts, port 0 for any free port)",
       &flags->listen)};
   gradsync::AddTlsFlags(&flags->tls, &table);
+  table.push_back(gradsync::HealthListenFlag(&flags->health_listen));
   table.push_back(gradsync::HelpFlag(&flags->help));
   table.push_back(gradsync::VersionFlag(&flags->version));
   return table;
@@ -101,6 +104,14 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-store: " << server.status().message() << "\n";
     return 1;
   }
+  absl::StatusOr<std::unique_ptr<gradsync::HealthServer>> health =
+      gradsync::ServeDaemonHealth(flags.health_listen, "gradsync-store");
+  if (!health.ok()) {
+    std::cerr << "gradsync-store: " << health.status().message() << "\n";
+    (*server)->Shutdown();
+    return 1;
+  }
+  if (*health != nullptr) (*health)->SetReady(true);  // needs no one else
   std::cout << (*server)->address() << std::endl;
   std::cerr << "gradsync-store: " << security_line << "\n"
             << "gradsync-store: serving on " << (*server)->address()
@@ -110,6 +121,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &signal_number);
   std::cerr << "gradsync-store: got " << strsignal(signal_number)
             << ", shutting down\n";
+  if (*health != nullptr) (*health)->Shutdown();
   (*server)->Shutdown();
   return 0;
 }

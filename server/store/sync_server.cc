@@ -1,10 +1,6 @@
 #include "server/store/sync_server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
-
-#include <mutex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,14 +20,6 @@ absl::StatusOr<std::string> ListenHost(const std::string& address,
                      "' is not host:port (for example ", examples, ")"));
   }
   return address.substr(0, colon);
-}
-
-void EnableHealthAndReflection() {
-  static std::once_flag once;
-  std::call_once(once, []() {
-    grpc::EnableDefaultHealthCheckService(true);
-    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  });
 }
 
 void ConfigureSyncServer(grpc::ServerBuilder& builder,

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/health_server.h"  // EnableHealthAndReflection
 
 namespace gradsync {
 
@@ -27,14 +28,6 @@ inline constexpr int kSyncServerMaxPollers = 8;
 // would let two servers share a port and split their clients).
 void ConfigureSyncServer(grpc::ServerBuilder& builder,
                          const std::string& quota_name, int max_threads);
-
-// Turns on, for every gRPC server this process builds afterwards, gRPC's
-// health checking service (grpc.health.v1.Health: SERVING once the server
-// runs, as Kubernetes probes and grpc_health_probe expect) and server
-// reflection (grpc.reflection.v1alpha, for grpcurl and grpc_cli). Both are
-// process-wide switches in gRPC; call it before constructing the
-// ServerBuilder. Idempotent and thread-safe.
-void EnableHealthAndReflection();
 
 // The host of a daemon's listen address "host:port" (port 0..65535, split
 // at the last colon); INVALID_ARGUMENT "<what> listen address '<address>'

@@ -1,9 +1,10 @@
 // Every gradsync daemon's gRPC server answers gRPC's standard health check
 // (grpc.health.v1.Health/Check: SERVING) and server reflection
 // (grpc.reflection.v1alpha: its services listed), as Kubernetes probes,
-// grpc_health_probe, grpcurl and grpc_cli expect. The calls are made with
-// raw bytes, as those tools send them: the tests link no generated code
-// for either protocol.
+// grpc_health_probe, grpcurl and grpc_cli expect; so does the plaintext
+// probe port (--health-listen, common/health_server.h), with readiness.
+// The calls are made with raw bytes, as those tools send them: the tests
+// link no generated code for either protocol.
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
@@ -18,15 +19,23 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/health_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_server.h"
 #include "server/ps/ps_server.h"
 #include "server/store/store_server.h"
+#include "tests/util/health_check.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::HealthStatusOf;
+using ::gradsync::testing::IsOkAndHolds;
+using ::gradsync::testing::kHealthNotServing;
+using ::gradsync::testing::kHealthServing;
+using ::gradsync::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
@@ -34,13 +43,7 @@ constexpr char kReflection[] =
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
 
 std::string Bytes(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  std::string out;
-  if (!buffer.Dump(&slices).ok()) return out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return out;
+  return testing::HealthBytes(buffer);
 }
 
 grpc::ByteBuffer Buffer(const std::string& bytes) {
@@ -122,6 +125,53 @@ TEST(DaemonIntrospectionTest, Store_ServingAndReflected) {
   EXPECT_EQ(HealthOf((*server)->address()), kServing);
   EXPECT_THAT(ServicesOf((*server)->address()),
               HasSubstr("gradsync.store.StoreService"));
+}
+
+TEST(HealthServerTest, LiveAtOnce_ReadyWhenSaid_NotServingAtShutdown) {
+  absl::StatusOr<std::unique_ptr<HealthServer>> health =
+      HealthServer::Start("127.0.0.1:0", "test-daemon");
+  ASSERT_TRUE(health.ok()) << health.status();
+  const std::string address = (*health)->address();
+  EXPECT_THAT(HealthStatusOf(address), IsOkAndHolds(kHealthServing));
+  EXPECT_THAT(HealthStatusOf(address, kReadyService),
+              IsOkAndHolds(kHealthNotServing));
+  (*health)->SetReady(true);
+  EXPECT_THAT(HealthStatusOf(address, kReadyService),
+              IsOkAndHolds(kHealthServing));
+  (*health)->SetReady(false);
+  EXPECT_THAT(HealthStatusOf(address, kReadyService),
+              IsOkAndHolds(kHealthNotServing));
+  // Nothing but health and reflection on the probe port.
+  EXPECT_THAT(HealthStatusOf(address, "gradsync.Coordinator"),
+              StatusIs(absl::StatusCode::kNotFound));
+  const std::string services = ServicesOf(address);
+  EXPECT_THAT(services, HasSubstr("grpc.health.v1.Health"));
+  EXPECT_THAT(services, ::testing::Not(HasSubstr("gradsync.")));
+  (*health)->Shutdown();
+  (*health)->Shutdown();      // idempotent
+  (*health)->SetReady(true);  // ignored
+  EXPECT_FALSE(HealthStatusOf(address).ok());
+}
+
+TEST(HealthServerTest, BadOrTakenAddress_ClearErrorNothingServed) {
+  EXPECT_THAT(HealthServer::Start("no-port", "test-daemon").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--health-listen 'no-port' is not "
+                                 "HOST:PORT")));
+  absl::StatusOr<std::unique_ptr<HealthServer>> first =
+      HealthServer::Start("127.0.0.1:0", "test-daemon");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(HealthServer::Start((*first)->address(), "test-daemon").status(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("test-daemon: cannot serve health checks on "
+                                 "--health-listen")));
+  // The first one is untouched.
+  EXPECT_THAT(HealthStatusOf((*first)->address()),
+              IsOkAndHolds(kHealthServing));
+  absl::StatusOr<std::unique_ptr<HealthServer>> none =
+      ServeDaemonHealth("", "test-daemon");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, nullptr);
 }
 
 }  // namespace

@@ -10,17 +10,23 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/flags.h"
+#include "common/health_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/fake_coordinator.h"
+#include "tests/util/health_check.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
 using ::gradsync::testing::FakeCoordinatorServer;
+using ::gradsync::testing::HealthStatusOf;
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::kHealthNotServing;
+using ::gradsync::testing::kHealthServing;
 using ::gradsync::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -165,6 +171,57 @@ TEST(RunWorkerDaemonTest, DeviceNoHostHas_ExitsTwoBeforeRegistering) {
   EXPECT_EQ(RunWorkerDaemon(config, hooks), 2);
   EXPECT_TRUE(server.fake().registrations().empty());
   EXPECT_TRUE(log.Contains("--devices cuda:99"));
+}
+
+// --health-listen: live before the worker registers, ready once it has,
+// and gone when it stops.
+TEST(RunWorkerDaemonTest, HealthListen_LiveThenReadyOnceRegistered) {
+  FakeCoordinatorServer server;
+  WorkerDaemonConfig config;
+  config.coordinator = server.address();
+  config.devices = "cpu:1";
+  config.health_listen = "127.0.0.1:0";
+  LogSink log;
+  WorkerDaemonHooks hooks;
+  hooks.connect_coordinator = [&](const std::string&) {
+    return server.NewClient();
+  };
+  std::string probe;
+  hooks.health_serving = [&](const std::string& address) {
+    probe = address;
+    // Called before the agent starts: alive, not ready.
+    absl::StatusOr<int> live = HealthStatusOf(address);
+    absl::StatusOr<int> ready = HealthStatusOf(address, kReadyService);
+    EXPECT_TRUE(live.ok() && *live == kHealthServing) << live.status();
+    EXPECT_TRUE(ready.ok() && *ready == kHealthNotServing) << ready.status();
+  };
+  hooks.wait_for_stop = [&] {
+    EXPECT_TRUE(server.fake().WaitFor(
+        [&] { return !server.fake().registrations().empty(); }));
+    absl::StatusOr<int> ready = HealthStatusOf(probe, kReadyService);
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(10);
+         absl::Now() < deadline && !(ready.ok() && *ready == kHealthServing);
+         ready = HealthStatusOf(probe, kReadyService)) {
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    EXPECT_TRUE(ready.ok() && *ready == kHealthServing) << ready.status();
+    return std::string("the test's stop");
+  };
+  hooks.log = log.Fn();
+  EXPECT_EQ(RunWorkerDaemon(config, hooks), 0);
+  ASSERT_FALSE(probe.empty());
+  EXPECT_TRUE(log.Contains("health checks on " + probe));
+  EXPECT_FALSE(HealthStatusOf(probe).ok()) << "the probe port outlived it";
+}
+
+TEST(WorkerDaemonFlagsTest, HealthListen_ParsedAndChecked) {
+  absl::StatusOr<WorkerDaemonConfig> config =
+      Parse({"--health-listen", "0.0.0.0:9401"});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->health_listen, "0.0.0.0:9401");
+  EXPECT_THAT(Parse({"--health-listen", "9401"}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--health-listen '9401' is not HOST:PORT")));
 }
 
 }  // namespace

@@ -7,8 +7,9 @@ among themselves and with the daemons' flags: every workload's selector
 matches its pod labels; volumes that are mounted exist; --tls-dir is a
 mount of the gradsync-tls Secret; the coordinator's --state-db lies on its
 claim template; the Service selects the coordinator and names its port;
-every daemon serves --metrics-listen on its declared port 'metrics', with
-readiness and liveness probes on that port's /healthz; a daemon with
+every daemon serves --metrics-listen on its declared port 'metrics' and
+--health-listen on its port 'health', with gRPC readiness (service
+gradsync.ready) and liveness probes on that port; a daemon with
 --listen declares that port; every $(VAR) in args is defined; the GPU worker requests as
 many nvidia.com/gpu as it offers CUDA ranks; kustomization lists real files.
 
@@ -116,22 +117,32 @@ def main(directory):
                 ports = {p["containerPort"] for p in c.get("ports", [])}
                 if port not in ports:
                     problems.append(f"{cwhere}: listens on {port} but declares ports {sorted(ports)}")
-            # Every daemon: /metrics, and the probes on its /healthz (the
-            # gRPC port speaks only TLS, which Kubernetes' probes cannot).
+            # Every daemon: /metrics, and gRPC health probes on its plaintext
+            # --health-listen port (the gRPC port speaks only TLS, which
+            # Kubernetes' probes cannot).
+            named = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
             metrics = arg_value(args, "--metrics-listen")
             if metrics is None:
-                problems.append(f"{cwhere}: no --metrics-listen (/metrics and /healthz)")
+                problems.append(f"{cwhere}: no --metrics-listen (/metrics)")
+            elif named.get("metrics") != int(metrics.rsplit(":", 1)[1]):
+                problems.append(f"{cwhere}: serves metrics on {metrics.rsplit(':', 1)[1]} but its port 'metrics' is {named.get('metrics')}")
+            health = arg_value(args, "--health-listen")
+            if health is None:
+                problems.append(f"{cwhere}: no --health-listen (the probes' gRPC health port)")
                 continue
-            port = int(metrics.rsplit(":", 1)[1])
-            named = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
-            if named.get("metrics") != port:
-                problems.append(f"{cwhere}: serves metrics on {port} but its port 'metrics' is {named.get('metrics')}")
-            for probe in ("readinessProbe", "livenessProbe"):
-                http = c.get(probe, {}).get("httpGet")
-                if not http or http.get("path") != "/healthz":
-                    problems.append(f"{cwhere}: no /healthz {probe}")
-                elif http.get("port") not in ("metrics", port):
-                    problems.append(f"{cwhere}: {probe} probes port {http.get('port')}, not {port}")
+            port = int(health.rsplit(":", 1)[1])
+            if named.get("health") != port:
+                problems.append(f"{cwhere}: serves health checks on {port} but its port 'health' is {named.get('health')}")
+            for probe, service in (("readinessProbe", "gradsync.ready"),
+                                   ("livenessProbe", "")):
+                grpc = c.get(probe, {}).get("grpc")
+                if not grpc:
+                    problems.append(f"{cwhere}: no gRPC {probe}")
+                elif grpc.get("port") != port:
+                    # grpc: takes a number only, no port name.
+                    problems.append(f"{cwhere}: {probe} probes port {grpc.get('port')}, not {port}")
+                elif grpc.get("service", "") != service:
+                    problems.append(f"{cwhere}: {probe} asks service '{grpc.get('service', '')}', not '{service}'")
 
     if coordinator:
         pod = coordinator["spec"]["template"]

@@ -42,12 +42,16 @@ refuses() {
   grep -q -- "$expected" "$work/out" || { cat "$work/out" >&2; fail "$what: no '$expected'"; }
 }
 refuses "a PS without a liveness probe" ps.yaml 's/livenessProbe:/otherProbe:/' \
-  "no /healthz livenessProbe"
+  "no gRPC livenessProbe"
 refuses "a probe on the wrong port" coordinator.yaml \
-  '/readinessProbe:/,/periodSeconds/s/port: metrics$/port: 9401/' \
-  "probes port 9401"
+  '/readinessProbe:/,/periodSeconds/s/port: 9401$/port: 29400/' \
+  "probes port 29400"
+refuses "readiness asking liveness's service" worker.yaml \
+  '/service: gradsync.ready/d' "asks service '', not 'gradsync.ready'"
 refuses "a worker without metrics" worker.yaml '/--metrics-listen/d' \
   "no --metrics-listen"
+refuses "a PS without a probe port" ps.yaml '/--health-listen/d' \
+  "no --health-listen"
 refuses "--tls-dir off the Secret" worker.yaml 's|--tls-dir=/etc/gradsync/tls|--tls-dir=/tls|' \
   "is not a mount of Secret gradsync-tls"
 refuses "a GPU request unlike --devices" worker-gpu.yaml 's/nvidia.com\/gpu: 4/nvidia.com\/gpu: 2/' \

@@ -4,6 +4,7 @@
 // timeout, refusals, and prompt stops.
 #include "server/ps/ps_registration.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -202,9 +203,13 @@ TEST_F(PsRegistrationTest, CoordinatorDown_RetriesLoggedOnceThenRecovers) {
   auto coordinator = std::make_unique<FakeCoordinatorServer>();
   const int port = coordinator->port();
   const std::string address = coordinator->address();
-  PsRegistration registration(Config(address), ConnectCoordinator(address),
-                              &service_);
+  PsRegistrationConfig config = Config(address);
+  // What --health-listen's readiness follows.
+  std::atomic<int> in_touch{-1};
+  config.on_contact = [&](bool ok) { in_touch = ok ? 1 : 0; };
+  PsRegistration registration(config, ConnectCoordinator(address), &service_);
   ASSERT_THAT(registration.Register(), IsOk());
+  EXPECT_EQ(in_touch.load(), 1);
   registration.StartHeartbeats();
   ASSERT_TRUE(Eventually(
       [&]() { return !coordinator->fake().ps_heartbeats().empty(); }));
@@ -212,6 +217,7 @@ TEST_F(PsRegistrationTest, CoordinatorDown_RetriesLoggedOnceThenRecovers) {
   // Many heartbeats fail (every 50 ms after each one's connection attempts
   // of up to kConnectRetryWindow); the outage is logged once.
   ASSERT_TRUE(Eventually([&]() { return log_.Count("failed") > 0; }));
+  EXPECT_EQ(in_touch.load(), 0);
   absl::SleepFor(2 * kConnectRetryWindow);
   EXPECT_EQ(log_.Count("failed"), 1);
   EXPECT_THAT(registration.stats().heartbeats, ::testing::Ge(1));
@@ -224,6 +230,7 @@ TEST_F(PsRegistrationTest, CoordinatorDown_RetriesLoggedOnceThenRecovers) {
   EXPECT_EQ(registration.stats().registrations, 2);
   EXPECT_EQ(log_.Count("failed"), 1);
   EXPECT_EQ(log_.Count("reachable again"), 1);
+  EXPECT_TRUE(Eventually([&]() { return in_touch.load() == 1; }));
 }
 
 TEST_F(PsRegistrationTest, Register_Unreachable_FailsAfterTimeoutNamingIt) {

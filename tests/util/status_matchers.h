@@ -48,6 +48,17 @@ MATCHER_P2(StatusIs, code, message_matcher,
          ::testing::Matches(message_matcher)(std::string(status.message()));
 }
 
+// A StatusOr that is OK and whose value equals `value`.
+MATCHER_P(IsOkAndHolds, value,
+          "is OK and holds " + ::testing::PrintToString(value)) {
+  if (!arg.ok()) {
+    *result_listener << "status is " << arg.status();
+    return false;
+  }
+  *result_listener << "holds " << ::testing::PrintToString(*arg);
+  return *arg == value;
+}
+
 }  // namespace testing
 }  // namespace gradsync
 

@@ -142,6 +142,10 @@ void Agent::Loop() {
     bool had_news = false;
     const absl::Status status = id.empty() ? Register() : Heartbeat(&had_news);
     if (stopping()) break;
+    if (config_.on_contact) {
+      // NOT_FOUND and PERMISSION_DENIED too: the worker is not registered.
+      config_.on_contact(status.ok());
+    }
     if (status.ok()) {
       if (failing) {
         Log(absl::StrCat("coordinator at ", config_.coordinator,

@@ -68,6 +68,10 @@ struct AgentConfig {
   absl::Duration min_backoff = absl::Milliseconds(200);
   absl::Duration max_backoff = absl::Seconds(5);
   LogFn log;
+  // Called on the loop thread after each RegisterWorker or Heartbeat: true
+  // when it succeeded (the worker is registered and in touch), false when
+  // it failed (the readiness of --health-listen). May be empty.
+  std::function<void(bool in_touch)> on_contact;
 };
 
 // Who the worker is to the coordinator: the id and the credential that

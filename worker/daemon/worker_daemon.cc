@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/health_server.h"
 #include "common/host.h"
 #include "common/metrics_http.h"
 #include "common/path_roots.h"
@@ -115,6 +116,7 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
   flags.push_back(MetricsListenFlag(&config->metrics_listen));
+  flags.push_back(HealthListenFlag(&config->health_listen));
   flags.push_back(HelpFlag(&config->help));
   flags.push_back(VersionFlag(&config->version));
   return flags;
@@ -248,6 +250,20 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     }
   }
 
+  // Live from here; ready while the agent is registered and in touch.
+  absl::StatusOr<std::unique_ptr<HealthServer>> health =
+      ServeDaemonHealth(config.health_listen, "gradsync-worker");
+  if (!health.ok()) {
+    log(std::string(health.status().message()));
+    if (*metrics_http != nullptr) (*metrics_http)->Shutdown();
+    return 1;
+  }
+  HealthServer* const probe = health->get();
+  if (probe != nullptr) {
+    log(absl::StrCat("health checks on ", probe->address()));
+    if (hooks.health_serving) hooks.health_serving(probe->address());
+  }
+
   BlasThreadPolicy blas;
   JobRunnerConfig runner;
   runner.coordinator = config.coordinator;
@@ -270,6 +286,11 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   agent_config.devices = *devices;
   agent_config.pid = static_cast<int>(getpid());
   agent_config.log = log;
+  if (probe != nullptr) {
+    agent_config.on_contact = [probe](bool in_touch) {
+      probe->SetReady(in_touch);
+    };
+  }
   log(absl::StrCat(
       "starting: coordinator ", config.coordinator, ", devices ",
       FormatDevices(*devices), ", address ", config.address, ", host ", host,
@@ -293,6 +314,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     agent.Stop(absl::CancelledError(absl::StrCat(
         "worker on host ", host, " is shutting down (", why, ")")));
   }
+  if (probe != nullptr) probe->Shutdown();
   if (*metrics_http != nullptr) (*metrics_http)->Shutdown();
   log("stopped");
   return 0;

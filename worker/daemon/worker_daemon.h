@@ -51,6 +51,9 @@ struct WorkerDaemonConfig {
   // --metrics-listen: where to serve Prometheus metrics
   // (worker_metrics.h); empty: nowhere.
   std::string metrics_listen;
+  // --health-listen: the plaintext probe port (common/health_server.h),
+  // ready while registered with the coordinator; empty: none.
+  std::string health_listen;
   bool help = false;
   bool version = false;
 };
@@ -80,6 +83,8 @@ struct WorkerDaemonHooks {
   // Called with the /metrics endpoint's bound "host:port" once it serves
   // (only with --metrics-listen); tests learn a port-0 endpoint's port.
   std::function<void(const std::string& address)> metrics_serving;
+  // The same for the --health-listen port.
+  std::function<void(const std::string& address)> health_serving;
 };
 
 // Runs the daemon until the stop condition; returns the exit code (2 for
