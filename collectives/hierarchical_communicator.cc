@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "collectives/hierarchical_core.h"
 #include "collectives/host_identity.h"
 #include "collectives/host_placement.h"
 #include "collectives/subgroup_store.h"
@@ -20,153 +21,6 @@
 
 namespace gradsync {
 namespace {
-
-// How long past an inner collective's own timeout its caller waits, so that
-// the inner backend names the late peer itself (as Communicator does).
-constexpr absl::Duration kInnerWaitGrace = absl::Seconds(5);
-
-// The inner communicators and the first failure, shared with outstanding
-// Work handles so that a handle can abort them after the communicator is
-// gone.
-//
-// Locking: mu_ guards error_ only; it is never held while calling into an
-// inner communicator.
-class Core {
- public:
-  Core(int rank, int size, HostPlacement placement,
-       const HierarchicalOptions& options)
-      : rank_(rank),
-        size_(size),
-        placement_(std::move(placement)),
-        options_(options) {}
-
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  const HostPlacement& placement() const { return placement_; }
-  const HierarchicalOptions& options() const { return options_; }
-
-  // Set once by CreateHostAwareCommunicator, before any collective.
-  std::unique_ptr<Communicator> flat;
-  std::unique_ptr<Communicator> intra;  // null when alone on the host
-  // The cross-host communicator of each slice this rank owns, in slice
-  // order; empty on a single host.
-  std::vector<std::unique_ptr<Communicator>> slice_comms;
-
-  // First failure wins; every inner communicator is aborted, which
-  // unblocks the peers that wait on this rank in any of them.
-  void Abort(const absl::Status& reason) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!error_.ok()) return;
-      error_ = reason;
-    }
-    aborted_.store(true);
-    if (flat) flat->Abort(reason);
-    if (intra) intra->Abort(reason);
-    for (auto& c : slice_comms) c->Abort(reason);
-  }
-
-  [[nodiscard]] absl::Status CheckUsable() {
-    if (!aborted_.load()) return absl::OkStatus();
-    absl::MutexLock lock(&mu_);
-    return absl::AbortedError(absl::StrCat(
-        "rank ", rank_,
-        ": the hierarchical communicator failed earlier and cannot be used "
-        "any more (create a new one); first error: ",
-        error_.message()));
-  }
-
- private:
-  const int rank_;
-  const int size_;
-  const HostPlacement placement_;
-  const HierarchicalOptions options_;
-  std::atomic<bool> aborted_{false};
-  absl::Mutex mu_;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-};
-
-// Waits for an inner collective with the same grace as the synchronous
-// forms of Communicator.
-[[nodiscard]] absl::Status WaitInner(Communicator& comm,
-                                     std::unique_ptr<Work> work) {
-  return work->Wait(absl::Now() + comm.timeout() + kInnerWaitGrace);
-}
-
-class HierarchicalWork : public Work {
- public:
-  HierarchicalWork(std::shared_ptr<Core> core, std::string what)
-      : core_(std::move(core)), what_(std::move(what)) {}
-
-  void Start() {
-    absl::MutexLock lock(&mu_);
-    started_ = absl::Now();
-  }
-
-  void Finish(absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    status_ = std::move(status);
-    finished_ = absl::Now();
-    done_ = true;
-  }
-
-  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
-    absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
-      return status_;
-    }
-    const absl::Status expired = absl::DeadlineExceededError(
-        absl::StrCat("rank ", core_->rank(), ": ", what_,
-                     " did not complete before the caller's deadline; "
-                     "aborting the hierarchical communicator"));
-    mu_.Unlock();
-    core_->Abort(expired);
-    mu_.Lock();
-    // Aborting closes the inner connections, so the collective ends soon.
-    mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(10));
-    return expired;
-  }
-
-  bool Done() override {
-    absl::MutexLock lock(&mu_);
-    return done_;
-  }
-
-  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
-    absl::MutexLock lock(&mu_);
-    if (!done_ || !status_.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what_, done_ ? " failed" : " has not completed",
-                       ", so it has no duration"));
-    }
-    return finished_ - started_;
-  }
-
- private:
-  std::shared_ptr<Core> core_;
-  const std::string what_;
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Time finished_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-};
-
-// Keeps the shared work alive for the caller.
-class WorkHandle : public Work {
- public:
-  explicit WorkHandle(std::shared_ptr<HierarchicalWork> w) : w_(std::move(w)) {}
-  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
-    return w_->Wait(deadline);
-  }
-  bool Done() override { return w_->Done(); }
-  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
-    return w_->Elapsed();
-  }
-
- private:
-  std::shared_ptr<HierarchicalWork> w_;
-};
 
 // Hierarchical all-reduce of `count` elements, on a placement of H hosts
 // where host h has L_h ranks, N ranks in all.
@@ -210,7 +64,7 @@ class WorkHandle : public Work {
 // 1 and 3 are empty and step 2 is the flat all-reduce of one slice.
 class HierarchicalCommunicator final : public Communicator {
  public:
-  explicit HierarchicalCommunicator(std::shared_ptr<Core> core)
+  explicit HierarchicalCommunicator(std::shared_ptr<HierarchicalCore> core)
       : core_(std::move(core)) {
     progress_ = std::thread([this] { ProgressLoop(); });
   }
@@ -240,14 +94,14 @@ class HierarchicalCommunicator final : public Communicator {
         core_->options().tcp.algorithm == AllReduceAlgorithm::kHierarchical ||
         count * DataTypeSize(type) >= core_->options().min_bytes;
     if (!hierarchical) {
-      return Enqueue("all-reduce (flat)", [=](Core& c) {
+      return Enqueue("all-reduce (flat)", [=](HierarchicalCore& c) {
         return WaitInner(*c.flat,
                          c.flat->AllReduceAsync(send, recv, count, type, op));
       });
     }
     return Enqueue(absl::StrCat("hierarchical all-reduce of ", count, " ",
                                 DataTypeName(type)),
-                   [=](Core& c) {
+                   [=](HierarchicalCore& c) {
                      return HierarchicalAllReduce(c, send, recv, count, type,
                                                   op);
                    });
@@ -256,7 +110,7 @@ class HierarchicalCommunicator final : public Communicator {
   std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv,
                                            size_t recv_count, DataType type,
                                            ReduceOp op) override {
-    return Enqueue("reduce-scatter", [=](Core& c) {
+    return Enqueue("reduce-scatter", [=](HierarchicalCore& c) {
       return WaitInner(*c.flat, c.flat->ReduceScatterAsync(
                                     send, recv, recv_count, type, op));
     });
@@ -265,7 +119,7 @@ class HierarchicalCommunicator final : public Communicator {
   std::unique_ptr<Work> AllGatherAsync(const void* send, void* recv,
                                        size_t send_count,
                                        DataType type) override {
-    return Enqueue("all-gather", [=](Core& c) {
+    return Enqueue("all-gather", [=](HierarchicalCore& c) {
       return WaitInner(*c.flat,
                        c.flat->AllGatherAsync(send, recv, send_count, type));
     });
@@ -274,14 +128,14 @@ class HierarchicalCommunicator final : public Communicator {
   std::unique_ptr<Work> BroadcastAsync(const void* send, void* recv,
                                        size_t count, DataType type,
                                        int root) override {
-    return Enqueue("broadcast", [=](Core& c) {
+    return Enqueue("broadcast", [=](HierarchicalCore& c) {
       return WaitInner(*c.flat,
                        c.flat->BroadcastAsync(send, recv, count, type, root));
     });
   }
 
   std::unique_ptr<Work> BarrierAsync() override {
-    return Enqueue("barrier", [](Core& c) {
+    return Enqueue("barrier", [](HierarchicalCore& c) {
       return WaitInner(*c.flat, c.flat->BarrierAsync());
     });
   }
@@ -292,7 +146,7 @@ class HierarchicalCommunicator final : public Communicator {
   }
 
  private:
-  using Body = std::function<absl::Status(Core&)>;
+  using Body = std::function<absl::Status(HierarchicalCore&)>;
   struct Op {
     Body body;
     std::shared_ptr<HierarchicalWork> work;
@@ -323,7 +177,7 @@ class HierarchicalCommunicator final : public Communicator {
     Op op;
     op.body = std::move(body);
     op.work = std::make_shared<HierarchicalWork>(core_, std::move(what));
-    auto handle = std::make_unique<WorkHandle>(op.work);
+    auto handle = std::make_unique<HierarchicalWorkHandle>(op.work);
     absl::MutexLock lock(&mu_);
     queue_.push_back(std::move(op));
     return handle;
@@ -353,9 +207,10 @@ class HierarchicalCommunicator final : public Communicator {
   }
 
   // The algorithm described above the class.
-  [[nodiscard]] absl::Status HierarchicalAllReduce(Core& c, const void* send,
-                                                   void* recv, size_t count,
-                                                   DataType type, ReduceOp op) {
+  [[nodiscard]] absl::Status HierarchicalAllReduce(HierarchicalCore& c,
+                                                   const void* send, void* recv,
+                                                   size_t count, DataType type,
+                                                   ReduceOp op) {
     const HostPlacement& p = c.placement();
     const int host = p.host_of(c.rank());
     const int local = static_cast<int>(p.members(host).size());
@@ -429,7 +284,7 @@ class HierarchicalCommunicator final : public Communicator {
     return absl::OkStatus();
   }
 
-  std::shared_ptr<Core> core_;
+  std::shared_ptr<HierarchicalCore> core_;
   // Step 0's buffer, reused; only the progress thread touches it.
   std::vector<char> staging_;
 
@@ -446,6 +301,17 @@ absl::Status InContext(const absl::Status& s, absl::string_view which,
       s.code(),
       absl::StrCat(which, " (its ranks 0.. are global ranks ",
                    absl::StrJoin(global_ranks, ", "), "): ", s.message()));
+}
+
+// "2 hosts of 3+1 ranks", in host order.
+std::string DescribePlacement(const HostPlacement& p) {
+  std::vector<int> counts;
+  for (int h = 0; h < p.hosts(); ++h) {
+    counts.push_back(static_cast<int>(p.members(h).size()));
+  }
+  return absl::StrCat(p.hosts(), p.hosts() == 1 ? " host of " : " hosts of ",
+                      absl::StrJoin(counts, "+"),
+                      p.ranks() == 1 ? " rank" : " ranks");
 }
 
 }  // namespace
@@ -470,11 +336,22 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateHostAwareCommunicator(
   HostPlacement placement = HostPlacement::FromHostIds(ids);
   TcpOptions flat = options.tcp;
   flat.algorithm = AllReduceAlgorithm::kAuto;
-  if (algo == AllReduceAlgorithm::kAuto &&
-      (placement.hosts() < 2 || placement.largest_host() < 2)) {
+  const bool worth_it = placement.hosts() > 1 && placement.largest_host() > 1;
+  if (options.on_placement) {
+    options.on_placement(absl::StrCat(
+        DescribePlacement(placement), ": ",
+        algo == AllReduceAlgorithm::kHierarchical
+            ? "hierarchical all-reduce (forced)"
+        : worth_it ? absl::StrCat("hierarchical all-reduce from ",
+                                  options.min_bytes, " bytes, flat below")
+                   : "flat all-reduce (hierarchical needs several hosts and "
+                     "two ranks on one)"));
+  }
+  if (algo == AllReduceAlgorithm::kAuto && !worth_it) {
     return CreateTcpCommunicator(store, rank, size, flat);
   }
-  auto core = std::make_shared<Core>(rank, size, std::move(placement), options);
+  auto core = std::make_shared<HierarchicalCore>(rank, size,
+                                                 std::move(placement), options);
   const HostPlacement& p = core->placement();
   ASSIGN_OR_RETURN(core->flat, CreateTcpCommunicator(store, rank, size, flat));
   TcpOptions inner = flat;

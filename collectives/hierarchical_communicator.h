@@ -44,10 +44,12 @@
 #define GRADSYNC_COLLECTIVES_HIERARCHICAL_COMMUNICATOR_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "collectives/communicator.h"
 #include "collectives/store.h"
 #include "collectives/tcp/tcp_communicator.h"
@@ -67,6 +69,11 @@ struct HierarchicalOptions {
   // the flat communicator leaves halving-doubling for the ring; not
   // measured across real hosts yet (docs/collectives.md).
   size_t min_bytes = 2 << 20;
+  // Called once the placement is known (not for kRing/kHalvingDoubling),
+  // with one line saying what it is and what was chosen, for logs:
+  // "2 hosts of 2+2 ranks: hierarchical all-reduce from 2097152 bytes".
+  // May be empty.
+  std::function<void(absl::string_view)> on_placement;
 };
 
 // Publishes this rank's host identity, learns the placement and returns the

@@ -280,6 +280,43 @@ TEST(HierarchicalCommunicator, RankGone_OthersFailPromptlyNotHang) {
       one.data(), one.data(), 1, DataType::kFloat32, ReduceOp::kSum)));
 }
 
+TEST(HierarchicalCommunicator, OnPlacement_SaysWhatWasChosen) {
+  const struct {
+    std::vector<std::string> hosts;
+    AllReduceAlgorithm algo;
+    std::string want;
+  } cases[] = {
+      {{"a", "a", "a", "b"},
+       AllReduceAlgorithm::kAuto,
+       "2 hosts of 3+1 ranks: hierarchical all-reduce from 64 bytes"},
+      {{"a", "b", "c"},
+       AllReduceAlgorithm::kAuto,
+       "3 hosts of 1+1+1 ranks: flat all-reduce"},
+      {{"a", "a"},
+       AllReduceAlgorithm::kHierarchical,
+       "1 host of 2 ranks: hierarchical all-reduce (forced)"},
+  };
+  for (const auto& c : cases) {
+    MemoryStore store;
+    const int n = static_cast<int>(c.hosts.size());
+    std::vector<std::string> lines(n);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        HierarchicalOptions o = Options(c.hosts[r], c.algo);
+        o.on_placement = [&lines, r](absl::string_view l) {
+          lines[r] = std::string(l);
+        };
+        EXPECT_TRUE(CreateHostAwareCommunicator(&store, r, n, o).ok());
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < n; ++r) {
+      EXPECT_THAT(lines[r], HasSubstr(c.want)) << "rank " << r;
+    }
+  }
+}
+
 TEST(HierarchicalCommunicator, MissingRank_DeadlineExceededNamesIt) {
   MemoryStore store;
   std::vector<absl::Status> status(4);
