@@ -49,9 +49,10 @@ namespace {
 // communicator: H ranks, one per host, ordered by host). A rank that owns
 // several slices runs their all-reduces at once, each on its own
 // communicator. Every rank of a host is in step 2 at the same time, so the
-// host's link carries all of its ranks' slices together, and each byte of
-// the buffer crosses host boundaries in one H-rank ring instead of an
-// N-rank ring in which most hops leave the host. For kAvg the slices are
+// host's link carries all of its ranks' slices together: 2(H-1)/H * S
+// bytes each way in all, where a flat ring puts 2(N-1)/N * S on it when
+// ranks are numbered host by host, and a multiple of that when they are
+// interleaved (every hop then leaves the host). For kAvg the slices are
 // summed and then divided by N here, before they are shared.
 //
 // Step 3, all-gather inside the host (ring, L-1 steps): every local rank
