@@ -296,8 +296,9 @@ class HierarchicalCommunicator final : public Communicator {
 };
 
 // Adds which inner communicator failed to a creation error.
-absl::Status InContext(const absl::Status& s, absl::string_view which,
-                       const std::vector<int>& global_ranks) {
+[[nodiscard]] absl::Status InContext(const absl::Status& s,
+                                     absl::string_view which,
+                                     const std::vector<int>& global_ranks) {
   return absl::Status(
       s.code(),
       absl::StrCat(which, " (its ranks 0.. are global ranks ",
