@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/bench/ps_cluster.h"
 #include "cli/bench/verifiable.h"
+#include "collectives/hierarchical_communicator.h"
 #include "common/status_macros.h"
 
 #if GRADSYNC_HAVE_NCCL
@@ -54,6 +55,17 @@ constexpr absl::Duration kPsProbeTimeout = absl::Seconds(10);
   return backend;
 }
 #endif  // GRADSYNC_HAVE_NCCL
+
+// "bench-host-<h>" for the host h of --host-layout that holds `rank`;
+// empty (the real host) without a layout.
+std::string PretendHostId(const std::vector<int>& layout, int rank) {
+  int first = 0;
+  for (size_t h = 0; h < layout.size(); ++h) {
+    first += layout[h];
+    if (rank < first) return absl::StrCat("bench-host-", h);
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -125,8 +137,19 @@ absl::StatusOr<BenchBackend> CreateBenchBackend(Store* store,
   ASSIGN_OR_RETURN(const TcpOptions tcp, MakeTcpOptions(options, job_id));
   BenchBackend backend;
   backend.memory = MakeHostMemory();
+  if (options.backend == Backend::kPs) {
+    ASSIGN_OR_RETURN(backend.comm,
+                     CreateTcpCommunicator(store, rank, world, tcp));
+    return backend;
+  }
+  // The host-aware factory: flat unless --algo hierarchical, or auto on a
+  // placement of several hosts with several ranks on one of them.
+  HierarchicalOptions hier;
+  hier.tcp = tcp;
+  hier.host_id = PretendHostId(options.host_layout, rank);
+  hier.min_bytes = tcp.halving_doubling_max_bytes;
   ASSIGN_OR_RETURN(backend.comm,
-                   CreateTcpCommunicator(store, rank, world, tcp));
+                   CreateHostAwareCommunicator(store, rank, world, hier));
   return backend;
 }
 

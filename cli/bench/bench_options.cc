@@ -157,9 +157,21 @@ const Row kRows[] = {
        ASSIGN_OR_RETURN(s->options.backend, ParseBackend(v));
        return absl::OkStatus();
      }},
-    {0, "algo", "NAME", "ring backend: auto, ring or hd (auto)",
+    {0, "algo", "NAME", "ring backend: auto, ring, hd or hierarchical (auto)",
      [](absl::string_view v, ParseState* s) {
        s->options.algorithm = std::string(v);
+       return absl::OkStatus();
+     }},
+    {0, "host-layout", "N+N+...",
+     "ring backend: pretend consecutive ranks live on hosts of N ranks "
+     "each (3+1: ranks 0-2 on one, 3 on another)",
+     [](absl::string_view v, ParseState* s) {
+       s->options.host_layout.clear();
+       for (absl::string_view part : absl::StrSplit(v, '+')) {
+         int ranks = 0;
+         RETURN_IF_ERROR(ParseInt("--host-layout", part, 1, &ranks));
+         s->options.host_layout.push_back(ranks);
+       }
        return absl::OkStatus();
      }},
     {0, "segment-bytes", "SIZE", "ring pipelining segment",
@@ -167,7 +179,9 @@ const Row kRows[] = {
        return ParseOptionalSize("--segment-bytes", v,
                                 &s->options.segment_bytes);
      }},
-    {0, "hd-threshold", "SIZE", "auto: halving-doubling up to SIZE",
+    {0, "hd-threshold", "SIZE",
+     "auto: halving-doubling up to SIZE (above it the ring, or hierarchical "
+     "where the placement allows)",
      [](absl::string_view v, ParseState* s) {
        return ParseOptionalSize("--hd-threshold", v,
                                 &s->options.hd_threshold_bytes);
@@ -347,6 +361,19 @@ std::vector<FlagSpec> Flags(ParseState* state) {
   if (HasRoot(o.collective) && o.root >= world) {
     return absl::InvalidArgumentError(
         absl::StrCat("-r ", o.root, " is not a rank of ", world));
+  }
+  if (!o.host_layout.empty()) {
+    int ranks = 0;
+    for (int n : o.host_layout) ranks += n;
+    if (o.backend != Backend::kRing) {
+      return absl::InvalidArgumentError(
+          "--host-layout places the ring backend's ranks; use --backend ring");
+    }
+    if (ranks != world) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--host-layout places ", ranks, " ranks, but the run has ", world,
+          "; make its numbers add up to ", world));
+    }
   }
   if (o.backend == Backend::kNccl && o.algorithm != "auto") {
     return absl::InvalidArgumentError(

@@ -64,6 +64,10 @@ struct BenchOptions {
   std::optional<std::string> congestion_control;
   std::string listen_host = "127.0.0.1";
   std::string advertise_host;
+  // --host-layout 3+1: ranks pretend to live on hosts of these many
+  // consecutive ranks (host identities "bench-host-<h>"), so that the
+  // hierarchical all-reduce can run on one machine. Empty: the real host.
+  std::vector<int> host_layout;
   // NCCL: CUDA device of this rank; -1 picks rank % device count.
   int device = -1;
   // PS: shards K (0: one per ps_addresses entry, or 1 when the launcher

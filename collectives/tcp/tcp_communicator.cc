@@ -28,8 +28,12 @@ absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
   if (n == "hd" || n == "halving-doubling" || n == "rhd") {
     return AllReduceAlgorithm::kHalvingDoubling;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown all-reduce algorithm '", name, "'; use auto, ring or hd"));
+  if (n == "hierarchical" || n == "hier") {
+    return AllReduceAlgorithm::kHierarchical;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown all-reduce algorithm '", name,
+                   "'; use auto, ring, hd or hierarchical"));
 }
 
 int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
@@ -222,7 +226,9 @@ class TcpCommunicator final : public Communicator {
                                        size_t count, DataType type,
                                        ReduceOp op) override {
     AllReduceAlgorithm algo = core_->options().algorithm;
-    if (algo == AllReduceAlgorithm::kAuto && IsValid(type)) {
+    if ((algo == AllReduceAlgorithm::kAuto ||
+         algo == AllReduceAlgorithm::kHierarchical) &&
+        IsValid(type)) {
       algo = count * DataTypeSize(type) <=
                      core_->options().halving_doubling_max_bytes
                  ? AllReduceAlgorithm::kHalvingDoubling

@@ -42,6 +42,10 @@ enum class AllReduceAlgorithm {
   kAuto,             // halving-doubling below the threshold, ring above
   kRing,             // bandwidth-optimal: 2(N-1) steps, 2(N-1)/N * S bytes
   kHalvingDoubling,  // latency-optimal: 2 log2(N) steps (Rabenseifner)
+  // Host-aware: reduce-scatter in each host, all-reduce across hosts,
+  // all-gather in each host (collectives/hierarchical_communicator.h,
+  // which alone implements it; a TCP communicator treats it as kAuto).
+  kHierarchical,
 };
 [[nodiscard]] absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
     absl::string_view name);

@@ -180,6 +180,12 @@ TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
       {{"allreduce", "--ranks", "2000"}, "run with -c 0"},
       {{"allreduce", "--timeout", "-1"}, "--timeout wants a positive"},
       {{"allreduce", "--ranks", "0"}, "--ranks wants an integer >= 1"},
+      {{"allreduce", "--ranks", "4", "--host-layout", "3+2"},
+       "places 5 ranks, but the run has 4"},
+      {{"allreduce", "--ranks", "2", "--host-layout", "2+0"},
+       "--host-layout wants an integer >= 1"},
+      {{"allreduce", "--backend", "ps", "--host-layout", "2"},
+       "use --backend ring"},
   };
   ExpectRefused(cases);
 }
@@ -342,6 +348,14 @@ TEST(ParseBenchArgsTest, BadLauncherValues_InvalidArgumentNamingTheVariable) {
   o = ParseBenchArgs(args, Env({}));
   EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(o.status().message(), HasSubstr("srun, mpirun or torchrun"));
+}
+
+TEST(ParseBenchArgsTest, HostLayout) {
+  auto o = ParseBenchArgs({"allreduce", "--ranks", "4", "--algo",
+                           "hierarchical", "--host-layout", "2+1+1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->algorithm, "hierarchical");
+  EXPECT_EQ(o->host_layout, (std::vector<int>{2, 1, 1}));
 }
 
 TEST(StripFlagTest, RemovesBothSpellingsAndTheirValues) {

@@ -76,6 +76,30 @@ TEST(BenchRankTest, TableHasOneRowPerSizeAndEveryRankLine) {
   }
 }
 
+// Ranks that pretend to live on uneven hosts run the hierarchical
+// all-reduce (forced, and chosen by auto above --hd-threshold) with no
+// wrong element.
+TEST(BenchRankTest, HierarchicalOnPretendHosts_VerifiesExactly) {
+  MemoryStore store;
+  for (const char* algo : {"hierarchical", "auto"}) {
+    for (const char* layout : {"3+1", "2+1+1"}) {
+      std::vector<RankRun> runs =
+          RunRanks(&store, 4,
+                   {"allreduce", "-b", "1001", "-e", "300000", "-f", "17", "-n",
+                    "2", "-w", "1", "--algo", algo, "--host-layout", layout,
+                    "--hd-threshold", "4K"},
+                   absl::StrCat("hier-", algo, "-", layout));
+      for (int r = 0; r < 4; ++r) {
+        ASSERT_TRUE(runs[r].wrong.ok()) << algo << " " << layout << " rank "
+                                        << r << ": " << runs[r].wrong.status();
+        EXPECT_EQ(*runs[r].wrong, 0) << algo << " " << layout << " rank " << r;
+      }
+      EXPECT_THAT(runs[0].output, HasSubstr(absl::StrCat("algo ", algo)));
+      EXPECT_THAT(runs[0].output, HasSubstr("Out of bounds values : 0 OK"));
+    }
+  }
+}
+
 TEST(BenchRankTest, JsonLines) {
   MemoryStore store;
   std::vector<RankRun> runs = RunRanks(

@@ -4,7 +4,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "collectives/host_placement.h"
+#include "collectives/subgroup_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
@@ -89,6 +92,39 @@ TEST_F(RendezvousTest, StoreSet_KeyOfAnotherWorkersRank_IsRefusedAndUnchanged) {
   EXPECT_THAT(Set(w2_, "shared/flag", "x"), IsOk());
   EXPECT_THAT(Set(w2_, "epoch/3", "x"), IsOk());
   EXPECT_THAT(Set(w2_, "tcp/addr/0x", "x"), IsOk());
+}
+
+// The keys the hierarchical communicator's rendezvous writes (its host
+// identity, then "tcp/addr/<sub-rank>" of each inner communicator through a
+// SubgroupStore) end in the writer's global rank, so each worker may set
+// those of its own ranks. Placement as above: 0 and 1 on host-a, 2 on
+// host-b; keys as collectives/hierarchical_communicator.cc names them.
+TEST_F(RendezvousTest, HierarchicalCommunicatorKeys_EachWorkerSetsItsOwn) {
+  const HostPlacement p =
+      HostPlacement::FromHostIds({"host-a", "host-a", "host-b"});
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string& worker = rank < 2 ? w1_ : w2_;
+    const int host = p.host_of(rank);
+    std::vector<std::string> keys = {absl::StrCat("hier/host/", rank)};
+    if (p.members(host).size() > 1) {
+      keys.push_back(SubgroupStore(nullptr, absl::StrCat("hier/intra/", host),
+                                   p.members(host))
+                         .Key(absl::StrCat("tcp/addr/", p.local_rank(rank))));
+    }
+    const HostPlacement::SliceRun run = p.OwnedSlices(rank);
+    for (int s = run.first; s < run.last; ++s) {
+      keys.push_back(SubgroupStore(nullptr, absl::StrCat("hier/slice/", s),
+                                   p.SliceGroup(s))
+                         .Key(absl::StrCat("tcp/addr/", host)));
+    }
+    for (const std::string& key : keys) {
+      EXPECT_THAT(Set(worker, key, "10.0.0.1:4000"), IsOk()) << key;
+    }
+  }
+  // And not another worker's: rank 2's slice key from w-1.
+  EXPECT_THAT(Set(w1_, "hier/slice/0/tcp/addr/2", "10.6.6.6:1"),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("belongs to rank 2")));
 }
 
 TEST_F(RendezvousTest, StoreGet_SetLater_WakesTheWaiter) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -162,6 +163,54 @@ TEST_F(JobRunnerTest, RanksOnTwoWorkers_RendezvousAndSucceed) {
        fake().Reports("job-2", RANK_STATE_SUCCEEDED)) {
     EXPECT_EQ(r.worker_id(), r.rank() == 0 ? "w-a" : "w-b");
   }
+}
+
+// Two workers that registered as two hosts, two ranks each: their job
+// picks the hierarchical all-reduce (auto), says so in the log, and its
+// 2.4 MB buckets, above auto's 2 MiB, train to identical parameters.
+TEST_F(JobRunnerTest, TwoHostsOfTwoRanks_HierarchicalAllReduceTrains) {
+  absl::Mutex mu;
+  std::vector<std::string> lines;
+  auto log = [&](absl::string_view line) {
+    absl::MutexLock lock(&mu);
+    lines.emplace_back(line);
+  };
+  JobSpec spec = SyntheticSpec(3, 0);
+  spec.mutable_model()->set_synthetic_floats(600000);
+  spec.set_bucket_bytes(0);  // one bucket per step: the whole 2.4 MB
+  std::vector<std::unique_ptr<JobRunner>> runners;
+  for (const char* host : {"host-a", "host-b"}) {
+    JobRunnerConfig config = Config(absl::StrCat("w-", host));
+    config.host = host;
+    config.log = log;
+    const int first = host == std::string("host-a") ? 0 : 2;
+    absl::StatusOr<std::unique_ptr<JobRunner>> runner = JobRunner::Start(
+        MakeAssignment("job-hier", spec, 4, {first, first + 1}), config,
+        server_.NewClient());
+    ASSERT_THAT(runner, IsOk());
+    runners.push_back(*std::move(runner));
+  }
+  ASSERT_TRUE(
+      fake().WaitFor([&] { return runners[0]->Done() && runners[1]->Done(); }));
+  for (auto& r : runners) r->Join();
+  EXPECT_EQ(CountReports("job-hier", RANK_STATE_SUCCEEDED), 4u);
+  std::map<int64_t, std::vector<StepMetrics>> by_step;
+  for (const StepMetrics& m : fake().metrics()) by_step[m.step()].push_back(m);
+  ASSERT_EQ(by_step.size(), 3u);
+  for (const auto& [step, ms] : by_step) {
+    ASSERT_EQ(ms.size(), 4u) << "step " << step;
+    for (const StepMetrics& m : ms) {
+      EXPECT_EQ(ms[0].param_hash(), m.param_hash()) << "step " << step;
+    }
+  }
+  absl::MutexLock lock(&mu);
+  size_t hierarchical = 0;
+  for (const std::string& line : lines) {
+    if (absl::StrContains(line, "2 hosts of 2+2 ranks: hierarchical")) {
+      ++hierarchical;
+    }
+  }
+  EXPECT_EQ(hierarchical, 4u);
 }
 
 TEST_F(JobRunnerTest, BadSpec_FailsEveryRankNamingTheField) {

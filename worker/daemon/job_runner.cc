@@ -12,12 +12,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "collectives/hierarchical_communicator.h"
+#include "collectives/host_identity.h"
 #include "collectives/prefix_store.h"
 #include "collectives/tcp/tcp_communicator.h"
 #if GRADSYNC_HAVE_NCCL
 #include "collectives/nccl/nccl_communicator.h"
 #endif
 #include "common/grpc_status.h"
+#include "common/host.h"
 #include "common/path_roots.h"
 #include "common/status_macros.h"
 #include "worker/daemon/timed_communicator.h"
@@ -385,8 +388,20 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
                      " ranks of the job on this host, ", cores,
                      " cores: collectives wait without spinning"));
   }
-  return CreateTcpCommunicator(store_.get(), rank, assignment_.world_size(),
-                               options);
+  // Host-aware: on several hosts with several of the job's ranks on one,
+  // large all-reduces run hierarchically (collectives/
+  // hierarchical_communicator.h); otherwise this is the flat TCP
+  // communicator. Hosts are told apart by the name the worker registered
+  // with plus the kernel's boot id, so that `gradsync lab`'s emulated hosts
+  // (one kernel, a host name each) count as hosts.
+  HierarchicalOptions hier;
+  hier.tcp = options;
+  hier.host_id = HostIdentity(config_.host.empty() ? HostName() : config_.host);
+  hier.on_placement = [this, rank](absl::string_view line) {
+    Log(absl::StrCat("rank ", rank, ": ", line));
+  };
+  return CreateHostAwareCommunicator(store_.get(), rank,
+                                     assignment_.world_size(), hier);
 }
 
 DeviceCommFactory JobRunner::DeviceComms(int rank,

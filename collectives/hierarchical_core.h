@@ -1,0 +1,181 @@
+// Internals of the hierarchical communicator
+// (collectives/hierarchical_communicator.h), apart so that the algorithm's
+// file stays short: the state shared by the communicator and its Work
+// handles, and the handles themselves. Not for use elsewhere.
+//
+// Threading: HierarchicalCore and HierarchicalWork are thread-safe; the
+// inner communicators are set before the first collective and not changed
+// after.
+#ifndef GRADSYNC_COLLECTIVES_HIERARCHICAL_CORE_H_
+#define GRADSYNC_COLLECTIVES_HIERARCHICAL_CORE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "collectives/communicator.h"
+#include "collectives/hierarchical_communicator.h"
+#include "collectives/host_placement.h"
+
+namespace gradsync {
+
+// How long past an inner collective's own timeout its caller waits, so that
+// the inner backend names the late peer itself (as Communicator does).
+inline constexpr absl::Duration kInnerWaitGrace = absl::Seconds(5);
+
+// The inner communicators and the first failure, shared with outstanding
+// Work handles so that a handle can abort them after the communicator is
+// gone.
+//
+// Locking: mu_ guards error_ only; it is never held while calling into an
+// inner communicator.
+class HierarchicalCore {
+ public:
+  HierarchicalCore(int rank, int size, HostPlacement placement,
+                   const HierarchicalOptions& options)
+      : rank_(rank),
+        size_(size),
+        placement_(std::move(placement)),
+        options_(options) {}
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const HostPlacement& placement() const { return placement_; }
+  const HierarchicalOptions& options() const { return options_; }
+
+  // Set once by CreateHostAwareCommunicator, before any collective.
+  std::unique_ptr<Communicator> flat;
+  std::unique_ptr<Communicator> intra;  // null when alone on the host
+  // The cross-host communicator of each slice this rank owns, in slice
+  // order; empty on a single host.
+  std::vector<std::unique_ptr<Communicator>> slice_comms;
+
+  // First failure wins; every inner communicator is aborted, which
+  // unblocks the peers that wait on this rank in any of them.
+  void Abort(const absl::Status& reason) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!error_.ok()) return;
+      error_ = reason;
+    }
+    aborted_.store(true);
+    if (flat) flat->Abort(reason);
+    if (intra) intra->Abort(reason);
+    for (auto& c : slice_comms) c->Abort(reason);
+  }
+
+  [[nodiscard]] absl::Status CheckUsable() {
+    if (!aborted_.load()) return absl::OkStatus();
+    absl::MutexLock lock(&mu_);
+    return absl::AbortedError(absl::StrCat(
+        "rank ", rank_,
+        ": the hierarchical communicator failed earlier and cannot be used "
+        "any more (create a new one); first error: ",
+        error_.message()));
+  }
+
+ private:
+  const int rank_;
+  const int size_;
+  const HostPlacement placement_;
+  const HierarchicalOptions options_;
+  std::atomic<bool> aborted_{false};
+  absl::Mutex mu_;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+// Waits for an inner collective with the same grace as the synchronous
+// forms of Communicator.
+[[nodiscard]] inline absl::Status WaitInner(Communicator& comm,
+                                            std::unique_ptr<Work> work) {
+  return work->Wait(absl::Now() + comm.timeout() + kInnerWaitGrace);
+}
+
+class HierarchicalWork : public Work {
+ public:
+  HierarchicalWork(std::shared_ptr<HierarchicalCore> core, std::string what)
+      : core_(std::move(core)), what_(std::move(what)) {}
+
+  void Start() {
+    absl::MutexLock lock(&mu_);
+    started_ = absl::Now();
+  }
+
+  void Finish(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    status_ = std::move(status);
+    finished_ = absl::Now();
+    done_ = true;
+  }
+
+  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
+      return status_;
+    }
+    const absl::Status expired = absl::DeadlineExceededError(
+        absl::StrCat("rank ", core_->rank(), ": ", what_,
+                     " did not complete before the caller's deadline; "
+                     "aborting the hierarchical communicator"));
+    mu_.Unlock();
+    core_->Abort(expired);
+    mu_.Lock();
+    // Aborting closes the inner connections, so the collective ends soon.
+    mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(10));
+    return expired;
+  }
+
+  bool Done() override {
+    absl::MutexLock lock(&mu_);
+    return done_;
+  }
+
+  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
+    absl::MutexLock lock(&mu_);
+    if (!done_ || !status_.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what_, done_ ? " failed" : " has not completed",
+                       ", so it has no duration"));
+    }
+    return finished_ - started_;
+  }
+
+ private:
+  std::shared_ptr<HierarchicalCore> core_;
+  const std::string what_;
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time finished_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+// Keeps the shared work alive for the caller.
+class HierarchicalWorkHandle : public Work {
+ public:
+  explicit HierarchicalWorkHandle(std::shared_ptr<HierarchicalWork> w)
+      : w_(std::move(w)) {}
+  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
+    return w_->Wait(deadline);
+  }
+  bool Done() override { return w_->Done(); }
+  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
+    return w_->Elapsed();
+  }
+
+ private:
+  std::shared_ptr<HierarchicalWork> w_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COLLECTIVES_HIERARCHICAL_CORE_H_
