@@ -1,5 +1,6 @@
-// CollectiveContext: what one running collective needs from the TCP
-// communicator: the connections to its peers, its header and deadline, and
+// CollectiveContext: what one running collective needs from the CPU
+// communicator: the pairs to its peers (TCP or shared memory; see
+// collectives/pair.h), its header and deadline, and
 // the communicator's preallocated scratch memory. The algorithms
 // (ring.h, halving_doubling.h) are plain functions over it.
 //
@@ -14,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "collectives/tcp/connection.h"
+#include "collectives/pair.h"
 #include "collectives/tcp/tcp_communicator.h"
 #include "collectives/tcp/wire.h"
 #include "collectives/types.h"
@@ -25,7 +26,7 @@ struct CollectiveContext {
   int rank = 0;
   int size = 1;
   // Indexed by rank; nullptr for this rank.
-  absl::Span<Connection* const> peers;
+  absl::Span<Pair* const> peers;
   const TcpOptions* options = nullptr;
   // This rank's header for the running collective (sent to every peer it
   // talks to; must stay alive until the collective returns).
