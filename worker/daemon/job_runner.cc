@@ -372,6 +372,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   options.connect_timeout = config_.rendezvous_timeout;
   options.timeout = config_.collective_timeout;
   options.congestion_control = config_.tcp_congestion_control;
+  ASSIGN_OR_RETURN(options.transport, ParseTransport(config_.transport));
+  auto shm_peers = std::make_shared<std::vector<int>>();
+  options.on_transport = [shm_peers](int peer, absl::string_view t) {
+    if (t == "shm") shm_peers->push_back(peer);
+  };
   options.cancelled = &cancelled_;
   const int cores = UsableCores();
   if (config_.spin_polls.has_value()) {
@@ -385,8 +390,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
                      " ranks of the job on this host, ", cores,
                      " cores: collectives wait without spinning"));
   }
-  return CreateTcpCommunicator(store_.get(), rank, assignment_.world_size(),
-                               options);
+  auto comm = CreateTcpCommunicator(store_.get(), rank,
+                                    assignment_.world_size(), options);
+  if (comm.ok() && !shm_peers->empty()) {
+    Log(absl::StrCat("rank ", rank, ": shared memory to rank(s) ",
+                     absl::StrJoin(*shm_peers, ", "), " (same host)"));
+  }
+  return comm;
 }
 
 DeviceCommFactory JobRunner::DeviceComms(int rank,
