@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -53,6 +54,17 @@ class Pair {
   [[nodiscard]] virtual absl::Status Recv(void* data, size_t len,
                                           absl::Time deadline,
                                           int spin_polls) = 0;
+
+  // Receives `len` bytes (a multiple of `unit`, 1 to 16 bytes) and hands
+  // them to `consume` in order, in pieces of a multiple of `unit` and at
+  // most `max_piece` bytes each. A transport that can lends its own memory
+  // (shm: the ring itself, which saves a copy per byte); the others receive
+  // into `scratch` (at least max_piece bytes). `consume` must not keep the
+  // pointer. Errors as Recv.
+  [[nodiscard]] virtual absl::Status RecvPieces(
+      size_t len, size_t unit, char* scratch, size_t max_piece,
+      absl::Time deadline, int spin_polls,
+      absl::FunctionRef<void(const char* data, size_t bytes)> consume) = 0;
 
   // True if the peer has closed its end or died (checked without blocking).
   virtual bool PeerClosed() const = 0;

@@ -235,6 +235,29 @@ absl::Status ShmPair::WaitSent(uint64_t ticket, absl::Time deadline) {
   return error_;
 }
 
+absl::Status ShmPair::WaitForData(uint64_t tail, size_t need,
+                                  absl::Time deadline, int spin_polls) {
+  absl::Status s = Await(
+      in_.data_event, in_.reader_waiting,
+      [this, tail, need] {
+        return in_.head.load(std::memory_order_acquire) - tail >= need;
+      },
+      [this](bool liveness) { return Interrupted(liveness); }, deadline,
+      spin_polls);
+  if (absl::IsDeadlineExceeded(s)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "timed out waiting for data from rank ", peer_,
+        " over shared memory (it is stuck, slow, or waiting in another "
+        "collective)"));
+  }
+  if (!s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("receiving from rank ", peer_,
+                                     " over shared memory: ", s.message()));
+  }
+  return s;
+}
+
 absl::Status ShmPair::Recv(void* data, size_t len, absl::Time deadline,
                            int spin_polls) {
   char* p = static_cast<char*>(data);
@@ -242,32 +265,49 @@ absl::Status ShmPair::Recv(void* data, size_t len, absl::Time deadline,
     const uint64_t tail = in_.tail.load(std::memory_order_relaxed);
     const uint64_t head = in_.head.load(std::memory_order_acquire);
     const size_t n = std::min<uint64_t>(len, head - tail);
-    if (n > 0) {
-      CopyFromRing(in_data_, capacity_, tail, p, n);
-      in_.tail.store(tail + n, std::memory_order_release);
-      Notify(in_.space_event, in_.writer_waiting);
-      p += n;
-      len -= n;
+    if (n == 0) {
+      absl::Status s = WaitForData(tail, 1, deadline, spin_polls);
+      if (!s.ok()) return s;
       continue;
     }
-    absl::Status s = Await(
-        in_.data_event, in_.reader_waiting,
-        [this, tail] {
-          return in_.head.load(std::memory_order_acquire) != tail;
-        },
-        [this](bool liveness) { return Interrupted(liveness); }, deadline,
-        spin_polls);
-    if (absl::IsDeadlineExceeded(s)) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "timed out waiting for data from rank ", peer_,
-          " over shared memory (it is stuck, slow, or waiting in another "
-          "collective)"));
+    CopyFromRing(in_data_, capacity_, tail, p, n);
+    in_.tail.store(tail + n, std::memory_order_release);
+    Notify(in_.space_event, in_.writer_waiting);
+    p += n;
+    len -= n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShmPair::RecvPieces(
+    size_t len, size_t unit, char* /*scratch*/, size_t max_piece,
+    absl::Time deadline, int spin_polls,
+    absl::FunctionRef<void(const char*, size_t)> consume) {
+  while (len > 0) {
+    const uint64_t tail = in_.tail.load(std::memory_order_relaxed);
+    const uint64_t head = in_.head.load(std::memory_order_acquire);
+    if (head - tail < unit) {
+      absl::Status s = WaitForData(tail, unit, deadline, spin_polls);
+      if (!s.ok()) return s;
+      continue;
     }
-    if (!s.ok()) {
-      return absl::Status(s.code(),
-                          absl::StrCat("receiving from rank ", peer_,
-                                       " over shared memory: ", s.message()));
+    const size_t off = tail % capacity_;
+    size_t n = std::min<uint64_t>(
+        {head - tail, capacity_ - off, len, std::max(unit, max_piece)});
+    n -= n % unit;
+    if (n == 0) {
+      // An element straddles the ring's end: lend a copy of it.
+      char one[16];
+      CopyFromRing(in_data_, capacity_, tail, one, unit);
+      consume(one, unit);
+      n = unit;
+    } else {
+      consume(in_data_ + off, n);
     }
+    // Only now may the writer reuse those bytes.
+    in_.tail.store(tail + n, std::memory_order_release);
+    Notify(in_.space_event, in_.writer_waiting);
+    len -= n;
   }
   return absl::OkStatus();
 }

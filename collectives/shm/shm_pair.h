@@ -56,6 +56,10 @@ class ShmPair final : public Pair {
   uint64_t LastTicket() override;
   [[nodiscard]] absl::Status Recv(void* data, size_t len, absl::Time deadline,
                                   int spin_polls) override;
+  [[nodiscard]] absl::Status RecvPieces(
+      size_t len, size_t unit, char* scratch, size_t max_piece,
+      absl::Time deadline, int spin_polls,
+      absl::FunctionRef<void(const char*, size_t)> consume) override;
   bool PeerClosed() const override;
   void Shutdown() override;
 
@@ -72,6 +76,9 @@ class ShmPair final : public Pair {
   // Copies all of it, waiting for space as needed.
   [[nodiscard]] absl::Status WriteAll(const char* data, size_t len,
                                       absl::Time deadline);
+  // Waits until at least `need` bytes past `tail` arrived.
+  [[nodiscard]] absl::Status WaitForData(uint64_t tail, size_t need,
+                                         absl::Time deadline, int spin_polls);
   // Why waiting must stop (abort, peer closed or dead), OK to go on.
   [[nodiscard]] absl::Status Interrupted(bool check_liveness) const;
   // Sets this end's closed flag and wakes every waiter on both rings.

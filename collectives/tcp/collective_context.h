@@ -58,8 +58,9 @@ struct CollectiveContext {
   [[nodiscard]] absl::Status WaitSent(int peer, uint64_t ticket);
   [[nodiscard]] absl::Status Drain(int peer);
   [[nodiscard]] absl::Status Recv(int peer, void* data, size_t bytes);
-  // Receives `count` elements from `peer` in cache-sized sub-blocks and
-  // stores dst[i] = local[i] (op) received[i]. dst may alias local.
+  // Receives `count` elements from `peer` in cache-sized sub-blocks (read
+  // in place where the transport allows: Pair::RecvPieces) and stores
+  // dst[i] = local[i] (op) received[i]. dst may alias local.
   [[nodiscard]] absl::Status RecvReduce(int peer, void* dst, const void* local,
                                         size_t count);
 };

@@ -53,6 +53,11 @@ class Connection final : public Pair {
   [[nodiscard]] absl::Status Recv(void* data, size_t len, absl::Time deadline,
                                   int spin_polls) override;
 
+  [[nodiscard]] absl::Status RecvPieces(
+      size_t len, size_t unit, char* scratch, size_t max_piece,
+      absl::Time deadline, int spin_polls,
+      absl::FunctionRef<void(const char*, size_t)> consume) override;
+
   // Resizes the kernel's send buffer (see Socket::SetSendBuffer).
   [[nodiscard]] absl::Status SetSendBuffer(int bytes);
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # All-reduce busbw of gradsync over shared memory (--transport shm), over
 # TCP (--transport tcp), and Open MPI over its shared-memory BTL (vader),
+# as is and with glibc's malloc told not to give 64 MiB buffers back to
+# the kernel after every call ("mpi+tunables": GLIBC_TUNABLES raising the
+# mmap and trim thresholds, which Open MPI's temporaries otherwise pay),
 # N local ranks, fp32 sum, in place, measured side by side: runs are
 # interleaved per size, rotating which tool goes first, so that load from
 # anything else on the machine is shared fairly. Prints one Markdown table
@@ -9,8 +12,7 @@
 #   scripts/bench/shm_compare.sh --ranks 4 --sizes "1M 64M" --rounds 3
 #
 # Needs a built gradsync (--gradsync, default build/cli/gradsync) and
-# openmpi-bin + libopenmpi-dev (mpicc). Other MPI flags: --mpi-args "ARGS"
-# (e.g. "-x GLIBC_TUNABLES=glibc.malloc.mmap_threshold=...").
+# openmpi-bin + libopenmpi-dev (mpicc). Other MPI flags: --mpi-args "ARGS".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,6 +46,7 @@ out=${out:-$(mktemp -d /tmp/gradsync-shm-compare.XXXXXX)}
 mkdir -p "$out"
 mpicc -O2 -o "$out/mpi_allreduce" "$here/mpi_allreduce.c"
 mpirun_flags=(--oversubscribe --bind-to none --mca btl vader,self)
+tunables=glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296
 if [[ $(id -u) == 0 ]]; then mpirun_flags+=(--allow-run-as-root); fi
 
 iters_for() {  # as compare.sh: enough calls to outlast the noise
@@ -59,20 +62,22 @@ run_tool() {  # tool size iters
     shm|tcp)
       "$gradsync" bench allreduce --ranks "$ranks" -b "$2" -e "$2" -n "$3" \
         -w "$warmup" --json --transport "$1" ;;
-    mpi)
+    mpi|mpit)
+      local env=()
+      [[ $1 == mpit ]] && env=(-x "GLIBC_TUNABLES=$tunables")
       # shellcheck disable=SC2086
-      mpirun "${mpirun_flags[@]}" $mpi_args -np "$ranks" "$out/mpi_allreduce" \
-        -b "$2" -e "$2" -n "$3" -w "$warmup" --json ;;
+      mpirun "${mpirun_flags[@]}" "${env[@]}" $mpi_args -np "$ranks" \
+        "$out/mpi_allreduce" -b "$2" -e "$2" -n "$3" -w "$warmup" --json ;;
   esac
 }
 
-tools=(shm tcp mpi)
+tools=(shm tcp mpi mpit)
 turn=0
 for round in $(seq 1 "$rounds"); do
   for size in $sizes; do
     it=$(iters_for "$size")
-    for k in 0 1 2; do
-      tool=${tools[$(( (turn + k) % 3 ))]}
+    for k in 0 1 2 3; do
+      tool=${tools[$(( (turn + k) % 4 ))]}
       echo "# round $round  size $size  iters $it  $tool" >&2
       run_tool "$tool" "$size" "$it" >>"$out/$tool.jsonl" ||
         echo "shm_compare.sh: $tool failed at size $size" >&2
@@ -85,7 +90,7 @@ python3 - "$out" "$ranks" <<'EOF'
 import json, os, statistics, sys
 out, ranks = sys.argv[1], sys.argv[2]
 bw, wrong = {}, {}
-for tool in ("shm", "tcp", "mpi"):
+for tool in ("shm", "tcp", "mpi", "mpit"):
     path = os.path.join(out, tool + ".jsonl")
     if not os.path.exists(path):
         continue
@@ -109,12 +114,14 @@ def ratio(a, b, size):
 
 print(f"\nall-reduce fp32 sum in place, N = {ranks}, busbw GB/s, "
       "range over rounds (min–max); ratios of medians\n")
-print("| size | gradsync shm | gradsync tcp | Open MPI vader | shm / MPI "
+print("| size | gradsync shm | gradsync tcp | Open MPI vader "
+      "| Open MPI vader + tunables | shm / MPI | shm / MPI+tunables "
       "| shm / tcp |")
-print("|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|")
 for size in sorted({k[1] for k in bw}):
     print(f"| {size >> 20} MiB | {rng('shm', size)} | {rng('tcp', size)} "
-          f"| {rng('mpi', size)} | {ratio('shm', 'mpi', size)} "
+          f"| {rng('mpi', size)} | {rng('mpit', size)} "
+          f"| {ratio('shm', 'mpi', size)} | {ratio('shm', 'mpit', size)} "
           f"| {ratio('shm', 'tcp', size)} |")
 print(f"\n#wrong: {wrong}; rounds per cell: "
       f"{max((len(v) for v in bw.values()), default=0)}; raw JSON: {out}")

@@ -87,6 +87,42 @@ TEST(ShmPairTest, StreamLargerThanRing_ArrivesIntactBothWays) {
   EXPECT_EQ(e.zero->LastTicket(), msgs.size());
 }
 
+// RecvPieces lends the ring itself; elements that straddle its end (the
+// stream is 4 bytes off after the first message) come as a copy.
+TEST(ShmPairTest, RecvPieces_WholeElementsInOrderAcrossTheWrap) {
+  std::atomic<bool> aborted{false};
+  Ends e = MakeEnds(4096, &aborted);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  const uint32_t pad = 7;
+  std::vector<uint64_t> values(10001);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = i * 0x9e3779b97f4a7c15u;
+  std::thread sender([&] {
+    e.zero->Send(&pad, sizeof(pad), deadline);
+    const uint64_t t = e.zero->Send(values.data(), values.size() * 8, deadline);
+    ASSERT_TRUE(e.zero->WaitSent(t, deadline).ok());
+  });
+  uint32_t got_pad = 0;
+  ASSERT_TRUE(e.one->Recv(&got_pad, sizeof(got_pad), deadline, 0).ok());
+  EXPECT_EQ(pad, got_pad);
+  std::vector<uint64_t> got;
+  char scratch[1024];
+  absl::Status s =
+      e.one->RecvPieces(values.size() * 8, 8, scratch, 1000, deadline, 0,
+                        [&](const char* p, size_t bytes) {
+                          ASSERT_EQ(bytes % 8, 0u);
+                          ASSERT_LE(bytes, 1000u);
+                          for (size_t i = 0; i < bytes; i += 8) {
+                            uint64_t v;
+                            std::memcpy(&v, p + i, 8);
+                            got.push_back(v);
+                          }
+                        });
+  sender.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(values, got);
+}
+
 TEST(ShmPairTest, Recv_NothingSent_DeadlineNamesPeer) {
   std::atomic<bool> aborted{false};
   Ends e = MakeEnds(4096, &aborted);
