@@ -1,7 +1,8 @@
 // ShmPair: the shared-memory Pair (collectives/pair.h) between two ranks on
 // one host. Each direction is a byte ring in a ShmSegment (shm_segment.h):
-// the sender copies into the ring, the receiver copies out, and neither
-// enters the kernel while data flows; a futex wakes a side that had to
+// the sender copies into the ring, the receiver copies out (Recv) or
+// reduces straight out of it (RecvPieces), and neither enters the kernel
+// while data flows; a futex wakes a side that had to
 // block, and only if it said it was waiting.
 //
 // Like the TCP Connection, a send that fits into the ring is copied inline;
