@@ -16,6 +16,9 @@
 // with a handshake carrying job_id and both ranks, and every collective with
 // a header (sequence number, op, type, count), so stray connections, garbage
 // bytes and mismatched calls fail fast with an error naming the ranks.
+// Pairs of ranks on one host then move their bytes through shared memory
+// instead, unless TcpOptions::transport says tcp (shm_upgrade.h); the
+// algorithms and their checks are the same on either transport.
 //
 // Threading: the returned communicator is thread-safe; collectives run in
 // issue order on a progress thread (or inline for synchronous calls when
