@@ -329,15 +329,20 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateHostAwareCommunicator(
       algo == AllReduceAlgorithm::kHalvingDoubling) {
     return CreateTcpCommunicator(store, rank, size, options.tcp);
   }
-  ASSIGN_OR_RETURN(
-      const std::vector<std::string> ids,
-      ExchangeHostIdentities(
-          store, rank, size,
-          options.host_id.empty() ? LocalHostIdentity() : options.host_id,
-          options.tcp.connect_timeout, options.tcp.cancelled));
+  const std::string host_id = !options.host_id.empty() ? options.host_id
+                              : !options.tcp.host_id.empty()
+                                  ? options.tcp.host_id
+                                  : LocalHostIdentity();
+  ASSIGN_OR_RETURN(const std::vector<std::string> ids,
+                   ExchangeHostIdentities(store, rank, size, host_id,
+                                          options.tcp.connect_timeout,
+                                          options.tcp.cancelled));
   HostPlacement placement = HostPlacement::FromHostIds(ids);
   TcpOptions flat = options.tcp;
   flat.algorithm = AllReduceAlgorithm::kAuto;
+  // One identity for both: shared memory carries exactly the pairs the
+  // hierarchy puts on one host.
+  flat.host_id = host_id;
   const bool worth_it = placement.hosts() > 1 && placement.largest_host() > 1;
   if (options.on_placement) {
     options.on_placement(absl::StrCat(
@@ -358,6 +363,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateHostAwareCommunicator(
   ASSIGN_OR_RETURN(core->flat, CreateTcpCommunicator(store, rank, size, flat));
   TcpOptions inner = flat;
   inner.listen_port = 0;
+  // Peers there are sub-ranks; the flat communicator reports every pair.
+  inner.on_transport = nullptr;
   const int host = p.host_of(rank);
   const std::vector<int>& members = p.members(host);
   if (members.size() > 1) {

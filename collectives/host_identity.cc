@@ -1,5 +1,7 @@
 #include "collectives/host_identity.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 
@@ -21,10 +23,19 @@ std::string BootId() {
   return id.empty() ? "no-boot-id" : id;
 }
 
+// "net:[4026531840]": processes in different network namespaces reach
+// each other only through their interfaces, as `gradsync lab`'s emulated
+// hosts (one kernel, one /dev/shm) must.
+std::string NetworkNamespace() {
+  char link[64] = {0};
+  const ssize_t n = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : "no-netns";
+}
+
 }  // namespace
 
 std::string HostIdentity(absl::string_view host_name) {
-  return absl::StrCat(host_name, "/", BootId());
+  return absl::StrCat(host_name, "/", BootId(), "/", NetworkNamespace());
 }
 
 std::string LocalHostIdentity() { return HostIdentity(HostName()); }

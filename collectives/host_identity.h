@@ -5,9 +5,13 @@
 //
 // The host name alone is not enough (containers and cloned VMs share
 // names), so the kernel's boot id (/proc/sys/kernel/random/boot_id, new
-// at every boot and distinct between machines) is appended.
+// at every boot and distinct between machines) is appended, and the
+// network namespace: processes in different ones (containers, `gradsync
+// lab`'s emulated hosts) talk through their interfaces, never through
+// shared memory, even under one kernel.
 //
-//   std::string me = LocalHostIdentity();  // "node-3/5c1e...-9f"
+//   std::string me = LocalHostIdentity();  //
+//   "node-3/5c1e...-9f/net:[4026531840]"
 //
 // Thread-safe; LocalHostIdentity reads /proc on each call.
 #ifndef GRADSYNC_COLLECTIVES_HOST_IDENTITY_H_
@@ -24,8 +28,8 @@
 
 namespace gradsync {
 
-// "<host_name>/<boot id>"; the boot id part is "no-boot-id" where /proc
-// has none (then the host name alone decides).
+// "<host_name>/<boot id>/<network namespace>"; the boot id part is
+// "no-boot-id" and the namespace "no-netns" where /proc has none.
 std::string HostIdentity(absl::string_view host_name);
 
 // HostIdentity(HostName()): this machine as the kernel names it.

@@ -70,6 +70,9 @@ std::string PretendHostId(const std::vector<int>& layout, int rank) {
 }  // namespace
 
 absl::Status CheckBackendAvailable(const BenchOptions& options) {
+  if (options.backend != Backend::kNccl) {
+    RETURN_IF_ERROR(ParseTransport(options.transport).status());
+  }
   if (options.backend == Backend::kRing) {
     return ParseAllReduceAlgorithm(options.algorithm).status();
   }
@@ -97,6 +100,7 @@ absl::StatusOr<TcpOptions> MakeTcpOptions(const BenchOptions& options,
   tcp.connect_timeout = options.timeout;
   tcp.timeout = options.timeout;
   ASSIGN_OR_RETURN(tcp.algorithm, ParseAllReduceAlgorithm(options.algorithm));
+  ASSIGN_OR_RETURN(tcp.transport, ParseTransport(options.transport));
   if (options.segment_bytes) tcp.segment_bytes = *options.segment_bytes;
   if (options.hd_threshold_bytes) {
     tcp.halving_doubling_max_bytes = *options.hd_threshold_bytes;

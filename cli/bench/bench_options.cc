@@ -174,6 +174,12 @@ const Row kRows[] = {
        }
        return absl::OkStatus();
      }},
+    {0, "transport", "NAME",
+     "ring, ps: auto (shared memory to ranks on this host), tcp or shm",
+     [](absl::string_view v, ParseState* s) {
+       s->options.transport = std::string(v);  // checked by the backend
+       return absl::OkStatus();
+     }},
     {0, "segment-bytes", "SIZE", "ring pipelining segment",
      [](absl::string_view v, ParseState* s) {
        return ParseOptionalSize("--segment-bytes", v,

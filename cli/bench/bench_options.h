@@ -55,6 +55,8 @@ struct BenchOptions {
   // TCP ring knobs; unset keeps TcpOptions' defaults. `algorithm` is
   // checked by ParseAllReduceAlgorithm when the communicator is made.
   std::string algorithm = "auto";
+  // auto, tcp or shm (TcpOptions::transport), checked by ParseTransport.
+  std::string transport = "auto";
   std::optional<size_t> segment_bytes;
   std::optional<size_t> hd_threshold_bytes;
   std::optional<size_t> sub_block_bytes;

@@ -62,6 +62,7 @@ ReportHeader MakeHeader(const BenchOptions& options,
   if (options.backend == Backend::kRing || options.backend == Backend::kPs) {
     header.tcp_congestion =
         options.congestion_control.value_or(TcpOptions().congestion_control);
+    header.transport = options.transport;
   }
   if (options.backend == Backend::kPs) {
     header.ps_shard_addresses = PsShardAddresses(options);

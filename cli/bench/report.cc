@@ -90,6 +90,8 @@ std::string FormatTextHeader(const ReportHeader& header) {
       header.tcp_congestion.empty()
           ? ""
           : absl::StrCat(", tcp congestion ", header.tcp_congestion),
+      header.transport.empty() ? ""
+                               : absl::StrCat(", transport ", header.transport),
       ", ", header.ranks, " ranks\n");
   if (ps) {
     absl::StrAppend(&out, "# PS shards:");
@@ -165,6 +167,9 @@ std::string FormatJsonRow(const ReportHeader& header,
           ? std::string()
           : absl::StrCat(",\"tcp_congestion\":",
                          JsonQuote(header.tcp_congestion)),
+      header.transport.empty()
+          ? std::string()
+          : absl::StrCat(",\"transport\":", JsonQuote(header.transport)),
       ",\"size\":", result.size_bytes, ",\"count\":", result.count,
       ",\"type\":", JsonQuote(std::string(DataTypeName(header.type))),
       ",\"redop\":", JsonQuote(RedopLabel(header)),

@@ -56,6 +56,8 @@ struct ReportHeader {
   // Backends "ring" and "ps": the TCP congestion control policy ("auto",
   // "default", a name; common/tcp_congestion.h); empty for nccl.
   std::string tcp_congestion;
+  // Backends "ring" and "ps": TcpOptions::transport ("auto", "tcp", "shm").
+  std::string transport;
   int ranks = 1;
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;

@@ -41,16 +41,16 @@ absl::Status CollectiveContext::Recv(int peer, void* data, size_t bytes) {
 absl::Status CollectiveContext::RecvReduce(int peer, void* dst,
                                            const void* local, size_t count) {
   const size_t es = element_size();
-  const size_t block = std::max<size_t>(1, scratch_bytes / es);
   char* d = static_cast<char*>(dst);
   const char* l = static_cast<const char*>(local);
-  for (size_t done = 0; done < count;) {
-    const size_t n = std::min(block, count - done);
-    RETURN_IF_ERROR(Recv(peer, scratch, n * es));
-    Reduce(type(), op(), d + done * es, l + done * es, scratch, n);
-    done += n;
-  }
-  return absl::OkStatus();
+  size_t done = 0;  // elements reduced
+  return peers[peer]->RecvPieces(
+      count * es, es, scratch, scratch_bytes, deadline, spin_polls,
+      [&](const char* got, size_t bytes) {
+        const size_t n = bytes / es;
+        Reduce(type(), op(), d + done * es, l + done * es, got, n);
+        done += n;
+      });
 }
 
 }  // namespace gradsync

@@ -1,5 +1,6 @@
-// CollectiveContext: what one running collective needs from the TCP
-// communicator: the connections to its peers, its header and deadline, and
+// CollectiveContext: what one running collective needs from the CPU
+// communicator: the pairs to its peers (TCP or shared memory; see
+// collectives/pair.h), its header and deadline, and
 // the communicator's preallocated scratch memory. The algorithms
 // (ring.h, halving_doubling.h) are plain functions over it.
 //
@@ -14,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "collectives/tcp/connection.h"
+#include "collectives/pair.h"
 #include "collectives/tcp/tcp_communicator.h"
 #include "collectives/tcp/wire.h"
 #include "collectives/types.h"
@@ -25,7 +26,7 @@ struct CollectiveContext {
   int rank = 0;
   int size = 1;
   // Indexed by rank; nullptr for this rank.
-  absl::Span<Connection* const> peers;
+  absl::Span<Pair* const> peers;
   const TcpOptions* options = nullptr;
   // This rank's header for the running collective (sent to every peer it
   // talks to; must stay alive until the collective returns).
@@ -57,8 +58,9 @@ struct CollectiveContext {
   [[nodiscard]] absl::Status WaitSent(int peer, uint64_t ticket);
   [[nodiscard]] absl::Status Drain(int peer);
   [[nodiscard]] absl::Status Recv(int peer, void* data, size_t bytes);
-  // Receives `count` elements from `peer` in cache-sized sub-blocks and
-  // stores dst[i] = local[i] (op) received[i]. dst may alias local.
+  // Receives `count` elements from `peer` in cache-sized sub-blocks (read
+  // in place where the transport allows: Pair::RecvPieces) and stores
+  // dst[i] = local[i] (op) received[i]. dst may alias local.
   [[nodiscard]] absl::Status RecvReduce(int peer, void* dst, const void* local,
                                         size_t count);
 };

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -109,6 +110,21 @@ absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline,
                      " (it is stuck, slow, or waiting in another collective)"));
   }
   return WithPeer(s, "receiving from");
+}
+
+absl::Status Connection::RecvPieces(
+    size_t len, size_t unit, char* scratch, size_t max_piece,
+    absl::Time deadline, int spin_polls,
+    absl::FunctionRef<void(const char*, size_t)> consume) {
+  const size_t piece = std::max(unit, max_piece / unit * unit);
+  while (len > 0) {
+    const size_t n = std::min(piece, len);
+    absl::Status s = Recv(scratch, n, deadline, spin_polls);
+    if (!s.ok()) return s;
+    consume(scratch, n);
+    len -= n;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Connection::SetSendBuffer(int bytes) {

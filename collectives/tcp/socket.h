@@ -96,6 +96,13 @@ class Socket {
   // Wakes any blocked call; later calls fail. Safe from any thread.
   void Shutdown() const;
   void Close();
+  // Gives up ownership: returns the descriptor (-1 if none) and leaves
+  // this socket invalid; the caller closes it.
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_ = -1;

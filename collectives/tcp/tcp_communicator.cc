@@ -12,9 +12,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "collectives/tcp/collective_context.h"
+#include "collectives/tcp/connection.h"
 #include "collectives/tcp/halving_doubling.h"
 #include "collectives/tcp/rendezvous.h"
 #include "collectives/tcp/ring.h"
+#include "collectives/tcp/shm_upgrade.h"
 #include "collectives/tcp/socket.h"
 #include "common/status_macros.h"
 
@@ -61,22 +63,28 @@ namespace {
 // that a handle can abort the communicator even after it was destroyed.
 class Core {
  public:
-  Core(int rank, int size, const TcpOptions& options,
-       std::vector<Socket> sockets)
-      : rank_(rank), size_(size), options_(options) {
-    conns_.resize(size);
-    for (int p = 0; p < size; ++p) {
-      if (p == rank) continue;
-      conns_[p] =
-          std::make_unique<Connection>(std::move(sockets[p]), p, &aborted_);
+  Core(int rank, int size, const TcpOptions& options)
+      : rank_(rank), size_(size), options_(options) {}
+
+  // Chooses each peer's transport and builds its pair (shm_upgrade.h).
+  [[nodiscard]] absl::Status Connect(std::vector<Socket> sockets) {
+    ASSIGN_OR_RETURN(conns_,
+                     MakePairs(std::move(sockets), rank_, options_, &aborted_));
+    for (auto& c : conns_) {
+      peers_.push_back(c.get());
+      if (auto* tcp = dynamic_cast<Connection*>(c.get())) {
+        tcp_.push_back(tcp);
+      }
     }
-    for (auto& c : conns_) peers_.push_back(c.get());
+    return absl::OkStatus();
   }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   const TcpOptions& options() const { return options_; }
-  absl::Span<Connection* const> peers() const { return peers_; }
+  absl::Span<Pair* const> peers() const { return peers_; }
+  // The peers reached over TCP (for their socket buffers).
+  absl::Span<Connection* const> tcp_peers() const { return tcp_; }
 
   // First failure wins; later calls fail with ABORTED quoting it.
   void Abort(const absl::Status& reason) {
@@ -134,8 +142,9 @@ class Core {
   const int size_;
   const TcpOptions options_;
   std::atomic<bool> aborted_{false};
-  std::vector<std::unique_ptr<Connection>> conns_;
-  std::vector<Connection*> peers_;
+  std::vector<std::unique_ptr<Pair>> conns_;
+  std::vector<Pair*> peers_;
+  std::vector<Connection*> tcp_;
   absl::Mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
@@ -365,8 +374,8 @@ class TcpCommunicator final : public Communicator {
   [[nodiscard]] absl::Status SizeSendBuffers(size_t message_bytes) {
     const int bytes = SendBufferBytesFor(core_->options(), message_bytes);
     if (bytes <= 0 || bytes == send_buffer_bytes_) return absl::OkStatus();
-    for (Connection* c : core_->peers()) {
-      if (c != nullptr) RETURN_IF_ERROR(c->SetSendBuffer(bytes));
+    for (Connection* c : core_->tcp_peers()) {
+      RETURN_IF_ERROR(c->SetSendBuffer(bytes));
     }
     send_buffer_bytes_ = bytes;
     return absl::OkStatus();
@@ -463,7 +472,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateTcpCommunicator(
   RETURN_IF_ERROR(CheckCongestionControl(options.congestion_control));
   ASSIGN_OR_RETURN(std::vector<Socket> sockets,
                    ConnectAllPeers(store, rank, size, options));
-  auto core = std::make_shared<Core>(rank, size, options, std::move(sockets));
+  auto core = std::make_shared<Core>(rank, size, options);
+  RETURN_IF_ERROR(core->Connect(std::move(sockets)));
   return std::unique_ptr<Communicator>(new TcpCommunicator(std::move(core)));
 }
 

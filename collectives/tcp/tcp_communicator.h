@@ -16,6 +16,9 @@
 // with a handshake carrying job_id and both ranks, and every collective with
 // a header (sequence number, op, type, count), so stray connections, garbage
 // bytes and mismatched calls fail fast with an error naming the ranks.
+// Pairs of ranks on one host then move their bytes through shared memory
+// instead, unless TcpOptions::transport says tcp (shm_upgrade.h); the
+// algorithms and their checks are the same on either transport.
 //
 // Threading: the returned communicator is thread-safe; collectives run in
 // issue order on a progress thread (or inline for synchronous calls when
@@ -49,6 +52,16 @@ enum class AllReduceAlgorithm {
 };
 [[nodiscard]] absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
     absl::string_view name);
+
+// What carries the bytes between two ranks (collectives/pair.h).
+enum class Transport {
+  kAuto,  // shared memory to ranks on this host, TCP to the others
+  kTcp,   // TCP everywhere
+  kShm,   // shared memory to every peer; rendezvous fails if one cannot
+};
+// "auto", "tcp" or "shm"; INVALID_ARGUMENT otherwise.
+[[nodiscard]] absl::StatusOr<Transport> ParseTransport(absl::string_view name);
+absl::string_view TransportName(Transport transport);
 
 struct TcpOptions {
   // Identifies the job and rendezvous generation; peers with another id are
@@ -113,6 +126,22 @@ struct TcpOptions {
   // never spin: there the cores are better spent copying and reducing.
   int spin_polls = 10000;
   size_t spin_max_bytes = 2 << 20;
+  // Same-host transport (collectives/tcp/shm_upgrade.h). Every pair of
+  // ranks first connects over TCP as above (job id, secret proof); then
+  // the two tell each other their transport choice and host identity, and
+  // a pair where both allow shared memory and the identities match moves
+  // its data through a shared memory segment instead, keeping the TCP
+  // connection idle as a liveness probe.
+  Transport transport = Transport::kAuto;
+  // This rank's host identity; empty: the kernel's boot id and the host
+  // name (LocalHostIdentity(), collectives/host_identity.h). Tests set it to pretend ranks are on different
+  // hosts.
+  std::string host_id;
+  // Bytes of each direction's ring in a shared memory pair.
+  size_t shm_ring_bytes = 1 << 20;
+  // Called once per peer at rendezvous with the transport chosen ("tcp" or
+  // "shm"); may be empty.
+  std::function<void(int peer, absl::string_view transport)> on_transport;
 };
 
 // Open MPI's rule for oversubscribed hosts (its yield_when_idle): with

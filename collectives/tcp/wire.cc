@@ -99,6 +99,18 @@ std::string DescribeHandshake(const Handshake& hs) {
       "'");
 }
 
+ShmHello MakeShmHello(bool allows_shm, absl::string_view host_id) {
+  ShmHello h;
+  std::memset(&h, 0, sizeof(h));
+  h.magic = kShmHelloMagic;
+  h.version = kTcpWireVersion;
+  h.allows_shm = allows_shm ? 1 : 0;
+  h.host_id_len =
+      static_cast<uint32_t>(std::min(host_id.size(), kMaxHostIdBytes));
+  std::memcpy(h.host_id, host_id.data(), h.host_id_len);
+  return h;
+}
+
 absl::string_view CollectiveName(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:

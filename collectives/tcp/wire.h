@@ -14,7 +14,14 @@
 // empty: benches, tests) sends zero proofs and checks none; a rank with a
 // secret refuses a peer without it.
 //
-// Both are fixed-size structs sent as raw bytes (all ranks of a job run the
+// Then both ranks of every connection choose its transport
+// (shm_upgrade.h):
+//   C <-> A ShmHello: shared memory allowed?, host identity (both ways)
+// and, only if both allow it and the identities are equal:
+//   A -> C  ShmOffer: the name and token of a fresh shm segment
+//   C -> A  ShmAck: mapped (the connection then stays idle), or not
+//
+// All are fixed-size structs sent as raw bytes (all ranks of a job run the
 // same build on little-endian x86-64 or arm64 hosts). A magic number and a
 // version catch stray connections and garbage; the fields below let a rank
 // name exactly what its peer disagrees about.
@@ -32,7 +39,8 @@ namespace gradsync {
 
 inline constexpr uint32_t kHandshakeMagic = 0x47534843;  // "GSHC"
 inline constexpr uint32_t kHeaderMagic = 0x47534348;     // "GSCH"
-inline constexpr uint32_t kTcpWireVersion = 2;  // 2: the job secret proof
+inline constexpr uint32_t kTcpWireVersion = 3;  // 2: secret proof, 3: shm
+inline constexpr uint32_t kShmHelloMagic = 0x47535348;  // "GSSH"
 inline constexpr size_t kMaxJobIdBytes = 96;
 inline constexpr size_t kNonceBytes = 16;
 inline constexpr size_t kProofBytes = 32;  // HMAC-SHA256
@@ -98,6 +106,35 @@ bool CheckHandshakeProof(absl::string_view secret, HandshakeRole role,
 HandshakeReply CheckHandshake(const Handshake& hs, absl::string_view job_id,
                               int my_rank, int world_size);
 std::string DescribeHandshake(const Handshake& hs);
+
+// A host identity (collectives/host_identity.h): a host name of up to 64
+// bytes, the boot id and the network namespace fit whole.
+inline constexpr size_t kMaxHostIdBytes = 160;
+inline constexpr size_t kMaxShmNameBytes = 64;
+inline constexpr size_t kShmOfferTokenBytes = 16;
+
+struct ShmHello {
+  uint32_t magic;  // kShmHelloMagic, in all three
+  uint32_t version;
+  uint32_t allows_shm;
+  uint32_t host_id_len;
+  char host_id[kMaxHostIdBytes];
+};
+
+struct ShmOffer {
+  uint32_t magic;
+  uint32_t ok;  // 0: no segment (the acceptor could not create one)
+  char name[kMaxShmNameBytes];
+  uint8_t token[kShmOfferTokenBytes];
+};
+
+struct ShmAck {
+  uint32_t magic;
+  uint32_t ok;  // 1: mapped
+};
+
+// A hello carrying `host_id` (truncated to kMaxHostIdBytes).
+ShmHello MakeShmHello(bool allows_shm, absl::string_view host_id);
 
 enum class CollectiveKind : uint8_t {
   kAllReduce = 0,

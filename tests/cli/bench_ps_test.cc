@@ -74,8 +74,9 @@ TEST(BenchPsTest, TwoRanksTwoShards_VerifiesAndPrintsTheTable) {
     EXPECT_EQ(*runs[r].wrong, 0) << "rank " << r;
   }
   const std::string& out = runs[0].output;
-  EXPECT_THAT(out, HasSubstr("# gradsync bench allreduce: backend ps, 2 "
-                             "shards, tcp congestion auto, 2 ranks\n"));
+  EXPECT_THAT(
+      out, HasSubstr("# gradsync bench allreduce: backend ps, 2 "
+                     "shards, tcp congestion auto, transport auto, 2 ranks\n"));
   EXPECT_THAT(out,
               HasSubstr(absl::StrCat("# PS shards: 0 at ", local.addresses[0],
                                      ", 1 at ", local.addresses[1])));
@@ -140,10 +141,12 @@ TEST(BenchPsTest, ThreeRanksThreeShardsOnTwoServers_Verifies) {
     EXPECT_EQ(*runs[r].wrong, 0) << "rank " << r;
   }
   const std::string& out = runs[0].output;
-  EXPECT_THAT(out, HasSubstr("{\"collective\":\"allreduce\",\"backend\":"
-                             "\"ps\",\"algo\":\"ps\",\"ranks\":3,\"shards\":3,"
-                             "\"tcp_congestion\":\"auto\",\"size\":1000,"
-                             "\"count\":250,"));
+  EXPECT_THAT(out,
+              HasSubstr("{\"collective\":\"allreduce\",\"backend\":"
+                        "\"ps\",\"algo\":\"ps\",\"ranks\":3,\"shards\":3,"
+                        "\"tcp_congestion\":\"auto\",\"transport\":\"auto\","
+                        "\"size\":1000,"
+                        "\"count\":250,"));
   EXPECT_THAT(out, HasSubstr("\"size\":25024,\"count\":6256,"));
   EXPECT_THAT(out, HasSubstr("\"in_place\":null}"));
   EXPECT_THAT(out, HasSubstr("\"wrong\":0,\"ok\":true,\"checked\":true"));

@@ -108,10 +108,12 @@ TEST(BenchRankTest, JsonLines) {
   ASSERT_TRUE(runs[0].wrong.ok()) << runs[0].wrong.status();
   const std::string& out = runs[0].output;
   EXPECT_EQ(out.find('#'), std::string::npos) << out;
-  EXPECT_THAT(out, HasSubstr("{\"collective\":\"allgather\",\"backend\":"
-                             "\"ring\",\"algo\":\"auto\",\"ranks\":2,"
-                             "\"tcp_congestion\":\"auto\",\"size\":1024,"
-                             "\"count\":128,"));
+  EXPECT_THAT(out,
+              HasSubstr("{\"collective\":\"allgather\",\"backend\":"
+                        "\"ring\",\"algo\":\"auto\",\"ranks\":2,"
+                        "\"tcp_congestion\":\"auto\",\"transport\":\"auto\","
+                        "\"size\":1024,"
+                        "\"count\":128,"));
   EXPECT_THAT(out, HasSubstr("\"size\":2048,\"count\":256,"));
   EXPECT_THAT(out, HasSubstr("{\"summary\":true,"));
   EXPECT_THAT(out, HasSubstr("\"wrong\":0,\"ok\":true,\"checked\":true"));

@@ -46,6 +46,14 @@ TEST(FormatTextHeaderTest, NamesTheRingsCongestionControl) {
                         "tcp congestion auto, 4 ranks\n"));
 }
 
+TEST(FormatTextHeaderTest, NamesTheTransport) {
+  ReportHeader header = AllReduceHeader();
+  header.tcp_congestion = "auto";
+  header.transport = "shm";
+  EXPECT_THAT(FormatTextHeader(header),
+              HasSubstr("tcp congestion auto, transport shm, 4 ranks\n"));
+}
+
 TEST(FormatTimeTest, DecimalsLikeNcclTests) {
   EXPECT_EQ(FormatTime(12.3456), "  12.35");
   EXPECT_EQ(FormatTime(1234.56), " 1234.6");

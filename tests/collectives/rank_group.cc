@@ -15,16 +15,22 @@ TcpOptions SmallPipelineOptions() {
   o.connect_timeout = absl::Seconds(20);
   o.timeout = absl::Seconds(20);
   o.job_id = "test";
+  // The TCP tests test TCP; shm_transport_test picks shared memory itself.
+  o.transport = Transport::kTcp;
   return o;
 }
 
-RankGroup::RankGroup(int size, const TcpOptions& options) {
+RankGroup::RankGroup(int size, const TcpOptions& options)
+    : RankGroup(size, [&options](int) { return options; }) {}
+
+RankGroup::RankGroup(int size,
+                     const std::function<TcpOptions(int rank)>& options) {
   comms_.resize(size);
   std::vector<absl::Status> status(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      auto c = CreateTcpCommunicator(&store_, r, size, options);
+      auto c = CreateTcpCommunicator(&store_, r, size, options(r));
       if (c.ok()) {
         comms_[r] = *std::move(c);
       } else {

@@ -16,13 +16,15 @@
 namespace gradsync::testing {
 
 // Options that exercise pipelining with small data: tiny segments and
-// sub-blocks, short timeouts.
+// sub-blocks, short timeouts; TCP for every pair (Transport::kTcp).
 TcpOptions SmallPipelineOptions();
 
 class RankGroup {
  public:
   // Connects `size` ranks (threads); fails the test on error.
   RankGroup(int size, const TcpOptions& options);
+  // The same, with per-rank options (e.g. a host identity per rank).
+  RankGroup(int size, const std::function<TcpOptions(int rank)>& options);
   int size() const { return static_cast<int>(comms_.size()); }
   Communicator& comm(int rank) { return *comms_[rank]; }
   // Runs fn(rank) on one thread per rank; returns each rank's status.

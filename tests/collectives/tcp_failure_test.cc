@@ -182,6 +182,11 @@ TEST(TcpCollectiveTest, GarbagePacket_DataLossNamingTheRank) {
   uint32_t reply = 1;
   ASSERT_TRUE(fake->RecvAll(&reply, sizeof(reply), deadline, nullptr).ok());
   ASSERT_EQ(0u, reply);
+  // The transport choice (wire.h): this fake stays on TCP.
+  ShmHello theirs{};
+  ASSERT_TRUE(fake->RecvAll(&theirs, sizeof(theirs), deadline, nullptr).ok());
+  const ShmHello hello = MakeShmHello(false, "fake-host");
+  ASSERT_TRUE(fake->SendAll(&hello, sizeof(hello), deadline, nullptr).ok());
   t0.join();
   ASSERT_TRUE(c0.ok()) << c0.status();
   std::string garbage(64, '\xab');
@@ -301,6 +306,7 @@ TEST(TcpProcessTest, RankKilledMidCollective_SurvivorsNameIt) {
       FileStore store(dir);
       TcpOptions o;
       o.job_id = "kill-test";
+      o.transport = Transport::kTcp;  // shm_transport_test has its own
       o.timeout = timeout;
       auto comm = CreateTcpCommunicator(&store, r, kRanks, o);
       if (!comm.ok()) _exit(3);

@@ -375,6 +375,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   options.connect_timeout = config_.rendezvous_timeout;
   options.timeout = config_.collective_timeout;
   options.congestion_control = config_.tcp_congestion_control;
+  ASSIGN_OR_RETURN(options.transport, ParseTransport(config_.transport));
+  auto shm_peers = std::make_shared<std::vector<int>>();
+  options.on_transport = [shm_peers](int peer, absl::string_view t) {
+    if (t == "shm") shm_peers->push_back(peer);
+  };
   options.cancelled = &cancelled_;
   const int cores = UsableCores();
   if (config_.spin_polls.has_value()) {
@@ -393,15 +398,23 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   // hierarchical_communicator.h); otherwise this is the flat TCP
   // communicator. Hosts are told apart by the name the worker registered
   // with plus the kernel's boot id, so that `gradsync lab`'s emulated hosts
-  // (one kernel, a host name each) count as hosts.
+  // (one kernel, a host name each) count as hosts: for the hierarchy, and
+  // for shared memory, which must not carry bytes between emulated hosts
+  // past their shaped links.
+  options.host_id =
+      HostIdentity(config_.host.empty() ? HostName() : config_.host);
   HierarchicalOptions hier;
   hier.tcp = options;
-  hier.host_id = HostIdentity(config_.host.empty() ? HostName() : config_.host);
   hier.on_placement = [this, rank](absl::string_view line) {
     Log(absl::StrCat("rank ", rank, ": ", line));
   };
-  return CreateHostAwareCommunicator(store_.get(), rank,
-                                     assignment_.world_size(), hier);
+  auto comm = CreateHostAwareCommunicator(store_.get(), rank,
+                                          assignment_.world_size(), hier);
+  if (comm.ok() && !shm_peers->empty()) {
+    Log(absl::StrCat("rank ", rank, ": shared memory to rank(s) ",
+                     absl::StrJoin(*shm_peers, ", "), " (same host)"));
+  }
+  return comm;
 }
 
 DeviceCommFactory JobRunner::DeviceComms(int rank,

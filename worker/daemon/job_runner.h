@@ -105,6 +105,10 @@ struct JobRunnerConfig {
   // TCP congestion control policy (common/tcp_congestion.h) of the jobs'
   // TCP communicators and of their connections to the PS shards.
   std::string tcp_congestion_control = "auto";
+  // TcpOptions::transport of the jobs' communicators: "auto" (shared
+  // memory between ranks on one host), "tcp" or "shm"; checked by
+  // ParseTransport.
+  std::string transport = "auto";
   // Mutual TLS or plaintext of the jobs' connections to the PS shards
   // (common/tls.h); the daemon's --tls-dir.
   GrpcSecurity grpc_security;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "collectives/tcp/tcp_communicator.h"
 #include "common/health_server.h"
 #include "common/host.h"
 #include "common/metrics_http.h"
@@ -83,6 +84,14 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                  if (s.ok()) return s;
                  return absl::InvalidArgumentError(
                      absl::StrCat("--tcp-congestion: ", s.message()));
+               }),
+      FlagSpec("transport", "NAME",
+               "what carries the ranks' collectives: auto (shared memory "
+               "between ranks on one host, TCP between hosts), tcp, or shm "
+               "(default auto)",
+               [config](absl::string_view value) {
+                 config->transport = std::string(value);
+                 return ParseTransport(value).status();
                }),
       FlagSpec("spin-polls", "auto|N",
                "polls before a small collective's receive blocks: auto "
@@ -272,6 +281,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.collective_timeout = config.collective_timeout;
   runner.rendezvous_timeout = config.rendezvous_timeout;
   runner.tcp_congestion_control = config.tcp_congestion;
+  runner.transport = config.transport;
   if (!config.ps_plaintext) runner.grpc_security = *security;
   runner.spin_polls = config.spin_polls;
   runner.checkpoint_roots = config.checkpoint_roots;

@@ -38,7 +38,8 @@ struct WorkerDaemonConfig {
   absl::Duration collective_timeout = absl::Seconds(60);
   absl::Duration rendezvous_timeout = absl::Seconds(120);
   std::string tcp_congestion = "auto";
-  std::optional<int> spin_polls;  // unset: auto
+  std::string transport = "auto";  // JobRunnerConfig::transport
+  std::optional<int> spin_polls;   // unset: auto
   // Directories jobs may read and write checkpoints in (common/path_roots.h);
   // empty: anywhere this process may.
   std::vector<std::string> checkpoint_roots;
