@@ -28,7 +28,8 @@ size_t ControlBytes() {
   return RoundUp(sizeof(SegmentHeader) + 2 * sizeof(RingControl), kPage);
 }
 
-absl::Status Errno(absl::string_view what, const std::string& name) {
+[[nodiscard]] absl::Status Errno(absl::string_view what,
+                                 const std::string& name) {
   return absl::InternalError(absl::StrCat(
       what, " of shared memory segment ", name, ": ", std::strerror(errno),
       " (is /dev/shm mounted and large "

@@ -21,8 +21,8 @@ namespace {
 
 static_assert(kShmOfferTokenBytes == kShmTokenBytes);
 
-absl::Status Named(const absl::Status& s, int rank, int peer,
-                   absl::string_view what) {
+[[nodiscard]] absl::Status Named(const absl::Status& s, int rank, int peer,
+                                 absl::string_view what) {
   return absl::Status(s.code(),
                       absl::StrCat("rank ", rank, ": ", what, " rank ", peer,
                                    " to choose the transport: ", s.message()));
