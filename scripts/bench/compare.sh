@@ -107,8 +107,10 @@ run_tool() {  # tool n size iters
   local tool=$1 n=$2 size=$3 it=$4
   case "$tool" in
     gradsync)
+      # --transport tcp: Gloo and Open MPI (btl tcp) run over TCP here too;
+      # scripts/bench/shm_compare.sh compares the shared-memory paths.
       "$gradsync" bench allreduce --ranks "$n" -b "$size" -e "$size" \
-        -n "$it" -w "$warmup" --json $gradsync_args ;;
+        -n "$it" -w "$warmup" --json --transport tcp $gradsync_args ;;
     gloo)
       "$python" "$here/gloo_allreduce.py" --ranks "$n" -b "$size" \
         -e "$size" -n "$it" -w "$warmup" --json ;;
