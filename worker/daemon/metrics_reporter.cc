@@ -94,9 +94,10 @@ absl::Status MetricsReporter::Flush(absl::Time deadline) {
                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
                        return done_ >= target && lines_done_ >= lines_target;
                      };
-  if (mu_.AwaitWithDeadline(absl::Condition(&flushed), deadline)) {
-    return absl::OkStatus();
-  }
+  ++flushing_;  // the sender stops waiting out min_interval
+  const bool done = mu_.AwaitWithDeadline(absl::Condition(&flushed), deadline);
+  --flushing_;
+  if (done) return absl::OkStatus();
   return absl::DeadlineExceededError(
       absl::StrCat("job ", job_id_, ": ", target - done_,
                    " step metrics still unsent to the coordinator"));
@@ -144,6 +145,7 @@ absl::Status MetricsReporter::Send(const ReportMetricsRequest& request) {
 }
 
 void MetricsReporter::SendLoop() {
+  absl::Time next_send = absl::InfinitePast();
   while (true) {
     ReportMetricsRequest request;
     {
@@ -152,6 +154,12 @@ void MetricsReporter::SendLoop() {
         return stop_ || !queue_.empty() || !lines_.empty();
       };
       mu_.Await(absl::Condition(&ready));
+      // What else arrives before next_send rides along, unless someone
+      // waits for it.
+      auto hurry = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || flushing_ > 0;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&hurry), next_send);
       if (queue_.empty() && lines_.empty()) return;  // stopping, nothing left
       request.set_worker_id(worker_id_);
       request.set_credential(options_.credential);
@@ -172,6 +180,7 @@ void MetricsReporter::SendLoop() {
         queue_.pop_front();
       }
     }
+    next_send = absl::Now() + options_.min_interval;
     const absl::Status status = Send(request);
     if (request.log_lines_size() > 0) {
       // Lost lines are not worth a line of their own in the worker's log.
