@@ -150,7 +150,7 @@ class HierarchicalCommunicator final : public Communicator {
   using Body = std::function<absl::Status(HierarchicalCore&)>;
   struct Op {
     Body body;
-    std::shared_ptr<HierarchicalWork> work;
+    std::shared_ptr<ProgressWork> work;
   };
 
   // The all-reduce's own argument checks (the flat communicator checks
@@ -177,8 +177,19 @@ class HierarchicalCommunicator final : public Communicator {
     }
     Op op;
     op.body = std::move(body);
-    op.work = std::make_shared<HierarchicalWork>(core_, std::move(what));
-    auto handle = std::make_unique<HierarchicalWorkHandle>(op.work);
+    std::shared_ptr<HierarchicalCore> core = core_;
+    op.work = std::make_shared<ProgressWork>(
+        std::move(what), [core](const std::string& what) {
+          const absl::Status expired = absl::DeadlineExceededError(
+              absl::StrCat("rank ", core->rank(), ": ", what,
+                           " did not complete before the caller's deadline; "
+                           "aborting the hierarchical communicator"));
+          // Aborting closes the inner connections, so the collective ends
+          // soon.
+          core->Abort(expired);
+          return expired;
+        });
+    auto handle = std::make_unique<ProgressWorkHandle>(op.work);
     absl::MutexLock lock(&mu_);
     queue_.push_back(std::move(op));
     return handle;

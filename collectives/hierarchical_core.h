@@ -1,9 +1,9 @@
 // Internals of the hierarchical communicator
 // (collectives/hierarchical_communicator.h), apart so that the algorithm's
 // file stays short: the state shared by the communicator and its Work
-// handles, and the handles themselves. Not for use elsewhere.
+// handles (collectives/progress_work.h). Not for use elsewhere.
 //
-// Threading: HierarchicalCore and HierarchicalWork are thread-safe; the
+// Threading: HierarchicalCore and ProgressWork are thread-safe; the
 // inner communicators are set before the first collective and not changed
 // after.
 #ifndef GRADSYNC_COLLECTIVES_HIERARCHICAL_CORE_H_
@@ -25,6 +25,7 @@
 #include "collectives/communicator.h"
 #include "collectives/hierarchical_communicator.h"
 #include "collectives/host_placement.h"
+#include "collectives/progress_work.h"
 
 namespace gradsync {
 
@@ -99,82 +100,6 @@ class HierarchicalCore {
                                             std::unique_ptr<Work> work) {
   return work->Wait(absl::Now() + comm.timeout() + kInnerWaitGrace);
 }
-
-class HierarchicalWork : public Work {
- public:
-  HierarchicalWork(std::shared_ptr<HierarchicalCore> core, std::string what)
-      : core_(std::move(core)), what_(std::move(what)) {}
-
-  void Start() {
-    absl::MutexLock lock(&mu_);
-    started_ = absl::Now();
-  }
-
-  void Finish(absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    status_ = std::move(status);
-    finished_ = absl::Now();
-    done_ = true;
-  }
-
-  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
-    absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
-      return status_;
-    }
-    const absl::Status expired = absl::DeadlineExceededError(
-        absl::StrCat("rank ", core_->rank(), ": ", what_,
-                     " did not complete before the caller's deadline; "
-                     "aborting the hierarchical communicator"));
-    mu_.Unlock();
-    core_->Abort(expired);
-    mu_.Lock();
-    // Aborting closes the inner connections, so the collective ends soon.
-    mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(10));
-    return expired;
-  }
-
-  bool Done() override {
-    absl::MutexLock lock(&mu_);
-    return done_;
-  }
-
-  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
-    absl::MutexLock lock(&mu_);
-    if (!done_ || !status_.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what_, done_ ? " failed" : " has not completed",
-                       ", so it has no duration"));
-    }
-    return finished_ - started_;
-  }
-
- private:
-  std::shared_ptr<HierarchicalCore> core_;
-  const std::string what_;
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Time finished_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-};
-
-// Keeps the shared work alive for the caller.
-class HierarchicalWorkHandle : public Work {
- public:
-  explicit HierarchicalWorkHandle(std::shared_ptr<HierarchicalWork> w)
-      : w_(std::move(w)) {}
-  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
-    return w_->Wait(deadline);
-  }
-  bool Done() override { return w_->Done(); }
-  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
-    return w_->Elapsed();
-  }
-
- private:
-  std::shared_ptr<HierarchicalWork> w_;
-};
 
 }  // namespace gradsync
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "collectives/progress_work.h"
 #include "collectives/tcp/collective_context.h"
 #include "collectives/tcp/connection.h"
 #include "collectives/tcp/halving_doubling.h"
@@ -149,67 +150,6 @@ class Core {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
-class TcpWork : public Work {
- public:
-  TcpWork(std::shared_ptr<Core> core, std::string what)
-      : core_(std::move(core)), what_(std::move(what)) {}
-
-  // The progress thread takes the collective up.
-  void Start() {
-    absl::MutexLock lock(&mu_);
-    started_ = absl::Now();
-  }
-
-  void Finish(absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    status_ = std::move(status);
-    finished_ = absl::Now();
-    done_ = true;
-  }
-
-  [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
-    absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithDeadline(absl::Condition(&done_), deadline)) {
-      return status_;
-    }
-    const absl::Status expired = absl::DeadlineExceededError(absl::StrCat(
-        "rank ", core_->rank(), ": ", what_,
-        " did not complete before the caller's deadline; aborting the "
-        "communicator",
-        core_->ClosedPeers()));
-    mu_.Unlock();
-    core_->Abort(expired);
-    mu_.Lock();
-    // Aborting shuts the sockets, so the collective ends promptly.
-    mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(10));
-    return expired;
-  }
-
-  bool Done() override {
-    absl::MutexLock lock(&mu_);
-    return done_;
-  }
-
-  [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
-    absl::MutexLock lock(&mu_);
-    if (!done_ || !status_.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what_, done_ ? " failed" : " has not completed",
-                       ", so it has no duration"));
-    }
-    return finished_ - started_;
-  }
-
- private:
-  std::shared_ptr<Core> core_;
-  const std::string what_;
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-  absl::Time started_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Time finished_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-};
-
 class TcpCommunicator final : public Communicator {
  public:
   TcpCommunicator(std::shared_ptr<Core> core)
@@ -286,7 +226,7 @@ class TcpCommunicator final : public Communicator {
     CollectiveHeader header;
     const void* send;
     void* recv;
-    std::shared_ptr<TcpWork> work;
+    std::shared_ptr<ProgressWork> work;
   };
 
   std::unique_ptr<Work> Enqueue(CollectiveKind kind, const void* send,
@@ -326,28 +266,22 @@ class TcpCommunicator final : public Communicator {
     item.recv = recv;
     absl::MutexLock lock(&mu_);
     item.header.seq = next_seq_++;
-    item.work = std::make_shared<TcpWork>(
-        core_, absl::StrCat(DescribeCollective(item.header)));
-    auto handle = std::make_unique<WorkHandle>(item.work);
+    std::shared_ptr<Core> core = core_;
+    item.work = std::make_shared<ProgressWork>(
+        DescribeCollective(item.header), [core](const std::string& what) {
+          const absl::Status expired = absl::DeadlineExceededError(
+              absl::StrCat("rank ", core->rank(), ": ", what,
+                           " did not complete before the caller's deadline; "
+                           "aborting the communicator",
+                           core->ClosedPeers()));
+          // Aborting shuts the sockets, so the collective ends promptly.
+          core->Abort(expired);
+          return expired;
+        });
+    auto handle = std::make_unique<ProgressWorkHandle>(item.work);
     queue_.push_back(std::move(item));
     return handle;
   }
-
-  // Keeps the shared TcpWork alive for the caller.
-  class WorkHandle : public Work {
-   public:
-    explicit WorkHandle(std::shared_ptr<TcpWork> w) : w_(std::move(w)) {}
-    [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
-      return w_->Wait(deadline);
-    }
-    bool Done() override { return w_->Done(); }
-    [[nodiscard]] absl::StatusOr<absl::Duration> Elapsed() override {
-      return w_->Elapsed();
-    }
-
-   private:
-    std::shared_ptr<TcpWork> w_;
-  };
 
   void ProgressLoop() {
     while (true) {
