@@ -18,6 +18,7 @@
 #include "collectives/tcp/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/collectives/kill_one_rank.h"
 #include "tests/collectives/rank_group.h"
 
 namespace gradsync::testing {
@@ -292,60 +293,27 @@ TEST(TcpCollectiveTest, WaitDeadline_AbortsAndReturnsPromptly) {
 // middle of a stream of all-reduces. Every survivor must fail well inside
 // the collective timeout, naming rank 2, the op and its sequence number.
 TEST(TcpProcessTest, RankKilledMidCollective_SurvivorsNameIt) {
-  char tmpl[] = "/tmp/gradsync-kill-XXXXXX";
-  ASSERT_NE(nullptr, mkdtemp(tmpl));
-  const std::string dir = tmpl;
   constexpr int kRanks = 4;
   constexpr int kVictim = 2;
   const absl::Duration timeout = absl::Seconds(30);
-  std::vector<pid_t> pids;
+  TcpOptions o;
+  o.job_id = "kill-test";
+  o.transport = Transport::kTcp;  // shm_transport_test has its own
+  o.timeout = timeout;
+  const KillOneRankRun run = KillOneRankMidStream(o, kRanks, kVictim);
+  ASSERT_EQ(run.hung_rank, -1)
+      << "rank " << run.hung_rank << " hung after the peer died";
   for (int r = 0; r < kRanks; ++r) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      FileStore store(dir);
-      TcpOptions o;
-      o.job_id = "kill-test";
-      o.transport = Transport::kTcp;  // shm_transport_test has its own
-      o.timeout = timeout;
-      auto comm = CreateTcpCommunicator(&store, r, kRanks, o);
-      if (!comm.ok()) _exit(3);
-      std::vector<float> buf(1 << 20, 1.0f);
-      for (int it = 0; it < 100000; ++it) {
-        if (r == kVictim && it == 5) raise(SIGKILL);
-        absl::Status s = (*comm)->AllReduce(buf.data(), buf.data(), buf.size(),
-                                            DataType::kFloat32, ReduceOp::kMax);
-        if (!s.ok()) {
-          std::ofstream(dir + "/err." + std::to_string(r)) << s.message();
-          _exit(0);
-        }
-      }
-      _exit(4);  // never noticed the death
-    }
-    pids.push_back(pid);
-  }
-  const absl::Time start = absl::Now();
-  for (int r = 0; r < kRanks; ++r) {
-    int status = 0;
-    while (waitpid(pids[r], &status, WNOHANG) == 0) {
-      if (absl::Now() - start > timeout) {
-        for (pid_t p : pids) kill(p, SIGKILL);
-        FAIL() << "rank " << r << " hung after the peer died";
-      }
-      absl::SleepFor(absl::Milliseconds(10));
-    }
     if (r == kVictim) continue;
+    const int status = run.status[r];
+    const std::string& error = run.error[r];
     ASSERT_TRUE(WIFEXITED(status)) << "rank " << r;
     ASSERT_EQ(0, WEXITSTATUS(status)) << "rank " << r;
-    std::ifstream in(dir + "/err." + std::to_string(r));
-    std::stringstream msg;
-    msg << in.rdbuf();
-    EXPECT_THAT(msg.str(), ContainsRegex("rank(\\(s\\))? ([0-9]+, )*2[^0-9]"))
+    EXPECT_THAT(error, ContainsRegex("rank(\\(s\\))? ([0-9]+, )*2[^0-9]"))
         << "rank " << r;
-    EXPECT_THAT(msg.str(), ContainsRegex("allreduce #[0-9]+")) << "rank " << r;
+    EXPECT_THAT(error, ContainsRegex("allreduce #[0-9]+")) << "rank " << r;
   }
-  EXPECT_LT(absl::Now() - start, timeout / 2);
-  std::filesystem::remove_all(dir);
+  EXPECT_LT(run.elapsed, timeout / 2);
 }
 
 }  // namespace
