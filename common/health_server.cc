@@ -10,24 +10,19 @@
 #include <mutex>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/host.h"
 
 namespace gradsync {
 namespace {
 
-// The host of "host:port" (port 0..65535); INVALID_ARGUMENT otherwise.
+// The host of "host:port" as written (brackets kept, for the address the
+// server reports); INVALID_ARGUMENT otherwise.
 [[nodiscard]] absl::StatusOr<std::string> HostOf(absl::string_view address) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == absl::string_view::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--health-listen '", address,
-                     "' is not HOST:PORT (for example 0.0.0.0:9401)"));
-  }
-  return std::string(address.substr(0, colon));
+  absl::StatusOr<std::pair<std::string, int>> split = SplitListenAddress(
+      address, "--health-listen", "HOST:PORT (for example 0.0.0.0:9401)");
+  if (!split.ok()) return split.status();
+  return std::string(address.substr(0, address.rfind(':')));
 }
 
 }  // namespace

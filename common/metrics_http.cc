@@ -6,9 +6,9 @@
 #include <atomic>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/host.h"
 #include "common/version.h"
 #include "common/wire_version.h"
 
@@ -22,21 +22,8 @@ constexpr size_t kMetricsThreads = 2;
 // `what` starts the error: "coordinator metrics listen address".
 [[nodiscard]] absl::StatusOr<std::pair<std::string, int>> SplitListen(
     absl::string_view address, absl::string_view what) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == absl::string_view::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " '", address,
-        "' is not host:port (for example 127.0.0.1:9400 or 0.0.0.0:9400)"));
-  }
-  std::string host(address.substr(0, colon));
-  // "[::1]:9400": the socket layer wants the bare IPv6 address.
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return std::make_pair(std::move(host), port);
+  return SplitListenAddress(
+      address, what, "host:port (for example 127.0.0.1:9400 or 0.0.0.0:9400)");
 }
 
 // SO_REUSEADDR (a restarted daemon rebinds through TIME_WAIT) but not
