@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace gradsync {
 
@@ -56,6 +57,23 @@ absl::StatusOr<double> IdealBusBandwidth(const ClusterLinks& links) {
                      "node, not ",
                      links.nodes, " nodes of ", links.ranks_per_node));
   }
+  int ranks = links.ranks_per_node * links.nodes;
+  if (!links.node_ranks.empty()) {
+    const int most =
+        *std::max_element(links.node_ranks.begin(), links.node_ranks.end());
+    const int fewest =
+        *std::min_element(links.node_ranks.begin(), links.node_ranks.end());
+    if (static_cast<int>(links.node_ranks.size()) != links.nodes ||
+        most != links.ranks_per_node || fewest < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node_ranks {", absl::StrJoin(links.node_ranks, ", "),
+                       "} must hold one count >= 1 per node (", links.nodes,
+                       ") with the largest equal to ranks_per_node (",
+                       links.ranks_per_node, ")"));
+    }
+    ranks = 0;
+    for (int r : links.node_ranks) ranks += r;
+  }
   if (links.nodes == 1) return links.link_gbps;
   if (!(links.node_link_gbps > 0.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -64,10 +82,11 @@ absl::StatusOr<double> IdealBusBandwidth(const ClusterLinks& links) {
         links.node_link_gbps));
   }
   const double q = links.nodes;
-  const double n = q * links.ranks_per_node;
+  const double p = links.ranks_per_node;
+  const double n = ranks;
   double ideal = links.node_link_gbps * (n - 1) * q / (n * (q - 1));
   if (links.ranks_per_node > 1) {
-    ideal = std::min(ideal, links.link_gbps * (n - 1) / (n - q));
+    ideal = std::min(ideal, links.link_gbps * p * (n - 1) / (n * (p - 1)));
   }
   return ideal;
 }

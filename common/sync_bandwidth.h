@@ -14,11 +14,16 @@
 //                   busiest link runs at B.
 //
 // IdealBusBandwidth is the busbw the links of a cluster allow an
-// all-reduce (docs/architecture.md, "Measuring"): N = P*Q ranks, P per node on links
-// of B, Q nodes on links of I:
-//   Q = 1: B;   Q > 1: min(I(N-1)Q / (N(Q-1)), B(N-1)/(N-Q)),
+// all-reduce (docs/architecture.md, "Measuring"): N ranks on Q nodes, at
+// most P on one node, ranks on links of B, nodes on links of I. A
+// hierarchical all-reduce (NCCL's, or collectives/hierarchical_communicator.h)
+// moves 2(P-1)/P S over the links of the fullest node's ranks and
+// 2(Q-1)/Q S over every node's link; with busbw = algbw 2(N-1)/N:
+//   Q = 1: B;   Q > 1: min(I(N-1)Q / (N(Q-1)), B P(N-1) / (N(P-1))),
 // the second term only when P > 1 (with one rank per node, every ring hop
-// crosses the node link).
+// crosses the node link). With P ranks on every node (N = PQ) the second
+// term is nccl-tests' B(N-1)/(N-Q); on uneven nodes (3 + 1 ranks) the
+// fullest node binds.
 #ifndef GRADSYNC_COMMON_SYNC_BANDWIDTH_H_
 #define GRADSYNC_COMMON_SYNC_BANDWIDTH_H_
 
@@ -53,12 +58,15 @@ absl::Duration BusyTime(std::vector<TimeInterval> intervals);
 struct ClusterLinks {
   double link_gbps = 0.0;       // B: a rank's link within a node, GB/s
   double node_link_gbps = 0.0;  // I: a node's link to the others, GB/s
-  int ranks_per_node = 1;       // P
+  int ranks_per_node = 1;       // P: the most ranks on one node
   int nodes = 1;                // Q
+  // The ranks on each node when they differ (Q entries, the largest P);
+  // empty: P on every node.
+  std::vector<int> node_ranks;
 };
 
-// The formula above. INVALID_ARGUMENT for B <= 0, P or Q < 1, or I <= 0
-// on more than one node.
+// The formula above. INVALID_ARGUMENT for B <= 0, P or Q < 1, I <= 0 on
+// more than one node, or node_ranks that do not match P and Q.
 [[nodiscard]] absl::StatusOr<double> IdealBusBandwidth(
     const ClusterLinks& links);
 

@@ -391,16 +391,14 @@ absl::StatusOr<ClusterLinks> JobClusterLinks(const JobStatus& job,
   links.link_gbps = link_gbps;
   links.node_link_gbps = node_link_gbps;
   links.nodes = static_cast<int>(ranks_on.size());
-  links.ranks_per_node = ranks_on.begin()->second;
+  links.ranks_per_node = 0;
+  bool even = true;
   for (const auto& [host, count] : ranks_on) {
-    if (count != links.ranks_per_node) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the ideal bandwidth assumes as many ranks on every node, but job ",
-          job.job_id(), " has ",
-          absl::StrJoin(ranks_on, ", ", absl::PairFormatter(" x")),
-          " (host x ranks)"));
-    }
+    even = even && count == ranks_on.begin()->second;
+    links.ranks_per_node = std::max(links.ranks_per_node, count);
+    links.node_ranks.push_back(count);
   }
+  if (even) links.node_ranks.clear();
   return links;
 }
 
@@ -410,6 +408,12 @@ std::string DescribeIdeal(const ClusterLinks& links, double ideal_gbps) {
   if (links.nodes > 1) {
     absl::StrAppend(&out,
                     absl::StrFormat(", I %.2f GB/s", links.node_link_gbps));
+  }
+  if (!links.node_ranks.empty()) {
+    absl::StrAppend(&out, "; ", links.nodes, " nodes of ",
+                    absl::StrJoin(links.node_ranks, "+"),
+                    " ranks, the fullest binds)");
+    return out;
   }
   absl::StrAppend(&out, "; ", links.nodes,
                   links.nodes == 1 ? " node, " : " nodes, ",

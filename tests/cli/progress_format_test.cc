@@ -17,6 +17,7 @@ namespace control {
 namespace {
 
 using ::gradsync::control::testing::Metric;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -242,10 +243,18 @@ TEST(JobClusterLinksTest, HostsAndRanksOfTheJob) {
   EXPECT_EQ(DescribeIdeal(*links, 1.5),
             "ideal busbw 1.50 GB/s (B 10.00 GB/s, I 1.00 GB/s; 2 nodes, 2 "
             "ranks each)");
+  // Uneven hosts (a: 2, b: 1, c: 1): Q = 3, P = 2, N = 4.
   job.mutable_ranks(3)->set_host("c");
   absl::StatusOr<ClusterLinks> uneven = JobClusterLinks(job, 10, 1);
-  EXPECT_EQ(uneven.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(uneven.status().message(), HasSubstr("a x2, b x1, c x1"));
+  ASSERT_TRUE(uneven.ok()) << uneven.status();
+  EXPECT_EQ(uneven->nodes, 3);
+  EXPECT_EQ(uneven->ranks_per_node, 2);
+  EXPECT_THAT(uneven->node_ranks, ElementsAre(2, 1, 1));
+  // min(1 * 3 * 3 / (4 * 2), 10 * 2 * 3 / (4 * 1)) = 9/8.
+  EXPECT_DOUBLE_EQ(*IdealBusBandwidth(*uneven), 9.0 / 8.0);
+  EXPECT_EQ(DescribeIdeal(*uneven, 9.0 / 8.0),
+            "ideal busbw 1.12 GB/s (B 10.00 GB/s, I 1.00 GB/s; 3 nodes of "
+            "2+1+1 ranks, the fullest binds)");
 }
 
 TEST(ProgressTest, BreakdownPerMode_SideBySide) {

@@ -76,6 +76,45 @@ TEST(SyncBandwidthTest, IdealAcrossNodesIsTheTighterLink) {
   EXPECT_DOUBLE_EQ(*IdealBusBandwidth(links), 12.0);
 }
 
+// Uneven nodes: the fullest node's ranks carry the most intra-node
+// traffic, 2(P-1)/P S each, and every node link 2(Q-1)/Q S.
+TEST(SyncBandwidthTest, IdealOnUnevenNodesIsBoundByTheFullestNode) {
+  ClusterLinks links;
+  links.link_gbps = 10.0;
+  links.node_link_gbps = 100.0;  // I does not bind here
+  links.nodes = 2;
+  links.ranks_per_node = 3;
+  links.node_ranks = {3, 1};
+  // N = 4, P = 3: B P(N-1)/(N(P-1)) = 10*3*3/(4*2) = 11.25; I's term is
+  // 100*3*2/4 = 150.
+  EXPECT_DOUBLE_EQ(*IdealBusBandwidth(links), 11.25);
+  // With I binding: 1*3*2/4 = 1.5, as on 2 even nodes of 2 (N = 4).
+  links.node_link_gbps = 1.0;
+  EXPECT_DOUBLE_EQ(*IdealBusBandwidth(links), 1.5);
+  // Counts that do not match P and Q are refused.
+  for (const std::vector<int>& bad :
+       std::vector<std::vector<int>>{{3}, {2, 1}, {3, 0}, {3, 1, 1}}) {
+    links.node_ranks = bad;
+    EXPECT_EQ(IdealBusBandwidth(links).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad.size();
+  }
+}
+
+// With P ranks on every node the general form is nccl-tests' own.
+TEST(SyncBandwidthTest, IdealOnEvenNodesIsTheSameWithOrWithoutCounts) {
+  ClusterLinks links;
+  links.link_gbps = 100.0;
+  links.node_link_gbps = 1000.0;
+  links.nodes = 3;
+  links.ranks_per_node = 4;
+  const double without = *IdealBusBandwidth(links);
+  links.node_ranks = {4, 4, 4};
+  EXPECT_DOUBLE_EQ(*IdealBusBandwidth(links), without);
+  // N = 12, Q = 3: B(N-1)/(N-Q) = 1100/9.
+  EXPECT_DOUBLE_EQ(without, 1100.0 / 9.0);
+}
+
 TEST(SyncBandwidthTest, IdealRejectsMissingLinks) {
   ClusterLinks links;
   EXPECT_EQ(IdealBusBandwidth(links).status().code(),
