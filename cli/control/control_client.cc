@@ -141,6 +141,18 @@ absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
   return response;
 }
 
+absl::StatusOr<ClusterLinkFacts> ControlClient::SetLinkFacts(
+    double link_gbps, double link_alpha_us) {
+  if (!config_.setup_error.ok()) return config_.setup_error;
+  SetLinkFactsRequest request;
+  request.mutable_facts()->set_link_gbps(link_gbps);
+  request.mutable_facts()->set_link_alpha_us(link_alpha_us);
+  absl::StatusOr<ClusterLinkFacts> response =
+      client_->SetLinkFacts(request, Unary());
+  if (!response.ok()) return Explain(response.status(), "SetLinkFacts");
+  return response;
+}
+
 absl::Status ControlClient::WatchJob(
     absl::string_view job_id, absl::Duration deadline,
     const std::function<absl::Status(const JobEvent&)>& on_event) {

@@ -91,6 +91,10 @@ class ControlClient {
   // no parameter server; INVALID_ARGUMENT: a mode that is not RING or PS.
   [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchJob(
       absl::string_view job_id, SyncMode mode);
+  // Replaces the link facts of the coordinator's model (--mode auto);
+  // returns those now in force. INVALID_ARGUMENT: a negative value.
+  [[nodiscard]] absl::StatusOr<ClusterLinkFacts> SetLinkFacts(
+      double link_gbps, double link_alpha_us);
 
   // Follows the job's WatchJob stream, calling `on_event` for each event
   // until the stream ends (the job ended and every metric was sent) or

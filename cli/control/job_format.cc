@@ -348,6 +348,14 @@ std::string FormatWorkersTable(const ListWorkersResponse& workers, double now) {
           : FormatTable({"ID", "HOST", "ADDRESS", "DEVICES", "STATE", "FREE",
                          "JOBS", "HEARTBEAT"},
                         rows);
+  if (workers.link_facts().link_gbps() > 0) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("links (--mode auto's model): %g GB/s of payload per "
+                        "host, alpha %g us\n",
+                        workers.link_facts().link_gbps(),
+                        workers.link_facts().link_alpha_us()));
+  }
   if (workers.parameter_servers().empty()) return out;
   std::vector<std::vector<std::string>> servers;
   for (const ParameterServerInfo& ps : workers.parameter_servers()) {

@@ -29,15 +29,16 @@ constexpr char kUsage[] =
     "idle), the measured and predicted sync time, and the bottleneck (the\n"
     "busiest link, compute, or a slow rank); then which path the model\n"
     "says is faster at this job's N, K and S, and by how much.\n"
-    "Link facts: --link-gbps (each host's link, GB/s of payload) on a real\n"
-    "cluster; on the lab its settings and its newest sweep's fit.\n";
+    "Link facts: --link-gbps (each host's link, GB/s of payload); else, on\n"
+    "the lab, its settings and its newest sweep's fit; else the\n"
+    "coordinator's own (its --link-gbps flag).\n";
 
 // TCP payload per frame: 1448 bytes of 1514 (MTU 1500 with timestamps).
 constexpr double kPayloadShare = 1448.0 / 1514.0;
 
 [[nodiscard]] absl::StatusOr<LinkFacts> ResolveLinks(
     double gbps, double alpha_us, const std::string& lab_dir,
-    const std::string& coordinator) {
+    const std::string& coordinator, const ClusterLinkFacts& told) {
   LinkFacts facts;
   if (gbps > 0) {
     facts.model = {alpha_us * 1e-6, gbps * 1e9};
@@ -46,11 +47,21 @@ constexpr double kPayloadShare = 1448.0 / 1514.0;
     return facts;
   }
   ASSIGN_OR_RETURN(std::optional<LabState> state, ReadLabState(lab_dir));
+  if ((!state.has_value() || state->coordinator() != coordinator) &&
+      told.link_gbps() > 0) {
+    facts.model = {told.link_alpha_us() * 1e-6, told.link_gbps() * 1e9};
+    facts.source = absl::StrFormat(
+        "the coordinator's link facts: %g GB/s (alpha %g us) each host's "
+        "link",
+        told.link_gbps(), told.link_alpha_us());
+    return facts;
+  }
   if (!state.has_value() || state->coordinator() != coordinator) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no link facts for the coordinator at ", coordinator,
         ": pass --link-gbps B (each host's link in GB/s of payload) on a "
-        "real cluster, or run it against a lab (--lab-dir; ",
+        "real cluster (or start the coordinator with it), or run it against "
+        "a lab (--lab-dir; ",
         state.has_value() ? "the lab there has another coordinator"
                           : absl::StrCat("no lab.json in ", lab_dir),
         ")"));
@@ -114,8 +125,12 @@ int RunExplain(const std::vector<std::string>& args,
       env.cwd);
   std::unique_ptr<control::ControlClient> client =
       control::MakeClient(common, env);
-  absl::StatusOr<LinkFacts> links =
-      ResolveLinks(gbps, alpha_us, lab_dir, client->address());
+  absl::StatusOr<ListWorkersResponse> cluster = client->ListWorkers();
+  if (!cluster.ok()) {
+    return control::ReportError(env, "explain", common.json, cluster.status());
+  }
+  absl::StatusOr<LinkFacts> links = ResolveLinks(
+      gbps, alpha_us, lab_dir, client->address(), cluster->link_facts());
   if (!links.ok()) {
     return control::ReportError(env, "explain", common.json, links.status());
   }
@@ -126,10 +141,6 @@ int RunExplain(const std::vector<std::string>& args,
       client->GetMetrics(positional[0]);
   if (!metrics.ok()) {
     return control::ReportError(env, "explain", common.json, metrics.status());
-  }
-  absl::StatusOr<ListWorkersResponse> cluster = client->ListWorkers();
-  if (!cluster.ok()) {
-    return control::ReportError(env, "explain", common.json, cluster.status());
   }
   absl::StatusOr<Explanation> e = ExplainJob(*job, *metrics, *cluster, *links);
   if (!e.ok())

@@ -1,6 +1,7 @@
 #include "cli/lab/lab_command.h"
 
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "cli/control/command_common.h"
 #include "cli/control/format.h"
 #include "cli/control/local_command.h"
 #include "cli/control/output_format.h"
@@ -421,6 +423,22 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
   if (absl::Status s = SetLabLink(run_dir, link, absl::Seconds(10)); !s.ok()) {
     return control::ReportError(env, "lab set-link", o.json, s);
   }
+  // The coordinator's model must see the new links (--mode auto).
+  absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
+  if (!state.ok() || !state->has_value()) {
+    return control::ReportError(
+        env, "lab set-link", o.json,
+        state.ok() ? absl::FailedPreconditionError(
+                         absl::StrCat("the lab in ", run_dir, " went away"))
+                   : state.status());
+  }
+  control::CommonOptions common;
+  common.coordinator = (*state)->coordinator();
+  std::unique_ptr<control::ControlClient> client =
+      control::MakeClient(common, env);
+  if (absl::Status s = TellCoordinatorLinks(*client, link); !s.ok()) {
+    return control::ReportError(env, "lab set-link", o.json, s);
+  }
   if (o.json) {
     *env.out << "{\"rateBps\":" << link.rate_bps
              << ",\"latencyUs\":" << absl::ToInt64Microseconds(link.latency)
@@ -429,7 +447,8 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
     return kExitOk;
   }
   *env.out << "every link now " << DescribeLinkRate(link.rate_bps)
-           << " each way; probe it again with gradsync lab probe\n";
+           << " each way (the coordinator's model too); probe it again with "
+              "gradsync lab probe\n";
   return kExitOk;
 }
 

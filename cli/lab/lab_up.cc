@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cli/lab/lab_state.h"
@@ -84,6 +85,31 @@ Leftovers RemoveNetwork(const std::string& prefix,
 
 }  // namespace
 
+double LabPayloadGbps(const LinkSettings& link) {
+  return static_cast<double>(link.rate_bps) / 8e9 * 1448 / 1514;
+}
+
+double LabAlphaUs(const LinkSettings& link) {
+  return absl::ToDoubleMicroseconds(link.latency);
+}
+
+absl::Status TellCoordinatorLinks(control::ControlClient& client,
+                                  const LinkSettings& link) {
+  absl::StatusOr<ClusterLinkFacts> facts =
+      client.SetLinkFacts(LabPayloadGbps(link), LabAlphaUs(link));
+  if (!facts.ok()) {
+    return absl::Status(
+        facts.status().code(),
+        absl::StrCat("the links are reshaped, but the coordinator at ",
+                     client.address(),
+                     " still has the old link facts, so --mode auto's model "
+                     "is stale: ",
+                     facts.status().message(),
+                     "; run the same `gradsync lab set-link` again"));
+  }
+  return absl::OkStatus();
+}
+
 control::ClusterPlan LabClusterPlan(const LabConfig& config,
                                     const std::vector<LabHost>& hosts,
                                     const LabBinaries& binaries,
@@ -96,11 +122,14 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
       plan.coordinator.binary = binaries.coordinator;
       plan.coordinator.address =
           absl::StrCat(host.address, ":", kCoordinatorPort);
-      // The links' payload rate, for --mode auto's model (a full frame
-      // of 1514 bytes carries 1448 of TCP payload).
+      // The links as --mode auto's model sees them.
       plan.coordinator.args = {
-          "--listen", plan.coordinator.address, "--link-gbps",
-          absl::StrCat(config.link.rate_bps / 8e9 * 1448 / 1514)};
+          "--listen",
+          plan.coordinator.address,
+          "--link-gbps",
+          absl::StrFormat("%.9g", LabPayloadGbps(config.link)),
+          "--link-alpha-us",
+          absl::StrCat(LabAlphaUs(config.link))};
       plan.coordinator.netns = host.netns;
       plan.coordinator.host = host.name;
       continue;

@@ -30,8 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cli/control/control_client.h"
 #include "cli/control/local_cluster.h"
 #include "cli/lab/lab_config.h"
 #include "cli/lab/lab_network.h"
@@ -80,6 +82,19 @@ struct LabDownResult {
 [[nodiscard]] absl::Status SetLabLink(const std::string& run_dir,
                                       const LinkSettings& link,
                                       absl::Duration command_timeout);
+
+// What the coordinator's model is told of `link` (its --link-gbps and
+// --link-alpha-us, and SetLinkFacts after set-link): the TCP payload rate
+// in GB/s (a full frame of 1514 bytes carries 1448 of payload), and the
+// one-way delay in us.
+double LabPayloadGbps(const LinkSettings& link);
+double LabAlphaUs(const LinkSettings& link);
+
+// Tells the lab's coordinator that its links are now `link`, so that
+// --mode auto decides with the links as they are. The links are shaped
+// already: the error says so and how to retry.
+[[nodiscard]] absl::Status TellCoordinatorLinks(control::ControlClient& client,
+                                                const LinkSettings& link);
 
 // The daemons StartCluster runs for `config`: the coordinator on the head,
 // W workers per worker host, a gradsync-ps per server host (and per worker

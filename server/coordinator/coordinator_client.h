@@ -121,6 +121,8 @@ class CoordinatorClient {
       const ListWorkersRequest& request, const CallOptions& options) = 0;
   [[nodiscard]] virtual absl::StatusOr<SwitchJobResponse> SwitchJob(
       const SwitchJobRequest& request, const CallOptions& options) = 0;
+  [[nodiscard]] virtual absl::StatusOr<ClusterLinkFacts> SetLinkFacts(
+      const SetLinkFactsRequest& request, const CallOptions& options) = 0;
   // Calls `on_event` for each event of the job's stream until the stream
   // ends (OK) or `on_event` returns an error (returned, and the stream is
   // cancelled). A connection that breaks after events came is UNAVAILABLE

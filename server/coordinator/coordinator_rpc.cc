@@ -217,6 +217,16 @@ grpc::Status CoordinatorRpc::SwitchJob(grpc::ServerContext* context,
   return Reply(service_->SwitchJob(*request), response);
 }
 
+grpc::Status CoordinatorRpc::SetLinkFacts(grpc::ServerContext* context,
+                                          const SetLinkFactsRequest* request,
+                                          ClusterLinkFacts* response) {
+  if (absl::Status user = service_->CheckUser(PresentedToken(*context));
+      !user.ok()) {
+    return ToGrpcStatus(user);
+  }
+  return Reply(service_->SetLinkFacts(*request), response);
+}
+
 grpc::Status CoordinatorRpc::RegisterParameterServer(
     grpc::ServerContext* context, const RegisterParameterServerRequest* request,
     RegisterParameterServerResponse* response) {

@@ -97,6 +97,9 @@ class CoordinatorRpc final : public Coordinator::Service {
   grpc::Status SwitchJob(grpc::ServerContext* context,
                          const SwitchJobRequest* request,
                          SwitchJobResponse* response) override;
+  grpc::Status SetLinkFacts(grpc::ServerContext* context,
+                            const SetLinkFactsRequest* request,
+                            ClusterLinkFacts* response) override;
   grpc::Status RegisterParameterServer(
       grpc::ServerContext* context,
       const RegisterParameterServerRequest* request,

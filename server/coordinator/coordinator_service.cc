@@ -4,6 +4,7 @@
 #include "server/coordinator/coordinator_service.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -314,6 +315,7 @@ ListWorkersResponse CoordinatorService::ListWorkers() const {
       info->set_shards(info->shards() + shards);
     }
   }
+  *response.mutable_link_facts() = LinkFactsLocked();
   return response;
 }
 
@@ -334,6 +336,33 @@ absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(
   *response.mutable_status() = job->Status();
   state_.SaveLocked();
   return response;
+}
+
+absl::StatusOr<ClusterLinkFacts> CoordinatorService::SetLinkFacts(
+    const SetLinkFactsRequest& request) {
+  const double gbps = request.facts().link_gbps();
+  const double alpha_us = request.facts().link_alpha_us();
+  if (!std::isfinite(gbps) || gbps < 0 || !std::isfinite(alpha_us) ||
+      alpha_us < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "link facts of %g GB/s and alpha %g us: give a bandwidth >= 0 (0: "
+        "unknown) and a latency >= 0; nothing changed",
+        gbps, alpha_us));
+  }
+  absl::MutexLock lock(&state_.mu);
+  const LinkModel before = state_.links;
+  state_.links = {alpha_us * 1e-6, gbps * 1e9};
+  state_.LogLocked(absl::StrFormat(
+      "link facts: %g GB/s, alpha %g us (were %g GB/s, alpha %g us)", gbps,
+      alpha_us, before.bandwidth_Bps / 1e9, before.alpha_s * 1e6));
+  return LinkFactsLocked();
+}
+
+ClusterLinkFacts CoordinatorService::LinkFactsLocked() const {
+  ClusterLinkFacts facts;
+  facts.set_link_gbps(state_.links.bandwidth_Bps / 1e9);
+  facts.set_link_alpha_us(state_.links.alpha_s * 1e6);
+  return facts;
 }
 
 // ---- parameter servers ----

@@ -214,7 +214,7 @@ class CoordinatorService {
       const GetJobLogsRequest& request) const;
 
   // Every worker, then every parameter server, live and lost, in
-  // registration order.
+  // registration order, and the link facts in force.
   ListWorkersResponse ListWorkers() const;
 
   // Asks a PENDING, RENDEZVOUS or RUNNING job to synchronise through
@@ -228,6 +228,13 @@ class CoordinatorService {
   // server. Errors change nothing.
   [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchJob(
       const SwitchJobRequest& request);
+
+  // Replaces the link facts of --mode auto's model (state.links; logged)
+  // and returns them. Jobs use them from their next decision on.
+  // INVALID_ARGUMENT for a negative or non-finite value (0 GB/s: unknown);
+  // errors change nothing.
+  [[nodiscard]] absl::StatusOr<ClusterLinkFacts> SetLinkFacts(
+      const SetLinkFactsRequest& request);
 
   // ---- parameter servers ----
 
@@ -301,6 +308,10 @@ class CoordinatorService {
   }
 
   void LeaseCheckLoop();
+
+  // state_.links as the proto.
+  ClusterLinkFacts LinkFactsLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
   CoordinatorState state_;
   JobLifecycle lifecycle_{&state_};

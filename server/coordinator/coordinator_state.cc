@@ -23,7 +23,8 @@ CoordinatorState::CoordinatorState(CoordinatorConfig coordinator_config,
       shard_key(saved.shard_key().empty() ? RandomSecret() : saved.shard_key()),
       incarnation(saved.incarnation() + 1),
       jobs(config.retained_ended_jobs),
-      saver(config.state_store) {}
+      saver(config.state_store),
+      links{config.link_alpha_s, config.link_bandwidth_Bps} {}
 
 void CoordinatorState::SaveLocked() {
   const absl::Status status =

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
+#include "common/sync_model.h"
 #include "proto/coordinator_state.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/job.h"
@@ -88,6 +89,10 @@ struct CoordinatorState {
   PsRegistry servers ABSL_GUARDED_BY(mu);
   JobTable jobs ABSL_GUARDED_BY(mu);
   StateSaver saver ABSL_GUARDED_BY(mu);
+  // The links the alpha-beta model assumes (--mode auto): the config's
+  // until SetLinkFacts replaces them. Not saved: a restarted coordinator
+  // starts from its flags again.
+  LinkModel links ABSL_GUARDED_BY(mu);
   bool save_failing ABSL_GUARDED_BY(mu) = false;
   bool shutting_down ABSL_GUARDED_BY(mu) = false;
 };

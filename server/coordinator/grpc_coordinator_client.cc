@@ -172,6 +172,13 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
           return stub_->SwitchJob(c, request, r);
         });
   }
+  [[nodiscard]] absl::StatusOr<ClusterLinkFacts> SetLinkFacts(
+      const SetLinkFactsRequest& request, const CallOptions& options) override {
+    return Unary<ClusterLinkFacts>(
+        options, [&](grpc::ClientContext* c, ClusterLinkFacts* r) {
+          return stub_->SetLinkFacts(c, request, r);
+        });
+  }
 
   [[nodiscard]] absl::Status WatchJob(
       const WatchJobRequest& request, const CallOptions& options,

@@ -19,7 +19,7 @@ constexpr int64_t kDefaultPartitionBytes = 4 << 20;
 AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
                                   int64_t sync_bytes) {
   AutoModelView view;
-  if (state.config.link_bandwidth_Bps <= 0 || sync_bytes <= 0) return view;
+  if (state.links.bandwidth_Bps <= 0 || sync_bytes <= 0) return view;
   // The hosts of the ranks, and of the distinct servers of the shards.
   std::vector<std::string> rank_hosts, servers;
   for (const RankRecord& rank : job.ranks()) {
@@ -42,8 +42,7 @@ AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
   }
   // The model counts hosts: ranks that share one share its link.
   const int hosts = static_cast<int>(rank_hosts.size());
-  const LinkModel links{state.config.link_alpha_s,
-                        state.config.link_bandwidth_Bps};
+  const LinkModel& links = state.links;
   SyncCase ring;
   ring.layout = SyncLayout::kRing;
   ring.workers = hosts;

@@ -19,7 +19,7 @@ namespace gradsync {
 
 // The model's view of `job`'s paths at `sync_bytes`: the ring over its
 // ranks' hosts, and its PS (separate or colocated, K servers, the spec's
-// partitions). Unknown without config.link_bandwidth_Bps.
+// partitions). Unknown without link facts (state.links).
 AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
                                   int64_t sync_bytes)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);

@@ -88,6 +88,26 @@ done
 "$check_job" "$job" --switches 1
 "$gradsync" explain "$job" --lab-dir "$dir"
 
+# The coordinator's model follows the links: lab up told it 200 Mbit/s,
+# set-link tells it the new rate (TCP payload: 1448 of every 1514 bytes).
+link_gbps() {
+  "$gradsync" workers --json | /usr/bin/python3 -c '
+import json, sys
+print(json.load(sys.stdin).get("linkFacts", {}).get("linkGbps", 0))'
+}
+expect_gbps() {
+  /usr/bin/python3 -c '
+import sys
+got, want = float(sys.argv[1]), float(sys.argv[2]) / 8e9 * 1448 / 1514
+sys.exit(0 if abs(got - want) <= 1e-6 * want else
+         "coordinator link facts %g GB/s, want %g" % (got, want))' "$1" "$2"
+}
+expect_gbps "$(link_gbps)" 200e6
+"$gradsync" lab set-link --link 100mbit --run-dir "$dir"
+expect_gbps "$(link_gbps)" 100e6
+"$gradsync" workers | grep -q "links (--mode auto's model)" ||
+  { echo "gradsync workers does not show the link facts"; exit 1; }
+
 pids=$(grep -o '"pid":[0-9]*' "$dir/cluster.json" | cut -d: -f2)
 [ -n "$pids" ] || { echo "no daemons in cluster.json"; exit 1; }
 "$gradsync" lab down --run-dir "$dir"

@@ -1,7 +1,9 @@
 // CoordinatorService: PS placement by host (PsSpec.placement) and `--mode
 // auto` (JobSpec.auto_mode), which asks for runtime switches from the
 // steps the ranks report, with the reasons in the job's status.
+#include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -172,6 +174,53 @@ TEST_F(AutoTest, AutoJobGetsShardsMeasuresBothAndSettles) {
   ASSERT_THAT(status.switches(), SizeIs(2));
   EXPECT_THAT(status.switches(0).reason(), HasSubstr("trying ps"));
   EXPECT_THAT(status.switches(1).reason(), HasSubstr("switching back to ring"));
+}
+
+// `gradsync lab set-link` tells the coordinator of the new links: the
+// model's next view uses them; facts that make no sense change nothing.
+TEST_F(AutoTest, SetLinkFactsFeedsTheModelAndBadFactsChangeNothing) {
+  EXPECT_DOUBLE_EQ(service_->ListWorkers().link_facts().link_gbps(), 0.1);
+  EXPECT_DOUBLE_EQ(service_->ListWorkers().link_facts().link_alpha_us(), 0);
+  for (const auto& [gbps, alpha_us] : std::vector<std::pair<double, double>>{
+           {-1, 0}, {0.05, -3}, {std::nan(""), 0}, {0.05, HUGE_VAL}}) {
+    SetLinkFactsRequest bad;
+    bad.mutable_facts()->set_link_gbps(gbps);
+    bad.mutable_facts()->set_link_alpha_us(alpha_us);
+    EXPECT_THAT(service_->SetLinkFacts(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("nothing changed")));
+  }
+  EXPECT_DOUBLE_EQ(service_->ListWorkers().link_facts().link_gbps(), 0.1);
+  EXPECT_DOUBLE_EQ(service_->ListWorkers().link_facts().link_alpha_us(), 0);
+
+  SetLinkFactsRequest request;
+  request.mutable_facts()->set_link_gbps(0.05);
+  request.mutable_facts()->set_link_alpha_us(20);
+  absl::StatusOr<ClusterLinkFacts> now = service_->SetLinkFacts(request);
+  ASSERT_THAT(now, IsOk());
+  EXPECT_DOUBLE_EQ(now->link_gbps(), 0.05);
+  EXPECT_DOUBLE_EQ(now->link_alpha_us(), 20);
+  EXPECT_DOUBLE_EQ(service_->ListWorkers().link_facts().link_gbps(), 0.05);
+
+  TwoHostsThreeServers();
+  JobSpec spec = ValidSpec(2);
+  spec.mutable_auto_mode()->set_enabled(true);
+  spec.mutable_auto_mode()->set_probe_steps(3);
+  spec.mutable_ps()->set_shards(2);
+  spec.mutable_ps()->set_placement("colocated");
+  absl::StatusOr<std::string> job = Submit(spec);
+  ASSERT_THAT(job, IsOk());
+  Poll(w1_);
+  Poll(w2_);
+  // Ring, then PS (the decision with both measured carries the model).
+  Steps(*job, 0, 5, SYNC_MODE_RING, 0.100);
+  Steps(*job, 5, 1, SYNC_MODE_RING, 0.100);
+  Steps(*job, 6, 5, SYNC_MODE_PS, 0.300, /*epoch=*/1);
+  const JobStatus status = Status(*job);
+  ASSERT_THAT(status.mode_decisions(), SizeIs(2));
+  // The ring of N = 2 hosts: 2(N-1) (alpha + S/(N B)) = 2 alpha + S/B.
+  EXPECT_NEAR(status.mode_decisions(1).ring_model_s(),
+              2 * 20e-6 + (8 << 20) / 50e6, 1e-12);
 }
 
 TEST_F(AutoTest, AutoWithScriptedSwitchesIsRejected) {
