@@ -114,6 +114,14 @@ class JobRunnerTest : public ::testing::Test {
     return fake().Reports(job, state).size();
   }
 
+  // Runs `spec` with one JobRunner per host: worker "w-<host>" registered
+  // as host-a, host-b, ... with ranks_per_host[h] ranks, numbered host by
+  // host. Expects every rank to succeed with identical parameters after
+  // each of `steps` steps; returns the runners' log lines.
+  std::vector<std::string> RunOnHostsAndCheck(
+      const std::string& job, const JobSpec& spec,
+      const std::vector<int>& ranks_per_host, int64_t steps);
+
   FakeCoordinatorServer server_;
   BlasThreadPolicy blas_;
 };
@@ -165,52 +173,138 @@ TEST_F(JobRunnerTest, RanksOnTwoWorkers_RendezvousAndSucceed) {
   }
 }
 
-// Two workers that registered as two hosts, two ranks each: their job
-// picks the hierarchical all-reduce (auto), says so in the log, and its
-// 2.4 MB buckets, above auto's 2 MiB, train to identical parameters.
-TEST_F(JobRunnerTest, TwoHostsOfTwoRanks_HierarchicalAllReduceTrains) {
-  absl::Mutex mu;
-  std::vector<std::string> lines;
-  auto log = [&](absl::string_view line) {
-    absl::MutexLock lock(&mu);
-    lines.emplace_back(line);
-  };
-  JobSpec spec = SyntheticSpec(3, 0);
-  spec.mutable_model()->set_synthetic_floats(600000);
-  spec.set_bucket_bytes(0);  // one bucket per step: the whole 2.4 MB
+std::vector<std::string> JobRunnerTest::RunOnHostsAndCheck(
+    const std::string& job, const JobSpec& spec,
+    const std::vector<int>& ranks_per_host, int64_t steps) {
+  auto lines = std::make_shared<std::vector<std::string>>();
+  auto mu = std::make_shared<absl::Mutex>();
+  int world = 0;
+  for (int n : ranks_per_host) world += n;
   std::vector<std::unique_ptr<JobRunner>> runners;
-  for (const char* host : {"host-a", "host-b"}) {
+  int first = 0;
+  for (size_t h = 0; h < ranks_per_host.size(); ++h) {
+    const std::string host = absl::StrCat("host-", std::string(1, static_cast<char>('a' + h)));
     JobRunnerConfig config = Config(absl::StrCat("w-", host));
     config.host = host;
-    config.log = log;
-    const int first = host == std::string("host-a") ? 0 : 2;
+    config.log = [lines, mu](absl::string_view line) {
+      absl::MutexLock lock(mu.get());
+      lines->emplace_back(line);
+    };
+    std::vector<int> ranks;
+    for (int r = 0; r < ranks_per_host[h]; ++r) ranks.push_back(first + r);
+    first += ranks_per_host[h];
     absl::StatusOr<std::unique_ptr<JobRunner>> runner = JobRunner::Start(
-        MakeAssignment("job-hier", spec, 4, {first, first + 1}), config,
-        server_.NewClient());
-    ASSERT_THAT(runner, IsOk());
+        MakeAssignment(job, spec, world, ranks), config, server_.NewClient());
+    EXPECT_THAT(runner, IsOk());
+    if (!runner.ok()) return {};
     runners.push_back(*std::move(runner));
   }
-  ASSERT_TRUE(
-      fake().WaitFor([&] { return runners[0]->Done() && runners[1]->Done(); }));
+  const bool done = fake().WaitFor([&] {
+    for (auto& r : runners) {
+      if (!r->Done()) return false;
+    }
+    return true;
+  });
+  EXPECT_TRUE(done);
+  if (!done) return {};
   for (auto& r : runners) r->Join();
-  EXPECT_EQ(CountReports("job-hier", RANK_STATE_SUCCEEDED), 4u);
+  EXPECT_EQ(fake().Reports(job, RANK_STATE_SUCCEEDED).size(),
+            static_cast<size_t>(world));
   std::map<int64_t, std::vector<StepMetrics>> by_step;
-  for (const StepMetrics& m : fake().metrics()) by_step[m.step()].push_back(m);
-  ASSERT_EQ(by_step.size(), 3u);
+  for (const StepMetrics& m : fake().metrics()) {
+    by_step[m.step()].push_back(m);
+  }
+  EXPECT_EQ(by_step.size(), static_cast<size_t>(steps));
   for (const auto& [step, ms] : by_step) {
-    ASSERT_EQ(ms.size(), 4u) << "step " << step;
+    EXPECT_EQ(ms.size(), static_cast<size_t>(world)) << "step " << step;
     for (const StepMetrics& m : ms) {
       EXPECT_EQ(ms[0].param_hash(), m.param_hash()) << "step " << step;
     }
   }
-  absl::MutexLock lock(&mu);
-  size_t hierarchical = 0;
-  for (const std::string& line : lines) {
-    if (absl::StrContains(line, "2 hosts of 2+2 ranks: hierarchical")) {
-      ++hierarchical;
-    }
+  absl::MutexLock lock(mu.get());
+  return *lines;
+}
+
+size_t CountContaining(const std::vector<std::string>& lines,
+                       absl::string_view what) {
+  size_t n = 0;
+  for (const std::string& line : lines) n += absl::StrContains(line, what);
+  return n;
+}
+
+// Two workers that registered as two hosts, two ranks each: their job
+// picks the hierarchical all-reduce (auto), says so in the log, and its
+// 2.4 MB buckets, above auto's 2 MiB, train to identical parameters.
+TEST_F(JobRunnerTest, TwoHostsOfTwoRanks_HierarchicalAllReduceTrains) {
+  JobSpec spec = SyntheticSpec(3, 0);
+  spec.mutable_model()->set_synthetic_floats(600000);
+  spec.set_bucket_bytes(0);  // one bucket per step: the whole 2.4 MB
+  const std::vector<std::string> lines =
+      RunOnHostsAndCheck("job-hier", spec, {2, 2}, 3);
+  EXPECT_EQ(CountContaining(lines, "2 hosts of 2+2 ranks: hierarchical"), 4u);
+}
+
+// JobSpec.ring_algorithm forces the all-reduce (small buckets, which auto
+// would run flat): "ring" the flat communicator, "hierarchical" the
+// hierarchy even where it degenerates (one host; one rank per host). Each
+// job trains to identical parameters and its log says what was forced.
+struct ForcedCase {
+  std::string name;
+  std::string algorithm;
+  std::vector<int> ranks_per_host;
+  std::string log;  // in every rank's log
+};
+
+class ForcedAlgorithmTest : public JobRunnerTest,
+                            public ::testing::WithParamInterface<ForcedCase> {};
+
+TEST_P(ForcedAlgorithmTest, JobSucceeds) {
+  const ForcedCase& c = GetParam();
+  JobSpec spec = SyntheticSpec(3, 0);
+  spec.set_ring_algorithm(c.algorithm);
+  const std::vector<std::string> lines =
+      RunOnHostsAndCheck("job-forced", spec, c.ranks_per_host, 3);
+  int world = 0;
+  for (int n : c.ranks_per_host) world += n;
+  EXPECT_EQ(CountContaining(lines, c.log), static_cast<size_t>(world));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algorithms, ForcedAlgorithmTest,
+    ::testing::Values(
+        ForcedCase{
+            "RingOnTwoHostsOfTwo", "ring", {2, 2}, "ring all-reduce (forced)"},
+        ForcedCase{"HierarchicalOnTwoHostsOfTwo",
+                   "hierarchical",
+                   {2, 2},
+                   "2 hosts of 2+2 ranks: hierarchical all-reduce (forced)"},
+        ForcedCase{"HierarchicalOnOneHost",
+                   "hierarchical",
+                   {3},
+                   "1 host of 3 ranks: hierarchical all-reduce (forced)"},
+        ForcedCase{"HierarchicalOneRankPerHost",
+                   "hierarchical",
+                   {1, 1},
+                   "2 hosts of 1+1 ranks: hierarchical all-reduce (forced)"}),
+    [](const ::testing::TestParamInfo<ForcedCase>& info) {
+      return info.param.name;
+    });
+
+// A name the coordinator would have refused, reaching the daemon anyway:
+// the job fails naming the field; the daemon lives on.
+TEST_F(JobRunnerTest, UnknownRingAlgorithm_FailsEveryRankNamingTheField) {
+  JobSpec spec = MlpSpec(4);
+  spec.set_ring_algorithm("butterfly");
+  std::unique_ptr<JobRunner> runner =
+      Start(MakeAssignment("job-algo", spec, 2, {0, 1}));
+  ASSERT_TRUE(fake().WaitFor([&] { return runner->Done(); }));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-algo", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_EQ(r.operation(), "job spec");
+    EXPECT_THAT(r.message(), HasSubstr("ringAlgorithm"));
   }
-  EXPECT_EQ(hierarchical, 4u);
 }
 
 TEST_F(JobRunnerTest, BadSpec_FailsEveryRankNamingTheField) {
