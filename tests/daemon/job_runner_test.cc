@@ -3,7 +3,8 @@
 // report READY / SUCCEEDED / FAILED and their step metrics; cancellation and
 // a vanished peer end the job promptly with messages naming the rank; a
 // rank placed on a GPU this host lacks fails cleanly, naming the device;
-// one agent runs two jobs in a row.
+// one agent runs two jobs in a row. Runners on several hosts:
+// job_runner_hosts_test.cc.
 #include "worker/daemon/job_runner.h"
 
 #include <map>
@@ -17,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/daemon/job_runner_fixture.h"
 #include "tests/util/fake_coordinator.h"
 #include "tests/util/status_matchers.h"
 #include "worker/daemon/agent.h"
@@ -36,95 +38,13 @@ constexpr bool kCudaKernels = false;
 bool HaveGpu() { return false; }
 #endif
 
-using ::gradsync::testing::FakeCoordinator;
-using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::StatusIs;
+using job_runner_testing::JobRunnerTest;
+using job_runner_testing::MakeAssignment;
+using job_runner_testing::MlpSpec;
+using job_runner_testing::SyntheticSpec;
 using ::testing::HasSubstr;
-
-JobSpec MlpSpec(int64_t steps) {
-  JobSpec spec;
-  spec.mutable_model()->set_kind("mlp");
-  for (int64_t w : {16, 12, 4}) spec.mutable_model()->add_layer_sizes(w);
-  spec.mutable_dataset()->set_name("synthetic");
-  spec.mutable_optimizer()->set_name("momentum");
-  spec.mutable_optimizer()->set_learning_rate(0.05);
-  spec.set_num_workers(2);
-  spec.set_batch_size(32);
-  spec.set_steps(steps);
-  spec.set_seed(3);
-  spec.set_bucket_bytes(256);
-  spec.set_eval_every_steps(3);
-  return spec;
-}
-
-JobSpec SyntheticSpec(int64_t steps, double compute_ms) {
-  JobSpec spec;
-  spec.mutable_model()->set_kind("synthetic");
-  spec.mutable_model()->set_synthetic_floats(20000);
-  spec.mutable_model()->set_synthetic_compute_ms(compute_ms);
-  spec.mutable_dataset()->set_name("synthetic");
-  spec.mutable_optimizer()->set_name("sgd");
-  spec.mutable_optimizer()->set_learning_rate(0.001);
-  spec.set_batch_size(4);
-  spec.set_steps(steps);
-  return spec;
-}
-
-Assignment MakeAssignment(const std::string& job, const JobSpec& spec,
-                          int world, std::vector<int> ranks) {
-  Assignment a;
-  a.set_job_id(job);
-  a.set_generation(1);
-  *a.mutable_spec() = spec;
-  a.set_world_size(world);
-  for (int r : ranks) {
-    a.add_ranks(r);
-    Device* d = a.add_devices();
-    d->set_kind("cpu");
-    d->set_index(r);
-  }
-  return a;
-}
-
-class JobRunnerTest : public ::testing::Test {
- protected:
-  FakeCoordinator& fake() { return server_.fake(); }
-
-  JobRunnerConfig Config(const std::string& worker_id) {
-    JobRunnerConfig c;
-    c.worker_id = worker_id;
-    c.coordinator = server_.address();
-    c.rendezvous_timeout = absl::Seconds(20);
-    c.collective_timeout = absl::Seconds(20);
-    c.rpc_timeout = absl::Seconds(5);
-    c.blas = &blas_;
-    return c;
-  }
-
-  std::unique_ptr<JobRunner> Start(const Assignment& a,
-                                   const std::string& worker_id = "w-1") {
-    absl::StatusOr<std::unique_ptr<JobRunner>> runner =
-        JobRunner::Start(a, Config(worker_id), server_.NewClient());
-    EXPECT_THAT(runner, IsOk());
-    return runner.ok() ? *std::move(runner) : nullptr;
-  }
-
-  size_t CountReports(const std::string& job, RankState state) {
-    return fake().Reports(job, state).size();
-  }
-
-  // Runs `spec` with one JobRunner per host: worker "w-<host>" registered
-  // as host-a, host-b, ... with ranks_per_host[h] ranks, numbered host by
-  // host. Expects every rank to succeed with identical parameters after
-  // each of `steps` steps; returns the runners' log lines.
-  std::vector<std::string> RunOnHostsAndCheck(
-      const std::string& job, const JobSpec& spec,
-      const std::vector<int>& ranks_per_host, int64_t steps);
-
-  FakeCoordinatorServer server_;
-  BlasThreadPolicy blas_;
-};
 
 TEST_F(JobRunnerTest, TwoLocalRanks_TrainAndReportEverything) {
   std::unique_ptr<JobRunner> runner =
@@ -172,123 +92,6 @@ TEST_F(JobRunnerTest, RanksOnTwoWorkers_RendezvousAndSucceed) {
     EXPECT_EQ(r.worker_id(), r.rank() == 0 ? "w-a" : "w-b");
   }
 }
-
-std::vector<std::string> JobRunnerTest::RunOnHostsAndCheck(
-    const std::string& job, const JobSpec& spec,
-    const std::vector<int>& ranks_per_host, int64_t steps) {
-  auto lines = std::make_shared<std::vector<std::string>>();
-  auto mu = std::make_shared<absl::Mutex>();
-  int world = 0;
-  for (int n : ranks_per_host) world += n;
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  int first = 0;
-  for (size_t h = 0; h < ranks_per_host.size(); ++h) {
-    const std::string host = absl::StrCat("host-", std::string(1, static_cast<char>('a' + h)));
-    JobRunnerConfig config = Config(absl::StrCat("w-", host));
-    config.host = host;
-    config.log = [lines, mu](absl::string_view line) {
-      absl::MutexLock lock(mu.get());
-      lines->emplace_back(line);
-    };
-    std::vector<int> ranks;
-    for (int r = 0; r < ranks_per_host[h]; ++r) ranks.push_back(first + r);
-    first += ranks_per_host[h];
-    absl::StatusOr<std::unique_ptr<JobRunner>> runner = JobRunner::Start(
-        MakeAssignment(job, spec, world, ranks), config, server_.NewClient());
-    EXPECT_THAT(runner, IsOk());
-    if (!runner.ok()) return {};
-    runners.push_back(*std::move(runner));
-  }
-  const bool done = fake().WaitFor([&] {
-    for (auto& r : runners) {
-      if (!r->Done()) return false;
-    }
-    return true;
-  });
-  EXPECT_TRUE(done);
-  if (!done) return {};
-  for (auto& r : runners) r->Join();
-  EXPECT_EQ(fake().Reports(job, RANK_STATE_SUCCEEDED).size(),
-            static_cast<size_t>(world));
-  std::map<int64_t, std::vector<StepMetrics>> by_step;
-  for (const StepMetrics& m : fake().metrics()) {
-    by_step[m.step()].push_back(m);
-  }
-  EXPECT_EQ(by_step.size(), static_cast<size_t>(steps));
-  for (const auto& [step, ms] : by_step) {
-    EXPECT_EQ(ms.size(), static_cast<size_t>(world)) << "step " << step;
-    for (const StepMetrics& m : ms) {
-      EXPECT_EQ(ms[0].param_hash(), m.param_hash()) << "step " << step;
-    }
-  }
-  absl::MutexLock lock(mu.get());
-  return *lines;
-}
-
-size_t CountContaining(const std::vector<std::string>& lines,
-                       absl::string_view what) {
-  size_t n = 0;
-  for (const std::string& line : lines) n += absl::StrContains(line, what);
-  return n;
-}
-
-// Two workers that registered as two hosts, two ranks each: their job
-// picks the hierarchical all-reduce (auto), says so in the log, and its
-// 2.4 MB buckets, above auto's 2 MiB, train to identical parameters.
-TEST_F(JobRunnerTest, TwoHostsOfTwoRanks_HierarchicalAllReduceTrains) {
-  JobSpec spec = SyntheticSpec(3, 0);
-  spec.mutable_model()->set_synthetic_floats(600000);
-  spec.set_bucket_bytes(0);  // one bucket per step: the whole 2.4 MB
-  const std::vector<std::string> lines =
-      RunOnHostsAndCheck("job-hier", spec, {2, 2}, 3);
-  EXPECT_EQ(CountContaining(lines, "2 hosts of 2+2 ranks: hierarchical"), 4u);
-}
-
-// JobSpec.ring_algorithm forces the all-reduce (small buckets, which auto
-// would run flat): "ring" the flat communicator, "hierarchical" the
-// hierarchy even where it degenerates (one host; one rank per host). Each
-// job trains to identical parameters and its log says what was forced.
-struct ForcedCase {
-  std::string name;
-  std::string algorithm;
-  std::vector<int> ranks_per_host;
-  std::string log;  // in every rank's log
-};
-
-class ForcedAlgorithmTest : public JobRunnerTest,
-                            public ::testing::WithParamInterface<ForcedCase> {};
-
-TEST_P(ForcedAlgorithmTest, JobSucceeds) {
-  const ForcedCase& c = GetParam();
-  JobSpec spec = SyntheticSpec(3, 0);
-  spec.set_ring_algorithm(c.algorithm);
-  const std::vector<std::string> lines =
-      RunOnHostsAndCheck("job-forced", spec, c.ranks_per_host, 3);
-  int world = 0;
-  for (int n : c.ranks_per_host) world += n;
-  EXPECT_EQ(CountContaining(lines, c.log), static_cast<size_t>(world));
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Algorithms, ForcedAlgorithmTest,
-    ::testing::Values(
-        ForcedCase{
-            "RingOnTwoHostsOfTwo", "ring", {2, 2}, "ring all-reduce (forced)"},
-        ForcedCase{"HierarchicalOnTwoHostsOfTwo",
-                   "hierarchical",
-                   {2, 2},
-                   "2 hosts of 2+2 ranks: hierarchical all-reduce (forced)"},
-        ForcedCase{"HierarchicalOnOneHost",
-                   "hierarchical",
-                   {3},
-                   "1 host of 3 ranks: hierarchical all-reduce (forced)"},
-        ForcedCase{"HierarchicalOneRankPerHost",
-                   "hierarchical",
-                   {1, 1},
-                   "2 hosts of 1+1 ranks: hierarchical all-reduce (forced)"}),
-    [](const ::testing::TestParamInfo<ForcedCase>& info) {
-      return info.param.name;
-    });
 
 // A name the coordinator would have refused, reaching the daemon anyway:
 // the job fails naming the field; the daemon lives on.
