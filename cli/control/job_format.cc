@@ -115,12 +115,23 @@ bool UsesPs(const JobStatus& job) {
 }
 
 // "nccl", "tcp", or "nccl (auto)" when the spec left the choice to the
-// workers (train_config.h: NCCL for an mlp on cuda devices).
+// workers (train_config.h: NCCL for an mlp on cuda devices); then
+// ", algorithm hierarchical" when the spec forces the TCP ring's
+// all-reduce algorithm.
 std::string RingTransport(const JobSpec& spec) {
   const std::string& backend = spec.ring_backend();
-  if (!backend.empty() && backend != "auto") return backend;
-  const bool nccl = spec.device() == "cuda" && spec.model().kind() == "mlp";
-  return absl::StrCat(nccl ? "nccl" : "tcp", " (auto)");
+  std::string text;
+  if (!backend.empty() && backend != "auto") {
+    text = backend;
+  } else {
+    const bool nccl = spec.device() == "cuda" && spec.model().kind() == "mlp";
+    text = absl::StrCat(nccl ? "nccl" : "tcp", " (auto)");
+  }
+  const std::string& algorithm = spec.ring_algorithm();
+  if (!algorithm.empty() && algorithm != "auto") {
+    absl::StrAppend(&text, ", algorithm ", algorithm);
+  }
+  return text;
 }
 
 }  // namespace

@@ -47,9 +47,8 @@ struct JobSpecFlags {
 // --epochs, --seed, --bucket-mb, --accumulate, --eval-every,
 // --blas-threads, --mode, --ps-shards, --sync, --staleness,
 // --ps-chunk-bytes, --switch-at (repeatable: STEP:MODE, kept in step
-// order), --device, --ring-backend, --checkpoint-dir, --checkpoint-every,
-// --file) to
-// `flags`, writing into `out`.
+// order), --device, --ring-backend, --ring-algo, --checkpoint-dir,
+// --checkpoint-every, --file) to `flags`, writing into `out`.
 void AddJobSpecFlags(JobSpecFlags* out, std::vector<FlagSpec>* flags);
 
 // Parses `json` as a JobSpec; `source` (the file name) leads the error.

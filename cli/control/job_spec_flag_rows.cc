@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "collectives/all_reduce_algorithm.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 
@@ -354,6 +355,24 @@ const SpecFlagRow kSpecRows[] = {
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--ring-backend", v, {"auto", "tcp", "nccl"}));
        s->set_ring_backend(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"ring-algo", "auto|ring|hd|hierarchical",
+     "the TCP ring's all-reduce algorithm, forced on every bucket (auto: "
+     "by size and placement; not with nccl)",
+     "ring_algorithm",
+     [](absl::string_view v, JobSpec* s) {
+       // The names `gradsync bench --algo` takes; the coordinator checks
+       // the combination with the ring backend.
+       absl::StatusOr<AllReduceAlgorithm> algorithm =
+           ParseAllReduceAlgorithm(v);
+       if (!algorithm.ok()) {
+         return absl::InvalidArgumentError(
+             absl::StrCat("--ring-algo is '", v,
+                          "'; use one of auto, ring, hd, "
+                          "hierarchical"));
+       }
+       s->set_ring_algorithm(std::string(AllReduceAlgorithmName(*algorithm)));
        return absl::OkStatus();
      }},
     {"checkpoint-dir", "DIR", "write checkpoints here", "checkpoint.directory",

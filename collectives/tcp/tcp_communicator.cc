@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -22,22 +21,6 @@
 #include "common/status_macros.h"
 
 namespace gradsync {
-
-absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
-    absl::string_view name) {
-  const std::string n = absl::AsciiStrToLower(name);
-  if (n == "auto") return AllReduceAlgorithm::kAuto;
-  if (n == "ring") return AllReduceAlgorithm::kRing;
-  if (n == "hd" || n == "halving-doubling" || n == "rhd") {
-    return AllReduceAlgorithm::kHalvingDoubling;
-  }
-  if (n == "hierarchical" || n == "hier") {
-    return AllReduceAlgorithm::kHierarchical;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown all-reduce algorithm '", name,
-                   "'; use auto, ring, hd or hierarchical"));
-}
 
 int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
   if (options.socket_buffer_bytes <= 0 ||

@@ -35,23 +35,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "collectives/all_reduce_algorithm.h"  // AllReduceAlgorithm
 #include "collectives/communicator.h"
 #include "collectives/store.h"
 #include "common/tcp_congestion.h"  // CheckCongestionControl
 
 namespace gradsync {
-
-enum class AllReduceAlgorithm {
-  kAuto,             // halving-doubling below the threshold, ring above
-  kRing,             // bandwidth-optimal: 2(N-1) steps, 2(N-1)/N * S bytes
-  kHalvingDoubling,  // latency-optimal: 2 log2(N) steps (Rabenseifner)
-  // Host-aware: reduce-scatter in each host, all-reduce across hosts,
-  // all-gather in each host (collectives/hierarchical_communicator.h,
-  // which alone implements it; a TCP communicator treats it as kAuto).
-  kHierarchical,
-};
-[[nodiscard]] absl::StatusOr<AllReduceAlgorithm> ParseAllReduceAlgorithm(
-    absl::string_view name);
 
 // What carries the bytes between two ranks (collectives/pair.h).
 enum class Transport {
@@ -134,8 +123,8 @@ struct TcpOptions {
   // connection idle as a liveness probe.
   Transport transport = Transport::kAuto;
   // This rank's host identity; empty: the kernel's boot id and the host
-  // name (LocalHostIdentity(), collectives/host_identity.h). Tests set it to pretend ranks are on different
-  // hosts.
+  // name (LocalHostIdentity(), collectives/host_identity.h). Tests set it to
+  // pretend ranks are on different hosts.
   std::string host_id;
   // Bytes of each direction's ring in a shared memory pair.
   size_t shm_ring_bytes = 1 << 20;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "collectives/all_reduce_algorithm.h"
 #include "common/model_profiles.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
@@ -297,6 +298,52 @@ namespace {
   return absl::OkStatus();
 }
 
+// ringBackend and ringAlgorithm, on `out` whose device is already set.
+[[nodiscard]] absl::Status ValidateRing(JobSpec* out) {
+  if (out->ring_backend().empty()) out->set_ring_backend("auto");
+  if (out->ring_backend() != "auto" && out->ring_backend() != "tcp" &&
+      out->ring_backend() != "nccl") {
+    return Invalid("ringBackend",
+                   absl::StrCat("is '", out->ring_backend(),
+                                "'; use \"auto\", \"tcp\" or \"nccl\""));
+  }
+  if (out->ring_backend() == "nccl" && out->device() != "cuda") {
+    return Invalid("ringBackend",
+                   "is \"nccl\", which needs device \"cuda\" (NCCL "
+                   "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
+                   "CPU ranks");
+  }
+  if (out->ring_algorithm().empty()) out->set_ring_algorithm("auto");
+  absl::StatusOr<AllReduceAlgorithm> algorithm =
+      ParseAllReduceAlgorithm(out->ring_algorithm());
+  if (!algorithm.ok()) {
+    return Invalid("ringAlgorithm",
+                   absl::StrCat("is '", out->ring_algorithm(),
+                                "'; use \"auto\", \"ring\", \"hd\" or "
+                                "\"hierarchical\""));
+  }
+  if (*algorithm == AllReduceAlgorithm::kAuto) {
+    out->set_ring_algorithm("auto");
+    return absl::OkStatus();
+  }
+  // As the worker resolves ringBackend "auto" (worker/train/
+  // train_config.cc): NCCL for an mlp on cuda.
+  const bool nccl = out->ring_backend() == "nccl" ||
+                    (out->ring_backend() == "auto" && out->device() == "cuda" &&
+                     out->model().kind() == "mlp");
+  if (nccl) {
+    return Invalid(
+        "ringAlgorithm",
+        absl::StrCat("is '", out->ring_algorithm(),
+                     "', an algorithm of the TCP ring, but ringBackend '",
+                     out->ring_backend(),
+                     "' runs this job on NCCL, which picks its own; set "
+                     "ringBackend \"tcp\" or leave ringAlgorithm \"auto\""));
+  }
+  out->set_ring_algorithm(std::string(AllReduceAlgorithmName(*algorithm)));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
@@ -362,19 +409,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
     return Invalid("device", absl::StrCat("is '", out.device(),
                                           "'; use \"cpu\" or \"cuda\""));
   }
-  if (out.ring_backend().empty()) out.set_ring_backend("auto");
-  if (out.ring_backend() != "auto" && out.ring_backend() != "tcp" &&
-      out.ring_backend() != "nccl") {
-    return Invalid("ringBackend",
-                   absl::StrCat("is '", out.ring_backend(),
-                                "'; use \"auto\", \"tcp\" or \"nccl\""));
-  }
-  if (out.ring_backend() == "nccl" && out.device() != "cuda") {
-    return Invalid("ringBackend",
-                   "is \"nccl\", which needs device \"cuda\" (NCCL "
-                   "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
-                   "CPU ranks");
-  }
+  RETURN_IF_ERROR(ValidateRing(&out));
   RETURN_IF_ERROR(NonNegative("bucketBytes", spec.bucket_bytes()));
   if (out.bucket_bytes() == 0) out.set_bucket_bytes(kDefaultBucketBytes);
   RETURN_IF_ERROR(NonNegative("blasThreads", spec.blas_threads()));

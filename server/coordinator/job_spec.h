@@ -72,6 +72,12 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 //   switches            steps >= 1 in strictly increasing order, each mode
 //                       RING or PS
 //   device              "cpu" or "cuda"
+//   ringBackend         "auto" (default), "tcp" or "nccl" (device "cuda")
+//   ringAlgorithm       "auto" (default), "ring", "hd" or "hierarchical"
+//                       (other spellings ParseAllReduceAlgorithm accepts
+//                       are normalised to these); a forced one needs the
+//                       TCP ring, not ringBackend "nccl" (nor "auto" on an
+//                       mlp on cuda, which is NCCL)
 //   counts              bucketBytes, gradAccumulationSteps, blasThreads,
 //                       evalEverySteps, checkpoint.everySteps >= 0
 [[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);

@@ -309,6 +309,28 @@ TEST(JobFormatTest, JobDetailHasModeShardsAndSwitches) {
   EXPECT_THAT(plain, Not(HasSubstr("from step")));
 }
 
+// The ring line: the transport, and the all-reduce algorithm when the
+// spec forces one (JobSpec.ring_algorithm other than "auto").
+TEST(JobFormatTest, JobDetailRingLine_ShowsAForcedAlgorithm) {
+  JobStatus job;
+  job.set_mode(SYNC_MODE_RING);
+  EXPECT_THAT(FormatJobDetail(job, 0), HasSubstr("ring:      tcp (auto)\n"));
+  job.mutable_spec()->set_ring_algorithm("auto");
+  EXPECT_THAT(FormatJobDetail(job, 0), HasSubstr("ring:      tcp (auto)\n"));
+  job.mutable_spec()->set_ring_algorithm("hierarchical");
+  EXPECT_THAT(FormatJobDetail(job, 0),
+              HasSubstr("ring:      tcp (auto), algorithm hierarchical\n"));
+  job.mutable_spec()->set_ring_backend("tcp");
+  job.mutable_spec()->set_ring_algorithm("ring");
+  EXPECT_THAT(FormatJobDetail(job, 0),
+              HasSubstr("ring:      tcp, algorithm ring\n"));
+  JobStatus nccl;
+  nccl.mutable_spec()->set_device("cuda");
+  nccl.mutable_spec()->mutable_model()->set_kind("mlp");
+  nccl.mutable_spec()->set_ring_algorithm("auto");
+  EXPECT_THAT(FormatJobDetail(nccl, 0), HasSubstr("ring:      nccl (auto)\n"));
+}
+
 TEST(JobFormatTest, WorkersTableListsParameterServers) {
   ListWorkersResponse workers;
   ParameterServerInfo* ps = workers.add_parameter_servers();

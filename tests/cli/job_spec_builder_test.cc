@@ -3,11 +3,13 @@
 // the file).
 #include "cli/control/job_spec_builder.h"
 
+#include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/flags.h"
@@ -152,7 +154,8 @@ TEST(JobSpecBuilderTest, BadFlagValues_AreInvalidArgument) {
                                              {"--optimizer", "lamb"},
                                              {"--bucket-mb", "-1"},
                                              {"--seed", "-3"},
-                                             {"--resume-from", ""}}) {
+                                             {"--resume-from", ""},
+                                             {"--ring-algo", "tree"}}) {
     absl::StatusOr<JobSpec> spec = Build(args);
     EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument)
         << args[0] << " " << args[1];
@@ -249,6 +252,44 @@ TEST(JobSpecBuilderTest, BadPsFlagValues_AreInvalidArgumentNamingTheFlag) {
         << args[0] << " " << args[1];
     EXPECT_THAT(std::string(spec.status().message()), HasSubstr(args[0]));
   }
+}
+
+// --ring-algo takes the names `gradsync bench --algo` takes and writes the
+// canonical one; the spec file's ringAlgorithm key reaches the same
+// field, and a flag overrides it.
+TEST(JobSpecBuilderTest, RingAlgoFlag_NormalisedAndRoundTripsThroughAFile) {
+  for (const auto& [name, want] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"auto", "auto"},
+           {"ring", "ring"},
+           {"hd", "hd"},
+           {"halving-doubling", "hd"},
+           {"hierarchical", "hierarchical"},
+           {"HIER", "hierarchical"}}) {
+    absl::StatusOr<JobSpec> spec =
+        Build({"--ring-backend", "tcp", "--ring-algo", name});
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
+    EXPECT_EQ(spec->ring_algorithm(), want) << name;
+    EXPECT_EQ(spec->ring_backend(), "tcp");
+    // What `gradsync submit` sends, written back as a spec file.
+    std::string json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(*spec, &json).ok());
+    TempFile file(json);
+    absl::StatusOr<JobSpec> again = Build({"--file", file.path()});
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->ring_algorithm(), want) << json;
+  }
+  EXPECT_EQ(Build({})->ring_algorithm(), "");  // the coordinator's "auto"
+  TempFile file(R"({"ringBackend": "tcp", "ringAlgorithm": "hd"})");
+  absl::StatusOr<JobSpec> from_file = Build({"--file", file.path()});
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(from_file->ring_algorithm(), "hd");
+  absl::StatusOr<JobSpec> overridden =
+      Build({"--ring-algo", "ring", "--file", file.path()});
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(overridden->ring_algorithm(), "ring");
+  EXPECT_THAT(std::string(Build({"--ring-algo", "tree"}).status().message()),
+              HasSubstr("auto, ring, hd, hierarchical"));
 }
 
 TEST(JobSpecBuilderTest, FromFile_ReadsProtobufJson) {

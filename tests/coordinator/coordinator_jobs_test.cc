@@ -100,7 +100,12 @@ TEST_F(JobsTest, SubmitJob_MalformedSpec_ReturnsInvalidArgumentAndAddsNoJob) {
   spec.mutable_dataset()->set_name("cifar");
   EXPECT_THAT(Submit(spec), StatusIs(absl::StatusCode::kInvalidArgument,
                                      HasSubstr("dataset.name")));
+  spec = ValidSpec(1);
+  spec.set_ring_algorithm("butterfly");
+  EXPECT_THAT(Submit(spec), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr("ringAlgorithm")));
   EXPECT_THAT(service_->ListJobs().jobs(), IsEmpty());
+  EXPECT_EQ(service_->ListWorkers().workers(0).free_devices(), 2);
   // The next valid job still gets the first id.
   EXPECT_THAT(Submit(ValidSpec(1)), IsOk());
   EXPECT_EQ(service_->ListJobs().jobs(0).job_id(), "job-1");

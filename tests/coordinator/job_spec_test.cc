@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,82 @@ TEST(ValidateJobSpecTest, ValidSpec_FillsDefaults) {
   EXPECT_EQ(spec->blas_threads(), 1);
   EXPECT_EQ(spec->device(), "cpu");
   EXPECT_EQ(spec->ring_backend(), "auto");
+  EXPECT_EQ(spec->ring_algorithm(), "auto");
+}
+
+// Every name ParseAllReduceAlgorithm accepts goes, normalised to the
+// canonical one the worker and `gradsync status` show.
+TEST(ValidateJobSpecTest, RingAlgorithm_AcceptsEachNameNormalised) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "auto"},
+      {"auto", "auto"},
+      {"ring", "ring"},
+      {"hd", "hd"},
+      {"halving-doubling", "hd"},
+      {"rhd", "hd"},
+      {"hierarchical", "hierarchical"},
+      {"hier", "hierarchical"},
+      {"Ring", "ring"},
+      {"HIERARCHICAL", "hierarchical"}};
+  for (const auto& [name, want] : cases) {
+    JobSpec in = ValidSpec(2);
+    in.set_ring_algorithm(name);
+    absl::StatusOr<JobSpec> spec = ValidateJobSpec(in);
+    ASSERT_THAT(spec, IsOk()) << name;
+    EXPECT_EQ(spec->ring_algorithm(), want) << name;
+  }
+}
+
+// A forced algorithm is the TCP ring's: fine on cuda with ringBackend tcp,
+// or auto on a model that does not run on NCCL (synthetic).
+TEST(ValidateJobSpecTest, RingAlgorithm_ForcedOnTheTcpRingOfCuda_Accepted) {
+  JobSpec in = ValidSpec(2, "cuda");
+  in.set_ring_backend("tcp");
+  in.set_ring_algorithm("hierarchical");
+  EXPECT_THAT(ValidateJobSpec(in), IsOk());
+  JobSpec synthetic = ValidSpec(2, "cuda");
+  synthetic.mutable_model()->Clear();
+  synthetic.mutable_model()->set_kind("synthetic");
+  synthetic.mutable_model()->set_synthetic_floats(1000);
+  synthetic.mutable_dataset()->set_name("synthetic");
+  synthetic.set_ring_algorithm("ring");
+  EXPECT_THAT(ValidateJobSpec(synthetic), IsOk());
+}
+
+// NCCL picks its own algorithm: forcing one there is refused (ringBackend
+// nccl, or auto where auto means NCCL), naming both fields; "auto" stays
+// fine with NCCL.
+TEST(ValidateJobSpecTest, RingAlgorithm_ForcedWithNccl_InvalidArgument) {
+  for (const char* backend : {"nccl", "auto", ""}) {
+    for (const char* algo : {"ring", "hd", "hierarchical"}) {
+      JobSpec in = ValidSpec(2, "cuda");
+      in.set_ring_backend(backend);
+      in.set_ring_algorithm(algo);
+      const JobSpec before = in;
+      EXPECT_THAT(
+          ValidateJobSpec(in).status(),
+          StatusIs(absl::StatusCode::kInvalidArgument,
+                   AllOf(HasSubstr("field ringAlgorithm "), HasSubstr(algo),
+                         HasSubstr("NCCL"), HasSubstr("ringBackend \"tcp\""))))
+          << backend << " " << algo;
+      EXPECT_EQ(in.SerializeAsString(), before.SerializeAsString());
+    }
+    JobSpec in = ValidSpec(2, "cuda");
+    in.set_ring_backend(backend);
+    in.set_ring_algorithm("auto");
+    EXPECT_THAT(ValidateJobSpec(in), IsOk()) << backend;
+  }
+}
+
+TEST(ValidateJobSpecTest, RingAlgorithm_Unknown_InvalidArgumentInputUnchanged) {
+  JobSpec in = ValidSpec(2);
+  in.set_ring_algorithm("butterfly");
+  const JobSpec before = in;
+  EXPECT_THAT(ValidateJobSpec(in).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("field ringAlgorithm "),
+                             HasSubstr("'butterfly'"), HasSubstr("\"hd\""))));
+  EXPECT_EQ(in.SerializeAsString(), before.SerializeAsString());
 }
 
 TEST(ValidateJobSpecTest, PsMode_WithPsSpecAndSwitches_Accepted) {
@@ -355,6 +432,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpecCase{"UnknownRingBackend",
                     [](JobSpec* s) { s->set_ring_backend("gloo"); },
                     "ringBackend"},
+        BadSpecCase{"UnknownRingAlgorithm",
+                    [](JobSpec* s) { s->set_ring_algorithm("tree"); },
+                    "ringAlgorithm"},
+        BadSpecCase{"RingAlgorithmWithNccl",
+                    [](JobSpec* s) {
+                      s->set_device("cuda");
+                      s->set_ring_backend("nccl");
+                      s->set_ring_algorithm("ring");
+                    },
+                    "ringAlgorithm"},
         BadSpecCase{"NcclOnCpu",
                     [](JobSpec* s) {
                       s->set_device("cpu");

@@ -3,7 +3,8 @@
 // report READY / SUCCEEDED / FAILED and their step metrics; cancellation and
 // a vanished peer end the job promptly with messages naming the rank; a
 // rank placed on a GPU this host lacks fails cleanly, naming the device;
-// one agent runs two jobs in a row.
+// one agent runs two jobs in a row. Runners on several hosts:
+// job_runner_hosts_test.cc.
 #include "worker/daemon/job_runner.h"
 
 #include <map>
@@ -17,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/daemon/job_runner_fixture.h"
 #include "tests/util/fake_coordinator.h"
 #include "tests/util/status_matchers.h"
 #include "worker/daemon/agent.h"
@@ -36,87 +38,13 @@ constexpr bool kCudaKernels = false;
 bool HaveGpu() { return false; }
 #endif
 
-using ::gradsync::testing::FakeCoordinator;
-using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::StatusIs;
+using job_runner_testing::JobRunnerTest;
+using job_runner_testing::MakeAssignment;
+using job_runner_testing::MlpSpec;
+using job_runner_testing::SyntheticSpec;
 using ::testing::HasSubstr;
-
-JobSpec MlpSpec(int64_t steps) {
-  JobSpec spec;
-  spec.mutable_model()->set_kind("mlp");
-  for (int64_t w : {16, 12, 4}) spec.mutable_model()->add_layer_sizes(w);
-  spec.mutable_dataset()->set_name("synthetic");
-  spec.mutable_optimizer()->set_name("momentum");
-  spec.mutable_optimizer()->set_learning_rate(0.05);
-  spec.set_num_workers(2);
-  spec.set_batch_size(32);
-  spec.set_steps(steps);
-  spec.set_seed(3);
-  spec.set_bucket_bytes(256);
-  spec.set_eval_every_steps(3);
-  return spec;
-}
-
-JobSpec SyntheticSpec(int64_t steps, double compute_ms) {
-  JobSpec spec;
-  spec.mutable_model()->set_kind("synthetic");
-  spec.mutable_model()->set_synthetic_floats(20000);
-  spec.mutable_model()->set_synthetic_compute_ms(compute_ms);
-  spec.mutable_dataset()->set_name("synthetic");
-  spec.mutable_optimizer()->set_name("sgd");
-  spec.mutable_optimizer()->set_learning_rate(0.001);
-  spec.set_batch_size(4);
-  spec.set_steps(steps);
-  return spec;
-}
-
-Assignment MakeAssignment(const std::string& job, const JobSpec& spec,
-                          int world, std::vector<int> ranks) {
-  Assignment a;
-  a.set_job_id(job);
-  a.set_generation(1);
-  *a.mutable_spec() = spec;
-  a.set_world_size(world);
-  for (int r : ranks) {
-    a.add_ranks(r);
-    Device* d = a.add_devices();
-    d->set_kind("cpu");
-    d->set_index(r);
-  }
-  return a;
-}
-
-class JobRunnerTest : public ::testing::Test {
- protected:
-  FakeCoordinator& fake() { return server_.fake(); }
-
-  JobRunnerConfig Config(const std::string& worker_id) {
-    JobRunnerConfig c;
-    c.worker_id = worker_id;
-    c.coordinator = server_.address();
-    c.rendezvous_timeout = absl::Seconds(20);
-    c.collective_timeout = absl::Seconds(20);
-    c.rpc_timeout = absl::Seconds(5);
-    c.blas = &blas_;
-    return c;
-  }
-
-  std::unique_ptr<JobRunner> Start(const Assignment& a,
-                                   const std::string& worker_id = "w-1") {
-    absl::StatusOr<std::unique_ptr<JobRunner>> runner =
-        JobRunner::Start(a, Config(worker_id), server_.NewClient());
-    EXPECT_THAT(runner, IsOk());
-    return runner.ok() ? *std::move(runner) : nullptr;
-  }
-
-  size_t CountReports(const std::string& job, RankState state) {
-    return fake().Reports(job, state).size();
-  }
-
-  FakeCoordinatorServer server_;
-  BlasThreadPolicy blas_;
-};
 
 TEST_F(JobRunnerTest, TwoLocalRanks_TrainAndReportEverything) {
   std::unique_ptr<JobRunner> runner =
@@ -165,52 +93,21 @@ TEST_F(JobRunnerTest, RanksOnTwoWorkers_RendezvousAndSucceed) {
   }
 }
 
-// Two workers that registered as two hosts, two ranks each: their job
-// picks the hierarchical all-reduce (auto), says so in the log, and its
-// 2.4 MB buckets, above auto's 2 MiB, train to identical parameters.
-TEST_F(JobRunnerTest, TwoHostsOfTwoRanks_HierarchicalAllReduceTrains) {
-  absl::Mutex mu;
-  std::vector<std::string> lines;
-  auto log = [&](absl::string_view line) {
-    absl::MutexLock lock(&mu);
-    lines.emplace_back(line);
-  };
-  JobSpec spec = SyntheticSpec(3, 0);
-  spec.mutable_model()->set_synthetic_floats(600000);
-  spec.set_bucket_bytes(0);  // one bucket per step: the whole 2.4 MB
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  for (const char* host : {"host-a", "host-b"}) {
-    JobRunnerConfig config = Config(absl::StrCat("w-", host));
-    config.host = host;
-    config.log = log;
-    const int first = host == std::string("host-a") ? 0 : 2;
-    absl::StatusOr<std::unique_ptr<JobRunner>> runner = JobRunner::Start(
-        MakeAssignment("job-hier", spec, 4, {first, first + 1}), config,
-        server_.NewClient());
-    ASSERT_THAT(runner, IsOk());
-    runners.push_back(*std::move(runner));
+// A name the coordinator would have refused, reaching the daemon anyway:
+// the job fails naming the field; the daemon lives on.
+TEST_F(JobRunnerTest, UnknownRingAlgorithm_FailsEveryRankNamingTheField) {
+  JobSpec spec = MlpSpec(4);
+  spec.set_ring_algorithm("butterfly");
+  std::unique_ptr<JobRunner> runner =
+      Start(MakeAssignment("job-algo", spec, 2, {0, 1}));
+  ASSERT_TRUE(fake().WaitFor([&] { return runner->Done(); }));
+  const std::vector<ReportRankRequest> failed =
+      fake().Reports("job-algo", RANK_STATE_FAILED);
+  ASSERT_EQ(failed.size(), 2u);
+  for (const ReportRankRequest& r : failed) {
+    EXPECT_EQ(r.operation(), "job spec");
+    EXPECT_THAT(r.message(), HasSubstr("ringAlgorithm"));
   }
-  ASSERT_TRUE(
-      fake().WaitFor([&] { return runners[0]->Done() && runners[1]->Done(); }));
-  for (auto& r : runners) r->Join();
-  EXPECT_EQ(CountReports("job-hier", RANK_STATE_SUCCEEDED), 4u);
-  std::map<int64_t, std::vector<StepMetrics>> by_step;
-  for (const StepMetrics& m : fake().metrics()) by_step[m.step()].push_back(m);
-  ASSERT_EQ(by_step.size(), 3u);
-  for (const auto& [step, ms] : by_step) {
-    ASSERT_EQ(ms.size(), 4u) << "step " << step;
-    for (const StepMetrics& m : ms) {
-      EXPECT_EQ(ms[0].param_hash(), m.param_hash()) << "step " << step;
-    }
-  }
-  absl::MutexLock lock(&mu);
-  size_t hierarchical = 0;
-  for (const std::string& line : lines) {
-    if (absl::StrContains(line, "2 hosts of 2+2 ranks: hierarchical")) {
-      ++hierarchical;
-    }
-  }
-  EXPECT_EQ(hierarchical, 4u);
 }
 
 TEST_F(JobRunnerTest, BadSpec_FailsEveryRankNamingTheField) {

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/cluster_test_base.h"
 #include "tests/integration/lockstep.h"
+#include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace testing {
@@ -198,6 +199,46 @@ TEST_F(TrainingTest, SameSpecAndSeedTwice_BitwiseIdentical_SameWorkersInARow) {
   for (int i = 0; i < cluster().num_workers(); ++i) {
     EXPECT_EQ(cluster().worker(i).Stop(absl::Seconds(15)),
               "exited with status 0")
+        << cluster().worker(i).name();
+  }
+}
+
+// JobSpec.ring_algorithm end to end: the coordinator refuses an unknown
+// name at submit; jobs forcing "ring" and "hierarchical" on the two hosts
+// of two ranks (node-a, node-b) train in lockstep, and every rank's worker
+// log says the hierarchy was forced (small buckets: auto would run flat).
+TEST_F(TrainingTest, ForcedRingAlgorithm_RefusedWhenUnknown_RingAndHierTrain) {
+  constexpr int64_t kSteps = 10;
+  JobSpec bad = SmallMlpSpec(kRanks, /*batch_size=*/64, kSteps, 5);
+  bad.set_ring_algorithm("butterfly");
+  EXPECT_THAT(cluster().Submit(bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("ringAlgorithm")));
+  for (const char* algorithm : {"ring", "hierarchical"}) {
+    SCOPED_TRACE(algorithm);
+    JobSpec spec = SmallMlpSpec(kRanks, /*batch_size=*/64, kSteps, 5);
+    spec.set_ring_algorithm(algorithm);
+    absl::StatusOr<std::string> job = cluster().Submit(spec);
+    ASSERT_TRUE(job.ok()) << job.status();
+    absl::StatusOr<JobStatus> end =
+        cluster().WaitForJobEnd(*job, kShortJobTimeout);
+    ASSERT_TRUE(end.ok()) << end.status();
+    ASSERT_EQ(end->state(), JOB_STATE_SUCCEEDED) << end->message();
+    EXPECT_EQ(end->spec().ring_algorithm(), algorithm);
+    absl::StatusOr<std::vector<StepMetrics>> metrics =
+        cluster().GetMetrics(*job);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    Trajectory trajectory;
+    EXPECT_TRUE(InLockstep(*metrics, kRanks, kSteps, &trajectory));
+    ASSERT_TRUE(cluster().WaitForIdleWorkers(kIdleTimeout).ok());
+  }
+  for (int i = 0; i < cluster().num_workers(); ++i) {
+    const std::string log = cluster().worker(i).ReadLog();
+    EXPECT_THAT(log, ::testing::HasSubstr("ring all-reduce (forced)"))
+        << cluster().worker(i).name();
+    EXPECT_THAT(log, ::testing::HasSubstr(
+                         "2 hosts of 2+2 ranks: hierarchical all-reduce "
+                         "(forced)"))
         << cluster().worker(i).name();
   }
 }

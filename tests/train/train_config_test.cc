@@ -233,6 +233,56 @@ TEST(TrainConfigTest, FromJobSpec_RingBackend) {
                        AllOf(HasSubstr("ringBackend"), HasSubstr("gloo"))));
 }
 
+// JobSpec.ring_algorithm into the communicator's AllReduceAlgorithm: every
+// name ParseAllReduceAlgorithm takes, empty as auto.
+TEST(TrainConfigTest, FromJobSpec_RingAlgorithm) {
+  struct Case {
+    const char* name;
+    AllReduceAlgorithm want;
+  };
+  for (const Case& c :
+       {Case{"", AllReduceAlgorithm::kAuto},
+        Case{"auto", AllReduceAlgorithm::kAuto},
+        Case{"ring", AllReduceAlgorithm::kRing},
+        Case{"hd", AllReduceAlgorithm::kHalvingDoubling},
+        Case{"halving-doubling", AllReduceAlgorithm::kHalvingDoubling},
+        Case{"hierarchical", AllReduceAlgorithm::kHierarchical},
+        Case{"hier", AllReduceAlgorithm::kHierarchical}}) {
+    JobSpec spec = MinimalSpec();
+    spec.set_ring_algorithm(c.name);
+    absl::StatusOr<TrainerConfig> config = TrainerConfigFromJobSpec(spec);
+    ASSERT_THAT(config, IsOk()) << c.name;
+    EXPECT_EQ(config->ring_algorithm, c.want) << c.name;
+    EXPECT_EQ(config->ring_backend, RingBackend::kTcp) << c.name;
+  }
+  // On cuda the forced algorithm needs the TCP ring.
+  JobSpec tcp_on_cuda = MinimalSpec();
+  tcp_on_cuda.set_device("cuda");
+  tcp_on_cuda.set_ring_backend("tcp");
+  tcp_on_cuda.set_ring_algorithm("hierarchical");
+  absl::StatusOr<TrainerConfig> config = TrainerConfigFromJobSpec(tcp_on_cuda);
+  ASSERT_THAT(config, IsOk());
+  EXPECT_EQ(config->ring_algorithm, AllReduceAlgorithm::kHierarchical);
+  for (const char* backend : {"", "auto", "nccl"}) {
+    JobSpec nccl = MinimalSpec();
+    nccl.set_device("cuda");
+    nccl.set_ring_backend(backend);
+    nccl.set_ring_algorithm("ring");
+    EXPECT_THAT(TrainerConfigFromJobSpec(nccl),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("ringAlgorithm"), HasSubstr("NCCL"))))
+        << backend;
+    nccl.set_ring_algorithm("auto");
+    EXPECT_THAT(TrainerConfigFromJobSpec(nccl), IsOk()) << backend;
+  }
+  JobSpec bogus = MinimalSpec();
+  bogus.set_ring_algorithm("butterfly");
+  EXPECT_THAT(
+      TrainerConfigFromJobSpec(bogus),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("ringAlgorithm"), HasSubstr("butterfly"))));
+}
+
 TEST(TrainConfigTest, FromJobSpec_UnknownDevice_NamesTheField) {
   JobSpec spec = MinimalSpec();
   spec.set_device("tpu");

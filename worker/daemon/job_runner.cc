@@ -362,7 +362,8 @@ void JobRunner::Main() {
 
 // Rendezvous through the coordinator's store; a cancelled job interrupts
 // it (options.cancelled, and the store's Cancel for a blocked Get).
-absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
+absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(
+    int rank, AllReduceAlgorithm algorithm) {
   TcpOptions options;
   options.job_id =
       absl::StrCat(assignment_.job_id(), "/", assignment_.generation());
@@ -396,13 +397,20 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(int rank) {
   // Host-aware: on several hosts with several of the job's ranks on one,
   // large all-reduces run hierarchically (collectives/
   // hierarchical_communicator.h); otherwise this is the flat TCP
-  // communicator. Hosts are told apart by the name the worker registered
-  // with plus the kernel's boot id, so that `gradsync lab`'s emulated hosts
-  // (one kernel, a host name each) count as hosts: for the hierarchy, and
-  // for shared memory, which must not carry bytes between emulated hosts
-  // past their shaped links.
+  // communicator. JobSpec.ring_algorithm may force either (kHierarchical
+  // applies on any placement, degenerate ones included). Hosts are told
+  // apart by the name the worker registered with plus the kernel's boot
+  // id, so that `gradsync lab`'s emulated hosts (one kernel, a host name
+  // each) count as hosts: for the hierarchy, and for shared memory, which
+  // must not carry bytes between emulated hosts past their shaped links.
   options.host_id =
       HostIdentity(config_.host.empty() ? HostName() : config_.host);
+  options.algorithm = algorithm;
+  if (algorithm == AllReduceAlgorithm::kRing ||
+      algorithm == AllReduceAlgorithm::kHalvingDoubling) {  // no on_placement
+    Log(absl::StrCat("rank ", rank, ": ", AllReduceAlgorithmName(algorithm),
+                     " all-reduce (forced)"));
+  }
   HierarchicalOptions hier;
   hier.tcp = options;
   hier.on_placement = [this, rank](absl::string_view line) {
@@ -449,7 +457,8 @@ DeviceCommFactory JobRunner::DeviceComms(int rank,
 
 void JobRunner::RunRank(int rank, const std::string& device,
                         const TrainerConfig& config) {
-  absl::StatusOr<std::unique_ptr<Communicator>> comm = Rendezvous(rank);
+  absl::StatusOr<std::unique_ptr<Communicator>> comm =
+      Rendezvous(rank, config.ring_algorithm);
   if (!comm.ok()) {
     const std::string message =
         cancelled_.load() ? CancelMessage() : comm.status().ToString();

@@ -59,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "collectives/all_reduce_algorithm.h"
 #include "collectives/communicator.h"
 #include "common/tls.h"
 #include "proto/coordinator.pb.h"
@@ -153,10 +154,11 @@ class JobRunner final : public JobHandle {
   // job's config (cuda_device set from the Assignment).
   void RunRank(int rank, const std::string& device,
                const TrainerConfig& config);
-  // Connects `rank` to its peers; CANCELLED as soon as the job is
+  // Connects `rank` to its peers with the all-reduce `algorithm` (the
+  // job's TrainerConfig::ring_algorithm); CANCELLED as soon as the job is
   // cancelled, even while the TCP rendezvous waits for peers (see .cc).
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Communicator>> Rendezvous(
-      int rank);
+      int rank, AllReduceAlgorithm algorithm);
   // The NCCL communicators of an NCCL-ring rank (null otherwise, or when
   // this worker was built without NCCL: the trainer then refuses the job).
   DeviceCommFactory DeviceComms(int rank, const TrainerConfig& config);

@@ -299,6 +299,24 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
     return Invalid("ringBackend", absl::StrCat("is '", spec.ring_backend(),
                                                "'; use auto, tcp or nccl"));
   }
+  if (!spec.ring_algorithm().empty()) {
+    absl::StatusOr<AllReduceAlgorithm> algorithm =
+        ParseAllReduceAlgorithm(spec.ring_algorithm());
+    if (!algorithm.ok()) {
+      return Invalid("ringAlgorithm",
+                     absl::StrCat("is '", spec.ring_algorithm(),
+                                  "'; use auto, ring, hd or hierarchical"));
+    }
+    config.ring_algorithm = *algorithm;
+  }
+  if (config.ring_algorithm != AllReduceAlgorithm::kAuto &&
+      config.ring_backend == RingBackend::kNccl) {
+    return Invalid("ringAlgorithm",
+                   absl::StrCat("is '", spec.ring_algorithm(),
+                                "', an algorithm of the TCP ring, but this "
+                                "job runs on NCCL, which picks its own; use "
+                                "ringBackend \"tcp\""));
+  }
   RETURN_IF_ERROR(ValidateTrainerConfig(config));
   return config;
 }

@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "collectives/all_reduce_algorithm.h"
 #include "common/optimizer.h"
 #include "common/tls.h"
 #include "proto/job.pb.h"
@@ -108,6 +109,11 @@ struct TrainerConfig {
   // kNccl needs an mlp on a CUDA device on every rank (checked when the
   // trainer starts, once the daemon has set cuda_device).
   RingBackend ring_backend = RingBackend::kTcp;
+  // The TCP ring's all-reduce algorithm (JobSpec.ring_algorithm): kAuto
+  // lets the communicator choose by size and placement; any other is
+  // forced on every all-reduce (the daemon's HierarchicalOptions, in
+  // collectives/hierarchical_communicator.h). Not with kNccl.
+  AllReduceAlgorithm ring_algorithm = AllReduceAlgorithm::kAuto;
 
   DatasetKind dataset = DatasetKind::kFashionMnist;
   std::string dataset_path;  // empty: kFashionMnistDir
