@@ -16,12 +16,17 @@
 # are kept. Every result is checked exact (#wrong must be 0).
 #
 #   sudo scripts/bench/lab_hier.sh [--hosts 2] [--per-host 2] [--link 100mbit]
-#                                  [--size 16M] [--iters 5] [--rounds 3]
-#                                  [--out DIR]
+#                                  [--size 16M | --sizes 64K:16M]
+#                                  [--algos "ring hierarchical"]
+#                                  [--iters 5] [--rounds 3] [--out DIR]
 #
-# Prints, per round, each algorithm's busbw and time per call, and their
-# ratio; writes DIR/results.jsonl. Takes the lab down again, even on
-# failure. Needs root and iproute2 (scripts/install_deps.sh).
+# --sizes MIN:MAX sweeps sizes from MIN to MAX by factors of 4 in each
+# run (bench's -b MIN -e MAX -f 4), to find where the hierarchical
+# all-reduce starts to pay (HierarchicalOptions::min_bytes); add
+# halving-doubling to --algos to see the flat communicator's small sizes.
+# Prints, per round and size, each algorithm's busbw and time per call;
+# writes DIR/results.jsonl. Takes the lab down again, even on failure.
+# Needs root and iproute2 (scripts/install_deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 G="${GRADSYNC:-$root/build/cli/gradsync}"
@@ -29,7 +34,9 @@ STORE="${GRADSYNC_STORE:-$root/build/server/store/gradsync-store}"
 hosts=2
 per_host=2
 link=100mbit
-size=16M
+min_size=16M
+max_size=16M
+algos="ring hierarchical"
 iters=5
 rounds=3
 out=lab-hier
@@ -38,11 +45,13 @@ while [[ $# -gt 0 ]]; do
     --hosts) hosts=$2; shift 2 ;;
     --per-host) per_host=$2; shift 2 ;;
     --link) link=$2; shift 2 ;;
-    --size) size=$2; shift 2 ;;
+    --size) min_size=$2; max_size=$2; shift 2 ;;
+    --sizes) min_size=${2%%:*}; max_size=${2##*:}; shift 2 ;;
+    --algos) algos=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--hosts H] [--per-host P] [--link RATE] [--size S] [--iters N] [--rounds R] [--out DIR]" >&2
+    *) echo "usage: $0 [--hosts H] [--per-host P] [--link RATE] [--size S | --sizes MIN:MAX] [--algos LIST] [--iters N] [--rounds R] [--out DIR]" >&2
        exit 2 ;;
   esac
 done
@@ -80,7 +89,8 @@ run() {  # algo round: every rank's output in $dir/ALGO.RANK.out
     h=$((r / per_host))
     ip netns exec "${worker_ns[$h]}" "$G" bench allreduce --world "$world" \
       --rank "$r" --store "$head_ip:29555" --listen-host "${worker_ip[$h]}" \
-      --job "hier-$algo-$round-$$" --algo "$algo" -b "$size" -e "$size" \
+      --job "hier-$algo-$round-$$" --algo "$algo" -b "$min_size" \
+      -e "$max_size" -f 4 \
       -n "$iters" -w 1 --json >"$dir/$algo.$r.out" 2>"$dir/$algo.$r.err" &
     pids+=($!)
   done
@@ -92,24 +102,28 @@ run() {  # algo round: every rank's output in $dir/ALGO.RANK.out
     exit 1
   fi
 }
-# in_place's busbw, time_us and wrong of a result line.
+# size, in_place's busbw, time_us and wrong of a result line.
 in_place() {
   /usr/bin/python3 -c 'import json, sys
-r = json.loads(sys.stdin.read())["in_place"]
-print(r["busbw"], r["time_us"] / 1000, r["wrong"])'
+line = json.loads(sys.stdin.read())
+r = line["in_place"]
+print(line["size"], r["busbw"], r["time_us"] / 1000, r["wrong"])'
 }
 
-printf '%-6s %-13s %12s %12s %8s\n' round algorithm "busbw GB/s" "time ms" wrong
+printf '%-6s %-17s %10s %12s %12s %8s\n' round algorithm bytes "busbw GB/s" \
+  "time ms" wrong
+read -r -a order <<<"$algos"
 for ((round = 1; round <= rounds; round++)); do
-  # Alternate which goes first: the host's load drifts.
-  if ((round % 2)); then order=(ring hierarchical); else order=(hierarchical ring); fi
   for algo in "${order[@]}"; do
     run "$algo" "$round"
-    line=$(grep '"in_place"' "$dir/$algo.0.out" | tail -1)
-    echo "{\"round\":$round,\"algorithm\":\"$algo\",\"result\":$line}" >>"$out/results.jsonl"
-    read -r busbw time_ms wrong < <(echo "$line" | in_place)
-    printf '%-6s %-13s %12.4f %12.1f %8s\n' "$round" "$algo" "$busbw" \
-      "$time_ms" "$wrong"
-    [ "$wrong" = "0" ] || { echo "lab_hier: $algo gave wrong results" >&2; exit 1; }
+    while read -r line; do
+      echo "{\"round\":$round,\"algorithm\":\"$algo\",\"result\":$line}" >>"$out/results.jsonl"
+      read -r bytes busbw time_ms wrong < <(echo "$line" | in_place)
+      printf '%-6s %-17s %10s %12.4f %12.1f %8s\n' "$round" "$algo" "$bytes" \
+        "$busbw" "$time_ms" "$wrong"
+      [ "$wrong" = "0" ] || { echo "lab_hier: $algo gave wrong results" >&2; exit 1; }
+    done < <(grep '"in_place"' "$dir/$algo.0.out")
   done
+  # Rotate the order every round: the host's load drifts.
+  order=("${order[@]:1}" "${order[0]}")
 done
