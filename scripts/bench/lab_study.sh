@@ -8,10 +8,13 @@
 #                                   [-- EXTRA SWEEP FLAGS]
 #
 # Writes DIR/main (ring and PS on separate server hosts: N = 2,4,6,8,
-# K = 1,2,N, S = 4M,16M), DIR/colocated (PS colocated, K = N) and
-# DIR/crossover (N = 8, S = 16M, every K), each with sweep.json, sweep.csv,
-# report.txt and the PNGs. Defaults: --out lab-study, --link 100mbit (slow
-# enough that two cores are not the limit), 8 hosts. About 22 minutes.
+# K = 1,2,N, S = 16M,32M), DIR/colocated (PS colocated, K = N, S =
+# 8M,16M), DIR/crossover (N = 8, S = 16M, every K) and DIR/small (main's
+# grid at S = 4M,8M, where the PS's per-partition CPU starts to decide on
+# two cores: with K = N = 8 and 128 KiB partitions a step is up to 512
+# gRPC streams), each with sweep.json, sweep.csv, report.txt and the PNGs.
+# Defaults: --out lab-study, --link 100mbit (slow enough that two cores
+# are not the limit for S >= 16M), 8 hosts. About 50 minutes.
 # Needs root, iproute2 and python3-matplotlib (scripts/install_deps.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -40,8 +43,10 @@ trap cleanup EXIT
   --timeout 120
 common=(--run-dir "$dir" --steps 5 --warmup 2 --ps-partition 128K --plot)
 "$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards 1,2,N \
-  --sizes 4M,16M --layouts ring,ps --out "$out/main" "$@"
+  --sizes 16M,32M --layouts ring,ps --out "$out/main" "$@"
 "$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards N \
-  --sizes 4M,16M --layouts ps-colocated --out "$out/colocated" "$@"
+  --sizes 8M,16M --layouts ps-colocated --out "$out/colocated" "$@"
 "$G" lab sweep "${common[@]}" --workers "$hosts" --shards all --sizes 16M \
   --layouts ring,ps --out "$out/crossover" "$@"
+"$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards 1,2,N --sizes 4M,8M \
+  --layouts ring,ps --out "$out/small" "$@"
