@@ -204,10 +204,17 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   const control::ClusterPlan plan =
       LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
   EXPECT_EQ(plan.coordinator.address, "10.77.0.1:29400");
-  // 500 Mbit/s of frames carry 1448/1514 of it as payload: in GB/s.
+  // 500 Mbit/s of frames carry 1448/1514 of it as payload: in GB/s, to 9
+  // digits; the one-way delay is alpha.
   EXPECT_THAT(plan.coordinator.args,
               ElementsAre("--listen", "10.77.0.1:29400", "--link-gbps",
-                          absl::StrCat(0.0625 * 1448 / 1514)));
+                          "0.0597754293", "--link-alpha-us", "0"));
+  config.link.latency = absl::Microseconds(250);
+  EXPECT_THAT(
+      LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab")
+          .coordinator.args,
+      ElementsAre("--listen", "10.77.0.1:29400", "--link-gbps",
+                  "0.0597754293", "--link-alpha-us", "250"));
   EXPECT_EQ(plan.coordinator.netns, "gsl-head");
   EXPECT_EQ(plan.coordinator.host, "head");
   ASSERT_EQ(plan.workers.size(), 2u);
