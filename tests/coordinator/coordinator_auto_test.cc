@@ -74,6 +74,16 @@ class AutoTest : public CoordinatorTest {
     }
   }
 
+  // Two ranks in auto mode, 3 probe steps each way, 2 colocated shards.
+  JobSpec AutoSpec() {
+    JobSpec spec = ValidSpec(2);
+    spec.mutable_auto_mode()->set_enabled(true);
+    spec.mutable_auto_mode()->set_probe_steps(3);
+    spec.mutable_ps()->set_shards(2);
+    spec.mutable_ps()->set_placement("colocated");
+    return spec;
+  }
+
   std::string w1_, w2_;
 };
 
@@ -129,12 +139,7 @@ TEST_F(AutoTest, BadPlacementIsRejectedAtSubmit) {
 
 TEST_F(AutoTest, AutoJobGetsShardsMeasuresBothAndSettles) {
   TwoHostsThreeServers();
-  JobSpec spec = ValidSpec(2);
-  spec.mutable_auto_mode()->set_enabled(true);
-  spec.mutable_auto_mode()->set_probe_steps(3);
-  spec.mutable_ps()->set_shards(2);
-  spec.mutable_ps()->set_placement("colocated");
-  absl::StatusOr<std::string> job_or = Submit(spec);
+  absl::StatusOr<std::string> job_or = Submit(AutoSpec());
   ASSERT_THAT(job_or, IsOk());
   const std::string job = *job_or;
   EXPECT_THAT(Status(job).ps_addresses(), SizeIs(2));
@@ -203,12 +208,7 @@ TEST_F(AutoTest, SetLinkFactsFeedsTheModelAndBadFactsChangeNothing) {
   EXPECT_DOUBLE_EQ(service_->ListWorkers().link_facts().link_gbps(), 0.05);
 
   TwoHostsThreeServers();
-  JobSpec spec = ValidSpec(2);
-  spec.mutable_auto_mode()->set_enabled(true);
-  spec.mutable_auto_mode()->set_probe_steps(3);
-  spec.mutable_ps()->set_shards(2);
-  spec.mutable_ps()->set_placement("colocated");
-  absl::StatusOr<std::string> job = Submit(spec);
+  absl::StatusOr<std::string> job = Submit(AutoSpec());
   ASSERT_THAT(job, IsOk());
   Poll(w1_);
   Poll(w2_);
