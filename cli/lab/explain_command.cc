@@ -13,6 +13,7 @@
 #include "cli/control/output_format.h"
 #include "cli/lab/explain.h"
 #include "cli/lab/lab_state.h"
+#include "cli/lab/lab_up.h"
 #include "common/flags.h"
 #include "common/json.h"
 #include "common/status_macros.h"
@@ -32,9 +33,6 @@ constexpr char kUsage[] =
     "Link facts: --link-gbps (each host's link, GB/s of payload); else, on\n"
     "the lab, its settings and its newest sweep's fit; else the\n"
     "coordinator's own (its --link-gbps flag).\n";
-
-// TCP payload per frame: 1448 bytes of 1514 (MTU 1500 with timestamps).
-constexpr double kPayloadShare = 1448.0 / 1514.0;
 
 [[nodiscard]] absl::StatusOr<LinkFacts> ResolveLinks(
     double gbps, double alpha_us, const std::string& lab_dir,
@@ -75,11 +73,13 @@ constexpr double kPayloadShare = 1448.0 / 1514.0;
         lab_dir, rate / 1e6, state->fitted_bandwidth_bps() / 1e6,
         state->fitted_alpha_s() * 1e6);
   } else {
-    facts.model = {alpha_us * 1e-6, rate / 8 * kPayloadShare};
+    const double payload_Bps =
+        LabPayloadGbps(state->spec().link().rate_bps()) * 1e9;
+    facts.model = {alpha_us * 1e-6, payload_Bps};
     facts.source = absl::StrFormat(
         "the lab in %s: %g Mbit/s links, %.1f MB/s of TCP payload (no "
         "sweep fitted alpha yet; %g us assumed)",
-        lab_dir, rate / 1e6, rate / 8 * kPayloadShare / 1e6, alpha_us);
+        lab_dir, rate / 1e6, payload_Bps / 1e6, alpha_us);
   }
   return facts;
 }

@@ -420,20 +420,13 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
     return control::ReportError(env, "lab set-link", o.json, rate.status());
   }
   LinkSettings link{*rate, o.latency, o.queue};
-  if (absl::Status s = SetLabLink(run_dir, link, absl::Seconds(10)); !s.ok()) {
-    return control::ReportError(env, "lab set-link", o.json, s);
+  absl::StatusOr<LabState> state = SetLabLink(run_dir, link, absl::Seconds(10));
+  if (!state.ok()) {
+    return control::ReportError(env, "lab set-link", o.json, state.status());
   }
   // The coordinator's model must see the new links (--mode auto).
-  absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
-  if (!state.ok() || !state->has_value()) {
-    return control::ReportError(
-        env, "lab set-link", o.json,
-        state.ok() ? absl::FailedPreconditionError(
-                         absl::StrCat("the lab in ", run_dir, " went away"))
-                   : state.status());
-  }
   control::CommonOptions common;
-  common.coordinator = (*state)->coordinator();
+  common.coordinator = state->coordinator();
   std::unique_ptr<control::ControlClient> client =
       control::MakeClient(common, env);
   if (absl::Status s = TellCoordinatorLinks(*client, link); !s.ok()) {

@@ -52,6 +52,12 @@ std::vector<std::pair<int, int>> ProbePairList(int hosts, ProbePairs pairs);
 // `mtu`: rate * mss / (mtu + 14).
 double ExpectedGoodput(double rate_bps, int mss, int mtu);
 
+// The lab's veths: MTU 1500, so TCP with timestamps carries 1448 bytes a
+// frame. For figures made without a probe (the coordinator's link facts,
+// explain before a sweep).
+constexpr int kLabMtu = 1500;
+constexpr int kLabMss = 1448;
+
 // Two lines for people: the pairs' goodput range against the expected, the
 // round trips, and the all-at-once round with the CPUs' share.
 std::string FormatProbeSummary(const ProbeReport& probe);

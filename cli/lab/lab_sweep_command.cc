@@ -360,7 +360,8 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
     }
     LabConfig shaped = lab;
     shaped.link.rate_bps = rate;
-    RETURN_IF_ERROR(SetLabLink(run_dir, shaped.link, absl::Seconds(10)));
+    RETURN_IF_ERROR(
+        SetLabLink(run_dir, shaped.link, absl::Seconds(10)).status());
     RETURN_IF_ERROR(TellCoordinatorLinks(*client, shaped.link));
     ASSIGN_OR_RETURN(ProbeReport probe, ProbeLab(shaped, ProbeOptions()));
     *env.out << "links at " << DescribeLinkRate(rate) << ": "

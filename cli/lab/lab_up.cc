@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
 #include "common/status_macros.h"
 
@@ -85,8 +86,8 @@ Leftovers RemoveNetwork(const std::string& prefix,
 
 }  // namespace
 
-double LabPayloadGbps(const LinkSettings& link) {
-  return static_cast<double>(link.rate_bps) / 8e9 * 1448 / 1514;
+double LabPayloadGbps(int64_t rate_bps) {
+  return ExpectedGoodput(static_cast<double>(rate_bps), kLabMss, kLabMtu) / 8e9;
 }
 
 double LabAlphaUs(const LinkSettings& link) {
@@ -96,7 +97,7 @@ double LabAlphaUs(const LinkSettings& link) {
 absl::Status TellCoordinatorLinks(control::ControlClient& client,
                                   const LinkSettings& link) {
   absl::StatusOr<ClusterLinkFacts> facts =
-      client.SetLinkFacts(LabPayloadGbps(link), LabAlphaUs(link));
+      client.SetLinkFacts(LabPayloadGbps(link.rate_bps), LabAlphaUs(link));
   if (!facts.ok()) {
     return absl::Status(
         facts.status().code(),
@@ -127,7 +128,7 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
           "--listen",
           plan.coordinator.address,
           "--link-gbps",
-          absl::StrFormat("%.9g", LabPayloadGbps(config.link)),
+          absl::StrFormat("%.9g", LabPayloadGbps(config.link.rate_bps)),
           "--link-alpha-us",
           absl::StrCat(LabAlphaUs(config.link))};
       plan.coordinator.netns = host.netns;
@@ -280,8 +281,9 @@ absl::StatusOr<LabDownResult> LabDown(const std::string& run_dir,
   return result;
 }
 
-absl::Status SetLabLink(const std::string& run_dir, const LinkSettings& link,
-                        absl::Duration command_timeout) {
+absl::StatusOr<LabState> SetLabLink(const std::string& run_dir,
+                                    const LinkSettings& link,
+                                    absl::Duration command_timeout) {
   RETURN_IF_ERROR(CheckLabPrivileges());
   ASSIGN_OR_RETURN(std::optional<LabState> state, ReadLabState(run_dir));
   if (!state.has_value()) {
@@ -301,7 +303,8 @@ absl::Status SetLabLink(const std::string& run_dir, const LinkSettings& link,
   state->clear_probe();  // the links changed: probe them again
   state->clear_fitted_alpha_s();
   state->clear_fitted_bandwidth_bps();
-  return WriteLabState(run_dir, *state);
+  RETURN_IF_ERROR(WriteLabState(run_dir, *state));
+  return *std::move(state);
 }
 
 }  // namespace lab

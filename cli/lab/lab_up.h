@@ -77,17 +77,18 @@ struct LabDownResult {
                                                     const std::string& prefix,
                                                     absl::Duration grace);
 
-// Re-shapes every link of the running lab to `link` and records it.
-// FAILED_PRECONDITION when no lab runs from run_dir.
-[[nodiscard]] absl::Status SetLabLink(const std::string& run_dir,
-                                      const LinkSettings& link,
-                                      absl::Duration command_timeout);
+// Re-shapes every link of the running lab to `link` and records it;
+// returns the lab's state as written. FAILED_PRECONDITION when no lab runs
+// from run_dir.
+[[nodiscard]] absl::StatusOr<LabState> SetLabLink(
+    const std::string& run_dir, const LinkSettings& link,
+    absl::Duration command_timeout);
 
-// What the coordinator's model is told of `link` (its --link-gbps and
+// What the coordinator's model is told of a link (its --link-gbps and
 // --link-alpha-us, and SetLinkFacts after set-link): the TCP payload rate
-// in GB/s (a full frame of 1514 bytes carries 1448 of payload), and the
-// one-way delay in us.
-double LabPayloadGbps(const LinkSettings& link);
+// of `rate_bps` in GB/s (ExpectedGoodput of full frames), and the one-way
+// delay in us.
+double LabPayloadGbps(int64_t rate_bps);
 double LabAlphaUs(const LinkSettings& link);
 
 // Tells the lab's coordinator that its links are now `link`, so that
