@@ -210,7 +210,10 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, TrainerPsOptimizerTest,
                                            OptimizerKind::kAdam));
 
 // 50 runtime requests while the ranks step: each request is picked up by
-// the ranks at one common step; no step is lost or repeated.
+// the ranks at one common step; no step is lost or repeated. The requests
+// come faster than the steps, but after each tenth (a PS request) the
+// requester lets two steps pass, so that the storm spans the run however
+// slow the machine is and the job certainly changes mode.
 TEST_F(TrainerPsTest, RuntimeSwitchStorm_NoLostOrRepeatedStep) {
   constexpr int64_t kSteps = 150;
   const TrainerConfig ring = Config(OptimizerKind::kMomentum, kSteps);
@@ -218,16 +221,23 @@ TEST_F(TrainerPsTest, RuntimeSwitchStorm_NoLostOrRepeatedStep) {
   TrainerConfig config = Config(OptimizerKind::kMomentum, kSteps);
   FakeSwitchBoard board;
   std::atomic<bool> done{false};
+  std::atomic<int64_t> progress{-1};
   std::thread requester([&] {
     std::mt19937 random(7);
     std::uniform_int_distribution<int> pause_us(0, 4000);
     for (int64_t epoch = 1; epoch <= 50 && !done.load(); ++epoch) {
+      const int64_t posted_after = progress.load();
       board.Request(epoch, epoch % 2 == 1 ? SYNC_MODE_PS : SYNC_MODE_RING,
                     addresses_);
+      if (epoch % 10 == 5) {
+        while (progress.load() < posted_after + 2 && !done.load()) {
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+      }
       absl::SleepFor(absl::Microseconds(pause_us(random)));
     }
   });
-  const Outcome out = Run(config, board.Source());
+  const Outcome out = Run(config, board.Source(), &progress);
   done.store(true);
   requester.join();
   ASSERT_NO_FATAL_FAILURE(ExpectLockstep(out, kSteps));
