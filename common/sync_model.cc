@@ -174,6 +174,37 @@ absl::StatusOr<LinkModel> FitAlphaBeta(
   return model;
 }
 
+absl::StatusOr<LinkModel> FitAlphaAtBandwidth(
+    const std::vector<SyncObservation>& observations, double bandwidth_Bps) {
+  if (!(bandwidth_Bps > 0) || !std::isfinite(bandwidth_Bps)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a bandwidth of ", bandwidth_Bps,
+                     " B/s to fit alpha at; it must be > 0 and finite"));
+  }
+  if (observations.empty()) {
+    return absl::InvalidArgumentError("nothing to fit: no observations");
+  }
+  // Rows as in FitAlphaBeta, beta = 1/B fixed: alpha minimises
+  // sum (a_i alpha + b_i beta - 1)^2.
+  const double beta = 1 / bandwidth_Bps;
+  double aa = 0, ab = 0, a1 = 0;
+  for (const SyncObservation& o : observations) {
+    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a measured time of ", o.seconds, " s; every one must be > 0"));
+    }
+    const double a = o.cost.latency_terms / o.seconds;
+    const double b = o.cost.link_bytes / o.seconds;
+    aa += a * a;
+    ab += a * b;
+    a1 += a;
+  }
+  LinkModel model;
+  model.bandwidth_Bps = bandwidth_Bps;
+  model.alpha_s = aa > 0 ? std::max(0.0, (a1 - beta * ab) / aa) : 0;
+  return model;
+}
+
 double RelativeError(double predicted, double measured) {
   return (predicted - measured) / measured;
 }

@@ -128,6 +128,14 @@ struct SyncObservation {
 [[nodiscard]] absl::StatusOr<LinkModel> FitAlphaBeta(
     const std::vector<SyncObservation>& observations);
 
+// The same least squares for alpha >= 0 alone, B given: for observations
+// that cannot separate alpha from B (FitAlphaBeta would put B above what
+// the links can carry), with B known from the links instead. With no
+// latency terms in any observation, alpha is 0. INVALID_ARGUMENT as
+// FitAlphaBeta, or for a bandwidth that is not positive and finite.
+[[nodiscard]] absl::StatusOr<LinkModel> FitAlphaAtBandwidth(
+    const std::vector<SyncObservation>& observations, double bandwidth_Bps);
+
 // (predicted - measured) / measured.
 double RelativeError(double predicted, double measured);
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/control/format.h"
+#include "cli/lab/lab_probe.h"
 #include "cli/lab/layout_fit.h"
 #include "common/json.h"
 #include "common/status_macros.h"
@@ -197,19 +198,21 @@ void FindingD(const std::pair<int64_t, int64_t>& key, const Group& group,
       return a->shards() < b->shards();
     });
     if (ps.size() < 3) continue;
-    // The model's t(K), K continuous: 2 alpha + max(S, N S/K)(1 + 1/P)/B
-    // with P = ceil(S/(K q)) partitions per server (unpipelined: 2 for
-    // 1 + 1/P).
+    // The model's t(K), K continuous, as ModelCost has it: with P =
+    // ceil(S/(K q)) partitions per server, (P + 1) alpha + max(S, N S/K)
+    // (1 + 1/P) / B pipelined; unpipelined 2 alpha and 2 for 1 + 1/P.
     const double s_bytes = static_cast<double>(ring->bytes());
     const double q = static_cast<double>(ps.front()->partition_bytes());
     auto predicted_t = [&](double k) {
-      double fill = 1;
+      double fill = 1, latency_terms = 2;
       if (options.pipelined_ps && q > 0) {
-        fill = 1 / std::ceil(s_bytes / k / q);
+        const double partitions = std::ceil(s_bytes / k / q);
+        fill = 1 / partitions;
+        latency_terms = partitions + 1;
       } else if (options.pipelined_ps) {
         fill = 0;
       }
-      return 2 * model.alpha_s +
+      return latency_terms * model.alpha_s +
              std::max(1.0, n / k) * s_bytes * (1 + fill) / model.bandwidth_Bps;
     };
     const double k_model =
@@ -309,7 +312,21 @@ absl::Status AnalyseSweep(SweepResults* results, const ReportOptions& options) {
         "no cell can be trusted (each failed, ran on unverified links or "
         "was CPU-bound); nothing to fit");
   }
-  ASSIGN_OR_RETURN(LinkModel model, FitAlphaBeta(observations));
+  // Nothing moves faster than the links' payload rate: a fit above it has
+  // traded B against alpha (the cells do not tell them apart).
+  ASSIGN_OR_RETURN(
+      const LinkFit fit,
+      FitWithinLinks(observations, LabPayloadBytesPerSecond(reference_bps)));
+  const LinkModel& model = fit.model;
+  std::string held;
+  if (fit.unconstrained) {
+    held = absl::StrFormat(
+        " (held at the links' payload rate: alone, these cells put B at %.0f "
+        "Mbit/s with alpha = %.0f us, above what the links carry; they do "
+        "not separate alpha from B)",
+        fit.unconstrained->bandwidth_Bps * 8 / 1e6,
+        fit.unconstrained->alpha_s * 1e6);
+  }
   results->set_alpha_s(model.alpha_s);
   results->set_bandwidth_bps(model.bandwidth_Bps);
   results->set_fitted_cells(static_cast<int>(observations.size()));
@@ -366,10 +383,11 @@ absl::Status AnalyseSweep(SweepResults* results, const ReportOptions& options) {
       100 * options.max_cell_error));
   add(absl::StrFormat(
       "fit: B = %.1f MB/s (%.0f Mbit/s, %.1f%% of the %g Mbit/s links; "
-      "TCP/IP headers leave 95.6%%), alpha = %.0f us; the PS model is %s",
+      "TCP/IP headers leave %.1f%%)%s, alpha = %.0f us; the PS model is %s",
       model.bandwidth_Bps / 1e6, model.bandwidth_Bps * 8 / 1e6,
       reference_bps > 0 ? 100 * model.bandwidth_Bps * 8 / reference_bps : 0,
-      reference_bps / 1e6, model.alpha_s * 1e6,
+      reference_bps / 1e6, 100 * ExpectedGoodput(1, kLabMss, kLabMtu), held,
+      model.alpha_s * 1e6,
       options.pipelined_ps ? "pipelined (pull overlaps push)"
                            : "unpipelined (pull after every push)"));
   if (std::string line = PerLayoutFits(by_layout, reference_bps);

@@ -7,7 +7,10 @@
 //  1. gives each cell its model coefficients (common/sync_model.h);
 //  2. fits alpha and B by least squares over the trusted cells: the job
 //     succeeded, the link probe at its rate passed, and the CPUs were not
-//     saturated (cpu_bound);
+//     saturated (cpu_bound). Where the cells cannot separate alpha from B
+//     (one size: B would come out above what the links carry, traded
+//     against a large alpha), B is held at the links' TCP payload rate
+//     and alpha fitted alone, and the fit's line says so;
 //  3. predicts every cell and its relative error; the mean and largest
 //     absolute errors over the trusted cells;
 //  4. writes the findings, one line each, starting with PASS, MISS or

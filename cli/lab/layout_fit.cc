@@ -6,9 +6,26 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/lab/lab_probe.h"
+#include "common/status_macros.h"
 
 namespace gradsync {
 namespace lab {
+
+absl::StatusOr<LinkFit> FitWithinLinks(
+    const std::vector<SyncObservation>& observations, double payload_Bps) {
+  LinkFit fit;
+  ASSIGN_OR_RETURN(fit.model, FitAlphaBeta(observations));
+  if (payload_Bps > 0 && fit.model.bandwidth_Bps > payload_Bps) {
+    fit.unconstrained = fit.model;
+    ASSIGN_OR_RETURN(fit.model, FitAlphaAtBandwidth(observations, payload_Bps));
+  }
+  return fit;
+}
+
+double LabPayloadBytesPerSecond(double rate_bps) {
+  return ExpectedGoodput(rate_bps, kLabMss, kLabMtu) / 8;
+}
 
 std::string PerLayoutFits(
     const std::map<std::string, std::vector<SyncObservation>>& by_layout,
@@ -18,25 +35,25 @@ std::string PerLayoutFits(
     // Fewer cells than this, or cells that vary only one term, leave alpha
     // and B free to trade against each other.
     if (observations.size() < 3) continue;
-    absl::StatusOr<LinkModel> fit = FitAlphaBeta(observations);
+    absl::StatusOr<LinkFit> fit =
+        FitWithinLinks(observations, LabPayloadBytesPerSecond(reference_bps));
     if (!fit.ok()) continue;
-    if (reference_bps > 0 && fit->bandwidth_Bps * 8 > reference_bps) {
-      parts.push_back(absl::StrFormat(
-          "%s not identifiable (B would exceed the %.0f Mbit/s links: these "
-          "cells do not separate alpha from B)",
-          layout, reference_bps / 1e6));
-      continue;
-    }
+    const LinkModel& model = fit->model;
     double sum = 0;
     for (const SyncObservation& o : observations) {
-      sum += std::abs(RelativeError(PredictSeconds(o.cost, *fit), o.seconds));
+      sum += std::abs(RelativeError(PredictSeconds(o.cost, model), o.seconds));
     }
     parts.push_back(absl::StrFormat(
-        "%s B = %.0f Mbit/s (%.1f%%), alpha = %.0f us, mean |error| %.1f%% "
-        "over %d cells",
-        layout, fit->bandwidth_Bps * 8 / 1e6,
-        reference_bps > 0 ? 100 * fit->bandwidth_Bps * 8 / reference_bps : 0,
-        fit->alpha_s * 1e6, 100 * sum / observations.size(),
+        "%s B %s %.0f Mbit/s (%.1f%%%s), alpha = %.0f us, mean |error| "
+        "%.1f%% over %d cells",
+        layout, fit->unconstrained ? "held at" : "=",
+        model.bandwidth_Bps * 8 / 1e6,
+        reference_bps > 0 ? 100 * model.bandwidth_Bps * 8 / reference_bps : 0,
+        fit->unconstrained
+            ? absl::StrFormat(", the links' payload; alone %.0f Mbit/s",
+                              fit->unconstrained->bandwidth_Bps * 8 / 1e6)
+            : "",
+        model.alpha_s * 1e6, 100 * sum / observations.size(),
         static_cast<int>(observations.size())));
   }
   if (by_layout.size() < 2 || parts.empty()) return "";

@@ -8,19 +8,35 @@
 #define GRADSYNC_CLI_LAB_LAYOUT_FIT_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "common/sync_model.h"
 
 namespace gradsync {
 namespace lab {
 
+// FitAlphaBeta, except where it would put B above `payload_Bps` (what the
+// links carry of TCP payload): then the cells do not separate alpha from
+// B, B is held at payload_Bps and alpha fitted alone (FitAlphaAtBandwidth),
+// and `unconstrained` keeps the fit that was set aside.
+struct LinkFit {
+  LinkModel model;
+  std::optional<LinkModel> unconstrained;
+};
+[[nodiscard]] absl::StatusOr<LinkFit> FitWithinLinks(
+    const std::vector<SyncObservation>& observations, double payload_Bps);
+
+// What links of `rate_bps` carry of TCP payload, bytes/s (the lab's MTU).
+double LabPayloadBytesPerSecond(double rate_bps);
+
 // "fit per layout: ps B = 152 Mbit/s (75.8%), alpha = 0 us, mean |error|
 // 5.5% over 22 cells; ring ..." for the layouts with at least 3 cells, B as
-// a share of `reference_bps` (the links' rate); a layout whose fit puts B
-// above the links is named not identifiable. "" for a sweep of one layout,
-// or when no layout has enough cells.
+// a share of `reference_bps` (the links' rate), each fitted within the
+// links (FitWithinLinks; "B held at" says when). "" for a sweep of one
+// layout, or when no layout has enough cells.
 std::string PerLayoutFits(
     const std::map<std::string, std::vector<SyncObservation>>& by_layout,
     double reference_bps);

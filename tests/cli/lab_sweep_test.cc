@@ -3,10 +3,12 @@
 #include "cli/lab/lab_sweep.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -240,8 +242,8 @@ TEST(LabReportTest, PathsThatUseTheLinkDifferentlyGetAFitEach) {
   SweepResults results = ModelSweep(ring, true, {2, 4, 6, 8}, 0);
   for (SweepCell& c : *results.mutable_cells()) {
     if (c.layout() == "ring") continue;
-    SyncCase sc{SyncLayout::kPsSeparate, c.workers(), c.shards(),
-                static_cast<double>(c.bytes()), true, 0};
+    SyncCase sc{SyncLayout::kPsSeparate,        c.workers(), c.shards(),
+                static_cast<double>(c.bytes()), true,        0};
     c.set_sync_s(PredictSeconds(sc, ps));
   }
   ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
@@ -268,6 +270,78 @@ TEST(LabReportTest, OneLayoutOrTooFewCellsGetNoPerLayoutFit) {
   ASSERT_THAT(AnalyseSweep(&ring_only, {true}), IsOk());
   EXPECT_THAT(absl::StrJoin(ring_only.findings(), "\n"),
               ::testing::Not(HasSubstr("fit per layout")));
+}
+
+TEST(LabReportTest, AFitAboveTheLinksIsHeldAtTheirPayloadRate) {
+  // Cells that put B at 1200 Mbit/s on 1 Gbit/s links, traded against a
+  // 30 ms alpha: nothing moves that fast, so B is the links' TCP payload
+  // rate and alpha is fitted alone.
+  const LinkModel impossible{0.03, 150e6};
+  SweepResults results = ModelSweep(impossible, true, {8}, 0);
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  const double payload_Bps = ExpectedGoodput(1e9, kLabMss, kLabMtu) / 8;
+  EXPECT_DOUBLE_EQ(results.bandwidth_bps(), payload_Bps);
+  EXPECT_GE(results.alpha_s(), 0);
+  EXPECT_LT(results.alpha_s(), impossible.alpha_s);
+  const LinkModel held{results.alpha_s(), payload_Bps};
+  for (const SweepCell& c : results.cells()) {
+    EXPECT_DOUBLE_EQ(
+        c.predicted_s(),
+        PredictSeconds(SyncCost{c.latency_terms(), c.link_bytes()}, held))
+        << c.layout() << " N=" << c.workers() << " K=" << c.shards();
+  }
+  EXPECT_THAT(
+      absl::StrJoin(results.findings(), "\n"),
+      HasSubstr("(956 Mbit/s, 95.6% of the 1000 Mbit/s links; TCP/IP headers "
+                "leave 95.6%) (held at the links' payload rate: alone, these "
+                "cells put B at 1200 Mbit/s with alpha = 30000 us, above what "
+                "the links carry; they do not separate alpha from B)"));
+  EXPECT_THAT(absl::StrJoin(results.findings(), "\n"),
+              HasSubstr("fit per layout: ps B held at 956 Mbit/s (95.6%, the "
+                        "links' payload; alone 1200 Mbit/s), alpha = "));
+}
+
+TEST(LabReportTest, TheModelsCrossoverCountsAlphaOncePerPipelineStage) {
+  // One size, N = 8, K = 1..8, 128 KiB partitions, exact cells of a model
+  // with a large alpha: a PS step has P + 1 of them (P partitions per
+  // server), so the model's K* is where the cells' predictions cross the
+  // ring's, and the observed K* (interpolated between measured K) is close.
+  const LinkModel truth{0.016, 11e6};
+  constexpr int64_t kBytes = 16 * kMiB;
+  constexpr int64_t kPartition = 128 << 10;
+  SweepResults results;
+  for (int k = 0; k <= 8; ++k) {
+    SweepCell* cell = results.add_cells();
+    const SyncLayout layout =
+        k == 0 ? SyncLayout::kRing : SyncLayout::kPsSeparate;
+    cell->set_layout(std::string(SyncLayoutName(layout)));
+    cell->set_workers(8);
+    cell->set_shards(k);
+    cell->set_bytes(kBytes);
+    cell->set_rate_bps(100'000'000);
+    cell->set_partition_bytes(k == 0 ? 0 : kPartition);
+    cell->set_link_ok(true);
+    cell->set_measured_steps(8);
+    SyncCase c{layout, 8, std::max(1, k), static_cast<double>(kBytes), true,
+               k == 0 ? 0.0 : static_cast<double>(kPartition)};
+    cell->set_sync_s(PredictSeconds(c, truth));
+  }
+  ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
+  EXPECT_NEAR(results.alpha_s(), truth.alpha_s, 1e-9);
+  std::string line;
+  for (const std::string& f : results.findings()) {
+    if (f.find("(d)") != std::string::npos) line = f;
+  }
+  double seen = 0, model = 0;
+  ASSERT_EQ(std::sscanf(line.c_str() + line.find("K* observed"),
+                        "K* observed %lf, model %lf", &seen, &model),
+            2)
+      << line;
+  EXPECT_THAT(line, StartsWith("PASS (d)"));
+  EXPECT_NEAR(model, seen, 0.2) << line;
+  // Between K = 5 and 6 the exact PS cells pass below the exact ring.
+  EXPECT_GT(model, 5);
+  EXPECT_LT(model, 6);
 }
 
 TEST(LabReportTest, NothingTrustedIsAnError) {

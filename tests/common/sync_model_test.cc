@@ -1,5 +1,6 @@
 #include "common/sync_model.h"
 
+#include <cmath>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -240,6 +241,41 @@ TEST(SyncModelTest, FitClampsANegativeAlphaToZero) {
   const LinkModel fitted = *fitted_or;
   EXPECT_EQ(fitted.alpha_s, 0);
   EXPECT_GT(fitted.bandwidth_Bps, 0);
+}
+
+TEST(SyncModelTest, AlphaAtAGivenBandwidthIsExactOrClampedToZero) {
+  const LinkModel truth{0.002, 1e8};
+  std::vector<SyncObservation> observations;
+  for (double terms : {2.0, 6.0, 14.0}) {
+    for (double bytes : {1e6, 1e7}) {
+      const SyncCost cost{terms, bytes};
+      observations.push_back({cost, PredictSeconds(cost, truth)});
+    }
+  }
+  absl::StatusOr<LinkModel> fitted = FitAlphaAtBandwidth(observations, 1e8);
+  ASSERT_THAT(fitted, IsOk());
+  EXPECT_THAT(fitted->alpha_s, DoubleNear(truth.alpha_s, 1e-12));
+  EXPECT_EQ(fitted->bandwidth_Bps, 1e8);
+  // At a tenth of the bandwidth the bytes alone take longer than measured:
+  // alpha would be negative, and is 0.
+  fitted = FitAlphaAtBandwidth(observations, 1e7);
+  ASSERT_THAT(fitted, IsOk());
+  EXPECT_EQ(fitted->alpha_s, 0);
+  // No latency terms: nothing to fit alpha to.
+  fitted = FitAlphaAtBandwidth({{SyncCost{0, 1e6}, 0.5}}, 1e8);
+  ASSERT_THAT(fitted, IsOk());
+  EXPECT_EQ(fitted->alpha_s, 0);
+  for (double bad : {0.0, -1.0, std::nan(""), HUGE_VAL}) {
+    EXPECT_THAT(FitAlphaAtBandwidth(observations, bad),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("must be > 0 and finite")));
+  }
+  EXPECT_THAT(FitAlphaAtBandwidth({}, 1e8),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no observations")));
+  EXPECT_THAT(
+      FitAlphaAtBandwidth({{SyncCost{2, 1e6}, -1}}, 1e8),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be > 0")));
 }
 
 TEST(SyncModelTest, FitRejectsWhatDeterminesNothing) {
