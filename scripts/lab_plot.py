@@ -172,7 +172,8 @@ def plot_crossover(r, cells, out):
     # The model's crossover: the first K where the PS is no slower than the
     # ring (partitions move it past the closed form N^2/(2(N-1))).
     ring_model = model_time(r, "ring", n, 1, size)
-    k_star = next((k for k in grid
+    fine = [1 + i * (n - 1) / 10000.0 for i in range(10001)]
+    k_star = next((k for k in fine
                    if model_time(r, "ps", n, k, size, partition) <= ring_model),
                   None)
     if k_star is not None:
