@@ -322,8 +322,9 @@ TEST(LabReportTest, TheModelsCrossoverCountsAlphaOncePerPipelineStage) {
     cell->set_partition_bytes(k == 0 ? 0 : kPartition);
     cell->set_link_ok(true);
     cell->set_measured_steps(8);
-    SyncCase c{layout, 8, std::max(1, k), static_cast<double>(kBytes), true,
-               k == 0 ? 0.0 : static_cast<double>(kPartition)};
+    SyncCase c{layout,         8,
+               std::max(1, k), static_cast<double>(kBytes),
+               true,           k == 0 ? 0.0 : static_cast<double>(kPartition)};
     cell->set_sync_s(PredictSeconds(c, truth));
   }
   ASSERT_THAT(AnalyseSweep(&results, {true}), IsOk());
