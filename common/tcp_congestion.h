@@ -10,8 +10,8 @@
 //                     algorithm (BBR, the default on many hosts) paces
 //                     there too: hrtimer wake-ups and smaller packets
 //                     (docs/collectives.md,
-//                     docs/performance/ps-transport.md). Best effort: if the kernel refuses reno,
-//                     the default stays.
+//                     docs/performance/ps-transport.md). Best effort: if the
+//                     kernel refuses reno, the default stays.
 //   "default" or ""   the system's default everywhere.
 //   NAME              that algorithm on every connection; refused up front
 //                     (CheckCongestionControl) if the kernel will not set it.

@@ -213,8 +213,8 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   EXPECT_THAT(
       LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab")
           .coordinator.args,
-      ElementsAre("--listen", "10.77.0.1:29400", "--link-gbps",
-                  "0.0597754293", "--link-alpha-us", "250"));
+      ElementsAre("--listen", "10.77.0.1:29400", "--link-gbps", "0.0597754293",
+                  "--link-alpha-us", "250"));
   EXPECT_EQ(plan.coordinator.netns, "gsl-head");
   EXPECT_EQ(plan.coordinator.host, "head");
   ASSERT_EQ(plan.workers.size(), 2u);

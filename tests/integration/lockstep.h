@@ -1,7 +1,8 @@
 // Checks of a job's step metrics (as GetMetrics returns them, one per rank
 // and step): every rank reported every step once, and after every step all
-// ranks held bitwise-identical parameters (equal param_hash, docs/architecture.md
-// invariant 1), the same global-batch loss and the same sync mode.
+// ranks held bitwise-identical parameters (equal param_hash,
+// docs/architecture.md invariant 1), the same global-batch loss and the same
+// sync mode.
 #ifndef GRADSYNC_TESTS_INTEGRATION_LOCKSTEP_H_
 #define GRADSYNC_TESTS_INTEGRATION_LOCKSTEP_H_
 

@@ -1,7 +1,7 @@
 // A fast 64-bit fingerprint of a parameter buffer, which every rank reports
 // after each step (StepMetrics.param_hash): ranks of a synchronous job must
-// hold bitwise-identical parameters (docs/architecture.md, invariant 1), so their
-// hashes must be equal, and two runs of one spec and seed must end with
+// hold bitwise-identical parameters (docs/architecture.md, invariant 1), so
+// their hashes must be equal, and two runs of one spec and seed must end with
 // the same hash (invariant 3).
 //
 // The sum of a mixed term per pair of floats, then the length mixed in

@@ -151,8 +151,7 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
   stats.operations = static_cast<int64_t>(client_->num_shards());
   stats.payload_bytes = static_cast<int64_t>(grads_.size() * sizeof(float));
   stats.busy = result->busy;
-  stats.bus_factor =
-      PsBusFactor(comm_->size(), client_->num_servers());
+  stats.bus_factor = PsBusFactor(comm_->size(), client_->num_servers());
   stats.switch_epoch = result->switch_epoch;
   stats.switch_step = result->switch_step;
   if (update_ == PsUpdate::kSync && !scalars.empty()) {

@@ -1,7 +1,7 @@
 // GradientSync: how a rank's gradients become the step's update, the
-// strategy half of the step loop (docs/architecture.md, "The step loop"). The ring
-// strategy (ring_sync.h) all-reduces buckets among the ranks and lets every
-// rank run the optimizer locally; the parameter-server strategy pushes
+// strategy half of the step loop (docs/architecture.md, "The step loop"). The
+// ring strategy (ring_sync.h) all-reduces buckets among the ranks and lets
+// every rank run the optimizer locally; the parameter-server strategy pushes
 // buckets to the shards and pulls fresh parameters (the optimizer runs at
 // the PS).
 //
