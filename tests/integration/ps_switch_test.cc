@@ -159,9 +159,10 @@ TEST_P(ScriptedSwitchTest, SwitchAtStep10_FollowsSingleModeRun) {
 INSTANTIATE_TEST_SUITE_P(Optimizers, ScriptedSwitchTest,
                          ::testing::Values("momentum", "adam"));
 
-// 50 runtime switch requests at random moments of a 4-rank run: no
-// deadlock, every rank runs every step exactly once, in the same mode and
-// with the same parameters, and the run follows a ring-only one.
+// 50 runtime switch requests at random moments of a 4-rank run (after the
+// fifth, the job is let act on one): no deadlock, every rank runs every
+// step exactly once, in the same mode and with the same parameters, and the
+// run follows a ring-only one.
 TEST_F(PsSwitchTest, SwitchStorm_50RuntimeRequests_NoLostOrRepeatedStep) {
   // Long enough for all the requests to land while it runs, even on a
   // busy machine (about 0.4 s of requests against several seconds).
@@ -187,6 +188,14 @@ TEST_F(PsSwitchTest, SwitchStorm_50RuntimeRequests_NoLostOrRepeatedStep) {
     ASSERT_TRUE(epoch.ok()) << "request " << i << ": " << epoch.status();
     EXPECT_EQ(*epoch, i + 1);
     ++accepted;
+    if (i == 4) {
+      // However slow the host, the storm must not all land between two
+      // steps: after the third PS request, let the job act on one.
+      absl::StatusOr<JobStatus> switched = cluster().WaitForJob(
+          *job, [](const JobStatus& s) { return s.switches_size() > 0; },
+          kJobTimeout, "the job's first runtime switch");
+      ASSERT_TRUE(switched.ok()) << switched.status();
+    }
     absl::SleepFor(absl::Milliseconds(pause_ms(random)));
   }
   absl::StatusOr<JobStatus> end = cluster().WaitForJobEnd(*job, kJobTimeout);
