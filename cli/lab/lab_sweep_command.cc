@@ -360,17 +360,14 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
     }
     LabConfig shaped = lab;
     shaped.link.rate_bps = rate;
-    RETURN_IF_ERROR(
-        SetLabLink(run_dir, shaped.link, absl::Seconds(10)).status());
+    ASSIGN_OR_RETURN(LabState reshaped,
+                     SetLabLink(run_dir, shaped.link, absl::Seconds(10)));
     RETURN_IF_ERROR(TellCoordinatorLinks(*client, shaped.link));
     ASSIGN_OR_RETURN(ProbeReport probe, ProbeLab(shaped, ProbeOptions()));
     *env.out << "links at " << DescribeLinkRate(rate) << ": "
              << FormatProbeSummary(probe) << "\n";
-    ASSIGN_OR_RETURN(now, ReadLabState(run_dir));
-    if (now.has_value()) {
-      *now->mutable_probe() = probe;
-      RETURN_IF_ERROR(WriteLabState(run_dir, *now));
-    }
+    *reshaped.mutable_probe() = probe;
+    RETURN_IF_ERROR(WriteLabState(run_dir, reshaped));
     return probe;
   };
   *env.out << "sweeping " << cells->size() << " cells on the lab in " << run_dir
