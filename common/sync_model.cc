@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace gradsync {
 namespace {
@@ -27,6 +28,35 @@ double PsPipelinedFactor(const SyncCase& c) {
   if (c.layout == SyncLayout::kPsSeparate) return std::max(1.0, n / k);
   const double shard_host = (n + k - 2) / k;
   return c.shards < c.workers ? std::max(shard_host, 1.0) : shard_host;
+}
+
+// The normal equations of the fit: rows (a_i, b_i) . (alpha, beta) ~ 1
+// with a = latency_terms / t, b = link_bytes / t (least squares on the
+// relative error), summed over the observations.
+struct FitSums {
+  double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
+};
+
+absl::StatusOr<FitSums> SumRows(
+    const std::vector<SyncObservation>& observations) {
+  if (observations.empty()) {
+    return absl::InvalidArgumentError("nothing to fit: no observations");
+  }
+  FitSums s;
+  for (const SyncObservation& o : observations) {
+    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a measured time of ", o.seconds, " s; every one must be > 0"));
+    }
+    const double a = o.cost.latency_terms / o.seconds;
+    const double b = o.cost.link_bytes / o.seconds;
+    s.aa += a * a;
+    s.ab += a * b;
+    s.bb += b * b;
+    s.a1 += a;
+    s.b1 += b;
+  }
+  return s;
 }
 
 }  // namespace
@@ -130,40 +160,22 @@ double CrossoverShards(int workers, bool pipelined) {
 
 absl::StatusOr<LinkModel> FitAlphaBeta(
     const std::vector<SyncObservation>& observations) {
-  if (observations.empty()) {
-    return absl::InvalidArgumentError("nothing to fit: no observations");
-  }
-  // Rows (a_i, b_i) . (alpha, beta) ~ 1 with a = latency_terms / t,
-  // b = link_bytes / t: least squares on the relative error.
-  double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
-  for (const SyncObservation& o : observations) {
-    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a measured time of ", o.seconds, " s; every one must be > 0"));
-    }
-    const double a = o.cost.latency_terms / o.seconds;
-    const double b = o.cost.link_bytes / o.seconds;
-    aa += a * a;
-    ab += a * b;
-    bb += b * b;
-    a1 += a;
-    b1 += b;
-  }
-  if (bb <= 0) {
+  ASSIGN_OR_RETURN(const FitSums s, SumRows(observations));
+  if (s.bb <= 0) {
     return absl::InvalidArgumentError(
         "the observations move no bytes over any link; the bandwidth is "
         "undetermined");
   }
   LinkModel model;
-  const double det = aa * bb - ab * ab;
+  const double det = s.aa * s.bb - s.ab * s.ab;
   double alpha = -1, beta = 0;
-  if (observations.size() > 1 && det > 1e-12 * aa * bb) {
-    alpha = (a1 * bb - b1 * ab) / det;
-    beta = (b1 * aa - a1 * ab) / det;
+  if (observations.size() > 1 && det > 1e-12 * s.aa * s.bb) {
+    alpha = (s.a1 * s.bb - s.b1 * s.ab) / det;
+    beta = (s.b1 * s.aa - s.a1 * s.ab) / det;
   }
   if (alpha < 0 || beta <= 0) {
     alpha = 0;
-    beta = b1 / bb;
+    beta = s.b1 / s.bb;
   }
   if (!(beta > 0)) {
     return absl::InvalidArgumentError(
@@ -181,27 +193,12 @@ absl::StatusOr<LinkModel> FitAlphaAtBandwidth(
         absl::StrCat("a bandwidth of ", bandwidth_Bps,
                      " B/s to fit alpha at; it must be > 0 and finite"));
   }
-  if (observations.empty()) {
-    return absl::InvalidArgumentError("nothing to fit: no observations");
-  }
-  // Rows as in FitAlphaBeta, beta = 1/B fixed: alpha minimises
-  // sum (a_i alpha + b_i beta - 1)^2.
+  ASSIGN_OR_RETURN(const FitSums s, SumRows(observations));
+  // beta = 1/B fixed: alpha minimises sum (a_i alpha + b_i beta - 1)^2.
   const double beta = 1 / bandwidth_Bps;
-  double aa = 0, ab = 0, a1 = 0;
-  for (const SyncObservation& o : observations) {
-    if (!(o.seconds > 0) || !std::isfinite(o.seconds)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a measured time of ", o.seconds, " s; every one must be > 0"));
-    }
-    const double a = o.cost.latency_terms / o.seconds;
-    const double b = o.cost.link_bytes / o.seconds;
-    aa += a * a;
-    ab += a * b;
-    a1 += a;
-  }
   LinkModel model;
   model.bandwidth_Bps = bandwidth_Bps;
-  model.alpha_s = aa > 0 ? std::max(0.0, (a1 - beta * ab) / aa) : 0;
+  model.alpha_s = s.aa > 0 ? std::max(0.0, (s.a1 - beta * s.ab) / s.aa) : 0;
   return model;
 }
 
