@@ -95,23 +95,36 @@ ShmPair::ShmPair(std::unique_ptr<ShmSegment> segment, int endpoint,
       in_(segment_->ring(1 - endpoint)),
       out_data_(segment_->data(endpoint)),
       in_data_(segment_->data(1 - endpoint)),
-      capacity_(segment_->capacity()) {
-  sender_ = std::thread([this] { SenderLoop(); });
-}
+      capacity_(segment_->capacity()),
+      sends_(
+          SendQueue::Transport{
+              [this](const char* data, size_t len) -> absl::StatusOr<size_t> {
+                return TryWrite(data, len);
+              },
+              [this](const char* data, size_t len, absl::Time deadline) {
+                return WriteAll(data, len, deadline);
+              },
+              [this](const absl::Status& s) { return SendError(s); }},
+          absl::StrCat("timed out sending to rank ", peer_rank,
+                       " over shared memory: it is not receiving (stuck, "
+                       "or in another collective)")) {}
 
 ShmPair::~ShmPair() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  MarkClosed();  // also ends a send blocked on a full ring
-  sender_.join();
+  // MarkClosed also ends a send blocked on a full ring; the sender thread
+  // must be gone before the liveness socket closes.
+  sends_.Stop([this] { MarkClosed(); });
   if (liveness_fd_ >= 0) close(liveness_fd_);
 }
 
-void ShmPair::Fail(absl::Status status) {
-  if (error_.ok()) error_ = std::move(status);
-  queue_.clear();
+absl::Status ShmPair::SendError(const absl::Status& s) const {
+  return absl::Status(s.code(),
+                      absl::IsDeadlineExceeded(s)
+                          ? absl::StrCat("timed out sending to rank ", peer_,
+                                         " over shared memory: it is not "
+                                         "receiving (stuck, or in another "
+                                         "collective)")
+                          : absl::StrCat("sending to rank ", peer_,
+                                         " over shared memory: ", s.message()));
 }
 
 absl::Status ShmPair::Interrupted(bool check_liveness) const {
@@ -166,73 +179,13 @@ absl::Status ShmPair::WriteAll(const char* data, size_t len,
 }
 
 uint64_t ShmPair::Send(const void* data, size_t len, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  const uint64_t ticket = next_ticket_++;
-  const char* p = static_cast<const char*>(data);
-  if (!error_.ok()) return ticket;  // WaitSent reports the error
-  if (queue_.empty() && !busy_) {
-    // Fast path: nothing ahead of us, so copy what the ring takes now.
-    const size_t n = TryWrite(p, len);
-    if (n == len) {
-      sent_ = ticket;
-      return ticket;
-    }
-    p += n;
-    len -= n;
-  }
-  queue_.push_back(Item{p, len, ticket, deadline});
-  return ticket;
+  return sends_.Send(data, len, deadline);
 }
 
-uint64_t ShmPair::LastTicket() {
-  absl::MutexLock lock(&mu_);
-  return next_ticket_ - 1;
-}
-
-void ShmPair::SenderLoop() {
-  absl::MutexLock lock(&mu_);
-  while (true) {
-    mu_.Await(absl::Condition(
-        +[](ShmPair* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
-          return c->stop_ || !c->queue_.empty();
-        },
-        this));
-    if (stop_) return;
-    Item item = queue_.front();
-    queue_.pop_front();
-    busy_ = true;
-    mu_.Unlock();
-    absl::Status s = WriteAll(item.data, item.len, item.deadline);
-    mu_.Lock();
-    busy_ = false;
-    if (!s.ok()) {
-      Fail(absl::Status(
-          s.code(), absl::IsDeadlineExceeded(s)
-                        ? absl::StrCat("timed out sending to rank ", peer_,
-                                       " over shared memory: it is not "
-                                       "receiving (stuck, or in another "
-                                       "collective)")
-                        : absl::StrCat("sending to rank ", peer_,
-                                       " over shared memory: ", s.message())));
-    } else if (error_.ok()) {
-      sent_ = item.ticket;
-    }
-  }
-}
+uint64_t ShmPair::LastTicket() { return sends_.LastTicket(); }
 
 absl::Status ShmPair::WaitSent(uint64_t ticket, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto done = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return sent_ >= ticket || !error_.ok();
-  };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "timed out sending to rank ", peer_,
-        " over shared memory: it is not receiving (stuck, or in another "
-        "collective)"));
-  }
-  if (sent_ >= ticket) return absl::OkStatus();
-  return error_;
+  return sends_.WaitSent(ticket, deadline);
 }
 
 absl::Status ShmPair::WaitForData(uint64_t tail, size_t need,
@@ -332,8 +285,7 @@ void ShmPair::MarkClosed() {
 void ShmPair::Shutdown() {
   MarkClosed();
   if (liveness_fd_ >= 0) shutdown(liveness_fd_, SHUT_RDWR);
-  absl::MutexLock lock(&mu_);
-  Fail(absl::AbortedError(
+  sends_.Fail(absl::AbortedError(
       absl::StrCat("shared memory channel to rank ", peer_, " shut down")));
 }
 

@@ -6,9 +6,10 @@
 // block, and only if it said it was waiting.
 //
 // Like the TCP Connection, a send that fits into the ring is copied inline;
-// the rest is queued to a sender thread, so that sending overlaps the
-// collective's own receiving and reducing. The caller keeps the bytes alive
-// until WaitSent(ticket) returns.
+// the rest is queued to a sender thread (SendQueue, collectives/
+// send_queue.h), so that sending overlaps the collective's own receiving
+// and reducing. The caller keeps the bytes alive until WaitSent(ticket)
+// returns.
 //
 // Waiting: a receive first polls `spin_polls` times (sched_yield in
 // between), then sleeps on the futex in slices of at most 10 ms. Between
@@ -17,22 +18,17 @@
 // pair's TCP connection, kept open and idle as a liveness probe: the kernel
 // closes it when the peer's process dies, however it dies. So a dead peer
 // is named within about a slice, and nothing waits past its deadline.
-//
-// Lock order: ShmPair::mu_ is a leaf lock.
 #ifndef GRADSYNC_COLLECTIVES_SHM_SHM_PAIR_H_
 #define GRADSYNC_COLLECTIVES_SHM_SHM_PAIR_H_
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/pair.h"
+#include "collectives/send_queue.h"
 #include "collectives/shm/shm_segment.h"
 
 namespace gradsync {
@@ -65,13 +61,6 @@ class ShmPair final : public Pair {
   void Shutdown() override;
 
  private:
-  struct Item {
-    const char* data;
-    size_t len;
-    uint64_t ticket;
-    absl::Time deadline;
-  };
-
   // Copies what fits into the outgoing ring now; returns the byte count.
   size_t TryWrite(const char* data, size_t len);
   // Copies all of it, waiting for space as needed.
@@ -84,8 +73,8 @@ class ShmPair final : public Pair {
   [[nodiscard]] absl::Status Interrupted(bool check_liveness) const;
   // Sets this end's closed flag and wakes every waiter on both rings.
   void MarkClosed();
-  void SenderLoop();
-  void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A failed write of the sender thread, named.
+  [[nodiscard]] absl::Status SendError(const absl::Status& status) const;
 
   const std::unique_ptr<ShmSegment> segment_;
   const int endpoint_;
@@ -97,15 +86,7 @@ class ShmPair final : public Pair {
   char* const out_data_;
   char* const in_data_;
   const uint64_t capacity_;
-
-  absl::Mutex mu_;
-  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;  // every ticket <= sent_ left
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // sender thread mid-write
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  std::thread sender_;
+  SendQueue sends_;  // last: stopped in the destructor, before the rest
 };
 
 }  // namespace gradsync

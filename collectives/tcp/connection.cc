@@ -10,17 +10,24 @@
 namespace gradsync {
 Connection::Connection(Socket socket, int peer_rank,
                        const std::atomic<bool>* aborted)
-    : socket_(std::move(socket)), peer_(peer_rank), aborted_(aborted) {
-  sender_ = std::thread([this] { SenderLoop(); });
-}
+    : socket_(std::move(socket)),
+      peer_(peer_rank),
+      aborted_(aborted),
+      sends_(SendQueue::Transport{
+                 [this](const char* data, size_t len) {
+                   return socket_.SendNonBlocking(data, len);
+                 },
+                 [this](const char* data, size_t len, absl::Time deadline) {
+                   return socket_.SendAll(data, len, deadline, aborted_);
+                 },
+                 [this](const absl::Status& s) {
+                   return WithPeer(s, "sending to");
+                 }},
+             absl::StrCat("timed out sending to rank ", peer_rank,
+                          ": it is not receiving (stuck, or in another "
+                          "collective)")) {}
 
-Connection::~Connection() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  sender_.join();
-}
+Connection::~Connection() = default;
 
 absl::Status Connection::WithPeer(const absl::Status& status,
                                   absl::string_view what) {
@@ -28,76 +35,14 @@ absl::Status Connection::WithPeer(const absl::Status& status,
                                                   status.message()));
 }
 
-void Connection::Fail(absl::Status status) {
-  if (error_.ok()) error_ = std::move(status);
-  queue_.clear();
-}
-
 uint64_t Connection::Send(const void* data, size_t len, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  const uint64_t ticket = next_ticket_++;
-  const char* p = static_cast<const char*>(data);
-  if (!error_.ok()) return ticket;  // WaitSent reports the error
-  if (queue_.empty() && !busy_) {
-    // Fast path: nothing ahead of us, so write what the kernel takes now.
-    auto n = socket_.SendNonBlocking(p, len);
-    if (!n.ok()) {
-      Fail(WithPeer(n.status(), "sending to"));
-      return ticket;
-    }
-    if (*n == len) {
-      sent_ = ticket;
-      return ticket;
-    }
-    p += *n;
-    len -= *n;
-  }
-  queue_.push_back(Item{p, len, ticket, deadline});
-  return ticket;
+  return sends_.Send(data, len, deadline);
 }
 
-uint64_t Connection::LastTicket() {
-  absl::MutexLock lock(&mu_);
-  return next_ticket_ - 1;
-}
-
-void Connection::SenderLoop() {
-  absl::MutexLock lock(&mu_);
-  while (true) {
-    mu_.Await(absl::Condition(
-        +[](Connection* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
-          return c->stop_ || !c->queue_.empty();
-        },
-        this));
-    if (stop_) return;
-    Item item = queue_.front();
-    queue_.pop_front();
-    busy_ = true;
-    mu_.Unlock();
-    absl::Status s =
-        socket_.SendAll(item.data, item.len, item.deadline, aborted_);
-    mu_.Lock();
-    busy_ = false;
-    if (!s.ok()) {
-      Fail(WithPeer(s, "sending to"));
-    } else if (error_.ok()) {
-      sent_ = item.ticket;
-    }
-  }
-}
+uint64_t Connection::LastTicket() { return sends_.LastTicket(); }
 
 absl::Status Connection::WaitSent(uint64_t ticket, absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto done = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return sent_ >= ticket || !error_.ok();
-  };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "timed out sending to rank ", peer_,
-        ": it is not receiving (stuck, or in another collective)"));
-  }
-  if (sent_ >= ticket) return absl::OkStatus();
-  return error_;
+  return sends_.WaitSent(ticket, deadline);
 }
 
 absl::Status Connection::Recv(void* data, size_t len, absl::Time deadline,
@@ -140,8 +85,7 @@ bool Connection::PeerClosed() const {
 
 void Connection::Shutdown() {
   socket_.Shutdown();
-  absl::MutexLock lock(&mu_);
-  Fail(absl::AbortedError(
+  sends_.Fail(absl::AbortedError(
       absl::StrCat("connection to rank ", peer_, " shut down")));
 }
 

@@ -3,26 +3,22 @@
 // with a dedicated sender thread so that sending overlaps the collective's
 // own receiving and reducing (the calling thread receives).
 //
-// Sends are queued in order and identified by a ticket; the caller must
-// keep the bytes alive until WaitSent(ticket) returns. A send that the
-// kernel can take at once is written inline (no thread hand-off), which
-// keeps small messages fast.
+// Sends are queued in order and identified by a ticket (SendQueue,
+// collectives/send_queue.h); the caller must keep the bytes alive until
+// WaitSent(ticket) returns. A send that the kernel can take at once is
+// written inline (no thread hand-off), which keeps small messages fast.
 //
-// Lock order: Connection::mu_ is a leaf lock.
 // Errors carry the peer rank; a failed connection stays failed.
 #ifndef GRADSYNC_COLLECTIVES_TCP_CONNECTION_H_
 #define GRADSYNC_COLLECTIVES_TCP_CONNECTION_H_
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/pair.h"
+#include "collectives/send_queue.h"
 #include "collectives/tcp/socket.h"
 
 namespace gradsync {
@@ -68,30 +64,13 @@ class Connection final : public Pair {
   void Shutdown() override;
 
  private:
-  struct Item {
-    const char* data;
-    size_t len;
-    uint64_t ticket;
-    absl::Time deadline;
-  };
-
-  void SenderLoop();
-  void Fail(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] absl::Status WithPeer(const absl::Status& status,
                                       absl::string_view what);
 
   Socket socket_;
   const int peer_;
   const std::atomic<bool>* const aborted_;
-
-  absl::Mutex mu_;
-  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t sent_ ABSL_GUARDED_BY(mu_) = 0;  // every ticket <= sent_ left
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;  // sender thread mid-write
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  std::thread sender_;
+  SendQueue sends_;  // last: its thread stops before the socket goes
 };
 
 }  // namespace gradsync
