@@ -37,7 +37,7 @@ struct FitSums {
   double aa = 0, ab = 0, bb = 0, a1 = 0, b1 = 0;
 };
 
-absl::StatusOr<FitSums> SumRows(
+[[nodiscard]] absl::StatusOr<FitSums> SumRows(
     const std::vector<SyncObservation>& observations) {
   if (observations.empty()) {
     return absl::InvalidArgumentError("nothing to fit: no observations");
