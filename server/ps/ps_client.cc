@@ -205,6 +205,12 @@ absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
         "rank ", rank_, ": StartStep of step ", step,
         " while another step is in flight; Finish or drop it first"));
   }
+  if (options_.tensor_plane) {
+    if (absl::Status resolved = ResolveTensorPlanes(); !resolved.ok()) {
+      step_in_flight_.store(false);
+      return resolved;
+    }
+  }
   calls_.fetch_add(1);
   std::unique_ptr<PsStep> ps_step(new PsStep(this, step, grads, params,
                                              std::move(control),
@@ -223,8 +229,10 @@ absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
   const float* g = grads.data();
   const float* p = params.data();
   const bool overlap = g < p + params.size() && p < g + grads.size();
-  if (!overlap && num_servers() < static_cast<int>(shards_.size())) {
-    // Partitions: PsStep pushes them in turn per server (ps_step.h).
+  if (!overlap && (num_servers() < static_cast<int>(shards_.size()) ||
+                   options_.tensor_plane)) {
+    // Partitions: PsStep pushes them in turn per server (ps_step.h); the
+    // tensor plane is PsStep's too.
     ASSIGN_OR_RETURN(std::unique_ptr<PsStep> ps_step,
                      StartStep(step, grads, params, PsStepControl()));
     ps_step->Ready(0, total_);
@@ -266,12 +274,16 @@ PsClient::LiveCall::~LiveCall() {
 }
 
 void PsClient::Cancel(const absl::Status& reason) {
-  absl::MutexLock lock(&cancel_mu_);
-  if (cancelled_.ok()) {
-    cancelled_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
+  {
+    absl::MutexLock lock(&cancel_mu_);
+    if (cancelled_.ok()) {
+      cancelled_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
+    }
+    // TryCancel only flags the call; it neither blocks nor calls back.
+    for (grpc::ClientContext* context : live_) context->TryCancel();
   }
-  // TryCancel only flags the call; it neither blocks nor calls back.
-  for (grpc::ClientContext* context : live_) context->TryCancel();
+  cancel_flag_.store(true);
+  ShutdownPlanes();
 }
 
 absl::Status PsClient::CancelledOr(absl::Status status) const {

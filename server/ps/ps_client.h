@@ -66,6 +66,7 @@
 #include "server/ps/ps_step.h"
 #include "server/ps/ps_transport.h"
 #include "server/ps/tensor_codec.h"
+#include "server/ps/tensor_plane_client.h"
 
 namespace gradsync {
 
@@ -115,6 +116,13 @@ struct PsClientOptions {
   // that registered with a coordinator refuse calls without it. Empty for
   // open servers (the benches').
   std::string token;
+  // Steps (StartStep, and PushPull) over the servers' tensor planes
+  // (tensor_plane_client.h: plain TCP, one connection per server or solo
+  // shard, kept between steps) instead of gRPC streams; the other calls
+  // stay on gRPC. Each server's tensor port comes from its GetShardStats
+  // at the first step: FAILED_PRECONDITION naming a server that serves
+  // none.
+  bool tensor_plane = false;
 };
 
 // Cumulative counters of one PsClient.
@@ -219,6 +227,11 @@ class PsClient {
   struct Shard {
     PsShardLocation location;
     std::shared_ptr<grpc::Channel> channel;
+    // With options.tensor_plane, once resolved: "host:port" of its
+    // server's tensor plane, and the connection it uses (its own, or its
+    // server's partitions' first shard's).
+    std::string tensor_address;
+    size_t plane_slot = 0;
   };
 
   PsClient(std::string job_id, int rank, size_t total,
@@ -268,6 +281,18 @@ class PsClient {
   [[nodiscard]] absl::Status SeedShard(size_t k, const ParameterState& state,
                                        absl::Time deadline);
 
+  // The tensor plane (ps_client_plane.cc). Asks each server for its
+  // tensor port, once.
+  [[nodiscard]] absl::Status ResolveTensorPlanes();
+  // Shard k's tensor plane connection, connected on first use.
+  [[nodiscard]] absl::StatusOr<TensorPlaneChannel*> PlaneChannel(
+      size_t k, absl::Time deadline);
+  // Shuts down every tensor plane connection (wakes their users).
+  void ShutdownPlanes();
+  // Drops them: the next step connects again (after a failed step, whose
+  // connections may be in mid-request).
+  void DropPlanes();
+
   const std::string job_id_;
   const int rank_;
   const size_t total_;
@@ -278,6 +303,11 @@ class PsClient {
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<bool> step_in_flight_{false};  // a PsStep is alive
+  bool planes_resolved_ = false;             // by the thread that starts steps
+  std::atomic<bool> cancel_flag_{false};     // Cancel was called
+  absl::Mutex plane_mu_;
+  std::vector<std::unique_ptr<TensorPlaneChannel>> planes_
+      ABSL_GUARDED_BY(plane_mu_);  // by plane slot
   mutable absl::Mutex cancel_mu_;
   absl::Status cancelled_ ABSL_GUARDED_BY(cancel_mu_);
   std::vector<grpc::ClientContext*> live_ ABSL_GUARDED_BY(cancel_mu_);

@@ -1,8 +1,10 @@
 // PsRpc's control calls: CreateShard, ReleaseShard, GetShardStats.
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_proto.h"
 #include "server/ps/ps_rpc.h"
+#include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
 
@@ -47,6 +49,10 @@ grpc::Status PsRpc::GetShardStats(grpc::ServerContext* context,
   if (!shards.ok()) return ToGrpcStatus(shards.status());
   for (const std::shared_ptr<PsShard>& shard : *shards) {
     ShardStatsToProto(*shard, response->add_shards());
+  }
+  if (const int port = tensor_port_.load(); port > 0) {
+    context->AddInitialMetadata(tensor_plane::kTensorPortMetadata,
+                                absl::StrCat(port));
   }
   return grpc::Status::OK;
 }

@@ -57,6 +57,13 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
                      absl::StrCat("--tcp-congestion: ", s.message()));
                }),
   };
+  flags.push_back(IntFlag(
+      "tensor-port",
+      "also serve the workers' step tensors over plain TCP on this port "
+      "(0: any free one; workers opt in with --ps-tensor-plane): faster "
+      "than gRPC where CPU is short; only with plaintext PS traffic "
+      "(--ps-plaintext or --insecure). Default -1: gRPC only",
+      -1, &config->server.tensor_port));
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
   flags.push_back(MetricsListenFlag(&config->server.metrics_listen));
@@ -211,6 +218,10 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   }
   if (probe != nullptr) {
     std::cerr << "gradsync-ps: health checks on " << probe->address() << "\n";
+  }
+  if ((*server)->tensor_port() > 0) {
+    std::cerr << "gradsync-ps: tensor plane (plain TCP) on port "
+              << (*server)->tensor_port() << "\n";
   }
 
   signalled.WaitForNotification();

@@ -156,4 +156,36 @@ void ShardStatsToProto(const PsShard& shard, ps::ShardStats* out) {
   }
 }
 
+absl::StatusOr<std::vector<double>> PushScalarsFromHeader(
+    const ps::PushHeader& header) {
+  const int trailer = header.trailer_scalars();
+  if (trailer == 0) {
+    return std::vector<double>(header.scalars().begin(),
+                               header.scalars().end());
+  }
+  if (trailer < 0 || trailer > kMaxTrailerScalars) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushPull: trailer_scalars is ", trailer,
+                     "; it must be between 0 and ", kMaxTrailerScalars));
+  }
+  if (!header.scalars().empty()) {
+    return absl::InvalidArgumentError(
+        "PushPull: a header with trailer_scalars must not carry scalars "
+        "itself");
+  }
+  return std::vector<double>(static_cast<size_t>(trailer), 0.0);
+}
+
+ps::PullHeader PullHeaderFromView(const ShardView& view, const PsShard& shard) {
+  ps::PullHeader header;
+  header.set_version(view.version);
+  header.set_begin(static_cast<int64_t>(shard.config().begin));
+  header.set_end(static_cast<int64_t>(shard.config().end));
+  header.mutable_scalar_sums()->Add(view.scalar_sums.begin(),
+                                    view.scalar_sums.end());
+  header.set_switch_epoch(view.decision.epoch);
+  header.set_switch_step(view.decision.step);
+  return header;
+}
+
 }  // namespace gradsync

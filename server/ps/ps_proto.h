@@ -7,6 +7,8 @@
 #ifndef GRADSYNC_SERVER_PS_PS_PROTO_H_
 #define GRADSYNC_SERVER_PS_PS_PROTO_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "common/optimizer.h"
 #include "proto/job.pb.h"
@@ -31,6 +33,21 @@ ps::UpdateMode UpdateModeToProto(UpdateMode mode);
 
 // The shard's identity, counters and recent pushes.
 void ShardStatsToProto(const PsShard& shard, ps::ShardStats* out);
+
+// More step scalars than a rank could mean (a loss, a count, an epoch per
+// rank...) make a malformed PushHeader.
+inline constexpr int kMaxTrailerScalars = 1 << 16;
+
+// A push's step scalars as its header gives them; with a trailer
+// (trailer_scalars > 0), as many zeros, which the trailer replaces
+// (ShardPush::SetScalars). INVALID_ARGUMENT for a trailer count outside
+// [0, kMaxTrailerScalars], or one given beside scalars.
+[[nodiscard]] absl::StatusOr<std::vector<double>> PushScalarsFromHeader(
+    const ps::PushHeader& header);
+
+// The reply's header for a pulled view of `shard`: version, range, step
+// control.
+ps::PullHeader PullHeaderFromView(const ShardView& view, const PsShard& shard);
 
 }  // namespace gradsync
 

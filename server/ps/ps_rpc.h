@@ -64,6 +64,9 @@ class PsRpc final : public RawParameterServerService {
   // Makes waiting handlers return UNAVAILABLE at their next check. Call it
   // before grpc::Server::Shutdown, which waits for handlers to return.
   void BeginShutdown() { shutting_down_.store(true); }
+  // The tensor plane's port that GetShardStats reports (0: none), in its
+  // initial metadata (kTensorPortMetadata).
+  void set_tensor_port(int port) { tensor_port_.store(port); }
 
   grpc::Status CreateShard(grpc::ServerContext* context,
                            const ps::CreateShardRequest* request,
@@ -97,6 +100,7 @@ class PsRpc final : public RawParameterServerService {
 
   PsService* const service_;
   std::atomic<bool> shutting_down_{false};
+  std::atomic<int> tensor_port_{0};
   // PushPull's blocking phases. Destroyed after the gRPC server shut down
   // (PsServer owns both), it waits for their last instructions.
   BlockingExecutor executor_;

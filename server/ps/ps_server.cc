@@ -46,6 +46,16 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
         absl::StrCat("parameter-server compute_threads is ",
                      options.compute_threads, "; use 0 for one per core"));
   }
+  if (options.tensor_port < -1 || options.tensor_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter-server tensor_port is ", options.tensor_port,
+                     "; use -1 (none), 0 (any free port) or a port"));
+  }
+  if (options.tensor_port >= 0 && options.transport.security.tls()) {
+    return absl::InvalidArgumentError(
+        "the tensor plane is plain TCP: serve it only where the PS's traffic "
+        "is plaintext (gradsync-ps --ps-plaintext, docs/security.md)");
+  }
   std::unique_ptr<PsServer> server(
       new PsServer(std::move(host), options.compute_threads));
   if (options.require_tokens) server->service_.RequireTokens();
@@ -64,6 +74,15 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
         "parameter server could not listen on ", listen_address,
         "; is the port already in use, or the host not an address of this "
         "machine?"));
+  }
+  if (options.tensor_port >= 0) {
+    TensorPlaneServer::Options plane;
+    plane.host = server->host_;
+    plane.port = options.tensor_port;
+    plane.congestion_control = options.transport.congestion_control;
+    ASSIGN_OR_RETURN(server->tensor_plane_,
+                     TensorPlaneServer::Start(&server->service_, plane));
+    server->rpc_.set_tensor_port(server->tensor_plane_->port());
   }
   PsService* service = &server->service_;
   server->metrics_.AddCollector([service](std::vector<MetricFamily>* out) {
@@ -96,6 +115,7 @@ void PsServer::Shutdown() {
   if (server_ == nullptr) return;
   rpc_.BeginShutdown();
   service_.ReleaseAll();
+  tensor_plane_.reset();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));
   server_->Wait();
 }

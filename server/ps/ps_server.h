@@ -37,6 +37,7 @@
 #include "server/ps/ps_rpc.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/ps_transport.h"
+#include "server/ps/tensor_plane_server.h"
 
 namespace gradsync {
 
@@ -58,6 +59,10 @@ struct PsServerOptions {
   // Where to serve Prometheus metrics (common/metrics_http.h, ps_metrics.h;
   // the daemon's --metrics-listen); empty: nowhere.
   std::string metrics_listen;
+  // Also serve the step's tensors over plain TCP (tensor_plane_server.h)
+  // on this port of the listen host: -1 no, 0 any free port. Plaintext:
+  // INVALID_ARGUMENT with a TLS transport (docs/security.md).
+  int tensor_port = -1;
 };
 
 class PsServer {
@@ -84,6 +89,10 @@ class PsServer {
   const MetricsRegistry& metrics() const { return metrics_; }
   // The shards, for in-process users (tests, the bench).
   PsService* service() { return &service_; }
+  // The tensor plane's port; 0 when it serves none.
+  int tensor_port() const {
+    return tensor_plane_ == nullptr ? 0 : tensor_plane_->port();
+  }
 
   // Releases every shard (waiting calls return ABORTED or UNAVAILABLE),
   // stops accepting calls and returns once every handler has returned.
@@ -100,6 +109,7 @@ class PsServer {
   PsService service_;
   PsRpc rpc_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<TensorPlaneServer> tensor_plane_;
   // After the shards (its collector reads them), stopped first.
   MetricsRegistry metrics_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;

@@ -156,6 +156,11 @@ void PsStep::CancelStreams(size_t except) {
     if (k != except && calls_[k]->context != nullptr) {
       calls_[k]->context->TryCancel();
     }
+    // A tensor plane connection carries its server's other partitions
+    // too: shutting it ends them all (the step has failed anyway).
+    if (k != except && calls_[k]->plane != nullptr) {
+      calls_[k]->plane->Shutdown();
+    }
   }
 }
 
@@ -285,6 +290,19 @@ void PsStep::Join() {
     if (call->thread.joinable()) call->thread.join();
   }
   for (std::thread& lane : lanes_) lane.join();
+  bool failed;
+  {
+    absl::MutexLock lock(&mu_);
+    failed = !cancelled_.ok() || failed_shard_ >= 0;
+    // The connections are the client's, and its next step's: a Cancel
+    // of this finished step must not reach them.
+    for (const std::unique_ptr<ShardCall>& call : calls_) {
+      call->plane = nullptr;
+    }
+  }
+  // A failed step may leave its tensor plane connections in mid-request:
+  // the next one connects again.
+  if (failed && client_->options_.tensor_plane) client_->DropPlanes();
   client_->step_in_flight_.store(false);
 }
 

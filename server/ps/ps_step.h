@@ -85,6 +85,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "proto/ps.pb.h"
 
 namespace gradsync {
 
@@ -171,6 +172,17 @@ class PsStep {
   // Shard k's reply after Push(k): reads the parameters, finishes the
   // call; the shard's outcome.
   [[nodiscard]] absl::Status Pull(size_t k);
+  // Push and Pull over the tensor plane (ps_step_plane.cc), the same
+  // protocol on the client's connection instead of a gRPC stream.
+  void PushPlane(size_t k);
+  [[nodiscard]] absl::Status PullPlane(size_t k);
+  // Shard k's PushHeader (its trailer announced if it carries the late
+  // scalars).
+  ps::PushHeader HeaderFor(size_t k) const;
+  // Whether shard k's push ends with the late scalars' trailer.
+  bool CarriesTrailer(size_t k) const {
+    return k == 0 && control_.late_scalars > 0;
+  }
   // A server's partitions [first, last]: the writer pushes them in turn,
   // the highest first, and marks each in pushed_; the reader takes each
   // in the same order once pushed, reads its reply and reports it

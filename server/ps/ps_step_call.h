@@ -16,6 +16,7 @@
 #include "server/ps/ps_client_stream.h"
 #include "server/ps/ps_step.h"
 #include "server/ps/raw_tensor_rpc.h"
+#include "server/ps/tensor_plane_client.h"
 
 namespace gradsync {
 
@@ -36,6 +37,9 @@ struct PsStep::ShardCall {
   // on the gradient bytes gRPC may still send, whether the stream is
   // open, the push's outcome, and when the stream last became busy.
   std::unique_ptr<RawClientStream> stream;
+  // Instead of `stream`, with the tensor plane: the connection the push
+  // went over (the client's; guarded by mu_, so that Cancel can shut it).
+  TensorPlaneChannel* plane = nullptr;
   std::unique_ptr<SendPin> pin;
   bool open = false;
   absl::Time busy_since;

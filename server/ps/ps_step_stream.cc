@@ -33,7 +33,29 @@ absl::Status PsStep::RunShard(size_t k) {
   return Pull(k);
 }
 
+ps::PushHeader PsStep::HeaderFor(size_t k) const {
+  const PsShardLocation& location = client_->shards_[k].location;
+  ps::PushHeader header;
+  header.set_job_id(client_->job_id_);
+  header.set_token(client_->options_.token);
+  header.set_shard(location.shard);
+  header.set_rank(client_->rank_);
+  header.set_step(step_);
+  header.set_chunk_bytes(static_cast<int64_t>(client_->options_.chunk_bytes));
+  header.set_descending(true);
+  header.mutable_scalars()->Add(control_.scalars.begin(),
+                                control_.scalars.end());
+  // Shard 0's reply carries the step control the ranks act on, and its
+  // range is what backward finishes last: the late scalars go there.
+  if (CarriesTrailer(k)) {
+    header.set_trailer_scalars(static_cast<int32_t>(control_.late_scalars));
+  }
+  header.set_switch_epoch(control_.switch_epoch);
+  return header;
+}
+
 void PsStep::Push(size_t k) {
+  if (client_->options_.tensor_plane) return PushPlane(k);
   const PsShardLocation& location = client_->shards_[k].location;
   const PsClientOptions& options = client_->options_;
   ShardCall& call = *calls_[k];
@@ -56,23 +78,8 @@ void PsStep::Push(size_t k) {
   if (!call.status.ok()) return;
   call.pin = std::make_unique<SendPin>();
   call.stream = StartPushPull(client_->shards_[k].channel.get(), context);
-  ps::PushHeader header;
-  header.set_job_id(client_->job_id_);
-  header.set_token(client_->options_.token);
-  header.set_shard(location.shard);
-  header.set_rank(client_->rank_);
-  header.set_step(step_);
-  header.set_chunk_bytes(static_cast<int64_t>(options.chunk_bytes));
-  header.set_descending(true);
-  header.mutable_scalars()->Add(control_.scalars.begin(),
-                                control_.scalars.end());
-  // Shard 0's reply carries the step control the ranks act on, and its
-  // range is what backward finishes last: the late scalars go there.
-  const bool trailer = k == 0 && control_.late_scalars > 0;
-  if (trailer) {
-    header.set_trailer_scalars(static_cast<int32_t>(control_.late_scalars));
-  }
-  header.set_switch_epoch(control_.switch_epoch);
+  const ps::PushHeader header = HeaderFor(k);
+  const bool trailer = CarriesTrailer(k);
   // The header goes at once: the shard starts the push (and checks it)
   // while backward still runs.
   bool& open = call.open;
@@ -126,6 +133,7 @@ void PsStep::Push(size_t k) {
 }
 
 absl::Status PsStep::Pull(size_t k) {
+  if (client_->options_.tensor_plane) return PullPlane(k);
   ShardCall& call = *calls_[k];
   if (call.stream == nullptr) return call.status;  // never connected
   const PsShardLocation& location = client_->shards_[k].location;

@@ -8,13 +8,10 @@
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/ps/call_waits.h"
+#include "server/ps/ps_proto.h"
 
 namespace gradsync {
 namespace {
-
-// More step scalars than a rank could mean (a loss, a count, an epoch per
-// rank...) is a malformed header.
-constexpr int kMaxTrailerScalars = 1 << 16;
 
 // Takes one message's chunk of the gradient into `push` without copying
 // it: the push holds the message's receive buffers until the step is
@@ -68,28 +65,6 @@ constexpr int kMaxTrailerScalars = 1 << 16;
     holder = nullptr;  // held once is enough
   }
   return absl::OkStatus();
-}
-
-// The push's step scalars as its header gives them; with a trailer, as
-// many zeros, which the trailer replaces (TakeTrailer).
-[[nodiscard]] absl::StatusOr<std::vector<double>> AnnouncedScalars(
-    const ps::PushHeader& header) {
-  const int trailer = header.trailer_scalars();
-  if (trailer == 0) {
-    return std::vector<double>(header.scalars().begin(),
-                               header.scalars().end());
-  }
-  if (trailer < 0 || trailer > kMaxTrailerScalars) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("PushPull: trailer_scalars is ", trailer,
-                     "; it must be between 0 and ", kMaxTrailerScalars));
-  }
-  if (!header.scalars().empty()) {
-    return absl::InvalidArgumentError(
-        "PushPull: a header with trailer_scalars must not carry scalars "
-        "itself");
-  }
-  return std::vector<double>(static_cast<size_t>(trailer), 0.0);
 }
 
 // The trailer after the gradient: a header holding the step scalars only.
@@ -217,7 +192,7 @@ absl::Status PushPullReactor::DoBegin() {
   }
   PushOptions options;
   options.descending = header_.descending();
-  ASSIGN_OR_RETURN(options.scalars, AnnouncedScalars(header_));
+  ASSIGN_OR_RETURN(options.scalars, PushScalarsFromHeader(header_));
   options.switch_epoch = header_.switch_epoch();
   const int rank = header_.rank();
   const int64_t step = header_.step();
@@ -254,13 +229,7 @@ absl::Status PushPullReactor::PullAndReply() {
                               [&](absl::Time d) {
                                 return shard_->Pull(rank, pull_step_, d);
                               }));
-  reply_.set_version(view_->version);
-  reply_.set_begin(static_cast<int64_t>(shard_->config().begin));
-  reply_.set_end(static_cast<int64_t>(shard_->config().end));
-  reply_.mutable_scalar_sums()->Add(view_->scalar_sums.begin(),
-                                    view_->scalar_sums.end());
-  reply_.set_switch_epoch(view_->decision.epoch);
-  reply_.set_switch_step(view_->decision.step);
+  reply_ = PullHeaderFromView(*view_, *shard_);
   phase_ = Phase::kReply;
   reply_messages_.emplace(&reply_,
                           std::vector<absl::Span<const float>>{view_->params},

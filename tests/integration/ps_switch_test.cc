@@ -159,6 +159,50 @@ TEST_P(ScriptedSwitchTest, SwitchAtStep10_FollowsSingleModeRun) {
 INSTANTIATE_TEST_SUITE_P(Optimizers, ScriptedSwitchTest,
                          ::testing::Values("momentum", "adam"));
 
+// The same over the servers' tensor planes (gradsync-ps --tensor-port,
+// gradsync-worker --ps-tensor-plane): a PS job that switches to the ring
+// and back follows the ring-only run. (A worker with --ps-tensor-plane
+// fails its PS steps if a server has no plane: ps_step_plane_test.)
+class TensorPlaneSwitchTest : public PsSwitchTest {
+ protected:
+  TestClusterOptions Options() const override {
+    TestClusterOptions options = PsSwitchTest::Options();
+    options.tensor_plane = true;
+    return options;
+  }
+};
+
+TEST_F(TensorPlaneSwitchTest, PsRingPs_FollowsTheRingRun) {
+  constexpr int64_t kSteps = 30;
+  JobSpec ring = SmallSpec(kSteps, "adam", /*seed=*/11);
+  ring.set_mode(SYNC_MODE_RING);
+  JobSpec switched = ring;
+  switched.set_mode(SYNC_MODE_PS);
+  SwitchSpec* s = switched.add_switches();
+  s->set_step(10);
+  s->set_mode(SYNC_MODE_RING);
+  s = switched.add_switches();
+  s->set_step(20);
+  s->set_mode(SYNC_MODE_PS);
+  Trajectory reference, plane;
+  ASSERT_NO_FATAL_FAILURE(RunToSuccess(ring, &reference));
+  ASSERT_NO_FATAL_FAILURE(RunToSuccess(switched, &plane));
+  for (int64_t step = 0; step < kSteps; ++step) {
+    EXPECT_EQ(plane.mode[step],
+              step < 10 || step >= 20 ? SYNC_MODE_PS : SYNC_MODE_RING)
+        << step;
+  }
+  int64_t worst = 0;
+  const double relative = MaxRelativeDifference(reference, plane, &worst);
+  std::cout << "tensor plane: largest relative loss difference to the "
+            << "ring-only run " << relative << " at step " << worst << "\n";
+  EXPECT_LT(relative, 1e-5) << "at step " << worst;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(cluster().parameter_server(i).ReadLog(),
+                HasSubstr("tensor plane (plain TCP) on port"));
+  }
+}
+
 // 50 runtime switch requests at random moments of a 4-rank run (after the
 // fifth, the job is let act on one): no deadlock, every rank runs every
 // step exactly once, in the same mode and with the same parameters, and the

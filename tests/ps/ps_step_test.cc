@@ -20,11 +20,13 @@
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"
+#include "tests/ps/ps_test_util.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::Eventually;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::MakeClient;
 using ::gradsync::testing::StartServer;
@@ -60,17 +62,6 @@ int64_t BytesIn(const std::string& address, const std::string& job, int shard) {
   absl::StatusOr<std::vector<ps::ShardStats>> stats =
       PsAdminClient::Connect(address)->GetShardStats(job, shard);
   return stats.ok() && stats->size() == 1 ? (*stats)[0].bytes_in() : -1;
-}
-
-// Waits (up to 10 s) until `done` holds.
-template <typename Done>
-bool Eventually(Done done) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
 }
 
 // The shards took nothing of the failed attempts: the rank pushes step 0

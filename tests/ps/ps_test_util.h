@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "gmock/gmock.h"
@@ -24,6 +25,17 @@ namespace testing {
 inline constexpr absl::Duration kWait = absl::Seconds(10);
 
 inline absl::Time Soon(absl::Duration d = kWait) { return absl::Now() + d; }
+
+// Waits (up to kWait) until `done` holds; whether it did.
+template <typename Done>
+bool Eventually(Done done) {
+  const absl::Time deadline = Soon();
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return done();
+}
 
 // A shard config over [begin, end) with SGD at learning rate `lr`.
 inline PsShardConfig ShardConfig(int num_workers, size_t begin, size_t end,

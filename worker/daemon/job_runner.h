@@ -113,6 +113,8 @@ struct JobRunnerConfig {
   // Mutual TLS or plaintext of the jobs' connections to the PS shards
   // (common/tls.h); the daemon's --tls-dir.
   GrpcSecurity grpc_security;
+  // PS steps over the servers' tensor planes (--ps-tensor-plane).
+  bool ps_tensor_plane = false;
   // TcpOptions::spin_polls for every job; unset: TcpOptions' default, or
   // none on a host with more of the job's ranks than cores
   // (SpinPollsForHost).

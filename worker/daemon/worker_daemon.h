@@ -49,6 +49,9 @@ struct WorkerDaemonConfig {
   // --ps-plaintext: the jobs' PS connections in plaintext, whatever `tls`
   // says (the coordinator channel keeps it).
   bool ps_plaintext = false;
+  // --ps-tensor-plane: the jobs' PS steps over the servers' tensor planes
+  // (plain TCP, server/ps/tensor_plane_wire.h) instead of gRPC streams.
+  bool ps_tensor_plane = false;
   // --metrics-listen: where to serve Prometheus metrics
   // (worker_metrics.h); empty: nowhere.
   std::string metrics_listen;

@@ -286,6 +286,7 @@ absl::Status SyncPathController::EnterPs(int64_t step) {
   options.transport.congestion_control = config_.ps.tcp_congestion;
   options.transport.security = config_.ps.security;
   options.token = config_.ps.token;
+  options.tensor_plane = config_.ps.tensor_plane;
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
                    PsClient::Create(config_.ps.job_id, rank_, n,
                                     std::move(shards), options));

@@ -85,6 +85,9 @@ struct PsConfig {
   // Mutual TLS or plaintext of the connections to the shards
   // (common/tls.h); the daemon's --tls-dir.
   GrpcSecurity security;
+  // Steps over the servers' tensor planes (PsClientOptions::tensor_plane);
+  // the daemon's --ps-tensor-plane.
+  bool tensor_plane = false;
 };
 
 // A scripted switch: steps >= step synchronise through `path`.

@@ -34,6 +34,7 @@ namespace {
 constexpr char kGrpcJob[] = "bench-grpc";
 constexpr char kTcpJob[] = "bench-tcp";
 constexpr char kTlsJob[] = "bench-tls";
+constexpr char kPlaneJob[] = "bench-plane";
 // How long a server or client process waits for its next command.
 constexpr absl::Duration kCommandTimeout = absl::Hours(1);
 
@@ -98,13 +99,13 @@ std::function<absl::Status(absl::string_view)> IntBytes(const char* flag,
   std::string letters;
   for (absl::string_view name : absl::StrSplit(value, ',')) {
     char letter = 0;
-    for (char c : std::string("gtps")) {
+    for (char c : std::string("gtpsl")) {
       if (name == TransportName(c)) letter = c;
     }
     if (letter == 0 || letters.find(letter) != std::string::npos) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown or repeated transport '", name,
-                       "': use grpc, tcp, pipe, tls"));
+                       "': use grpc, tcp, pipe, tls, plane"));
     }
     letters += letter;
   }
@@ -181,6 +182,8 @@ const char* TransportName(char letter) {
       return "pipe";
     case 's':
       return "tls";
+    case 'l':
+      return "plane";
   }
   return "?";
 }
@@ -217,19 +220,14 @@ absl::StatusOr<BenchOptions> ParseBenchOptions(int argc, char** argv) {
 
 namespace {
 
-// A PsServer on 127.0.0.1:0 with `security`, holding job `job`'s shards
-// (with --partition_bytes, its partitions); returns partition 0 (for the
-// summary: partitions share the work evenly).
-[[nodiscard]] absl::StatusOr<std::shared_ptr<PsShard>> StartGrpcShards(
-    const BenchOptions& options, const GrpcSecurity& security, const char* job,
-    std::unique_ptr<PsServer>* server) {
-  PsServerOptions server_options;
-  server_options.transport = options.transport;
-  server_options.transport.security = security;
-  ASSIGN_OR_RETURN(*server, PsServer::Start("127.0.0.1:0", server_options));
+// Job `job`'s shards (with --partition_bytes, its partitions) on
+// `server`; returns partition 0 (for the summary: partitions share the work
+// evenly).
+[[nodiscard]] absl::StatusOr<std::shared_ptr<PsShard>> CreateBenchShards(
+    const BenchOptions& options, PsServer& server, const char* job) {
   const size_t n = options.bytes / sizeof(float);
   ASSIGN_OR_RETURN(const std::vector<PsShardLocation> partitions,
-                   PartitionedShardLocations(n, {(*server)->address()},
+                   PartitionedShardLocations(n, {server.address()},
                                              options.partition_bytes));
   for (size_t k = 0; k < partitions.size(); ++k) {
     ShardSpec spec;
@@ -239,9 +237,22 @@ namespace {
     spec.config.end = partitions[k].end;
     spec.num_shards = static_cast<int>(partitions.size());
     spec.total_elements = n;
-    RETURN_IF_ERROR((*server)->service()->CreateShard(spec));
+    RETURN_IF_ERROR(server.service()->CreateShard(spec));
   }
-  return (*server)->service()->FindShard(job, 0);
+  return server.service()->FindShard(job, 0);
+}
+
+// A PsServer on 127.0.0.1:0 with `security`, holding job `job`'s shards.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<PsShard>> StartGrpcShards(
+    const BenchOptions& options, const GrpcSecurity& security, const char* job,
+    std::unique_ptr<PsServer>* server) {
+  PsServerOptions server_options;
+  server_options.transport = options.transport;
+  server_options.transport.security = security;
+  // The plaintext server also serves the tensor plane (its own job).
+  if (!security.tls()) server_options.tensor_port = 0;
+  ASSIGN_OR_RETURN(*server, PsServer::Start("127.0.0.1:0", server_options));
+  return CreateBenchShards(options, **server, job);
 }
 
 bool WantsTls(const BenchOptions& options) {
@@ -286,9 +297,12 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
       PipelinedTcpServer::Start(n, options.clients, options.chunk_bytes,
                                 options.timeout,
                                 options.transport.congestion_control);
-  if (!tcp.ok() || !pipe.ok()) {
-    std::cerr << "bench server: " << tcp.status() << " " << pipe.status()
-              << "\n";
+  // The tensor plane: the gRPC server's own, with a job of its own.
+  absl::StatusOr<std::shared_ptr<PsShard>> plane_shard =
+      CreateBenchShards(options, *server, kPlaneJob);
+  if (!tcp.ok() || !pipe.ok() || !plane_shard.ok()) {
+    std::cerr << "bench server: " << tcp.status() << " " << pipe.status() << " "
+              << plane_shard.status() << "\n";
     return 1;
   }
   WriteLineTo(
@@ -305,7 +319,8 @@ int RunBenchServer(const BenchOptions& options, int in, int out) {
       absl::StrCat(
           ShardWork("grpc", **grpc_shard), "; ", ShardWork("tcp", **tcp_shard),
           absl::StrFormat("; pipe: apply %.1f", (*pipe)->ApplyMsPerRound()),
-          *tls_shard != nullptr ? "; " + ShardWork("tls", **tls_shard) : ""));
+          *tls_shard != nullptr ? "; " + ShardWork("tls", **tls_shard) : "",
+          "; ", ShardWork("plane", **plane_shard)));
   pipe->reset();
   tcp->reset();
   server->Shutdown();
@@ -353,11 +368,18 @@ int RunBenchClient(const BenchOptions& options, int rank,
       : tls_partitions.ok()
           ? PsClient::Create(kTlsJob, rank, n, *tls_partitions, tls_options)
           : tls_partitions.status();
-  if (!grpc.ok() || !tcp.ok() || !pipe.ok() || !tls.ok()) {
+  PsClientOptions plane_options = client_options;
+  plane_options.tensor_plane = true;
+  absl::StatusOr<std::unique_ptr<PsClient>> plane =
+      partitions.ok()
+          ? PsClient::Create(kPlaneJob, rank, n, *partitions, plane_options)
+          : partitions.status();
+  if (!grpc.ok() || !tcp.ok() || !pipe.ok() || !tls.ok() || !plane.ok()) {
     WriteLineTo(out, absl::StrCat("error: ", grpc.status().ToString(), " ",
                                   tcp.status().ToString(), " ",
                                   pipe.status().ToString(), " ",
-                                  tls.status().ToString()));
+                                  tls.status().ToString(), " ",
+                                  plane.status().ToString()));
     return 1;
   }
   WriteLineTo(out, "ready");
@@ -367,7 +389,8 @@ int RunBenchClient(const BenchOptions& options, int rank,
     int64_t step = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &step) ||
         (parts[0] != "g" && parts[0] != "t" && parts[0] != "p" &&
-         (parts[0] != "s" || *tls == nullptr) && parts[0] != "check")) {
+         parts[0] != "l" && (parts[0] != "s" || *tls == nullptr) &&
+         parts[0] != "check")) {
       return command == "quit" ? 0 : 1;
     }
     if (parts[0] == "check") {
@@ -387,6 +410,8 @@ int RunBenchClient(const BenchOptions& options, int rank,
             ? (*tcp)->PushPull(step, grads, absl::MakeSpan(params))
         : parts[0] == "s"
             ? (*tls)->PushPull(step, grads, absl::MakeSpan(params))
+        : parts[0] == "l"
+            ? (*plane)->PushPull(step, grads, absl::MakeSpan(params))
             : (*pipe)->PushPull(step, grads, absl::MakeSpan(params));
     const int64_t end = MonotonicNanos();
     WriteLineTo(

@@ -4,16 +4,20 @@
 // Server process: a PsServer with one synchronous shard (job
 // "bench-grpc"; with --partition_bytes, its partitions), a raw-TCP server
 // (tcp_baseline.h) with an identical shard, a pipelined raw-TCP server
-// (tcp_pipelined.h) and, when the transports include "tls", a second
-// PsServer with the same shards over mutual TLS (certificates made in
-// memory by the parent, BenchOptions::certs); prints "serving <grpc
-// address> <tcp port> <pipe port> <tls address or ->"; answers "cpu" with
+// (tcp_pipelined.h), a tensor plane (tensor_plane_server.h) over the
+// PsServer's service with its own job's shards, and, when the transports
+// include "tls", a second PsServer with the same shards over mutual TLS
+// (certificates made in memory by the parent, BenchOptions::certs); prints
+// "serving <grpc address> <tcp port> <pipe port> <tls address or ->";
+// answers "cpu" with
 // the CPU time its threads used so far (ns), and "quit" with one line of
 // its shards' work per round, then ends.
-// Client process r: a PsClient, a TcpShardClient and a PipelinedTcpClient
-// (and a PsClient of the TLS server) as rank r; prints "ready", then for
-// each "g <step>", "t <step>", "p <step>" or "s <step>" runs one push/pull
-// over gRPC, TCP, the pipelined server or gRPC with mutual TLS and
+// Client process r: a PsClient, a TcpShardClient, a PipelinedTcpClient and
+// a PsClient over the tensor plane (and a PsClient of the TLS server) as
+// rank r; prints
+// "ready", then for each "g <step>", "t <step>", "p <step>", "l <step>" or
+// "s <step>" runs one push/pull over gRPC, TCP, the pipelined server, the
+// tensor plane or gRPC with mutual TLS and
 // answers "<start ns> <end ns> <cpu ns> ok" (monotonic
 // clock, shared by all processes; CPU time of the client process's
 // threads) or "... error: <why>"; "check
@@ -42,7 +46,8 @@ struct BenchOptions {
   PsTransportOptions transport;
   bool tune_malloc = true;  // TuneMalloc in every process
   // The transports each round runs, in turn: gRPC (g), raw TCP (t), the
-  // pipelined raw-TCP server (p), gRPC with mutual TLS (s).
+  // pipelined raw-TCP server (p), gRPC with mutual TLS (s), the PS's tensor
+  // plane (l: the same shards behind server/ps/tensor_plane_server.h).
   std::string transports = "gtp";
   // The CA and certificates of the "tls" transport (NewClusterCertificates,
   // made before the processes fork); unused without it.
@@ -67,7 +72,7 @@ int RunBenchClient(const BenchOptions& options, int rank,
                    const std::string& grpc_address, int tcp_port, int pipe_port,
                    const std::string& tls_address, int in, int out);
 
-// "grpc", "tcp", "pipe" or "tls" for a transport's letter.
+// "grpc", "tcp", "pipe", "tls" or "plane" for a transport's letter.
 const char* TransportName(char letter);
 
 }  // namespace gradsync

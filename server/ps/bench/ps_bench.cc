@@ -259,6 +259,8 @@ int Run(const BenchOptions& options) {
   PrintTimeRatio("grpc", series['g'], "pipe", series['p']);
   PrintTimeRatio("tcp", series['t'], "pipe", series['p']);
   PrintTimeRatio("tls", series['s'], "grpc", series['g']);
+  PrintTimeRatio("plane", series['l'], "pipe", series['p']);
+  PrintTimeRatio("grpc", series['g'], "plane", series['l']);
   std::printf("# server shard work per round (ms): %s\n", stats.c_str());
   std::printf("# #wrong total: %lld\n", static_cast<long long>(total_wrong));
   return all_ok && total_wrong == 0 ? 0 : 1;

@@ -1,0 +1,101 @@
+// PsClient's tensor plane connections (ps_client.h, options.tensor_plane):
+// where each server's tensor plane is, and one connection per server's
+// partitions or per solo shard, kept between steps.
+#include <grpcpp/client_context.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "proto/ps.grpc.pb.h"
+#include "server/ps/ps_client.h"
+#include "server/ps/tensor_plane_wire.h"
+
+namespace gradsync {
+
+absl::Status PsClient::ResolveTensorPlanes() {
+  if (planes_resolved_) return absl::OkStatus();
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    Shard& shard = shards_[k];
+    // A server's partitions (consecutive shards on one address) share the
+    // first one's connection and port.
+    if (k > 0 && shard.location.address == shards_[k - 1].location.address) {
+      shard.tensor_address = shards_[k - 1].tensor_address;
+      shard.plane_slot = shards_[k - 1].plane_slot;
+      continue;
+    }
+    shard.plane_slot = k;
+    RETURN_IF_ERROR(CancelledOr(NameShard(k, ConnectShard(k))));
+    ps::GetShardStatsRequest request;
+    request.set_job_id(job_id_);
+    request.set_shard(shard.location.shard);
+    request.set_token(options_.token);
+    ps::GetShardStatsResponse response;
+    int port = 0;
+    {
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+      LiveCall live(this, &context);
+      if (!live.status().ok()) return live.status();
+      const absl::Status asked =
+          FromGrpcStatus(ps::ParameterServer::NewStub(shard.channel)
+                             ->GetShardStats(&context, request, &response));
+      if (!asked.ok()) return CancelledOr(NameShard(k, asked));
+      const auto& metadata = context.GetServerInitialMetadata();
+      const auto found = metadata.find(tensor_plane::kTensorPortMetadata);
+      if (found == metadata.end() ||
+          !absl::SimpleAtoi(
+              absl::string_view(found->second.data(), found->second.size()),
+              &port)) {
+        port = 0;
+      }
+    }
+    if (port <= 0 || port > 65535) {
+      return NameShard(
+          k, absl::FailedPreconditionError(
+                 "its server serves no tensor plane, which this worker uses "
+                 "(--ps-tensor-plane): start that gradsync-ps with "
+                 "--tensor-port, or the workers without --ps-tensor-plane"));
+    }
+    const std::string& address = shard.location.address;
+    shard.tensor_address =
+        absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
+  }
+  planes_resolved_ = true;
+  absl::MutexLock lock(&plane_mu_);
+  planes_.resize(shards_.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TensorPlaneChannel*> PsClient::PlaneChannel(
+    size_t k, absl::Time deadline) {
+  const Shard& shard = shards_[k];
+  absl::MutexLock lock(&plane_mu_);
+  std::unique_ptr<TensorPlaneChannel>& channel = planes_[shard.plane_slot];
+  if (channel == nullptr) {
+    absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> connected =
+        TensorPlaneChannel::Connect(shard.tensor_address,
+                                    options_.transport.congestion_control,
+                                    deadline, &cancel_flag_);
+    if (!connected.ok()) return CancelledOr(connected.status());
+    channel = *std::move(connected);
+  }
+  return channel.get();
+}
+
+void PsClient::ShutdownPlanes() {
+  absl::MutexLock lock(&plane_mu_);
+  for (const std::unique_ptr<TensorPlaneChannel>& channel : planes_) {
+    if (channel != nullptr) channel->Shutdown();
+  }
+}
+
+void PsClient::DropPlanes() {
+  absl::MutexLock lock(&plane_mu_);
+  for (std::unique_ptr<TensorPlaneChannel>& channel : planes_) channel.reset();
+}
+
+}  // namespace gradsync

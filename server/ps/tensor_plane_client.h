@@ -1,0 +1,76 @@
+// TensorPlaneChannel: the client end of one PS tensor plane connection
+// (tensor_plane_wire.h). Requests go out in order and replies come back in
+// the same order, so one thread may write the next request (a partition)
+// while another reads the previous reply; each direction belongs to one
+// thread at a time. Parameters are received straight into the caller's
+// buffer.
+//
+// Errors: UNAVAILABLE naming the address when the connection fails or the
+// server went away; DEADLINE_EXCEEDED when a call's deadline passes;
+// ABORTED after Shutdown; a server's error reply as its own code and
+// message. After any error the channel is broken: connect again.
+#ifndef GRADSYNC_SERVER_PS_TENSOR_PLANE_CLIENT_H_
+#define GRADSYNC_SERVER_PS_TENSOR_PLANE_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "collectives/tcp/socket.h"
+#include "proto/ps.pb.h"
+
+namespace gradsync {
+
+class TensorPlaneChannel {
+ public:
+  // Connects to a server's tensor port at `address` ("host:port") under
+  // the congestion control `policy` (common/tcp_congestion.h); retries a
+  // refused connection until `deadline`, or CANCELLED once `*cancelled`.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TensorPlaneChannel>>
+  Connect(const std::string& address, const std::string& policy,
+          absl::Time deadline, const std::atomic<bool>* cancelled = nullptr);
+
+  TensorPlaneChannel(const TensorPlaneChannel&) = delete;
+  TensorPlaneChannel& operator=(const TensorPlaneChannel&) = delete;
+
+  // Starts a request: its head and `header`.
+  [[nodiscard]] absl::Status SendHeader(const ps::PushHeader& header,
+                                        absl::Time deadline);
+  // One chunk of the request's gradient: `data`, the shard's elements from
+  // `offset` on.
+  [[nodiscard]] absl::Status SendChunk(int64_t offset,
+                                       absl::Span<const float> data,
+                                       absl::Time deadline);
+  // The trailer's step scalars (PushHeader.trailer_scalars of them).
+  [[nodiscard]] absl::Status SendTrailer(absl::Span<const double> scalars,
+                                         absl::Time deadline);
+  // The next reply: its PullHeader into `header`, its parameters into
+  // `params`, which must be exactly as many (INVALID_ARGUMENT otherwise, and
+  // the channel is broken).
+  [[nodiscard]] absl::Status ReadReply(ps::PullHeader* header,
+                                       absl::Span<float> params,
+                                       absl::Time deadline);
+
+  // Wakes blocked calls; later calls fail (ABORTED). Any thread.
+  void Shutdown();
+  const std::string& address() const { return address_; }
+
+ private:
+  TensorPlaneChannel(Socket socket, std::string address)
+      : socket_(std::move(socket)), address_(std::move(address)) {}
+  // `status` naming the address.
+  [[nodiscard]] absl::Status Named(const absl::Status& status) const;
+
+  Socket socket_;
+  const std::string address_;
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_TENSOR_PLANE_CLIENT_H_

@@ -1,0 +1,273 @@
+#include "server/ps/tensor_plane_connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/ps/call_waits.h"
+#include "server/ps/ps_proto.h"
+#include "server/ps/tensor_plane_wire.h"
+
+namespace gradsync {
+namespace {
+
+using tensor_plane::ChunkHead;
+using tensor_plane::kChunkHeadBytes;
+using tensor_plane::kReplyHeadBytes;
+using tensor_plane::kRequestHeadBytes;
+using tensor_plane::ReplyHead;
+
+// How long an error reply waits for the client to close before the
+// connection closes anyway.
+constexpr absl::Duration kDrainTime = absl::Seconds(5);
+
+// `status` naming the request it failed.
+[[nodiscard]] absl::Status ForRequest(const absl::Status& status, int rank,
+                                      int64_t step, int shard) {
+  return Annotate(status,
+                  absl::StrCat("tensor plane PushPull from rank ", rank,
+                               " for step ", step, " (shard ", shard, ")"));
+}
+
+}  // namespace
+
+TensorPlaneConnection::TensorPlaneConnection(PsService* service, Socket socket,
+                                             absl::Duration idle_timeout)
+    : service_(service),
+      socket_(std::move(socket)),
+      idle_timeout_(idle_timeout) {
+  reader_ = std::thread([this] {
+    ReadLoop();
+    threads_done_.fetch_add(1);
+  });
+  writer_ = std::thread([this] {
+    WriteLoop();
+    threads_done_.fetch_add(1);
+  });
+}
+
+TensorPlaneConnection::~TensorPlaneConnection() {
+  stopping_.store(true);
+  socket_.Shutdown();
+  {
+    absl::MutexLock lock(&mu_);
+    reader_done_ = true;
+  }
+  reader_.join();
+  writer_.join();
+}
+
+absl::Status TensorPlaneConnection::Alive() const {
+  if (stopping_.load()) {
+    return absl::AbortedError("the parameter server's tensor plane is closing");
+  }
+  pollfd p{socket_.fd(), POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+    return absl::CancelledError("the client went away");
+  }
+  return absl::OkStatus();
+}
+
+void TensorPlaneConnection::Enqueue(Reply reply) {
+  absl::MutexLock lock(&mu_);
+  replies_.push_back(std::move(reply));
+}
+
+void TensorPlaneConnection::ReadLoop() {
+  char head[kRequestHeadBytes];
+  while (true) {
+    // Between requests the connection may idle (a job's compute, a pause).
+    if (!socket_
+             .RecvAll(head, sizeof(head), absl::Now() + idle_timeout_,
+                      &stopping_)
+             .ok()) {
+      break;  // the client closed, idled out, or the server is closing
+    }
+    bool failed;
+    {
+      absl::MutexLock lock(&mu_);
+      failed = failed_;
+    }
+    if (failed) {  // an error reply went out: let the client read it
+      Drain();
+      break;
+    }
+    absl::StatusOr<tensor_plane::RequestHead> decoded =
+        tensor_plane::DecodeRequestHead(head);
+    const absl::Status status =
+        decoded.ok() ? TakeRequest(decoded->header_bytes) : decoded.status();
+    if (!status.ok()) {
+      Reply failed;
+      failed.error = status;
+      Enqueue(std::move(failed));
+      Drain();
+      break;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  reader_done_ = true;
+}
+
+absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
+  std::string bytes(header_bytes, '\0');
+  RETURN_IF_ERROR(socket_.RecvAll(bytes.data(), bytes.size(),
+                                  absl::Now() + idle_timeout_, &stopping_));
+  ps::PushHeader header;
+  if (!header.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        "a tensor plane request whose PushHeader does not parse");
+  }
+  const int rank = header.rank();
+  const int64_t step = header.step();
+  auto named = [&](const absl::Status& s) {
+    return ForRequest(s, rank, step, header.shard());
+  };
+  RETURN_IF_ERROR(service_->CheckToken(header.job_id(), header.token()));
+  absl::StatusOr<std::shared_ptr<PsShard>> found =
+      service_->FindShard(header.job_id(), header.shard());
+  if (!found.ok()) return named(found.status());
+  std::shared_ptr<PsShard> shard = *std::move(found);
+  const absl::Time deadline = absl::Now() + shard->config().max_wait;
+  Reply reply;
+  reply.shard = shard;
+  reply.rank = rank;
+  reply.step = step;
+  if (header.pull_only()) {
+    reply.pull_step = step;
+    Enqueue(std::move(reply));
+    return absl::OkStatus();
+  }
+  PushOptions options;
+  options.descending = header.descending();
+  absl::StatusOr<std::vector<double>> scalars = PushScalarsFromHeader(header);
+  if (!scalars.ok()) return named(scalars.status());
+  options.scalars = *std::move(scalars);
+  options.switch_epoch = header.switch_epoch();
+  absl::StatusOr<PsShard::Push> push = WaitInSlices(
+      deadline, [this] { return Alive(); },
+      [&](absl::Time d) { return shard->BeginPush(rank, step, d, options); });
+  if (!push.ok()) return named(push.status());
+  if (absl::Status s = ReceiveGradient(header, &*push, deadline); !s.ok()) {
+    return named(s);  // the push is abandoned: the shard is unchanged
+  }
+  if (absl::Status s = shard->Commit(*std::move(push), deadline); !s.ok()) {
+    return named(s);
+  }
+  reply.pull_step = step + 1;
+  Enqueue(std::move(reply));
+  return absl::OkStatus();
+}
+
+absl::Status TensorPlaneConnection::ReceiveGradient(
+    const ps::PushHeader& header, PsShard::Push* push, absl::Time deadline) {
+  const size_t size = push->size_bytes();
+  char head[kChunkHeadBytes];
+  while (push->filled_bytes() < size) {
+    RETURN_IF_ERROR(socket_.RecvAll(head, sizeof(head), deadline, &stopping_));
+    const ChunkHead chunk = tensor_plane::DecodeChunkHead(head);
+    RETURN_IF_ERROR(tensor_plane::ValidateChunk(
+        chunk, size, push->filled_bytes(), push->descending()));
+    // Straight into the shard's staging buffer: the first unfilled bytes
+    // (ascending) or the last (descending).
+    const absl::Span<char> unfilled = push->unfilled();
+    char* into = push->descending()
+                     ? unfilled.data() + unfilled.size() - chunk.bytes
+                     : unfilled.data();
+    RETURN_IF_ERROR(socket_.RecvAll(into, chunk.bytes, deadline, &stopping_));
+    RETURN_IF_ERROR(push->MarkFilled(chunk.bytes));
+  }
+  if (header.trailer_scalars() > 0) {
+    std::vector<double> scalars(static_cast<size_t>(header.trailer_scalars()));
+    RETURN_IF_ERROR(socket_.RecvAll(
+        scalars.data(), scalars.size() * sizeof(double), deadline, &stopping_));
+    RETURN_IF_ERROR(push->SetScalars(std::move(scalars)));
+  }
+  return absl::OkStatus();
+}
+
+void TensorPlaneConnection::Drain() {
+  const absl::Time until = absl::Now() + kDrainTime;
+  std::vector<char> scratch(64 << 10);
+  while (!stopping_.load() && absl::Now() < until) {
+    const ssize_t n = ::recv(socket_.fd(), scratch.data(), scratch.size(), 0);
+    if (n == 0) return;  // the client closed
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return;
+    }
+  }
+}
+
+void TensorPlaneConnection::WriteLoop() {
+  while (true) {
+    Reply reply;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](TensorPlaneConnection* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
+            return !c->replies_.empty() || c->reader_done_;
+          },
+          this));
+      if (replies_.empty() || stopping_.load()) return;
+      reply = std::move(replies_.front());
+      replies_.pop_front();
+    }
+    if (!SendReply(reply).ok()) return;
+  }
+}
+
+absl::Status TensorPlaneConnection::SendReply(const Reply& reply) {
+  if (!reply.error.ok()) return SendError(reply.error);
+  const absl::Time deadline = absl::Now() + reply.shard->config().max_wait;
+  absl::StatusOr<ShardViewRef> view = WaitInSlices(
+      deadline, [this] { return Alive(); },
+      [&](absl::Time d) {
+        return reply.shard->Pull(reply.rank, reply.pull_step, d);
+      });
+  if (!view.ok()) {
+    return SendError(ForRequest(view.status(), reply.rank, reply.step,
+                                reply.shard->config().shard));
+  }
+  const std::string header =
+      PullHeaderFromView(**view, *reply.shard).SerializeAsString();
+  ReplyHead head;
+  head.header_bytes = static_cast<uint32_t>(header.size());
+  head.param_bytes = (*view)->params.size() * sizeof(float);
+  std::string out(kReplyHeadBytes, '\0');
+  tensor_plane::EncodeReplyHead(head, out.data());
+  out += header;
+  RETURN_IF_ERROR(
+      socket_.SendAll(out.data(), out.size(), deadline, &stopping_));
+  // From the shard's own memory; the view keeps it unchanged until sent.
+  return socket_.SendAll((*view)->params.data(), head.param_bytes, deadline,
+                         &stopping_);
+}
+
+absl::Status TensorPlaneConnection::SendError(const absl::Status& error) {
+  {
+    absl::MutexLock lock(&mu_);
+    failed_ = true;
+  }
+  const std::string message(error.message());
+  ReplyHead head;
+  head.code = static_cast<uint32_t>(error.code());
+  head.header_bytes = static_cast<uint32_t>(
+      std::min<size_t>(message.size(), tensor_plane::kMaxHeaderBytes));
+  std::string out(kReplyHeadBytes, '\0');
+  tensor_plane::EncodeReplyHead(head, out.data());
+  out.append(message, 0, head.header_bytes);
+  const absl::Status sent = socket_.SendAll(
+      out.data(), out.size(), absl::Now() + kDrainTime, &stopping_);
+  // The reply, then the end of our side: the client reads the error, not
+  // a reset.
+  ::shutdown(socket_.fd(), SHUT_WR);
+  return sent.ok() ? error : sent;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,85 @@
+// TensorPlaneConnection: one client connection of a TensorPlaneServer
+// (tensor_plane_server.h): its reader thread takes the requests, its
+// writer thread answers them, in order. Internal to the server.
+//
+// Threading: the two threads are its own; done() and the destructor may be
+// called from any thread. The destructor stops both threads (a bounded
+// time: every wait is sliced) and closes the socket.
+#ifndef GRADSYNC_SERVER_PS_TENSOR_PLANE_CONNECTION_H_
+#define GRADSYNC_SERVER_PS_TENSOR_PLANE_CONNECTION_H_
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collectives/tcp/socket.h"
+#include "proto/ps.pb.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/ps_shard.h"
+
+namespace gradsync {
+
+class TensorPlaneConnection {
+ public:
+  TensorPlaneConnection(PsService* service, Socket socket,
+                        absl::Duration idle_timeout);
+  TensorPlaneConnection(const TensorPlaneConnection&) = delete;
+  TensorPlaneConnection& operator=(const TensorPlaneConnection&) = delete;
+  ~TensorPlaneConnection();
+
+  // Both threads ended (the client went away, or an error ended it).
+  bool done() const { return threads_done_.load() == 2; }
+
+ private:
+  // A reply the writer owes, in request order: the parameters of
+  // `pull_step` of `shard` for `rank`, or `error`.
+  struct Reply {
+    std::shared_ptr<PsShard> shard;
+    int rank = 0;
+    int64_t step = 0;  // the request's, for errors
+    int64_t pull_step = 0;
+    absl::Status error;
+  };
+
+  void ReadLoop();
+  void WriteLoop();
+  // One request whose head has been read: OK once its reply is queued.
+  [[nodiscard]] absl::Status TakeRequest(uint32_t header_bytes);
+  // The gradient (and trailer) of `push`, as the request sends them.
+  [[nodiscard]] absl::Status ReceiveGradient(const ps::PushHeader& header,
+                                             PsShard::Push* push,
+                                             absl::Time deadline);
+  // Sends the parameters `reply` asks for, or its error.
+  [[nodiscard]] absl::Status SendReply(const Reply& reply);
+  [[nodiscard]] absl::Status SendError(const absl::Status& error);
+  // Reads and drops what the client still sends, until it closes or a
+  // few seconds pass: an error reply must reach it before the close.
+  void Drain();
+  void Enqueue(Reply reply);
+  // Why a wait must stop: the server is closing, or the client is gone.
+  [[nodiscard]] absl::Status Alive() const;
+
+  PsService* const service_;
+  Socket socket_;
+  const absl::Duration idle_timeout_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> threads_done_{0};
+
+  absl::Mutex mu_;
+  std::deque<Reply> replies_ ABSL_GUARDED_BY(mu_);
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;  // an error reply went out
+
+  std::thread reader_;
+  std::thread writer_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_TENSOR_PLANE_CONNECTION_H_

@@ -1,0 +1,97 @@
+#include "server/ps/tensor_plane_server.h"
+
+#include <iostream>
+#include <utility>
+
+#include "common/status_macros.h"
+#include "common/tcp_congestion.h"
+#include "server/ps/tensor_plane_connection.h"
+
+namespace gradsync {
+namespace {
+
+// How often the acceptor looks up from Accept (to stop, and to reap).
+constexpr absl::Duration kAcceptSlice = absl::Milliseconds(200);
+// The sockets' timeout slice: how soon a blocked call sees a stop.
+constexpr absl::Duration kIoSlice = absl::Milliseconds(100);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TensorPlaneServer>> TensorPlaneServer::Start(
+    PsService* service, const Options& options) {
+  if (service == nullptr) {
+    return absl::InvalidArgumentError("TensorPlaneServer needs a PsService");
+  }
+  if (options.idle_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "TensorPlaneServer: idle_timeout must be positive");
+  }
+  ASSIGN_OR_RETURN(Socket listener, Socket::Listen(options.host, options.port));
+  ASSIGN_OR_RETURN(const int port, listener.LocalPort());
+  return std::unique_ptr<TensorPlaneServer>(
+      new TensorPlaneServer(service, options, std::move(listener), port));
+}
+
+TensorPlaneServer::TensorPlaneServer(PsService* service, const Options& options,
+                                     Socket listener, int port)
+    : service_(service),
+      options_(options),
+      listener_(std::move(listener)),
+      port_(port) {
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+}
+
+TensorPlaneServer::~TensorPlaneServer() {
+  stopping_.store(true);
+  listener_.Shutdown();
+  acceptor_.join();
+  absl::MutexLock lock(&mu_);
+  connections_.clear();  // each stops its threads and closes its socket
+}
+
+int TensorPlaneServer::connections() const {
+  absl::MutexLock lock(&mu_);
+  int open = 0;
+  for (const auto& c : connections_) open += !c->done();
+  return open;
+}
+
+void TensorPlaneServer::ReapLocked() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    it = (*it)->done() ? connections_.erase(it) : std::next(it);
+  }
+}
+
+void TensorPlaneServer::AcceptLoop() {
+  while (!stopping_.load()) {
+    absl::StatusOr<Socket> socket =
+        listener_.Accept(absl::Now() + kAcceptSlice);
+    absl::MutexLock lock(&mu_);
+    ReapLocked();
+    if (!socket.ok()) {
+      if (!absl::IsDeadlineExceeded(socket.status()) && !stopping_.load()) {
+        std::cerr << "gradsync-ps: tensor plane: accept failed: "
+                  << socket.status().message() << "\n";
+        mu_.Unlock();
+        absl::SleepFor(kAcceptSlice);  // not a busy loop on a broken listener
+        mu_.Lock();
+      }
+      continue;
+    }
+    if (absl::Status s = socket->Configure(0, 0, kIoSlice); !s.ok()) {
+      std::cerr << "gradsync-ps: tensor plane: a connection from "
+                << socket->PeerAddress() << " refused: " << s.message() << "\n";
+      continue;
+    }
+    const std::string algorithm = CongestionControlFor(
+        options_.congestion_control, socket->PeerIsLocal());
+    if (!algorithm.empty()) {
+      // Best effort, as the ring's policy: the default stays if refused.
+      (void)socket->SetCongestionControl(algorithm);
+    }
+    connections_.push_back(std::make_unique<TensorPlaneConnection>(
+        service_, *std::move(socket), options_.idle_timeout));
+  }
+}
+
+}  // namespace gradsync

@@ -1,0 +1,86 @@
+// TensorPlaneServer: the server end of the PS tensor plane
+// (tensor_plane_wire.h) over one process's shards (PsService). It listens
+// on a port of its own; per connection, a reader thread takes the
+// requests in order (BeginPush, the gradient received straight into the
+// shard's staging buffer, Commit) and a writer thread answers them in the
+// same order (Pull, then the parameters sent from the shard's own memory).
+// So a client's next partition comes in while the previous one's
+// parameters go out, as on the gRPC PushPull streams, without gRPC's
+// per-message work.
+//
+// Security: plaintext, like the ring's data; every request carries its
+// job's token (PsService::CheckToken). gradsync-ps serves it only where
+// its PS traffic is plaintext anyway (docs/security.md).
+//
+// Waits: a request's waits end at its shard's max_wait; a connection idle
+// for options.idle_timeout is closed; the destructor closes every
+// connection and joins every thread within about a socket slice.
+// Errors: each failed request is answered with an error reply that names
+// the rank and step, and ends the connection (the client reconnects); its
+// push is abandoned, so its shard is unchanged.
+//
+// Threading: thread-safe; the threads are the server's own.
+#ifndef GRADSYNC_SERVER_PS_TENSOR_PLANE_SERVER_H_
+#define GRADSYNC_SERVER_PS_TENSOR_PLANE_SERVER_H_
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collectives/tcp/socket.h"
+#include "server/ps/ps_service.h"
+
+namespace gradsync {
+
+class TensorPlaneConnection;
+
+class TensorPlaneServer {
+ public:
+  struct Options {
+    std::string host = "0.0.0.0";  // the address to bind
+    int port = 0;                  // 0: a free port
+    // TCP congestion control of the connections (common/tcp_congestion.h).
+    std::string congestion_control = "auto";
+    absl::Duration idle_timeout = absl::Minutes(30);
+  };
+
+  // Listens and starts accepting. `service` must outlive the server.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TensorPlaneServer>> Start(
+      PsService* service, const Options& options);
+
+  TensorPlaneServer(const TensorPlaneServer&) = delete;
+  TensorPlaneServer& operator=(const TensorPlaneServer&) = delete;
+  ~TensorPlaneServer();
+
+  int port() const { return port_; }
+  // Connections open now.
+  int connections() const;
+
+ private:
+  TensorPlaneServer(PsService* service, const Options& options, Socket listener,
+                    int port);
+  void AcceptLoop();
+  // Joins and drops the connections that ended.
+  void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  PsService* const service_;
+  const Options options_;
+  Socket listener_;
+  const int port_;
+  std::atomic<bool> stopping_{false};
+
+  mutable absl::Mutex mu_;
+  std::list<std::unique_ptr<TensorPlaneConnection>> connections_
+      ABSL_GUARDED_BY(mu_);
+  std::thread acceptor_;
+};
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_SERVER_PS_TENSOR_PLANE_SERVER_H_

@@ -1,0 +1,297 @@
+// The PS tensor plane (server/ps/tensor_plane_*.h) on 127.0.0.1: exact
+// synchronous steps over partitions through one connection per rank, and
+// the failures: a bad token, garbage, wrong sizes, a client that dies in
+// mid-push. Each failure gets an error reply and leaves the shard as it
+// was.
+#include <sys/socket.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/secret.h"
+#include "common/status_macros.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/tensor_plane_client.h"
+#include "server/ps/tensor_plane_server.h"
+#include "server/ps/tensor_plane_wire.h"
+#include "tests/ps/ps_test_util.h"
+#include "tests/util/status_matchers.h"
+
+namespace gradsync {
+namespace {
+
+using ::gradsync::testing::Eventually;
+using ::gradsync::testing::IsOk;
+using ::gradsync::testing::Snapshot;
+using ::gradsync::testing::Soon;
+using ::gradsync::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int kRanks = 3;
+constexpr size_t kTotal = 1000;  // two shards of 500 on one server
+
+class TensorPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int k = 0; k < 2; ++k) {
+      ShardSpec spec;
+      spec.config =
+          testing::ShardConfig(kRanks, k * kTotal / 2, (k + 1) * kTotal / 2);
+      spec.config.shard = k;
+      spec.config.max_wait = absl::Seconds(3);
+      spec.num_shards = 2;
+      spec.total_elements = kTotal;
+      ASSERT_THAT(service_.CreateShard(spec), IsOk());
+    }
+    absl::StatusOr<std::unique_ptr<TensorPlaneServer>> server =
+        TensorPlaneServer::Start(&service_, {"127.0.0.1", 0});
+    ASSERT_THAT(server, IsOk());
+    server_ = *std::move(server);
+    address_ = absl::StrCat("127.0.0.1:", server_->port());
+  }
+
+  std::unique_ptr<TensorPlaneChannel> Connect() {
+    absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
+        TensorPlaneChannel::Connect(address_, "auto", Soon());
+    EXPECT_THAT(channel, IsOk());
+    return channel.ok() ? *std::move(channel) : nullptr;
+  }
+
+  static ps::PushHeader Header(int shard, int rank, int64_t step) {
+    ps::PushHeader header;
+    header.set_job_id("job");
+    header.set_shard(shard);
+    header.set_rank(rank);
+    header.set_step(step);
+    header.set_descending(true);
+    return header;
+  }
+
+  // Rank r's gradient: (r + 1) * 3 + i, so the mean over 3 ranks is 6 + i.
+  static std::vector<float> Gradient(int rank) {
+    std::vector<float> g(kTotal);
+    for (size_t i = 0; i < kTotal; ++i) g[i] = (rank + 1) * 3.0f + i;
+    return g;
+  }
+
+  // Pushes shard `k`'s range of `grads` in descending chunks of 64 floats.
+  [[nodiscard]] static absl::Status PushShard(TensorPlaneChannel& channel,
+                                              int k, int rank, int64_t step,
+                                              const std::vector<float>& grads,
+                                              double trailer = -1) {
+    ps::PushHeader header = Header(k, rank, step);
+    if (trailer >= 0) header.set_trailer_scalars(1);
+    const size_t begin = k * kTotal / 2, end = (k + 1) * kTotal / 2;
+    RETURN_IF_ERROR(channel.SendHeader(header, Soon()));
+    for (size_t hi = end; hi > begin;) {
+      const size_t lo = hi - std::min<size_t>(64, hi - begin);
+      RETURN_IF_ERROR(channel.SendChunk(
+          static_cast<int64_t>(lo - begin),
+          absl::MakeConstSpan(grads).subspan(lo, hi - lo), Soon()));
+      hi = lo;
+    }
+    if (trailer >= 0) {
+      const double scalars[] = {trailer};
+      RETURN_IF_ERROR(channel.SendTrailer(scalars, Soon()));
+    }
+    return absl::OkStatus();
+  }
+
+  PsService service_;
+  std::unique_ptr<TensorPlaneServer> server_;
+  std::string address_;
+};
+
+TEST_F(TensorPlaneTest, PartitionsThroughOneConnection_ExactOnEveryRank) {
+  std::vector<std::vector<float>> params(kRanks,
+                                         std::vector<float>(kTotal, 7.0f));
+  std::vector<ps::PullHeader> first(kRanks);
+  std::vector<absl::Status> status(kRanks);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      std::unique_ptr<TensorPlaneChannel> channel = Connect();
+      if (channel == nullptr) return;
+      const std::vector<float> grads = Gradient(r);
+      // Two steps; each pushes shard 1, then shard 0 with the loss in a
+      // trailer, while a second thread reads the replies in that order.
+      for (int64_t step = 0; step < 2 && status[r].ok(); ++step) {
+        std::thread reader([&, r] {
+          for (int k : {1, 0}) {
+            ps::PullHeader header;
+            absl::Status s = channel->ReadReply(
+                &header,
+                absl::MakeSpan(params[r]).subspan(k * kTotal / 2, kTotal / 2),
+                Soon());
+            if (!s.ok()) {
+              status[r] = s;
+              channel->Shutdown();
+              return;
+            }
+            if (k == 0) first[r] = header;
+          }
+        });
+        absl::Status s = PushShard(*channel, 1, r, step, grads);
+        if (s.ok()) s = PushShard(*channel, 0, r, step, grads, r + 1.0);
+        reader.join();
+        if (status[r].ok()) status[r] = s;
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_THAT(status[r], IsOk()) << "rank " << r;
+    // SGD at lr 1 from zeros, twice: -2 (6 + i), exactly.
+    for (size_t i = 0; i < kTotal; ++i) {
+      ASSERT_EQ(params[r][i], -2.0f * (6.0f + i)) << "rank " << r << " " << i;
+    }
+    EXPECT_EQ(first[r].version(), 2);
+    EXPECT_EQ(first[r].begin(), 0);
+    EXPECT_EQ(first[r].end(), 500);
+    EXPECT_THAT(first[r].scalar_sums(), ElementsAre(6.0));  // 1 + 2 + 3
+  }
+}
+
+TEST_F(TensorPlaneTest, BadTokenAndUnknownShard_ErrorReplyNothingChanged) {
+  service_.RequireTokens();
+  service_.SetShardKey("key");
+  absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
+      service_.FindShards("job", -1);
+  ASSERT_THAT(shards, IsOk());
+  const auto before = Snapshot(*(*shards)[0]);
+  std::unique_ptr<TensorPlaneChannel> channel = Connect();
+  ASSERT_NE(channel, nullptr);
+  ASSERT_THAT(PushShard(*channel, 0, 0, 0, Gradient(0)), IsOk());
+  std::vector<float> params(kTotal / 2);
+  ps::PullHeader header;
+  EXPECT_THAT(channel->ReadReply(&header, absl::MakeSpan(params), Soon()),
+              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("job")));
+  EXPECT_TRUE(Snapshot(*(*shards)[0]) == before);
+
+  // The right token for a shard the server does not hold.
+  std::unique_ptr<TensorPlaneChannel> other = Connect();
+  ASSERT_NE(other, nullptr);
+  ps::PushHeader unknown = Header(5, 0, 0);
+  unknown.set_token(PsTokenForJob("key", "job"));
+  ASSERT_THAT(other->SendHeader(unknown, Soon()), IsOk());
+  EXPECT_THAT(other->ReadReply(&header, absl::MakeSpan(params), Soon()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("shard 5")));
+  EXPECT_TRUE(Snapshot(*(*shards)[0]) == before);
+}
+
+TEST_F(TensorPlaneTest, GarbageAndWrongSizes_RefusedAndOthersServed) {
+  absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
+      service_.FindShards("job", -1);
+  ASSERT_THAT(shards, IsOk());
+  const auto before = Snapshot(*(*shards)[1]);
+  std::vector<float> params(kTotal / 2);
+  ps::PullHeader header;
+  {
+    // An HTTP request on the tensor port.
+    absl::StatusOr<Socket> raw =
+        Socket::Connect("127.0.0.1", server_->port(), Soon());
+    ASSERT_THAT(raw, IsOk());
+    const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_THAT(raw->SendAll(junk.data(), junk.size(), Soon(), nullptr),
+                IsOk());
+    char head[tensor_plane::kReplyHeadBytes];
+    ASSERT_THAT(raw->RecvAll(head, sizeof(head), Soon(), nullptr), IsOk());
+    absl::StatusOr<tensor_plane::ReplyHead> reply =
+        tensor_plane::DecodeReplyHead(head);
+    ASSERT_THAT(reply, IsOk());
+    EXPECT_EQ(reply->code,
+              static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+  }
+  {
+    // A chunk outside the shard's range.
+    std::unique_ptr<TensorPlaneChannel> channel = Connect();
+    ASSERT_THAT(channel->SendHeader(Header(1, 0, 0), Soon()), IsOk());
+    const std::vector<float> chunk(64, 1.0f);
+    ASSERT_THAT(channel->SendChunk(480, chunk, Soon()), IsOk());
+    EXPECT_THAT(channel->ReadReply(&header, absl::MakeSpan(params), Soon()),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("rank 0 for step 0"),
+                               HasSubstr("outside the shard's 500"))));
+  }
+  EXPECT_TRUE(Snapshot(*(*shards)[1]) == before);
+  // The server still serves a whole step.
+  std::vector<std::thread> ranks;
+  std::vector<absl::Status> status(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      std::unique_ptr<TensorPlaneChannel> channel = Connect();
+      std::vector<float> mine(kTotal / 2);
+      ps::PullHeader h;
+      status[r] = PushShard(*channel, 1, r, 0, Gradient(r));
+      if (status[r].ok()) {
+        status[r] = channel->ReadReply(&h, absl::MakeSpan(mine), Soon());
+      }
+      if (status[r].ok() && mine[0] != -(6.0f + 500)) {
+        status[r] = absl::InternalError(absl::StrCat("got ", mine[0]));
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kRanks; ++r) EXPECT_THAT(status[r], IsOk()) << r;
+}
+
+TEST_F(TensorPlaneTest, ClientDiesInMidPush_ShardUnchangedOthersNamed) {
+  absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
+      service_.FindShards("job", -1);
+  ASSERT_THAT(shards, IsOk());
+  const auto before = Snapshot(*(*shards)[0]);
+  {
+    // Rank 0 sends half its gradient and goes away.
+    std::unique_ptr<TensorPlaneChannel> dying = Connect();
+    ASSERT_THAT(dying->SendHeader(Header(0, 0, 0), Soon()), IsOk());
+    const std::vector<float> half(250, 1.0f);
+    ASSERT_THAT(dying->SendChunk(250, half, Soon()), IsOk());
+  }
+  // Its push was abandoned: it may push step 0 again, and the shard waits.
+  EXPECT_TRUE(Eventually([&] { return Snapshot(*(*shards)[0]) == before; }));
+  // Ranks 1 and 2 push; rank 0 never does: after max_wait they are told
+  // which rank is missing.
+  std::vector<std::thread> ranks;
+  std::vector<absl::Status> status(kRanks, absl::OkStatus());
+  const absl::Time start = absl::Now();
+  for (int r = 1; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      std::unique_ptr<TensorPlaneChannel> channel = Connect();
+      std::vector<float> mine(kTotal / 2);
+      ps::PullHeader h;
+      status[r] = PushShard(*channel, 0, r, 0, Gradient(r));
+      if (status[r].ok()) {
+        status[r] = channel->ReadReply(&h, absl::MakeSpan(mine), Soon());
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(8));
+  for (int r = 1; r < kRanks; ++r) {
+    EXPECT_THAT(
+        status[r],
+        StatusIs(absl::StatusCode::kDeadlineExceeded,
+                 AllOf(HasSubstr(absl::StrCat("from rank ", r, " for step 0")),
+                       HasSubstr("ranks 0 have not pushed it"))))
+        << "rank " << r;
+  }
+}
+
+TEST_F(TensorPlaneTest, StopsPromptlyWithIdleConnections) {
+  std::unique_ptr<TensorPlaneChannel> a = Connect();
+  std::unique_ptr<TensorPlaneChannel> b = Connect();
+  ASSERT_THAT(a->SendHeader(Header(0, 0, 0), Soon()), IsOk());  // mid-push
+  EXPECT_TRUE(Eventually([&] { return server_->connections() == 2; }));
+  const absl::Time start = absl::Now();
+  server_.reset();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+}  // namespace
+}  // namespace gradsync
