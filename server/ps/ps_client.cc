@@ -210,6 +210,7 @@ absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
       step_in_flight_.store(false);
       return resolved;
     }
+    DropClosedPlanes();
   }
   calls_.fetch_add(1);
   std::unique_ptr<PsStep> ps_step(new PsStep(this, step, grads, params,

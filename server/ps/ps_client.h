@@ -292,6 +292,9 @@ class PsClient {
   // Drops them: the next step connects again (after a failed step, whose
   // connections may be in mid-request).
   void DropPlanes();
+  // Drops those their server closed (it times idle ones out): before a
+  // step, so that it connects again instead of failing.
+  void DropClosedPlanes();
 
   const std::string job_id_;
   const int rank_;

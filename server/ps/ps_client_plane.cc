@@ -93,6 +93,13 @@ void PsClient::ShutdownPlanes() {
   }
 }
 
+void PsClient::DropClosedPlanes() {
+  absl::MutexLock lock(&plane_mu_);
+  for (std::unique_ptr<TensorPlaneChannel>& channel : planes_) {
+    if (channel != nullptr && channel->PeerClosed()) channel.reset();
+  }
+}
+
 void PsClient::DropPlanes() {
   absl::MutexLock lock(&plane_mu_);
   for (std::unique_ptr<TensorPlaneChannel>& channel : planes_) channel.reset();

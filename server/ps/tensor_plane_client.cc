@@ -1,5 +1,7 @@
 #include "server/ps/tensor_plane_client.h"
 
+#include <poll.h>
+
 #include <string>
 #include <utility>
 
@@ -107,6 +109,11 @@ absl::Status TensorPlaneChannel::ReadReply(ps::PullHeader* header,
   }
   s = socket_.RecvAll(params.data(), head->param_bytes, deadline, &shut_down_);
   return s.ok() ? s : Named(s);
+}
+
+bool TensorPlaneChannel::PeerClosed() const {
+  pollfd p{socket_.fd(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 void TensorPlaneChannel::Shutdown() {

@@ -58,6 +58,10 @@ class TensorPlaneChannel {
 
   // Wakes blocked calls; later calls fail (ABORTED). Any thread.
   void Shutdown();
+  // True once the server closed its side (an idle connection it timed
+  // out, or a restart): connect again rather than send into it. Polled,
+  // never blocks.
+  bool PeerClosed() const;
   const std::string& address() const { return address_; }
 
  private:

@@ -283,6 +283,14 @@ TEST_F(TensorPlaneTest, ClientDiesInMidPush_ShardUnchangedOthersNamed) {
   }
 }
 
+TEST_F(TensorPlaneTest, AClientSeesItsServerGo) {
+  std::unique_ptr<TensorPlaneChannel> channel = Connect();
+  ASSERT_NE(channel, nullptr);
+  EXPECT_FALSE(channel->PeerClosed());
+  server_.reset();
+  EXPECT_TRUE(Eventually([&] { return channel->PeerClosed(); }));
+}
+
 TEST_F(TensorPlaneTest, StopsPromptlyWithIdleConnections) {
   std::unique_ptr<TensorPlaneChannel> a = Connect();
   std::unique_ptr<TensorPlaneChannel> b = Connect();
