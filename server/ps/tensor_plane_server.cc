@@ -1,11 +1,15 @@
 #include "server/ps/tensor_plane_server.h"
 
+#include <sys/socket.h>
+
 #include <iostream>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/tensor_plane_connection.h"
+#include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
 namespace {
@@ -25,6 +29,10 @@ absl::StatusOr<std::unique_ptr<TensorPlaneServer>> TensorPlaneServer::Start(
   if (options.idle_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "TensorPlaneServer: idle_timeout must be positive");
+  }
+  if (options.max_connections < 1) {
+    return absl::InvalidArgumentError(
+        "TensorPlaneServer: max_connections must be at least 1");
   }
   ASSIGN_OR_RETURN(Socket listener, Socket::Listen(options.host, options.port));
   ASSIGN_OR_RETURN(const int port, listener.LocalPort());
@@ -62,6 +70,22 @@ void TensorPlaneServer::ReapLocked() {
   }
 }
 
+void TensorPlaneServer::RefuseFull(Socket& socket) const {
+  const std::string message = absl::StrCat(
+      "the parameter server's tensor plane holds ", options_.max_connections,
+      " connections already; close idle clients, or raise the limit");
+  tensor_plane::ReplyHead head;
+  head.code = static_cast<uint32_t>(absl::StatusCode::kResourceExhausted);
+  head.header_bytes = static_cast<uint32_t>(message.size());
+  std::string out(tensor_plane::kReplyHeadBytes, '\0');
+  tensor_plane::EncodeReplyHead(head, out.data());
+  out += message;
+  // Best effort, briefly: the acceptor must not stall on one client.
+  (void)socket.SendAll(out.data(), out.size(),
+                       absl::Now() + absl::Milliseconds(100), &stopping_);
+  ::shutdown(socket.fd(), SHUT_WR);
+}
+
 void TensorPlaneServer::AcceptLoop() {
   while (!stopping_.load()) {
     absl::StatusOr<Socket> socket =
@@ -88,6 +112,10 @@ void TensorPlaneServer::AcceptLoop() {
     if (!algorithm.empty()) {
       // Best effort, as the ring's policy: the default stays if refused.
       (void)socket->SetCongestionControl(algorithm);
+    }
+    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+      RefuseFull(*socket);
+      continue;
     }
     connections_.push_back(std::make_unique<TensorPlaneConnection>(
         service_, *std::move(socket), options_.idle_timeout));

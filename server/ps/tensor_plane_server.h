@@ -13,8 +13,9 @@
 // its PS traffic is plaintext anyway (docs/security.md).
 //
 // Waits: a request's waits end at its shard's max_wait; a connection idle
-// for options.idle_timeout is closed; the destructor closes every
-// connection and joins every thread within about a socket slice.
+// for options.idle_timeout is closed, and one beyond
+// options.max_connections refused; the destructor closes every connection
+// and joins every thread within about a socket slice.
 // Errors: each failed request is answered with an error reply that names
 // the rank and step, and ends the connection (the client reconnects); its
 // push is abandoned, so its shard is unchanged.
@@ -48,6 +49,10 @@ class TensorPlaneServer {
     // TCP congestion control of the connections (common/tcp_congestion.h).
     std::string congestion_control = "auto";
     absl::Duration idle_timeout = absl::Minutes(30);
+    // Connections open at once (each holds two threads); one more is
+    // answered RESOURCE_EXHAUSTED and closed. A job's ranks need one per
+    // server each (per shard when a server's shards are not partitions).
+    int max_connections = 1024;
   };
 
   // Listens and starts accepting. `service` must outlive the server.
@@ -66,6 +71,8 @@ class TensorPlaneServer {
   TensorPlaneServer(PsService* service, const Options& options, Socket listener,
                     int port);
   void AcceptLoop();
+  // Tells a connection over max_connections why it is closed.
+  void RefuseFull(Socket& socket) const;
   // Joins and drops the connections that ended.
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

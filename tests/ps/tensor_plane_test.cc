@@ -283,6 +283,40 @@ TEST_F(TensorPlaneTest, ClientDiesInMidPush_ShardUnchangedOthersNamed) {
   }
 }
 
+TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
+  TensorPlaneServer::Options options;
+  options.host = "127.0.0.1";
+  options.max_connections = 2;
+  absl::StatusOr<std::unique_ptr<TensorPlaneServer>> small =
+      TensorPlaneServer::Start(&service_, options);
+  ASSERT_THAT(small, IsOk());
+  const std::string address = absl::StrCat("127.0.0.1:", (*small)->port());
+  std::vector<std::unique_ptr<TensorPlaneChannel>> open;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
+        TensorPlaneChannel::Connect(address, "auto", Soon());
+    ASSERT_THAT(channel, IsOk());
+    open.push_back(*std::move(channel));
+  }
+  ASSERT_TRUE(Eventually([&] { return (*small)->connections() == 2; }));
+  absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> third =
+      TensorPlaneChannel::Connect(address, "auto", Soon());
+  ASSERT_THAT(third, IsOk());
+  std::vector<float> params(kTotal / 2);
+  ps::PullHeader header;
+  EXPECT_THAT((*third)->ReadReply(&header, absl::MakeSpan(params), Soon()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("holds 2 connections already")));
+  // One goes; a new one is served again.
+  open.pop_back();
+  ASSERT_TRUE(Eventually([&] { return (*small)->connections() == 1; }));
+  absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> again =
+      TensorPlaneChannel::Connect(address, "auto", Soon());
+  ASSERT_THAT(again, IsOk());
+  ASSERT_THAT(PushShard(**again, 1, 0, 0, Gradient(0)), IsOk());
+  EXPECT_TRUE(Eventually([&] { return (*small)->connections() == 2; }));
+}
+
 TEST_F(TensorPlaneTest, AClientSeesItsServerGo) {
   std::unique_ptr<TensorPlaneChannel> channel = Connect();
   ASSERT_NE(channel, nullptr);
