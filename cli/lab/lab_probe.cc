@@ -323,6 +323,10 @@ std::vector<std::pair<int, int>> ProbePairList(int hosts, ProbePairs pairs) {
   return list;
 }
 
+double LabPayloadBytesPerSecond(double rate_bps) {
+  return ExpectedGoodput(rate_bps, kLabMss, kLabMtu) / 8;
+}
+
 double ExpectedGoodput(double rate_bps, int mss, int mtu) {
   if (mss <= 0 || mtu <= 0) return rate_bps;
   return rate_bps * mss / (mtu + kEthernetHeader);

@@ -58,6 +58,10 @@ double ExpectedGoodput(double rate_bps, int mss, int mtu);
 constexpr int kLabMtu = 1500;
 constexpr int kLabMss = 1448;
 
+// What the lab's links of `rate_bps` carry of TCP payload, bytes/s
+// (ExpectedGoodput of full frames).
+double LabPayloadBytesPerSecond(double rate_bps);
+
 // Two lines for people: the pairs' goodput range against the expected, the
 // round trips, and the all-at-once round with the CPUs' share.
 std::string FormatProbeSummary(const ProbeReport& probe);

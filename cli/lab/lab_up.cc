@@ -87,7 +87,7 @@ Leftovers RemoveNetwork(const std::string& prefix,
 }  // namespace
 
 double LabPayloadGbps(int64_t rate_bps) {
-  return ExpectedGoodput(static_cast<double>(rate_bps), kLabMss, kLabMtu) / 8e9;
+  return LabPayloadBytesPerSecond(static_cast<double>(rate_bps)) / 1e9;
 }
 
 double LabAlphaUs(const LinkSettings& link) {

@@ -23,10 +23,6 @@ absl::StatusOr<LinkFit> FitWithinLinks(
   return fit;
 }
 
-double LabPayloadBytesPerSecond(double rate_bps) {
-  return ExpectedGoodput(rate_bps, kLabMss, kLabMtu) / 8;
-}
-
 std::string PerLayoutFits(
     const std::map<std::string, std::vector<SyncObservation>>& by_layout,
     double reference_bps) {

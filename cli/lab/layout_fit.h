@@ -29,9 +29,6 @@ struct LinkFit {
 [[nodiscard]] absl::StatusOr<LinkFit> FitWithinLinks(
     const std::vector<SyncObservation>& observations, double payload_Bps);
 
-// What links of `rate_bps` carry of TCP payload, bytes/s (the lab's MTU).
-double LabPayloadBytesPerSecond(double rate_bps);
-
 // "fit per layout: ps B = 152 Mbit/s (75.8%), alpha = 0 us, mean |error|
 // 5.5% over 22 cells; ring ..." for the layouts with at least 3 cells, B as
 // a share of `reference_bps` (the links' rate), each fitted within the
