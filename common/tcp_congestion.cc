@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -89,6 +90,11 @@ absl::StatusOr<std::string> GetTcpCongestionControl(int fd) {
         absl::StrCat("TCP_CONGESTION: ", strerror(errno)));
   }
   return std::string(name, strnlen(name, len));
+}
+
+bool TcpPeerClosed(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 bool TcpPeerIsLocal(int fd) {

@@ -57,6 +57,11 @@ std::string CongestionControlFor(const std::string& policy, bool peer_is_local);
 // the socket's own local address.
 bool TcpPeerIsLocal(int fd);
 
+// True once the peer of connected socket `fd` has closed it or shut its
+// sending side (or the socket failed): polled, never blocks. The TCP and
+// shared-memory pairs and the PS tensor plane use it to tell a dead peer.
+bool TcpPeerClosed(int fd);
+
 // True when `host` (of a "host:port" address, IPv6 with or without
 // brackets) names this host without a lookup: "localhost", a loopback
 // address, an address of one of this host's interfaces, or this host's

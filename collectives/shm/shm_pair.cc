@@ -1,6 +1,5 @@
 #include "collectives/shm/shm_pair.h"
 
-#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/tcp_congestion.h"
 
 namespace gradsync {
 namespace {
@@ -267,9 +267,7 @@ absl::Status ShmPair::RecvPieces(
 
 bool ShmPair::PeerClosed() const {
   if (segment_->header().closed[1 - endpoint_].load() != 0) return true;
-  if (liveness_fd_ < 0) return false;
-  pollfd p{liveness_fd_, POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+  return liveness_fd_ >= 0 && TcpPeerClosed(liveness_fd_);
 }
 
 void ShmPair::MarkClosed() {

@@ -1,11 +1,10 @@
 #include "collectives/tcp/connection.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/tcp_congestion.h"
 
 namespace gradsync {
 Connection::Connection(Socket socket, int peer_rank,
@@ -78,10 +77,7 @@ absl::Status Connection::SetSendBuffer(int bytes) {
   return WithPeer(s, "resizing the send buffer of the connection to");
 }
 
-bool Connection::PeerClosed() const {
-  pollfd p{socket_.fd(), POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
+bool Connection::PeerClosed() const { return TcpPeerClosed(socket_.fd()); }
 
 void Connection::Shutdown() {
   socket_.Shutdown();

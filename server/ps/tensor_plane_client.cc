@@ -1,7 +1,5 @@
 #include "server/ps/tensor_plane_client.h"
 
-#include <poll.h>
-
 #include <string>
 #include <utility>
 
@@ -112,8 +110,7 @@ absl::Status TensorPlaneChannel::ReadReply(ps::PullHeader* header,
 }
 
 bool TensorPlaneChannel::PeerClosed() const {
-  pollfd p{socket_.fd(), POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+  return TcpPeerClosed(socket_.fd());
 }
 
 void TensorPlaneChannel::Shutdown() {

@@ -1,9 +1,7 @@
 #include "server/ps/tensor_plane_connection.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <utility>
@@ -11,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/tcp_congestion.h"
 #include "server/ps/call_waits.h"
 #include "server/ps/ps_proto.h"
 #include "server/ps/tensor_plane_wire.h"
@@ -68,8 +67,7 @@ absl::Status TensorPlaneConnection::Alive() const {
   if (stopping_.load()) {
     return absl::AbortedError("the parameter server's tensor plane is closing");
   }
-  pollfd p{socket_.fd(), POLLRDHUP, 0};
-  if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+  if (TcpPeerClosed(socket_.fd())) {
     return absl::CancelledError("the client went away");
   }
   return absl::OkStatus();
@@ -254,14 +252,7 @@ absl::Status TensorPlaneConnection::SendError(const absl::Status& error) {
     absl::MutexLock lock(&mu_);
     failed_ = true;
   }
-  const std::string message(error.message());
-  ReplyHead head;
-  head.code = static_cast<uint32_t>(error.code());
-  head.header_bytes = static_cast<uint32_t>(
-      std::min<size_t>(message.size(), tensor_plane::kMaxHeaderBytes));
-  std::string out(kReplyHeadBytes, '\0');
-  tensor_plane::EncodeReplyHead(head, out.data());
-  out.append(message, 0, head.header_bytes);
+  const std::string out = tensor_plane::EncodeErrorReply(error);
   const absl::Status sent = socket_.SendAll(
       out.data(), out.size(), absl::Now() + kDrainTime, &stopping_);
   // The reply, then the end of our side: the client reads the error, not

@@ -71,15 +71,11 @@ void TensorPlaneServer::ReapLocked() {
 }
 
 void TensorPlaneServer::RefuseFull(Socket& socket) const {
-  const std::string message = absl::StrCat(
-      "the parameter server's tensor plane holds ", options_.max_connections,
-      " connections already; close idle clients, or raise the limit");
-  tensor_plane::ReplyHead head;
-  head.code = static_cast<uint32_t>(absl::StatusCode::kResourceExhausted);
-  head.header_bytes = static_cast<uint32_t>(message.size());
-  std::string out(tensor_plane::kReplyHeadBytes, '\0');
-  tensor_plane::EncodeReplyHead(head, out.data());
-  out += message;
+  const std::string out =
+      tensor_plane::EncodeErrorReply(absl::ResourceExhaustedError(absl::StrCat(
+          "the parameter server's tensor plane holds ",
+          options_.max_connections,
+          " connections already; close idle clients, or raise the limit")));
   // Best effort, briefly: the acceptor must not stall on one client.
   (void)socket.SendAll(out.data(), out.size(),
                        absl::Now() + absl::Milliseconds(100), &stopping_);

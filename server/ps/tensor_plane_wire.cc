@@ -1,5 +1,7 @@
 #include "server/ps/tensor_plane_wire.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
@@ -55,6 +57,18 @@ void EncodeReplyHead(const ReplyHead& head, char* out) {
   Put32(head.header_bytes, out + 8);
   Put32(head.reserved, out + 12);
   Put64(head.param_bytes, out + 16);
+}
+
+std::string EncodeErrorReply(const absl::Status& error) {
+  const absl::string_view message = error.message();
+  ReplyHead head;
+  head.code = static_cast<uint32_t>(error.code());
+  head.header_bytes =
+      static_cast<uint32_t>(std::min<size_t>(message.size(), kMaxHeaderBytes));
+  std::string out(kReplyHeadBytes, '\0');
+  EncodeReplyHead(head, out.data());
+  out.append(message.data(), head.header_bytes);
+  return out;
 }
 
 absl::StatusOr<RequestHead> DecodeRequestHead(const char* in) {

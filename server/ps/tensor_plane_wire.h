@@ -80,6 +80,9 @@ inline constexpr size_t kReplyHeadBytes = 24;
 void EncodeRequestHead(const RequestHead& head, char* out);
 void EncodeChunkHead(const ChunkHead& head, char* out);
 void EncodeReplyHead(const ReplyHead& head, char* out);
+// A whole error reply for `error` (not OK): the head and its message, cut
+// at kMaxHeaderBytes.
+std::string EncodeErrorReply(const absl::Status& error);
 
 // INVALID_ARGUMENT naming what is wrong: a bad magic ("not a tensor plane
 // request": another protocol, or a stream out of step), a header over
