@@ -40,12 +40,17 @@ ncclDataType_t ToNccl(DataType type) {
   return ncclFloat32;  // Unreachable: types are validated first.
 }
 
-ncclRedOp_t ToNccl(ReduceOp op) {
+// On one rank the average is the sum (x / 1 == x, bitwise), and NCCL's
+// one-rank average kernel before 2.29.7 leaves the tail of a count that its
+// blocks do not divide unwritten (NVIDIA/nccl#1950; nccl_collectives_test
+// found it on an H100 with pip's NCCL 2.28.9): one rank gets ncclSum, which
+// NCCL does as a plain copy.
+ncclRedOp_t ToNccl(ReduceOp op, int ranks) {
   switch (op) {
     case ReduceOp::kSum:
       return ncclSum;
     case ReduceOp::kAvg:
-      return ncclAvg;
+      return ranks == 1 ? ncclSum : ncclAvg;
     case ReduceOp::kMax:
       return ncclMax;
     case ReduceOp::kMin:
@@ -151,7 +156,8 @@ class NcclCommunicator : public Communicator {
                          [&](ncclComm_t comm, cudaStream_t stream) {
                            if (count == 0) return ncclSuccess;
                            return ncclAllReduce(send, recv, count, ToNccl(type),
-                                                ToNccl(op), comm, stream);
+                                                ToNccl(op, size()), comm,
+                                                stream);
                          });
   }
 
@@ -172,7 +178,7 @@ class NcclCommunicator : public Communicator {
         [&](ncclComm_t comm, cudaStream_t stream) {
           if (recv_count == 0) return ncclSuccess;
           return ncclReduceScatter(send, recv, recv_count, ToNccl(type),
-                                   ToNccl(op), comm, stream);
+                                   ToNccl(op, size()), comm, stream);
         });
   }
 
