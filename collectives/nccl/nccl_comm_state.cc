@@ -14,6 +14,12 @@ namespace nccl_internal {
 namespace {
 
 constexpr int kSpinPolls = 64;
+// How long Work::Wait polls without sleeping: a collective that ends within
+// it is seen within a poll (about a microsecond). Counting polls instead
+// (64 of them, well under 100 us) put a sleep, which the kernel's timer
+// slack stretches to 50 us or more, at the end of every 128 MiB copy on an
+// H100.
+constexpr absl::Duration kSpinTime = absl::Milliseconds(2);
 constexpr absl::Duration kFirstPause = absl::Microseconds(20);
 constexpr absl::Duration kMaxPause = absl::Milliseconds(1);
 
@@ -31,11 +37,7 @@ class NcclWork : public Work {
         issued_(issued),
         enqueued_(absl::Now()) {}
 
-  ~NcclWork() override {
-    ScopedCudaDevice scoped(state_->device());
-    DiscardCudaError(cudaEventDestroy(started_));
-    DiscardCudaError(cudaEventDestroy(event_));
-  }
+  ~NcclWork() override { state_->ReturnEvents(started_, event_); }
 
   [[nodiscard]] absl::Status Wait(absl::Time deadline) override {
     // As the TCP backend does, the communicator's own timeout bounds every
@@ -44,7 +46,8 @@ class NcclWork : public Work {
     // hanging.
     deadline = std::min(deadline, enqueued_ + state_->timeout());
     absl::MutexLock lock(&mu_);
-    for (int polls = 0; !done_; ++polls) {
+    const absl::Time spin_until = absl::Now() + kSpinTime;
+    for (int sleeps = 0; !done_;) {
       if (std::optional<absl::Status> status = state_->Poll(event_, what_)) {
         FinishLocked(*std::move(status));
         break;
@@ -54,9 +57,11 @@ class NcclWork : public Work {
         FinishLocked(state_->TimeOut(what_, now - issued_));
         break;
       }
-      const absl::Duration pause = PollPause(polls, deadline - now);
+      const absl::Duration pause =
+          now < spin_until ? absl::ZeroDuration()
+                           : PollPause(kSpinPolls + sleeps++, deadline - now);
       if (pause == absl::ZeroDuration()) {
-        std::this_thread::yield();  // the first few polls: microseconds
+        std::this_thread::yield();  // for kSpinTime: microseconds
       } else {
         // Paused without mu_, so that Done() and Elapsed() from another
         // thread do not block for the whole wait; wakes if Done() finished.
@@ -110,23 +115,6 @@ class NcclWork : public Work {
   absl::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
-// A new timing event recorded on `stream` (destroyed again if recording
-// fails); `context` names the collective in errors.
-[[nodiscard]] absl::StatusOr<cudaEvent_t> RecordEvent(
-    cudaStream_t stream, const std::string& context) {
-  cudaEvent_t event = nullptr;
-  RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event),
-                             absl::StrCat(context, ": cudaEventCreate")));
-  const absl::Status recorded =
-      CudaStatus(cudaEventRecord(event, stream),
-                 absl::StrCat(context, ": cudaEventRecord"));
-  if (!recorded.ok()) {
-    DiscardCudaError(cudaEventDestroy(event));
-    return recorded;
-  }
-  return event;
-}
-
 }  // namespace
 
 absl::Duration PollPause(int polls, absl::Duration remaining) {
@@ -158,8 +146,47 @@ NcclCommState::~NcclCommState() {
     }
   }
   ScopedCudaDevice scoped(device_);
+  {
+    absl::MutexLock lock(&mu_);
+    for (cudaEvent_t event : spare_events_) {
+      DiscardCudaError(cudaEventDestroy(event));
+    }
+    spare_events_.clear();
+  }
   DiscardCudaError(cudaStreamDestroy(stream_));
   DiscardCudaError(cudaFree(barrier_buffer_));
+}
+
+void NcclCommState::ReturnEvents(cudaEvent_t started, cudaEvent_t done) {
+  absl::MutexLock lock(&mu_);
+  ScopedCudaDevice scoped(device_);
+  for (cudaEvent_t event : {started, done}) {
+    // An event still pending on the stream may be recorded again: the new
+    // record replaces the old one.
+    if (!failed_ && spare_events_.size() < kSpareEvents) {
+      spare_events_.push_back(event);
+    } else {
+      DiscardCudaError(cudaEventDestroy(event));
+    }
+  }
+}
+
+absl::StatusOr<cudaEvent_t> NcclCommState::RecordEventLocked(
+    const std::string& context) {
+  cudaEvent_t event = nullptr;
+  if (spare_events_.empty()) {
+    RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&event),
+                               absl::StrCat(context, ": cudaEventCreate")));
+  } else {
+    event = spare_events_.back();
+    spare_events_.pop_back();
+  }
+  const cudaError_t recorded = cudaEventRecord(event, stream_);
+  if (recorded != cudaSuccess) {
+    DiscardCudaError(cudaEventDestroy(event));
+    return CudaStatus(recorded, absl::StrCat(context, ": cudaEventRecord"));
+  }
+  return event;
 }
 
 std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
@@ -195,7 +222,7 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
   // Timing events around the collective: Elapsed reads the device's time
   // between them, as nccl-tests does.
   const std::string context = absl::StrCat(what, " on rank ", rank_);
-  absl::StatusOr<cudaEvent_t> recorded = RecordEvent(stream_, context);
+  absl::StatusOr<cudaEvent_t> recorded = RecordEventLocked(context);
   if (!recorded.ok()) {
     FailLocked(recorded.status());
     return MakeDoneWork(recorded.status());
@@ -230,7 +257,7 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
         NcclStatus(result, absl::StrCat(what, " on rank ", rank_), comm_));
   }
 
-  recorded = RecordEvent(stream_, context);
+  recorded = RecordEventLocked(context);
   if (!recorded.ok()) {
     // The collective is enqueued but cannot be tracked: fail loudly rather
     // than let the caller read a buffer that is still being written.
