@@ -145,11 +145,26 @@ gpu_finish() {  # job what switches
 gpu_wait_step() {  # job step seconds
   local end=$((SECONDS + $3)) reached
   while ((SECONDS < end)); do
-    reached="$("${G}" status "$1" | sed -n 's/^steps: *\([0-9]*\) of.*/\1/p')"
+    reached="$(gpu_job_step "$1")"
     [[ -n "${reached}" && "${reached}" -ge "$2" ]] && return 0
     sleep 0.1
   done
   gpu_fail "$1 did not reach step $2 within $3 s"
+}
+
+# Waits until a job runs in `mode` (ring or ps), as `gradsync status` says.
+gpu_wait_mode() {  # job mode seconds
+  local end=$((SECONDS + $3))
+  while ((SECONDS < end)); do
+    "${G}" status "$1" | grep -q "^mode: *$2\$" && return 0
+    sleep 0.1
+  done
+  gpu_fail "$1 did not change to $2 mode within $3 s"
+}
+
+# The step a job has reached, as `gradsync status` says.
+gpu_job_step() {  # job
+  "${G}" status "$1" | sed -n 's/^steps: *\([0-9]*\) of.*/\1/p'
 }
 
 # The MLP on cuda:0 on the NCCL ring, switched by its spec to the PS at step
@@ -167,17 +182,20 @@ gpu_job_scripted_switch() {  # [device]
 }
 
 # The same, switched at runtime with `gradsync switch`: to the PS after
-# step 100, back after step 300. The job's steps (20000 unless given) must
-# outlast the first switch's round trip at the ring's speed, about 1 ms or
-# less per step on a GPU.
+# step 100, and back once the job has run 200 steps on the PS (on a GPU the
+# ring's steps take about 0.6 ms, so the switch lands hundreds of steps
+# after it was asked for). The job's steps (20000 unless given) must
+# outlast both round trips.
 gpu_job_runtime_switch() {  # [device] [steps]
-  local job
-  echo "-- switched at runtime: to the PS after step 100, back after 300"
+  local job on_ps
+  echo "-- switched at runtime: to the PS after step 100, back after 200 PS steps"
   job="$(gpu_submit --device "${1:-cuda}" --workers 1 --steps "${2:-20000}")" ||
     return 1
   gpu_wait_step "${job}" 100 300 || return 1
   "${G}" switch "${job}" ps || gpu_fail "gradsync switch ${job} ps" || return 1
-  gpu_wait_step "${job}" 300 300 || return 1
+  gpu_wait_mode "${job}" ps 300 || return 1
+  on_ps="$(gpu_job_step "${job}")"
+  gpu_wait_step "${job}" $((${on_ps:-0} + 200)) 300 || return 1
   "${G}" switch "${job}" ring ||
     gpu_fail "gradsync switch ${job} ring" || return 1
   gpu_finish "${job}" "the runtime-switched job" 2

@@ -49,6 +49,7 @@ struct Options {
   int iters = 20;
   int warmup = 5;
   int device = 0;
+  bool call_costs = false;
 };
 
 struct Pass {
@@ -118,10 +119,16 @@ int ParseOptions(int argc, char** argv, Options* o) {
     if (flag == "--help" || flag == "-h") {
       std::printf(
           "usage: gradsync-nccl-raw [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] "
-          "[-w WARMUP] [--device N]\n"
+          "[-w WARMUP] [--device N] [--call-costs]\n"
           "raw ncclAllReduce (fp32 sum), timed as `gradsync bench allreduce "
-          "--backend nccl` times it; sizes take K/M/G (K = 1024)\n");
+          "--backend nccl` times it; sizes take K/M/G (K = 1024)\n"
+          "--call-costs: instead, the host time of each CUDA and NCCL call "
+          "that gradsync's NCCL path makes around a collective\n");
       return 0;
+    }
+    if (flag == "--call-costs") {
+      o->call_costs = true;
+      continue;
     }
     if (i + 1 >= argc) return Usage(("no value after " + flag).c_str());
     const char* value = argv[++i];
@@ -209,6 +216,73 @@ bool RunPass(ncclComm_t comm, cudaStream_t stream, const float* send,
   return true;
 }
 
+// The median host time of `call` over 2000 calls, in microseconds.
+template <typename Call>
+double MedianMicros(Call call) {
+  std::vector<double> us(2000);
+  for (double& t : us) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    t = std::chrono::duration<double, std::micro>(
+            std::chrono::steady_clock::now() - t0)
+            .count();
+  }
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
+// --call-costs: what each call that gradsync's NCCL path adds to a
+// collective (validation, device guard, timing events, completion polls)
+// costs on this host, next to an in-place one-rank ncclAllReduce with
+// cudaStreamSynchronize: where the bench's per-call overhead goes.
+int PrintCallCosts(ncclComm_t comm, cudaStream_t stream, float* buffer) {
+  cudaEvent_t timed = nullptr, untimed = nullptr;
+  if (!CudaOk(cudaEventCreate(&timed), "cudaEventCreate") ||
+      !CudaOk(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming),
+              "cudaEventCreateWithFlags")) {
+    return 1;
+  }
+  struct Row {
+    const char* what;
+    double us;
+  };
+  int device = 0;
+  cudaPointerAttributes attributes{};
+  ncclResult_t async = ncclSuccess;
+  const Row rows[] = {
+      {"ncclAllReduce 1 KiB in place + cudaStreamSynchronize",
+       MedianMicros([&] {
+         ncclAllReduce(buffer, buffer, 256, ncclFloat32, ncclSum, comm, stream);
+         cudaStreamSynchronize(stream);
+       })},
+      {"cudaPointerGetAttributes",
+       MedianMicros([&] { cudaPointerGetAttributes(&attributes, buffer); })},
+      {"cudaGetDevice", MedianMicros([&] { cudaGetDevice(&device); })},
+      {"cudaEventCreate + cudaEventDestroy", MedianMicros([&] {
+         cudaEvent_t e = nullptr;
+         cudaEventCreate(&e);
+         cudaEventDestroy(e);
+       })},
+      {"cudaEventRecord (timing event)",
+       MedianMicros([&] { cudaEventRecord(timed, stream); })},
+      {"cudaEventRecord (cudaEventDisableTiming)",
+       MedianMicros([&] { cudaEventRecord(untimed, stream); })},
+      {"cudaEventQuery (done)", MedianMicros([&] {
+         cudaStreamSynchronize(stream);
+         cudaEventQuery(timed);
+       })},
+      {"cudaStreamSynchronize (idle)",
+       MedianMicros([&] { cudaStreamSynchronize(stream); })},
+      {"ncclCommGetAsyncError",
+       MedianMicros([&] { ncclCommGetAsyncError(comm, &async); })},
+  };
+  std::printf("# host time per call, median of 2000 (us)\n");
+  for (const Row& row : rows) std::printf("%10.2f  %s\n", row.us, row.what);
+  cudaEventDestroy(timed);
+  cudaEventDestroy(untimed);
+  return CudaOk(cudaStreamSynchronize(stream), "cudaStreamSynchronize") ? 0 : 1;
+}
+
 void PrintHeader(const Options& o, int nccl_version, int runtime, int driver,
                  const cudaDeviceProp& prop,
                  const std::vector<std::string>& libraries) {
@@ -268,6 +342,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> libraries;
   dl_iterate_phdr(ListLibrary, &libraries);
   PrintHeader(o, nccl_version, runtime, driver, prop, libraries);
+  if (o.call_costs) return PrintCallCosts(comm, stream, send);
 
   // Small integers: every sum is exact, so the check is bitwise.
   std::vector<float> input(max_count), host(max_count);

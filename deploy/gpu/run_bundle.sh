@@ -13,7 +13,8 @@
 # Each step runs under `timeout`, its own and what is left of the run's
 # budget (GRADSYNC_RUN_BUDGET seconds, 450 unless set), and whatever fails,
 # the steps after it still run; a step that the budget no longer allows is
-# marked NOT RUN. The GPU steps, in order:
+# marked NOT RUN. GRADSYNC_RUN_STEPS=a,b runs only the steps named (and
+# those they need), for a rerun of what failed. The GPU steps, in order:
 #   env          nvidia-smi, the machine, the libraries found and their
 #                versions (fails without a GPU or without NCCL/cuBLAS)
 #   nccl-bench   `gradsync bench allreduce --backend nccl` (nccl-tests
@@ -30,9 +31,9 @@
 #   mlp-torch    the same MLP, batch and data in PyTorch on the same GPU;
 #                gradsync within 1.2x of PyTorch's time per sample
 #   job-runtime  an MLP on cuda:0 switched with `gradsync switch` to the PS
-#                after step 100 and back after step 300; 20000 steps (CPU:
-#                5000), so that the ring's fast steps do not end the job
-#                before the first switch lands
+#                after step 100 and back after 200 steps on the PS; 20000
+#                steps (CPU: 5000), so that the ring's fast steps do not end
+#                the job before the switches land
 # Every job is checked with scripts/check_job.sh (every step once, in its
 # switch table's mode, parameters bitwise equal across ranks).
 # --cpu runs: env (the bundle's binaries start), cluster (cpu devices),
@@ -331,10 +332,23 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
+# GRADSYNC_RUN_STEPS=a,b,... runs only those steps (env always runs, and
+# cluster runs whenever a job or mlp step does): a rerun of what failed
+# fits in what is left of a device session.
+wanted() {  # name
+  local steps=",${GRADSYNC_RUN_STEPS:-},"
+  [[ -z "${GRADSYNC_RUN_STEPS:-}" || "$1" == env ]] && return 0
+  [[ "${steps}" == *",$1,"* ]] && return 0
+  [[ "$1" == cluster && "${steps}" =~ ,(job-|mlp-) ]] && return 0
+  [[ "$1" == mlp-gradsync && "${steps}" == *,mlp-torch,* ]] && return 0
+  return 1
+}
+
 RESULTS=()
 FAILED=0
 run_step() {  # name seconds
   local name="$1" limit="$2" left begin rc status note
+  wanted "${name}" || return 0
   left=$((BUDGET - (SECONDS - START) - 15))
   ((limit > left)) && limit=${left}
   if ((limit < 10)); then
