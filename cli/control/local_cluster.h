@@ -137,6 +137,10 @@ struct LocalUpConfig {
   // Plaintext daemons (--insecure); false: mutual TLS with a fresh CA and
   // certificates in <run_dir>/tls (kTlsDirName), made on every start.
   bool insecure = false;
+  // PS steps over the servers' tensor planes: every gradsync-ps gets
+  // --tensor-port 0 and every worker --ps-tensor-plane. The plane is
+  // plaintext, so this needs `insecure` (the PS refuses it beside TLS).
+  bool ps_tensor_plane = false;
   // How long the coordinator, every worker and parameter server get to
   // come up.
   absl::Duration timeout = absl::Seconds(30);

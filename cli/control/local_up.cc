@@ -356,6 +356,11 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("--port ", config.port, " is not a TCP port"));
   }
+  if (config.ps_tensor_plane && !config.insecure) {
+    return absl::InvalidArgumentError(
+        "--ps-tensor-plane needs --insecure: the tensor plane is plain TCP, "
+        "and a gradsync-ps refuses it beside TLS (docs/security.md)");
+  }
   std::error_code error;
   std::filesystem::create_directories(config.run_dir, error);
   if (error) {
@@ -450,6 +455,7 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     worker.address = "127.0.0.1";
     worker.devices = config.devices_per_worker;
     worker.args = {"--devices", worker.devices, "--address", worker.address};
+    if (config.ps_tensor_plane) worker.args.push_back("--ps-tensor-plane");
     plan.workers.push_back(std::move(worker));
   }
   for (int i = 0; i < config.parameter_servers; ++i) {
@@ -457,6 +463,9 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     server.name = absl::StrCat("ps-", i);
     server.binary = config.ps_binary;
     server.args = {"--listen", "127.0.0.1:0"};
+    if (config.ps_tensor_plane) {
+      server.args.insert(server.args.end(), {"--tensor-port", "0"});
+    }
     plan.servers.push_back(std::move(server));
   }
   absl::StatusOr<StartedCluster> started = StartCluster(plan);

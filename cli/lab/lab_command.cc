@@ -60,6 +60,7 @@ struct LabOptions {
   absl::Duration timeout = absl::Seconds(60);
   control::DaemonBinaries binaries;
   std::string tcp_congestion = "default";
+  bool ps_tensor_plane = false;
   std::string pairs = "ring";
   absl::Duration duration = absl::Milliseconds(600);
   double tolerance = 0.10;
@@ -120,6 +121,10 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                  "up: the daemons' TCP congestion control (default: "
                  "the machine's)",
                  &o->tcp_congestion),
+      SwitchFlag("ps-tensor-plane",
+                 "up: PS steps over the servers' tensor planes (plain "
+                 "TCP) instead of gRPC",
+                 &o->ps_tensor_plane),
       StringFlag("run-dir", "DIR",
                  "lab.json, cluster.json and logs ($GRADSYNC_LAB_DIR, "
                  "else ./.lab)",
@@ -163,6 +168,11 @@ std::string RoleText(const LabHost& host) {
       return "gradsync-ps";
   }
   return "";
+}
+
+// "; PS steps over the tensor plane", or nothing (gRPC, the default).
+std::string PsTransportText(const LabSpec& spec) {
+  return spec.ps_tensor_plane() ? "; PS steps over the tensor plane" : "";
 }
 
 std::string LinkText(const LabLink& link) {
@@ -245,6 +255,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   config.workers_per_host = static_cast<int>(o.workers_per_host);
   config.devices_per_worker = o.devices;
   config.tcp_congestion = o.tcp_congestion;
+  config.ps_tensor_plane = o.ps_tensor_plane;
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
   if (!rate.ok())
     return control::ReportError(env, "lab up", o.json, rate.status());
@@ -285,7 +296,8 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   *env.out << (result->already_up ? "the lab is already up in " : "lab up in ")
            << run_dir << ": " << hosts << " hosts on "
            << BridgeName(state.spec().prefix()) << " (" << state.spec().subnet()
-           << ".0/24), links " << LinkText(state.spec().link()) << "\n";
+           << ".0/24), links " << LinkText(state.spec().link())
+           << PsTransportText(state.spec()) << "\n";
   PrintHosts(state, &result->cluster, *env.out);
   *env.out << FormatProbeSummary(state.probe()) << "\n"
            << "stop it with: gradsync lab down --run-dir " << run_dir << "\n"
@@ -353,7 +365,8 @@ int Status(const LabOptions& o, const std::string& run_dir,
   }
   *env.out << "lab in " << run_dir << ", coordinator at "
            << (*state)->coordinator() << "; links "
-           << LinkText((*state)->spec().link()) << "\n";
+           << LinkText((*state)->spec().link())
+           << PsTransportText((*state)->spec()) << "\n";
   PrintHosts(**state, record, *env.out);
   *env.out << FormatProbeSummary((*state)->probe()) << "\n";
   return kExitOk;

@@ -67,6 +67,9 @@ struct LabConfig {
   // --tcp-congestion) and of the probe: "default" is the machine's
   // (net.ipv4.tcp_congestion_control, which namespaces inherit).
   std::string tcp_congestion = "default";
+  // PS steps over the servers' tensor planes (plain TCP) instead of gRPC:
+  // every gradsync-ps gets --tensor-port 0, every worker --ps-tensor-plane.
+  bool ps_tensor_plane = false;
 };
 
 enum class HostRole { kHead, kWorker, kServer };

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/lab/lab_network.h"
 #include "cli/lab/lab_probe.h"
+#include "cli/lab/lab_state.h"
 #include "cli/lab/lab_up.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -229,6 +230,26 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
                                                 "--tcp-congestion", "default"));
   EXPECT_EQ(plan.servers[2].name, "ps-s1");
   EXPECT_EQ(plan.servers[2].host, "s1");
+}
+
+TEST(LabUpTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
+  LabConfig config = TwoWorkersOneServer();
+  config.ps_tensor_plane = true;
+  const control::ClusterPlan plan =
+      LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
+  ASSERT_EQ(plan.workers.size(), 2u);
+  EXPECT_THAT(plan.workers[1].args,
+              ElementsAre("--devices", "cpu:1", "--address", "10.77.0.3",
+                          "--tcp-congestion", "default", "--spin-polls", "0",
+                          "--ps-tensor-plane"));
+  ASSERT_EQ(plan.servers.size(), 1u);
+  EXPECT_THAT(plan.servers[0].args,
+              ElementsAre("--listen", "10.77.0.4:0", "--tcp-congestion",
+                          "default", "--tensor-port", "0"));
+  // lab.json keeps it, so that sweeps record which transport they measured.
+  EXPECT_TRUE(ToSpec(config).ps_tensor_plane());
+  EXPECT_TRUE(FromSpec(ToSpec(config)).ps_tensor_plane);
+  EXPECT_FALSE(FromSpec(ToSpec(TwoWorkersOneServer())).ps_tensor_plane);
 }
 
 TEST(LabProbeTest, RingPairsVisitEveryLinkBothWays) {

@@ -7,11 +7,15 @@
 # finding every step once, in the mode its switch table says, with the
 # ranks' parameters bitwise equal; `local down` stopping it all. Every
 # daemon runs mutual TLS (local up's default), the job's PS streams
-# included.
-# Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync PATH/TO/check_job.sh
+# included. With `plane`, the cluster runs plaintext with the tensor plane
+# (local up --insecure --ps-tensor-plane): the servers open one, and the
+# workers' PS steps go over it (a worker that cannot reach a server's plane
+# fails the step, naming the server).
+# Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync PATH/TO/check_job.sh [plane]
 set -eu
 gradsync=$1
 check_job=$2
+plane=${3:-}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-ps-e2e.XXXXXX")
 cleanup() {
   "$gradsync" local down --run-dir "$dir" >/dev/null 2>&1 || true
@@ -19,8 +23,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+if [ "$plane" = plane ]; then
+  set -- --insecure --ps-tensor-plane
+else
+  set --
+fi
 out=$("$gradsync" local up --workers 1 --devices-per-worker cpu:2 --ps 2 \
-  --port 0 --run-dir "$dir" --timeout 60)
+  --port 0 --run-dir "$dir" --timeout 60 "$@")
 echo "$out"
 addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 [ -n "$addr" ] || { echo "no export line in the output of local up"; exit 1; }
@@ -28,13 +37,20 @@ addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 export GRADSYNC_COORDINATOR=$addr
 GRADSYNC_TOKEN_FILE=$(echo "$out" | sed -n 's/^export GRADSYNC_TOKEN_FILE=//p')
 export GRADSYNC_TOKEN_FILE
-GRADSYNC_TLS_DIR=$(echo "$out" | sed -n 's/^export GRADSYNC_TLS_DIR=//p')
-[ -n "$GRADSYNC_TLS_DIR" ] || { echo "no TLS dir export line"; exit 1; }
-export GRADSYNC_TLS_DIR
-for log in coordinator worker-0 ps-0 ps-1; do
-  grep -q "gRPC over mTLS" "$dir/$log.log" ||
-    { echo "$log does not run mTLS:"; cat "$dir/$log.log"; exit 1; }
-done
+if [ "$plane" = plane ]; then
+  for log in ps-0 ps-1; do
+    grep -q "tensor plane (plain TCP) on port" "$dir/$log.log" ||
+      { echo "$log opened no tensor plane:"; cat "$dir/$log.log"; exit 1; }
+  done
+else
+  GRADSYNC_TLS_DIR=$(echo "$out" | sed -n 's/^export GRADSYNC_TLS_DIR=//p')
+  [ -n "$GRADSYNC_TLS_DIR" ] || { echo "no TLS dir export line"; exit 1; }
+  export GRADSYNC_TLS_DIR
+  for log in coordinator worker-0 ps-0 ps-1; do
+    grep -q "gRPC over mTLS" "$dir/$log.log" ||
+      { echo "$log does not run mTLS:"; cat "$dir/$log.log"; exit 1; }
+  done
+fi
 "$gradsync" workers --json
 job=$("$gradsync" submit --workers 2 --model synthetic --synthetic-floats 4096 \
   --compute-ms 2 --dataset synthetic --steps 1500 --mode ring --json |

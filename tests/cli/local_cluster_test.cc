@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "cli/control/command_common.h"
 #include "cli/control/command_env.h"
@@ -283,8 +284,17 @@ class ListingCoordinator final : public Coordinator::Service {
 // address first, then sleeps.
 class LocalUpWithServersTest : public ::testing::Test {
  protected:
+  // Args each fake daemon was started with, a line per daemon.
+  std::vector<std::string> ArgsOf(absl::string_view daemon) {
+    std::vector<std::string> lines;
+    std::ifstream file(absl::StrCat(dir_.path(), "/", daemon, "-args"));
+    for (std::string line; std::getline(file, line);) lines.push_back(line);
+    return lines;
+  }
+
   [[nodiscard]] absl::StatusOr<LocalUpResult> Up(
-      int listed, int wanted, std::vector<std::string>* ps_args) {
+      int listed, int wanted, std::vector<std::string>* ps_args,
+      bool tensor_plane = false) {
     listing_ = std::make_unique<ListingCoordinator>(listed);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -298,7 +308,9 @@ class LocalUpWithServersTest : public ::testing::Test {
                     absl::StrCat("#!/bin/sh\necho \"gradsync-coordinator "
                                  "listening on 127.0.0.1:",
                                  port, "\"\nexec sleep 60\n"));
-    WriteExecutable(bin + "/gradsync-worker", "#!/bin/sh\nexec sleep 60\n");
+    WriteExecutable(bin + "/gradsync-worker",
+                    absl::StrCat("#!/bin/sh\necho \"$@\" >> ", bin,
+                                 "/worker-args\nexec sleep 60\n"));
     WriteExecutable(bin + "/gradsync-ps",
                     absl::StrCat("#!/bin/sh\necho \"$@\" > ", bin,
                                  "/ps-args\necho starting >&2\n"
@@ -314,6 +326,7 @@ class LocalUpWithServersTest : public ::testing::Test {
     config.timeout = absl::Seconds(2);
     config.stop_grace = absl::Seconds(5);
     config.insecure = true;
+    config.ps_tensor_plane = tensor_plane;
     absl::StatusOr<LocalUpResult> up = LocalUp(config);
     std::ifstream args_file(bin + "/ps-args");
     std::string line;
@@ -371,6 +384,35 @@ TEST_F(LocalUpWithServersTest, ServerNeverRegisters_DeadlineErrorNamesIt) {
   EXPECT_THAT(message, HasSubstr("ps-1.log:\n  starting\n  127.0.0.1:7001"));
   EXPECT_THAT(message, HasSubstr("did not come up (stopped it)"));
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/run/cluster.json"));
+}
+
+TEST_F(LocalUpWithServersTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
+  std::vector<std::string> ps_args;
+  absl::StatusOr<LocalUpResult> up = Up(1, 1, &ps_args, /*tensor_plane=*/true);
+  ASSERT_TRUE(up.ok()) << up.status();
+  ASSERT_EQ(ps_args.size(), 1u);
+  EXPECT_EQ(ps_args[0],
+            absl::StrCat("--listen 127.0.0.1:0 --tensor-port 0 --insecure "
+                         "--coordinator ",
+                         up->record.coordinator_address));
+  EXPECT_THAT(ArgsOf("worker"),
+              ElementsAre(absl::StrCat(
+                  "--devices cpu:1 --address 127.0.0.1 --ps-tensor-plane "
+                  "--insecure --coordinator ",
+                  up->record.coordinator_address)));
+}
+
+TEST(LocalUpTest, TensorPlaneWithTls_RefusedBeforeAnythingStarts) {
+  TempDir dir;
+  LocalUpConfig config;
+  config.run_dir = dir.path() + "/run";
+  config.ps_tensor_plane = true;
+  config.parameter_servers = 1;
+  absl::StatusOr<LocalUpResult> up = LocalUp(config);
+  EXPECT_EQ(up.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(up.status().message(),
+              HasSubstr("--ps-tensor-plane needs --insecure"));
+  EXPECT_FALSE(std::filesystem::exists(config.run_dir));
 }
 
 TEST(LocalCommandTest, RunDirFromFlagThenEnvThenDefault) {
