@@ -132,7 +132,9 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
         client->shards_.back().location.address != location.address) {
       channel = CreatePsChannel(location.address, options.transport);
     }
-    client->shards_.push_back(Shard{std::move(location), channel});
+    Shard& shard = client->shards_.emplace_back();
+    shard.location = std::move(location);
+    shard.channel = channel;
   }
   client->last_versions_.assign(client->shards_.size(), 0);
   return client;
@@ -173,6 +175,19 @@ absl::Status PsClient::ConnectShard(size_t k) {
                           absl::MutexLock lock(&cancel_mu_);
                           return cancelled_;
                         });
+}
+
+std::vector<PsClient::ServerRun> PsClient::ServerRuns() const {
+  std::vector<ServerRun> runs;
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    if (!runs.empty() &&
+        shards_[k].location.address == shards_[k - 1].location.address) {
+      runs.back().last = k;
+    } else {
+      runs.push_back({k, k});
+    }
+  }
+  return runs;
 }
 
 absl::Status PsClient::NameShard(size_t k, const absl::Status& status) const {

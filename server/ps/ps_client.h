@@ -281,6 +281,17 @@ class PsClient {
   [[nodiscard]] absl::Status SeedShard(size_t k, const ParameterState& state,
                                        absl::Time deadline);
 
+  // Shards [first, last] on one server, consecutive in shards_: a
+  // server's partitions, which share a tensor plane connection and a
+  // step's lanes (ps_step.h).
+  struct ServerRun {
+    size_t first = 0;
+    size_t last = 0;
+  };
+  // The runs of consecutive shards on one address, in order; they tile
+  // shards_.
+  std::vector<ServerRun> ServerRuns() const;
+
   // The tensor plane (ps_client_plane.cc). Asks each server for its
   // tensor port, once.
   [[nodiscard]] absl::Status ResolveTensorPlanes();

@@ -18,16 +18,10 @@ namespace gradsync {
 
 absl::Status PsClient::ResolveTensorPlanes() {
   if (planes_resolved_) return absl::OkStatus();
-  for (size_t k = 0; k < shards_.size(); ++k) {
-    Shard& shard = shards_[k];
-    // A server's partitions (consecutive shards on one address) share the
-    // first one's connection and port.
-    if (k > 0 && shard.location.address == shards_[k - 1].location.address) {
-      shard.tensor_address = shards_[k - 1].tensor_address;
-      shard.plane_slot = shards_[k - 1].plane_slot;
-      continue;
-    }
-    shard.plane_slot = k;
+  for (const ServerRun& run : ServerRuns()) {
+    // A server's partitions share the first one's connection and port.
+    const size_t k = run.first;
+    const Shard& shard = shards_[k];
     RETURN_IF_ERROR(CancelledOr(NameShard(k, ConnectShard(k))));
     ps::GetShardStatsRequest request;
     request.set_job_id(job_id_);
@@ -61,8 +55,12 @@ absl::Status PsClient::ResolveTensorPlanes() {
                  "--tensor-port, or the workers without --ps-tensor-plane"));
     }
     const std::string& address = shard.location.address;
-    shard.tensor_address =
+    const std::string tensor_address =
         absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
+    for (size_t j = run.first; j <= run.last; ++j) {
+      shards_[j].plane_slot = k;
+      shards_[j].tensor_address = tensor_address;
+    }
   }
   planes_resolved_ = true;
   absl::MutexLock lock(&plane_mu_);

@@ -52,14 +52,9 @@ PsStep::~PsStep() {
 }
 
 void PsStep::Start() {
-  auto address = [this](size_t k) -> const std::string& {
-    return client_->shards_[k].location.address;
-  };
-  for (size_t first = 0; first < calls_.size();) {
-    size_t last = first;
-    while (last + 1 < calls_.size() && address(last + 1) == address(first)) {
-      ++last;
-    }
+  for (const PsClient::ServerRun& run : client_->ServerRuns()) {
+    const size_t first = run.first;
+    const size_t last = run.last;
     if (first == last) {
       calls_[first]->thread =
           std::thread([this, k = first]() { ShardDone(k, RunShard(k)); });
@@ -71,7 +66,6 @@ void PsStep::Start() {
       lanes_.emplace_back(
           [this, first, last]() { RunLaneReader(first, last); });
     }
-    first = last + 1;
   }
 }
 
