@@ -145,11 +145,13 @@ std::vector<FlagSpec> BenchFlags(BenchOptions* options) {
       FlagSpec("transports", "LIST",
                "the transports to alternate: grpc, tcp, pipe (the pipelined "
                "raw-TCP server), tls (grpc with mutual TLS, certificates "
-               "made in memory); default grpc,tcp,pipe",
+               "made in memory), plane (the PS's tensor plane); default "
+               "grpc,tcp,pipe",
                [options](absl::string_view value) {
                  return ParseTransports(value, &options->transports);
                }),
-      FlagSpec("only", "grpc|tcp|pipe|tls", "run one transport (for profiling)",
+      FlagSpec("only", "grpc|tcp|pipe|tls|plane",
+               "run one transport (for profiling)",
                [options](absl::string_view value) {
                  RETURN_IF_ERROR(ParseTransports(value, &options->transports));
                  if (options->transports.size() != 1) {
