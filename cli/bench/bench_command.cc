@@ -58,7 +58,8 @@ int RunBenchCommand(const std::vector<std::string>& args) {
   if (options->backend == Backend::kPs && options->ps_addresses.empty()) {
     absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> started =
         StartLocalPsServers(PsShardCount(*options),
-                            options->congestion_control.value_or("auto"));
+                            options->congestion_control.value_or("auto"),
+                            options->ps_tensor_plane);
     if (!started.ok()) {
       std::cerr << "gradsync bench: " << started.status().message() << "\n";
       return kExitError;

@@ -250,6 +250,12 @@ const Row kRows[] = {
        s->options.ps_partition_bytes = size.value_or(0);
        return absl::OkStatus();
      }},
+    {0, "ps-tensor-plane", nullptr,
+     "ps: the tensors over the servers' tensor planes (plain TCP), not gRPC",
+     [](absl::string_view, ParseState* s) {
+       s->options.ps_tensor_plane = true;
+       return absl::OkStatus();
+     }},
     {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
      [](absl::string_view v, ParseState* s) {
        ASSIGN_OR_RETURN(s->options.timeout, ParseSecondsValue("--timeout", v));
@@ -386,9 +392,11 @@ std::vector<FlagSpec> Flags(ParseState* state) {
         "--algo chooses the ring backend's algorithm; NCCL picks its own");
   }
   if (o.backend == Backend::kPs) return ValidatePsOptions(o);
-  if (state.ps_shards_set || !o.ps_addresses.empty() || o.ps_chunk_bytes) {
+  if (state.ps_shards_set || !o.ps_addresses.empty() || o.ps_chunk_bytes ||
+      o.ps_tensor_plane) {
     return absl::InvalidArgumentError(
-        "--ps-shards, --ps-addresses and --ps-chunk need --backend ps");
+        "--ps-shards, --ps-addresses, --ps-chunk and --ps-tensor-plane need "
+        "--backend ps");
   }
   return absl::OkStatus();
 }

@@ -10,9 +10,10 @@ namespace gradsync {
 namespace bench {
 
 absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> StartLocalPsServers(
-    int count, const std::string& tcp_congestion) {
+    int count, const std::string& tcp_congestion, bool tensor_plane) {
   PsServerOptions options;
   options.transport.congestion_control = tcp_congestion;
+  if (tensor_plane) options.tensor_port = 0;
   std::vector<std::unique_ptr<PsServer>> servers;
   for (int k = 0; k < count; ++k) {
     absl::StatusOr<std::unique_ptr<PsServer>> server =

@@ -24,11 +24,13 @@ namespace gradsync {
 namespace bench {
 
 // Starts `count` PsServers on 127.0.0.1:0, their connections under TCP
-// congestion control policy `tcp_congestion` (common/tcp_congestion.h).
+// congestion control policy `tcp_congestion` (common/tcp_congestion.h),
+// each with a tensor plane on a free port when `tensor_plane`.
 // Errors: PsServer::Start's (UNAVAILABLE when no port can be bound),
 // naming which server.
 [[nodiscard]] absl::StatusOr<std::vector<std::unique_ptr<PsServer>>>
-StartLocalPsServers(int count, const std::string& tcp_congestion = "auto");
+StartLocalPsServers(int count, const std::string& tcp_congestion = "auto",
+                    bool tensor_plane = false);
 
 // The addresses the servers bound, in order.
 std::vector<std::string> PsServerAddresses(

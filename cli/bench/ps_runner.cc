@@ -178,6 +178,7 @@ absl::StatusOr<PassResult> PsSweepRunner::RunPass(
   options.timeout = config_.timeout;
   if (config_.chunk_bytes > 0) options.chunk_bytes = config_.chunk_bytes;
   options.transport.congestion_control = config_.tcp_congestion;
+  options.tensor_plane = config_.tensor_plane;
   ASSIGN_OR_RETURN(
       std::unique_ptr<PsClient> client,
       PsClient::Create(job, rank, count, std::move(locations), options));

@@ -69,6 +69,8 @@ struct PsSweepConfig {
   // TCP congestion control policy of the connections to the shards
   // (common/tcp_congestion.h).
   std::string tcp_congestion = "auto";
+  // The steps over the servers' tensor planes (PsClientOptions).
+  bool tensor_plane = false;
 };
 
 class PsSweepRunner {

@@ -58,15 +58,19 @@ warmup=1
 rounds=1
 out=""
 congestion=auto
+ps_transport=()
 
 usage() {
   cat <<EOF
 usage: $0 [--ranks "2 3 4"] [-b 4M] [-e 256M] [-f 2] [-n ITERS] [-w 1]
           [--rounds 1] [--out DIR] [--tcp-congestion auto|default|NAME]
+          [--ps-tensor-plane]
 
 -n fixes the timed iterations at every size; by default 10 up to 16M, 5
 up to 64M, 3 above. --rounds R repeats the whole sweep (the three
 configurations in a rotating order) and reports the median time.
+--ps-tensor-plane runs the PS over its tensor plane (plain TCP) instead of
+gRPC (gradsync bench --ps-tensor-plane).
 Environment: BUILD_DIR (build), PYTHON (/usr/bin/python3).
 EOF
 }
@@ -82,6 +86,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --tcp-congestion) congestion=$2; shift 2 ;;
+    --ps-tensor-plane) ps_transport=(--ps-tensor-plane); shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ps_vs_ring.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
   esac
@@ -184,8 +189,8 @@ run_config() {  # config n
   local flags=()
   case "$config" in
     ring) flags=(--backend ring) ;;
-    ps1) flags=(--backend ps --ps-shards 1) ;;
-    ps2) flags=(--backend ps --ps-shards 2) ;;
+    ps1) flags=(--backend ps --ps-shards 1 "${ps_transport[@]}") ;;
+    ps2) flags=(--backend ps --ps-shards 2 "${ps_transport[@]}") ;;
   esac
   for size in $sizes; do
     it=$(iters_for "$size")
@@ -213,7 +218,7 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 
-"$python" - "$out" "$ranks" "$largest" "$congestion" <<'EOF' || failures=$((failures + 1))
+"$python" - "$out" "$ranks" "$largest" "$congestion" "${ps_transport[*]:-grpc}" <<'EOF' || failures=$((failures + 1))
 import json, os, statistics, sys
 out, ranks, largest = sys.argv[1], sys.argv[2], int(sys.argv[3])
 bs = [float(x) for x in open(os.path.join(out, "b.txt")).read().split()]
@@ -253,7 +258,8 @@ b_ring2 = largest / (ring2 / 1e3) if ring2 else None
 print(f"\nB (one loopback TCP stream, {fmt_size(largest)}, best of 5, median "
       f"of {len(bs)} measurements): {b_stream / 1e9:.2f} GB/s "
       f"(range {min(bs) / 1e9:.2f} .. {max(bs) / 1e9:.2f}); tcp congestion "
-      f"{sys.argv[4]} for the stream, the ring and the PS")
+      f"{sys.argv[4]} for the stream, the ring and the PS; the PS over "
+      f"{'its tensor plane' if 'plane' in sys.argv[5] else 'gRPC'}")
 if b_ring2:
     print(f"B as the 2-rank ring sees it (S/t at N=2, {fmt_size(largest)}): "
           f"{b_ring2 / 1e9:.2f} GB/s (not used below)")

@@ -30,10 +30,10 @@ struct LocalServers {
   std::vector<std::string> addresses;
 };
 
-LocalServers StartServers(int count) {
+LocalServers StartServers(int count, bool tensor_plane = false) {
   LocalServers local;
   absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> servers =
-      StartLocalPsServers(count);
+      StartLocalPsServers(count, "auto", tensor_plane);
   EXPECT_TRUE(servers.ok()) << servers.status();
   if (!servers.ok()) return local;
   local.servers = *std::move(servers);
@@ -100,6 +100,62 @@ TEST(BenchPsTest, TwoRanksTwoShards_VerifiesAndPrintsTheTable) {
   for (const std::string& address : local.addresses) {
     EXPECT_FALSE(HoldsShards(address, "bench/ps2/gen-0/S32768"));
   }
+}
+
+// The same over the servers' tensor planes, in 4 KiB partitions so that a
+// server's partitions pipeline over one connection: exact, and the header
+// says which transport ran. Servers without a plane are named.
+TEST(BenchPsTest, TensorPlane_VerifiesAndSaysSo) {
+  LocalServers local = StartServers(2, /*tensor_plane=*/true);
+  ASSERT_EQ(local.addresses.size(), 2u);
+  MemoryStore store;
+  std::vector<RankRun> runs = RunRanks(&store, 2,
+                                       {"allreduce",
+                                        "--backend",
+                                        "ps",
+                                        "--ps-shards",
+                                        "2",
+                                        "--ps-addresses",
+                                        absl::StrJoin(local.addresses, ","),
+                                        "--ps-tensor-plane",
+                                        "--ps-partition",
+                                        "4K",
+                                        "-b",
+                                        "8",
+                                        "-e",
+                                        "64K",
+                                        "-f",
+                                        "8",
+                                        "-n",
+                                        "2",
+                                        "-w",
+                                        "1",
+                                        "-c",
+                                        "1"},
+                                       "plane");
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(runs[r].wrong.ok())
+        << "rank " << r << ": " << runs[r].wrong.status();
+    EXPECT_EQ(*runs[r].wrong, 0) << "rank " << r;
+  }
+  EXPECT_THAT(runs[0].output,
+              HasSubstr("# gradsync bench allreduce: backend ps, 2 shards, "
+                        "tcp congestion auto, transport tensor plane, 2 "
+                        "ranks\n"));
+  EXPECT_THAT(runs[0].output, HasSubstr("\n       32768          8192"));
+
+  LocalServers plain = StartServers(1);
+  ASSERT_EQ(plain.addresses.size(), 1u);
+  MemoryStore store2;
+  std::vector<RankRun> refused =
+      RunRanks(&store2, 1,
+               {"allreduce", "--backend", "ps", "--ps-shards", "1",
+                "--ps-addresses", plain.addresses[0], "--ps-tensor-plane", "-b",
+                "8", "-e", "8", "-n", "1", "-w", "0"},
+               "noplane");
+  ASSERT_FALSE(refused[0].wrong.ok());
+  EXPECT_THAT(refused[0].wrong.status().message(),
+              HasSubstr("serves no tensor plane"));
 }
 
 // More shards than servers (shard k on server k % 2), three ranks, sizes
