@@ -14,6 +14,10 @@ namespace nccl_internal {
 namespace {
 
 constexpr int kSpinPolls = 64;
+// Work::Wait's first polls read no clock: a short collective ends within
+// them, and a clock read can cost as much as a poll (clock_gettime is a
+// system call where the clock source has no vDSO path, as in some VMs).
+constexpr int kPollsBeforeClock = 32;
 // How long Work::Wait polls without sleeping: a collective that ends within
 // it is seen within a poll (about a microsecond). Counting polls instead
 // (64 of them, well under 100 us) put a sleep, which the kernel's timer
@@ -27,15 +31,17 @@ constexpr absl::Duration kMaxPause = absl::Milliseconds(1);
 class NcclWork : public Work {
  public:
   // `started` and `event` are recorded on the stream just before and just
-  // after the collective; the work owns both.
+  // after the collective; the work owns both. `issued`: the call;
+  // `enqueued`: when NCCL had it on the stream.
   NcclWork(std::shared_ptr<NcclCommState> state, cudaEvent_t started,
-           cudaEvent_t event, std::string what, absl::Time issued)
+           cudaEvent_t event, std::string what, absl::Time issued,
+           absl::Time enqueued)
       : state_(std::move(state)),
         started_(started),
         event_(event),
         what_(std::move(what)),
         issued_(issued),
-        enqueued_(absl::Now()) {}
+        enqueued_(enqueued) {}
 
   ~NcclWork() override { state_->ReturnEvents(started_, event_); }
 
@@ -46,13 +52,18 @@ class NcclWork : public Work {
     // hanging.
     deadline = std::min(deadline, enqueued_ + state_->timeout());
     absl::MutexLock lock(&mu_);
-    const absl::Time spin_until = absl::Now() + kSpinTime;
-    for (int sleeps = 0; !done_;) {
+    absl::Time spin_until = absl::InfinitePast();  // set at the first clock
+    for (int polls = 0, sleeps = 0; !done_; ++polls) {
       if (std::optional<absl::Status> status = state_->Poll(event_, what_)) {
         FinishLocked(*std::move(status));
         break;
       }
+      if (polls < kPollsBeforeClock) {
+        std::this_thread::yield();
+        continue;
+      }
       const absl::Time now = absl::Now();
+      if (spin_until == absl::InfinitePast()) spin_until = now + kSpinTime;
       if (now >= deadline) {
         FinishLocked(state_->TimeOut(what_, now - issued_));
         break;
@@ -237,6 +248,7 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
                   };
 
   ncclResult_t result = launch(comm_, stream_);
+  const bool waited = result == ncclInProgress;
   if (result == ncclInProgress) {
     // Non-blocking communicator: NCCL is still enqueueing (typically
     // connecting to the peers for the first collectives).
@@ -264,7 +276,8 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
     return fail(recorded.status());
   }
   return std::make_unique<NcclWork>(shared_from_this(), started, *recorded,
-                                    std::move(what), start);
+                                    std::move(what), start,
+                                    waited ? absl::Now() : start);
 }
 
 ncclResult_t NcclCommState::AwaitEnqueuedLocked(absl::Time deadline) {
