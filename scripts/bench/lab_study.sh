@@ -5,7 +5,11 @@
 # shows, plots them, and takes the lab down again, even on failure.
 #
 #   sudo scripts/bench/lab_study.sh [--out DIR] [--link RATE] [--hosts N]
-#                                   [-- EXTRA SWEEP FLAGS]
+#                                   [--ps-tensor-plane] [-- EXTRA SWEEP FLAGS]
+#
+# --ps-tensor-plane runs the PS steps over the servers' tensor planes
+# (lab up --ps-tensor-plane), which halves the PS cells' CPU
+# (docs/performance/lab-ps-transport.md).
 #
 # Writes DIR/main (ring and PS on separate server hosts: N = 2,4,6,8,
 # K = 1,2,N, S = 16M,32M), DIR/colocated (PS colocated, K = N, S =
@@ -22,13 +26,15 @@ G="${GRADSYNC:-$root/build/cli/gradsync}"
 out=lab-study
 link=100mbit
 hosts=8
+plane=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --link) link=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
+    --ps-tensor-plane) plane=(--ps-tensor-plane); shift ;;
     --) shift; break ;;
-    *) echo "usage: $0 [--out DIR] [--link RATE] [--hosts N] [-- SWEEP FLAGS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--out DIR] [--link RATE] [--hosts N] [--ps-tensor-plane] [-- SWEEP FLAGS]" >&2; exit 2 ;;
   esac
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-study.XXXXXX")
@@ -40,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 "$G" lab up --hosts "$hosts" --ps-hosts "$hosts" --colocate-ps --link "$link" \
   --prefix "$prefix" --subnet "10.76.$(( $$ % 200 ))" --run-dir "$dir" \
-  --timeout 120
+  --timeout 120 "${plane[@]}"
 common=(--run-dir "$dir" --steps 5 --warmup 2 --ps-partition 128K --plot)
 "$G" lab sweep "${common[@]}" --workers 2,4,6,8 --shards 1,2,N \
   --sizes 16M,32M --layouts ring,ps --out "$out/main" "$@"
