@@ -206,7 +206,13 @@ TEST_F(TensorPlaneSwitchTest, PsRingPs_FollowsTheRingRun) {
 // 50 runtime switch requests at random moments of a 4-rank run (after the
 // fifth, the job is let act on one): no deadlock, every rank runs every
 // step exactly once, in the same mode and with the same parameters, and the
-// run follows a ring-only one.
+// run follows a ring-only one through its switches and 100 steps after
+// the last. Not further: the PS sums in rank order and the ring in its own,
+// so the runs differ in the last bits, and momentum SGD at lr 0.05 can
+// amplify that. In 3 runs of about 100 it did, from about 1e-7 to 0.18-0.25
+// of the loss by step 750-780, growing only hundreds of steps after the
+// last switch (at step 22-36), in ring mode, where both runs run the same
+// deterministic code (two ring-only runs were bitwise equal in 50 of 50).
 TEST_F(PsSwitchTest, SwitchStorm_50RuntimeRequests_NoLostOrRepeatedStep) {
   // Long enough for all the requests to land while it runs, even on a
   // busy machine (about 0.4 s of requests against several seconds).
@@ -259,10 +265,19 @@ TEST_F(PsSwitchTest, SwitchStorm_50RuntimeRequests_NoLostOrRepeatedStep) {
   EXPECT_GT(changes, 0);
   std::cout << "switch storm: " << accepted << " requests, " << changes
             << " mode changes\n";
+  int64_t last_change = 0;
+  for (int64_t step = 1; step < kSteps; ++step) {
+    if (stormy.mode[step] != stormy.mode[step - 1]) last_change = step;
+  }
+  const size_t compared =
+      static_cast<size_t>(std::min<int64_t>(kSteps, last_change + 100));
+  reference.loss.resize(compared);
+  stormy.loss.resize(compared);
   int64_t worst = 0;
   const double relative = MaxRelativeDifference(reference, stormy, &worst);
   std::cout << "largest relative loss difference to the ring-only run "
-            << relative << " at step " << worst << "\n";
+            << relative << " at step " << worst << " of the first " << compared
+            << " (the last mode change at step " << last_change << ")\n";
   EXPECT_LT(relative, 1e-3) << "at step " << worst;
 }
 
