@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cli/control/command_common.h"
 #include "cli/control/command_env.h"
 #include "cli/control/local_command.h"
@@ -284,11 +285,19 @@ class ListingCoordinator final : public Coordinator::Service {
 // address first, then sleeps.
 class LocalUpWithServersTest : public ::testing::Test {
  protected:
-  // Args each fake daemon was started with, a line per daemon.
-  std::vector<std::string> ArgsOf(absl::string_view daemon) {
+  // Args each fake daemon was started with, a line per daemon. local up
+  // does not wait for a fake worker (it never registers), so its script
+  // may not have run yet: waits up to 10 s for `want` lines.
+  std::vector<std::string> ArgsOf(absl::string_view daemon, size_t want) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
     std::vector<std::string> lines;
-    std::ifstream file(absl::StrCat(dir_.path(), "/", daemon, "-args"));
-    for (std::string line; std::getline(file, line);) lines.push_back(line);
+    do {
+      lines.clear();
+      std::ifstream file(absl::StrCat(dir_.path(), "/", daemon, "-args"));
+      for (std::string line; std::getline(file, line);) lines.push_back(line);
+      if (lines.size() >= want) break;
+      absl::SleepFor(absl::Milliseconds(10));
+    } while (absl::Now() < deadline);
     return lines;
   }
 
@@ -395,7 +404,7 @@ TEST_F(LocalUpWithServersTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
             absl::StrCat("--listen 127.0.0.1:0 --tensor-port 0 --insecure "
                          "--coordinator ",
                          up->record.coordinator_address));
-  EXPECT_THAT(ArgsOf("worker"),
+  EXPECT_THAT(ArgsOf("worker", 1),
               ElementsAre(absl::StrCat(
                   "--devices cpu:1 --address 127.0.0.1 --ps-tensor-plane "
                   "--insecure --coordinator ",
