@@ -1,6 +1,7 @@
 #include "collectives/nccl/nccl_comm_state.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -170,13 +171,14 @@ NcclCommState::~NcclCommState() {
 
 void NcclCommState::ReturnEvents(cudaEvent_t started, cudaEvent_t done) {
   absl::MutexLock lock(&mu_);
-  ScopedCudaDevice scoped(device_);
+  std::optional<ScopedCudaDevice> scoped;  // only destroying needs the device
   for (cudaEvent_t event : {started, done}) {
     // An event still pending on the stream may be recorded again: the new
     // record replaces the old one.
     if (!failed_ && spare_events_.size() < kSpareEvents) {
       spare_events_.push_back(event);
     } else {
+      if (!scoped.has_value()) scoped.emplace(device_);
       DiscardCudaError(cudaEventDestroy(event));
     }
   }
@@ -249,7 +251,7 @@ std::unique_ptr<Work> NcclCommState::Issue(absl::string_view name,
 
   ncclResult_t result = launch(comm_, stream_);
   const bool waited = result == ncclInProgress;
-  if (result == ncclInProgress) {
+  if (waited) {
     // Non-blocking communicator: NCCL is still enqueueing (typically
     // connecting to the peers for the first collectives).
     issuing_ = true;
