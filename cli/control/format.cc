@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/code_points.h"
 
 namespace gradsync {
 namespace control {
@@ -113,14 +115,21 @@ std::string TerminalSafe(absl::string_view text, size_t max_bytes,
                          bool keep_newlines) {
   std::string out;
   bool cut = false;
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size();) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
+    std::optional<DecodedCodePoint> cp = DecodeUtf8(text.substr(i));
     std::string piece;
-    if ((c < 0x20 || c == 0x7f) &&
-        !(keep_newlines && (c == '\n' || c == '\t'))) {
+    if (!cp.has_value()) {  // not UTF-8: the byte, visibly
       piece = absl::StrFormat("\\x%02x", c);
+      i += 1;
+    } else if (IsUnsafeCodePoint(cp->value) &&
+               !(keep_newlines && (c == '\n' || c == '\t'))) {
+      piece = cp->value < 0x80 ? absl::StrFormat("\\x%02x", cp->value)
+                               : absl::StrFormat("\\u%04x", cp->value);
+      i += cp->length;
     } else {
-      piece.assign(1, static_cast<char>(c));
+      piece.assign(text.data() + i, cp->length);
+      i += cp->length;
     }
     if (out.size() + piece.size() > max_bytes) {
       cut = true;

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "collectives/all_reduce_algorithm.h"
+#include "common/code_points.h"
 #include "common/model_profiles.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
@@ -248,22 +250,18 @@ namespace {
   return absl::OkStatus();
 }
 
-// Printable (UTF-8 is fine; control characters would drive the terminal
-// of whoever lists the jobs) and short.
+// Printable and short: well-formed UTF-8 without the code points that
+// would drive or reorder the terminal of whoever lists the jobs (C0 and
+// C1 controls, bidirectional controls: common/code_points.h).
 [[nodiscard]] absl::Status ValidateName(const std::string& name) {
   if (name.size() > kMaxJobNameBytes) {
     return Invalid("name",
                    absl::StrCat("is ", name.size(), " bytes long; at most ",
                                 kMaxJobNameBytes));
   }
-  for (size_t i = 0; i < name.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(name[i]);
-    if (c < 0x20 || c == 0x7f) {
-      return Invalid("name", absl::StrFormat("holds the control character "
-                                             "0x%02x at byte %d; use "
-                                             "printable characters",
-                                             c, i));
-    }
+  if (std::optional<std::string> problem = UnsafeTextProblem(name)) {
+    return Invalid("name",
+                   absl::StrCat(*problem, "; use printable characters"));
   }
   return absl::OkStatus();
 }

@@ -64,6 +64,20 @@ TEST(TerminalSafeTest, KeepsNewlinesWhenAskedAndCutsOnACharacter) {
             "a\xc3\xa9...");
 }
 
+// Names stored before the coordinator refused them still show escaped:
+// C1 controls and bidirectional controls as \uXXXX, stray bytes as \xNN.
+TEST(TerminalSafeTest, C1BidiAndInvalidUtf8Escaped) {
+  EXPECT_EQ(TerminalSafe("a\xc2\x85"
+                         "b\xc2\x9b"
+                         "2J",
+                         100),
+            "a\\u0085b\\u009b2J");
+  EXPECT_EQ(TerminalSafe("inv\xe2\x80\xaegpj", 100), "inv\\u202egpj");
+  EXPECT_EQ(TerminalSafe("x\xffy", 100), "x\\xffy");
+  EXPECT_EQ(TerminalSafe("\xc3\xa9t\xc3\xa9 \xe4\xb8\xad", 100),
+            "\xc3\xa9t\xc3\xa9 \xe4\xb8\xad");
+}
+
 TEST(JsonTest, QuoteEscapes) {
   EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
 }

@@ -288,10 +288,33 @@ TEST(ValidateJobSpecTest, NameWithControlCharactersOrTooLong_Refused) {
   in.set_name("evil\x1b[2Jname");
   EXPECT_THAT(ValidateJobSpec(in),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("control character 0x1b at byte 4")));
+                       HasSubstr("U+001B (a control character) at byte 4")));
   in.set_name(std::string("nul\0inside", 10));
   EXPECT_THAT(ValidateJobSpec(in), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("0x00 at byte 3")));
+                                            HasSubstr("U+0000 (a control "
+                                                      "character) at byte 3")));
+  // C1 controls (NEL, CSI), bidirectional overrides, and bytes that are no
+  // UTF-8 drive or reorder a terminal just as well.
+  in.set_name(
+      "a\xc2\x85"
+      "b");
+  EXPECT_THAT(ValidateJobSpec(in),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("U+0085 (a C1 control character) at byte 1")));
+  in.set_name(
+      "x\xc2\x9b"
+      "2J");
+  EXPECT_THAT(ValidateJobSpec(in), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("U+009B")));
+  in.set_name("invoice\xe2\x80\xaegpj.exe");
+  EXPECT_THAT(
+      ValidateJobSpec(in),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("U+202E (a bidirectional control) at byte 7")));
+  in.set_name("bad \xff byte");
+  EXPECT_THAT(ValidateJobSpec(in),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not valid UTF-8 at byte 4 (0xff)")));
   in.set_name(std::string(1 << 20, 'x'));
   EXPECT_THAT(ValidateJobSpec(in),
               StatusIs(absl::StatusCode::kInvalidArgument,
