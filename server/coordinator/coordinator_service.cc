@@ -218,6 +218,15 @@ absl::Status CoordinatorService::CheckUser(absl::string_view presented) const {
 absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
     const SubmitJobRequest& request) {
   ASSIGN_OR_RETURN(JobSpec spec, ValidateJobSpec(request.spec()));
+  // An entrypoint is code run on every worker: only a coordinator that
+  // authenticates its users (CheckUser) takes one.
+  if (spec.model().kind() == kEntrypointModelKind &&
+      state_.config.user_token.empty()) {
+    return absl::PermissionDeniedError(
+        "entrypoint jobs run the submitter's program on every worker, so "
+        "this coordinator takes them only from authenticated users: start "
+        "it with --user-token-file (`gradsync local up` does)");
+  }
   RETURN_IF_ERROR(CheckUnderRoots("checkpoint.directory",
                                   spec.checkpoint().directory(),
                                   state_.config.checkpoint_roots));

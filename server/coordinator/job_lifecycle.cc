@@ -172,6 +172,7 @@ JobStatus JobLifecycle::EndLocked(Job& job, JobState state,
 std::string JobLifecycle::RestartLocked(Job& failed) {
   JobSpec spec = failed.spec();
   spec.set_max_restarts(spec.max_restarts() - 1);
+  spec.set_restart_count(spec.restart_count() + 1);
   const std::string& checkpoint = failed.last_checkpoint();
   if (!checkpoint.empty()) {
     spec.mutable_checkpoint()->set_resume_from(checkpoint);

@@ -120,7 +120,8 @@ namespace {
     return absl::OkStatus();
   }
   return Invalid("model.kind", absl::StrCat("is '", model.kind(),
-                                            "'; use \"mlp\" or \"synthetic\""));
+                                            "'; use \"mlp\", \"synthetic\" or "
+                                            "\"entrypoint\""));
 }
 
 [[nodiscard]] absl::Status ValidateOptimizer(OptimizerSpec* optimizer) {
@@ -344,8 +345,11 @@ namespace {
 
 }  // namespace
 
-absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
-  JobSpec out = spec;
+// The model, data, batch and length of a job of gradsync's own models
+// (mlp, synthetic); `out` gets their defaults.
+[[nodiscard]] absl::Status ValidateBuiltInModel(const JobSpec& spec,
+                                                JobSpec* out_ptr) {
+  JobSpec& out = *out_ptr;
   if (spec.dataset().name() != "fashion-mnist" &&
       spec.dataset().name() != "synthetic") {
     return Invalid("dataset.name",
@@ -387,8 +391,22 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
     return Invalid("steps", "and epochs are both 0; set steps (or epochs) > 0");
   }
   RETURN_IF_ERROR(ValidateEpochs(spec));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
+  JobSpec out = spec;
+  const bool entrypoint = spec.model().kind() == kEntrypointModelKind;
+  if (entrypoint) {
+    RETURN_IF_ERROR(ValidateEntrypoint(spec));
+  } else {
+    RETURN_IF_ERROR(ValidateBuiltInModel(spec, &out));
+  }
+  RETURN_IF_ERROR(NonNegative("restartCount", spec.restart_count()));
   RETURN_IF_ERROR(ValidateName(spec.name()));
-  RETURN_IF_ERROR(ValidateOptimizer(out.mutable_optimizer()));
+  if (!entrypoint || !spec.optimizer().name().empty()) {
+    RETURN_IF_ERROR(ValidateOptimizer(out.mutable_optimizer()));
+  }
   switch (spec.mode()) {
     case SYNC_MODE_UNSPECIFIED:
       out.set_mode(SYNC_MODE_RING);

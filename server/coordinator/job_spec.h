@@ -19,6 +19,10 @@
 
 namespace gradsync {
 
+// ModelSpec.kind of a job that runs the user's own program, one process
+// per rank (EntrypointSpec, worker/launch/).
+inline constexpr absl::string_view kEntrypointModelKind = "entrypoint";
+
 // Defaults filled in for fields left at 0 or empty.
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;  // DDP's
 inline constexpr absl::string_view kDefaultDevice = "cpu";
@@ -46,6 +50,12 @@ inline constexpr size_t kMaxJobNameBytes = 256;
 // spare; far beyond any job, it catches epochs = 1e300.
 inline constexpr int64_t kMaxSteps = int64_t{1} << 53;
 
+// An entrypoint's command line: at most this many arguments and bytes.
+inline constexpr int kMaxEntrypointArgs = 1024;
+inline constexpr size_t kMaxEntrypointArgvBytes = 64 * 1024;
+// EntrypointSpec.term_grace_ms: at most 10 minutes.
+inline constexpr int64_t kMaxEntrypointGraceMs = 600'000;
+
 // Fashion-MNIST: 28x28 grey images in 10 classes, 60000 for training.
 inline constexpr int64_t kFashionMnistTrainExamples = 60000;
 inline constexpr int64_t kFashionMnistFeatures = 784;
@@ -56,8 +66,11 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // momentum 0.9, Adam betas 0.9/0.999 and epsilon 1e-8), or
 // INVALID_ARGUMENT naming the first bad field:
 //   model.kind          "mlp" (layerSizes: >= 2 positive widths; for
-//                       fashion-mnist 784 first and 10 last) or "synthetic"
-//                       (syntheticFloats > 0, syntheticComputeMs >= 0)
+//                       fashion-mnist 784 first and 10 last), "synthetic"
+//                       (syntheticFloats > 0, syntheticComputeMs >= 0) or
+//                       "entrypoint" (entrypoint.argv non-empty, workdir
+//                       absolute; no dataset, batch or steps needed, and an
+//                       optimizer only for the PS's server-side update)
 //   dataset.name        "fashion-mnist" or "synthetic"
 //   numWorkers          1 .. 4096
 //   batchSize           >= numWorkers * gradAccumulationSteps
@@ -82,13 +95,17 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 //                       evalEverySteps, checkpoint.everySteps >= 0
 [[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
-// True when the job synchronises through parameter-server shards at some
-// point: its mode is PS or a scripted switch goes to PS.
 // The synthetic gradient's length for model.profile at model.profile_scale
 // (common/model_profiles.h). INVALID_ARGUMENT for an unknown profile or a
 // scale outside (0, 1].
 [[nodiscard]] absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model);
 
+// The entrypoint part of ValidateJobSpec (entrypoint_spec.cc):
+// INVALID_ARGUMENT naming the field.
+[[nodiscard]] absl::Status ValidateEntrypoint(const JobSpec& spec);
+
+// True when the job synchronises through parameter-server shards at some
+// point: its mode is PS or a scripted switch goes to PS.
 bool JobNeedsPs(const JobSpec& spec);
 
 // Parses a JobSpec from JSON in protobuf's JSON mapping (camelCase or

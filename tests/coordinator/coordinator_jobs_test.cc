@@ -141,6 +141,39 @@ TEST_F(CheckpointRootsTest, SubmitJob_OutsideTheRoots_InvalidArgumentNoJob) {
   EXPECT_EQ(service_->ListJobs().jobs(0).job_id(), "job-1");
 }
 
+JobSpec EntrypointSpec(int workers) {
+  JobSpec spec;
+  spec.set_num_workers(workers);
+  spec.mutable_model()->set_kind("entrypoint");
+  spec.mutable_model()->mutable_entrypoint()->add_argv("python3");
+  spec.mutable_model()->mutable_entrypoint()->set_workdir("/srv/run");
+  return spec;
+}
+
+// An entrypoint runs the submitter's code on every worker: a coordinator
+// that does not authenticate its users refuses it, and adds no job.
+TEST_F(JobsTest, SubmitJob_EntrypointWithoutUserToken_PermissionDeniedNoJob) {
+  Register("host-a", 2);
+  EXPECT_THAT(Submit(EntrypointSpec(2)),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("--user-token-file")));
+  EXPECT_THAT(service_->ListJobs().jobs(), IsEmpty());
+}
+
+class UserTokenTest : public CoordinatorTest {
+ protected:
+  void SetUp() override {
+    user_token_ = "users-token";
+    CoordinatorTest::SetUp();
+  }
+};
+
+TEST_F(UserTokenTest, SubmitJob_Entrypoint_PlacedLikeAnyJob) {
+  const std::string w1 = Register("host-a", 2);
+  ASSERT_THAT(Submit(EntrypointSpec(2)), IsOk());
+  EXPECT_EQ(service_->ListJobs().jobs(0).state(), JOB_STATE_RENDEZVOUS);
+}
+
 TEST_F(JobsTest, SubmitJob_DevicesBusy_WaitsPendingThenRunsInFifoOrder) {
   const std::string w1 = Register("host-a", 2);
   absl::StatusOr<std::string> a = Submit(ValidSpec(2));

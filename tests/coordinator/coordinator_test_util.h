@@ -110,6 +110,7 @@ class CoordinatorTest : public ::testing::Test {
     config.wait_slice = absl::Milliseconds(10);
     config.retained_ended_jobs = retained_ended_jobs_;
     config.checkpoint_roots = checkpoint_roots_;
+    config.user_token = user_token_;
     config.clock = [this] { return clock_.Now(); };
     config.state_store = state_store_;
     absl::StatusOr<std::unique_ptr<CoordinatorService>> service =
@@ -297,6 +298,7 @@ class CoordinatorTest : public ::testing::Test {
 
   int retained_ended_jobs_ = 100;
   std::vector<std::string> checkpoint_roots_;  // set before SetUp
+  std::string user_token_;                     // set before SetUp
   std::shared_ptr<StateStore> state_store_;    // set before SetUp
   FakeClock clock_;
   std::unique_ptr<CoordinatorService> service_;
