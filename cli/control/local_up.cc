@@ -454,7 +454,10 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     worker.binary = config.worker_binary;
     worker.address = "127.0.0.1";
     worker.devices = config.devices_per_worker;
-    worker.args = {"--devices", worker.devices, "--address", worker.address};
+    // A local cluster is its user's own machine: entrypoint jobs (their
+    // own scripts) may run, as that user, in any directory.
+    worker.args = {"--devices", worker.devices, "--address", worker.address,
+                   "--allow-entrypoints"};
     if (config.ps_tensor_plane) worker.args.push_back("--ps-tensor-plane");
     plan.workers.push_back(std::move(worker));
   }

@@ -406,7 +406,8 @@ TEST_F(LocalUpWithServersTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
                          up->record.coordinator_address));
   EXPECT_THAT(ArgsOf("worker", 1),
               ElementsAre(absl::StrCat(
-                  "--devices cpu:1 --address 127.0.0.1 --ps-tensor-plane "
+                  "--devices cpu:1 --address 127.0.0.1 --allow-entrypoints "
+                  "--ps-tensor-plane "
                   "--insecure --coordinator ",
                   up->record.coordinator_address)));
 }

@@ -17,13 +17,21 @@ constexpr absl::Duration kDeregisterTimeout = absl::Seconds(2);
 
 }  // namespace
 JobLauncher JobRunnerLauncher(JobRunnerConfig config,
-                              std::shared_ptr<CoordinatorClient> client) {
-  return [config = std::move(config), client = std::move(client)](
-             const WorkerIdentity& worker, const Assignment& assignment)
+                              std::shared_ptr<CoordinatorClient> client,
+                              EntrypointConfig entrypoint) {
+  return [config = std::move(config), client = std::move(client),
+          entrypoint = std::move(entrypoint)](const WorkerIdentity& worker,
+                                              const Assignment& assignment)
              -> absl::StatusOr<std::unique_ptr<JobHandle>> {
     JobRunnerConfig c = config;
     c.worker_id = worker.id;
     c.credential = worker.credential;
+    if (assignment.spec().model().kind() == kEntrypointModelKind) {
+      absl::StatusOr<std::unique_ptr<EntrypointRunner>> runner =
+          EntrypointRunner::Start(assignment, std::move(c), entrypoint, client);
+      if (!runner.ok()) return runner.status();
+      return std::unique_ptr<JobHandle>(std::move(*runner));
+    }
     absl::StatusOr<std::unique_ptr<JobRunner>> runner =
         JobRunner::Start(assignment, std::move(c), client);
     if (!runner.ok()) return runner.status();

@@ -53,6 +53,7 @@
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/job_runner.h"
+#include "worker/launch/entrypoint_runner.h"
 
 namespace gradsync {
 
@@ -87,9 +88,11 @@ using JobLauncher = std::function<absl::StatusOr<std::unique_ptr<JobHandle>>(
     const WorkerIdentity& worker, const Assignment& assignment)>;
 
 // The daemon's launcher: a JobRunner with `config` (worker_id and
-// credential filled in).
+// credential filled in), or for an entrypoint job (model.kind
+// "entrypoint") an EntrypointRunner with `entrypoint` too.
 JobLauncher JobRunnerLauncher(JobRunnerConfig config,
-                              std::shared_ptr<CoordinatorClient> client);
+                              std::shared_ptr<CoordinatorClient> client,
+                              EntrypointConfig entrypoint = {});
 
 class Agent {
  public:

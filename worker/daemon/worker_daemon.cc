@@ -26,6 +26,8 @@
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"
 #include "worker/daemon/worker_metrics.h"
+#include "worker/launch/leftovers.h"
+#include "worker/launch/python_dir.h"
 #include "worker/model/blas.h"
 #ifdef GRADSYNC_HAVE_CUDA_KERNELS
 #include "common/cuda_status.h"
@@ -121,7 +123,28 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                  config->checkpoint_roots = *std::move(roots);
                  return absl::OkStatus();
                }),
+      FlagSpec("workdir-root", "DIR[,DIR...]",
+               "directories an entrypoint job's workdir must lie under, "
+               "links resolved (default: anywhere this process may)",
+               [config](absl::string_view value) {
+                 absl::StatusOr<std::vector<std::string>> roots =
+                     ParseRoots(value);
+                 if (!roots.ok()) return roots.status();
+                 config->workdir_roots = *std::move(roots);
+                 return absl::OkStatus();
+               }),
+      StringFlag("python-path", "DIR",
+                 "the gradsync Python package's directory, put first on "
+                 "entrypoint processes' PYTHONPATH (default: the build's "
+                 "or the installed package beside this binary)",
+                 &config->python_path),
   };
+  flags.push_back(SwitchFlag(
+      "allow-entrypoints",
+      "run entrypoint jobs: the user's own program (e.g. a PyTorch script), "
+      "one process per rank. It lets every holder of the user token run "
+      "code as this daemon's user; off by default (docs/security.md)",
+      &config->allow_entrypoints));
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
   flags.push_back(SwitchFlag(
@@ -296,6 +319,25 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.metrics = metrics->get();
   runner.log = log;
 
+  EntrypointConfig entrypoint;
+  entrypoint.allow = config.allow_entrypoints;
+  entrypoint.workdir_roots = config.workdir_roots;
+  entrypoint.tls_dir = security->tls() ? config.tls.dir : "";
+  entrypoint.python_dir =
+      config.python_path.empty() ? FindGradsyncPythonDir() : config.python_path;
+  entrypoint.agent_tag = AgentTag(config.coordinator);
+  if (config.allow_entrypoints) {
+    KillLeftovers(config.coordinator, log);
+    log(absl::StrCat(
+        "entrypoint jobs allowed, workdirs ",
+        config.workdir_roots.empty()
+            ? std::string("anywhere (no --workdir-root)")
+            : absl::StrCat("under ", absl::StrJoin(config.workdir_roots, ", ")),
+        entrypoint.python_dir.empty()
+            ? std::string("; no gradsync Python package found")
+            : absl::StrCat("; gradsync package in ", entrypoint.python_dir)));
+  }
+
   AgentConfig agent_config;
   agent_config.coordinator = config.coordinator;
   agent_config.host = host;
@@ -316,7 +358,8 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
           : absl::StrCat("; checkpoints under ",
                          absl::StrJoin(config.checkpoint_roots, ", "))));
   {
-    Agent agent(agent_config, client, JobRunnerLauncher(runner, client));
+    Agent agent(agent_config, client,
+                JobRunnerLauncher(runner, client, entrypoint));
     agent.Start();
     std::string why;
     if (hooks.wait_for_stop) {

@@ -43,6 +43,15 @@ struct WorkerDaemonConfig {
   // Directories jobs may read and write checkpoints in (common/path_roots.h);
   // empty: anywhere this process may.
   std::vector<std::string> checkpoint_roots;
+  // --allow-entrypoints: run entrypoint jobs (the user's own program, one
+  // process per rank: worker/launch/); off by default.
+  bool allow_entrypoints = false;
+  // --workdir-root: where an entrypoint job's workdir may be; empty:
+  // anywhere this process may.
+  std::vector<std::string> workdir_roots;
+  // --python-path: the gradsync Python package's directory, first on the
+  // entrypoint processes' PYTHONPATH; empty: found beside this binary.
+  std::string python_path;
   // --tls-dir / --insecure: the security of the coordinator channel and of
   // the jobs' PS connections.
   TlsOptions tls;
