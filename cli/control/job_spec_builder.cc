@@ -3,6 +3,7 @@
 #include <google/protobuf/field_mask.pb.h>
 #include <google/protobuf/util/field_mask_util.h>
 #include <google/protobuf/util/json_util.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -92,6 +93,27 @@ absl::Status ApplyJobSpecFlags(const JobSpecFlags& flags, JobSpec* spec) {
 
 void FillJobSpecDefaults(JobSpec* spec) {
   ModelSpec* model = spec->mutable_model();
+  if (model->kind() == "entrypoint") {
+    // The user's program brings its model, data and length; the ring is
+    // the default path, the current directory the default workdir.
+    EntrypointSpec* e = model->mutable_entrypoint();
+    if (e->workdir().empty()) {
+      char cwd[4096];
+      if (getcwd(cwd, sizeof(cwd)) != nullptr) e->set_workdir(cwd);
+    }
+    if (spec->num_workers() == 0) spec->set_num_workers(1);
+    if (spec->mode() == SYNC_MODE_UNSPECIFIED) spec->set_mode(SYNC_MODE_RING);
+    if (spec->name().empty() && e->argv_size() > 0) {
+      std::string name;
+      for (int i = 0; i < std::min(2, e->argv_size()); ++i) {
+        const std::string& a = e->argv(i);
+        absl::StrAppend(&name, name.empty() ? "" : " ",
+                        a.substr(a.rfind('/') + 1));
+      }
+      spec->set_name(name.substr(0, 64));
+    }
+    return;
+  }
   if (model->kind().empty()) {
     model->set_kind(model->synthetic_floats() > 0 ? "synthetic" : "mlp");
   }

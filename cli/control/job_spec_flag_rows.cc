@@ -1,15 +1,20 @@
 #include "cli/control/job_spec_flag_rows.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/control/shell_words.h"
 #include "collectives/all_reduce_algorithm.h"
+#include "common/code_points.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 
@@ -29,6 +34,15 @@ namespace {
   }
   return absl::InvalidArgumentError(
       absl::StrCat(flag, " is '", value, "'; use one of ", list));
+}
+
+// `path` made absolute against the current directory.
+std::string AbsolutePath(absl::string_view path) {
+  if (!path.empty() && path[0] == '/') return std::string(path);
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return std::string(path);
+  return path.empty() || path == "." ? std::string(cwd)
+                                     : absl::StrCat(cwd, "/", path);
 }
 
 // --switch-at STEP:MODE: adds the switch, keeping them in step order.
@@ -69,6 +83,10 @@ namespace {
 const SpecFlagRow kSpecRows[] = {
     {"name", "NAME", "job name (default <model>-<dataset>)", "name",
      [](absl::string_view v, JobSpec* s) {
+       if (std::optional<std::string> problem = UnsafeTextProblem(v)) {
+         return absl::InvalidArgumentError(
+             absl::StrCat("--name ", *problem, "; use printable characters"));
+       }
        s->set_name(std::string(v));
        return absl::OkStatus();
      }},
@@ -83,8 +101,40 @@ const SpecFlagRow kSpecRows[] = {
      }},
     {"model", "mlp|synthetic", "mlp or synthetic (mlp)", "model.kind",
      [](absl::string_view v, JobSpec* s) {
-       RETURN_IF_ERROR(OneOf("--model", v, {"mlp", "synthetic"}));
+       RETURN_IF_ERROR(OneOf("--model", v, {"mlp", "synthetic"}));  // or
+       // --entrypoint
        s->mutable_model()->set_kind(std::string(v));
+       return absl::OkStatus();
+     }},
+    {"entrypoint", "COMMAND",
+     "run your own program on every rank instead of a built-in model, e.g. "
+     "\"python3 train.py --epochs 3\" (split as a shell would, run "
+     "without one; docs/pytorch.md)",
+     "model.kind,model.entrypoint.argv",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(std::vector<std::string> argv, SplitShellWords(v));
+       s->mutable_model()->set_kind("entrypoint");
+       auto* out = s->mutable_model()->mutable_entrypoint()->mutable_argv();
+       out->Clear();
+       for (std::string& a : argv) out->Add(std::move(a));
+       return absl::OkStatus();
+     }},
+    {"workdir", "DIR",
+     "--entrypoint: the directory its processes start in, on every worker "
+     "(default: the current one)",
+     "model.entrypoint.workdir",
+     [](absl::string_view v, JobSpec* s) {
+       s->mutable_model()->mutable_entrypoint()->set_workdir(AbsolutePath(v));
+       return absl::OkStatus();
+     }},
+    {"step-deadline-s", "N",
+     "--entrypoint: kill a rank that reports no step for N s (600; -1: "
+     "never, for scripts that do not call gradsync.torch.report)",
+     "model.entrypoint.step_deadline_ms",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(int64_t n, ParseIntValue("--step-deadline-s", v, -1));
+       s->mutable_model()->mutable_entrypoint()->set_step_deadline_ms(
+           n < 0 ? -1 : n * 1000);
        return absl::OkStatus();
      }},
     {"layers", "W,W,...", "mlp widths, input first (784,256,256,10)",
