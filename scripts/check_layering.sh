@@ -4,6 +4,7 @@
 #
 #   common -> collectives -> server/{store,coordinator,ps} -> worker -> cli
 #
+# (python/, the C API under the Python package, shares the cli floor)
 # with the tests above all. A file may include its own layer and the layers
 # to its left, never one to its right; the three server rooms share a floor.
 # The generated protos (proto/) count as the server floor: the wire starts
@@ -17,7 +18,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-files=$(for dir in common collectives server worker cli tests; do
+files=$(for dir in common collectives server worker cli python tests; do
   [ -d "$dir" ] && find "$dir" -type f \( -name '*.h' -o -name '*.cc' \
     -o -name '*.cu' -o -name '*.cuh' \)
 done | sort)
@@ -38,7 +39,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (path ~ /^(proto|server\/store|server\/coordinator|server\/ps)\//)
       return 2
     if (path ~ /^worker\//) return 3
-    if (path ~ /^cli\//) return 4
+    if (path ~ /^(cli|python)\//) return 4
     if (path ~ /^tests\//) return 5
     return -1
   }

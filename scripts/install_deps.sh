@@ -27,6 +27,9 @@ PACKAGES=(
   # throwaway root of scripts/deploy/deb_chroot_test.sh and the container
   # image of deploy/container.
   dpkg-dev file shellcheck yamllint python3-yaml mmdebstrap
+  # The PyTorch front end (python/gradsync) and its examples and tests:
+  # Debian's torch 1.13 (CPU) and torchvision.
+  python3-torch python3-torchvision
 )
 
 missing=()

@@ -239,13 +239,23 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
     absl::StrAppend(&model, " ", spec.model().synthetic_floats(), " floats, ",
                     spec.model().synthetic_compute_ms(), " ms compute");
   }
-  line("model", model);
-  line("dataset", spec.dataset().name());
-  line("training",
-       absl::StrFormat("%s, %d workers, batch %d, %s lr %g, seed %d",
-                       SyncModeName(spec.mode()), spec.num_workers(),
-                       spec.batch_size(), spec.optimizer().name(),
-                       spec.optimizer().learning_rate(), spec.seed()));
+  if (spec.model().kind() == "entrypoint") {
+    const EntrypointSpec& e = spec.model().entrypoint();
+    absl::StrAppend(&model, ": ", absl::StrJoin(e.argv(), " "), " (in ",
+                    e.workdir(), ")");
+    line("model", model);
+    line("training",
+         absl::StrFormat("%s, %d workers", SyncModeName(spec.mode()),
+                         spec.num_workers()));
+  } else {
+    line("model", model);
+    line("dataset", spec.dataset().name());
+    line("training",
+         absl::StrFormat("%s, %d workers, batch %d, %s lr %g, seed %d",
+                         SyncModeName(spec.mode()), spec.num_workers(),
+                         spec.batch_size(), spec.optimizer().name(),
+                         spec.optimizer().learning_rate(), spec.seed()));
+  }
   line("mode", SyncModeName(CurrentMode(job)));
   line("ring", RingTransport(spec));
   if (UsesPs(job)) line("ps", DescribePs(spec));
@@ -297,7 +307,10 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
   if (job.start_time() > 0) line("started", FormatTime(job.start_time()));
   if (job.end_time() > 0) line("ended", FormatTime(job.end_time()));
   line("time", JobDuration(job, now));
-  if (job.state() == JOB_STATE_SUCCEEDED || job.test_accuracy() != 0) {
+  // An entrypoint evaluates itself (its output is in `gradsync logs`).
+  if ((job.state() == JOB_STATE_SUCCEEDED &&
+       spec.model().kind() != "entrypoint") ||
+      job.test_accuracy() != 0) {
     line("accuracy", absl::StrFormat("%.4f (test loss %.4f)",
                                      job.test_accuracy(), job.test_loss()));
   }

@@ -1,0 +1,68 @@
+"""Example (a): the Fashion-MNIST MLP in PyTorch, beside gradsync's
+built-in one (784-256-256-10, Adam), on any number of ranks:
+
+    gradsync submit --workers 4 --workdir examples/torch \\
+        --entrypoint "python3 mlp.py --epochs 1"
+
+The three gradsync lines are marked.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+import fashion_mnist
+import gradsync.torch as gs  # gradsync 1/3
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--epochs", type=float, default=1)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--backend", default="gradsync")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    gs.init(args.backend)  # gradsync 2/3
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
+                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
+    images, labels = fashion_mnist.load(train=True)
+    steps_per_epoch = len(labels) // args.batch_size
+    total = int(args.epochs * steps_per_epoch)
+    step = 0
+    epoch = 0
+    while step < total:
+        for x, y in fashion_mnist.batches(images, labels, args.batch_size,
+                                          rank, world, epoch):
+            loss = F.cross_entropy(ddp(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            gs.report(loss=loss.item(), samples=len(y))  # gradsync 3/3
+            if rank == 0 and step % 50 == 0:
+                print(f"step {step}/{total} loss {loss.item():.4f}",
+                      flush=True)
+            step += 1
+            if step == total:
+                break
+        epoch += 1
+    if rank == 0:
+        test_x, test_y = fashion_mnist.load(train=False)
+        with torch.no_grad():
+            accuracy = (model(test_x).argmax(1) == test_y).float().mean()
+        print(f"test accuracy {accuracy.item():.4f} after {total} steps",
+              flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

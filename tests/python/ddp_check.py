@@ -1,0 +1,148 @@
+"""A gradsync entrypoint that checks itself: the Store contract through
+the coordinator, the gradsync backend's collectives on exact values, then
+a small DistributedDataParallel run whose per-step losses and parameter
+digests it writes for the test to compare with a one-rank run.
+
+Run by tests/python/torch_entrypoint_e2e.sh, under `gradsync submit
+--entrypoint`, or alone (one rank, no gradsync cluster) for the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import os
+import pathlib
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+import gradsync.torch as gs
+
+
+def check_store(rank: int, world: int) -> None:
+    """set/get/add/wait and timeouts, across ranks, through the store
+    torch itself holds (the default group's PrefixStore over ours)."""
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"from/{rank}", f"hello {rank}".encode())
+    for peer in range(world):
+        got = store.get(f"from/{peer}")
+        assert got == f"hello {peer}".encode(), (peer, got)
+    assert store.add("counter", 1) >= 1
+    store.wait([f"from/{p}" for p in range(world)])
+    start = time.monotonic()
+    try:
+        store.wait(["never/set"], datetime.timedelta(milliseconds=300))
+        raise AssertionError("wait on a missing key returned")
+    except RuntimeError as e:
+        assert "Timeout" in str(e) or "timeout" in str(e).lower(), e
+    assert time.monotonic() - start < 10
+    dist.barrier()
+    assert store.add("counter", 0) == world, store.add("counter", 0)
+
+
+def check_collectives(rank: int, world: int) -> None:
+    """Exact results on integer-valued data, against a naive reduction."""
+    for dtype in (torch.float32, torch.float64, torch.int32):
+        for n in (0, 1, world - 1 if world > 1 else 1, 1000, 65537):
+            base = [torch.arange(n, dtype=torch.int64) * (r + 1) + r
+                    for r in range(world)]
+            t = base[rank].to(dtype)
+            dist.all_reduce(t)
+            want = sum(base).to(dtype)
+            assert torch.equal(t, want), (dtype, n, "sum")
+            t = base[rank].to(dtype)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            assert torch.equal(t, base[world - 1].to(dtype)), (dtype, n)
+            t = base[rank].to(dtype)
+            dist.all_reduce(t, op=dist.ReduceOp.MIN)
+            assert torch.equal(t, base[0].to(dtype)), (dtype, n)
+    t = torch.full((7,), float(rank))
+    dist.broadcast(t, src=world - 1)
+    assert torch.equal(t, torch.full((7,), float(world - 1)))
+    outs = [torch.zeros(3) for _ in range(world)]
+    dist.all_gather(outs, torch.full((3,), float(rank)))
+    for r, o in enumerate(outs):
+        assert torch.equal(o, torch.full((3,), float(r))), (r, o)
+    work = dist.all_reduce(torch.ones(4), async_op=True)
+    assert work.get_future().wait()[0].sum().item() == 4 * world
+    try:
+        dist.all_reduce(torch.ones(2, dtype=torch.int8))
+        raise AssertionError("int8 all-reduce did not raise")
+    except (ValueError, RuntimeError) as e:
+        assert "int8" in str(e), e
+
+
+def digest(model: nn.Module) -> str:
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def train(args, rank: int, world: int, out: pathlib.Path) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    batch = args.batch
+    share = batch // world
+    losses, digests = [], []
+    for step in range(args.steps):
+        if step == args.fail_at and rank == args.fail_rank:
+            raise ValueError(f"boom at step {step} on rank {rank}")
+        g = torch.Generator().manual_seed(1000 + step)
+        x = torch.randn(batch, 16, generator=g)
+        y = torch.randint(0, 4, (batch,), generator=g)
+        xs = x[rank * share:(rank + 1) * share]
+        ys = y[rank * share:(rank + 1) * share]
+        loss = F.cross_entropy(ddp(xs), ys)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        mean = loss.detach().clone()
+        dist.all_reduce(mean)
+        mean /= world
+        losses.append(f"{mean.item():.9g}")
+        digests.append(digest(model))
+        gs.report(loss=mean.item(), samples=share)
+        if args.sleep:
+            time.sleep(args.sleep)
+    (out / f"loss.{rank}").write_text("\n".join(losses) + "\n")
+    (out / f"params.{rank}").write_text("\n".join(digests) + "\n")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--fail-at", type=int, default=-1)
+    p.add_argument("--fail-rank", type=int, default=-1)
+    p.add_argument("--sleep", type=float, default=0.0)
+    p.add_argument("--skip-checks", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    gs.init()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"pid.{rank}").write_text(str(os.getpid()))
+    print(f"rank {rank} of {world}: backend {dist.get_backend()}", flush=True)
+    if not args.skip_checks:
+        check_store(rank, world)
+        check_collectives(rank, world)
+        print(f"rank {rank}: store and collectives exact", flush=True)
+    train(args, rank, world, out)
+    print(f"rank {rank}: trained {args.steps} steps", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

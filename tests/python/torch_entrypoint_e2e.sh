@@ -1,0 +1,136 @@
+#!/bin/sh
+# PyTorch jobs end to end, with Debian's torch and the real daemons:
+# `gradsync local up --workers 2` (mTLS, a user token, entrypoints allowed),
+# then `gradsync submit --entrypoint` of tests/python/ddp_check.py:
+#   1. 2 ranks on the gradsync backend: the Store contract through the
+#      coordinator and exact collectives (in the script), then 50 DDP steps
+#      whose losses follow a one-rank run of the same script within 1e-5
+#      and whose parameters are bitwise equal across ranks at every step;
+#      the steps reach `gradsync metrics`, the processes' output `gradsync
+#      logs --rank`;
+#   2. a rank that raises fails the job, with the traceback's last line in
+#      `gradsync status`;
+#   3. `cancel` leaves no process of the job behind;
+#   4. a worker daemon killed with SIGKILL takes its processes with it.
+# Usage: torch_entrypoint_e2e.sh PATH/TO/gradsync SOURCE_DIR
+set -eu
+gradsync=$1
+src=$2
+py=/usr/bin/python3
+if ! $py -c "import torch" 2>/dev/null; then
+  echo "SKIP: Debian's python3-torch is not installed"
+  exit 77
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-torch-e2e.XXXXXX")
+cleanup() {
+  "$gradsync" local down --run-dir "$dir" >/dev/null 2>&1 || true
+  pkill -KILL -f "$dir/work" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+work=$dir/work
+mkdir -p "$work"
+cp "$src/tests/python/ddp_check.py" "$work/"
+
+out=$("$gradsync" local up --workers 2 --port 0 --run-dir "$dir" --timeout 60)
+echo "$out"
+eval "$(echo "$out" | grep '^export ')"
+
+wait_state() {  # JOB STATE SECONDS
+  i=0
+  until "$gradsync" status "$1" --json | grep -q "\"state\": *\"$2\""; do
+    i=$((i + 1))
+    [ $i -lt $(($3 * 10)) ] || {
+      echo "job $1 never reached $2:"; "$gradsync" status "$1"
+      "$gradsync" logs "$1" | tail -40; exit 1; }
+    sleep 0.1
+  done
+}
+submit() {  # ARGS...: prints the job id
+  "$gradsync" submit --json "$@" |
+    sed -n 's/.*"jobId": *"\([^"]*\)".*/\1/p'
+}
+
+# 1. Two ranks against one.
+pkg=$(cd "$(dirname "$gradsync")/../python" && pwd)
+(cd "$work" && PYTHONPATH="$pkg" \
+  $py ddp_check.py --out "$work/one" --skip-checks > "$dir/one.log" 2>&1) ||
+  { echo "the one-rank run failed:"; cat "$dir/one.log"; exit 1; }
+job=$(submit --workers 2 --workdir "$work" \
+  --entrypoint "$py ddp_check.py --out $work/two")
+[ -n "$job" ] || { echo "submit printed no job id"; exit 1; }
+"$gradsync" watch "$job" --deadline 240 >/dev/null || true
+status=$("$gradsync" status "$job")
+echo "$status"
+echo "$status" | grep -q "SUCCEEDED" || {
+  "$gradsync" logs "$job" | tail -60; exit 1; }
+cmp "$work/two/params.0" "$work/two/params.1" ||
+  { echo "parameters differ across ranks"; exit 1; }
+[ "$(wc -l < "$work/two/params.0")" = 50 ] || { echo "not 50 steps"; exit 1; }
+$py - "$work/one/loss.0" "$work/two/loss.0" <<'PYEOF'
+import sys
+one = [float(x) for x in open(sys.argv[1])]
+two = [float(x) for x in open(sys.argv[2])]
+assert len(one) == len(two) == 50, (len(one), len(two))
+worst = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(one, two))
+print(f"2 ranks against 1: largest relative loss difference {worst:.2e} "
+      f"over 50 steps (first {one[0]:.6f}, last {one[-1]:.6f} vs {two[-1]:.6f})")
+assert worst <= 1e-5, worst
+assert two[-1] < two[0], "the loss did not fall"
+PYEOF
+"$gradsync" metrics "$job" -o csv > "$dir/metrics.csv"
+steps=$(grep -c '^' "$dir/metrics.csv")
+[ "$steps" -ge 100 ] || { echo "metrics: $steps lines"; cat "$dir/metrics.csv"; exit 1; }
+"$gradsync" logs "$job" --rank 1 | grep -q "rank 1: rank 1 of 2: backend gradsync" ||
+  { echo "rank 1's output is not in its log:"; "$gradsync" logs "$job"; exit 1; }
+"$gradsync" logs "$job" --rank 0 | grep -q "store and collectives exact" ||
+  { echo "rank 0's checks did not pass"; exit 1; }
+echo "torch ring job ok: $job"
+
+# 2. A rank that raises.
+job=$(submit --workers 2 --workdir "$work" --entrypoint \
+  "$py ddp_check.py --out $work/fail --skip-checks --fail-at 3 --fail-rank 1")
+"$gradsync" watch "$job" --deadline 120 >/dev/null 2>&1 || true
+status=$("$gradsync" status "$job")
+echo "$status"
+echo "$status" | grep -q "FAILED" || { echo "job did not fail"; exit 1; }
+echo "$status" | grep -q "ValueError: boom at step 3 on rank 1" ||
+  { echo "the traceback's last line is not in status"; exit 1; }
+echo "$status" | grep -q "rank 1" || { echo "status names no rank"; exit 1; }
+echo "failing rank ok: $job"
+
+# 3. cancel: SIGTERM, then SIGKILL; nothing left.
+job=$(submit --workers 2 --workdir "$work" --entrypoint \
+  "$py ddp_check.py --out $work/cancel --skip-checks --steps 100000 --sleep 0.05")
+wait_state "$job" JOB_STATE_RUNNING 120
+until [ -f "$work/cancel/pid.0" ] && [ -f "$work/cancel/pid.1" ]; do sleep 0.1; done
+"$gradsync" cancel "$job"
+i=0
+while pgrep -f "$work/cancel" >/dev/null; do
+  i=$((i + 1)); [ $i -lt 300 ] || { echo "processes outlived cancel:";
+    pgrep -af "$work/cancel"; exit 1; }
+  sleep 0.1
+done
+echo "cancel ok: $job"
+
+# 4. The daemon dies: its processes die with it.
+job=$(submit --workers 2 --workdir "$work" --entrypoint \
+  "$py ddp_check.py --out $work/orphan --skip-checks --steps 100000 --sleep 0.05")
+wait_state "$job" JOB_STATE_RUNNING 120
+until [ -f "$work/orphan/pid.0" ] && [ -f "$work/orphan/pid.1" ]; do sleep 0.1; done
+for p in $($py -c 'import json, sys
+for d in json.load(open(sys.argv[1]))["daemons"]:
+    if d["name"].startswith("worker-"):
+        print(d["pid"])' "$dir/cluster.json"); do
+  kill -KILL "$p"
+done
+for f in "$work/orphan/pid.0" "$work/orphan/pid.1"; do
+  pid=$(cat "$f")
+  i=0
+  while kill -0 "$pid" 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 100 ] || { echo "process $pid outlived its daemon"; exit 1; }
+    sleep 0.1
+  done
+done
+echo "daemon death ok"
+echo "torch-entrypoint-e2e-ok"
