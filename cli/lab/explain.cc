@@ -94,8 +94,12 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   }
   const double s = static_cast<double>(e.sync_bytes);
   const LinkModel& model = links.model;
+  // On one host no link carries the ring (shared memory or loopback), and
+  // none carries a PS whose servers share that host: the link model has
+  // nothing to predict there, and says nothing rather than "0 ms".
   SyncCase ring{SyncLayout::kRing, e.hosts, 1, s};
-  e.ring_predicted_s = PredictSeconds(ring, model);
+  e.ring_links = e.hosts >= 2;
+  if (e.ring_links) e.ring_predicted_s = PredictSeconds(ring, model);
   SyncCase ps;
   ps.layout = e.colocated ? SyncLayout::kPsColocated : SyncLayout::kPsSeparate;
   ps.workers = e.hosts;
@@ -107,7 +111,8 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   ps.partition_bytes =
       static_cast<double>(partition > 0 ? partition : kDefaultPartitionBytes);
   const bool have_ps = e.servers > 0 && ValidateSyncCase(ps).ok();
-  if (have_ps) e.ps_predicted_s = PredictSeconds(ps, model);
+  e.ps_links = have_ps && !(e.colocated && e.hosts == 1);
+  if (e.ps_links) e.ps_predicted_s = PredictSeconds(ps, model);
 
   // Per mode: the settled steps every rank reported.
   std::map<SyncMode, std::vector<const StepView*>> by_mode;
@@ -151,7 +156,9 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     m.sync_s = Median(sync);
     const bool is_ps = mode == SYNC_MODE_PS;
     m.predicted_s = is_ps ? e.ps_predicted_s : e.ring_predicted_s;
-    m.error = m.sync_s > 0 ? RelativeError(m.predicted_s, m.sync_s) : 0;
+    m.error = m.sync_s > 0 && m.predicted_s > 0
+                  ? RelativeError(m.predicted_s, m.sync_s)
+                  : 0;
     if (is_ps) {
       m.layout = absl::StrCat(
           "ps: ", e.servers, " server", e.servers == 1 ? "" : "s",
@@ -160,6 +167,11 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     } else {
       m.layout = absl::StrCat("ring over ", e.hosts, " hosts");
     }
+    m.algbw = m.sync_s > 0 ? s / m.sync_s : 0;
+    m.busbw = is_ps
+                  ? m.algbw * 2 *
+                        std::max(1.0, double(e.hosts) / std::max(1, e.servers))
+                  : m.algbw * 2.0 * (e.workers - 1) / std::max(1, e.workers);
     std::string where;
     if (m.step_s > 0 && m.compute_s / m.step_s > 0.5) {
       where = absl::StrFormat(
@@ -172,6 +184,15 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
           "%s step; look for a straggler (per-rank compute in gradsync "
           "metrics)",
           Ms(m.idle_s), Ms(m.step_s));
+    } else if (m.predicted_s <= 0) {
+      where = absl::StrFormat(
+          "this host, not a link: the %d ranks%s share host %s, so %s runs "
+          "over %s at a measured busbw of %.2f GB/s (algbw %.2f GB/s), "
+          "bounded by memory copies and the CPUs",
+          e.workers, is_ps ? " and the servers" : "",
+          hosts.empty() ? "?" : hosts.front(), is_ps ? "the PS" : "the ring",
+          is_ps ? "loopback TCP" : "shared memory (or loopback TCP)",
+          m.busbw / 1e9, m.algbw / 1e9);
     } else if (is_ps && e.servers > 0 &&
                (e.colocated || e.hosts >= e.servers)) {
       std::string busiest = servers.empty() ? "" : servers.front();
@@ -208,7 +229,32 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
 
   // The verdict.
   std::string verdict;
-  if (have_ps) {
+  if (!e.ring_links && !e.ps_links) {
+    const ModeExplanation* ring_m = nullptr;
+    const ModeExplanation* ps_m = nullptr;
+    for (const ModeExplanation& m : e.modes) {
+      (m.mode == SYNC_MODE_PS ? ps_m : ring_m) = &m;
+    }
+    verdict = absl::StrFormat(
+        "every rank%s shares one host, so no link is in play and the link "
+        "model has nothing to predict",
+        have_ps ? " and server" : "");
+    if (ring_m != nullptr && ps_m != nullptr && ring_m->sync_s > 0 &&
+        ps_m->sync_s > 0) {
+      const bool ring_wins = ring_m->sync_s <= ps_m->sync_s;
+      absl::StrAppend(
+          &verdict,
+          absl::StrFormat("; measured on this host the %s synchronises "
+                          "faster: ring %s, ps %s (x%.2f)",
+                          ring_wins ? "ring" : "PS", Ms(ring_m->sync_s),
+                          Ms(ps_m->sync_s),
+                          std::max(ring_m->sync_s, ps_m->sync_s) /
+                              std::min(ring_m->sync_s, ps_m->sync_s)));
+    }
+    absl::StrAppend(&verdict,
+                    "; to study the links, run the job across hosts or in "
+                    "`gradsync lab`");
+  } else if (have_ps && e.ring_links) {
     const bool ring_wins = e.ring_predicted_s <= e.ps_predicted_s;
     verdict = absl::StrFormat(
         "at N = %d hosts, K = %d server%s%s and S = %s the model says %s is "
@@ -219,11 +265,16 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
         Ms(e.ps_predicted_s),
         std::max(e.ring_predicted_s, e.ps_predicted_s) /
             std::max(1e-12, std::min(e.ring_predicted_s, e.ps_predicted_s)));
-  } else {
+  } else if (e.ring_links) {
     verdict = absl::StrFormat(
         "the ring's model time at N = %d hosts and S = %s is %s; the job has "
         "no parameter-server shards to compare with",
         e.hosts, MiB(s), Ms(e.ring_predicted_s));
+  } else {
+    verdict = absl::StrFormat(
+        "the ranks share one host, so the ring crosses no link; the PS's "
+        "model time through %d server%s on other hosts at S = %s is %s",
+        e.servers, e.servers == 1 ? "" : "s", MiB(s), Ms(e.ps_predicted_s));
   }
   if (e.hosts >= 2) {
     const double k_star = CrossoverShards(e.hosts, /*pipelined=*/true);
@@ -246,15 +297,21 @@ std::string FormatExplanation(const Explanation& e) {
       e.job_id, e.workers, e.hosts, MiB(static_cast<double>(e.sync_bytes)),
       e.links);
   for (const ModeExplanation& m : e.modes) {
+    const std::string sync =
+        m.predicted_s > 0
+            ? absl::StrFormat("sync %s measured, %s predicted (%+.0f%%)",
+                              Ms(m.sync_s), Ms(m.predicted_s), 100 * m.error)
+            : absl::StrFormat(
+                  "sync %s measured (busbw %.2f GB/s); no link "
+                  "prediction: no link is in play",
+                  Ms(m.sync_s), m.busbw / 1e9);
     absl::StrAppend(
         &out,
         absl::StrFormat(
             "\n%s (%s), median of %d steps: step %s = compute %s + exposed "
-            "comm %s + idle %s\n  sync %s measured, %s predicted (%+.0f%%)\n"
-            "  bottleneck: %s\n",
+            "comm %s + idle %s\n  %s\n  bottleneck: %s\n",
             ModeName(m.mode), m.layout, m.steps, Ms(m.step_s), Ms(m.compute_s),
-            Ms(m.comm_s), Ms(m.idle_s), Ms(m.sync_s), Ms(m.predicted_s),
-            100 * m.error, m.bottleneck));
+            Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
   }
   if (e.modes.empty()) {
     absl::StrAppend(&out,

@@ -13,7 +13,10 @@
 //     that carries the most bytes (the busiest server's, or every
 //     worker's), or, when the links explain less than two thirds of the
 //     measured time, the CPUs or software around them;
-// and then the model's verdict for both paths at this N, K and S.
+// and then the model's verdict for both paths at this N, K and S. When
+// every rank (and server) shares one host, no link is in play: explain
+// says so, predicts nothing, and compares what each path reached on this
+// machine (its measured busbw) instead.
 //
 // Errors: FAILED_PRECONDITION when the job reported no step with a sync
 // size yet.
@@ -40,8 +43,11 @@ struct ModeExplanation {
   SyncMode mode = SYNC_MODE_RING;
   int steps = 0;
   double step_s = 0, compute_s = 0, comm_s = 0, idle_s = 0, sync_s = 0;
-  double predicted_s = 0;
-  double error = 0;        // (predicted - measured) / measured
+  double predicted_s = 0;  // 0: no link is in play (one host)
+  double error = 0;        // (predicted - measured) / measured; 0 without
+  // What the sync reached: S / sync_s, and that scaled as nccl-tests does
+  // (2(N-1)/N on the ring, 2 max(1, N/K) on the PS), bytes/s.
+  double algbw = 0, busbw = 0;
   std::string layout;      // "ring over 4 hosts", "ps: 2 servers on ..."
   std::string bottleneck;  // one sentence
 };
@@ -55,6 +61,11 @@ struct Explanation {
   int64_t sync_bytes = 0;
   std::string links;  // LinkFacts::source
   std::vector<ModeExplanation> modes;
+  // Whether a link carries each path: not the ring when every rank shares
+  // one host, not the PS when its servers share that host too. A path
+  // without links has no prediction (0).
+  bool ring_links = false;
+  bool ps_links = false;
   double ring_predicted_s = 0;
   double ps_predicted_s = 0;
   std::string verdict;  // which path the model says, by how much, and K*

@@ -22,6 +22,11 @@ namespace gradsync {
 namespace lab {
 namespace {
 
+// A prediction in JSON: null where no link is in play (none was made).
+std::string OrNull(double predicted_s) {
+  return predicted_s > 0 ? JsonNumber(predicted_s) : "null";
+}
+
 constexpr char kUsage[] =
     "usage: gradsync explain JOB [--link-gbps B] [--link-alpha-us A]\n"
     "                            [--lab-dir DIR]\n\n"
@@ -147,8 +152,8 @@ int RunExplain(const std::vector<std::string>& args,
     return control::ReportError(env, "explain", common.json, e.status());
   if (common.json) {
     *env.out << "{\"job\":" << JsonQuote(e->job_id)
-             << ",\"ringPredictedS\":" << JsonNumber(e->ring_predicted_s)
-             << ",\"psPredictedS\":" << JsonNumber(e->ps_predicted_s)
+             << ",\"ringPredictedS\":" << OrNull(e->ring_predicted_s)
+             << ",\"psPredictedS\":" << OrNull(e->ps_predicted_s)
              << ",\"verdict\":" << JsonQuote(e->verdict) << ",\"modes\":[";
     for (size_t i = 0; i < e->modes.size(); ++i) {
       const ModeExplanation& m = e->modes[i];
@@ -157,7 +162,7 @@ int RunExplain(const std::vector<std::string>& args,
                << ",\"steps\":" << m.steps
                << ",\"stepS\":" << JsonNumber(m.step_s)
                << ",\"syncS\":" << JsonNumber(m.sync_s)
-               << ",\"predictedS\":" << JsonNumber(m.predicted_s)
+               << ",\"predictedS\":" << OrNull(m.predicted_s)
                << ",\"bottleneck\":" << JsonQuote(m.bottleneck) << "}";
     }
     *env.out << "]}\n";
@@ -166,8 +171,9 @@ int RunExplain(const std::vector<std::string>& args,
     for (const ModeExplanation& m : e->modes) {
       *env.out << (m.mode == SYNC_MODE_PS ? "ps" : "ring") << "," << m.steps
                << "," << JsonNumber(m.step_s) << "," << JsonNumber(m.sync_s)
-               << "," << JsonNumber(m.predicted_s) << ",\""
-               << absl::StrReplaceAll(m.bottleneck, {{"\"", "\"\""}}) << "\"\n";
+               << "," << (m.predicted_s > 0 ? JsonNumber(m.predicted_s) : "")
+               << ",\"" << absl::StrReplaceAll(m.bottleneck, {{"\"", "\"\""}})
+               << "\"\n";
     }
   } else {  // table and wide
     *env.out << FormatExplanation(*e);

@@ -121,6 +121,61 @@ TEST(ExplainTest, LinksThatExplainLittleSaySo) {
   EXPECT_THAT(e->modes[0].bottleneck, HasSubstr("the links explain only"));
 }
 
+// Every rank on one host (a local cluster): no link carries the ring, and
+// the PS's server shares the host. explain predicts nothing, never prints
+// "0.0 ms predicted" or "x0.00", and compares what each path reached.
+TEST(ExplainTest, OneHost_NoLinkInPlay_NoZeroPredictionMeasuredComparison) {
+  Crafted c = MakeJob();
+  c.job.mutable_ranks(1)->set_host("h1");
+  c.cluster.mutable_parameter_servers(0)->set_host("h1");
+  absl::StatusOr<Explanation> e =
+      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(e->hosts, 1);
+  EXPECT_TRUE(e->colocated);
+  EXPECT_FALSE(e->ring_links);
+  EXPECT_FALSE(e->ps_links);
+  EXPECT_EQ(e->ring_predicted_s, 0);
+  EXPECT_EQ(e->ps_predicted_s, 0);
+  ASSERT_THAT(e->modes, SizeIs(2));
+  for (const ModeExplanation& m : e->modes) {
+    EXPECT_THAT(m.bottleneck, HasSubstr("this host, not a link"));
+    EXPECT_THAT(m.bottleneck, HasSubstr("share host h1"));
+    EXPECT_GT(m.busbw, 0);
+    EXPECT_EQ(m.error, 0);
+  }
+  // The ring: 8 MiB in 91 ms, busbw = algbw * 2(N-1)/N = algbw.
+  const ModeExplanation& ring =
+      e->modes[0].mode == SYNC_MODE_RING ? e->modes[0] : e->modes[1];
+  EXPECT_NEAR(ring.busbw, kBytes / 0.091, 1);
+  EXPECT_THAT(e->verdict, HasSubstr("no link is in play"));
+  EXPECT_THAT(e->verdict,
+              HasSubstr("the ring synchronises faster: ring 91.0 ms, ps "
+                        "301.0 ms (x3.31)"));
+  const std::string text = FormatExplanation(*e);
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("predicted (")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("0.0 ms predicted")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("x0.00")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("in 0 steps")));
+  EXPECT_THAT(text, HasSubstr("sync 91.0 ms measured (busbw 0.09 GB/s); no "
+                              "link prediction"));
+}
+
+// Ranks on one host, the server on another: the PS still crosses a link
+// and is predicted; the ring is not.
+TEST(ExplainTest, OneWorkerHostSeparateServer_PsPredictedRingNot) {
+  Crafted c = MakeJob();
+  c.job.mutable_ranks(1)->set_host("h1");
+  absl::StatusOr<Explanation> e =
+      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ASSERT_THAT(e, IsOk());
+  EXPECT_FALSE(e->ring_links);
+  EXPECT_TRUE(e->ps_links);
+  EXPECT_EQ(e->ring_predicted_s, 0);
+  EXPECT_GT(e->ps_predicted_s, 0);
+  EXPECT_THAT(e->verdict, HasSubstr("the ring crosses no link"));
+}
+
 TEST(ExplainTest, NoSynchronisedStepYetIsAnError) {
   Crafted c = MakeJob();
   c.metrics.clear_metrics();
