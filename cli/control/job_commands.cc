@@ -253,7 +253,8 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   flags.push_back(FlagSpec{
       "node-link-gbps", "I",
       "table, with --link-gbps: a node's link to the others in GB/s "
-      "(jobs on more than one host)",
+      "(jobs on more than one host; default: I = B, as with one rank and "
+      "one NIC per node)",
       [&node_link_gbps](absl::string_view value) -> absl::Status {
         ASSIGN_OR_RETURN(node_link_gbps,
                          ParseDoubleValue("--node-link-gbps", value, 0));
@@ -317,9 +318,13 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
   double ideal = 0;
   if (link_gbps > 0) {
     absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
+    // Without --node-link-gbps a node's link is taken to be as fast as a
+    // rank's (I = B); DescribeIdeal's line shows both.
     absl::StatusOr<ClusterLinks> links =
-        job.ok() ? JobClusterLinks(*job, link_gbps, node_link_gbps)
-                 : absl::StatusOr<ClusterLinks>(job.status());
+        job.ok()
+            ? JobClusterLinks(*job, link_gbps,
+                              node_link_gbps > 0 ? node_link_gbps : link_gbps)
+            : absl::StatusOr<ClusterLinks>(job.status());
     absl::StatusOr<double> best = links.ok()
                                       ? IdealBusBandwidth(*links)
                                       : absl::StatusOr<double>(links.status());
@@ -327,7 +332,11 @@ int RunMetrics(const std::vector<std::string>& args, const CommandEnv& env) {
       return ReportError(env, "metrics", common.json, best.status());
     }
     ideal = *best;
-    *env.out << DescribeIdeal(*links, ideal) << "\n\n";
+    *env.out << DescribeIdeal(*links, ideal)
+             << (links->nodes > 1 && node_link_gbps <= 0
+                     ? " (I = B: --node-link-gbps gives a node's own link)"
+                     : "")
+             << "\n\n";
   }
   const std::vector<StepMetrics> metrics = SortedMetrics(response->metrics());
   const auto& shards = response->shards();

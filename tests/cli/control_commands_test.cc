@@ -244,6 +244,24 @@ TEST_F(ControlCommandsTest, Metrics_TableAgainstTheIdealBandwidth) {
             kExitFailure);
 }
 
+// The README's line on a job over two hosts: without --node-link-gbps a
+// node's link is taken as fast as a rank's (I = B), and the line says so.
+TEST_F(ControlCommandsTest, Metrics_TwoHostsLinkGbpsAlone_TakesIEqualB) {
+  EXPECT_EQ(Run(RunMetrics, {"j-hosts", "-o", "table", "--link-gbps", "2.4"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(),
+              StartsWith("ideal busbw 2.40 GB/s (B 2.40 GB/s, I 2.40 GB/s; "
+                         "2 nodes, 1 rank each) (I = B: --node-link-gbps "
+                         "gives a node's own link)\n"));
+  EXPECT_EQ(Run(RunMetrics, {"j-hosts", "-o", "table", "--link-gbps", "2.4",
+                             "--node-link-gbps", "1.2"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("I 1.20 GB/s; 2 nodes"));
+  EXPECT_THAT(out_.str(), Not(HasSubstr("I = B")));
+}
+
 TEST_F(ControlCommandsTest, Workers_TableAndJson) {
   EXPECT_EQ(Run(RunWorkers, {}), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("ID   HOST  ADDRESS    DEVICES  STATE"));

@@ -94,7 +94,7 @@ TEST_F(ControlCommandsTest, Status_Csv_OneRowPerJob) {
   EXPECT_THAT(csv, HasSubstr("\nj-1,JOB_STATE_SUCCEEDED,,2,0,100,101,0.8125,0,"
                              "SYNC_MODE_UNSPECIFIED,0,/ck/step-3.ckpt,3,,,0,"
                              "fmnist,2,3\n"));
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 8);  // 7 jobs
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);  // 8 jobs
   ASSERT_EQ(Run(RunStatus, {"j-run", "-ocsv"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(), absl::StrCat(kHeader,
                                      "j-run,JOB_STATE_RUNNING,,0,0,100,0,0,0,"

@@ -87,7 +87,8 @@ inline std::vector<JobEvent> Events(const std::string& id, JobState state) {
 // checkpoint, "j-ckpt" after the one of step 20; "j-waited" is j-ckpt's
 // restart, cancelled before a step; "j-run" runs; "j-ps" is a running PS
 // job that switched to ring at step 2; "j-restarted" failed and was
-// restarted as j-1 (JobSpec.max_restarts). Every other id is unknown.
+// restarted as j-1 (JobSpec.max_restarts); "j-hosts" is j-1 with its two
+// ranks on two hosts. Every other id is unknown.
 // Submissions are answered "j-1", with more than 8 workers refused.
 inline void AddCannedJobs(gradsync::testing::FakeCoordinator* fake) {
   JobStatus ok = Job("j-1", JOB_STATE_SUCCEEDED);
@@ -126,6 +127,12 @@ inline void AddCannedJobs(gradsync::testing::FakeCoordinator* fake) {
   record->set_epoch(1);
   fake->AddJob(ps);
 
+  // j-1 with its ranks on two hosts.
+  JobStatus hosts = Job("j-hosts", JOB_STATE_SUCCEEDED);
+  hosts.mutable_ranks(0)->set_host("a");
+  hosts.mutable_ranks(1)->set_host("b");
+  fake->AddJob(hosts);
+
   JobStatus restarted = Job("j-restarted", JOB_STATE_FAILED);
   restarted.set_restarted_as("j-1");
   fake->AddJob(restarted);
@@ -141,6 +148,7 @@ inline void AddCannedJobs(gradsync::testing::FakeCoordinator* fake) {
   *metrics.add_metrics() = Metric(0, 0);
   *metrics.add_metrics() = Metric(0, 1);
   fake->SetMetrics("j-1", metrics);
+  fake->SetMetrics("j-hosts", metrics);
   GetMetricsResponse ps_metrics;
   *ps_metrics.add_metrics() = Metric(0, 0);
   for (int k = 0; k < 2; ++k) {
