@@ -126,6 +126,8 @@ def main() -> int:
     p.add_argument("--fail-rank", type=int, default=-1)
     p.add_argument("--sleep", type=float, default=0.0)
     p.add_argument("--skip-checks", action="store_true")
+    p.add_argument("--fail-first-run", action="store_true",
+                   help="rank 1 fails unless TORCHELASTIC_RESTART_COUNT > 0")
     args = p.parse_args()
     torch.set_num_threads(1)
     gs.init()
@@ -138,6 +140,9 @@ def main() -> int:
         check_store(rank, world)
         check_collectives(rank, world)
         print(f"rank {rank}: store and collectives exact", flush=True)
+    if (args.fail_first_run and rank == 1
+            and os.environ.get("TORCHELASTIC_RESTART_COUNT") == "0"):
+        raise RuntimeError("first run fails on purpose")
     train(args, rank, world, out)
     print(f"rank {rank}: trained {args.steps} steps", flush=True)
     dist.destroy_process_group()

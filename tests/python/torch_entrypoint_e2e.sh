@@ -11,7 +11,11 @@
 #   2. a rank that raises fails the job, with the traceback's last line in
 #      `gradsync status`;
 #   3. `cancel` leaves no process of the job behind;
-#   4. a worker daemon killed with SIGKILL takes its processes with it.
+#   4. a rank that reports no step within --step-deadline-s is killed and
+#      named;
+#   5. --max-restarts starts the group again as a new job, whose processes
+#      see TORCHELASTIC_RESTART_COUNT=1, and that job succeeds;
+#   6. a worker daemon killed with SIGKILL takes its processes with it.
 # Usage: torch_entrypoint_e2e.sh PATH/TO/gradsync SOURCE_DIR
 set -eu
 gradsync=$1
@@ -113,7 +117,30 @@ while pgrep -f "$work/cancel" >/dev/null; do
 done
 echo "cancel ok: $job"
 
-# 4. The daemon dies: its processes die with it.
+# 4. The step deadline.
+job=$(submit --workers 2 --workdir "$work" --step-deadline-s 2 --entrypoint \
+  "$py ddp_check.py --out $work/deadline --skip-checks --steps 5 --sleep 30")
+"$gradsync" watch "$job" --deadline 120 >/dev/null 2>&1 || true
+status=$("$gradsync" status "$job")
+echo "$status" | grep -q "reported no step for 2s" ||
+  { echo "the step deadline did not kill and name the rank:"; echo "$status"; exit 1; }
+echo "step deadline ok: $job"
+
+# 5. --max-restarts: the whole group again, as a new job.
+job=$(submit --workers 2 --workdir "$work" --max-restarts 1 --entrypoint \
+  "$py ddp_check.py --out $work/restart --skip-checks --steps 5 --fail-first-run")
+"$gradsync" watch "$job" --deadline 120 >/dev/null 2>&1 || true
+i=0
+until next=$("$gradsync" status "$job" --json |
+    sed -n 's/.*"restartedAs": *"\([^"]*\)".*/\1/p') && [ -n "$next" ]; do
+  i=$((i + 1)); [ $i -lt 600 ] || { echo "job $job was not restarted";
+    "$gradsync" status "$job"; exit 1; }
+  sleep 0.1
+done
+wait_state "$next" JOB_STATE_SUCCEEDED 120
+echo "restart ok: $job restarted as $next"
+
+# 6. The daemon dies: its processes die with it.
 job=$(submit --workers 2 --workdir "$work" --entrypoint \
   "$py ddp_check.py --out $work/orphan --skip-checks --steps 100000 --sleep 0.05")
 wait_state "$job" JOB_STATE_RUNNING 120
