@@ -444,6 +444,13 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
                      NewClusterCertificates(kLocalCertificateDays));
     RETURN_IF_ERROR(Annotate(WriteTlsDir(plan.tls_dir, certs, /*force=*/false),
                              "cannot write the local cluster's certificates"));
+    // Nothing signs another certificate for a local cluster: its CA key
+    // does not stay on disk while the cluster runs.
+    const std::string ca_key = absl::StrCat(plan.tls_dir, "/", kCaKeyFile);
+    if (std::remove(ca_key.c_str()) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot remove the local CA's key ", ca_key));
+    }
   }
   if (config.port != 0) {
     plan.coordinator.address = absl::StrCat("127.0.0.1:", config.port);

@@ -25,9 +25,11 @@ token=$(echo "$out" | sed -n 's/^export GRADSYNC_TOKEN_FILE=//p')
 [ "$(stat -c %a "$token")" = 600 ] || { echo "$token is not mode 0600"; exit 1; }
 tls=$(echo "$out" | sed -n 's/^export GRADSYNC_TLS_DIR=//p')
 [ "$tls" = "$dir/tls" ] || { echo "no TLS dir export line"; exit 1; }
-for key in ca.key node.key client.key; do
+for key in node.key client.key; do
   [ "$(stat -c %a "$tls/$key")" = 600 ] || { echo "$tls/$key is not 0600"; exit 1; }
 done
+# Nothing signs certificates once they exist: no CA key while it runs.
+[ ! -e "$tls/ca.key" ] || { echo "$tls/ca.key stays while the cluster runs"; exit 1; }
 for log in coordinator worker-0 worker-1; do
   grep -q "gRPC over mTLS ($tls)" "$dir/$log.log" ||
     { echo "$log does not run mTLS:"; cat "$dir/$log.log"; exit 1; }
