@@ -9,90 +9,89 @@
 #include "server/coordinator/job_spec.h"
 
 namespace gradsync {
-namespace {
-
-[[nodiscard]] absl::Status Invalid(absl::string_view field,
-                                   absl::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("job spec field ", field, " ", problem));
-}
-
-}  // namespace
 
 absl::Status ValidateEntrypoint(const JobSpec& spec) {
   const ModelSpec& model = spec.model();
   const EntrypointSpec& e = model.entrypoint();
   if (model.layer_sizes_size() > 0 || model.synthetic_floats() != 0 ||
       !model.profile().empty() || !spec.dataset().name().empty()) {
-    return Invalid("model.kind",
-                   "is \"entrypoint\" but the spec also sets layerSizes, "
-                   "syntheticFloats, profile or dataset, which belong to "
-                   "gradsync's own models; an entrypoint brings its model "
-                   "and data itself");
+    return InvalidSpecField(
+        "model.kind",
+        "is \"entrypoint\" but the spec also sets layerSizes, "
+        "syntheticFloats, profile or dataset, which belong to "
+        "gradsync's own models; an entrypoint brings its model "
+        "and data itself");
   }
   if (e.argv_size() == 0 || e.argv(0).empty()) {
-    return Invalid("model.entrypoint.argv",
-                   "is empty; name the program to run on every rank, e.g. "
-                   "[\"python3\", \"train.py\"]");
+    return InvalidSpecField(
+        "model.entrypoint.argv",
+        "is empty; name the program to run on every rank, e.g. "
+        "[\"python3\", \"train.py\"]");
   }
   if (e.argv_size() > kMaxEntrypointArgs) {
-    return Invalid("model.entrypoint.argv",
-                   absl::StrCat("has ", e.argv_size(), " entries; at most ",
-                                kMaxEntrypointArgs));
+    return InvalidSpecField(
+        "model.entrypoint.argv",
+        absl::StrCat("has ", e.argv_size(), " entries; at most ",
+                     kMaxEntrypointArgs));
   }
   size_t bytes = 0;
   for (int i = 0; i < e.argv_size(); ++i) {
     if (e.argv(i).find('\0') != std::string::npos) {
-      return Invalid(absl::StrCat("model.entrypoint.argv[", i, "]"),
-                     "holds a NUL byte");
+      return InvalidSpecField(absl::StrCat("model.entrypoint.argv[", i, "]"),
+                              "holds a NUL byte");
     }
     bytes += e.argv(i).size();
   }
   if (bytes > kMaxEntrypointArgvBytes) {
-    return Invalid("model.entrypoint.argv",
-                   absl::StrCat("is ", bytes, " bytes long; at most ",
-                                kMaxEntrypointArgvBytes));
+    return InvalidSpecField("model.entrypoint.argv",
+                            absl::StrCat("is ", bytes, " bytes long; at most ",
+                                         kMaxEntrypointArgvBytes));
   }
   if (e.workdir().empty() || e.workdir()[0] != '/' ||
       e.workdir().find('\0') != std::string::npos ||
       e.workdir().size() > 4096) {
-    return Invalid("model.entrypoint.workdir",
-                   absl::StrCat("is '", e.workdir(),
-                                "'; give the absolute directory the "
-                                "processes start in (it must exist on "
-                                "every worker, under its --workdir-root)"));
+    return InvalidSpecField(
+        "model.entrypoint.workdir",
+        absl::StrCat("is '", e.workdir(),
+                     "'; give the absolute directory the "
+                     "processes start in (it must exist on "
+                     "every worker, under its --workdir-root)"));
   }
   if (e.step_deadline_ms() < -1) {
-    return Invalid("model.entrypoint.stepDeadlineMs",
-                   absl::StrCat("is ", e.step_deadline_ms(),
-                                "; use 0 (600 s), -1 (never) or a time in "
-                                "ms"));
+    return InvalidSpecField(
+        "model.entrypoint.stepDeadlineMs",
+        absl::StrCat("is ", e.step_deadline_ms(),
+                     "; use 0 (600 s), -1 (never) or a time in "
+                     "ms"));
   }
   if (e.term_grace_ms() < 0 || e.term_grace_ms() > kMaxEntrypointGraceMs) {
-    return Invalid("model.entrypoint.termGraceMs",
-                   absl::StrCat("is ", e.term_grace_ms(), "; it must be in 0..",
-                                kMaxEntrypointGraceMs, " (0: 10 s)"));
+    return InvalidSpecField(
+        "model.entrypoint.termGraceMs",
+        absl::StrCat("is ", e.term_grace_ms(), "; it must be in 0..",
+                     kMaxEntrypointGraceMs, " (0: 10 s)"));
   }
   if (spec.num_workers() < 1 || spec.num_workers() > kMaxNumWorkers) {
-    return Invalid(
+    return InvalidSpecField(
         "numWorkers",
         absl::StrCat("is ", spec.num_workers(), "; it must be in 1..",
                      kMaxNumWorkers, " (one process per device)"));
   }
   if (spec.steps() < 0 || spec.batch_size() < 0 ||
       spec.grad_accumulation_steps() < 0) {
-    return Invalid("steps",
-                   "batchSize and gradAccumulationSteps must be >= 0 (for "
-                   "an entrypoint they only describe the job)");
+    return InvalidSpecField(
+        "steps",
+        "batchSize and gradAccumulationSteps must be >= 0 (for "
+        "an entrypoint they only describe the job)");
   }
   // The PS path of torch jobs (a DDP comm hook pushing buckets to the
   // shards) sizes its shards from the model, which the coordinator does
   // not know at submit; until it lands, the ring only.
   if (JobNeedsPs(spec)) {
-    return Invalid("mode",
-                   "asks for the parameter server, which entrypoint jobs do "
-                   "not have yet: run them on the ring (the gradsync "
-                   "torch.distributed backend, or torch's own)");
+    return InvalidSpecField(
+        "mode",
+        "asks for the parameter server, which entrypoint jobs do "
+        "not have yet: run them on the ring (the gradsync "
+        "torch.distributed backend, or torch's own)");
   }
   return absl::OkStatus();
 }

@@ -18,15 +18,12 @@
 #include "server/coordinator/auto_mode.h"
 
 namespace gradsync {
-namespace {
 
-[[nodiscard]] absl::Status Invalid(absl::string_view field,
-                                   absl::string_view problem) {
+absl::Status InvalidSpecField(absl::string_view field,
+                              absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("job spec field ", field, " ", problem));
 }
-
-}  // namespace
 
 absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model) {
   ASSIGN_OR_RETURN(std::vector<ProfileTensor> tensors,
@@ -44,30 +41,32 @@ namespace {
 [[nodiscard]] absl::Status ValidateModel(const JobSpec& spec) {
   const ModelSpec& model = spec.model();
   if (!model.profile().empty() && model.kind() != "synthetic") {
-    return Invalid(
+    return InvalidSpecField(
         "model.profile",
         absl::StrCat("is '", model.profile(), "' but model.kind is '",
                      model.kind(), "'; a profile shapes the synthetic model"));
   }
   if (model.kind() == "mlp") {
     if (model.layer_sizes_size() < 2) {
-      return Invalid("model.layerSizes",
-                     absl::StrCat("has ", model.layer_sizes_size(),
-                                  " entries; an mlp needs at least 2 (input "
-                                  "width first, classes last), e.g. "
-                                  "[784, 256, 10]"));
+      return InvalidSpecField(
+          "model.layerSizes",
+          absl::StrCat("has ", model.layer_sizes_size(),
+                       " entries; an mlp needs at least 2 (input "
+                       "width first, classes last), e.g. "
+                       "[784, 256, 10]"));
     }
     int64_t parameters = 0;
     for (int i = 0; i < model.layer_sizes_size(); ++i) {
       const int64_t width = model.layer_sizes(i);
       if (width <= 0 || width > kMaxLayerWidth) {
-        return Invalid(absl::StrCat("model.layerSizes[", i, "]"),
-                       absl::StrCat("is ", width, "; widths must be in 1..",
-                                    kMaxLayerWidth));
+        return InvalidSpecField(
+            absl::StrCat("model.layerSizes[", i, "]"),
+            absl::StrCat("is ", width, "; widths must be in 1..",
+                         kMaxLayerWidth));
       }
       if (i > 0) parameters += (model.layer_sizes(i - 1) + 1) * width;
       if (parameters > kMaxModelParameters) {
-        return Invalid(
+        return InvalidSpecField(
             "model.layerSizes",
             absl::StrCat("[", absl::StrJoin(model.layer_sizes(), ", "),
                          "] gives more than ", kMaxModelParameters,
@@ -78,7 +77,7 @@ namespace {
         (model.layer_sizes(0) != kFashionMnistFeatures ||
          model.layer_sizes(model.layer_sizes_size() - 1) !=
              kFashionMnistClasses)) {
-      return Invalid(
+      return InvalidSpecField(
           "model.layerSizes",
           absl::StrCat("is [", absl::StrJoin(model.layer_sizes(), ", "),
                        "]; fashion-mnist needs ", kFashionMnistFeatures,
@@ -91,53 +90,58 @@ namespace {
     if (!model.profile().empty()) {
       absl::StatusOr<int64_t> floats = ProfileFloats(model);
       if (!floats.ok())
-        return Invalid("model.profile", floats.status().message());
+        return InvalidSpecField("model.profile", floats.status().message());
       if (model.synthetic_floats() != 0 &&
           model.synthetic_floats() != *floats) {
-        return Invalid(
+        return InvalidSpecField(
             "model.syntheticFloats",
             absl::StrCat("is ", model.synthetic_floats(), " but ",
                          model.profile(), " at scale ", model.profile_scale(),
                          " has ", *floats, "; leave it 0"));
       }
       if (*floats > kMaxModelParameters) {
-        return Invalid("model.profileScale",
-                       absl::StrCat("makes ", *floats, " parameters; at most ",
-                                    kMaxModelParameters));
+        return InvalidSpecField(
+            "model.profileScale",
+            absl::StrCat("makes ", *floats, " parameters; at most ",
+                         kMaxModelParameters));
       }
     } else if (model.synthetic_floats() <= 0 ||
                model.synthetic_floats() > kMaxModelParameters) {
-      return Invalid("model.syntheticFloats",
-                     absl::StrCat("is ", model.synthetic_floats(),
-                                  "; it must be in 1..", kMaxModelParameters));
+      return InvalidSpecField(
+          "model.syntheticFloats",
+          absl::StrCat("is ", model.synthetic_floats(), "; it must be in 1..",
+                       kMaxModelParameters));
     }
     if (!(model.synthetic_compute_ms() >= 0) ||
         !std::isfinite(model.synthetic_compute_ms())) {
-      return Invalid("model.syntheticComputeMs",
-                     absl::StrCat("is ", model.synthetic_compute_ms(),
-                                  "; it must be a finite number >= 0"));
+      return InvalidSpecField(
+          "model.syntheticComputeMs",
+          absl::StrCat("is ", model.synthetic_compute_ms(),
+                       "; it must be a finite number >= 0"));
     }
     return absl::OkStatus();
   }
-  return Invalid("model.kind", absl::StrCat("is '", model.kind(),
-                                            "'; use \"mlp\", \"synthetic\" or "
-                                            "\"entrypoint\""));
+  return InvalidSpecField("model.kind",
+                          absl::StrCat("is '", model.kind(),
+                                       "'; use \"mlp\", \"synthetic\" or "
+                                       "\"entrypoint\""));
 }
 
 [[nodiscard]] absl::Status ValidateOptimizer(OptimizerSpec* optimizer) {
   const std::string& name = optimizer->name();
   if (name != "sgd" && name != "momentum" && name != "adam" &&
       name != "adamw") {
-    return Invalid("optimizer.name",
-                   absl::StrCat("is '", name,
-                                "'; use \"sgd\", \"momentum\", \"adam\" or "
-                                "\"adamw\""));
+    return InvalidSpecField(
+        "optimizer.name",
+        absl::StrCat("is '", name,
+                     "'; use \"sgd\", \"momentum\", \"adam\" or "
+                     "\"adamw\""));
   }
   if (!(optimizer->learning_rate() > 0) ||
       !std::isfinite(optimizer->learning_rate())) {
-    return Invalid("optimizer.learningRate",
-                   absl::StrCat("is ", optimizer->learning_rate(),
-                                "; it must be a finite number > 0"));
+    return InvalidSpecField("optimizer.learningRate",
+                            absl::StrCat("is ", optimizer->learning_rate(),
+                                         "; it must be a finite number > 0"));
   }
   if (name == "momentum" && optimizer->momentum() == 0) {
     optimizer->set_momentum(kDefaultMomentum);
@@ -170,25 +174,27 @@ namespace {
 
 [[nodiscard]] absl::Status NonNegative(absl::string_view field, int64_t value) {
   if (value >= 0) return absl::OkStatus();
-  return Invalid(field, absl::StrCat("is ", value, "; it must be >= 0"));
+  return InvalidSpecField(field,
+                          absl::StrCat("is ", value, "; it must be >= 0"));
 }
 
 [[nodiscard]] absl::Status ValidatePs(const PsSpec& ps) {
   if (ps.shards() < 0 || ps.shards() > kMaxPsShards) {
-    return Invalid(
+    return InvalidSpecField(
         "ps.shards",
         absl::StrCat("is ", ps.shards(), "; it must be in 0..", kMaxPsShards,
                      " (0: one per parameter server)"));
   }
   if (ps.sync() != "" && ps.sync() != "sync" && ps.sync() != "async" &&
       ps.sync() != "ssp") {
-    return Invalid("ps.sync", absl::StrCat("is '", ps.sync(),
-                                           "'; use \"sync\", \"async\" or "
-                                           "\"ssp\""));
+    return InvalidSpecField("ps.sync",
+                            absl::StrCat("is '", ps.sync(),
+                                         "'; use \"sync\", \"async\" or "
+                                         "\"ssp\""));
   }
   RETURN_IF_ERROR(NonNegative("ps.staleness", ps.staleness()));
   if (ps.staleness() > 0 && ps.sync() != "ssp") {
-    return Invalid(
+    return InvalidSpecField(
         "ps.staleness",
         absl::StrCat("is ", ps.staleness(), " but ps.sync is '",
                      ps.sync().empty() ? "sync" : ps.sync(),
@@ -198,16 +204,16 @@ namespace {
   }
   if (ps.placement() != "" && ps.placement() != "any" &&
       ps.placement() != "separate" && ps.placement() != "colocated") {
-    return Invalid("ps.placement",
-                   absl::StrCat("is '", ps.placement(),
-                                "'; use \"any\", \"separate\" or "
-                                "\"colocated\""));
+    return InvalidSpecField("ps.placement",
+                            absl::StrCat("is '", ps.placement(),
+                                         "'; use \"any\", \"separate\" or "
+                                         "\"colocated\""));
   }
   const int64_t partition = ps.partition_bytes();
   if (partition != 0 &&
       (partition < kMinPsPartitionBytes || partition > kMaxPsPartitionBytes ||
        partition % 4 != 0)) {
-    return Invalid(
+    return InvalidSpecField(
         "ps.partitionBytes",
         absl::StrCat("is ", partition, "; use 0 (4 MiB) or a multiple of 4 in ",
                      kMinPsPartitionBytes, "..", kMaxPsPartitionBytes,
@@ -216,7 +222,7 @@ namespace {
   const int64_t chunk = ps.chunk_bytes();
   if (chunk != 0 && (chunk < kMinPsChunkBytes || chunk > kMaxPsChunkBytes ||
                      chunk % 4 != 0)) {
-    return Invalid(
+    return InvalidSpecField(
         "ps.chunkBytes",
         absl::StrCat("is ", chunk, "; use 0 (1 MiB) or a multiple of 4 in ",
                      kMinPsChunkBytes, "..", kMaxPsChunkBytes, " (64 MiB)"));
@@ -230,21 +236,23 @@ namespace {
     const SwitchSpec& s = spec.switches(i);
     const std::string field = absl::StrCat("switches[", i, "]");
     if (s.step() < 1) {
-      return Invalid(absl::StrCat(field, ".step"),
-                     absl::StrCat("is ", s.step(),
-                                  "; a scripted switch applies from a step "
-                                  ">= 1 (step 0 runs in the job's mode)"));
+      return InvalidSpecField(
+          absl::StrCat(field, ".step"),
+          absl::StrCat("is ", s.step(),
+                       "; a scripted switch applies from a step "
+                       ">= 1 (step 0 runs in the job's mode)"));
     }
     if (i > 0 && s.step() <= previous) {
-      return Invalid(absl::StrCat(field, ".step"),
-                     absl::StrCat("is ", s.step(), " after ", previous,
-                                  "; list the switches in strictly "
-                                  "increasing step order"));
+      return InvalidSpecField(absl::StrCat(field, ".step"),
+                              absl::StrCat("is ", s.step(), " after ", previous,
+                                           "; list the switches in strictly "
+                                           "increasing step order"));
     }
     if (s.mode() != SYNC_MODE_RING && s.mode() != SYNC_MODE_PS) {
-      return Invalid(absl::StrCat(field, ".mode"),
-                     absl::StrCat("is ", static_cast<int>(s.mode()),
-                                  "; use SYNC_MODE_RING or SYNC_MODE_PS"));
+      return InvalidSpecField(
+          absl::StrCat(field, ".mode"),
+          absl::StrCat("is ", static_cast<int>(s.mode()),
+                       "; use SYNC_MODE_RING or SYNC_MODE_PS"));
     }
     previous = s.step();
   }
@@ -256,13 +264,13 @@ namespace {
 // C1 controls, bidirectional controls: common/code_points.h).
 [[nodiscard]] absl::Status ValidateName(const std::string& name) {
   if (name.size() > kMaxJobNameBytes) {
-    return Invalid("name",
-                   absl::StrCat("is ", name.size(), " bytes long; at most ",
-                                kMaxJobNameBytes));
+    return InvalidSpecField(
+        "name", absl::StrCat("is ", name.size(), " bytes long; at most ",
+                             kMaxJobNameBytes));
   }
   if (std::optional<std::string> problem = UnsafeTextProblem(name)) {
-    return Invalid("name",
-                   absl::StrCat(*problem, "; use printable characters"));
+    return InvalidSpecField(
+        "name", absl::StrCat(*problem, "; use printable characters"));
   }
   return absl::OkStatus();
 }
@@ -280,7 +288,7 @@ namespace {
   const double steps =
       std::ceil(spec.epochs() * static_cast<double>(per_epoch));
   if (!(steps >= 1)) {
-    return Invalid(
+    return InvalidSpecField(
         "epochs",
         absl::StrCat("is ", spec.epochs(), " at batchSize ", spec.batch_size(),
                      " (", per_epoch, " steps per epoch of ",
@@ -289,7 +297,7 @@ namespace {
                      "lower batchSize"));
   }
   if (!(steps <= static_cast<double>(kMaxSteps))) {
-    return Invalid(
+    return InvalidSpecField(
         "epochs",
         absl::StrCat("is ", spec.epochs(), ", ", steps, " steps at batchSize ",
                      spec.batch_size(), "; at most ", kMaxSteps, " steps"));
@@ -302,24 +310,25 @@ namespace {
   if (out->ring_backend().empty()) out->set_ring_backend("auto");
   if (out->ring_backend() != "auto" && out->ring_backend() != "tcp" &&
       out->ring_backend() != "nccl") {
-    return Invalid("ringBackend",
-                   absl::StrCat("is '", out->ring_backend(),
-                                "'; use \"auto\", \"tcp\" or \"nccl\""));
+    return InvalidSpecField(
+        "ringBackend", absl::StrCat("is '", out->ring_backend(),
+                                    "'; use \"auto\", \"tcp\" or \"nccl\""));
   }
   if (out->ring_backend() == "nccl" && out->device() != "cuda") {
-    return Invalid("ringBackend",
-                   "is \"nccl\", which needs device \"cuda\" (NCCL "
-                   "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
-                   "CPU ranks");
+    return InvalidSpecField(
+        "ringBackend",
+        "is \"nccl\", which needs device \"cuda\" (NCCL "
+        "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
+        "CPU ranks");
   }
   if (out->ring_algorithm().empty()) out->set_ring_algorithm("auto");
   absl::StatusOr<AllReduceAlgorithm> algorithm =
       ParseAllReduceAlgorithm(out->ring_algorithm());
   if (!algorithm.ok()) {
-    return Invalid("ringAlgorithm",
-                   absl::StrCat("is '", out->ring_algorithm(),
-                                "'; use \"auto\", \"ring\", \"hd\" or "
-                                "\"hierarchical\""));
+    return InvalidSpecField("ringAlgorithm",
+                            absl::StrCat("is '", out->ring_algorithm(),
+                                         "'; use \"auto\", \"ring\", \"hd\" or "
+                                         "\"hierarchical\""));
   }
   if (*algorithm == AllReduceAlgorithm::kAuto) {
     out->set_ring_algorithm("auto");
@@ -331,7 +340,7 @@ namespace {
                     (out->ring_backend() == "auto" && out->device() == "cuda" &&
                      out->model().kind() == "mlp");
   if (nccl) {
-    return Invalid(
+    return InvalidSpecField(
         "ringAlgorithm",
         absl::StrCat("is '", out->ring_algorithm(),
                      "', an algorithm of the TCP ring, but ringBackend '",
@@ -352,9 +361,10 @@ namespace {
   JobSpec& out = *out_ptr;
   if (spec.dataset().name() != "fashion-mnist" &&
       spec.dataset().name() != "synthetic") {
-    return Invalid("dataset.name",
-                   absl::StrCat("is '", spec.dataset().name(),
-                                "'; use \"fashion-mnist\" or \"synthetic\""));
+    return InvalidSpecField(
+        "dataset.name",
+        absl::StrCat("is '", spec.dataset().name(),
+                     "'; use \"fashion-mnist\" or \"synthetic\""));
   }
   RETURN_IF_ERROR(ValidateModel(spec));
   if (!spec.model().profile().empty() && spec.model().synthetic_floats() == 0) {
@@ -362,7 +372,7 @@ namespace {
     out.mutable_model()->set_synthetic_floats(floats);
   }
   if (spec.num_workers() < 1 || spec.num_workers() > kMaxNumWorkers) {
-    return Invalid(
+    return InvalidSpecField(
         "numWorkers",
         absl::StrCat("is ", spec.num_workers(), "; it must be in 1..",
                      kMaxNumWorkers, " (one rank per device)"));
@@ -373,7 +383,7 @@ namespace {
   const int64_t min_batch =
       int64_t{spec.num_workers()} * out.grad_accumulation_steps();
   if (spec.batch_size() < min_batch) {
-    return Invalid(
+    return InvalidSpecField(
         "batchSize",
         absl::StrCat("is ", spec.batch_size(),
                      "; it is the global batch, "
@@ -384,11 +394,13 @@ namespace {
   }
   RETURN_IF_ERROR(NonNegative("steps", spec.steps()));
   if (!(spec.epochs() >= 0) || !std::isfinite(spec.epochs())) {
-    return Invalid("epochs", absl::StrCat("is ", spec.epochs(),
-                                          "; it must be a finite number >= 0"));
+    return InvalidSpecField("epochs",
+                            absl::StrCat("is ", spec.epochs(),
+                                         "; it must be a finite number >= 0"));
   }
   if (spec.steps() == 0 && spec.epochs() == 0) {
-    return Invalid("steps", "and epochs are both 0; set steps (or epochs) > 0");
+    return InvalidSpecField("steps",
+                            "and epochs are both 0; set steps (or epochs) > 0");
   }
   RETURN_IF_ERROR(ValidateEpochs(spec));
   return absl::OkStatus();
@@ -416,14 +428,16 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
     case SYNC_MODE_PS:
       break;
     default:
-      return Invalid("mode", absl::StrCat("is ", static_cast<int>(spec.mode()),
-                                          "; use SYNC_MODE_RING or "
-                                          "SYNC_MODE_PS"));
+      return InvalidSpecField("mode",
+                              absl::StrCat("is ", static_cast<int>(spec.mode()),
+                                           "; use SYNC_MODE_RING or "
+                                           "SYNC_MODE_PS"));
   }
   if (out.device().empty()) out.set_device(std::string(kDefaultDevice));
   if (out.device() != "cpu" && out.device() != "cuda") {
-    return Invalid("device", absl::StrCat("is '", out.device(),
-                                          "'; use \"cpu\" or \"cuda\""));
+    return InvalidSpecField(
+        "device",
+        absl::StrCat("is '", out.device(), "'; use \"cpu\" or \"cuda\""));
   }
   RETURN_IF_ERROR(ValidateRing(&out));
   RETURN_IF_ERROR(NonNegative("bucketBytes", spec.bucket_bytes()));
@@ -435,31 +449,33 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
       NonNegative("checkpoint.everySteps", spec.checkpoint().every_steps()));
   if (spec.checkpoint().on_every_host() &&
       spec.checkpoint().directory().empty()) {
-    return Invalid("checkpoint.onEveryHost",
-                   "is set without checkpoint.directory; name the directory "
-                   "each host writes its copy to");
+    return InvalidSpecField(
+        "checkpoint.onEveryHost",
+        "is set without checkpoint.directory; name the directory "
+        "each host writes its copy to");
   }
   RETURN_IF_ERROR(NonNegative("maxRestarts", spec.max_restarts()));
   if (spec.max_restarts() > kMaxRestarts) {
-    return Invalid("maxRestarts", absl::StrCat("is ", spec.max_restarts(),
-                                               "; at most ", kMaxRestarts,
-                                               " (a job failing that often "
-                                               "needs a look, not a retry)"));
+    return InvalidSpecField(
+        "maxRestarts",
+        absl::StrCat("is ", spec.max_restarts(), "; at most ", kMaxRestarts,
+                     " (a job failing that often "
+                     "needs a look, not a retry)"));
   }
   RETURN_IF_ERROR(ValidatePs(spec.ps()));
   RETURN_IF_ERROR(ValidateSwitches(spec));
   if (spec.auto_mode().enabled()) {
     RETURN_IF_ERROR(AutoModeConfigFromSpec(spec.auto_mode()).status());
     if (spec.switches_size() > 0) {
-      return Invalid("autoMode",
-                     "and scripted switches (switches) exclude "
-                     "each other: auto mode decides the switches");
+      return InvalidSpecField("autoMode",
+                              "and scripted switches (switches) exclude "
+                              "each other: auto mode decides the switches");
     }
     if (!spec.ps().sync().empty() && spec.ps().sync() != "sync") {
-      return Invalid("autoMode",
-                     absl::StrCat("compares the ring with the synchronous "
-                                  "PS; ps.sync is '",
-                                  spec.ps().sync(), "'"));
+      return InvalidSpecField(
+          "autoMode", absl::StrCat("compares the ring with the synchronous "
+                                   "PS; ps.sync is '",
+                                   spec.ps().sync(), "'"));
     }
   }
   return out;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/job.pb.h"
@@ -99,6 +100,11 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // (common/model_profiles.h). INVALID_ARGUMENT for an unknown profile or a
 // scale outside (0, 1].
 [[nodiscard]] absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model);
+
+// INVALID_ARGUMENT "job spec field <field> <problem>": how every check
+// names what it refuses.
+[[nodiscard]] absl::Status InvalidSpecField(absl::string_view field,
+                                            absl::string_view problem);
 
 // The entrypoint part of ValidateJobSpec (entrypoint_spec.cc):
 // INVALID_ARGUMENT naming the field.

@@ -14,17 +14,15 @@
 #include "common/host.h"
 #include "common/path_roots.h"
 #include "common/status_macros.h"
+#include "worker/daemon/rank_report.h"
 #include "worker/daemon/timed_communicator.h"
 
 namespace gradsync {
 namespace {
 
-// How long a rank's report may wait for an unreachable coordinator (one
-// restarting on its --state-db comes back within that), retrying every
-// kReportRetryDelay; the step metrics wait as long
+// kCoordinatorOutageTolerance (rank_report.h): how long a rank's report
+// waits for an unreachable coordinator; the step metrics wait as long
 // (MetricsReporterOptions::outage_tolerance).
-constexpr absl::Duration kCoordinatorOutageTolerance = absl::Minutes(2);
-constexpr absl::Duration kReportRetryDelay = absl::Milliseconds(500);
 // How long a finishing rank waits for its metrics to reach the coordinator
 // before reporting its end (after which the job takes no more metrics).
 constexpr absl::Duration kMetricsFlushTimeout = kCoordinatorOutageTolerance;
@@ -104,6 +102,13 @@ absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Start(
   return runner;
 }
 
+MetricsReporterOptions JobReporterOptions(const JobRunnerConfig& config) {
+  MetricsReporterOptions o;
+  o.rpc_timeout = config.rpc_timeout;
+  o.credential = config.credential;
+  return o;
+}
+
 JobRunner::JobRunner(const Assignment& assignment, JobRunnerConfig config,
                      std::shared_ptr<CoordinatorClient> client)
     : assignment_(assignment),
@@ -111,15 +116,8 @@ JobRunner::JobRunner(const Assignment& assignment, JobRunnerConfig config,
       client_(std::move(client)),
       store_(std::make_shared<CoordinatorStore>(client_,
                                                 ScopeOf(assignment_, config_))),
-      reporter_(
-          client_, config_.worker_id, assignment_.job_id(),
-          [this] {
-            MetricsReporterOptions o;
-            o.rpc_timeout = config_.rpc_timeout;
-            o.credential = config_.credential;
-            return o;
-          }(),
-          config_.log) {}
+      reporter_(client_, config_.worker_id, assignment_.job_id(),
+                JobReporterOptions(config_), config_.log) {}
 
 JobRunner::~JobRunner() {
   Cancel(absl::CancelledError("the job runner was destroyed"));
@@ -213,32 +211,8 @@ void JobRunner::Report(int rank, RankState state, int64_t step,
     request.set_test_accuracy(result->test_accuracy);
     request.set_test_loss(result->test_loss);
   }
-  absl::Status status;
-  const absl::Time give_up = absl::Now() + kCoordinatorOutageTolerance;
-  for (int attempt = 0;; ++attempt) {
-    if (attempt > 0) absl::SleepFor(kReportRetryDelay);
-    status = client_->ReportRank(request, {absl::Now() + config_.rpc_timeout})
-                 .status();
-    // A cancelled job's daemon may be shutting down: three tries only.
-    if ((status.code() != absl::StatusCode::kUnavailable &&
-         status.code() != absl::StatusCode::kDeadlineExceeded) ||
-        absl::Now() >= give_up || (cancelled_.load() && attempt >= 2)) {
-      break;
-    }
-    if (attempt == 0) {
-      Log(absl::StrCat("rank ", rank, ": the coordinator is unreachable (",
-                       status.ToString(), "); retrying its ",
-                       RankState_Name(state), " report for up to ",
-                       absl::FormatDuration(kCoordinatorOutageTolerance)));
-    }
-  }
-  // FAILED_PRECONDITION: the job already ended (cancelled, or another rank
-  // failed first); nothing to tell.
-  if (!status.ok() && status.code() != absl::StatusCode::kFailedPrecondition) {
-    Log(absl::StrCat("rank ", rank, ": ReportRank ", RankState_Name(state),
-                     " to ", config_.coordinator,
-                     " failed: ", status.ToString()));
-  }
+  ReportRankState(*client_, request, config_.rpc_timeout, config_.coordinator,
+                  cancelled_, [this](absl::string_view line) { Log(line); });
 }
 
 void JobRunner::FailAll(absl::string_view operation,

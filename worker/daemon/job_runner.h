@@ -131,6 +131,10 @@ struct JobRunnerConfig {
   LogFn log;
 };
 
+// The options of a job's MetricsReporter: the config's RPC timeout and
+// credential.
+MetricsReporterOptions JobReporterOptions(const JobRunnerConfig& config);
+
 class JobRunner final : public JobHandle {
  public:
   // Validates `assignment` and starts the runner thread.

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "common/path_roots.h"
 #include "common/wait_status.h"
+#include "worker/daemon/rank_report.h"
 #include "worker/launch/rank_env.h"
 #include "worker/launch/rank_process.h"
 #include "worker/launch/report_wire.h"
@@ -28,8 +29,6 @@ namespace {
 constexpr absl::Duration kDefaultStepDeadline = absl::Seconds(600);
 constexpr absl::Duration kDefaultTermGrace = absl::Seconds(10);
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
-// Unreachable coordinator: how long a rank report is retried.
-constexpr absl::Duration kReportOutageTolerance = absl::Seconds(30);
 // Stderr lines kept per rank for its failure message and the log.
 constexpr size_t kKeptStderrLines = 20;
 // A line longer than this is cut (and its rest dropped).
@@ -115,15 +114,8 @@ EntrypointRunner::EntrypointRunner(const Assignment& assignment,
       config_(std::move(config)),
       entrypoint_(std::move(entrypoint)),
       client_(std::move(client)),
-      reporter_(
-          client_, config_.worker_id, assignment_.job_id(),
-          [this] {
-            MetricsReporterOptions o;
-            o.rpc_timeout = config_.rpc_timeout;
-            o.credential = config_.credential;
-            return o;
-          }(),
-          config_.log) {}
+      reporter_(client_, config_.worker_id, assignment_.job_id(),
+                JobReporterOptions(config_), config_.log) {}
 
 EntrypointRunner::~EntrypointRunner() {
   Cancel(absl::CancelledError("the job runner was destroyed"));
@@ -442,23 +434,8 @@ void EntrypointRunner::Report(int rank, RankState state, int64_t step,
   request.set_step(step);
   request.set_operation(std::string(operation));
   request.set_message(std::string(message));
-  absl::Status status;
-  const absl::Time give_up = absl::Now() + kReportOutageTolerance;
-  for (int attempt = 0;; ++attempt) {
-    if (attempt > 0) absl::SleepFor(absl::Milliseconds(500));
-    status = client_->ReportRank(request, {absl::Now() + config_.rpc_timeout})
-                 .status();
-    if ((status.code() != absl::StatusCode::kUnavailable &&
-         status.code() != absl::StatusCode::kDeadlineExceeded) ||
-        absl::Now() >= give_up || (cancelled() && attempt >= 2)) {
-      break;
-    }
-  }
-  if (!status.ok() && status.code() != absl::StatusCode::kFailedPrecondition) {
-    Log(absl::StrCat("rank ", rank, ": ReportRank ", RankState_Name(state),
-                     " to ", config_.coordinator,
-                     " failed: ", status.ToString()));
-  }
+  ReportRankState(*client_, request, config_.rpc_timeout, config_.coordinator,
+                  cancelled_, [this](absl::string_view line) { Log(line); });
 }
 
 }  // namespace gradsync

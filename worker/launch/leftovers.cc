@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,6 +55,7 @@ int KillLeftovers(absl::string_view coordinator,
   if (proc == nullptr) return 0;
   const pid_t self = getpid();
   int killed = 0;
+  std::set<pid_t> killed_groups;
   while (struct dirent* entry = readdir(proc)) {
     pid_t pid = 0;
     if (!absl::SimpleAtoi(entry->d_name, &pid) || pid == self) continue;
@@ -73,16 +75,19 @@ int KillLeftovers(absl::string_view coordinator,
       if (ProcessStartTime(agent) == agent_start) break;  // its daemon runs
       const std::vector<std::string> f = StatFields(pid);
       pid_t group = 0;
-      if (f.size() > 2 && absl::SimpleAtoi(f[2], &group) && group > 1 &&
-          group != getpgrp()) {
-        kill(-group, SIGKILL);
-      }
+      const bool own_group = f.size() > 2 && absl::SimpleAtoi(f[2], &group) &&
+                             group > 1 && group != getpgrp();
+      // A group killed already took this process with it.
+      if (own_group && !killed_groups.insert(group).second) break;
+      if (own_group) kill(-group, SIGKILL);
       kill(pid, SIGKILL);
       ++killed;
       if (log) {
-        log(absl::StrCat("killed process ", pid,
-                         ", left behind by worker daemon ", agent,
-                         " (no longer running) of coordinator ", coordinator));
+        log(absl::StrCat(
+            "killed process ", pid,
+            own_group ? absl::StrCat(" and its group ", group) : std::string(),
+            ", left behind by worker daemon ", agent,
+            " (no longer running) of coordinator ", coordinator));
       }
       break;
     }

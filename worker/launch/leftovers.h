@@ -30,8 +30,9 @@ std::string AgentTag(absl::string_view coordinator);
 // The start time (/proc/PID/stat field 22) of `pid`; -1 when it is gone.
 long long ProcessStartTime(pid_t pid);
 
-// Kills the leftovers of dead daemons of `coordinator`; returns how many
-// processes it killed, logging each.
+// Kills the leftovers of dead daemons of `coordinator`, each with its
+// process group; returns how many it killed (a process that went with a
+// group killed before it does not count), logging each.
 int KillLeftovers(absl::string_view coordinator,
                   const std::function<void(absl::string_view)>& log);
 
