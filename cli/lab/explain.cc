@@ -165,7 +165,8 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
           e.colocated ? " on the workers' hosts" : " on hosts of their own",
           ", ", e.hosts, " worker hosts");
     } else {
-      m.layout = absl::StrCat("ring over ", e.hosts, " hosts");
+      m.layout = absl::StrCat("ring over ", e.hosts,
+                              e.hosts == 1 ? " host" : " hosts");
     }
     m.algbw = m.sync_s > 0 ? s / m.sync_s : 0;
     m.busbw = is_ps
@@ -293,9 +294,10 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
 
 std::string FormatExplanation(const Explanation& e) {
   std::string out = absl::StrFormat(
-      "job %s: %d ranks on %d hosts, gradient S = %s per step\nlinks: %s\n",
-      e.job_id, e.workers, e.hosts, MiB(static_cast<double>(e.sync_bytes)),
-      e.links);
+      "job %s: %d ranks on %d host%s, gradient S = %s per step\nlinks: "
+      "%s\n",
+      e.job_id, e.workers, e.hosts, e.hosts == 1 ? "" : "s",
+      MiB(static_cast<double>(e.sync_bytes)), e.links);
   for (const ModeExplanation& m : e.modes) {
     const std::string sync =
         m.predicted_s > 0

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -38,6 +39,19 @@ constexpr char kUsage[] =
     "Link facts: --link-gbps (each host's link, GB/s of payload); else, on\n"
     "the lab, its settings and its newest sweep's fit; else the\n"
     "coordinator's own (its --link-gbps flag).\n";
+
+// True when every rank of `job` and every server of its shards share one
+// host.
+bool OnOneHost(const JobStatus& job, const ListWorkersResponse& cluster) {
+  std::set<std::string> hosts;
+  for (const RankPlacement& r : job.ranks()) hosts.insert(r.host());
+  for (const std::string& address : job.ps_addresses()) {
+    for (const ParameterServerInfo& p : cluster.parameter_servers()) {
+      if (p.address() == address) hosts.insert(p.host());
+    }
+  }
+  return hosts.size() == 1;
+}
 
 [[nodiscard]] absl::StatusOr<LinkFacts> ResolveLinks(
     double gbps, double alpha_us, const std::string& lab_dir,
@@ -134,14 +148,20 @@ int RunExplain(const std::vector<std::string>& args,
   if (!cluster.ok()) {
     return control::ReportError(env, "explain", common.json, cluster.status());
   }
-  absl::StatusOr<LinkFacts> links = ResolveLinks(
-      gbps, alpha_us, lab_dir, client->address(), cluster->link_facts());
-  if (!links.ok()) {
-    return control::ReportError(env, "explain", common.json, links.status());
-  }
   absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
   if (!job.ok())
     return control::ReportError(env, "explain", common.json, job.status());
+  absl::StatusOr<LinkFacts> links = ResolveLinks(
+      gbps, alpha_us, lab_dir, client->address(), cluster->link_facts());
+  if (!links.ok() && OnOneHost(*job, *cluster)) {
+    // No link is in play, so none needs describing (ExplainJob says so).
+    links = LinkFacts{LinkModel{},
+                      "none in play: every rank and server of "
+                      "the job is on one host"};
+  }
+  if (!links.ok()) {
+    return control::ReportError(env, "explain", common.json, links.status());
+  }
   absl::StatusOr<GetMetricsResponse> metrics =
       client->GetMetrics(positional[0]);
   if (!metrics.ok()) {

@@ -6,8 +6,9 @@
 #      coordinator and exact collectives (in the script), then 50 DDP steps
 #      whose losses follow a one-rank run of the same script within 1e-5
 #      and whose parameters are bitwise equal across ranks at every step;
-#      the steps reach `gradsync metrics`, the processes' output `gradsync
-#      logs --rank`;
+#      the steps reach `gradsync metrics` and `gradsync explain` (which
+#      says that no link is in play on one host), the processes' output
+#      `gradsync logs --rank`;
 #   2. a rank that raises fails the job, with the traceback's last line in
 #      `gradsync status`;
 #   3. `cancel` leaves no process of the job behind;
@@ -89,6 +90,15 @@ steps=$(grep -c '^' "$dir/metrics.csv")
   { echo "rank 1's output is not in its log:"; "$gradsync" logs "$job"; exit 1; }
 "$gradsync" logs "$job" --rank 0 | grep -q "store and collectives exact" ||
   { echo "rank 0's checks did not pass"; exit 1; }
+# explain on this one-host cluster: no link facts needed, no zero
+# prediction, the measured busbw instead.
+explain=$("$gradsync" explain "$job")
+echo "$explain"
+echo "$explain" | grep -q "no link is in play" ||
+  { echo "explain did not say that no link is in play"; exit 1; }
+if echo "$explain" | grep -qE "0\.0 ms predicted|x0\.00|in 0 steps"; then
+  echo "explain printed a zero prediction"; exit 1
+fi
 echo "torch ring job ok: $job"
 
 # 2. A rank that raises.
