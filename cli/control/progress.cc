@@ -345,8 +345,14 @@ std::string FormatFinalReport(const JobStatus& status,
       absl::StrAppend(&out, " in ",
                       FormatElapsed(status.end_time() - status.start_time()));
     }
-    absl::StrAppendFormat(&out, ": test accuracy %.4f (loss %.4f)\n",
-                          status.test_accuracy(), status.test_loss());
+    if (status.spec().model().kind() == "entrypoint") {
+      // The user's program evaluates itself: its output says how.
+      absl::StrAppend(&out, " (its output: gradsync logs ", status.job_id(),
+                      ")\n");
+    } else {
+      absl::StrAppendFormat(&out, ": test accuracy %.4f (loss %.4f)\n",
+                            status.test_accuracy(), status.test_loss());
+    }
   } else {
     absl::StrAppend(&out, status.message().empty() ? "" : ": ",
                     status.message(), "\n");

@@ -26,6 +26,7 @@
 #include "collectives/tcp/tcp_communicator.h"
 #include "common/host.h"
 #include "common/status_macros.h"
+#include "common/sync_bandwidth.h"
 #include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/grpc_coordinator_client.h"
@@ -230,6 +231,14 @@ int gs_report_step(gs_session* s, const gs_step_report* r) {
   m.set_sync_bytes(r->sync_bytes);
   m.set_sync_busy_s(r->sync_busy_s);
   m.set_mode(r->mode == 2 ? SYNC_MODE_PS : SYNC_MODE_RING);
+  // nccl-tests' terms, as the built-in ranks report them
+  // (common/sync_bandwidth.h): algbw = S / busy; on the ring busbw =
+  // algbw * 2(N-1)/N.
+  const double algbw =
+      AlgorithmBandwidth(r->sync_bytes, absl::Seconds(r->sync_busy_s));
+  m.set_algbw_gbps(algbw);
+  m.set_busbw_gbps(algbw *
+                   AllReduceBusFactor(s->launch.assignment().world_size()));
   m.set_wall_time(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
   const std::string frame = EncodeReportFrame(m);
   absl::MutexLock lock(&s->report_mu);
