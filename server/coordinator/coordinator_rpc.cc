@@ -48,7 +48,7 @@ grpc::Status CoordinatorRpc::DeregisterWorker(
 grpc::Status CoordinatorRpc::RegisterWorker(
     grpc::ServerContext* context, const RegisterWorkerRequest* request,
     RegisterWorkerResponse* response) {
-  return Reply(service_->RegisterWorker(*request), response);
+  return Reply(service_->RegisterWorker(*request, context->peer()), response);
 }
 
 grpc::Status CoordinatorRpc::Heartbeat(grpc::ServerContext* context,
@@ -230,7 +230,8 @@ grpc::Status CoordinatorRpc::SetLinkFacts(grpc::ServerContext* context,
 grpc::Status CoordinatorRpc::RegisterParameterServer(
     grpc::ServerContext* context, const RegisterParameterServerRequest* request,
     RegisterParameterServerResponse* response) {
-  return Reply(service_->RegisterParameterServer(*request), response);
+  return Reply(service_->RegisterParameterServer(*request, context->peer()),
+               response);
 }
 
 grpc::Status CoordinatorRpc::PsHeartbeat(grpc::ServerContext* context,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/advertised_address.h"
 #include "common/path_roots.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
@@ -149,7 +150,10 @@ void CoordinatorService::Shutdown() {
 // ---- worker daemons ----
 
 absl::StatusOr<RegisterWorkerResponse> CoordinatorService::RegisterWorker(
-    const RegisterWorkerRequest& request) {
+    const RegisterWorkerRequest& request, absl::string_view peer) {
+  RETURN_IF_ERROR(
+      CheckAdvertisedAddress(absl::StrCat("worker on host ", request.host()),
+                             request.address(), peer, "--address"));
   return Saved(leases_.RegisterWorker(request));
 }
 
@@ -378,7 +382,10 @@ ClusterLinkFacts CoordinatorService::LinkFactsLocked() const {
 
 absl::StatusOr<RegisterParameterServerResponse>
 CoordinatorService::RegisterParameterServer(
-    const RegisterParameterServerRequest& request) {
+    const RegisterParameterServerRequest& request, absl::string_view peer) {
+  RETURN_IF_ERROR(CheckAdvertisedAddress(
+      absl::StrCat("parameter server on host ", request.host()),
+      request.address(), peer, "--listen"));
   return Saved(leases_.RegisterParameterServer(request));
 }
 

@@ -82,9 +82,12 @@ class CoordinatorService {
   // INVALID_ARGUMENT: empty host or address, no devices, a device kind that
   // is not "cpu"/"cuda", a negative or repeated device (nothing added).
   // FAILED_PRECONDITION: the worker's wire_version is not this build's
-  // (common/wire_version.h; nothing added).
+  // (common/wire_version.h; nothing added); or it advertises a loopback
+  // address while `peer` (the caller's gRPC peer, "ipv4:IP:PORT"; empty:
+  // unknown) is another host (common/advertised_address.h; nothing added, and
+  // the error names --address).
   [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
-      const RegisterWorkerRequest& request);
+      const RegisterWorkerRequest& request, absl::string_view peer = "");
 
   // Withdraws a worker that is shutting down: like a lost lease, but at
   // once; its running jobs fail naming it and the reason.
@@ -242,10 +245,12 @@ class CoordinatorService {
   // (lease_ms and heartbeat_ms as for workers). A live server registered
   // before at the same address is declared lost (it was replaced).
   // INVALID_ARGUMENT: empty host, or an address that is not host:port
-  // (nothing added). FAILED_PRECONDITION: another wire_version, as for
-  // workers.
+  // (nothing added). FAILED_PRECONDITION: another wire_version, or a
+  // loopback address from another host's `peer`, as for workers (naming
+  // --listen).
   [[nodiscard]] absl::StatusOr<RegisterParameterServerResponse>
-  RegisterParameterServer(const RegisterParameterServerRequest& request);
+  RegisterParameterServer(const RegisterParameterServerRequest& request,
+                          absl::string_view peer = "");
 
   // Renews the server's lease and keeps the shard counters it reports (as
   // the latest of each job's shard). The reply lists the reported jobs that

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "common/advertised_address.h"
 #include "common/health_server.h"
 #include "common/host.h"
 #include "common/metrics_http.h"
@@ -336,6 +337,19 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
         entrypoint.python_dir.empty()
             ? std::string("; no gradsync Python package found")
             : absl::StrCat("; gradsync package in ", entrypoint.python_dir)));
+  }
+
+  if (IsLoopbackHost(config.address) &&
+      !IsLoopbackHost(HostOf(config.coordinator))) {
+    log(absl::StrCat(
+        "WARNING: --address ", config.address,
+        " is this host's loopback, "
+        "but the coordinator ",
+        config.coordinator,
+        " is elsewhere: ranks on "
+        "other hosts cannot reach this one, and the coordinator refuses "
+        "the registration when it comes from another address; set "
+        "--address to an address the other hosts reach"));
   }
 
   AgentConfig agent_config;

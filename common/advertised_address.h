@@ -1,0 +1,42 @@
+// Whether a daemon's advertised address can work: a worker or parameter
+// server that registers a loopback address (127.0.0.1, ::1, localhost)
+// from another host would have every peer connect to itself, and its jobs
+// fail only at the rendezvous timeout with "connection refused" (issue 44,
+// trap 2). The coordinator refuses such a registration at once, naming
+// the flag to set, when the call itself came from a non-loopback address.
+//
+// Pure functions; thread-safe.
+#ifndef GRADSYNC_COMMON_ADVERTISED_ADDRESS_H_
+#define GRADSYNC_COMMON_ADVERTISED_ADDRESS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace gradsync {
+
+// "localhost", 127.0.0.0/8, ::1 (bracketed or not).
+bool IsLoopbackHost(absl::string_view host);
+
+// The IP of a gRPC peer string ("ipv4:10.0.0.2:5123", "ipv6:[::1]:5123",
+// also with the brackets percent-encoded); nothing for "unix:..." and
+// anything else it cannot read.
+std::optional<std::string> PeerIp(absl::string_view grpc_peer);
+
+// The host part of "HOST", "HOST:PORT", "[V6]:PORT" or a bare IPv6 address.
+std::string HostOf(absl::string_view address);
+
+// OK unless `advertised` (an address or HOST:PORT) is loopback and the
+// registration came from a peer that is not; then FAILED_PRECONDITION
+// naming `who` ("worker on host h1"), both addresses and `flag`, the
+// daemon's option to set.
+[[nodiscard]] absl::Status CheckAdvertisedAddress(absl::string_view who,
+                                                  absl::string_view advertised,
+                                                  absl::string_view grpc_peer,
+                                                  absl::string_view flag);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_COMMON_ADVERTISED_ADDRESS_H_
