@@ -127,6 +127,9 @@ TEST(BenchRankTest, RunsReusingOneJobOnOneStoreGetTheirOwnGeneration) {
     for (int r = 0; r < 2; ++r) {
       ASSERT_TRUE(runs[r].wrong.ok())
           << "run " << run << " rank " << r << ": " << runs[r].wrong.status();
+      // Not just a run that ended: one whose every element was right (a
+      // rank meeting last run's peers would count wrong ones).
+      EXPECT_EQ(*runs[r].wrong, 0) << "run " << run << " rank " << r;
     }
   }
 }

@@ -85,6 +85,9 @@ grpc::Status FakeCoordinator::ReportMetrics(grpc::ServerContext* context,
                                             const ReportMetricsRequest* request,
                                             ReportMetricsResponse* response) {
   absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(
+                           +[](bool* hold) { return !*hold; }, &hold_metrics_),
+                       absl::Seconds(30));
   if (!request->metrics().empty() && !request->log_lines().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "step metrics or log lines, not both");
@@ -93,6 +96,11 @@ grpc::Status FakeCoordinator::ReportMetrics(grpc::ServerContext* context,
   for (const JobLogLine& l : request->log_lines()) log_lines_.push_back(l);
   ++events_;
   return grpc::Status::OK;
+}
+
+void FakeCoordinator::HoldMetrics(bool hold) {
+  absl::MutexLock lock(&mu_);
+  hold_metrics_ = hold;
 }
 
 grpc::Status FakeCoordinator::CheckStore(const StoreScope& scope,

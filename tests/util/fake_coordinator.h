@@ -122,6 +122,9 @@ class FakeCoordinator final : public Coordinator::Service {
   void SetMetrics(const std::string& job_id, GetMetricsResponse metrics);
   // ListWorkers answers `workers` (else nothing).
   void SetWorkerList(ListWorkersResponse workers);
+  // While held, ReportMetrics calls wait (for up to 30 s) before they are
+  // recorded: a report in flight that a test can count on.
+  void HoldMetrics(bool hold);
   std::vector<JobSpec> submitted() const;
   // The modes of the switches accepted, in order.
   std::vector<SyncMode> switches() const;
@@ -201,6 +204,7 @@ class FakeCoordinator final : public Coordinator::Service {
   std::set<std::string> given_away_ ABSL_GUARDED_BY(mu_);  // GiveIdAway
   std::vector<std::string> release_ ABSL_GUARDED_BY(mu_);
   bool refuse_ps_ ABSL_GUARDED_BY(mu_) = false;
+  bool hold_metrics_ ABSL_GUARDED_BY(mu_) = false;
 
   // The job table (fake_coordinator_jobs.cc).
   JobStatus* FindJobLocked(const std::string& job_id)
