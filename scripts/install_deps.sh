@@ -27,6 +27,8 @@ PACKAGES=(
   # throwaway root of scripts/deploy/deb_chroot_test.sh and the container
   # image of deploy/container.
   dpkg-dev file shellcheck yamllint python3-yaml mmdebstrap
+  # systemd-analyze verify checks the shipped units (tests/deploy)
+  systemd
   # The PyTorch front end (python/gradsync) and its examples and tests:
   # Debian's torch 1.13 (CPU) and torchvision.
   python3-torch python3-torchvision

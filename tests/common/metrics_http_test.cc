@@ -101,6 +101,11 @@ TEST_F(MetricsHttpTest, Shutdown_StopsServing_AndIsIdempotent) {
 TEST_F(MetricsHttpTest, Promtool_AcceptsTheText) {
   const std::optional<std::string> promtool = FindPromtool();
   if (!promtool) {
+    if (ToolsRequired()) {
+      FAIL() << "promtool not found, and GRADSYNC_REQUIRE_TOOLS=1 "
+                "(scripts/install_deps.sh extracts it to "
+                "/usr/local/bin/promtool)";
+    }
     GTEST_SKIP() << "promtool not found (Debian package prometheus, or set "
                     "$PROMTOOL); the text format is checked exactly by "
                     "prometheus_test instead";

@@ -125,6 +125,9 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   [[ ! -s "$work/verify.log" ]] ||
     { cat "$work/verify.log" >&2; fail "systemd-analyze verify warned"; }
   echo "deb_package_test: systemd-analyze verify accepted the packaged units"
+elif [ "${GRADSYNC_REQUIRE_TOOLS:-}" = 1 ]; then
+  fail "systemd-analyze is not installed, and GRADSYNC_REQUIRE_TOOLS=1" \
+    "(scripts/install_deps.sh installs it: package systemd)"
 else
   echo "deb_package_test: systemd-analyze is not installed, so the packaged" \
     "units were not verified"

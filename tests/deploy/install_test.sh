@@ -68,6 +68,9 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   [[ ! -s "$work/verify.log" ]] ||
     { cat "$work/verify.log" >&2; fail "systemd-analyze verify warned"; }
   echo "install_test: systemd-analyze verify accepted the units"
+elif [ "${GRADSYNC_REQUIRE_TOOLS:-}" = 1 ]; then
+  fail "systemd-analyze is not installed, and GRADSYNC_REQUIRE_TOOLS=1" \
+    "(scripts/install_deps.sh installs it: package systemd)"
 else
   echo "install_test: systemd-analyze not installed; units not verified"
 fi

@@ -25,6 +25,9 @@ trap 'rm -rf "$work"' EXIT
 if command -v yamllint >/dev/null 2>&1; then
   yamllint -s -c "$manifests/.yamllint" "$manifests" || fail "yamllint refused deploy/k8s"
   echo "k8s_manifests_test: yamllint accepted deploy/k8s"
+elif [ "${GRADSYNC_REQUIRE_TOOLS:-}" = 1 ]; then
+  fail "yamllint is not installed, and GRADSYNC_REQUIRE_TOOLS=1" \
+    "(scripts/install_deps.sh installs it)"
 else
   echo "k8s_manifests_test: yamllint is not installed, so only the structural checks ran"
 fi

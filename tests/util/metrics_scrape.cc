@@ -56,6 +56,11 @@ std::optional<std::string> FindPromtool() {
   return std::nullopt;
 }
 
+bool ToolsRequired() {
+  const char* env = std::getenv("GRADSYNC_REQUIRE_TOOLS");
+  return env != nullptr && std::string(env) == "1";
+}
+
 absl::Status PromtoolCheck(const std::string& promtool,
                            const std::string& text) {
   char path[] = "/tmp/gradsync_metrics_XXXXXX";

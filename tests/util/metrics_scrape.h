@@ -30,6 +30,11 @@ struct MetricsResponse {
 // otherwise (the Debian package `prometheus` brings it).
 std::optional<std::string> FindPromtool();
 
+// True when $GRADSYNC_REQUIRE_TOOLS is "1" (scripts/test.sh, so CI, sets
+// it): a test must fail, not skip, when a checking tool the scripts
+// install (promtool, yamllint, systemd-analyze) is missing.
+bool ToolsRequired();
+
 // Runs `promtool check metrics` on `text`: OK, or an error carrying its
 // output (lint problems included: they count as failures here).
 [[nodiscard]] absl::Status PromtoolCheck(const std::string& promtool,
