@@ -13,6 +13,7 @@
 #include "common/certs.h"
 #include "common/grpc_status.h"
 #include "common/tls.h"
+#include "common/tls_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/cluster_test_base.h"
@@ -72,6 +73,16 @@ TEST_F(TlsClusterTest, RingAndPsJobs_OverMutualTls_Succeed) {
 }
 
 TEST_F(TlsClusterTest, ClientsWithoutTheClustersCertificates_AreRefused) {
+  // The positive control: the same call with the cluster's own users'
+  // certificate gets through, so the refusals below are the certificates'
+  // doing, not a coordinator that is down (which is UNAVAILABLE too).
+  absl::StatusOr<TlsFiles> users =
+      ReadTlsDir(cluster().tls_dir(), TlsRole::kUser);
+  ASSERT_TRUE(users.ok()) << users.status();
+  EXPECT_TRUE(ListWorkersAs(GrpcSecurity::Mtls(users->ca_pem, users->cert_pem,
+                                               users->key_pem, "users"))
+                  .ok())
+      << "the cluster's own users' certificate was refused";
   EXPECT_EQ(ListWorkersAs(GrpcSecurity()).code(),
             absl::StatusCode::kUnavailable)
       << "a plaintext client got through";
