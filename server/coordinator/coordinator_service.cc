@@ -43,17 +43,23 @@ CoordinatorService::CoordinatorService(CoordinatorConfig config,
 void CoordinatorService::RestoreLocked(const SavedState& saved) {
   // Daemons find a restarted coordinator only at their next retry, after a
   // backoff of up to 5 s and their channel's own reconnection: their
-  // leases start that much later.
-  const absl::Time now = state_.Now() + kRestartGrace;
+  // leases start that much later. Their last heartbeat reads as the
+  // restart (never in the future: ages stay >= 0).
+  const absl::Time now = state_.Now();
+  const absl::Time lease_from = now + kRestartGrace;
   int live_workers = 0, live_servers = 0;
   for (const SavedWorker& w : saved.workers) {
     live_workers += w.lost() ? 0 : 1;
-    state_.workers.Restore(RestoreWorker(w, now));
+    WorkerRecord worker = RestoreWorker(w, now);
+    worker.lease_from = lease_from;
+    state_.workers.Restore(std::move(worker));
   }
   state_.workers.RaiseNextNumber(saved.meta.next_worker());
   for (const SavedServer& s : saved.servers) {
     live_servers += s.lost() ? 0 : 1;
-    state_.servers.Restore(RestoreServer(s, now));
+    PsRecord server = RestoreServer(s, now);
+    server.lease_from = lease_from;
+    state_.servers.Restore(std::move(server));
   }
   state_.servers.RaiseNextNumber(saved.meta.next_ps());
   static const std::vector<StepMetrics> kNoMetrics;

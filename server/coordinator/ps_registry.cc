@@ -92,7 +92,8 @@ std::vector<std::string> PsRegistry::Expired(absl::Time now,
                                              absl::Duration lease) const {
   std::vector<std::string> expired;
   for (const auto& [number, server] : servers_) {
-    if (!server.lost && now - server.last_heartbeat > lease) {
+    if (!server.lost &&
+        now - std::max(server.last_heartbeat, server.lease_from) > lease) {
       expired.push_back(server.id);
     }
   }

@@ -39,6 +39,8 @@ struct PsRecord {
   std::string address;  // "host:port" that ranks connect to
   int32_t pid = 0;
   absl::Time last_heartbeat;
+  // As WorkerRecord::lease_from.
+  absl::Time lease_from = absl::InfinitePast();
   bool lost = false;
   absl::Time lost_time;
   // Handed to the server at registration: its heartbeats carry it.

@@ -144,7 +144,8 @@ std::vector<std::string> WorkerRegistry::Expired(absl::Time now,
                                                  absl::Duration lease) const {
   std::vector<std::string> expired;
   for (const auto& [number, worker] : workers_) {
-    if (!worker.lost && now - worker.last_heartbeat > lease) {
+    if (!worker.lost &&
+        now - std::max(worker.last_heartbeat, worker.lease_from) > lease) {
       expired.push_back(worker.id);
     }
   }

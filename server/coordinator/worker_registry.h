@@ -58,6 +58,9 @@ struct WorkerRecord {
   // The job holding devices[i]; empty when free. Cleared when lost.
   std::vector<std::string> device_jobs;
   absl::Time last_heartbeat;
+  // A restored worker's lease runs from here when that is later than its
+  // last heartbeat (the restart grace), without faking a heartbeat.
+  absl::Time lease_from = absl::InfinitePast();
   bool lost = false;
   absl::Time lost_time;
   Mailbox mailbox;

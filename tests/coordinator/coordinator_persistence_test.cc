@@ -127,6 +127,11 @@ TEST_P(PersistenceTest, DaemonsHaveTheLeaseAndAGraceToReattach) {
   const std::string w1 = Register("host-a", 1);
   const std::string job = RunningJob(w1, 1);
   Restart();
+  // The grace extends the lease, not the heartbeat: it reads as the
+  // restart, never as a time to come (heartbeat_age_seconds was negative,
+  // and `gradsync workers` said "- ago").
+  EXPECT_LE(service_->ListWorkers().workers(0).last_heartbeat(),
+            absl::ToDoubleSeconds(clock_.Now() - absl::UnixEpoch()));
 
   clock_.Advance(kLease + CoordinatorService::kRestartGrace - absl::Seconds(1));
   EXPECT_THAT(service_->CheckLeases(clock_.Now()), IsEmpty());
