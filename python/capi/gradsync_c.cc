@@ -145,6 +145,9 @@ int gs_session_open(const char* rank_file, gs_session** out) {
                              "worker (GRADSYNC_RANK_FILE), or the file was "
                              "removed"));
   }
+  // Read once: the credentials need not stay on disk any longer (a daemon
+  // killed with SIGKILL could not remove the file itself).
+  unlink(rank_file);
   const RankLaunch& launch = session->launch;
   TlsOptions tls;
   tls.dir = launch.tls_dir();

@@ -47,6 +47,8 @@ GS_API const char* gs_last_error(void);
 GS_API const char* gs_version(void);
 
 /* ---- the job session ---- */
+/* Reads the rank file (RankLaunch) and removes it: from then on the
+ * credentials are in this process's memory only. */
 GS_API int gs_session_open(const char* rank_file, gs_session** out);
 GS_API void gs_session_close(gs_session* session);
 /* The rank, world size and local rank the daemon gave this process. */

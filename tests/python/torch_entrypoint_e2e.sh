@@ -16,7 +16,8 @@
 #      named;
 #   5. --max-restarts starts the group again as a new job, whose processes
 #      see TORCHELASTIC_RESTART_COUNT=1, and that job succeeds;
-#   6. a worker daemon killed with SIGKILL takes its processes with it.
+#   6. a worker daemon killed with SIGKILL takes its processes with it, and
+#      no rank file (the job's credentials) stays on disk.
 # Usage: torch_entrypoint_e2e.sh PATH/TO/gradsync SOURCE_DIR
 set -eu
 gradsync=$1
@@ -37,7 +38,10 @@ work=$dir/work
 mkdir -p "$work"
 cp "$src/tests/python/ddp_check.py" "$work/"
 
-out=$("$gradsync" local up --workers 2 --port 0 --run-dir "$dir" --timeout 60)
+# The daemons' TMPDIR, where they write the rank files: none may be left.
+mkdir "$dir/tmp"
+out=$(TMPDIR=$dir/tmp "$gradsync" local up --workers 2 --port 0 \
+  --run-dir "$dir" --timeout 60)
 echo "$out"
 eval "$(echo "$out" | grep '^export ')"
 
@@ -170,4 +174,9 @@ for f in "$work/orphan/pid.0" "$work/orphan/pid.1"; do
   done
 done
 echo "daemon death ok"
+# The processes removed their rank files once read, so even the daemons
+# killed above left no credentials on disk.
+if ls "$dir/tmp" | grep -q "^gradsync-job-"; then
+  echo "rank files left behind:"; ls -la "$dir/tmp"; exit 1
+fi
 echo "torch-entrypoint-e2e-ok"
