@@ -32,6 +32,16 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
                  "0.0.0.0:29600 accepts other hosts, port 0 picks a free "
                  "one)",
                  &config->listen),
+      StringFlag("advertise", "HOST[:PORT]",
+                 "the address workers are told to connect to (default: the "
+                 "--listen address, or this host's name for 0.0.0.0); set "
+                 "it to the node's cluster address when its name does not "
+                 "resolve to that on every host",
+                 &config->advertise),
+      StringFlag("host", "NAME",
+                 "host name to register, for placement and explain (default: "
+                 "this machine's)",
+                 &config->host),
       StringFlag("coordinator", "HOST:PORT",
                  "coordinator to register with (before the address is "
                  "printed; exit 1 if it stays unreachable for 30 s); "
@@ -106,6 +116,19 @@ std::string AdvertisedPsAddress(const std::string& listen_host, int port) {
   return absl::StrCat(listen_host, ":", port);
 }
 
+std::string RegisteredPsAddress(const std::string& advertise,
+                                const std::string& listen_host, int port) {
+  if (advertise.empty()) return AdvertisedPsAddress(listen_host, port);
+  const size_t close = advertise.rfind(']');
+  const size_t colon = advertise.rfind(':');
+  const bool bracketed = !advertise.empty() && advertise[0] == '[';
+  const bool has_port =
+      bracketed ? close != std::string::npos && colon == close + 1
+                : colon != std::string::npos &&
+                      advertise.find(':') == colon;  // not a bare IPv6
+  return has_port ? advertise : absl::StrCat(advertise, ":", port);
+}
+
 int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   // Blocked before gRPC starts its threads, so that they inherit the mask
   // and only the waiter below receives the signals.
@@ -154,8 +177,9 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   if (!config.coordinator.empty()) {
     PsRegistrationConfig reg;
     reg.coordinator = config.coordinator;
-    reg.host = HostName();
-    reg.address = AdvertisedPsAddress(address.substr(0, address.rfind(':')),
+    reg.host = config.host.empty() ? HostName() : config.host;
+    reg.address = RegisteredPsAddress(config.advertise,
+                                      address.substr(0, address.rfind(':')),
                                       (*server)->port());
     reg.pid = static_cast<int>(getpid());
     reg.register_timeout = config.register_timeout;

@@ -37,6 +37,13 @@ struct PsDaemonConfig {
   std::string listen = "127.0.0.1:29600";
   // Coordinator to register with ("host:port"); empty: none.
   std::string coordinator;
+  // --advertise HOST[:PORT]: the address workers are told to connect to;
+  // empty: the listen address, or this host's name for a wildcard listen
+  // (RegisteredPsAddress).
+  std::string advertise;
+  // --host NAME: the host name registered (placement, explain); empty:
+  // this machine's.
+  std::string host;
   // How long the first registration may keep failing before exit 1.
   absl::Duration register_timeout = absl::Seconds(30);
   PsServerOptions server;
@@ -77,6 +84,12 @@ std::string PsDaemonUsage(int width = 80);
 // The address to register for a server listening on `listen_host` at
 // `port`: <host name>:<port> for a wildcard host, else listen_host:port.
 std::string AdvertisedPsAddress(const std::string& listen_host, int port);
+
+// The address to register: `advertise` ("HOST", "HOST:PORT", "[V6]" or
+// "[V6]:PORT"; the bound `port` when it names none), else
+// AdvertisedPsAddress(listen_host, port).
+std::string RegisteredPsAddress(const std::string& advertise,
+                                const std::string& listen_host, int port);
 
 // Serves until SIGINT or SIGTERM; returns the exit code (2 when the
 // --tls-dir files cannot be used). Blocks those

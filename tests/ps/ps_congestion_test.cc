@@ -206,5 +206,31 @@ TEST(PsCongestionTest, DaemonFlag) {
                         "control 'no-such-cc'"));
 }
 
+// What a server registers (issue 44, trap 1): --advertise, with the bound
+// port when it names none, else the listen address (the host name for a
+// wildcard); --host names the host.
+TEST(PsDaemonAddressTest, AdvertiseAndHostFlags) {
+  EXPECT_EQ(RegisteredPsAddress("10.0.0.5", "0.0.0.0", 29600),
+            "10.0.0.5:29600");
+  EXPECT_EQ(RegisteredPsAddress("10.0.0.5:30000", "0.0.0.0", 29600),
+            "10.0.0.5:30000");
+  EXPECT_EQ(RegisteredPsAddress("[fe80::1]", "::", 29600), "[fe80::1]:29600");
+  EXPECT_EQ(RegisteredPsAddress("[fe80::1]:7", "::", 29600), "[fe80::1]:7");
+  EXPECT_EQ(RegisteredPsAddress("node-3", "0.0.0.0", 29600), "node-3:29600");
+  EXPECT_EQ(RegisteredPsAddress("", "10.0.0.2", 29600), "10.0.0.2:29600");
+  EXPECT_EQ(RegisteredPsAddress("", "0.0.0.0", 29600),
+            AdvertisedPsAddress("0.0.0.0", 29600));
+  std::vector<std::string> args = {"gradsync-ps", "--advertise", "10.0.0.5",
+                                   "--host", "ps-node"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  bool help = false;
+  absl::StatusOr<PsDaemonConfig> config =
+      ParsePsDaemonFlags(static_cast<int>(argv.size()), argv.data(), &help);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->advertise, "10.0.0.5");
+  EXPECT_EQ(config->host, "ps-node");
+}
+
 }  // namespace
 }  // namespace gradsync
