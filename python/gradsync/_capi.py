@@ -18,7 +18,6 @@ from typing import Optional
 # absl::StatusCode values the package tells apart.
 DEADLINE_EXCEEDED = 4
 ABORTED = 10
-UNIMPLEMENTED = 12
 UNKNOWN = 2
 
 FLOAT32, FLOAT64, INT32 = 0, 1, 2

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "server/coordinator/job_spec.h"
 
 namespace gradsync {
@@ -70,12 +71,7 @@ absl::Status ValidateEntrypoint(const JobSpec& spec) {
         absl::StrCat("is ", e.term_grace_ms(), "; it must be in 0..",
                      kMaxEntrypointGraceMs, " (0: 10 s)"));
   }
-  if (spec.num_workers() < 1 || spec.num_workers() > kMaxNumWorkers) {
-    return InvalidSpecField(
-        "numWorkers",
-        absl::StrCat("is ", spec.num_workers(), "; it must be in 1..",
-                     kMaxNumWorkers, " (one process per device)"));
-  }
+  RETURN_IF_ERROR(ValidateNumWorkers(spec, "one process per device"));
   if (spec.steps() < 0 || spec.batch_size() < 0 ||
       spec.grad_accumulation_steps() < 0) {
     return InvalidSpecField(

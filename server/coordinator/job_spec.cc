@@ -25,6 +25,16 @@ absl::Status InvalidSpecField(absl::string_view field,
       absl::StrCat("job spec field ", field, " ", problem));
 }
 
+absl::Status ValidateNumWorkers(const JobSpec& spec, absl::string_view unit) {
+  if (spec.num_workers() >= 1 && spec.num_workers() <= kMaxNumWorkers) {
+    return absl::OkStatus();
+  }
+  return InvalidSpecField(
+      "numWorkers",
+      absl::StrCat("is ", spec.num_workers(), "; it must be in 1..",
+                   kMaxNumWorkers, " (", unit, ")"));
+}
+
 absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model) {
   ASSIGN_OR_RETURN(std::vector<ProfileTensor> tensors,
                    ModelProfile(model.profile()));
@@ -371,12 +381,7 @@ namespace {
     ASSIGN_OR_RETURN(const int64_t floats, ProfileFloats(spec.model()));
     out.mutable_model()->set_synthetic_floats(floats);
   }
-  if (spec.num_workers() < 1 || spec.num_workers() > kMaxNumWorkers) {
-    return InvalidSpecField(
-        "numWorkers",
-        absl::StrCat("is ", spec.num_workers(), "; it must be in 1..",
-                     kMaxNumWorkers, " (one rank per device)"));
-  }
+  RETURN_IF_ERROR(ValidateNumWorkers(spec, "one rank per device"));
   RETURN_IF_ERROR(
       NonNegative("gradAccumulationSteps", spec.grad_accumulation_steps()));
   if (out.grad_accumulation_steps() == 0) out.set_grad_accumulation_steps(1);

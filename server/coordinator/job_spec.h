@@ -106,6 +106,11 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 [[nodiscard]] absl::Status InvalidSpecField(absl::string_view field,
                                             absl::string_view problem);
 
+// numWorkers in 1..kMaxNumWorkers, else INVALID_ARGUMENT ending in
+// "(<unit>)", e.g. "one rank per device".
+[[nodiscard]] absl::Status ValidateNumWorkers(const JobSpec& spec,
+                                              absl::string_view unit);
+
 // The entrypoint part of ValidateJobSpec (entrypoint_spec.cc):
 // INVALID_ARGUMENT naming the field.
 [[nodiscard]] absl::Status ValidateEntrypoint(const JobSpec& spec);
