@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <new>
 #include <string>
@@ -166,19 +167,22 @@ absl::string_view OptimizerKindName(OptimizerKind kind) {
       return "adam";
     case OptimizerKind::kAdamW:
       return "adamw";
+    case OptimizerKind::kSum:
+      return "sum";
   }
   return "unknown";
 }
 
 absl::StatusOr<OptimizerKind> ParseOptimizerKind(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
-  for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kMomentum,
-                             OptimizerKind::kAdam, OptimizerKind::kAdamW}) {
+  for (OptimizerKind kind :
+       {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam,
+        OptimizerKind::kAdamW, OptimizerKind::kSum}) {
     if (lower == OptimizerKindName(kind)) return kind;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown optimizer \"", name,
-                   "\": expected one of sgd, momentum, adam, adamw"));
+                   "\": expected one of sgd, momentum, adam, adamw, sum"));
 }
 
 AdamStepScalars AdamStepScalarsAt(const OptimizerConfig& c, uint64_t t) {
@@ -204,6 +208,7 @@ bool FloatSpansOverlap(const float* a, size_t na, const float* b, size_t nb) {
 size_t NumStateBuffers(OptimizerKind kind) {
   switch (kind) {
     case OptimizerKind::kSgd:
+    case OptimizerKind::kSum:
       return 0;
     case OptimizerKind::kMomentum:
       return 1;
@@ -385,6 +390,9 @@ void Optimizer::UpdateRange(size_t begin, float* p, const float* g, size_t n) {
     case OptimizerKind::kAdamW:
       AdamStep(config_, step_ + 1, p, g, buffers_[0].data() + begin,
                buffers_[1].data() + begin, n);
+      break;
+    case OptimizerKind::kSum:
+      std::memcpy(p, g, n * sizeof(float));
       break;
   }
 }

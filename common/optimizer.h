@@ -19,6 +19,11 @@
 //               + eps)
 //   "adamw"     as "adam" with decoupled decay: p *= 1 - lr*wd first, and
 //               g' = g.
+//   "sum"       p = g: no optimizer at all. The PS's sum-only flavour
+//               (BytePS's servers): a shard's "parameters" are the step's
+//               summed gradient, which the ranks pull and hand to their own
+//               optimizer (python/gradsync/torch/ps.py). The built-in
+//               models refuse it (their ranks would train on gradients).
 // Hyper-parameters are doubles (as Python floats in PyTorch); scalar
 // factors such as bias corrections are computed in double and rounded to
 // float once per step; the per-element arithmetic is fp32 and compiled
@@ -66,9 +71,10 @@ enum class OptimizerKind : uint8_t {
   kMomentum = 1,
   kAdam = 2,
   kAdamW = 3,
+  kSum = 4,
 };
 
-// "sgd", "momentum", "adam", "adamw".
+// "sgd", "momentum", "adam", "adamw", "sum".
 absl::string_view OptimizerKindName(OptimizerKind kind);
 // Parses the names above (case-insensitive); INVALID_ARGUMENT otherwise.
 [[nodiscard]] absl::StatusOr<OptimizerKind> ParseOptimizerKind(

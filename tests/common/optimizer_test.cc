@@ -30,6 +30,23 @@ TEST(OptimizerTest, ParseNames) {
   EXPECT_THAT(bad.status().message(), HasSubstr("lamb"));
 }
 
+TEST(OptimizerTest, Sum_ParametersBecomeTheGradientWithNoState) {
+  // The torch PS path's sum-only flavour: a shard's "parameters" are the
+  // step's averaged gradient, handed back as it is.
+  EXPECT_EQ(*ParseOptimizerKind("sum"), OptimizerKind::kSum);
+  EXPECT_EQ(NumStateBuffers(OptimizerKind::kSum), 0u);
+  OptimizerConfig c = Config(OptimizerKind::kSum);
+  absl::StatusOr<Optimizer> opt = Optimizer::CreateByName("sum", c, 3);
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  std::vector<float> p = {1.0f, -2.0f, 0.5f};
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), {0.25f, 7.0f, -3.5f}).ok());
+  ExpectBitwiseEqual({0.25f, 7.0f, -3.5f}, p);
+  ASSERT_TRUE(opt->Step(absl::MakeSpan(p), {1.0f, 2.0f, 3.0f}).ok());
+  ExpectBitwiseEqual({1.0f, 2.0f, 3.0f}, p);
+  EXPECT_EQ(opt->step_count(), 2u);
+  EXPECT_TRUE(opt->ExportState().buffers.empty());
+}
+
 TEST(OptimizerTest, Sgd_HandComputed) {
   OptimizerConfig c = Config(OptimizerKind::kSgd);
   absl::StatusOr<Optimizer> opt = Optimizer::CreateByName("sgd", c, 3);

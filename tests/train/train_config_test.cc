@@ -110,6 +110,10 @@ TEST(TrainConfigTest, FromJobSpec_BadFields_NameTheField) {
        "dataset.name"},
       {[](JobSpec* s) { s->mutable_optimizer()->set_name("lbfgs"); },
        "optimizer.name"},
+      // The torch PS path's "sum" would train a built-in model on its
+      // gradients.
+      {[](JobSpec* s) { s->mutable_optimizer()->set_name("sum"); },
+       "optimizer.name"},
       {[](JobSpec* s) { s->set_batch_size(0); }, "batchSize"},
       {[](JobSpec* s) { s->set_steps(0); }, "steps"},
       {[](JobSpec* s) { s->set_bucket_bytes(-1); }, "bucketBytes"},

@@ -83,7 +83,9 @@ constexpr double kDefaultEpsilon = 1e-8;
 [[nodiscard]] absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
                                              OptimizerConfig* config) {
   absl::StatusOr<OptimizerKind> kind = ParseOptimizerKind(spec.name());
-  if (!kind.ok()) {
+  // "sum" is the torch PS path's sum-only flavour: a built-in model's
+  // ranks would train on the summed gradient as their parameters.
+  if (!kind.ok() || *kind == OptimizerKind::kSum) {
     return Invalid("optimizer.name",
                    absl::StrCat("is '", spec.name(),
                                 "'; use \"sgd\", \"momentum\", \"adam\" or "

@@ -26,6 +26,10 @@ gpu::AdamScalars AdamScalarsFor(const OptimizerConfig& c, uint64_t t) {
 absl::StatusOr<CudaOptimizer> CudaOptimizer::Create(
     const OptimizerConfig& config, size_t size, int device) {
   RETURN_IF_ERROR(ValidateOptimizerConfig(config));
+  if (config.kind == OptimizerKind::kSum) {
+    return absl::InvalidArgumentError(
+        "the sum optimizer is the torch PS path's, on the shards only");
+  }
   RETURN_IF_ERROR(gpu::RequireCudaDevice(device, "CudaOptimizer"));
   CudaOptimizer opt(config, size, device);
   gpu::ScopedCudaDevice scoped(device);
@@ -127,6 +131,8 @@ absl::Status CudaOptimizer::Step(absl::Span<float> params,
                                   buffers_[0].as<float>(),
                                   buffers_[1].as<float>(), size_, stream);
       break;
+    case OptimizerKind::kSum:  // refused by Create
+      return absl::InternalError("CUDA optimizer of kind sum");
   }
   RETURN_IF_ERROR(gpu::CudaStatus(
       error, absl::StrCat(OptimizerKindName(c.kind), " optimizer kernel launch",
