@@ -1,5 +1,7 @@
 #include "server/ps/ps_proto.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -28,7 +30,8 @@ absl::StatusOr<OptimizerConfig> OptimizerConfigFromSpec(
   if (!kind.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("optimizer.name is '", spec.name(),
-                     "'; use \"sgd\", \"momentum\", \"adam\" or \"adamw\""));
+                     "'; use \"sgd\", \"momentum\", \"adam\", \"adamw\" or "
+                     "\"sum\""));
   }
   config.kind = *kind;
   config.lr = spec.learning_rate();
@@ -174,6 +177,14 @@ absl::StatusOr<std::vector<double>> PushScalarsFromHeader(
         "itself");
   }
   return std::vector<double>(static_cast<size_t>(trailer), 0.0);
+}
+
+absl::StatusOr<double> PushLearningRate(const ps::PushHeader& header) {
+  const double lr = header.learning_rate();
+  if (lr == 0 || (lr > 0 && std::isfinite(lr))) return lr;
+  return absl::InvalidArgumentError(
+      absl::StrCat("PushPull: learning_rate is ", lr,
+                   "; send 0 (the shard's) or a finite number > 0"));
 }
 
 ps::PullHeader PullHeaderFromView(const ShardView& view, const PsShard& shard) {

@@ -45,6 +45,11 @@ inline constexpr int kMaxTrailerScalars = 1 << 16;
 [[nodiscard]] absl::StatusOr<std::vector<double>> PushScalarsFromHeader(
     const ps::PushHeader& header);
 
+// A push's learning rate (PushHeader.learning_rate): 0 or a finite number
+// > 0; INVALID_ARGUMENT otherwise, before the push changes anything.
+[[nodiscard]] absl::StatusOr<double> PushLearningRate(
+    const ps::PushHeader& header);
+
 // The reply's header for a pulled view of `shard`: version, range, step
 // control.
 ps::PullHeader PullHeaderFromView(const ShardView& view, const PsShard& shard);

@@ -105,6 +105,9 @@ struct PsStepControl {
   size_t late_scalars = 0;
   // The newest switch request (epoch) the rank has heard of; 0: none.
   int64_t switch_epoch = 0;
+  // > 0: the shards' optimizer runs this step with this learning rate
+  // (PushHeader.learning_rate; rank 0's counts); 0: theirs.
+  double learning_rate = 0;
 };
 
 // Shard 0's answer to one step, and the step's traffic.

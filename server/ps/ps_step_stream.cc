@@ -51,6 +51,7 @@ ps::PushHeader PsStep::HeaderFor(size_t k) const {
     header.set_trailer_scalars(static_cast<int32_t>(control_.late_scalars));
   }
   header.set_switch_epoch(control_.switch_epoch);
+  header.set_learning_rate(control_.learning_rate);
   return header;
 }
 

@@ -194,6 +194,7 @@ absl::Status PushPullReactor::DoBegin() {
   options.descending = header_.descending();
   ASSIGN_OR_RETURN(options.scalars, PushScalarsFromHeader(header_));
   options.switch_epoch = header_.switch_epoch();
+  ASSIGN_OR_RETURN(options.learning_rate, PushLearningRate(header_));
   const int rank = header_.rank();
   const int64_t step = header_.step();
   ASSIGN_OR_RETURN(PsShard::Push push,

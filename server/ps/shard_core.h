@@ -42,6 +42,7 @@ struct RankSlot {
   int64_t next_step = 0;         // the step this rank pushes next
   bool pushing = false;          // a Push owns `staging`
   bool committed = false;        // kSync: gradient for version is in
+  double learning_rate = 0;      // kSync, committed: its push's (> 0: set)
   int64_t accepted_slowest = 0;  // SlowestStepLocked() at BeginPush
   std::unique_ptr<float[]> staging;
   // kSync, committed: the gradient's bytes and what keeps them valid.

@@ -92,6 +92,9 @@ struct PushOptions {
   // Step control (see above).
   std::vector<double> scalars;
   int64_t switch_epoch = 0;
+  // > 0: the learning rate of this step (sync: rank 0's push decides;
+  // async and SSP ignore it); 0: keep the optimizer's.
+  double learning_rate = 0;
 };
 
 // Read access to the shard's tensors; see "Views" above.

@@ -65,6 +65,7 @@ absl::Status SyncUpdate::CommitLocked(ShardCore& core, PushedGradient& push,
                               std::move(push.options.scalars),
                               push.options.switch_epoch);
   slot.committed = true;
+  slot.learning_rate = push.options.learning_rate;
   slot.next_step = core.version + 1;
   slot.segments = std::move(push.segments);
   slot.holds = std::move(push.holds);
@@ -80,6 +81,11 @@ absl::Status SyncUpdate::CommitLocked(ShardCore& core, PushedGradient& push,
   std::vector<const GradientSegments*> parts;
   for (const RankSlot& r : core.ranks) parts.push_back(&r.segments);
   std::vector<double> scalar_sums = core.decider.SumScalars();
+  // Rank 0's learning rate, if it sent one (validated when the push
+  // began, so this cannot fail).
+  if (const double lr = core.ranks[0].learning_rate; lr > 0) {
+    core.optimizer.SetLearningRate(lr).IgnoreError();
+  }
   std::vector<std::vector<std::shared_ptr<const void>>> holds;
   absl::Status status;
   absl::Duration apply;

@@ -148,6 +148,9 @@ absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
   if (!scalars.ok()) return named(scalars.status());
   options.scalars = *std::move(scalars);
   options.switch_epoch = header.switch_epoch();
+  absl::StatusOr<double> learning_rate = PushLearningRate(header);
+  if (!learning_rate.ok()) return named(learning_rate.status());
+  options.learning_rate = *learning_rate;
   absl::StatusOr<PsShard::Push> push = WaitInSlices(
       deadline, [this] { return Alive(); },
       [&](absl::Time d) { return shard->BeginPush(rank, step, d, options); });
