@@ -29,39 +29,32 @@
 #include "common/sync_bandwidth.h"
 #include "common/tls.h"
 #include "proto/coordinator.pb.h"
+#include "python/capi/capi_internal.h"
 #include "server/coordinator/grpc_coordinator_client.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/launch/report_wire.h"
-
-struct gs_buffer {
-  std::string bytes;
-};
-
-struct gs_session {
-  gradsync::RankLaunch launch;
-  std::shared_ptr<gradsync::CoordinatorClient> client;
-  std::unique_ptr<gradsync::CoordinatorStore> store;
-  int report_fd = -1;
-  absl::Mutex report_mu;
-};
 
 struct gs_comm {
   std::unique_ptr<gradsync::Communicator> comm;
 };
 
 namespace gradsync {
-namespace {
 
-thread_local std::string last_error;
+std::string& LastError() {
+  thread_local std::string last_error;
+  return last_error;
+}
 
 int Fail(const absl::Status& status) {
-  last_error = std::string(status.message());
+  LastError() = std::string(status.message());
   return status.ok() ? 0 : static_cast<int>(status.code());
 }
 
 int Fail(absl::StatusCode code, absl::string_view message) {
   return Fail(absl::Status(code, message));
 }
+
+namespace {
 
 absl::Status FromCode(int code, absl::string_view what) {
   if (code == 0) return absl::OkStatus();
@@ -126,7 +119,7 @@ using gradsync::Fail;
 
 extern "C" {
 
-const char* gs_last_error(void) { return gradsync::last_error.c_str(); }
+const char* gs_last_error(void) { return gradsync::LastError().c_str(); }
 const char* gs_version(void) { return "0.1.0"; }
 
 int gs_session_open(const char* rank_file, gs_session** out) {
@@ -149,12 +142,18 @@ int gs_session_open(const char* rank_file, gs_session** out) {
   // killed with SIGKILL could not remove the file itself).
   unlink(rank_file);
   const RankLaunch& launch = session->launch;
+  {
+    absl::MutexLock lock(&session->ps_mu);
+    session->ps_addresses.assign(launch.assignment().ps_addresses().begin(),
+                                 launch.assignment().ps_addresses().end());
+  }
   TlsOptions tls;
   tls.dir = launch.tls_dir();
   tls.insecure = launch.tls_dir().empty();
   absl::StatusOr<GrpcSecurity> security =
       SecurityFromOptions(tls, TlsRole::kDaemon);
   if (!security.ok()) return Fail(security.status());
+  session->security = *security;
   CoordinatorChannelOptions channel;
   channel.security = *security;
   session->client = NewGrpcCoordinatorClient(

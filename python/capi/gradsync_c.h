@@ -139,6 +139,84 @@ GS_API int gs_comm_barrier(gs_comm* comm);
 /* Fails the pending and future calls with ABORTED (10), from any thread. */
 GS_API void gs_comm_abort(gs_comm* comm, const char* reason);
 
+/* ---- the job's sync mode and switches ----
+ * The mode of step 0 and the spec's scripted switches ("--switch-at"),
+ * as SyncMode numbers (1 ring, 2 ps). */
+GS_API int gs_session_mode(const gs_session* session);
+GS_API size_t gs_session_num_switches(const gs_session* session);
+GS_API int gs_session_switch(const gs_session* session, size_t i,
+                             int64_t* step, int32_t* mode);
+/* Waits up to timeout_ms for runtime switch request `epoch` (> 0) of the
+ * job (`gradsync switch`, or --mode auto: the coordinator's job-store key
+ * "switch/<epoch>") and sets *mode to its mode. A request that names PS
+ * shards makes them the ones the next gs_ps_open uses. 4
+ * (DEADLINE_EXCEEDED): no such request yet. */
+GS_API int gs_session_await_switch(gs_session* session, int64_t epoch,
+                                   int64_t timeout_ms, int32_t* mode);
+
+/* ---- the job's parameter server (the torch PS path) ----
+ * One rank's client of the job's PS shards over a flat fp32 vector of
+ * `total` elements (python/gradsync/torch/ps.py lays a model's gradients
+ * out in it). The shards average the ranks' pushes (rank order), then
+ * apply `optimizer`: "sum" hands the average back as it is (the rank's own
+ * optimizer steps: BytePS's servers), "sgd", "momentum", "adam" and
+ * "adamw" update parameters kept on the shards (hyper-parameters as in
+ * common/optimizer.h; the learning rate may change every step).
+ * Threading: one thread calls gs_ps_start and gs_ps_finish in turn;
+ * gs_ps_ready and gs_ps_abort may come from any thread. */
+typedef struct gs_ps gs_ps;
+typedef struct gs_ps_optimizer {
+  const char* name; /* "sum", "sgd", "momentum", "adam", "adamw" */
+  double lr;
+  double weight_decay;
+  double momentum;
+  double dampening;
+  int32_t nesterov;
+  double beta1;
+  double beta2;
+  double eps;
+} gs_ps_optimizer;
+typedef struct gs_ps_result {
+  uint64_t bytes_sent;
+  uint64_t bytes_received;
+  double busy_s; /* a shard stream was moving bytes or awaiting a reply */
+} gs_ps_result;
+
+/* A client of the job's current shards (the assignment's, or the newest
+ * switch's). FAILED_PRECONDITION (9) when the job has none. */
+GS_API int gs_ps_open(gs_session* session, size_t total,
+                      const gs_ps_optimizer* optimizer, gs_ps** out);
+GS_API void gs_ps_close(gs_ps* ps);
+/* Creates and seeds the shards this rank owns (k = rank, rank + world,
+ * ...) with `params` (total floats) for step `step`, and the optimizer's
+ * `n_state` state buffers (total floats each) after `optimizer_step`
+ * steps. Every rank calls it with the same data, then the ranks meet at a
+ * barrier before the first step. */
+GS_API int gs_ps_seed(gs_ps* ps, int64_t step, const float* params,
+                      const float* const* state, size_t n_state,
+                      uint64_t optimizer_step);
+/* Starts step `step`: each shard's push sends its range of `grads` as
+ * gs_ps_ready marks it final; the reply (the average for "sum", else the
+ * parameters of step + 1) lands in `out`. Both hold `total` floats and
+ * stay valid until gs_ps_finish returns. lr > 0: the shards' learning
+ * rate for this step (rank 0's counts). */
+GS_API int gs_ps_start(gs_ps* ps, int64_t step, const float* grads, float* out,
+                       double lr);
+/* Elements [begin, end) of the gradient are final (any order, once). */
+GS_API int gs_ps_ready(gs_ps* ps, size_t begin, size_t end);
+/* Waits for every shard's reply (up to timeout_ms; 0: the session's
+ * collective timeout). */
+GS_API int gs_ps_finish(gs_ps* ps, int64_t timeout_ms, gs_ps_result* result);
+/* The shards' parameters and optimizer state for step `step` (a switch
+ * away from the PS): `params` and n_state buffers of total floats. */
+GS_API int gs_ps_fetch(gs_ps* ps, int64_t step, float* params,
+                       float* const* state, size_t n_state,
+                       uint64_t* optimizer_step);
+/* Drops the job's shards (rank 0, after a switch away from the PS). */
+GS_API int gs_ps_release(gs_ps* ps);
+/* Fails the step in flight and every later call with ABORTED (10). */
+GS_API void gs_ps_abort(gs_ps* ps, const char* reason);
+
 #ifdef __cplusplus
 }
 #endif

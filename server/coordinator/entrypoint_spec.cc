@@ -79,15 +79,16 @@ absl::Status ValidateEntrypoint(const JobSpec& spec) {
         "batchSize and gradAccumulationSteps must be >= 0 (for "
         "an entrypoint they only describe the job)");
   }
-  // The PS path of torch jobs (a DDP comm hook pushing buckets to the
-  // shards) sizes its shards from the model, which the coordinator does
-  // not know at submit; until it lands, the ring only.
-  if (JobNeedsPs(spec)) {
+  // The PS path of torch jobs (python/gradsync/torch/ps.py) runs the
+  // synchronous update only: DDP's contract is that every rank steps with
+  // the same averaged gradient.
+  if (JobNeedsPs(spec) && !spec.ps().sync().empty() &&
+      spec.ps().sync() != "sync") {
     return InvalidSpecField(
-        "mode",
-        "asks for the parameter server, which entrypoint jobs do "
-        "not have yet: run them on the ring (the gradsync "
-        "torch.distributed backend, or torch's own)");
+        "ps.sync",
+        absl::StrCat("is '", spec.ps().sync(),
+                     "'; entrypoint jobs use the synchronous PS only (DDP "
+                     "steps every rank with the same averaged gradient)"));
   }
   return absl::OkStatus();
 }

@@ -75,7 +75,11 @@ TEST(EntrypointSpecTest, EachBadField_RefusedNamingIt) {
        [](JobSpec* s) { s->mutable_dataset()->set_name("fashion-mnist"); }},
       {"model.kind",
        [](JobSpec* s) { s->mutable_model()->add_layer_sizes(4); }},
-      {"mode", [](JobSpec* s) { s->set_mode(SYNC_MODE_PS); }},
+      {"ps.sync",
+       [](JobSpec* s) {
+         s->set_mode(SYNC_MODE_PS);
+         s->mutable_ps()->set_sync("async");
+       }},
       {"optimizer.name",
        [](JobSpec* s) { s->mutable_optimizer()->set_name("lion"); }},
       {"restartCount", [](JobSpec* s) { s->set_restart_count(-1); }},
@@ -88,6 +92,23 @@ TEST(EntrypointSpecTest, EachBadField_RefusedNamingIt) {
                          HasSubstr("job spec field " + c.field + " ")))
         << c.field;
   }
+}
+
+TEST(EntrypointSpecTest, PsAutoAndSwitches_Accepted) {
+  // The torch PS path (python/gradsync/torch/ps.py) and the runtime
+  // switch work for entrypoint jobs, on the synchronous PS.
+  JobSpec ps = Entrypoint();
+  ps.set_mode(SYNC_MODE_PS);
+  ps.mutable_ps()->set_sync("sync");
+  EXPECT_THAT(ValidateJobSpec(ps), IsOk());
+  JobSpec switched = Entrypoint();
+  SwitchSpec* at = switched.add_switches();
+  at->set_step(10);
+  at->set_mode(SYNC_MODE_PS);
+  EXPECT_THAT(ValidateJobSpec(switched), IsOk());
+  JobSpec automatic = Entrypoint();
+  automatic.mutable_auto_mode()->set_enabled(true);
+  EXPECT_THAT(ValidateJobSpec(automatic), IsOk());
 }
 
 TEST(EntrypointSpecTest, JsonSpec_ParsesArgvAndWorkdir) {
