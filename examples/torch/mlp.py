@@ -4,7 +4,8 @@ built-in one (784-256-256-10, Adam), on any number of ranks:
     gradsync submit --workers 4 --workdir examples/torch \\
         --entrypoint "python3 mlp.py --epochs 1"
 
-The three gradsync lines are marked.
+The gradsync lines are marked: three for the ring, a fourth for the
+parameter server and the runtime switch (``--mode ps``, ``gradsync switch``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import fashion_mnist
-import gradsync.torch as gs  # gradsync 1/3
+import gradsync.torch as gs  # gradsync 1/4
 
 
 def main() -> None:
@@ -26,15 +27,22 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--backend", default="gradsync")
+    p.add_argument("--ps", choices=("sum", "server", "off"), default="sum",
+                   help="under --mode ps: the shards average and this "
+                   "optimizer steps (sum), or the optimizer runs on the "
+                   "shards (server); off: DDP's own all-reduce, ring only")
     args = p.parse_args()
     torch.set_num_threads(1)
-    gs.init(args.backend)  # gradsync 2/3
+    gs.init(args.backend)  # gradsync 2/4
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(1)
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(),
                           nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.Adam(ddp.parameters(), lr=args.lr)
+    if args.ps != "off":  # gradsync 3/4: the job's ring or PS, switches
+        opt = gs.DistributedOptimizer(opt, ddp,
+                                      server_side=args.ps == "server")
     images, labels = fashion_mnist.load(train=True)
     steps_per_epoch = len(labels) // args.batch_size
     total = int(args.epochs * steps_per_epoch)
@@ -47,7 +55,7 @@ def main() -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            gs.report(loss=loss.item(), samples=len(y))  # gradsync 3/3
+            gs.report(loss=loss.item(), samples=len(y))  # gradsync 4/4
             if rank == 0 and step % 50 == 0:
                 print(f"step {step}/{total} loss {loss.item():.4f}",
                       flush=True)

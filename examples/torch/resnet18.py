@@ -36,6 +36,10 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--backend", default="gradsync")
+    p.add_argument("--ps", choices=("sum", "server", "off"), default="sum",
+                   help="under --mode ps: the shards average and this "
+                   "optimizer steps (sum), or the optimizer runs on the "
+                   "shards (server); off: DDP's own all-reduce, ring only")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -45,6 +49,9 @@ def main() -> None:
     model = make_model()
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    if args.ps != "off":  # the job's ring or PS, and its switches
+        opt = gs.DistributedOptimizer(opt, ddp,
+                                      server_side=args.ps == "server")
     images, labels = fashion_mnist.load(train=True)
     images = F.interpolate(images, size=32, mode="bilinear",
                            align_corners=False)

@@ -59,6 +59,10 @@ def main() -> None:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--backend", default="gradsync")
+    p.add_argument("--ps", choices=("sum", "server", "off"), default="sum",
+                   help="under --mode ps: the shards average and this "
+                   "optimizer steps (sum), or the optimizer runs on the "
+                   "shards (server); off: DDP's own all-reduce, ring only")
     args = p.parse_args()
     torch.set_num_threads(1)
     gs.init(args.backend)
@@ -70,6 +74,9 @@ def main() -> None:
     model = TinyLM(args.vocab, args.dim, args.layers, 4, args.context)
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.AdamW(ddp.parameters(), lr=3e-4)
+    if args.ps != "off":  # the job's ring or PS, and its switches
+        opt = gs.DistributedOptimizer(opt, ddp,
+                                      server_side=args.ps == "server")
     share = args.batch_size // world
     for step in range(args.steps):
         g = torch.Generator().manual_seed(1000 * step + rank)

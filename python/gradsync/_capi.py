@@ -63,6 +63,32 @@ class CommOptions(ctypes.Structure):
     ]
 
 
+class PsOptimizer(ctypes.Structure):
+    """gs_ps_optimizer."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("lr", ctypes.c_double),
+        ("weight_decay", ctypes.c_double),
+        ("momentum", ctypes.c_double),
+        ("dampening", ctypes.c_double),
+        ("nesterov", ctypes.c_int32),
+        ("beta1", ctypes.c_double),
+        ("beta2", ctypes.c_double),
+        ("eps", ctypes.c_double),
+    ]
+
+
+class PsResult(ctypes.Structure):
+    """gs_ps_result."""
+
+    _fields_ = [
+        ("bytes_sent", ctypes.c_uint64),
+        ("bytes_received", ctypes.c_uint64),
+        ("busy_s", ctypes.c_double),
+    ]
+
+
 STORE_SET = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                              ctypes.c_void_p, ctypes.c_size_t)
 STORE_GET = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
@@ -121,6 +147,25 @@ def _declare(lib: ctypes.CDLL) -> None:
         "gs_comm_allgather": (ctypes.c_int, [vp, vp, vp, sz, ctypes.c_int]),
         "gs_comm_barrier": (ctypes.c_int, [vp]),
         "gs_comm_abort": (None, [vp, cp]),
+        "gs_session_mode": (ctypes.c_int, [vp]),
+        "gs_session_num_switches": (sz, [vp]),
+        "gs_session_switch": (ctypes.c_int, [vp, sz,
+                                             ctypes.POINTER(ctypes.c_int64),
+                                             ctypes.POINTER(ctypes.c_int32)]),
+        "gs_session_await_switch": (ctypes.c_int, [
+            vp, i64, i64, ctypes.POINTER(ctypes.c_int32)]),
+        "gs_ps_open": (ctypes.c_int, [vp, sz, ctypes.POINTER(PsOptimizer),
+                                      ctypes.POINTER(vp)]),
+        "gs_ps_close": (None, [vp]),
+        "gs_ps_seed": (ctypes.c_int, [vp, i64, vp, ctypes.POINTER(vp), sz,
+                                      ctypes.c_uint64]),
+        "gs_ps_start": (ctypes.c_int, [vp, i64, vp, vp, ctypes.c_double]),
+        "gs_ps_ready": (ctypes.c_int, [vp, sz, sz]),
+        "gs_ps_finish": (ctypes.c_int, [vp, i64, ctypes.POINTER(PsResult)]),
+        "gs_ps_fetch": (ctypes.c_int, [vp, i64, vp, ctypes.POINTER(vp), sz,
+                                       ctypes.POINTER(ctypes.c_uint64)]),
+        "gs_ps_release": (ctypes.c_int, [vp]),
+        "gs_ps_abort": (None, [vp, cp]),
     }
     for name, (restype, argtypes) in signatures.items():
         fn = getattr(lib, name)

@@ -76,7 +76,7 @@ for model in $models; do
     declare -A t=()
     for backend in gradsync gloo; do
       job=$("$G" submit --json --workers "$ranks" --workdir "$work" \
-              --entrypoint "${cmd[$model]} --backend $backend" |
+              --entrypoint "${cmd[$model]} --backend $backend --ps off" |
             sed -n 's/.*"jobId": *"\([^"]*\)".*/\1/p')
       "$G" watch "$job" --deadline 1800 >/dev/null 2>&1 || true
       if ! "$G" status "$job" | grep -q SUCCEEDED; then

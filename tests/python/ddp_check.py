@@ -1,7 +1,10 @@
 """A gradsync entrypoint that checks itself: the Store contract through
 the coordinator, the gradsync backend's collectives on exact values, then
 a small DistributedDataParallel run whose per-step losses and parameter
-digests it writes for the test to compare with a one-rank run.
+digests it writes for the test to compare with a one-rank run. With
+--wrap sum|server the optimizer goes through gs.DistributedOptimizer
+(the job's ring or PS, sum-only or server-side), and each step's path is
+written too.
 
 Run by tests/python/torch_entrypoint_e2e.sh, under `gradsync submit
 --entrypoint`, or alone (one rank, no gradsync cluster) for the baseline.
@@ -89,7 +92,18 @@ def train(args, rank: int, world: int, out: pathlib.Path) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
     ddp = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    if args.opt == "adam":
+        opt = torch.optim.Adam(ddp.parameters(), lr=0.01)
+    else:
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    wrapped = None
+    if args.wrap != "none":
+        wrapped = gs.DistributedOptimizer(opt, ddp,
+                                          server_side=args.wrap == "server")
+        opt = wrapped
+    sched = torch.optim.lr_scheduler.StepLR(
+        wrapped.optimizer if wrapped else opt, step_size=20, gamma=0.5)
+    paths = []
     batch = args.batch
     share = batch // world
     losses, digests = [], []
@@ -103,8 +117,11 @@ def train(args, rank: int, world: int, out: pathlib.Path) -> None:
         ys = y[rank * share:(rank + 1) * share]
         loss = F.cross_entropy(ddp(xs), ys)
         opt.zero_grad()
+        if wrapped is not None:
+            paths.append(wrapped.path)
         loss.backward()
         opt.step()
+        sched.step()
         mean = loss.detach().clone()
         dist.all_reduce(mean)
         mean /= world
@@ -115,6 +132,8 @@ def train(args, rank: int, world: int, out: pathlib.Path) -> None:
             time.sleep(args.sleep)
     (out / f"loss.{rank}").write_text("\n".join(losses) + "\n")
     (out / f"params.{rank}").write_text("\n".join(digests) + "\n")
+    if paths:
+        (out / f"path.{rank}").write_text("\n".join(paths) + "\n")
 
 
 def main() -> int:
@@ -126,6 +145,9 @@ def main() -> int:
     p.add_argument("--fail-rank", type=int, default=-1)
     p.add_argument("--sleep", type=float, default=0.0)
     p.add_argument("--skip-checks", action="store_true")
+    p.add_argument("--wrap", choices=("none", "sum", "server"),
+                   default="none")
+    p.add_argument("--opt", choices=("sgd", "adam"), default="sgd")
     p.add_argument("--fail-first-run", action="store_true",
                    help="rank 1 fails unless TORCHELASTIC_RESTART_COUNT > 0")
     args = p.parse_args()

@@ -5,6 +5,8 @@ metrics, for a script started by ``gradsync submit --entrypoint``.
     gs.init()                                   # 1: instead of
                                                 #    init_process_group
     model = DistributedDataParallel(model)      # unchanged
+    opt = gs.DistributedOptimizer(opt, model)   # 3: the job's ring or PS,
+                                                #    and its switches
     for x, y in loader:
         ...; loss.backward(); opt.step()
         gs.report(loss=loss.item(), samples=len(x))   # 2: once a step
@@ -29,10 +31,12 @@ import torch.distributed as dist
 from gradsync import _capi
 from gradsync import session as gs_session
 from gradsync.torch import backend as gs_backend
+from gradsync.torch import ps as gs_ps
+from gradsync.torch.ps import DistributedOptimizer
 from gradsync.torch.store import CoordinatorStore
 
 __all__ = ["init", "report", "rank", "world_size", "local_rank", "device",
-           "CoordinatorStore"]
+           "CoordinatorStore", "DistributedOptimizer"]
 
 gs_backend.register()
 
@@ -102,9 +106,11 @@ def report(loss: Optional[float] = None, samples: int = 0,
     """Reports one step of this rank to the job's metrics.
 
     Call it once per optimizer step. The step's time is the time since the
-    previous call; its communication, the time gradsync's ring was busy
-    with this rank's collectives meanwhile (an upper bound of the exposed
-    part, since DDP overlaps buckets with backward). Under a gradsync
+    previous call. Its communication: on the PS path (DistributedOptimizer)
+    the wait for the shards after backward's last bucket (the exposed
+    part); on gradsync's ring the time it was busy with this rank's
+    collectives (an upper bound of the exposed part, since DDP overlaps
+    buckets with backward). Under a gradsync
     daemon it also proves the rank alive (the job's step deadline).
     Outside gradsync it only counts steps.
     """
@@ -123,14 +129,27 @@ def report(loss: Optional[float] = None, samples: int = 0,
         busy += b
         synced += n
     session = gs_session.current()
+    wrapper = gs_ps.active()
+    mode, exposed, ps_busy, sent, received, ps_synced = (
+        wrapper.take_counters() if wrapper is not None
+        else (gs_ps.RING, 0.0, 0.0, 0, 0, 0))
     if session is None:
         return
     n = world_size()
-    ring_bytes = int(synced * 2 * (n - 1) / n) if n > 1 else 0
-    comm = min(busy, step_s)
+    if mode == gs_ps.PS:
+        # The PS step: exposed communication is the wait for the shards
+        # after backward's last bucket; bytes are the pushes and pulls.
+        comm = min(exposed, step_s)
+        busy, synced = ps_busy, ps_synced
+        sent_bytes, received_bytes = sent, received
+    else:
+        comm = min(busy, step_s)
+        sent_bytes = received_bytes = (int(synced * 2 * (n - 1) / n)
+                                       if n > 1 else 0)
     r = _capi.StepReport(
         step=this_step, loss=-1.0 if loss is None else float(loss),
         compute_s=max(step_s - comm, 0.0), comm_s=comm, idle_s=0.0,
-        step_s=step_s, bytes_sent=ring_bytes, bytes_received=ring_bytes,
-        samples=int(samples), sync_bytes=synced, sync_busy_s=busy, mode=1)
+        step_s=step_s, bytes_sent=sent_bytes, bytes_received=received_bytes,
+        samples=int(samples), sync_bytes=synced, sync_busy_s=busy,
+        mode=mode)
     session.report(r)
