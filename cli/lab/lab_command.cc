@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
 #include "cli/control/format.h"
+#include "cli/control/local_cluster.h"
 #include "cli/control/local_command.h"
 #include "cli/control/output_format.h"
 #include "cli/lab/lab_probe.h"
@@ -61,6 +62,7 @@ struct LabOptions {
   control::DaemonBinaries binaries;
   std::string tcp_congestion = "default";
   bool ps_tensor_plane = false;
+  bool allow_entrypoints = false;
   std::string pairs = "ring";
   absl::Duration duration = absl::Milliseconds(600);
   double tolerance = 0.10;
@@ -125,6 +127,10 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                  "up: PS steps over the servers' tensor planes (plain "
                  "TCP) instead of gRPC",
                  &o->ps_tensor_plane),
+      SwitchFlag("allow-entrypoints",
+                 "up: entrypoint jobs (your PyTorch script) may run; the "
+                 "coordinator then wants the users' token it prints",
+                 &o->allow_entrypoints),
       StringFlag("run-dir", "DIR",
                  "lab.json, cluster.json and logs ($GRADSYNC_LAB_DIR, "
                  "else ./.lab)",
@@ -256,6 +262,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   config.devices_per_worker = o.devices;
   config.tcp_congestion = o.tcp_congestion;
   config.ps_tensor_plane = o.ps_tensor_plane;
+  config.allow_entrypoints = o.allow_entrypoints;
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
   if (!rate.ok())
     return control::ReportError(env, "lab up", o.json, rate.status());
@@ -302,6 +309,10 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   *env.out << FormatProbeSummary(state.probe()) << "\n"
            << "stop it with: gradsync lab down --run-dir " << run_dir << "\n"
            << "export GRADSYNC_COORDINATOR=" << state.coordinator() << "\n";
+  if (state.spec().allow_entrypoints()) {
+    *env.out << "export GRADSYNC_TOKEN_FILE=" << run_dir << "/"
+             << control::kUserTokenFileName << "\n";
+  }
   return kExitOk;
 }
 

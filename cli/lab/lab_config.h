@@ -70,6 +70,10 @@ struct LabConfig {
   // PS steps over the servers' tensor planes (plain TCP) instead of gRPC:
   // every gradsync-ps gets --tensor-port 0, every worker --ps-tensor-plane.
   bool ps_tensor_plane = false;
+  // Entrypoint jobs: the coordinator gets a fresh users' token
+  // (RUN_DIR/user-token, which the CLI then needs) and every worker
+  // --allow-entrypoints.
+  bool allow_entrypoints = false;
 };
 
 enum class HostRole { kHead, kWorker, kServer };

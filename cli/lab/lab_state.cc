@@ -31,6 +31,7 @@ LabSpec ToSpec(const LabConfig& config) {
   spec.set_devices_per_worker(config.devices_per_worker);
   spec.set_tcp_congestion(config.tcp_congestion);
   spec.set_ps_tensor_plane(config.ps_tensor_plane);
+  spec.set_allow_entrypoints(config.allow_entrypoints);
   spec.mutable_link()->set_rate_bps(config.link.rate_bps);
   spec.mutable_link()->set_latency_us(
       absl::ToInt64Microseconds(config.link.latency));
@@ -52,6 +53,7 @@ LabConfig FromSpec(const LabSpec& spec) {
     config.tcp_congestion = spec.tcp_congestion();
   }
   config.ps_tensor_plane = spec.ps_tensor_plane();
+  config.allow_entrypoints = spec.allow_entrypoints();
   config.link.rate_bps = spec.link().rate_bps();
   config.link.latency = absl::Microseconds(spec.link().latency_us());
   if (spec.link().queue_us() > 0) {

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -16,8 +17,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/control/local_cluster.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -150,6 +153,9 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
                      "--tcp-congestion", config.tcp_congestion,
                      "--spin-polls",     "0"};
       if (config.ps_tensor_plane) worker.args.push_back("--ps-tensor-plane");
+      if (config.allow_entrypoints) {
+        worker.args.push_back("--allow-entrypoints");
+      }
       worker.netns = host.netns;
       worker.host = host.name;
       plan.workers.push_back(std::move(worker));
@@ -236,6 +242,22 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
   control::ClusterPlan plan =
       LabClusterPlan(config, hosts, options.binaries, options.run_dir);
   plan.timeout = options.timeout;
+  if (config.allow_entrypoints) {
+    // Only holders of the users' token may submit code for every worker
+    // to run (docs/security.md): a fresh one for each lab.
+    const std::string token_path =
+        absl::StrCat(options.run_dir, "/", control::kUserTokenFileName);
+    std::remove(token_path.c_str());
+    absl::StatusOr<std::string> token = WriteNewTokenFile(token_path);
+    if (!token.ok()) {
+      RemoveNetwork(config.prefix, options.command_timeout, nullptr);
+      RemoveLabState(options.run_dir);
+      return Annotate(token.status(), "cannot write the lab's users' token");
+    }
+    plan.user_token = *std::move(token);
+    plan.coordinator.args.push_back("--user-token-file");
+    plan.coordinator.args.push_back(token_path);
+  }
   absl::StatusOr<control::StartedCluster> started = control::StartCluster(plan);
   if (!started.ok()) {
     RemoveNetwork(config.prefix, options.command_timeout, nullptr);
