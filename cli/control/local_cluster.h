@@ -41,6 +41,8 @@ inline constexpr absl::string_view kPsBinary = "gradsync-ps";
 inline constexpr absl::string_view kClusterFile = "cluster.json";
 // The users' token of the local cluster's coordinator (mode 0600).
 inline constexpr absl::string_view kUserTokenFileName = "user-token";
+// The daemons' join token (their --join-token-file), beside it.
+inline constexpr absl::string_view kJoinTokenFileName = "join-token";
 // The local cluster's TLS directory under the run directory: its own CA
 // and certificates (common/tls_dir.h), made fresh by each `local up`.
 inline constexpr absl::string_view kTlsDirName = "tls";

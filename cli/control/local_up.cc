@@ -425,6 +425,15 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   ASSIGN_OR_RETURN(plan.user_token, WriteNewTokenFile(token_path));
   plan.coordinator.args.push_back("--user-token-file");
   plan.coordinator.args.push_back(token_path);
+  // Daemons prove they are this cluster's with a join token of their own,
+  // which no user gets (server/coordinator/daemon_admission.h): under
+  // --insecure it is their only proof.
+  const std::string join_path =
+      absl::StrCat(config.run_dir, "/", kJoinTokenFileName);
+  std::remove(join_path.c_str());
+  RETURN_IF_ERROR(WriteNewTokenFile(join_path).status());
+  plan.coordinator.args.push_back("--join-token-file");
+  plan.coordinator.args.push_back(join_path);
   // The coordinator survives its own restart on this database; a new
   // cluster starts from an empty one.
   const std::string state_db = absl::StrCat(config.run_dir, "/coordinator.db");
@@ -463,8 +472,9 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     worker.devices = config.devices_per_worker;
     // A local cluster is its user's own machine: entrypoint jobs (their
     // own scripts) may run, as that user, in any directory.
-    worker.args = {"--devices", worker.devices, "--address", worker.address,
-                   "--allow-entrypoints"};
+    worker.args = {"--devices",    worker.devices,        "--address",
+                   worker.address, "--allow-entrypoints", "--join-token-file",
+                   join_path};
     if (config.ps_tensor_plane) worker.args.push_back("--ps-tensor-plane");
     plan.workers.push_back(std::move(worker));
   }
@@ -472,7 +482,7 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     DaemonPlan server;
     server.name = absl::StrCat("ps-", i);
     server.binary = config.ps_binary;
-    server.args = {"--listen", "127.0.0.1:0"};
+    server.args = {"--listen", "127.0.0.1:0", "--join-token-file", join_path};
     if (config.ps_tensor_plane) {
       server.args.insert(server.args.end(), {"--tensor-port", "0"});
     }
@@ -505,6 +515,7 @@ absl::StatusOr<LocalDownResult> LocalDown(const std::string& run_dir,
   result.killed = StopWorkersThenCoordinator(record->daemons, grace);
   RemoveClusterRecord(run_dir);
   std::remove(absl::StrCat(run_dir, "/", kUserTokenFileName).c_str());
+  std::remove(absl::StrCat(run_dir, "/", kJoinTokenFileName).c_str());
   if (!record->tls_dir.empty()) RemoveTlsDir(record->tls_dir);
   return result;
 }

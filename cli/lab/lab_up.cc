@@ -87,6 +87,14 @@ Leftovers RemoveNetwork(const std::string& prefix,
   return absl::OkStatus();
 }
 
+// The argument lists of every daemon of `plan`.
+std::vector<std::vector<std::string>*> DaemonArgs(control::ClusterPlan& plan) {
+  std::vector<std::vector<std::string>*> out = {&plan.coordinator.args};
+  for (control::DaemonPlan& w : plan.workers) out.push_back(&w.args);
+  for (control::DaemonPlan& s : plan.servers) out.push_back(&s.args);
+  return out;
+}
+
 }  // namespace
 
 double LabPayloadGbps(int64_t rate_bps) {
@@ -242,6 +250,21 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
   control::ClusterPlan plan =
       LabClusterPlan(config, hosts, options.binaries, options.run_dir);
   plan.timeout = options.timeout;
+  // The lab's daemons talk plaintext: a join token is what proves them
+  // daemons of this lab (server/coordinator/daemon_admission.h).
+  const std::string join_path =
+      absl::StrCat(options.run_dir, "/", control::kJoinTokenFileName);
+  std::remove(join_path.c_str());
+  if (absl::Status written = WriteNewTokenFile(join_path).status();
+      !written.ok()) {
+    RemoveNetwork(config.prefix, options.command_timeout, nullptr);
+    RemoveLabState(options.run_dir);
+    return Annotate(written, "cannot write the lab's join token");
+  }
+  for (std::vector<std::string>* args : DaemonArgs(plan)) {
+    args->push_back("--join-token-file");
+    args->push_back(join_path);
+  }
   if (config.allow_entrypoints) {
     // Only holders of the users' token may submit code for every worker
     // to run (docs/security.md): a fresh one for each lab.
@@ -294,6 +317,11 @@ absl::StatusOr<LabDownResult> LabDown(const std::string& run_dir,
     }
     result.killed = control::StopCluster((*cluster)->daemons, grace);
     std::remove(absl::StrCat(run_dir, "/", control::kClusterFile).c_str());
+  }
+  // The lab's tokens live as long as the lab.
+  for (absl::string_view token :
+       {control::kJoinTokenFileName, control::kUserTokenFileName}) {
+    std::remove(absl::StrCat(run_dir, "/", token).c_str());
   }
   result.removed = RemoveNetwork(lab_prefix, absl::Seconds(10), &result.strays);
   RemoveLabState(run_dir);

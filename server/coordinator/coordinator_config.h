@@ -47,6 +47,13 @@ struct CoordinatorConfig {
   // list, cancel, switch, watch, metrics, workers) must present it
   // (CoordinatorService::CheckUser). Empty: users are not authenticated.
   std::string user_token;
+  // Who may register as a worker or parameter server (daemon_admission.h):
+  // with `require_node_certificate` (the coordinator serves mTLS) only a
+  // caller presenting the cluster's node certificate, not the users';
+  // with a `join_token` (--join-token-file) only one presenting it. Both
+  // unset: anyone who reaches the port (the coordinator warns at start).
+  bool require_node_certificate = false;
+  std::string join_token;
   // Where the coordinator keeps its state so that it survives a restart
   // (state_store.h; the daemon's --state-db). Create loads what it holds:
   // the daemons, the jobs and their metrics, the id counters. Null: the

@@ -1,6 +1,12 @@
 #include "server/coordinator/coordinator_rpc.h"
 
+#include <grpc/grpc_security_constants.h>
+#include <grpcpp/security/auth_context.h>
+
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
@@ -26,6 +32,23 @@ std::string PresentedToken(const grpc::ServerContext& context) {
   return absl::ConsumePrefix(&value, "Bearer ") ? std::string(value) : "";
 }
 
+// The registering caller: its peer, and whether its certificate is the
+// cluster's node certificate (daemon_admission.h).
+DaemonCaller Caller(const grpc::ServerContext& context) {
+  DaemonCaller caller;
+  caller.peer = context.peer();
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth != nullptr && auth->IsPeerAuthenticated()) {
+    std::vector<std::string> names;
+    for (const grpc::string_ref& name :
+         auth->FindPropertyValues(GRPC_X509_SAN_PROPERTY_NAME)) {
+      names.emplace_back(name.data(), name.size());
+    }
+    caller.node_certificate = IsNodeCertificate(names);
+  }
+  return caller;
+}
+
 // Moves the value of `result` into `*response`, or returns its error.
 template <typename T>
 grpc::Status Reply(absl::StatusOr<T> result, T* response) {
@@ -48,7 +71,7 @@ grpc::Status CoordinatorRpc::DeregisterWorker(
 grpc::Status CoordinatorRpc::RegisterWorker(
     grpc::ServerContext* context, const RegisterWorkerRequest* request,
     RegisterWorkerResponse* response) {
-  return Reply(service_->RegisterWorker(*request, context->peer()), response);
+  return Reply(service_->RegisterWorker(*request, Caller(*context)), response);
 }
 
 grpc::Status CoordinatorRpc::Heartbeat(grpc::ServerContext* context,
@@ -230,7 +253,7 @@ grpc::Status CoordinatorRpc::SetLinkFacts(grpc::ServerContext* context,
 grpc::Status CoordinatorRpc::RegisterParameterServer(
     grpc::ServerContext* context, const RegisterParameterServerRequest* request,
     RegisterParameterServerResponse* response) {
-  return Reply(service_->RegisterParameterServer(*request, context->peer()),
+  return Reply(service_->RegisterParameterServer(*request, Caller(*context)),
                response);
 }
 

@@ -155,11 +155,24 @@ void CoordinatorService::Shutdown() {
 
 // ---- worker daemons ----
 
+absl::Status CoordinatorService::Admit(absl::string_view what,
+                                       absl::string_view join_token,
+                                       const DaemonCaller& caller) {
+  absl::Status admitted = AdmitDaemon(state_.config, what, join_token, caller);
+  if (!admitted.ok()) {
+    absl::MutexLock lock(&state_.mu);
+    state_.LogLocked(
+        absl::StrCat("refused to register a ", admitted.message()));
+  }
+  return admitted;
+}
+
 absl::StatusOr<RegisterWorkerResponse> CoordinatorService::RegisterWorker(
-    const RegisterWorkerRequest& request, absl::string_view peer) {
-  RETURN_IF_ERROR(
-      CheckAdvertisedAddress(absl::StrCat("worker on host ", request.host()),
-                             request.address(), peer, "--address"));
+    const RegisterWorkerRequest& request, const DaemonCaller& caller) {
+  const std::string what = absl::StrCat("worker on host ", request.host());
+  RETURN_IF_ERROR(Admit(what, request.join_token(), caller));
+  RETURN_IF_ERROR(CheckAdvertisedAddress(what, request.address(), caller.peer,
+                                         "--address"));
   return Saved(leases_.RegisterWorker(request));
 }
 
@@ -388,10 +401,12 @@ ClusterLinkFacts CoordinatorService::LinkFactsLocked() const {
 
 absl::StatusOr<RegisterParameterServerResponse>
 CoordinatorService::RegisterParameterServer(
-    const RegisterParameterServerRequest& request, absl::string_view peer) {
-  RETURN_IF_ERROR(CheckAdvertisedAddress(
-      absl::StrCat("parameter server on host ", request.host()),
-      request.address(), peer, "--listen"));
+    const RegisterParameterServerRequest& request, const DaemonCaller& caller) {
+  const std::string what =
+      absl::StrCat("parameter server on host ", request.host());
+  RETURN_IF_ERROR(Admit(what, request.join_token(), caller));
+  RETURN_IF_ERROR(
+      CheckAdvertisedAddress(what, request.address(), caller.peer, "--listen"));
   return Saved(leases_.RegisterParameterServer(request));
 }
 

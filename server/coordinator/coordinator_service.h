@@ -46,6 +46,7 @@
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/daemon_admission.h"
 #include "server/coordinator/daemon_leases.h"
 #include "server/coordinator/job.h"
 #include "server/coordinator/job_lifecycle.h"
@@ -86,8 +87,12 @@ class CoordinatorService {
   // address while `peer` (the caller's gRPC peer, "ipv4:IP:PORT"; empty:
   // unknown) is another host (common/advertised_address.h; nothing added, and
   // the error names --address).
+  // Only a caller that proves to be a daemon of this cluster registers
+  // (daemon_admission.h: the node certificate under mTLS, the join token
+  // when the coordinator has one); PERMISSION_DENIED otherwise, logged,
+  // nothing added.
   [[nodiscard]] absl::StatusOr<RegisterWorkerResponse> RegisterWorker(
-      const RegisterWorkerRequest& request, absl::string_view peer = "");
+      const RegisterWorkerRequest& request, const DaemonCaller& caller = {});
 
   // Withdraws a worker that is shutting down: like a lost lease, but at
   // once; its running jobs fail naming it and the reason.
@@ -250,7 +255,7 @@ class CoordinatorService {
   // --listen).
   [[nodiscard]] absl::StatusOr<RegisterParameterServerResponse>
   RegisterParameterServer(const RegisterParameterServerRequest& request,
-                          absl::string_view peer = "");
+                          const DaemonCaller& caller = {});
 
   // Renews the server's lease and keeps the shard counters it reports (as
   // the latest of each job's shard). The reply lists the reported jobs that
@@ -294,6 +299,11 @@ class CoordinatorService {
 
  private:
   CoordinatorService(CoordinatorConfig config, const SavedMeta& saved);
+
+  // AdmitDaemon, with a refusal written to the event log.
+  [[nodiscard]] absl::Status Admit(absl::string_view what,
+                                   absl::string_view join_token,
+                                   const DaemonCaller& caller);
 
   // Takes the records of `saved` (just loaded from the state store): the
   // daemons get fresh leases, so that they can re-attach with their old ids

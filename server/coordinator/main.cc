@@ -40,6 +40,7 @@ struct Flags {
   double link_alpha_us = 0;
   std::vector<std::string> checkpoint_roots;
   std::string user_token_file;
+  std::string join_token_file;
   std::string state_db;
   std::string metrics_listen;
   std::string health_listen;
@@ -104,6 +105,14 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "(their --token-file / GRADSYNC_TOKEN_FILE); default: none, any "
           "client that reaches the port may submit, cancel and read jobs",
           &flags->user_token_file),
+      gradsync::StringFlag(
+          "join-token-file", "FILE",
+          "workers and parameter servers must present the token in FILE "
+          "(their --join-token-file) to register; under mTLS they must also "
+          "present the node certificate. Default: none, and without mTLS any "
+          "client that reaches the port may register as a daemon and receive "
+          "job secrets",
+          &flags->join_token_file),
       gradsync::StringFlag(
           "state-db", "FILE",
           "keep the coordinator's state (daemons, jobs, metrics, id "
@@ -196,6 +205,23 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-coordinator: users are not authenticated (no "
                  "--user-token-file): any client that reaches "
               << flags.listen << " may submit, cancel and read jobs\n";
+  }
+  // Daemons prove what they are before they register (daemon_admission.h).
+  config.require_node_certificate = server_options.security.tls();
+  if (!flags.join_token_file.empty()) {
+    absl::StatusOr<std::string> token =
+        gradsync::ReadTokenFile(flags.join_token_file);
+    if (!token.ok()) {
+      std::cerr << "gradsync-coordinator: --join-token-file: "
+                << token.status().message() << "\n";
+      return 2;
+    }
+    config.join_token = *std::move(token);
+  } else if (!config.require_node_certificate) {
+    std::cerr << "gradsync-coordinator: daemons are not authenticated (no "
+                 "--tls-dir, no --join-token-file): any client that reaches "
+              << flags.listen
+              << " may register as a worker and receive job secrets\n";
   }
   if (!flags.state_db.empty()) {
     absl::StatusOr<std::unique_ptr<gradsync::StateStore>> store =

@@ -17,6 +17,7 @@
 #include "common/flags.h"
 #include "common/health_server.h"
 #include "common/host.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/ps_registration.h"
@@ -38,6 +39,11 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
                  "it to the node's cluster address when its name does not "
                  "resolve to that on every host",
                  &config->advertise),
+      StringFlag("join-token-file", "FILE",
+                 "the cluster's join token, which a coordinator started "
+                 "with --join-token-file wants before it lets a server "
+                 "register (a copy of its file)",
+                 &config->join_token_file),
       StringFlag("host", "NAME",
                  "host name to register, for placement and explain (default: "
                  "this machine's)",
@@ -182,6 +188,16 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
                                       address.substr(0, address.rfind(':')),
                                       (*server)->port());
     reg.pid = static_cast<int>(getpid());
+    if (!config.join_token_file.empty()) {
+      absl::StatusOr<std::string> token = ReadTokenFile(config.join_token_file);
+      if (!token.ok()) {
+        std::cerr << "gradsync-ps: --join-token-file: "
+                  << token.status().message() << "\n";
+        (*server)->Shutdown();
+        return 2;
+      }
+      reg.join_token = *std::move(token);
+    }
     reg.register_timeout = config.register_timeout;
     if (probe != nullptr) {
       reg.on_contact = [probe](bool in_touch) { probe->SetReady(in_touch); };

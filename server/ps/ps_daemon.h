@@ -41,6 +41,9 @@ struct PsDaemonConfig {
   // empty: the listen address, or this host's name for a wildcard listen
   // (RegisteredPsAddress).
   std::string advertise;
+  // --join-token-file: the cluster's join token, sent when registering;
+  // empty: none.
+  std::string join_token_file;
   // --host NAME: the host name registered (placement, explain); empty:
   // this machine's.
   std::string host;

@@ -74,6 +74,7 @@ absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
   request.set_address(config_.address);
   request.set_pid(config_.pid);
   request.set_wire_version(kWireVersion);
+  request.set_join_token(config_.join_token);
   ASSIGN_OR_RETURN(const RegisterParameterServerResponse response,
                    client_->RegisterParameterServer(
                        request, {absl::Now() + timeout, &calls_}));

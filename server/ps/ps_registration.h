@@ -62,6 +62,7 @@ struct PsRegistrationConfig {
   std::string host;         // this machine's host name
   std::string address;      // "host:port" that workers connect to
   int pid = 0;
+  std::string join_token;  // the cluster's (daemon_admission.h); may be ""
   // Longest Register keeps retrying a coordinator it cannot reach.
   absl::Duration register_timeout = absl::Seconds(30);
   absl::Duration rpc_timeout = absl::Seconds(5);

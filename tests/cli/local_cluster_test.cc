@@ -363,9 +363,16 @@ TEST_F(LocalUpWithServersTest, WaitsForEveryServer_RecordsThemAndStopsThem) {
   EXPECT_EQ(ps.name, "ps-0");
   EXPECT_EQ(ps.address, "127.0.0.1:7001");  // its first HOST:PORT line
   ASSERT_EQ(ps_args.size(), 1u);
+  // The daemons' join token, which no user gets: in the run directory,
+  // readable by its owner only.
+  const std::string join = dir_.path() + "/run/join-token";
   EXPECT_EQ(ps_args[0],
-            absl::StrCat("--listen 127.0.0.1:0 --insecure --coordinator ",
+            absl::StrCat("--listen 127.0.0.1:0 --join-token-file ", join,
+                         " --insecure --coordinator ",
                          up->record.coordinator_address));
+  struct stat st{};
+  ASSERT_EQ(stat(join.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(up->record.tls_dir, "");
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/run/tls"));
   // cluster.json lists it, and local down stops it with the others.
@@ -400,15 +407,16 @@ TEST_F(LocalUpWithServersTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
   absl::StatusOr<LocalUpResult> up = Up(1, 1, &ps_args, /*tensor_plane=*/true);
   ASSERT_TRUE(up.ok()) << up.status();
   ASSERT_EQ(ps_args.size(), 1u);
+  const std::string join = dir_.path() + "/run/join-token";
   EXPECT_EQ(ps_args[0],
-            absl::StrCat("--listen 127.0.0.1:0 --tensor-port 0 --insecure "
-                         "--coordinator ",
+            absl::StrCat("--listen 127.0.0.1:0 --join-token-file ", join,
+                         " --tensor-port 0 --insecure --coordinator ",
                          up->record.coordinator_address));
   EXPECT_THAT(ArgsOf("worker", 1),
               ElementsAre(absl::StrCat(
                   "--devices cpu:1 --address 127.0.0.1 --allow-entrypoints "
-                  "--ps-tensor-plane "
-                  "--insecure --coordinator ",
+                  "--join-token-file ",
+                  join, " --ps-tensor-plane --insecure --coordinator ",
                   up->record.coordinator_address)));
 }
 

@@ -76,11 +76,12 @@ TEST_F(AdvertisedAddressTest, RegisterWorker_LoopbackFromAnotherHost_NoWorker) {
   device->set_kind("cpu");
   device->set_index(0);
   EXPECT_THAT(
-      service_->RegisterWorker(request, "ipv4:10.0.0.2:40000"),
+      service_->RegisterWorker(request, DaemonCaller{"ipv4:10.0.0.2:40000"}),
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--address")));
   EXPECT_THAT(service_->ListWorkers().workers(), IsEmpty());
-  EXPECT_THAT(service_->RegisterWorker(request, "ipv4:127.0.0.1:40000"),
-              IsOk());
+  EXPECT_THAT(
+      service_->RegisterWorker(request, DaemonCaller{"ipv4:127.0.0.1:40000"}),
+      IsOk());
 }
 
 TEST_F(AdvertisedAddressTest, RegisterPs_LoopbackFromAnotherHost_NoServer) {
@@ -89,13 +90,14 @@ TEST_F(AdvertisedAddressTest, RegisterPs_LoopbackFromAnotherHost_NoServer) {
   request.set_address("127.0.0.1:29600");
   request.set_wire_version(kWireVersion);
   EXPECT_THAT(
-      service_->RegisterParameterServer(request, "ipv6:[fe80::2]:40000"),
+      service_->RegisterParameterServer(request,
+                                        DaemonCaller{"ipv6:[fe80::2]:40000"}),
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("--listen")));
   EXPECT_THAT(service_->ListWorkers().parameter_servers(), IsEmpty());
   request.set_address("10.0.0.3:29600");
-  EXPECT_THAT(
-      service_->RegisterParameterServer(request, "ipv6:[fe80::2]:40000"),
-      IsOk());
+  EXPECT_THAT(service_->RegisterParameterServer(
+                  request, DaemonCaller{"ipv6:[fe80::2]:40000"}),
+              IsOk());
 }
 
 }  // namespace

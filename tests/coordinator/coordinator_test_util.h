@@ -111,6 +111,11 @@ class CoordinatorTest : public ::testing::Test {
     config.retained_ended_jobs = retained_ended_jobs_;
     config.checkpoint_roots = checkpoint_roots_;
     config.user_token = user_token_;
+    config.join_token = join_token_;
+    config.require_node_certificate = require_node_certificate_;
+    config.event_log = [this](absl::string_view line) {
+      events_.emplace_back(line);
+    };
     config.clock = [this] { return clock_.Now(); };
     config.state_store = state_store_;
     absl::StatusOr<std::unique_ptr<CoordinatorService>> service =
@@ -299,6 +304,9 @@ class CoordinatorTest : public ::testing::Test {
   int retained_ended_jobs_ = 100;
   std::vector<std::string> checkpoint_roots_;  // set before SetUp
   std::string user_token_;                     // set before SetUp
+  std::string join_token_;                     // set before SetUp
+  bool require_node_certificate_ = false;      // set before SetUp
+  std::vector<std::string> events_;            // the event log's lines
   std::shared_ptr<StateStore> state_store_;    // set before SetUp
   FakeClock clock_;
   std::unique_ptr<CoordinatorService> service_;

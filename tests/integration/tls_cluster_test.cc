@@ -8,12 +8,14 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "common/certs.h"
 #include "common/grpc_status.h"
 #include "common/tls.h"
 #include "common/tls_dir.h"
+#include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/integration/cluster_test_base.h"
@@ -94,6 +96,62 @@ TEST_F(TlsClusterTest, ClientsWithoutTheClustersCertificates_AreRefused) {
                 .code(),
             absl::StatusCode::kUnavailable)
       << "another cluster's user got through";
+}
+
+TEST_F(TlsClusterTest, UsersCertificate_CannotJoinAsADaemon) {
+  // Finding 1 of the second trust pass: with the users' client.pem a
+  // script registered as a worker and was handed the next job's secrets.
+  // Only the node certificate (the cluster's server name) registers now.
+  auto register_as = [&](TlsRole role, RegisterWorkerResponse* worker,
+                         RegisterParameterServerResponse* server) {
+    absl::StatusOr<TlsFiles> files = ReadTlsDir(cluster().tls_dir(), role);
+    EXPECT_TRUE(files.ok()) << files.status();
+    std::unique_ptr<Coordinator::Stub> stub = Coordinator::NewStub(
+        NewGrpcChannel(cluster().address(),
+                       GrpcSecurity::Mtls(files->ca_pem, files->cert_pem,
+                                          files->key_pem, "caller")));
+    RegisterWorkerRequest w;
+    w.set_host("intruder");
+    w.set_address("127.0.0.1");
+    w.set_wire_version(kWireVersion);
+    Device* device = w.add_devices();
+    device->set_kind("cpu");
+    device->set_index(0);
+    grpc::ClientContext c1;
+    c1.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    const absl::Status as_worker =
+        FromGrpcStatus(stub->RegisterWorker(&c1, w, worker));
+    RegisterParameterServerRequest p;
+    p.set_host("intruder");
+    p.set_address("127.0.0.1:1");
+    p.set_wire_version(kWireVersion);
+    grpc::ClientContext c2;
+    c2.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    const absl::Status as_server =
+        FromGrpcStatus(stub->RegisterParameterServer(&c2, p, server));
+    return std::make_pair(as_worker, as_server);
+  };
+  RegisterWorkerResponse worker;
+  RegisterParameterServerResponse server;
+  auto [user_worker, user_server] =
+      register_as(TlsRole::kUser, &worker, &server);
+  EXPECT_EQ(user_worker.code(), absl::StatusCode::kPermissionDenied)
+      << user_worker;
+  EXPECT_THAT(std::string(user_worker.message()),
+              HasSubstr("node certificate"));
+  EXPECT_EQ(user_server.code(), absl::StatusCode::kPermissionDenied)
+      << user_server;
+  EXPECT_TRUE(worker.credential().empty());
+  EXPECT_TRUE(server.shard_key().empty());
+  EXPECT_THAT(cluster().coordinator().ReadLog(),
+              HasSubstr("refused to register a worker on host intruder"));
+  // The positive control: the node certificate registers (so the refusals
+  // above are the certificate's doing).
+  auto [node_worker, node_server] =
+      register_as(TlsRole::kDaemon, &worker, &server);
+  EXPECT_TRUE(node_worker.ok()) << node_worker;
+  EXPECT_TRUE(node_server.ok()) << node_server;
+  EXPECT_FALSE(worker.credential().empty());
 }
 
 // --ps-plaintext on every worker and server: the tensor streams run in

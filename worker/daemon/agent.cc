@@ -212,6 +212,7 @@ absl::Status Agent::Register() {
   for (const Device& d : config_.devices) *request.add_devices() = d;
   request.set_pid(config_.pid);
   request.set_wire_version(kWireVersion);
+  request.set_join_token(config_.join_token);
   ASSIGN_OR_RETURN(const RegisterWorkerResponse response,
                    client_->RegisterWorker(
                        request, {absl::Now() + config_.rpc_timeout, &calls_}));

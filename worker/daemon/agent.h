@@ -63,6 +63,7 @@ struct AgentConfig {
   std::string address;      // data-plane IP peers connect to
   std::vector<Device> devices;
   int pid = 0;
+  std::string join_token;  // the cluster's (daemon_admission.h); may be ""
   absl::Duration rpc_timeout = absl::Seconds(10);
   // Used when the coordinator does not say (heartbeat_ms 0).
   absl::Duration default_heartbeat = absl::Milliseconds(500);

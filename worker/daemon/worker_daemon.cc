@@ -19,6 +19,7 @@
 #include "common/host.h"
 #include "common/metrics_http.h"
 #include "common/path_roots.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/coordinator/grpc_coordinator_client.h"
@@ -140,6 +141,12 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                  "or the installed package beside this binary)",
                  &config->python_path),
   };
+  flags.push_back(StringFlag(
+      "join-token-file", "FILE",
+      "the cluster's join token, which a coordinator started with "
+      "--join-token-file wants before it lets a worker register (a copy of "
+      "its file, readable by this daemon only)",
+      &config->join_token_file));
   flags.push_back(SwitchFlag(
       "allow-entrypoints",
       "run entrypoint jobs: the user's own program (e.g. a PyTorch script), "
@@ -358,6 +365,15 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   agent_config.address = config.address;
   agent_config.devices = *devices;
   agent_config.pid = static_cast<int>(getpid());
+  if (!config.join_token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(config.join_token_file);
+    if (!token.ok()) {
+      std::cerr << "gradsync-worker: --join-token-file: "
+                << token.status().message() << "\n";
+      return 2;
+    }
+    agent_config.join_token = *std::move(token);
+  }
   agent_config.log = log;
   if (probe != nullptr) {
     agent_config.on_contact = [probe](bool in_touch) {

@@ -46,6 +46,9 @@ struct WorkerDaemonConfig {
   // --allow-entrypoints: run entrypoint jobs (the user's own program, one
   // process per rank: worker/launch/); off by default.
   bool allow_entrypoints = false;
+  // --join-token-file: the cluster's join token, sent when registering
+  // (server/coordinator/daemon_admission.h); empty: none.
+  std::string join_token_file;
   // --workdir-root: where an entrypoint job's workdir may be; empty:
   // anywhere this process may.
   std::vector<std::string> workdir_roots;
