@@ -1,7 +1,7 @@
 // MetricsHttpServer: serves a MetricsRegistry (common/prometheus.h) in
-// Prometheus's text format on GET /metrics, over cpp-httplib (Debian's
-// libcpp-httplib-dev). The only HTTP in gradsync: services fill the
-// registry and never see this.
+// Prometheus's text format on GET /metrics: a small HTTP/1.1 server of its
+// own, one thread with poll(), so that no client can hold it. Services
+// fill the registry and never see this.
 //
 //   MetricsRegistry registry;
 //   ... registry.AddCollector(...) ...
@@ -14,9 +14,17 @@
 // for probes that speak no TLS (Kubernetes' grpc: probe cannot reach a
 // daemon's gRPC port under --tls-dir).
 //
-// Other paths answer 404; POST, PUT and DELETE on /metrics 405. Each
-// connection's reads and writes time out after kMetricsIoTimeout, and a small
-// thread pool (two threads) serves scrapes one at a time each.
+// Other paths answer 404; other methods on /metrics 405; a request line
+// that is not HTTP 400. Every answer closes its connection.
+//
+// Silent and slow clients (trust finding 5: two silent connections
+// delayed a scrape by 4 s, sixteen stopped them): a connection must send
+// its whole request within kMetricsRequestTimeout of being accepted and
+// take its answer within kMetricsIoTimeout, or it is closed; at most
+// kMetricsMaxConnections are open, and one more evicts the oldest that
+// has not sent a request yet. A request is answered as soon as it is
+// complete, so a scrape among thousands of idle connections answers at
+// once.
 //
 // Errors (Start): INVALID_ARGUMENT for an address that is not host:port;
 // UNAVAILABLE if it cannot be bound (the message names the flag's
@@ -28,7 +36,6 @@
 #ifndef GRADSYNC_COMMON_METRICS_HTTP_H_
 #define GRADSYNC_COMMON_METRICS_HTTP_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -41,13 +48,11 @@
 #include "common/flags.h"
 #include "common/prometheus.h"
 
-namespace httplib {
-class Server;
-}  // namespace httplib
-
 namespace gradsync {
 
 inline constexpr absl::Duration kMetricsIoTimeout = absl::Seconds(5);
+inline constexpr absl::Duration kMetricsRequestTimeout = absl::Seconds(2);
+inline constexpr int kMetricsMaxConnections = 64;
 // The content type of the text format, version 0.0.4.
 inline constexpr char kMetricsContentType[] =
     "text/plain; version=0.0.4; charset=utf-8";
@@ -74,14 +79,18 @@ class MetricsHttpServer {
   void Shutdown();
 
  private:
-  MetricsHttpServer(std::string host, const MetricsRegistry* registry);
+  MetricsHttpServer(std::string host, const MetricsRegistry* registry,
+                    int listen_fd, int port, int wake_fd);
+  // The serving thread: poll() over the listener, the connections and
+  // the wake-up pipe until Shutdown writes to it.
+  void Loop();
 
   const std::string host_;
   const MetricsRegistry* const registry_;
-  int port_ = 0;
-  std::unique_ptr<httplib::Server> server_;
-  // Set by the serving thread once httplib's accept loop has returned.
-  std::atomic<bool> listen_returned_{false};
+  int listen_fd_;  // -1 once Shutdown closed it
+  const int port_;
+  const int wake_fd_;  // read end of the wake-up pipe (the thread's)
+  int wake_write_fd_ = -1;
   absl::Mutex mu_;
   std::thread thread_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,9 +1,17 @@
 // The /metrics endpoint (common/metrics_http.h) over a real socket: what a
 // scrape returns, the content type, other paths and methods, a port taken
-// twice, bad addresses, the flag, and promtool's verdict on the text when
-// promtool is installed.
+// twice, bad addresses, the flag, promtool's verdict on the text when
+// promtool is installed, and floods of idle and garbage connections.
 #include "common/metrics_http.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +122,72 @@ TEST_F(MetricsHttpTest, Promtool_AcceptsTheText) {
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_TRUE(PromtoolCheck(*promtool, *text).ok())
       << PromtoolCheck(*promtool, *text);
+}
+
+// A client socket connected to `address` ("127.0.0.1:port"); -1 on error.
+int Dial(const std::string& address) {
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 &&
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// How many sockets this test may open: the soft limit raised to the hard
+// one, less a margin for the rest of the process.
+int SocketBudget() {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  getrlimit(RLIMIT_NOFILE, &limit);
+  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 1 << 20)) - 100;
+}
+
+TEST_F(MetricsHttpTest, IdleAndGarbageFloods_DoNotStopAScrape) {
+  // Trust finding 5: 16 silent connections stopped /metrics, two delayed
+  // a scrape by 4 s. Now 2,000 idle and 2,000 garbage connections (fewer
+  // where the fd limit says so) leave a scrape answered at once.
+  const int each = std::min(2000, SocketBudget() / 2);
+  ASSERT_GT(each, 2 * kMetricsMaxConnections) << "too few file descriptors";
+  std::vector<int> fds;
+  for (int i = 0; i < each; ++i) {
+    const int idle = Dial(server_->address());
+    if (idle >= 0) fds.push_back(idle);
+    const int garbage = Dial(server_->address());
+    if (garbage >= 0) {
+      const char junk[] = "\x16\x03\x01 not http at all, and no end";
+      (void)!write(garbage, junk, sizeof(junk) - 1);
+      fds.push_back(garbage);
+    }
+  }
+  EXPECT_GE(fds.size(), static_cast<size_t>(each));
+  // The scrape's own client gives up after 5 s: before, behind this many
+  // silent connections, it got nothing.
+  absl::StatusOr<std::string> text = ScrapeMetrics(server_->address());
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("gradsync_test_steps_total{mode=\"ring\"} 5"));
+  for (int fd : fds) close(fd);
+}
+
+TEST_F(MetricsHttpTest, SilentConnection_IsClosedAfterTheRequestTimeout) {
+  const int fd = Dial(server_->address());
+  ASSERT_GE(fd, 0);
+  // Blocks until the server closes it (read returns 0), bounded by the
+  // socket's own timeout well past kMetricsRequestTimeout.
+  timeval wait{};
+  wait.tv_sec = absl::ToInt64Seconds(kMetricsRequestTimeout) + 5;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  char byte;
+  EXPECT_EQ(read(fd, &byte, 1), 0) << "the server kept a silent connection";
+  close(fd);
 }
 
 TEST(MetricsHttpStartTest, BadAddress_ReturnsInvalidArgument) {
