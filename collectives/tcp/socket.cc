@@ -99,7 +99,10 @@ absl::StatusOr<Socket> Socket::Listen(const std::string& host, int port) {
       0) {
     return ErrnoStatus(absl::StrCat("bind ", host, ":", port), errno);
   }
-  if (::listen(s.fd_, 128) != 0) return ErrnoStatus("listen", errno);
+  // The kernel's cap (net.core.somaxconn), not 128: a job's ranks, or a
+  // flood the server sheds, connect at once, and an overflowing queue
+  // stalls each dropped client for a 1 s SYN retry.
+  if (::listen(s.fd_, SOMAXCONN) != 0) return ErrnoStatus("listen", errno);
   return s;
 }
 

@@ -38,29 +38,40 @@ constexpr absl::Duration kDrainTime = absl::Seconds(5);
 }  // namespace
 
 TensorPlaneConnection::TensorPlaneConnection(PsService* service, Socket socket,
-                                             absl::Duration idle_timeout)
+                                             absl::Duration idle_timeout,
+                                             absl::Duration handshake_timeout)
     : service_(service),
       socket_(std::move(socket)),
-      idle_timeout_(idle_timeout) {
+      idle_timeout_(idle_timeout),
+      handshake_timeout_(handshake_timeout) {
   reader_ = std::thread([this] {
     ReadLoop();
-    threads_done_.fetch_add(1);
-  });
-  writer_ = std::thread([this] {
-    WriteLoop();
     threads_done_.fetch_add(1);
   });
 }
 
 TensorPlaneConnection::~TensorPlaneConnection() {
-  stopping_.store(true);
-  socket_.Shutdown();
+  Stop();
   {
     absl::MutexLock lock(&mu_);
     reader_done_ = true;
   }
+  // Only the reader starts the writer: once it has ended, writer_ stays.
   reader_.join();
-  writer_.join();
+  if (writer_.joinable()) writer_.join();
+}
+
+void TensorPlaneConnection::Stop() {
+  stopping_.store(true);
+  socket_.Shutdown();
+}
+
+void TensorPlaneConnection::StartWriter() {
+  if (writer_started_.exchange(true)) return;
+  writer_ = std::thread([this] {
+    WriteLoop();
+    threads_done_.fetch_add(1);
+  });
 }
 
 absl::Status TensorPlaneConnection::Alive() const {
@@ -81,10 +92,11 @@ void TensorPlaneConnection::Enqueue(Reply reply) {
 void TensorPlaneConnection::ReadLoop() {
   char head[kRequestHeadBytes];
   while (true) {
-    // Between requests the connection may idle (a job's compute, a pause).
-    if (!socket_
-             .RecvAll(head, sizeof(head), absl::Now() + idle_timeout_,
-                      &stopping_)
+    // Between requests the connection may idle (a job's compute, a pause);
+    // before its first, only briefly.
+    const absl::Duration wait =
+        authenticated() ? idle_timeout_ : handshake_timeout_;
+    if (!socket_.RecvAll(head, sizeof(head), absl::Now() + wait, &stopping_)
              .ok()) {
       break;  // the client closed, idled out, or the server is closing
     }
@@ -101,6 +113,11 @@ void TensorPlaneConnection::ReadLoop() {
         tensor_plane::DecodeRequestHead(head);
     const absl::Status status =
         decoded.ok() ? TakeRequest(decoded->header_bytes) : decoded.status();
+    if (!status.ok() && !writer_started_.load()) {
+      // Unauthenticated: the error from here, then close, no drain.
+      (void)SendError(status);
+      break;
+    }
     if (!status.ok()) {
       Reply failed;
       failed.error = status;
@@ -128,6 +145,7 @@ absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
     return ForRequest(s, rank, step, header.shard());
   };
   RETURN_IF_ERROR(service_->CheckToken(header.job_id(), header.token()));
+  if (!authenticated_.exchange(true)) StartWriter();
   absl::StatusOr<std::shared_ptr<PsShard>> found =
       service_->FindShard(header.job_id(), header.shard());
   if (!found.ok()) return named(found.status());
@@ -256,8 +274,12 @@ absl::Status TensorPlaneConnection::SendError(const absl::Status& error) {
     failed_ = true;
   }
   const std::string out = tensor_plane::EncodeErrorReply(error);
-  const absl::Status sent = socket_.SendAll(
-      out.data(), out.size(), absl::Now() + kDrainTime, &stopping_);
+  // An unauthenticated connection's error goes out briefly: it is no
+  // reason to hold a thread.
+  const absl::Duration wait =
+      authenticated() ? kDrainTime : absl::Milliseconds(500);
+  const absl::Status sent =
+      socket_.SendAll(out.data(), out.size(), absl::Now() + wait, &stopping_);
   // The reply, then the end of our side: the client reads the error, not
   // a reset.
   ::shutdown(socket_.fd(), SHUT_WR);

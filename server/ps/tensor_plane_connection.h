@@ -2,9 +2,16 @@
 // (tensor_plane_server.h): its reader thread takes the requests, its
 // writer thread answers them, in order. Internal to the server.
 //
-// Threading: the two threads are its own; done() and the destructor may be
-// called from any thread. The destructor stops both threads (a bounded
-// time: every wait is sliced) and closes the socket.
+// Authentication: a new connection is unauthenticated, with its reader
+// thread only, until its first request passes the job's token check
+// (PsService::CheckToken); only then does its writer start. Its first
+// request head must arrive within `handshake_timeout`. One that fails
+// before that gets its error reply from the reader at once and is closed,
+// with no drain: a flood of garbage holds no thread for long.
+//
+// Threading: the threads are its own; done(), authenticated(), Stop() and
+// the destructor may be called from any thread. The destructor stops the
+// threads (a bounded time: every wait is sliced) and closes the socket.
 #ifndef GRADSYNC_SERVER_PS_TENSOR_PLANE_CONNECTION_H_
 #define GRADSYNC_SERVER_PS_TENSOR_PLANE_CONNECTION_H_
 
@@ -28,13 +35,22 @@ namespace gradsync {
 class TensorPlaneConnection {
  public:
   TensorPlaneConnection(PsService* service, Socket socket,
-                        absl::Duration idle_timeout);
+                        absl::Duration idle_timeout,
+                        absl::Duration handshake_timeout);
   TensorPlaneConnection(const TensorPlaneConnection&) = delete;
   TensorPlaneConnection& operator=(const TensorPlaneConnection&) = delete;
   ~TensorPlaneConnection();
 
-  // Both threads ended (the client went away, or an error ended it).
-  bool done() const { return threads_done_.load() == 2; }
+  // Its threads ended (the client went away, or an error ended it).
+  bool done() const {
+    return threads_done_.load() == (writer_started_.load() ? 2 : 1);
+  }
+  // Its first request passed the token check.
+  bool authenticated() const { return authenticated_.load(); }
+  // Ends the connection without waiting (the server evicting it); the
+  // threads end within a socket slice.
+  void Stop();
+  bool stopped() const { return stopping_.load(); }
 
  private:
   // A reply the writer owes, in request order: the parameters of
@@ -65,10 +81,17 @@ class TensorPlaneConnection {
   // Why a wait must stop: the server is closing, or the client is gone.
   [[nodiscard]] absl::Status Alive() const;
 
+  // Starts the writer thread (the reader, once authenticated or to send
+  // a late error).
+  void StartWriter();
+
   PsService* const service_;
   Socket socket_;
   const absl::Duration idle_timeout_;
+  const absl::Duration handshake_timeout_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> authenticated_{false};
+  std::atomic<bool> writer_started_{false};
   std::atomic<int> threads_done_{0};
 
   absl::Mutex mu_;

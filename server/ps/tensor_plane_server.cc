@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -30,9 +31,14 @@ absl::StatusOr<std::unique_ptr<TensorPlaneServer>> TensorPlaneServer::Start(
     return absl::InvalidArgumentError(
         "TensorPlaneServer: idle_timeout must be positive");
   }
-  if (options.max_connections < 1) {
+  if (options.max_connections < 1 || options.max_unauthenticated < 1) {
     return absl::InvalidArgumentError(
-        "TensorPlaneServer: max_connections must be at least 1");
+        "TensorPlaneServer: max_connections and max_unauthenticated must be "
+        "at least 1");
+  }
+  if (options.handshake_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "TensorPlaneServer: handshake_timeout must be positive");
   }
   ASSIGN_OR_RETURN(Socket listener, Socket::Listen(options.host, options.port));
   ASSIGN_OR_RETURN(const int port, listener.LocalPort());
@@ -61,6 +67,15 @@ int TensorPlaneServer::connections() const {
   absl::MutexLock lock(&mu_);
   int open = 0;
   for (const auto& c : connections_) open += !c->done();
+  return open;
+}
+
+int TensorPlaneServer::authenticated_connections() const {
+  absl::MutexLock lock(&mu_);
+  int open = 0;
+  for (const auto& c : connections_) {
+    open += !c->done() && c->authenticated();
+  }
   return open;
 }
 
@@ -109,12 +124,28 @@ void TensorPlaneServer::AcceptLoop() {
       // Best effort, as the ring's policy: the default stays if refused.
       (void)socket->SetCongestionControl(algorithm);
     }
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+    int authenticated = 0;
+    std::vector<TensorPlaneConnection*> waiting;  // oldest first
+    for (const auto& c : connections_) {
+      if (c->done()) continue;
+      if (c->authenticated()) {
+        ++authenticated;
+      } else if (!c->stopped()) {
+        waiting.push_back(c.get());
+      }
+    }
+    if (authenticated >= options_.max_connections) {
       RefuseFull(*socket);
       continue;
     }
+    // Connections that never sent a request cannot lock others out: the
+    // oldest makes room (it ends within a socket slice; reaped later).
+    if (static_cast<int>(waiting.size()) >= options_.max_unauthenticated) {
+      waiting.front()->Stop();
+    }
     connections_.push_back(std::make_unique<TensorPlaneConnection>(
-        service_, *std::move(socket), options_.idle_timeout));
+        service_, *std::move(socket), options_.idle_timeout,
+        options_.handshake_timeout));
   }
 }
 

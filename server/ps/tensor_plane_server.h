@@ -13,9 +13,17 @@
 // its PS traffic is plaintext anyway (docs/security.md).
 //
 // Waits: a request's waits end at its shard's max_wait; a connection idle
-// for options.idle_timeout is closed, and one beyond
-// options.max_connections refused; the destructor closes every connection
-// and joins every thread within about a socket slice.
+// for options.idle_timeout is closed; the destructor closes every
+// connection and joins every thread within about a socket slice.
+//
+// Unauthenticated connections (trust finding 4: 1,100 idle connections
+// that never sent a byte filled the 1,024 slots, two threads each, for 30
+// minutes): a connection is authenticated once its first request passes
+// its job's token check. Until then it holds one thread, must send that
+// request within options.handshake_timeout, and counts against
+// options.max_unauthenticated only: one more evicts the oldest of them.
+// options.max_connections bounds the authenticated ones; a connection
+// accepted while they are all taken is answered RESOURCE_EXHAUSTED.
 // Errors: each failed request is answered with an error reply that names
 // the rank and step, and ends the connection (the client reconnects); its
 // push is abandoned, so its shard is unchanged.
@@ -53,6 +61,10 @@ class TensorPlaneServer {
     // answered RESOURCE_EXHAUSTED and closed. A job's ranks need one per
     // server each (per shard when a server's shards are not partitions).
     int max_connections = 1024;
+    // The first request's deadline, and how many connections may wait
+    // for theirs at once (see above).
+    absl::Duration handshake_timeout = absl::Seconds(5);
+    int max_unauthenticated = 64;
   };
 
   // Listens and starts accepting. `service` must outlive the server.
@@ -64,8 +76,9 @@ class TensorPlaneServer {
   ~TensorPlaneServer();
 
   int port() const { return port_; }
-  // Connections open now.
+  // Connections open now, and of those, the authenticated ones.
   int connections() const;
+  int authenticated_connections() const;
 
  private:
   TensorPlaneServer(PsService* service, const Options& options, Socket listener,

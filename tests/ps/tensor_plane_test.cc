@@ -3,8 +3,14 @@
 // the failures: a bad token, garbage, wrong sizes, a client that dies in
 // mid-push. Each failure gets an error reply and leaves the shard as it
 // was.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -291,14 +297,17 @@ TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
       TensorPlaneServer::Start(&service_, options);
   ASSERT_THAT(small, IsOk());
   const std::string address = absl::StrCat("127.0.0.1:", (*small)->port());
+  // Two clients of a job (their pushes authenticate them) take the slots.
   std::vector<std::unique_ptr<TensorPlaneChannel>> open;
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
         TensorPlaneChannel::Connect(address, "auto", Soon());
     ASSERT_THAT(channel, IsOk());
+    ASSERT_THAT(PushShard(**channel, 0, i, 0, Gradient(i)), IsOk());
     open.push_back(*std::move(channel));
   }
-  ASSERT_TRUE(Eventually([&] { return (*small)->connections() == 2; }));
+  ASSERT_TRUE(
+      Eventually([&] { return (*small)->authenticated_connections() == 2; }));
   absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> third =
       TensorPlaneChannel::Connect(address, "auto", Soon());
   ASSERT_THAT(third, IsOk());
@@ -309,12 +318,93 @@ TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
                        HasSubstr("holds 2 connections already")));
   // One goes; a new one is served again.
   open.pop_back();
-  ASSERT_TRUE(Eventually([&] { return (*small)->connections() == 1; }));
+  ASSERT_TRUE(
+      Eventually([&] { return (*small)->authenticated_connections() == 1; }));
   absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> again =
       TensorPlaneChannel::Connect(address, "auto", Soon());
   ASSERT_THAT(again, IsOk());
   ASSERT_THAT(PushShard(**again, 1, 0, 0, Gradient(0)), IsOk());
-  EXPECT_TRUE(Eventually([&] { return (*small)->connections() == 2; }));
+  EXPECT_TRUE(
+      Eventually([&] { return (*small)->authenticated_connections() == 2; }));
+}
+
+// A client socket connected to `port` on 127.0.0.1; -1 on error.
+int Dial(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 &&
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_F(TensorPlaneTest, IdleAndGarbageFloods_DoNotBlockAJob) {
+  // Trust finding 4: 1,100 idle connections filled the 1,024 slots and
+  // every new PS job failed for 30 minutes. Now 2,000 idle and 2,000
+  // garbage connections (fewer where the fd limit says so) leave a job's
+  // ranks served, and hold at most max_unauthenticated connections.
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  getrlimit(RLIMIT_NOFILE, &limit);
+  const int each = static_cast<int>(std::min<rlim_t>(
+      2000, (std::min<rlim_t>(limit.rlim_cur, 1 << 20) - 200) / 2));
+  ASSERT_GT(each, 200) << "too few file descriptors";
+  std::vector<int> fds;
+  for (int i = 0; i < each; ++i) {
+    const int idle = Dial(server_->port());
+    if (idle >= 0) fds.push_back(idle);
+    const int garbage = Dial(server_->port());
+    if (garbage >= 0) {
+      const char junk[] = "GET / HTTP/1.1\r\nnot the tensor plane\r\n\r\n";
+      (void)!write(garbage, junk, sizeof(junk) - 1);
+      fds.push_back(garbage);
+    }
+  }
+  EXPECT_GE(fds.size(), static_cast<size_t>(each));
+  EXPECT_LE(server_->connections(),
+            TensorPlaneServer::Options().max_unauthenticated + 1);
+  // A job's step through fresh connections: exact.
+  std::vector<std::unique_ptr<TensorPlaneChannel>> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.push_back(Connect());
+    ASSERT_NE(ranks.back(), nullptr);
+    ASSERT_THAT(PushShard(*ranks.back(), 0, r, 0, Gradient(r)), IsOk());
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> params(kTotal / 2);
+    ps::PullHeader header;
+    ASSERT_THAT(ranks[r]->ReadReply(&header, absl::MakeSpan(params), Soon()),
+                IsOk())
+        << "rank " << r;
+    EXPECT_EQ(params[7], -(6.0f + 7.0f)) << "rank " << r;
+  }
+  for (int fd : fds) close(fd);
+}
+
+TEST_F(TensorPlaneTest, SilentConnection_ClosedAfterTheHandshakeTimeout) {
+  TensorPlaneServer::Options options;
+  options.host = "127.0.0.1";
+  options.handshake_timeout = absl::Milliseconds(300);
+  absl::StatusOr<std::unique_ptr<TensorPlaneServer>> quick =
+      TensorPlaneServer::Start(&service_, options);
+  ASSERT_THAT(quick, IsOk());
+  const int fd = Dial((*quick)->port());
+  ASSERT_GE(fd, 0);
+  // Blocks until the server closes it (read returns 0); the socket's own
+  // timeout bounds the wait.
+  timeval wait{};
+  wait.tv_sec = 10;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  char byte;
+  EXPECT_EQ(read(fd, &byte, 1), 0) << "the server kept a silent connection";
+  close(fd);
 }
 
 TEST_F(TensorPlaneTest, AClientSeesItsServerGo) {
