@@ -1,5 +1,15 @@
 #include "common/advertised_address.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -68,6 +78,56 @@ absl::Status CheckAdvertisedAddress(absl::string_view who,
                    *peer,
                    ", the one it reached the coordinator "
                    "from, is one)"));
+}
+
+absl::StatusOr<std::string> LocalAddressToward(absl::string_view address) {
+  const std::string host = HostOf(address);
+  const size_t colon = address.rfind(':');
+  const std::string port =
+      colon == absl::string_view::npos ||
+              address.substr(colon).find(']') != absl::string_view::npos
+          ? std::string("1")
+          : std::string(address.substr(colon + 1));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+      rc != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot resolve ", host, " (of ", address, "): ", gai_strerror(rc)));
+  }
+  std::string local;
+  int error = 0;
+  for (addrinfo* a = found; a != nullptr && local.empty(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage mine{};
+    socklen_t len = sizeof(mine);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &len) == 0) {
+      char text[INET6_ADDRSTRLEN] = {};
+      const void* raw =
+          mine.ss_family == AF_INET6
+              ? static_cast<const void*>(
+                    &reinterpret_cast<sockaddr_in6*>(&mine)->sin6_addr)
+              : static_cast<const void*>(
+                    &reinterpret_cast<sockaddr_in*>(&mine)->sin_addr);
+      if (inet_ntop(mine.ss_family, raw, text, sizeof(text)) != nullptr) {
+        local = text;
+      }
+    } else {
+      error = errno;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  if (local.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("no route from this host to ", address,
+                     error != 0 ? absl::StrCat(": ", strerror(error)) : ""));
+  }
+  return local;
 }
 
 }  // namespace gradsync

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace gradsync {
@@ -36,6 +37,15 @@ std::string HostOf(absl::string_view address);
                                                   absl::string_view advertised,
                                                   absl::string_view grpc_peer,
                                                   absl::string_view flag);
+
+// The local IP this host uses to reach `address` (HOST:PORT, e.g. the
+// coordinator's): the source address the kernel picks for a UDP socket
+// connected there (no packet is sent), as Gloo and NCCL pick theirs.
+// That is the interface the cluster reaches this host on, where a
+// wildcard listen or a host name would not say. UNAVAILABLE when the host
+// does not resolve or no route leads there.
+[[nodiscard]] absl::StatusOr<std::string> LocalAddressToward(
+    absl::string_view address);
 
 }  // namespace gradsync
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/advertised_address.h"
 #include "common/flags.h"
 #include "common/health_server.h"
 #include "common/host.h"
@@ -114,17 +115,32 @@ absl::StatusOr<PsDaemonConfig> ParsePsDaemonFlags(int argc, char** argv,
   return config;
 }
 
-std::string AdvertisedPsAddress(const std::string& listen_host, int port) {
+std::string AdvertisedPsAddress(const std::string& listen_host, int port,
+                                const std::string& coordinator) {
   if (listen_host == "0.0.0.0" || listen_host == "::" ||
       listen_host == "[::]" || listen_host == "*" || listen_host.empty()) {
+    // The interface that reaches the coordinator is the one the workers
+    // reach too; a host name may not resolve to it everywhere (issue 44,
+    // trap 1).
+    if (!coordinator.empty()) {
+      absl::StatusOr<std::string> local = LocalAddressToward(coordinator);
+      if (local.ok()) {
+        return local->find(':') == std::string::npos
+                   ? absl::StrCat(*local, ":", port)
+                   : absl::StrCat("[", *local, "]:", port);
+      }
+    }
     return absl::StrCat(HostName(), ":", port);
   }
   return absl::StrCat(listen_host, ":", port);
 }
 
 std::string RegisteredPsAddress(const std::string& advertise,
-                                const std::string& listen_host, int port) {
-  if (advertise.empty()) return AdvertisedPsAddress(listen_host, port);
+                                const std::string& listen_host, int port,
+                                const std::string& coordinator) {
+  if (advertise.empty()) {
+    return AdvertisedPsAddress(listen_host, port, coordinator);
+  }
   const size_t close = advertise.rfind(']');
   const size_t colon = advertise.rfind(':');
   const bool bracketed = !advertise.empty() && advertise[0] == '[';
@@ -186,7 +202,7 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     reg.host = config.host.empty() ? HostName() : config.host;
     reg.address = RegisteredPsAddress(config.advertise,
                                       address.substr(0, address.rfind(':')),
-                                      (*server)->port());
+                                      (*server)->port(), config.coordinator);
     reg.pid = static_cast<int>(getpid());
     if (!config.join_token_file.empty()) {
       absl::StatusOr<std::string> token = ReadTokenFile(config.join_token_file);

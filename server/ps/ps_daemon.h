@@ -85,14 +85,18 @@ struct PsDaemonHooks {
 std::string PsDaemonUsage(int width = 80);
 
 // The address to register for a server listening on `listen_host` at
-// `port`: <host name>:<port> for a wildcard host, else listen_host:port.
-std::string AdvertisedPsAddress(const std::string& listen_host, int port);
+// `port`: listen_host:port; for a wildcard host, the address of the
+// interface that reaches `coordinator` (LocalAddressToward), else this
+// host's name.
+std::string AdvertisedPsAddress(const std::string& listen_host, int port,
+                                const std::string& coordinator = "");
 
 // The address to register: `advertise` ("HOST", "HOST:PORT", "[V6]" or
 // "[V6]:PORT"; the bound `port` when it names none), else
-// AdvertisedPsAddress(listen_host, port).
+// AdvertisedPsAddress(listen_host, port, coordinator).
 std::string RegisteredPsAddress(const std::string& advertise,
-                                const std::string& listen_host, int port);
+                                const std::string& listen_host, int port,
+                                const std::string& coordinator = "");
 
 // Serves until SIGINT or SIGTERM; returns the exit code (2 when the
 // --tls-dir files cannot be used). Blocks those

@@ -3,8 +3,13 @@
 // the coordinator's RegisterWorker / RegisterParameterServer with a peer.
 #include "common/advertised_address.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/coordinator_test_util.h"
@@ -63,6 +68,30 @@ TEST(PeerAddressTest, LoopbackFromAnotherHost_RefusedNamingTheFlag) {
   EXPECT_THAT(CheckAdvertisedAddress("w", "10.0.0.2", "ipv4:10.0.0.2:4000",
                                      "--address"),
               IsOk());
+}
+
+TEST(LocalAddressTowardTest, TheInterfaceThatReachesTheAddress) {
+  EXPECT_THAT(LocalAddressToward("127.0.0.1:29400"),
+              IsOkAndHolds(std::string("127.0.0.1")));
+  absl::StatusOr<std::string> local = LocalAddressToward("localhost:1");
+  ASSERT_THAT(local, IsOk());
+  EXPECT_TRUE(IsLoopbackHost(*local)) << *local;
+  // Each non-loopback IPv4 address of this host reaches itself.
+  ifaddrs* list = nullptr;
+  ASSERT_EQ(getifaddrs(&list), 0);
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr,
+              text, sizeof(text));
+    if (IsLoopbackHost(text)) continue;
+    EXPECT_THAT(LocalAddressToward(absl::StrCat(text, ":29400")),
+                IsOkAndHolds(std::string(text)));
+  }
+  freeifaddrs(list);
+  EXPECT_THAT(LocalAddressToward("no-such-host.invalid:29400"),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("no-such-host.invalid")));
 }
 
 class AdvertisedAddressTest : public CoordinatorTest {};

@@ -50,7 +50,7 @@ TEST(WorkerDaemonFlagsTest, Defaults) {
   ASSERT_THAT(config, IsOk());
   EXPECT_EQ(config->coordinator, "127.0.0.1:29400");
   EXPECT_EQ(config->devices, "cpu");
-  EXPECT_EQ(config->address, "127.0.0.1");
+  EXPECT_EQ(config->address, "");  // the interface toward the coordinator
   EXPECT_EQ(config->collective_timeout, absl::Seconds(60));
   EXPECT_EQ(config->rendezvous_timeout, absl::Seconds(120));
   EXPECT_EQ(config->tcp_congestion, "auto");

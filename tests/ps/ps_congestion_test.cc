@@ -220,6 +220,10 @@ TEST(PsDaemonAddressTest, AdvertiseAndHostFlags) {
   EXPECT_EQ(RegisteredPsAddress("", "10.0.0.2", 29600), "10.0.0.2:29600");
   EXPECT_EQ(RegisteredPsAddress("", "0.0.0.0", 29600),
             AdvertisedPsAddress("0.0.0.0", 29600));
+  // A wildcard listen registers the interface that reaches the
+  // coordinator, not a host name that may not resolve elsewhere.
+  EXPECT_EQ(RegisteredPsAddress("", "0.0.0.0", 29600, "127.0.0.1:29400"),
+            "127.0.0.1:29600");
   std::vector<std::string> args = {"gradsync-ps", "--advertise", "10.0.0.5",
                                    "--host", "ps-node"};
   std::vector<char*> argv;

@@ -63,7 +63,8 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                  &config->devices),
       StringFlag("address", "IP",
                  "address the ranks listen on and that peers connect to "
-                 "(default 127.0.0.1)",
+                 "(default: the address of the interface that reaches the "
+                 "coordinator)",
                  &config->address),
       StringFlag("host", "NAME",
                  "host name reported to the coordinator (default: this "
@@ -310,10 +311,19 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     if (hooks.health_serving) hooks.health_serving(probe->address());
   }
 
+  // The interface that reaches the coordinator is the one the other
+  // hosts reach this one on (issue 44, trap 2: a default of 127.0.0.1
+  // broke multi-host jobs at the rendezvous timeout).
+  std::string address = config.address;
+  if (address.empty()) {
+    absl::StatusOr<std::string> local = LocalAddressToward(config.coordinator);
+    address = local.ok() ? *local : "127.0.0.1";
+  }
+
   BlasThreadPolicy blas;
   JobRunnerConfig runner;
   runner.coordinator = config.coordinator;
-  runner.listen_host = config.address;
+  runner.listen_host = address;
   runner.host = host;
   runner.collective_timeout = config.collective_timeout;
   runner.rendezvous_timeout = config.rendezvous_timeout;
@@ -346,10 +356,9 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
             : absl::StrCat("; gradsync package in ", entrypoint.python_dir)));
   }
 
-  if (IsLoopbackHost(config.address) &&
-      !IsLoopbackHost(HostOf(config.coordinator))) {
+  if (IsLoopbackHost(address) && !IsLoopbackHost(HostOf(config.coordinator))) {
     log(absl::StrCat(
-        "WARNING: --address ", config.address,
+        "WARNING: --address ", address,
         " is this host's loopback, "
         "but the coordinator ",
         config.coordinator,
@@ -362,7 +371,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   AgentConfig agent_config;
   agent_config.coordinator = config.coordinator;
   agent_config.host = host;
-  agent_config.address = config.address;
+  agent_config.address = address;
   agent_config.devices = *devices;
   agent_config.pid = static_cast<int>(getpid());
   if (!config.join_token_file.empty()) {
@@ -382,7 +391,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   }
   log(absl::StrCat(
       "starting: coordinator ", config.coordinator, ", devices ",
-      FormatDevices(*devices), ", address ", config.address, ", host ", host,
+      FormatDevices(*devices), ", address ", address, ", host ", host,
       config.checkpoint_roots.empty()
           ? "; checkpoints anywhere (no --checkpoint-root)"
           : absl::StrCat("; checkpoints under ",

@@ -33,7 +33,10 @@ namespace gradsync {
 struct WorkerDaemonConfig {
   std::string coordinator = std::string(kDefaultCoordinatorAddress);
   std::string devices = "cpu";  // ParseDevices syntax
-  std::string address = "127.0.0.1";
+  // --address: the IP peers reach this worker's ranks on. Empty: the
+  // address of the interface that reaches the coordinator
+  // (LocalAddressToward, as Gloo and NCCL pick theirs), else 127.0.0.1.
+  std::string address;
   std::string host;  // empty: this machine's host name
   absl::Duration collective_timeout = absl::Seconds(60);
   absl::Duration rendezvous_timeout = absl::Seconds(120);
