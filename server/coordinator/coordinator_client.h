@@ -87,6 +87,9 @@ class CoordinatorClient {
   [[nodiscard]] virtual absl::StatusOr<DeregisterWorkerResponse>
   DeregisterWorker(const DeregisterWorkerRequest& request,
                    const CallOptions& options) = 0;
+  [[nodiscard]] virtual absl::StatusOr<DeregisterParameterServerResponse>
+  DeregisterParameterServer(const DeregisterParameterServerRequest& request,
+                            const CallOptions& options) = 0;
   [[nodiscard]] virtual absl::StatusOr<ReportRankResponse> ReportRank(
       const ReportRankRequest& request, const CallOptions& options) = 0;
   [[nodiscard]] virtual absl::StatusOr<ReportMetricsResponse> ReportMetrics(

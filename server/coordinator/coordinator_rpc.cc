@@ -62,6 +62,13 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
 CoordinatorRpc::CoordinatorRpc(CoordinatorService* service)
     : service_(service) {}
 
+grpc::Status CoordinatorRpc::DeregisterParameterServer(
+    grpc::ServerContext* context,
+    const DeregisterParameterServerRequest* request,
+    DeregisterParameterServerResponse* response) {
+  return ToGrpcStatus(service_->DeregisterParameterServer(*request));
+}
+
 grpc::Status CoordinatorRpc::DeregisterWorker(
     grpc::ServerContext* context, const DeregisterWorkerRequest* request,
     DeregisterWorkerResponse* response) {

@@ -43,6 +43,10 @@ class CoordinatorRpc final : public Coordinator::Service {
   grpc::Status DeregisterWorker(grpc::ServerContext* context,
                                 const DeregisterWorkerRequest* request,
                                 DeregisterWorkerResponse* response) override;
+  grpc::Status DeregisterParameterServer(
+      grpc::ServerContext* context,
+      const DeregisterParameterServerRequest* request,
+      DeregisterParameterServerResponse* response) override;
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const RegisterWorkerRequest* request,
                               RegisterWorkerResponse* response) override;

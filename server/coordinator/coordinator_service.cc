@@ -415,6 +415,11 @@ absl::StatusOr<PsHeartbeatResponse> CoordinatorService::PsHeartbeat(
   return Saved(leases_.PsHeartbeat(request));
 }
 
+absl::Status CoordinatorService::DeregisterParameterServer(
+    const DeregisterParameterServerRequest& request) {
+  return Saved(leases_.DeregisterParameterServer(request));
+}
+
 // ---- leases ----
 
 std::vector<std::string> CoordinatorService::CheckLeases(absl::Time now) {

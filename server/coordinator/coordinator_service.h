@@ -267,6 +267,13 @@ class CoordinatorService {
   [[nodiscard]] absl::StatusOr<PsHeartbeatResponse> PsHeartbeat(
       const PsHeartbeatRequest& request);
 
+  // Withdraws a server that is shutting down: as a lost lease, but at
+  // once; the jobs in PS mode with shards on it fail naming it and the
+  // reason. NOT_FOUND: unknown, or already lost; PERMISSION_DENIED: a
+  // wrong credential.
+  [[nodiscard]] absl::Status DeregisterParameterServer(
+      const DeregisterParameterServerRequest& request);
+
   // ---- leases and lifecycle ----
 
   // Declares lost every live worker whose last heartbeat is more than the

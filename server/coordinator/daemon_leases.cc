@@ -55,6 +55,23 @@ absl::Status DaemonLeases::DeregisterWorker(
   return absl::OkStatus();
 }
 
+absl::Status DaemonLeases::DeregisterParameterServer(
+    const DeregisterParameterServerRequest& request) {
+  absl::MutexLock lock(&state_.mu);
+  const PsRecord* server = state_.servers.Find(request.ps_id());
+  if (server == nullptr || server->lost) {
+    return absl::NotFoundError(absl::StrCat(
+        "parameter server '", request.ps_id(),
+        "' is not registered (unknown, or already declared lost)"));
+  }
+  RETURN_IF_ERROR(CheckCredential(*server, request.credential()));
+  lifecycle_.DropPsLocked(
+      request.ps_id(), state_.Now(),
+      absl::StrCat("left: ", request.reason().empty() ? std::string("shut down")
+                                                      : request.reason()));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HeartbeatResponse> DaemonLeases::Heartbeat(
     const HeartbeatRequest& request, absl::Time deadline,
     CancelledFn cancelled) {

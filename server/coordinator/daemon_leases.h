@@ -35,6 +35,8 @@ class DaemonLeases {
       const RegisterWorkerRequest& request);
   [[nodiscard]] absl::Status DeregisterWorker(
       const DeregisterWorkerRequest& request);
+  [[nodiscard]] absl::Status DeregisterParameterServer(
+      const DeregisterParameterServerRequest& request);
   [[nodiscard]] absl::StatusOr<HeartbeatResponse> Heartbeat(
       const HeartbeatRequest& request, absl::Time deadline,
       CancelledFn cancelled);

@@ -57,6 +57,16 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
           return stub_->Heartbeat(c, request, r);
         });
   }
+  [[nodiscard]] absl::StatusOr<DeregisterParameterServerResponse>
+  DeregisterParameterServer(const DeregisterParameterServerRequest& request,
+                            const CallOptions& options) override {
+    return Unary<DeregisterParameterServerResponse>(
+        options,
+        [&](grpc::ClientContext* c, DeregisterParameterServerResponse* r) {
+          return stub_->DeregisterParameterServer(c, request, r);
+        });
+  }
+
   [[nodiscard]] absl::StatusOr<DeregisterWorkerResponse> DeregisterWorker(
       const DeregisterWorkerRequest& request,
       const CallOptions& options) override {

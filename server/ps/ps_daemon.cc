@@ -283,6 +283,10 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   signalled.WaitForNotification();
   std::cerr << "gradsync-ps: got " << strsignal(signal_number)
             << ", shutting down\n";
+  if (registration != nullptr) {
+    registration->Deregister(
+        absl::StrCat("shutting down (", strsignal(signal_number), ")"));
+  }
   return shut_down(0);
 }
 

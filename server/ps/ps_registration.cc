@@ -58,6 +58,28 @@ void PsRegistration::Log(absl::string_view line) const {
   }
 }
 
+void PsRegistration::Deregister(absl::string_view reason) {
+  DeregisterParameterServerRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (ps_id_.empty()) return;
+    request.set_ps_id(ps_id_);
+    request.set_credential(credential_);
+  }
+  request.set_reason(std::string(reason));
+  // Not through calls_: Stop has cancelled those, and this is the last.
+  const absl::Status status =
+      client_
+          ->DeregisterParameterServer(
+              request, {absl::Now() + config_.rpc_timeout, nullptr})
+          .status();
+  Log(status.ok()
+          ? absl::StrCat("deregistered ", request.ps_id(),
+                         " from the coordinator")
+          : absl::StrCat("could not deregister ", request.ps_id(),
+                         " (its lease will expire): ", status.ToString()));
+}
+
 std::string PsRegistration::ps_id() const {
   absl::MutexLock lock(&mu_);
   return ps_id_;

@@ -110,6 +110,11 @@ class PsRegistration {
   // Ends the heartbeat thread and any Register in progress (CANCELLED).
   // Idempotent.
   void Stop();
+  // Withdraws from the coordinator (shutting down, `reason`), so that the
+  // jobs with shards here fail now instead of at the lease's end; waits
+  // at most config.rpc_timeout and logs the outcome. Works after Stop;
+  // does nothing while unregistered.
+  void Deregister(absl::string_view reason);
 
   // The id the coordinator gave (empty while unregistered).
   std::string ps_id() const;

@@ -256,6 +256,34 @@ TEST_F(PsTest, LostServer_FailsPsModeJobNamingShardsAddressAndLease) {
   EXPECT_EQ(Status(*ring_job).state(), JOB_STATE_RUNNING);
 }
 
+TEST_F(PsTest, DeregisteredServer_FailsItsPsJobsAtOnceNamingTheReason) {
+  // Issue 44: a PS stopped with SIGTERM stayed LIVE until its lease ran
+  // out. Now it withdraws, and its jobs fail at once.
+  const std::string w1 = Register("host-a", 1);
+  const std::string ps1 = RegisterPs("10.0.0.1:7001");
+  absl::StatusOr<std::string> job = Submit(PsJobSpec(1, 1));
+  ASSERT_THAT(job, IsOk());
+  Poll(w1);
+  ReportAll(*job, RANK_STATE_READY);
+  DeregisterParameterServerRequest request;
+  request.set_ps_id(ps1);
+  request.set_reason("shutting down (Terminated)");
+  request.set_credential("not-its-credential");
+  EXPECT_THAT(service_->DeregisterParameterServer(request),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_EQ(Status(*job).state(), JOB_STATE_RUNNING);
+  request.set_credential(Credential(ps1));
+  ASSERT_THAT(service_->DeregisterParameterServer(request), IsOk());
+  const JobStatus failed = Status(*job);
+  EXPECT_EQ(failed.state(), JOB_STATE_FAILED);
+  EXPECT_THAT(failed.message(),
+              AllOf(HasSubstr("parameter server ps-1 at 10.0.0.1:7001"),
+                    HasSubstr("left: shutting down (Terminated)")));
+  EXPECT_TRUE(service_->ListWorkers().parameter_servers(0).lost());
+  EXPECT_THAT(service_->DeregisterParameterServer(request),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
 TEST_F(PsTest, LostServer_FailsRingJobThatSwitchedToPs) {
   const std::string w1 = Register("host-a", 1);
   const std::string ps = RegisterPs("10.0.0.1:7001");

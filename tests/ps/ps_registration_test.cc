@@ -101,6 +101,29 @@ class PsRegistrationTest : public ::testing::Test {
   Log log_;
 };
 
+TEST_F(PsRegistrationTest, Deregister_AfterStop_SendsIdAndReason) {
+  // Issue 44: a server stopped with SIGTERM stayed LIVE until its lease
+  // expired. The daemon now deregisters on its way out (after Stop, which
+  // cancelled everything else).
+  FakeCoordinatorServer coordinator;
+  ASSERT_NE(coordinator.port(), 0);
+  PsRegistration registration(Config(coordinator.address()),
+                              ConnectCoordinator(coordinator.address()),
+                              &service_);
+  registration.Deregister("before registering");  // nothing to withdraw
+  EXPECT_TRUE(coordinator.fake().ps_deregistrations().empty());
+  ASSERT_THAT(registration.Register(), IsOk());
+  registration.StartHeartbeats();
+  registration.Stop();
+  registration.Deregister("shutting down (Terminated)");
+  const std::vector<DeregisterParameterServerRequest> sent =
+      coordinator.fake().ps_deregistrations();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].ps_id(), "ps-1");
+  EXPECT_EQ(sent[0].reason(), "shutting down (Terminated)");
+  EXPECT_EQ(log_.Count("deregistered ps-1 from the coordinator"), 1);
+}
+
 TEST_F(PsRegistrationTest, Register_ThenHeartbeatsCarryEveryShard) {
   FakeCoordinatorServer coordinator;
   ASSERT_NE(coordinator.port(), 0);

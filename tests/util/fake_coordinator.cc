@@ -287,6 +287,26 @@ std::string FakeCoordinator::PsToken(absl::string_view job_id) {
   return PsTokenForJob(kShardKey, job_id);
 }
 
+grpc::Status FakeCoordinator::DeregisterParameterServer(
+    grpc::ServerContext* context,
+    const DeregisterParameterServerRequest* request,
+    DeregisterParameterServerResponse* response) {
+  absl::MutexLock lock(&mu_);
+  ++events_;
+  ps_deregistrations_.push_back(*request);
+  if (known_ps_.erase(request->ps_id()) == 0) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("unknown ps '", request->ps_id(), "'"));
+  }
+  return grpc::Status::OK;
+}
+
+std::vector<DeregisterParameterServerRequest>
+FakeCoordinator::ps_deregistrations() const {
+  absl::MutexLock lock(&mu_);
+  return ps_deregistrations_;
+}
+
 grpc::Status FakeCoordinator::PsHeartbeat(grpc::ServerContext* context,
                                           const PsHeartbeatRequest* request,
                                           PsHeartbeatResponse* response) {

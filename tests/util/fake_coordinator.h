@@ -76,6 +76,11 @@ class FakeCoordinator final : public Coordinator::Service {
   grpc::Status PsHeartbeat(grpc::ServerContext* context,
                            const PsHeartbeatRequest* request,
                            PsHeartbeatResponse* response) override;
+  // Records the request; the server is no longer known.
+  grpc::Status DeregisterParameterServer(
+      grpc::ServerContext* context,
+      const DeregisterParameterServerRequest* request,
+      DeregisterParameterServerResponse* response) override;
 
   // ---- what users call (the control commands) ----
   grpc::Status SubmitJob(grpc::ServerContext* context,
@@ -173,6 +178,7 @@ class FakeCoordinator final : public Coordinator::Service {
                                          RankState state) const;
   std::vector<RegisterParameterServerRequest> ps_registrations() const;
   std::vector<PsHeartbeatRequest> ps_heartbeats() const;
+  std::vector<DeregisterParameterServerRequest> ps_deregistrations() const;
 
  private:
   struct News {
@@ -200,6 +206,8 @@ class FakeCoordinator final : public Coordinator::Service {
   std::vector<RegisterParameterServerRequest> ps_registrations_
       ABSL_GUARDED_BY(mu_);
   std::vector<PsHeartbeatRequest> ps_heartbeats_ ABSL_GUARDED_BY(mu_);
+  std::vector<DeregisterParameterServerRequest> ps_deregistrations_
+      ABSL_GUARDED_BY(mu_);
   std::set<std::string> known_ps_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> given_away_ ABSL_GUARDED_BY(mu_);  // GiveIdAway
   std::vector<std::string> release_ ABSL_GUARDED_BY(mu_);
