@@ -4,9 +4,6 @@
 // promtool is installed, and floods of idle and garbage connections.
 #include "common/metrics_http.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -19,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/metrics_scrape.h"
+#include "tests/util/socket_flood.h"
 
 namespace gradsync {
 namespace {
@@ -126,36 +124,15 @@ TEST_F(MetricsHttpTest, Promtool_AcceptsTheText) {
 
 // A client socket connected to `address` ("127.0.0.1:port"); -1 on error.
 int Dial(const std::string& address) {
-  const int port = std::stoi(address.substr(address.rfind(':') + 1));
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 &&
-      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// How many sockets this test may open: the soft limit raised to the hard
-// one, less a margin for the rest of the process.
-int SocketBudget() {
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-  getrlimit(RLIMIT_NOFILE, &limit);
-  return static_cast<int>(std::min<rlim_t>(limit.rlim_cur, 1 << 20)) - 100;
+  return testing::DialLoopback(
+      std::stoi(address.substr(address.rfind(':') + 1)));
 }
 
 TEST_F(MetricsHttpTest, IdleAndGarbageFloods_DoNotStopAScrape) {
   // Trust finding 5: 16 silent connections stopped /metrics, two delayed
   // a scrape by 4 s. Now 2,000 idle and 2,000 garbage connections (fewer
   // where the fd limit says so) leave a scrape answered at once.
-  const int each = std::min(2000, SocketBudget() / 2);
+  const int each = std::min(2000, testing::SocketBudget() / 2);
   ASSERT_GT(each, 2 * kMetricsMaxConnections) << "too few file descriptors";
   std::vector<int> fds;
   for (int i = 0; i < each; ++i) {

@@ -3,9 +3,6 @@
 // the failures: a bad token, garbage, wrong sizes, a client that dies in
 // mid-push. Each failure gets an error reply and leaves the shard as it
 // was.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -25,6 +22,7 @@
 #include "server/ps/tensor_plane_server.h"
 #include "server/ps/tensor_plane_wire.h"
 #include "tests/ps/ps_test_util.h"
+#include "tests/util/socket_flood.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
@@ -328,39 +326,18 @@ TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
       Eventually([&] { return (*small)->authenticated_connections() == 2; }));
 }
 
-// A client socket connected to `port` on 127.0.0.1; -1 on error.
-int Dial(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 &&
-      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 TEST_F(TensorPlaneTest, IdleAndGarbageFloods_DoNotBlockAJob) {
   // Trust finding 4: 1,100 idle connections filled the 1,024 slots and
   // every new PS job failed for 30 minutes. Now 2,000 idle and 2,000
   // garbage connections (fewer where the fd limit says so) leave a job's
   // ranks served, and hold at most max_unauthenticated connections.
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-  getrlimit(RLIMIT_NOFILE, &limit);
-  const int each = static_cast<int>(std::min<rlim_t>(
-      2000, (std::min<rlim_t>(limit.rlim_cur, 1 << 20) - 200) / 2));
+  const int each = std::min(2000, testing::SocketBudget() / 2);
   ASSERT_GT(each, 200) << "too few file descriptors";
   std::vector<int> fds;
   for (int i = 0; i < each; ++i) {
-    const int idle = Dial(server_->port());
+    const int idle = testing::DialLoopback(server_->port());
     if (idle >= 0) fds.push_back(idle);
-    const int garbage = Dial(server_->port());
+    const int garbage = testing::DialLoopback(server_->port());
     if (garbage >= 0) {
       const char junk[] = "GET / HTTP/1.1\r\nnot the tensor plane\r\n\r\n";
       (void)!write(garbage, junk, sizeof(junk) - 1);
@@ -395,7 +372,7 @@ TEST_F(TensorPlaneTest, SilentConnection_ClosedAfterTheHandshakeTimeout) {
   absl::StatusOr<std::unique_ptr<TensorPlaneServer>> quick =
       TensorPlaneServer::Start(&service_, options);
   ASSERT_THAT(quick, IsOk());
-  const int fd = Dial((*quick)->port());
+  const int fd = testing::DialLoopback((*quick)->port());
   ASSERT_GE(fd, 0);
   // Blocks until the server closes it (read returns 0); the socket's own
   // timeout bounds the wait.
