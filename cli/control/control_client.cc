@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/advertised_address.h"
 #include "server/coordinator/grpc_coordinator_client.h"
 
 namespace gradsync {
@@ -17,6 +18,16 @@ std::string ResolveCoordinatorAddress(absl::string_view flag_value,
 }
 
 std::string UnreachableMessage(absl::string_view address) {
+  // `local up` is the answer only for this machine's coordinator; for
+  // another host's, the operator checks that host (issue 44, item 5).
+  if (!IsLoopbackHost(HostOf(address))) {
+    return absl::StrCat(
+        "cannot reach the coordinator at ", address,
+        ": is it running on that host, listening on that port (its --listen "
+        "must not be 127.0.0.1 for other hosts), and does a firewall let "
+        "this host through? Or set --coordinator / GRADSYNC_COORDINATOR to "
+        "another address");
+  }
   return absl::StrCat(
       "cannot reach the coordinator at ", address,
       ": is it running? start a local cluster with `gradsync local up` or "

@@ -312,6 +312,19 @@ TEST(UnreachableCoordinatorTest, Client_FailsFastWithTheClearMessage) {
 // `gradsync watch` started a moment before the coordinator listens (or
 // through gRPC 1.51's spurious connect failure, which takes the same path,
 // see common/grpc_connect.h) follows the job instead of failing at once.
+TEST(UnreachableCoordinatorTest, RemoteAddress_NoLocalUpAdvice) {
+  // Issue 44, item 5: `local up` is no answer for another host's
+  // coordinator; the message says what to check there instead.
+  const std::string remote = UnreachableMessage("10.1.2.3:29400");
+  EXPECT_THAT(remote, HasSubstr("is it running on that host"));
+  EXPECT_THAT(remote, HasSubstr("firewall"));
+  EXPECT_THAT(remote, Not(HasSubstr("local up")));
+  EXPECT_THAT(UnreachableMessage("127.0.0.1:29400"),
+              HasSubstr("gradsync local up"));
+  EXPECT_THAT(UnreachableMessage("localhost:29400"),
+              HasSubstr("gradsync local up"));
+}
+
 TEST(UnreachableCoordinatorTest, Watch_CoordinatorComesUpLate_Follows) {
   const int port = ClosedPort();
   const std::string address = absl::StrCat("127.0.0.1:", port);

@@ -197,7 +197,8 @@ void Agent::Loop() {
     }
     Log(absl::StrCat(id.empty() ? "registration with" : "heartbeat to",
                      " coordinator at ", config_.coordinator,
-                     " failed: ", status.ToString(), "; retrying in ",
+                     " failed: ", status.ToString(),
+                     config_.hint ? config_.hint(status) : "", "; retrying in ",
                      absl::FormatDuration(backoff)));
     failing = true;
     Sleep(backoff);

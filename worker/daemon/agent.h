@@ -70,6 +70,9 @@ struct AgentConfig {
   absl::Duration min_backoff = absl::Milliseconds(200);
   absl::Duration max_backoff = absl::Seconds(5);
   LogFn log;
+  // What to add to a failed call's message (e.g. TlsConnectHint: which
+  // side runs TLS); may be empty.
+  std::function<std::string(const absl::Status&)> hint;
   // Called on the loop thread after each RegisterWorker or Heartbeat: true
   // when it succeeded (the worker is registered and in touch), false when
   // it failed (the readiness of --health-listen). May be empty.

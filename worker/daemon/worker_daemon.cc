@@ -384,6 +384,9 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
     agent_config.join_token = *std::move(token);
   }
   agent_config.log = log;
+  agent_config.hint = [security = *security](const absl::Status& status) {
+    return TlsConnectHint(security, status);
+  };
   if (probe != nullptr) {
     agent_config.on_contact = [probe](bool in_touch) {
       probe->SetReady(in_touch);
