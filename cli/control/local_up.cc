@@ -1,6 +1,9 @@
 // LocalUp and LocalDown (local_cluster.h): bring the daemons up in order
 // (the coordinator, then the workers and parameter servers once it
 // answers), record them, and take them down workers first.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -315,6 +318,24 @@ std::vector<std::string> StopWorkersThenCoordinator(
   return WriteClusterRecord(*record);
 }
 
+// A port of 127.0.0.1 free right now (the kernel's pick for a socket
+// bound to port 0), or 0 (the coordinator picks) if none could be had.
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
 }  // namespace
 
 std::vector<std::string> StopCluster(const std::vector<DaemonRecord>& daemons,
@@ -418,7 +439,12 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   plan.stop_grace = config.stop_grace;
   plan.coordinator.name = "coordinator";
   plan.coordinator.binary = config.coordinator_binary;
-  plan.coordinator.args = {"--listen", absl::StrCat("127.0.0.1:", config.port)};
+  // With --port 0 a free port is picked here, not by the coordinator: its
+  // command line then names the port it serves, so a restart by hand with
+  // that line comes back where its workers look (trust finding 9). Only
+  // the line changes: the address still comes from the log it prints.
+  const int port = config.port != 0 ? config.port : FreeLoopbackPort();
+  plan.coordinator.args = {"--listen", absl::StrCat("127.0.0.1:", port)};
   // Users authenticate by default: a fresh token for each cluster, which
   // the CLI finds in the run directory (or through GRADSYNC_TOKEN_FILE).
   std::remove(token_path.c_str());

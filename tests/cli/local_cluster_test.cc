@@ -219,7 +219,7 @@ TEST(LocalUpTest, CoordinatorThatExits_ErrorShowsItsLog) {
   const std::string message(up.status().message());
   EXPECT_THAT(message, HasSubstr("coordinator (pid "));
   EXPECT_THAT(message, HasSubstr("exited with status 1 while starting"));
-  EXPECT_THAT(message, HasSubstr("cannot listen on 127.0.0.1:0"));
+  EXPECT_THAT(message, HasSubstr("cannot listen on 127.0.0.1:"));
   // mTLS by default: a fresh CA and certificates in RUN_DIR/tls, which
   // the coordinator is given.
   EXPECT_THAT(message,
@@ -314,7 +314,9 @@ class LocalUpWithServersTest : public ::testing::Test {
     EXPECT_NE(server_, nullptr);
     const std::string bin = dir_.path();
     WriteExecutable(bin + "/gradsync-coordinator",
-                    absl::StrCat("#!/bin/sh\necho \"gradsync-coordinator "
+                    absl::StrCat("#!/bin/sh\necho \"$@\" > ", bin,
+                                 "/coordinator-args\n"
+                                 "echo \"gradsync-coordinator "
                                  "listening on 127.0.0.1:",
                                  port, "\"\nexec sleep 60\n"));
     WriteExecutable(bin + "/gradsync-worker",
@@ -366,15 +368,21 @@ TEST_F(LocalUpWithServersTest, WaitsForEveryServer_RecordsThemAndStopsThem) {
   // The daemons' join token, which no user gets: in the run directory,
   // readable by its owner only.
   const std::string join = dir_.path() + "/run/join-token";
-  EXPECT_EQ(ps_args[0],
-            absl::StrCat("--listen 127.0.0.1:0 --join-token-file ", join,
-                         " --insecure --coordinator ",
-                         up->record.coordinator_address));
-  struct stat st{};
+  EXPECT_EQ(ps_args[0], absl::StrCat("--listen 127.0.0.1:0 --join-token-file ",
+                                     join, " --insecure --coordinator ",
+                                     up->record.coordinator_address));
+  struct stat st {};
   ASSERT_EQ(stat(join.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(up->record.tls_dir, "");
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/run/tls"));
+  // --port 0: local up picked the port, so the coordinator's command line
+  // names a real one, which a restart by hand comes back on.
+  const std::vector<std::string> coordinator = ArgsOf("coordinator", 1);
+  ASSERT_EQ(coordinator.size(), 1u);
+  EXPECT_THAT(coordinator[0], ::testing::StartsWith("--listen 127.0.0.1:"));
+  EXPECT_THAT(coordinator[0],
+              ::testing::Not(::testing::StartsWith("--listen 127.0.0.1:0 ")));
   // cluster.json lists it, and local down stops it with the others.
   absl::StatusOr<std::optional<ClusterRecord>> record =
       ReadClusterRecord(dir_.path() + "/run");
