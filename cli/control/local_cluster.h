@@ -132,7 +132,7 @@ struct LocalUpConfig {
   // --coordinator ADDRESS.
   int parameter_servers = 0;
   std::string devices_per_worker = "cpu:1";
-  int port = 29400;  // 0: the coordinator picks a free one
+  int port = 29400;  // 0: a free one, picked by local up
   std::string coordinator_binary;
   std::string worker_binary;
   std::string ps_binary;  // needed when parameter_servers > 0
