@@ -14,9 +14,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -108,6 +110,30 @@ bool WaitGone(const std::vector<DaemonRecord>& daemons,
 }
 
 }  // namespace
+
+std::vector<int> ProcessesWithFlag(absl::string_view flag,
+                                   absl::string_view value) {
+  std::vector<int> found;
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc", error)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) ||
+        pid == getpid()) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == flag && args[i + 1] == value) {
+        found.push_back(pid);
+        break;
+      }
+    }
+  }
+  return found;
+}
 
 std::string ClusterRecordToJson(const ClusterRecord& record) {
   std::vector<std::string> daemons;

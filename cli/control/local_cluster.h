@@ -41,6 +41,8 @@ inline constexpr absl::string_view kPsBinary = "gradsync-ps";
 inline constexpr absl::string_view kClusterFile = "cluster.json";
 // The users' token of the local cluster's coordinator (mode 0600).
 inline constexpr absl::string_view kUserTokenFileName = "user-token";
+// The coordinator's state database (its --state-db), beside them.
+inline constexpr absl::string_view kStateDbFileName = "coordinator.db";
 // The daemons' join token (their --join-token-file), beside it.
 inline constexpr absl::string_view kJoinTokenFileName = "join-token";
 // The local cluster's TLS directory under the run directory: its own CA
@@ -222,9 +224,17 @@ struct LocalDownResult {
   std::vector<std::string> killed;   // those that needed SIGKILL
 };
 
+// The processes of this machine (other than this one) whose command line
+// holds `flag` followed by `value`: a daemon restarted by hand on the
+// cluster's files (e.g. "--state-db" RUN_DIR/coordinator.db), which
+// cluster.json does not know.
+std::vector<int> ProcessesWithFlag(absl::string_view flag,
+                                   absl::string_view value);
+
 // Stops the daemons of <run_dir>/cluster.json (workers first, then the
-// parameter servers, then the coordinator) and removes the file; logs
-// stay. No cluster.json: was_up false, nothing done.
+// parameter servers, then the coordinator), and a coordinator restarted by
+// hand on the cluster's state database, and removes the file; logs stay.
+// No cluster.json: was_up false, nothing done.
 [[nodiscard]] absl::StatusOr<LocalDownResult> LocalDown(
     const std::string& run_dir, absl::Duration grace);
 

@@ -462,7 +462,8 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   plan.coordinator.args.push_back(join_path);
   // The coordinator survives its own restart on this database; a new
   // cluster starts from an empty one.
-  const std::string state_db = absl::StrCat(config.run_dir, "/coordinator.db");
+  const std::string state_db =
+      absl::StrCat(config.run_dir, "/", kStateDbFileName);
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     std::remove(absl::StrCat(state_db, suffix).c_str());
   }
@@ -539,6 +540,28 @@ absl::StatusOr<LocalDownResult> LocalDown(const std::string& run_dir,
     }
   }
   result.killed = StopWorkersThenCoordinator(record->daemons, grace);
+  // A coordinator restarted by hand (trust finding 9) has a pid cluster.json
+  // does not know; it runs on the cluster's state database.
+  std::vector<DaemonRecord> strays;
+  for (const std::string& dir : {run_dir, record->run_dir}) {
+    for (int pid : ProcessesWithFlag(
+             "--state-db", absl::StrCat(dir, "/", kStateDbFileName))) {
+      if (std::none_of(strays.begin(), strays.end(),
+                       [pid](const DaemonRecord& d) { return d.pid == pid; })) {
+        DaemonRecord stray;
+        stray.name =
+            absl::StrCat("coordinator (restarted by hand, pid ", pid, ")");
+        stray.pid = pid;
+        strays.push_back(stray);
+        result.stopped.push_back(stray.name);
+      }
+    }
+  }
+  if (!strays.empty()) {
+    for (std::string& name : StopCluster(strays, grace)) {
+      result.killed.push_back(std::move(name));
+    }
+  }
   RemoveClusterRecord(run_dir);
   std::remove(absl::StrCat(run_dir, "/", kUserTokenFileName).c_str());
   std::remove(absl::StrCat(run_dir, "/", kJoinTokenFileName).c_str());

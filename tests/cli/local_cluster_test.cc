@@ -202,6 +202,47 @@ TEST(LocalDownTest, StopsTheRecordedDaemonsAndRemovesTheFile) {
   EXPECT_FALSE(IsDaemonAlive(record.daemons[0].pid, "sleep"));
 }
 
+TEST(LocalDownTest, ACoordinatorRestartedByHand_IsStoppedToo) {
+  // Trust finding 9: `local down` stopped the recorded pids only, so a
+  // coordinator restarted by hand (on the cluster's state database) kept
+  // running. It is found by its --state-db and stopped as well.
+  const std::string sleep = SleepBinary();
+  TempDir dir;
+  ClusterRecord record;
+  record.run_dir = dir.path();
+  record.coordinator_address = "127.0.0.1:1";
+  absl::StatusOr<pid_t> recorded =
+      SpawnDaemon(sleep, {"60"}, dir.path() + "/coordinator.log");
+  ASSERT_TRUE(recorded.ok());
+  record.daemons.push_back({"coordinator", sleep, *recorded,
+                            dir.path() + "/coordinator.log", "", ""});
+  std::ofstream(dir.path() + "/cluster.json") << ClusterRecordToJson(record);
+  // The restart by hand: the same database, a pid cluster.json does not
+  // know (a shell that keeps its arguments, and leaves nothing behind).
+  const std::string db = absl::StrCat(dir.path(), "/", kStateDbFileName);
+  const std::string restart = dir.path() + "/restarted-coordinator";
+  WriteExecutable(restart,
+                  "#!/bin/sh\nsleep 60 &\ntrap 'kill $!; exit 0' TERM\nwait\n");
+  absl::StatusOr<pid_t> restarted =
+      SpawnDaemon(restart, {"--state-db", db}, dir.path() + "/again.log");
+  ASSERT_TRUE(restarted.ok());
+  // Until its exec, the child's command line is still this test's.
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (ProcessesWithFlag("--state-db", db).size() != 1 &&
+         absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(ProcessesWithFlag("--state-db", db).size(), 1u);
+  absl::StatusOr<LocalDownResult> down =
+      LocalDown(dir.path(), absl::Seconds(5));
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_THAT(down->stopped,
+              ElementsAre("coordinator",
+                          absl::StrCat("coordinator (restarted by hand, pid ",
+                                       *restarted, ")")));
+  EXPECT_TRUE(ProcessesWithFlag("--state-db", db).empty());
+}
+
 TEST(LocalUpTest, CoordinatorThatExits_ErrorShowsItsLog) {
   TempDir dir;
   const std::string fake = dir.path() + "/gradsync-coordinator";
