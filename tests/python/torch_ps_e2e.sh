@@ -25,21 +25,9 @@
 set -eu
 gradsync=$1
 src=$2
-py=/usr/bin/python3
-if ! $py -c "import torch" 2>/dev/null; then
-  echo "SKIP: Debian's python3-torch is not installed"
-  exit 77
-fi
-dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-torch-ps.XXXXXX")
-cleanup() {
-  "$gradsync" local down --run-dir "$dir" >/dev/null 2>&1 || true
-  pkill -KILL -f "$dir/work" 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-work=$dir/work
-mkdir -p "$work"
-cp "$src/tests/python/ddp_check.py" "$work/"
+# shellcheck source=tests/python/e2e_setup.sh
+name=gradsync-torch-ps
+. "$src/tests/python/e2e_setup.sh"
 pkg=$(cd "$(dirname "$gradsync")/../python" && pwd)
 
 # One-rank baselines (no cluster), through the same wrapper.
