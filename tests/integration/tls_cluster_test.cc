@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "common/certs.h"
 #include "common/grpc_status.h"
@@ -18,6 +19,7 @@
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/integration/child_process.h"
 #include "tests/integration/cluster_test_base.h"
 
 namespace gradsync {
@@ -152,6 +154,31 @@ TEST_F(TlsClusterTest, UsersCertificate_CannotJoinAsADaemon) {
   EXPECT_TRUE(node_worker.ok()) << node_worker;
   EXPECT_TRUE(node_server.ok()) << node_server;
   EXPECT_FALSE(worker.credential().empty());
+}
+
+TEST_F(TlsClusterTest, PlaintextWorker_RetriesSayingWhatTheOtherSideNeeds) {
+  // Issue 44, item 5: a worker without --tls-dir against a TLS coordinator
+  // reported only gRPC's "Socket closed". Its retries now say which side
+  // runs what and what to give this one.
+  const std::string log = cluster().log_dir() + "/plaintext-worker.log";
+  absl::StatusOr<std::unique_ptr<ChildProcess>> worker =
+      ChildProcess::Start("plaintext worker", GRADSYNC_WORKER_BINARY,
+                          {"--coordinator", cluster().address(), "--devices",
+                           "cpu:1", "--address", "127.0.0.1", "--insecure"},
+                          log);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  std::string text;
+  while (absl::Now() < until) {
+    text = (*worker)->ReadLog();
+    if (absl::StrContains(text, "this side uses plaintext")) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  (*worker)->Stop(absl::Seconds(5));
+  EXPECT_THAT(text, HasSubstr("registration with coordinator at"));
+  EXPECT_THAT(text, HasSubstr("this side uses plaintext: if the other runs "
+                              "with --tls-dir, give this one the cluster's "
+                              "TLS directory too"));
 }
 
 // --ps-plaintext on every worker and server: the tensor streams run in
