@@ -3,8 +3,10 @@
 # 127.0.0.1 (a coordinator, 2 parameter servers and 4 CPU worker daemons)
 # and trains an MLP on Fashion-MNIST for 3 epochs: the first half through
 # the sharded parameter server, then switched to the ring all-reduce at
-# step 351, with the optimizer state moved across. It shows progress, the
-# test accuracy and the per-step time of each mode side by side, and stops
+# step 351, with the optimizer state moved across. The PS half runs on the
+# default transport, the servers' tensor planes beside mutual TLS. It shows
+# progress, the test accuracy and the per-step time of each mode side by
+# side, then `gradsync explain`: where each half's time went, and stops
 # the cluster. Extra arguments go to `gradsync submit` (e.g. --optimizer
 # sgd); to switch by hand instead, run `gradsync switch JOB ring|ps` from
 # another shell while it trains.
@@ -38,4 +40,13 @@ echo "== training MLP 784-256-256-10 on Fashion-MNIST, 4 ranks: parameter" \
 "$gradsync" submit --name demo --workers 4 --model mlp \
   --layers 784,256,256,10 --dataset fashion-mnist --optimizer adam \
   --lr 0.001 --batch-size 256 --steps "$steps" --seed 1 --eval-every 234 \
-  --mode ps --ps-shards 2 --switch-at "$half:ring" --follow "$@"
+  --mode ps --ps-shards 2 --switch-at "$half:ring" --follow "$@" |
+  tee "$run_dir/demo.out"
+# Where each half's time went: measured against this machine's own limits
+# (one host: no link is in play), with the PS's transport named.
+job=$(sed -n 's/^submitted job \([^ ]*\) .*/\1/p' "$run_dir/demo.out")
+if [[ -n "$job" ]]; then
+  echo
+  echo "== where the time went (gradsync explain $job)"
+  "$gradsync" explain "$job"
+fi

@@ -146,10 +146,10 @@ TEST(MetricsFormatTest, CsvHasAHeaderAndOneRowPerMetric) {
             "rank,step,loss,compute_s,comm_s,idle_s,step_s,bytes_sent,"
             "bytes_received,samples,param_hash,mode,test_accuracy,wall_time,"
             "switch_epoch,switch_s,sync_bytes,sync_busy_s,algbw_gbps,"
-            "busbw_gbps,checkpoint");
+            "busbw_gbps,checkpoint,ps_transport");
   EXPECT_EQ(first,
             "0,0,1,0.5,0.25,0.25,1,1024,2048,32,0,SYNC_MODE_RING,0,0,0,0,0,0,"
-            "0,0,");
+            "0,0,,");
   EXPECT_THAT(second, StartsWith("1,0,"));
   EXPECT_THAT(third, StartsWith("0,1,0.5,"));
 }
