@@ -74,6 +74,12 @@ namespace {
       row.cells.push_back(std::move(cell));
     }
   }
+  if (row.cells.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nothing to simulate at N = ", workers, ": the server range starts at ",
+        request.min_servers, ", above the ", nodes,
+        " nodes that colocated servers can use"));
+  }
   for (size_t i = 1; i < row.cells.size(); ++i) {
     if (row.cells[i].step_s < row.cells[row.best].step_s) row.best = i;
   }

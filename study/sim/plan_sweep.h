@@ -17,8 +17,9 @@
 // first and then to fewer servers.
 //
 // Errors: INVALID_ARGUMENT for no worker count, no layout, a server range
-// that is empty, or a config that ValidateSimConfig refuses at some N;
-// errors of SimulateStep.
+// that is empty (or leaves some N with no cell: colocated servers only,
+// above its node count), or a config that ValidateSimConfig refuses at
+// some N; errors of SimulateStep.
 // Threading: pure function of its arguments; thread-safe.
 #ifndef GRADSYNC_STUDY_SIM_PLAN_SWEEP_H_
 #define GRADSYNC_STUDY_SIM_PLAN_SWEEP_H_

@@ -130,6 +130,18 @@ TEST(PlanSweepTest, KStar_IsTheFewestSeparateServersAsFastAsTheRing) {
   }
 }
 
+TEST(PlanSweepTest, NoCellAtSomeN_IsInvalidArgument) {
+  PlanRequest request = SmallRequest();
+  request.workers = {2, 8};
+  request.layouts = {SimLayout::kPsColocated};
+  request.min_servers = 4;  // N = 2 has 2 nodes
+  EXPECT_THAT(RunPlan(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nothing to simulate at N = 2")));
+  request.workers = {};
+  EXPECT_THAT(RunPlan(request), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST(PlanSweepTest, Bottleneck_NamesComputeLatencyOrTheLink) {
   SimConfig c;
   c.topology.workers = 64;
