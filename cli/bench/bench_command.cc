@@ -59,7 +59,7 @@ int RunBenchCommand(const std::vector<std::string>& args) {
     absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> started =
         StartLocalPsServers(PsShardCount(*options),
                             options->congestion_control.value_or("auto"),
-                            options->ps_tensor_plane);
+                            /*tensor_plane=*/true);
     if (!started.ok()) {
       std::cerr << "gradsync bench: " << started.status().message() << "\n";
       return kExitError;

@@ -26,6 +26,7 @@ struct ParseState {
   bool ranks_set = false;
   bool world_set = false;
   bool ps_shards_set = false;
+  bool ps_transport_set = false;
   // Where --rank and --world came from, for errors: the flag, or the
   // launcher's variable ("$SLURM_PROCID").
   std::string rank_from = "--rank";
@@ -250,10 +251,16 @@ const Row kRows[] = {
        s->options.ps_partition_bytes = size.value_or(0);
        return absl::OkStatus();
      }},
-    {0, "ps-tensor-plane", nullptr,
-     "ps: the tensors over the servers' tensor planes (plain TCP), not gRPC",
-     [](absl::string_view, ParseState* s) {
-       s->options.ps_tensor_plane = true;
+    {0, "ps-transport", "plane|grpc",
+     "ps: the tensors over the servers' tensor planes (HMAC-authenticated "
+     "plain TCP; plane, the default) or gRPC streams (grpc)",
+     [](absl::string_view v, ParseState* s) {
+       if (v != "plane" && v != "grpc") {
+         return absl::InvalidArgumentError(
+             absl::StrCat("--ps-transport is '", v, "'; use plane or grpc"));
+       }
+       s->options.ps_transport = std::string(v);
+       s->ps_transport_set = true;
        return absl::OkStatus();
      }},
     {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
@@ -393,9 +400,9 @@ std::vector<FlagSpec> Flags(ParseState* state) {
   }
   if (o.backend == Backend::kPs) return ValidatePsOptions(o);
   if (state.ps_shards_set || !o.ps_addresses.empty() || o.ps_chunk_bytes ||
-      o.ps_tensor_plane) {
+      state.ps_transport_set) {
     return absl::InvalidArgumentError(
-        "--ps-shards, --ps-addresses, --ps-chunk and --ps-tensor-plane need "
+        "--ps-shards, --ps-addresses, --ps-chunk and --ps-transport need "
         "--backend ps");
   }
   return absl::OkStatus();

@@ -82,9 +82,10 @@ struct BenchOptions {
   // --ps-partition: each server's slice in partitions of this size, pushed
   // one at a time so that pulls overlap pushes (ps_client.h); 0: none.
   size_t ps_partition_bytes = 4 << 20;
-  // --ps-tensor-plane: the steps' tensors over the servers' tensor planes
-  // (plain TCP) instead of gRPC; the launcher's own servers open one.
-  bool ps_tensor_plane = false;
+  // --ps-transport: the steps' tensors over the servers' tensor planes
+  // ("plane", the default: plain TCP after an HMAC handshake) or gRPC
+  // streams ("grpc"); the launcher's own servers serve a plane.
+  std::string ps_transport = "plane";
 
   // Deadline of rendezvous and of each collective.
   absl::Duration timeout = absl::Seconds(60);

@@ -66,7 +66,7 @@ ReportHeader MakeHeader(const BenchOptions& options,
   }
   if (options.backend == Backend::kPs) {
     header.ps_shard_addresses = PsShardAddresses(options);
-    if (options.ps_tensor_plane) header.transport = "tensor plane";
+    if (options.ps_transport == "plane") header.transport = "tensor plane";
   }
   header.ranks = options.world;
   header.type = options.type;
@@ -102,7 +102,7 @@ using SizeRunner = std::function<absl::StatusOr<SizeResult>(size_t bytes)>;
     config.timeout = options.timeout;
     config.chunk_bytes = options.ps_chunk_bytes.value_or(0);
     config.partition_bytes = options.ps_partition_bytes;
-    config.tensor_plane = options.ps_tensor_plane;
+    config.tensor_plane = options.ps_transport == "plane";
     config.tcp_congestion =
         options.congestion_control.value_or(TcpOptions().congestion_control);
     ASSIGN_OR_RETURN(std::shared_ptr<PsSweepRunner> runner,

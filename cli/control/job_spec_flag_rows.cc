@@ -390,6 +390,16 @@ const SpecFlagRow kSpecRows[] = {
        s->mutable_ps()->set_placement(std::string(v));
        return absl::OkStatus();
      }},
+    {"ps-transport", "plane|grpc",
+     "PS step tensors over the tensor plane (HMAC-authenticated plain TCP) "
+     "or gRPC streams (encrypted under TLS) (each worker's --ps-transport, "
+     "default plane)",
+     "ps.transport",
+     [](absl::string_view v, JobSpec* s) {
+       RETURN_IF_ERROR(OneOf("--ps-transport", v, {"plane", "grpc"}));
+       s->mutable_ps()->set_transport(std::string(v));
+       return absl::OkStatus();
+     }},
     {"switch-at", "STEP:MODE",
      "from STEP on sync through MODE (ring|ps); repeatable", "switches",
      &AddScriptedSwitch},

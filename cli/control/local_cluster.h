@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "server/ps/ps_transport.h"
 
 namespace gradsync {
 namespace control {
@@ -141,10 +142,9 @@ struct LocalUpConfig {
   // Plaintext daemons (--insecure); false: mutual TLS with a fresh CA and
   // certificates in <run_dir>/tls (kTlsDirName), made on every start.
   bool insecure = false;
-  // PS steps over the servers' tensor planes: every gradsync-ps gets
-  // --tensor-port 0 and every worker --ps-tensor-plane. The plane is
-  // plaintext, so this needs `insecure` (the PS refuses it beside TLS).
-  bool ps_tensor_plane = false;
+  // The workers' --ps-transport (server/ps/ps_transport.h): "plane" (the
+  // default; every gradsync-ps serves one) or "grpc".
+  std::string ps_transport = kDefaultPsTransport;
   // How long the coordinator, every worker and parameter server get to
   // come up.
   absl::Duration timeout = absl::Seconds(30);

@@ -41,7 +41,7 @@ struct LocalOptions {
   std::string worker_binary;
   std::string ps_binary;
   bool insecure = false;
-  bool ps_tensor_plane = false;
+  std::string ps_transport = kDefaultPsTransport;
   std::string output = "table";  // -o: table or json
   bool json = false;             // output == "json"
   bool help = false;
@@ -80,10 +80,10 @@ std::vector<FlagSpec> LocalFlags(LocalOptions* o) {
                  "up: run the daemons without TLS (their --insecure); by "
                  "default they use mutual TLS with a fresh CA in RUN_DIR/tls",
                  &o->insecure),
-      SwitchFlag("ps-tensor-plane",
-                 "up: PS steps over the servers' tensor planes (plain TCP) "
-                 "instead of gRPC; needs --insecure",
-                 &o->ps_tensor_plane),
+      PsTransportFlag("up: the workers' --ps-transport: plane (the default; "
+                      "HMAC-authenticated plain TCP, also beside TLS) or "
+                      "grpc (gRPC streams, encrypted under TLS)",
+                      &o->ps_transport),
   };
   AddOutputFlags(TableOrJson(), &o->output, &flags);
   flags.push_back(HelpFlag(&o->help));
@@ -113,7 +113,7 @@ int Up(const LocalOptions& o, const std::string& run_dir,
   config.devices_per_worker = o.devices;
   config.port = static_cast<int>(o.port);
   config.insecure = o.insecure;
-  config.ps_tensor_plane = o.ps_tensor_plane;
+  config.ps_transport = o.ps_transport;
   if (o.timeout_set) config.timeout = o.timeout;
   absl::StatusOr<std::string> coordinator =
       Binary(o.coordinator_binary, kCoordinatorBinary,

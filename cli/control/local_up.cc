@@ -377,11 +377,7 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("--port ", config.port, " is not a TCP port"));
   }
-  if (config.ps_tensor_plane && !config.insecure) {
-    return absl::InvalidArgumentError(
-        "--ps-tensor-plane needs --insecure: the tensor plane is plain TCP, "
-        "and a gradsync-ps refuses it beside TLS (docs/security.md)");
-  }
+  RETURN_IF_ERROR(CheckPsTransport("--ps-transport", config.ps_transport));
   std::error_code error;
   std::filesystem::create_directories(config.run_dir, error);
   if (error) {
@@ -501,18 +497,15 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
     // own scripts) may run, as that user, in any directory.
     worker.args = {"--devices",    worker.devices,        "--address",
                    worker.address, "--allow-entrypoints", "--join-token-file",
-                   join_path};
-    if (config.ps_tensor_plane) worker.args.push_back("--ps-tensor-plane");
+                   join_path,      "--ps-transport",      config.ps_transport};
     plan.workers.push_back(std::move(worker));
   }
   for (int i = 0; i < config.parameter_servers; ++i) {
     DaemonPlan server;
     server.name = absl::StrCat("ps-", i);
     server.binary = config.ps_binary;
+    // Each serves a tensor plane (gradsync-ps's default --tensor-port 0).
     server.args = {"--listen", "127.0.0.1:0", "--join-token-file", join_path};
-    if (config.ps_tensor_plane) {
-      server.args.insert(server.args.end(), {"--tensor-port", "0"});
-    }
     plan.servers.push_back(std::move(server));
   }
   absl::StatusOr<StartedCluster> started = StartCluster(plan);

@@ -31,9 +31,18 @@ absl::string_view ModeName(SyncMode m) {
   return m == SYNC_MODE_PS ? "ps" : "ring";
 }
 
+// ", over the tensor plane", ...; "" when the workers did not say.
+std::string TransportText(absl::string_view transport) {
+  if (transport == "plane") return ", over the tensor plane";
+  if (transport == "grpc") return ", over gRPC streams";
+  if (transport == "mixed") return ", over the tensor plane and gRPC streams";
+  return "";
+}
+
 // The slowest rank of one step, and the step's mode (rank 0's).
 struct StepView {
   SyncMode mode = SYNC_MODE_RING;
+  std::string ps_transport;  // "mixed" when the ranks differ
   const StepMetrics* slowest = nullptr;
   double sync_s = 0;
   bool switched = false;
@@ -82,6 +91,12 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     if (m.rank() == 0)
       v.mode = m.mode() == SYNC_MODE_PS ? SYNC_MODE_PS : SYNC_MODE_RING;
     v.switched = v.switched || m.switch_s() > 0;
+    if (!m.ps_transport().empty()) {
+      v.ps_transport =
+          v.ps_transport.empty() || v.ps_transport == m.ps_transport()
+              ? m.ps_transport()
+              : "mixed";
+    }
     v.sync_s = std::max(v.sync_s, m.sync_busy_s());
     if (v.slowest == nullptr || m.step_s() > v.slowest->step_s()) {
       v.slowest = &m;
@@ -143,6 +158,12 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     m.steps = static_cast<int>(views.size());
     std::vector<double> step_s, compute, comm, idle, sync;
     for (const StepView* v : views) {
+      if (!v->ps_transport.empty()) {
+        m.ps_transport =
+            m.ps_transport.empty() || m.ps_transport == v->ps_transport
+                ? v->ps_transport
+                : "mixed";
+      }
       step_s.push_back(v->slowest->step_s());
       compute.push_back(v->slowest->compute_s());
       comm.push_back(v->slowest->comm_s());
@@ -163,7 +184,7 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
       m.layout = absl::StrCat(
           "ps: ", e.servers, " server", e.servers == 1 ? "" : "s",
           e.colocated ? " on the workers' hosts" : " on hosts of their own",
-          ", ", e.hosts, " worker hosts");
+          ", ", e.hosts, " worker hosts", TransportText(m.ps_transport));
     } else {
       m.layout = absl::StrCat("ring over ", e.hosts,
                               e.hosts == 1 ? " host" : " hosts");
@@ -217,12 +238,20 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
           MiB(2.0 * (e.hosts - 1) / e.hosts * s), 2 * (e.hosts - 1));
     }
     if (m.predicted_s > 0 && m.sync_s > 1.5 * m.predicted_s) {
+      const bool on_grpc =
+          is_ps && (m.ps_transport == "grpc" || m.ps_transport == "mixed");
       absl::StrAppend(
           &where,
           absl::StrFormat("; but the links explain only %.0f%% of the "
                           "measured sync time: the rest is CPU or software "
                           "(look at the hosts' CPU use)",
-                          100 * m.predicted_s / m.sync_s));
+                          100 * m.predicted_s / m.sync_s),
+          on_grpc ? "; this PS runs on gRPC streams, whose per-message work "
+                    "(and TLS) is on the CPU: the tensor plane "
+                    "(--ps-transport plane) took a 1 Gbit/s lab cell from 2x "
+                    "the model to within 25% of it "
+                    "(docs/performance/lab-ps-transport.md)"
+                  : "");
     }
     m.bottleneck = std::move(where);
     e.modes.push_back(std::move(m));

@@ -13,7 +13,11 @@
 //     that carries the most bytes (the busiest server's, or every
 //     worker's), or, when the links explain less than two thirds of the
 //     measured time, the CPUs or software around them;
-// and then the model's verdict for both paths at this N, K and S. When
+// and then the model's verdict for both paths at this N, K and S. The PS's
+// transport (the tensor plane or gRPC streams) is named with its layout;
+// the model predicts the links' time, which the plane reaches and gRPC
+// may not on a host short of CPU, so a gRPC PS measured well above its
+// prediction is blamed on its transport, with the plane as the remedy. When
 // every rank (and server) shares one host, no link is in play: explain
 // says so, predicts nothing, and compares what each path reached on this
 // machine (its measured busbw) instead.
@@ -50,6 +54,9 @@ struct ModeExplanation {
   double algbw = 0, busbw = 0;
   std::string layout;      // "ring over 4 hosts", "ps: 2 servers on ..."
   std::string bottleneck;  // one sentence
+  // PS: how its steps' tensors travelled (StepMetrics.ps_transport: "plane",
+  // "grpc", "mixed"; "" from workers that do not say).
+  std::string ps_transport;
 };
 
 struct Explanation {

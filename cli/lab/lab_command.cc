@@ -61,7 +61,7 @@ struct LabOptions {
   absl::Duration timeout = absl::Seconds(60);
   control::DaemonBinaries binaries;
   std::string tcp_congestion = "default";
-  bool ps_tensor_plane = false;
+  std::string ps_transport = kDefaultPsTransport;
   bool allow_entrypoints = false;
   std::string pairs = "ring";
   absl::Duration duration = absl::Milliseconds(600);
@@ -123,10 +123,9 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                  "up: the daemons' TCP congestion control (default: "
                  "the machine's)",
                  &o->tcp_congestion),
-      SwitchFlag("ps-tensor-plane",
-                 "up: PS steps over the servers' tensor planes (plain "
-                 "TCP) instead of gRPC",
-                 &o->ps_tensor_plane),
+      PsTransportFlag("up: the workers' --ps-transport: plane (the default, "
+                      "HMAC-authenticated plain TCP) or grpc (gRPC streams)",
+                      &o->ps_transport),
       SwitchFlag("allow-entrypoints",
                  "up: entrypoint jobs (your PyTorch script) may run; the "
                  "coordinator then wants the users' token it prints",
@@ -176,9 +175,12 @@ std::string RoleText(const LabHost& host) {
   return "";
 }
 
-// "; PS steps over the tensor plane", or nothing (gRPC, the default).
+// "; PS steps over gRPC streams" where the lab chose them; nothing for the
+// tensor plane, the default.
 std::string PsTransportText(const LabSpec& spec) {
-  return spec.ps_tensor_plane() ? "; PS steps over the tensor plane" : "";
+  return spec.ps_transport() == kPsTransportGrpc
+             ? "; PS steps over gRPC streams"
+             : "";
 }
 
 std::string LinkText(const LabLink& link) {
@@ -261,7 +263,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   config.workers_per_host = static_cast<int>(o.workers_per_host);
   config.devices_per_worker = o.devices;
   config.tcp_congestion = o.tcp_congestion;
-  config.ps_tensor_plane = o.ps_tensor_plane;
+  config.ps_transport = o.ps_transport;
   config.allow_entrypoints = o.allow_entrypoints;
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
   if (!rate.ok())

@@ -30,7 +30,7 @@ LabSpec ToSpec(const LabConfig& config) {
   spec.set_workers_per_host(config.workers_per_host);
   spec.set_devices_per_worker(config.devices_per_worker);
   spec.set_tcp_congestion(config.tcp_congestion);
-  spec.set_ps_tensor_plane(config.ps_tensor_plane);
+  spec.set_ps_transport(config.ps_transport);
   spec.set_allow_entrypoints(config.allow_entrypoints);
   spec.mutable_link()->set_rate_bps(config.link.rate_bps);
   spec.mutable_link()->set_latency_us(
@@ -52,7 +52,7 @@ LabConfig FromSpec(const LabSpec& spec) {
   if (!spec.tcp_congestion().empty()) {
     config.tcp_congestion = spec.tcp_congestion();
   }
-  config.ps_tensor_plane = spec.ps_tensor_plane();
+  if (!spec.ps_transport().empty()) config.ps_transport = spec.ps_transport();
   config.allow_entrypoints = spec.allow_entrypoints();
   config.link.rate_bps = spec.link().rate_bps();
   config.link.latency = absl::Microseconds(spec.link().latency_us());

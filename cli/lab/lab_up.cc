@@ -160,7 +160,8 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
                      "--address",        host.address,
                      "--tcp-congestion", config.tcp_congestion,
                      "--spin-polls",     "0"};
-      if (config.ps_tensor_plane) worker.args.push_back("--ps-tensor-plane");
+      worker.args.insert(worker.args.end(),
+                         {"--ps-transport", config.ps_transport});
       if (config.allow_entrypoints) {
         worker.args.push_back("--allow-entrypoints");
       }
@@ -174,9 +175,6 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
       server.binary = binaries.ps;
       server.args = {"--listen", absl::StrCat(host.address, ":0"),
                      "--tcp-congestion", config.tcp_congestion};
-      if (config.ps_tensor_plane) {
-        server.args.insert(server.args.end(), {"--tensor-port", "0"});
-      }
       server.netns = host.netns;
       server.host = host.name;
       plan.servers.push_back(std::move(server));

@@ -233,6 +233,11 @@ int gs_report_step(gs_session* s, const gs_step_report* r) {
   m.set_sync_bytes(r->sync_bytes);
   m.set_sync_busy_s(r->sync_busy_s);
   m.set_mode(r->mode == 2 ? SYNC_MODE_PS : SYNC_MODE_RING);
+  if (r->mode == 2) {
+    // The transport the daemon chose for the job (a server without a
+    // plane would take gRPC, which this does not see).
+    m.set_ps_transport(s->launch.ps_tensor_plane() ? "plane" : "grpc");
+  }
   // nccl-tests' terms, as the built-in ranks report them
   // (common/sync_bandwidth.h): algbw = S / busy; on the ring busbw =
   // algbw * 2(N-1)/N.

@@ -2,7 +2,7 @@
 # The PS over gRPC against the PS over the tensor plane, on the bottleneck
 # lab (docs/performance/lab-ps-transport.md): the same emulated hosts, links
 # and sweep, once per transport, RUNS times, alternating. Each run is a
-# fresh `gradsync lab up` (with --ps-tensor-plane for the plane), one
+# fresh `gradsync lab up` (--ps-transport grpc or plane), one
 # `gradsync lab sweep`, and `lab down`; the sweeps land in
 # OUT/<link>/<grpc|plane>-<run>/ (sweep.json, report.txt), and
 # scripts/bench/plot_lab_transport.py OUT/<link> draws them.
@@ -42,8 +42,7 @@ mkdir -p "$out/$link"
 for run in $(seq 1 "$runs"); do
   for transport in grpc plane; do
     dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-lab-transport.XXXXXX")
-    plane=()
-    [[ $transport == plane ]] && plane=(--ps-tensor-plane)
+    plane=(--ps-transport "$transport")
     "$G" lab up --hosts "$hosts" --ps-hosts "$hosts" --link "$link" \
       --prefix "$prefix" --subnet "10.75.$(( $$ % 200 ))" --run-dir "$dir" \
       --timeout 120 "${plane[@]}"

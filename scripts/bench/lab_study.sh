@@ -5,11 +5,12 @@
 # shows, plots them, and takes the lab down again, even on failure.
 #
 #   sudo scripts/bench/lab_study.sh [--out DIR] [--link RATE] [--hosts N]
-#                                   [--ps-tensor-plane] [-- EXTRA SWEEP FLAGS]
+#                                   [--ps-transport plane|grpc]
+#                                   [-- EXTRA SWEEP FLAGS]
 #
-# --ps-tensor-plane runs the PS steps over the servers' tensor planes
-# (lab up --ps-tensor-plane), which halves the PS cells' CPU
-# (docs/performance/lab-ps-transport.md).
+# The PS steps go over the servers' tensor planes (the default), which
+# halves the PS cells' CPU against gRPC streams (--ps-transport grpc,
+# docs/performance/lab-ps-transport.md).
 #
 # Writes DIR/main (ring and PS on separate server hosts: N = 2,4,6,8,
 # K = 1,2,N, S = 16M,32M), DIR/colocated (PS colocated, K = N, S =
@@ -32,9 +33,9 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --link) link=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
-    --ps-tensor-plane) plane=(--ps-tensor-plane); shift ;;
+    --ps-transport) plane=(--ps-transport "$2"); shift 2 ;;
     --) shift; break ;;
-    *) echo "usage: $0 [--out DIR] [--link RATE] [--hosts N] [--ps-tensor-plane] [-- SWEEP FLAGS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--out DIR] [--link RATE] [--hosts N] [--ps-transport plane|grpc] [-- SWEEP FLAGS]" >&2; exit 2 ;;
   esac
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-study.XXXXXX")

@@ -64,13 +64,14 @@ usage() {
   cat <<EOF
 usage: $0 [--ranks "2 3 4"] [-b 4M] [-e 256M] [-f 2] [-n ITERS] [-w 1]
           [--rounds 1] [--out DIR] [--tcp-congestion auto|default|NAME]
-          [--ps-tensor-plane]
+          [--ps-transport plane|grpc]
 
 -n fixes the timed iterations at every size; by default 10 up to 16M, 5
 up to 64M, 3 above. --rounds R repeats the whole sweep (the three
 configurations in a rotating order) and reports the median time.
---ps-tensor-plane runs the PS over its tensor plane (plain TCP) instead of
-gRPC (gradsync bench --ps-tensor-plane).
+--ps-transport chooses how the PS steps' tensors travel: the servers'
+tensor planes (plane, the default) or gRPC streams (grpc); gradsync bench
+--ps-transport.
 Environment: BUILD_DIR (build), PYTHON (/usr/bin/python3).
 EOF
 }
@@ -86,7 +87,7 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --tcp-congestion) congestion=$2; shift 2 ;;
-    --ps-tensor-plane) ps_transport=(--ps-tensor-plane); shift ;;
+    --ps-transport) ps_transport=(--ps-transport "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "ps_vs_ring.sh: unknown argument '$1'" >&2; usage >&2; exit 1 ;;
   esac

@@ -29,7 +29,17 @@ std::string Ms(double seconds) {
   return absl::StrFormat("%.1f ms", 1e3 * seconds);
 }
 
-std::string ModelText(const AutoModelView& model) {
+// " over the tensor plane", " over gRPC streams", ...; "" when unknown.
+std::string TransportText(absl::string_view transport) {
+  if (transport == "plane") return " over the tensor plane";
+  if (transport == "grpc") return " over gRPC streams";
+  if (transport == "mixed") return " over the tensor plane and gRPC streams";
+  return "";
+}
+
+// `ps_sync_s`: the PS's measured sync time (0: not measured).
+std::string ModelText(const AutoModelView& model, absl::string_view transport,
+                      double ps_sync_s) {
   if (!model.known) {
     return "the model has no link facts (start the coordinator with "
            "--link-gbps)";
@@ -38,10 +48,22 @@ std::string ModelText(const AutoModelView& model) {
       model.ring_s <= model.ps_s ? SYNC_MODE_RING : SYNC_MODE_PS;
   const double ratio = std::max(model.ring_s, model.ps_s) /
                        std::max(1e-12, std::min(model.ring_s, model.ps_s));
-  return absl::StrFormat(
-      "the alpha-beta model predicts ring %s and ps %s of sync, %s faster "
+  std::string text = absl::StrFormat(
+      "the alpha-beta model predicts ring %s and ps%s %s of sync, %s faster "
       "by x%.2f",
-      Ms(model.ring_s), Ms(model.ps_s), Name(faster), ratio);
+      Ms(model.ring_s), TransportText(transport), Ms(model.ps_s), Name(faster),
+      ratio);
+  if (transport != "plane" && !transport.empty() &&
+      ps_sync_s > 1.5 * model.ps_s) {
+    absl::StrAppend(
+        &text,
+        absl::StrFormat(
+            "; the PS measured %s, above the links' time: gRPC streams "
+            "spend CPU per message (and on TLS) that the model leaves out, "
+            "and the tensor plane (--ps-transport plane) comes closer to it",
+            Ms(ps_sync_s)));
+  }
+  return text;
 }
 
 }  // namespace
@@ -85,6 +107,12 @@ void AutoStepCollector::Add(const StepMetrics& metrics) {
   p.step.sync_s = std::max(p.step.sync_s, metrics.sync_busy_s());
   p.step.sync_bytes = std::max(p.step.sync_bytes, metrics.sync_bytes());
   if (metrics.rank() == 0) p.step.mode = metrics.mode();
+  if (!metrics.ps_transport().empty()) {
+    std::string& transport = p.step.ps_transport;
+    transport = transport.empty() || transport == metrics.ps_transport()
+                    ? metrics.ps_transport()
+                    : "mixed";
+  }
 }
 
 std::vector<AutoStep> AutoStepCollector::TakeFinished() {
@@ -142,7 +170,8 @@ std::optional<AutoSwitch> AutoModePolicy::Decide(const AutoStep& step,
       "auto: measured %s %s and %s %s per step (median of %d steps each); "
       "%s is faster by x%.2f; %s",
       Name(first_), Ms(t_first), Name(second), Ms(t_second),
-      config_.probe_steps, Name(best), ratio, ModelText(model));
+      config_.probe_steps, Name(best), ratio,
+      ModelText(model, ps_transport_, Median(ps_sync_times_)));
   settled_ = best;
   baseline_s_ = best == first_ ? t_first : t_second;
   settled_at_ = step.step;
@@ -189,7 +218,16 @@ std::optional<AutoSwitch> AutoModePolicy::Observe(const AutoStep& step,
       step.mode == SYNC_MODE_PS ? SYNC_MODE_PS : SYNC_MODE_RING;
   AutoStep s = step;
   s.mode = mode;
+  if (mode == SYNC_MODE_PS && !step.ps_transport.empty()) {
+    ps_transport_ = step.ps_transport;
+  }
   const bool counted = Settled(s);
+  if (counted && mode == SYNC_MODE_PS) {
+    ps_sync_times_.push_back(step.sync_s);
+    const size_t keep = static_cast<size_t>(std::max(1, config_.probe_steps));
+    if (ps_sync_times_.size() > keep)
+      ps_sync_times_.erase(ps_sync_times_.begin());
+  }
   switch (phase_) {
     case Phase::kMeasuringFirst:
       if (mode != first_) {

@@ -16,7 +16,10 @@
 // are left out (`settle_steps`): they carry the switch's own cost and the
 // warm-up. The figure per step is the slowest rank's step time (what the
 // job waits for); the model's predicted sync time of each path, when the
-// coordinator knows the links, rides along in each decision's reason.
+// coordinator knows the links, rides along in each decision's reason,
+// with the PS's transport: the model predicts the links' time, which the
+// tensor plane reaches and gRPC streams may not on a host short of CPU, so
+// a PS on gRPC measured well above its prediction is named as such.
 //
 // Not thread-safe (a part of Job, under the coordinator's lock). Pure: no
 // clock, no I/O.
@@ -55,6 +58,9 @@ struct AutoStep {
   double step_s = 0;       // the slowest rank's
   double sync_s = 0;       // the slowest rank's sync_busy_s
   int64_t sync_bytes = 0;  // S, the gradient's bytes
+  // PS steps: how the tensors travelled (StepMetrics.ps_transport; "mixed"
+  // when the ranks differ); "" on the ring or from older workers.
+  std::string ps_transport;
 };
 
 // Gathers the ranks' step metrics (in any order) into finished steps.
@@ -129,7 +135,9 @@ class AutoModePolicy {
   SyncMode settled_ = SYNC_MODE_RING;
   double baseline_s_ = 0;
   int64_t settled_at_ = 0;
-  std::vector<double> window_;  // settled: the newest step times
+  std::vector<double> window_;         // settled: the newest step times
+  std::string ps_transport_;           // of the newest PS step fed
+  std::vector<double> ps_sync_times_;  // the newest PS steps' sync_s
   std::vector<ModeDecision> decisions_;
 };
 

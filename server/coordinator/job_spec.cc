@@ -219,6 +219,15 @@ namespace {
                                          "'; use \"any\", \"separate\" or "
                                          "\"colocated\""));
   }
+  if (!ps.transport().empty() && ps.transport() != "plane" &&
+      ps.transport() != "grpc") {
+    return InvalidSpecField(
+        "ps.transport",
+        absl::StrCat("is '", ps.transport(),
+                     "'; use \"plane\" (the tensor plane), \"grpc\" (gRPC "
+                     "streams, encrypted under TLS) or leave it out (the "
+                     "workers' --ps-transport)"));
+  }
   const int64_t partition = ps.partition_bytes();
   if (partition != 0 &&
       (partition < kMinPsPartitionBytes || partition > kMaxPsPartitionBytes ||

@@ -117,11 +117,12 @@ struct PsClientOptions {
   // open servers (the benches').
   std::string token;
   // Steps (StartStep, and PushPull) over the servers' tensor planes
-  // (tensor_plane_client.h: plain TCP, one connection per server or solo
-  // shard, kept between steps) instead of gRPC streams; the other calls
-  // stay on gRPC. Each server's tensor port comes from its GetShardStats
-  // at the first step: FAILED_PRECONDITION naming a server that serves
-  // none.
+  // (tensor_plane_client.h: plain TCP after an HMAC handshake, one
+  // connection per server or solo shard, kept between steps) instead of
+  // gRPC streams; the other calls stay on gRPC. Each server's tensor port
+  // comes from its GetShardStats at the first step; the shards of a server
+  // that serves none (gradsync-ps --tensor-port -1, or an older one) go
+  // over gRPC streams, the fallback.
   bool tensor_plane = false;
 };
 
@@ -211,6 +212,9 @@ class PsClient {
   PsClientStats stats() const;
 
   const std::string& job_id() const { return job_id_; }
+  // The transport the steps use: "plane" or "grpc", "mixed" when some
+  // servers serve no plane, "" before the first step resolved it.
+  std::string transport() const;
   int rank() const { return rank_; }
   size_t total_elements() const { return total_; }
   size_t num_shards() const { return shards_.size(); }
@@ -232,6 +236,8 @@ class PsClient {
     // server's partitions' first shard's).
     std::string tensor_address;
     size_t plane_slot = 0;
+    // Its steps go over the tensor plane (else gRPC streams).
+    bool plane = false;
   };
 
   PsClient(std::string job_id, int rank, size_t total,

@@ -48,11 +48,9 @@ absl::Status PsClient::ResolveTensorPlanes() {
       }
     }
     if (port <= 0 || port > 65535) {
-      return NameShard(
-          k, absl::FailedPreconditionError(
-                 "its server serves no tensor plane, which this worker uses "
-                 "(--ps-tensor-plane): start that gradsync-ps with "
-                 "--tensor-port, or the workers without --ps-tensor-plane"));
+      // A server without a plane: its shards take the gRPC streams.
+      for (size_t j = run.first; j <= run.last; ++j) shards_[j].plane = false;
+      continue;
     }
     const std::string& address = shard.location.address;
     const std::string tensor_address =
@@ -60,6 +58,7 @@ absl::Status PsClient::ResolveTensorPlanes() {
     for (size_t j = run.first; j <= run.last; ++j) {
       shards_[j].plane_slot = k;
       shards_[j].tensor_address = tensor_address;
+      shards_[j].plane = true;
     }
   }
   planes_resolved_ = true;
@@ -68,16 +67,29 @@ absl::Status PsClient::ResolveTensorPlanes() {
   return absl::OkStatus();
 }
 
+std::string PsClient::transport() const {
+  if (!options_.tensor_plane) return "grpc";
+  if (!planes_resolved_) return "";
+  size_t on_plane = 0;
+  for (const Shard& shard : shards_) on_plane += shard.plane ? 1 : 0;
+  if (on_plane == shards_.size()) return "plane";
+  return on_plane == 0 ? "grpc" : "mixed";
+}
+
 absl::StatusOr<TensorPlaneChannel*> PsClient::PlaneChannel(
     size_t k, absl::Time deadline) {
   const Shard& shard = shards_[k];
   absl::MutexLock lock(&plane_mu_);
   std::unique_ptr<TensorPlaneChannel>& channel = planes_[shard.plane_slot];
   if (channel == nullptr) {
+    PlaneIdentity identity;
+    identity.job_id = job_id_;
+    identity.rank = rank_;
+    identity.token = options_.token;
     absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> connected =
         TensorPlaneChannel::Connect(shard.tensor_address,
                                     options_.transport.congestion_control,
-                                    deadline, &cancel_flag_);
+                                    identity, deadline, &cancel_flag_);
     if (!connected.ok()) return CancelledOr(connected.status());
     channel = *std::move(connected);
   }

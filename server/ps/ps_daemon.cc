@@ -76,10 +76,10 @@ std::vector<FlagSpec> PsFlags(PsDaemonConfig* config, bool* help) {
   };
   flags.push_back(IntFlag(
       "tensor-port",
-      "also serve the workers' step tensors over plain TCP on this port "
-      "(0: any free one; workers opt in with --ps-tensor-plane): faster "
-      "than gRPC where CPU is short; only with plaintext PS traffic "
-      "(--ps-plaintext or --insecure). Default -1: gRPC only",
+      "the port of the tensor plane, which carries the workers' step "
+      "tensors over plain TCP after an HMAC handshake proving the job's "
+      "token (also beside TLS; docs/security.md): 0 any free one (the "
+      "default), -1 none, so that workers use the gRPC streams",
       -1, &config->server.tensor_port));
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));

@@ -33,6 +33,14 @@
 
 namespace gradsync {
 
+// PsServerOptions as the daemon starts them: a tensor plane on any free
+// port (--tensor-port 0), the workers' default transport.
+inline PsServerOptions DaemonServerOptions() {
+  PsServerOptions options;
+  options.tensor_port = 0;
+  return options;
+}
+
 struct PsDaemonConfig {
   std::string listen = "127.0.0.1:29600";
   // Coordinator to register with ("host:port"); empty: none.
@@ -49,7 +57,7 @@ struct PsDaemonConfig {
   std::string host;
   // How long the first registration may keep failing before exit 1.
   absl::Duration register_timeout = absl::Seconds(30);
-  PsServerOptions server;
+  PsServerOptions server = DaemonServerOptions();
   // --tls-dir / --insecure: the server's and the coordinator channel's
   // security, resolved by RunPsDaemon (server.transport.security is
   // replaced by it).

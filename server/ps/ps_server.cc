@@ -51,11 +51,6 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
         absl::StrCat("parameter-server tensor_port is ", options.tensor_port,
                      "; use -1 (none), 0 (any free port) or a port"));
   }
-  if (options.tensor_port >= 0 && options.transport.security.tls()) {
-    return absl::InvalidArgumentError(
-        "the tensor plane is plain TCP: serve it only where the PS's traffic "
-        "is plaintext (gradsync-ps --ps-plaintext, docs/security.md)");
-  }
   std::unique_ptr<PsServer> server(
       new PsServer(std::move(host), options.compute_threads));
   if (options.require_tokens) server->service_.RequireTokens();

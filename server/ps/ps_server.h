@@ -59,9 +59,10 @@ struct PsServerOptions {
   // Where to serve Prometheus metrics (common/metrics_http.h, ps_metrics.h;
   // the daemon's --metrics-listen); empty: nowhere.
   std::string metrics_listen;
-  // Also serve the step's tensors over plain TCP (tensor_plane_server.h)
-  // on this port of the listen host: -1 no, 0 any free port. Plaintext:
-  // INVALID_ARGUMENT with a TLS transport (docs/security.md).
+  // Also serve the step's tensors over the tensor plane
+  // (tensor_plane_server.h: plain TCP after an HMAC handshake that proves
+  // the job's token, beside TLS too) on this port of the listen host: -1
+  // no, 0 any free port.
   int tensor_port = -1;
 };
 

@@ -72,12 +72,12 @@ void PsService::SetShardKey(std::string key) {
   shard_key_ = std::move(key);
 }
 
-absl::Status PsService::CheckToken(absl::string_view job_id,
-                                   absl::string_view token) const {
+absl::StatusOr<std::string> PsService::JobToken(
+    absl::string_view job_id) const {
   std::string key;
   {
     absl::MutexLock lock(&key_mu_);
-    if (!require_tokens_) return absl::OkStatus();
+    if (!require_tokens_) return std::string();
     key = shard_key_;
   }
   if (key.empty()) {
@@ -85,7 +85,15 @@ absl::Status PsService::CheckToken(absl::string_view job_id,
         "this parameter server has not registered with its coordinator yet, "
         "so it cannot check who may use a job's shards; retry in a moment");
   }
-  if (SecretsEqual(token, PsTokenForJob(key, job_id))) return absl::OkStatus();
+  return PsTokenForJob(key, job_id);
+}
+
+absl::Status PsService::CheckToken(absl::string_view job_id,
+                                   absl::string_view token) const {
+  ASSIGN_OR_RETURN(const std::string expected, JobToken(job_id));
+  if (expected.empty() || SecretsEqual(token, expected)) {
+    return absl::OkStatus();
+  }
   return absl::PermissionDeniedError(absl::StrCat(
       "the call for job ", job_id, "'s shards ",
       token.empty() ? "carries no token"

@@ -115,6 +115,11 @@ class PsService {
   // PERMISSION_DENIED naming the job (UNAVAILABLE before the key came).
   [[nodiscard]] absl::Status CheckToken(absl::string_view job_id,
                                         absl::string_view token) const;
+  // The token that admits ranks to `job_id`'s shards, for a handshake that
+  // proves it without sending it (tensor_plane_handshake.h): "" for an open
+  // service (no check); UNAVAILABLE before the key came, as CheckToken.
+  [[nodiscard]] absl::StatusOr<std::string> JobToken(
+      absl::string_view job_id) const;
 
  private:
   using Key = std::pair<std::string, int>;

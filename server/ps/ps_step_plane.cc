@@ -33,7 +33,11 @@ void PsStep::PushPlane(size_t k) {
   TensorPlaneChannel& plane = **channel;
   // The header goes at once: the shard starts the push (and checks it)
   // while backward still runs.
-  status = plane.SendHeader(HeaderFor(k), call_deadline_);
+  // The connection's handshake proved the token: it never crosses the
+  // plane.
+  ps::PushHeader header = HeaderFor(k);
+  header.clear_token();
+  status = plane.SendHeader(header, call_deadline_);
   call.open = status.ok();
   const size_t chunk_floats =
       std::max<size_t>(1, client_->options_.chunk_bytes / sizeof(float));

@@ -56,7 +56,7 @@ ps::PushHeader PsStep::HeaderFor(size_t k) const {
 }
 
 void PsStep::Push(size_t k) {
-  if (client_->options_.tensor_plane) return PushPlane(k);
+  if (client_->shards_[k].plane) return PushPlane(k);
   const PsShardLocation& location = client_->shards_[k].location;
   const PsClientOptions& options = client_->options_;
   ShardCall& call = *calls_[k];
@@ -134,7 +134,7 @@ void PsStep::Push(size_t k) {
 }
 
 absl::Status PsStep::Pull(size_t k) {
-  if (client_->options_.tensor_plane) return PullPlane(k);
+  if (client_->shards_[k].plane) return PullPlane(k);
   ShardCall& call = *calls_[k];
   if (call.stream == nullptr) return call.status;  // never connected
   const PsShardLocation& location = client_->shards_[k].location;

@@ -3,9 +3,12 @@
 #include <grpc/grpc.h>
 #include <malloc.h>
 
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_connect.h"
+#include "common/status_macros.h"
 #include "common/tls.h"
 #include "server/ps/ps_socket_mutator.h"
 #include "server/ps/tensor_codec.h"
@@ -68,6 +71,25 @@ std::shared_ptr<grpc::Channel> CreatePsControlChannel(
   grpc::ChannelArguments args;
   SetReconnectBackoff(&args);
   return NewGrpcChannel(address, security, args);
+}
+
+absl::Status CheckPsTransport(absl::string_view flag, absl::string_view value) {
+  if (value == kPsTransportPlane || value == kPsTransportGrpc) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " is '", value,
+                   "'; use plane (the tensor plane, the default) or grpc "
+                   "(gRPC streams, encrypted under TLS)"));
+}
+
+FlagSpec PsTransportFlag(std::string help, std::string* out) {
+  return FlagSpec("ps-transport", "plane|grpc", std::move(help),
+                  [out](absl::string_view value) {
+                    RETURN_IF_ERROR(CheckPsTransport("--ps-transport", value));
+                    *out = std::string(value);
+                    return absl::OkStatus();
+                  });
 }
 
 FlagSpec PsPlaintextFlag(bool* out) {

@@ -26,6 +26,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "common/flags.h"
 #include "common/tls.h"
 
@@ -73,11 +75,29 @@ std::shared_ptr<grpc::Channel> CreatePsChannel(
 std::shared_ptr<grpc::Channel> CreatePsControlChannel(
     const std::string& address, const GrpcSecurity& security = {});
 
+// How a job's PS steps move their tensors (--ps-transport, PsSpec.transport):
+//   "plane"  the servers' tensor planes (tensor_plane_client.h): plain TCP
+//            after an HMAC handshake that proves the job's token, as the
+//            ring's data; the default, also beside TLS (docs/security.md).
+//            A server that serves no plane gets the gRPC streams.
+//   "grpc"   gRPC streams, under the cluster's mutual TLS: for networks
+//            where tensors must be encrypted, at a CPU cost
+//            (docs/performance/ps-transport.md).
+inline constexpr char kPsTransportPlane[] = "plane";
+inline constexpr char kPsTransportGrpc[] = "grpc";
+inline constexpr char kDefaultPsTransport[] = "plane";
+// OK for "plane" and "grpc"; else INVALID_ARGUMENT naming `flag`.
+[[nodiscard]] absl::Status CheckPsTransport(absl::string_view flag,
+                                            absl::string_view value);
+// --ps-transport plane|grpc into `out` (checked).
+FlagSpec PsTransportFlag(std::string help, std::string* out);
+
 // --ps-plaintext, the switch of gradsync-ps and gradsync-worker that keeps
 // the PS connections (the tensor streams and shard calls) in plaintext
 // while every other connection keeps the daemon's mutual TLS: for an
-// isolated network where TLS's cost on the PS path is too high
-// (docs/security.md). Every PS call still carries its job's token.
+// isolated network where TLS's cost on the gRPC PS path is too high
+// (docs/security.md). Every PS call still carries its job's token. (The
+// tensor plane is plaintext anyway: this is for the gRPC transport.)
 FlagSpec PsPlaintextFlag(bool* out);
 // What such a daemon says at start.
 inline constexpr char kPsPlaintextWarning[] =

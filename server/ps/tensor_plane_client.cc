@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "server/ps/tensor_plane_handshake.h"
 #include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
@@ -16,8 +17,15 @@ constexpr absl::Duration kIoSlice = absl::Milliseconds(100);
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> TensorPlaneChannel::Connect(
-    const std::string& address, const std::string& policy, absl::Time deadline,
+    const std::string& address, const std::string& policy,
+    const PlaneIdentity& identity, absl::Time deadline,
     const std::atomic<bool>* cancelled) {
+  if (identity.job_id.empty() ||
+      identity.job_id.size() > tensor_plane::kMaxJobIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a tensor plane connection for a job id of ", identity.job_id.size(),
+        " bytes; 1 to ", tensor_plane::kMaxJobIdBytes));
+  }
   std::string host;
   int port = 0;
   RETURN_IF_ERROR(SplitHostPort(address, &host, &port));
@@ -34,8 +42,65 @@ absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> TensorPlaneChannel::Connect(
     // Best effort, as the ring's policy: the default stays if refused.
     (void)socket->SetCongestionControl(algorithm);
   }
-  return std::unique_ptr<TensorPlaneChannel>(
+  std::unique_ptr<TensorPlaneChannel> channel(
       new TensorPlaneChannel(*std::move(socket), address));
+  RETURN_IF_ERROR(channel->Handshake(identity, deadline));
+  return channel;
+}
+
+absl::StatusOr<std::string> TensorPlaneChannel::ReadHandshakeReply(
+    absl::Time deadline) {
+  char raw[tensor_plane::kReplyHeadBytes];
+  absl::Status s = socket_.RecvAll(raw, sizeof(raw), deadline, &shut_down_);
+  if (!s.ok()) return Named(s);
+  absl::StatusOr<tensor_plane::ReplyHead> head =
+      tensor_plane::DecodeReplyHead(raw);
+  if (!head.ok()) return Named(head.status());
+  std::string bytes(head->header_bytes, '\0');
+  s = socket_.RecvAll(bytes.data(), bytes.size(), deadline, &shut_down_);
+  if (!s.ok()) return Named(s);
+  if (head->code != 0) {
+    return Named(
+        absl::Status(static_cast<absl::StatusCode>(head->code), bytes));
+  }
+  return bytes;
+}
+
+absl::Status TensorPlaneChannel::Handshake(const PlaneIdentity& identity,
+                                           absl::Time deadline) {
+  const tensor_plane::Hello hello =
+      tensor_plane::MakeHello(identity.job_id, identity.rank);
+  std::string out(tensor_plane::kHelloBytes, '\0');
+  tensor_plane::EncodeHello(hello, out.data());
+  out += identity.job_id;
+  absl::Status s =
+      socket_.SendAll(out.data(), out.size(), deadline, &shut_down_);
+  if (!s.ok()) return Named(s);
+  ASSIGN_OR_RETURN(const std::string challenge, ReadHandshakeReply(deadline));
+  if (challenge.size() != tensor_plane::kChallengeBytes) {
+    return Named(absl::InvalidArgumentError(absl::StrCat(
+        "a handshake challenge of ", challenge.size(), " bytes, not ",
+        tensor_plane::kChallengeBytes, "; is it a gradsync of this version?")));
+  }
+  const absl::string_view nonce =
+      absl::string_view(challenge).substr(0, tensor_plane::kNonceBytes);
+  const absl::string_view proof =
+      absl::string_view(challenge).substr(tensor_plane::kNonceBytes);
+  if (!tensor_plane::CheckPlaneProof(identity.token,
+                                     tensor_plane::PlaneRole::kServer, hello,
+                                     identity.job_id, nonce, proof)) {
+    return Named(absl::PermissionDeniedError(absl::StrCat(
+        "the server did not prove job ", identity.job_id,
+        "'s PS token, so it is not that job's parameter server (a stale "
+        "address, or a server of another coordinator); no tensor was "
+        "sent to it")));
+  }
+  const std::string mine =
+      tensor_plane::PlaneProof(identity.token, tensor_plane::PlaneRole::kClient,
+                               hello, identity.job_id, nonce);
+  s = socket_.SendAll(mine.data(), mine.size(), deadline, &shut_down_);
+  if (!s.ok()) return Named(s);
+  return ReadHandshakeReply(deadline).status();
 }
 
 absl::Status TensorPlaneChannel::Named(const absl::Status& status) const {

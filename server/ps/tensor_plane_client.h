@@ -5,6 +5,10 @@
 // thread at a time. Parameters are received straight into the caller's
 // buffer.
 //
+// Connect runs the handshake (tensor_plane_handshake.h): the server proves
+// the job's PS token first, then the client; the token never crosses the
+// wire, and the tensors that follow are plaintext.
+//
 // Errors: UNAVAILABLE naming the address when the connection fails or the
 // server went away; DEADLINE_EXCEEDED when a call's deadline passes;
 // ABORTED after Shutdown; a server's error reply as its own code and
@@ -26,14 +30,26 @@
 
 namespace gradsync {
 
+// Who a connection is for: the job, the rank, and the job's PS token
+// (Assignment.ps_token; "" for an open server, gradsync bench's).
+struct PlaneIdentity {
+  std::string job_id;
+  int rank = 0;
+  std::string token;
+};
+
 class TensorPlaneChannel {
  public:
   // Connects to a server's tensor port at `address` ("host:port") under
-  // the congestion control `policy` (common/tcp_congestion.h); retries a
-  // refused connection until `deadline`, or CANCELLED once `*cancelled`.
+  // the congestion control `policy` (common/tcp_congestion.h), and proves
+  // `identity`; retries a refused connection until `deadline`, or
+  // CANCELLED once `*cancelled`. PERMISSION_DENIED when the server does
+  // not prove the job's token (not the job's server) or refuses ours;
+  // the server's own error (UNAVAILABLE before it registered) as it is.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TensorPlaneChannel>>
   Connect(const std::string& address, const std::string& policy,
-          absl::Time deadline, const std::atomic<bool>* cancelled = nullptr);
+          const PlaneIdentity& identity, absl::Time deadline,
+          const std::atomic<bool>* cancelled = nullptr);
 
   TensorPlaneChannel(const TensorPlaneChannel&) = delete;
   TensorPlaneChannel& operator=(const TensorPlaneChannel&) = delete;
@@ -69,6 +85,12 @@ class TensorPlaneChannel {
       : socket_(std::move(socket)), address_(std::move(address)) {}
   // `status` naming the address.
   [[nodiscard]] absl::Status Named(const absl::Status& status) const;
+  // The client's half of the handshake.
+  [[nodiscard]] absl::Status Handshake(const PlaneIdentity& identity,
+                                       absl::Time deadline);
+  // A reply head and its header (the server's error as a status).
+  [[nodiscard]] absl::StatusOr<std::string> ReadHandshakeReply(
+      absl::Time deadline);
 
   Socket socket_;
   const std::string address_;

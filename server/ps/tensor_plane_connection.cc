@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/call_waits.h"
 #include "server/ps/ps_proto.h"
+#include "server/ps/tensor_plane_handshake.h"
 #include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
@@ -89,14 +91,71 @@ void TensorPlaneConnection::Enqueue(Reply reply) {
   replies_.push_back(std::move(reply));
 }
 
+absl::Status TensorPlaneConnection::Handshake() {
+  const absl::Time deadline = absl::Now() + handshake_timeout_;
+  // A client that goes silent or away gets no reply: nothing to tell it.
+  // The magic first, so that another protocol's shorter request (an HTTP
+  // probe) is told at once rather than when the deadline passes.
+  char raw[tensor_plane::kHelloBytes] = {};
+  RETURN_IF_ERROR(socket_.RecvAll(raw, 4, deadline, &stopping_));
+  if (!tensor_plane::StartsWithHelloMagic(raw)) {
+    return SendError(tensor_plane::DecodeHello(raw).status());
+  }
+  RETURN_IF_ERROR(
+      socket_.RecvAll(raw + 4, sizeof(raw) - 4, deadline, &stopping_));
+  absl::StatusOr<tensor_plane::Hello> hello = tensor_plane::DecodeHello(raw);
+  if (!hello.ok()) return SendError(hello.status());
+  std::string job(hello->job_bytes, '\0');
+  RETURN_IF_ERROR(
+      socket_.RecvAll(job.data(), job.size(), deadline, &stopping_));
+  absl::StatusOr<std::string> token = service_->JobToken(job);
+  if (!token.ok()) return SendError(token.status());
+  // The server proves first, with a nonce of its own: a recorded client
+  // proof is worthless on another connection.
+  const std::string nonce = RandomSecret(tensor_plane::kNonceBytes);
+  ReplyHead challenge;
+  challenge.header_bytes = tensor_plane::kChallengeBytes;
+  std::string out(kReplyHeadBytes, '\0');
+  tensor_plane::EncodeReplyHead(challenge, out.data());
+  out += nonce;
+  out += tensor_plane::PlaneProof(*token, tensor_plane::PlaneRole::kServer,
+                                  *hello, job, nonce);
+  RETURN_IF_ERROR(
+      socket_.SendAll(out.data(), out.size(), deadline, &stopping_));
+  char proof[tensor_plane::kProofBytes];
+  RETURN_IF_ERROR(socket_.RecvAll(proof, sizeof(proof), deadline, &stopping_));
+  if (!tensor_plane::CheckPlaneProof(*token, tensor_plane::PlaneRole::kClient,
+                                     *hello, job, nonce,
+                                     absl::string_view(proof, sizeof(proof)))) {
+    return SendError(absl::PermissionDeniedError(absl::StrCat(
+        "the tensor plane connection of rank ", hello->rank, " for job ", job,
+        " did not prove the job's PS token; only the job's own ranks (with "
+        "the token their assignment brought) may use its shards")));
+  }
+  ReplyHead verdict;
+  std::string accepted(kReplyHeadBytes, '\0');
+  tensor_plane::EncodeReplyHead(verdict, accepted.data());
+  RETURN_IF_ERROR(
+      socket_.SendAll(accepted.data(), accepted.size(), deadline, &stopping_));
+  job_ = std::move(job);
+  return absl::OkStatus();
+}
+
 void TensorPlaneConnection::ReadLoop() {
+  if (Handshake().ok()) {
+    authenticated_.store(true);
+    StartWriter();
+  } else {
+    absl::MutexLock lock(&mu_);
+    reader_done_ = true;
+    return;
+  }
   char head[kRequestHeadBytes];
   while (true) {
-    // Between requests the connection may idle (a job's compute, a pause);
-    // before its first, only briefly.
-    const absl::Duration wait =
-        authenticated() ? idle_timeout_ : handshake_timeout_;
-    if (!socket_.RecvAll(head, sizeof(head), absl::Now() + wait, &stopping_)
+    // Between requests the connection may idle (a job's compute, a pause).
+    if (!socket_
+             .RecvAll(head, sizeof(head), absl::Now() + idle_timeout_,
+                      &stopping_)
              .ok()) {
       break;  // the client closed, idled out, or the server is closing
     }
@@ -113,11 +172,6 @@ void TensorPlaneConnection::ReadLoop() {
         tensor_plane::DecodeRequestHead(head);
     const absl::Status status =
         decoded.ok() ? TakeRequest(decoded->header_bytes) : decoded.status();
-    if (!status.ok() && !writer_started_.load()) {
-      // Unauthenticated: the error from here, then close, no drain.
-      (void)SendError(status);
-      break;
-    }
     if (!status.ok()) {
       Reply failed;
       failed.error = status;
@@ -144,8 +198,13 @@ absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
   auto named = [&](const absl::Status& s) {
     return ForRequest(s, rank, step, header.shard());
   };
-  RETURN_IF_ERROR(service_->CheckToken(header.job_id(), header.token()));
-  if (!authenticated_.exchange(true)) StartWriter();
+  if (header.job_id() != job_) {
+    // The handshake proved job_'s token, and no other.
+    return absl::PermissionDeniedError(
+        absl::StrCat("a tensor plane request for job ", header.job_id(),
+                     "'s shards on a connection that proved job ", job_,
+                     "'s token; each job's ranks connect for themselves"));
+  }
   absl::StatusOr<std::shared_ptr<PsShard>> found =
       service_->FindShard(header.job_id(), header.shard());
   if (!found.ok()) return named(found.status());

@@ -3,11 +3,12 @@
 // writer thread answers them, in order. Internal to the server.
 //
 // Authentication: a new connection is unauthenticated, with its reader
-// thread only, until its first request passes the job's token check
-// (PsService::CheckToken); only then does its writer start. Its first
-// request head must arrive within `handshake_timeout`. One that fails
-// before that gets its error reply from the reader at once and is closed,
-// with no drain: a flood of garbage holds no thread for long.
+// thread only, until its handshake (tensor_plane_handshake.h) proves the
+// job's PS token (PsService::JobToken); only then does its writer start,
+// and from then on it serves that job's shards only. The whole handshake
+// must end within `handshake_timeout`. One that fails gets its error reply
+// from the reader at once (500 ms at most) and is closed, with no drain: a
+// flood of garbage holds no thread for long.
 //
 // Threading: the threads are its own; done(), authenticated(), Stop() and
 // the destructor may be called from any thread. The destructor stops the
@@ -45,7 +46,7 @@ class TensorPlaneConnection {
   bool done() const {
     return threads_done_.load() == (writer_started_.load() ? 2 : 1);
   }
-  // Its first request passed the token check.
+  // Its handshake proved the job's token.
   bool authenticated() const { return authenticated_.load(); }
   // Ends the connection without waiting (the server evicting it); the
   // threads end within a socket slice.
@@ -65,6 +66,10 @@ class TensorPlaneConnection {
 
   void ReadLoop();
   void WriteLoop();
+  // The handshake, by the reader: OK once the client proved the token of
+  // the job it named, which job_ then holds; else the error (sent to the
+  // client where there is one to tell).
+  [[nodiscard]] absl::Status Handshake();
   // One request whose head has been read: OK once its reply is queued.
   [[nodiscard]] absl::Status TakeRequest(uint32_t header_bytes);
   // The gradient (and trailer) of `push`, as the request sends them.
@@ -93,6 +98,9 @@ class TensorPlaneConnection {
   std::atomic<bool> authenticated_{false};
   std::atomic<bool> writer_started_{false};
   std::atomic<int> threads_done_{0};
+  // The job the handshake proved: written by the reader before the writer
+  // starts, then read by the reader only.
+  std::string job_;
 
   absl::Mutex mu_;
   std::deque<Reply> replies_ ABSL_GUARDED_BY(mu_);

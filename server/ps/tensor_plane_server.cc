@@ -95,6 +95,11 @@ void TensorPlaneServer::RefuseFull(Socket& socket) const {
   (void)socket.SendAll(out.data(), out.size(),
                        absl::Now() + absl::Milliseconds(100), &stopping_);
   ::shutdown(socket.fd(), SHUT_WR);
+  // The client's hello is usually in already: read it, so that the close
+  // sends a FIN after the reply rather than a reset that could beat it.
+  char scratch[4096];
+  while (::recv(socket.fd(), scratch, sizeof(scratch), MSG_DONTWAIT) > 0) {
+  }
 }
 
 void TensorPlaneServer::AcceptLoop() {

@@ -8,9 +8,11 @@
 // parameters go out, as on the gRPC PushPull streams, without gRPC's
 // per-message work.
 //
-// Security: plaintext, like the ring's data; every request carries its
-// job's token (PsService::CheckToken). gradsync-ps serves it only where
-// its PS traffic is plaintext anyway (docs/security.md).
+// Security: plaintext, like the ring's data, and authenticated the way the
+// ring is: each connection's handshake proves its job's PS token with an
+// HMAC over both ends' nonces (tensor_plane_handshake.h), and the
+// connection then serves that job only. So gradsync-ps serves it beside
+// TLS too (docs/security.md, "What travels encrypted").
 //
 // Waits: a request's waits end at its shard's max_wait; a connection idle
 // for options.idle_timeout is closed; the destructor closes every
@@ -18,9 +20,9 @@
 //
 // Unauthenticated connections (trust finding 4: 1,100 idle connections
 // that never sent a byte filled the 1,024 slots, two threads each, for 30
-// minutes): a connection is authenticated once its first request passes
-// its job's token check. Until then it holds one thread, must send that
-// request within options.handshake_timeout, and counts against
+// minutes): a connection is authenticated once its handshake proved its
+// job's token. Until then it holds one thread, must end the handshake
+// within options.handshake_timeout, and counts against
 // options.max_unauthenticated only: one more evicts the oldest of them.
 // options.max_connections bounds the authenticated ones; a connection
 // accepted while they are all taken is answered RESOURCE_EXHAUSTED.

@@ -75,8 +75,10 @@ TEST(BenchPsTest, TwoRanksTwoShards_VerifiesAndPrintsTheTable) {
   }
   const std::string& out = runs[0].output;
   EXPECT_THAT(
-      out, HasSubstr("# gradsync bench allreduce: backend ps, 2 "
-                     "shards, tcp congestion auto, transport auto, 2 ranks\n"));
+      out,
+      HasSubstr(
+          "# gradsync bench allreduce: backend ps, 2 "
+          "shards, tcp congestion auto, transport tensor plane, 2 ranks\n"));
   EXPECT_THAT(out,
               HasSubstr(absl::StrCat("# PS shards: 0 at ", local.addresses[0],
                                      ", 1 at ", local.addresses[1])));
@@ -102,9 +104,10 @@ TEST(BenchPsTest, TwoRanksTwoShards_VerifiesAndPrintsTheTable) {
   }
 }
 
-// The same over the servers' tensor planes, in 4 KiB partitions so that a
-// server's partitions pipeline over one connection: exact, and the header
-// says which transport ran. Servers without a plane are named.
+// The same over the servers' tensor planes (the default transport), in
+// 4 KiB partitions so that a server's partitions pipeline over one
+// connection: exact, and the header says which transport ran. A server
+// without a plane is served over gRPC streams, exactly too.
 TEST(BenchPsTest, TensorPlane_VerifiesAndSaysSo) {
   LocalServers local = StartServers(2, /*tensor_plane=*/true);
   ASSERT_EQ(local.addresses.size(), 2u);
@@ -117,7 +120,6 @@ TEST(BenchPsTest, TensorPlane_VerifiesAndSaysSo) {
                                         "2",
                                         "--ps-addresses",
                                         absl::StrJoin(local.addresses, ","),
-                                        "--ps-tensor-plane",
                                         "--ps-partition",
                                         "4K",
                                         "-b",
@@ -147,15 +149,15 @@ TEST(BenchPsTest, TensorPlane_VerifiesAndSaysSo) {
   LocalServers plain = StartServers(1);
   ASSERT_EQ(plain.addresses.size(), 1u);
   MemoryStore store2;
-  std::vector<RankRun> refused =
+  std::vector<RankRun> fallback =
       RunRanks(&store2, 1,
                {"allreduce", "--backend", "ps", "--ps-shards", "1",
-                "--ps-addresses", plain.addresses[0], "--ps-tensor-plane", "-b",
-                "8", "-e", "8", "-n", "1", "-w", "0"},
+                "--ps-addresses", plain.addresses[0], "-b", "8", "-e", "64K",
+                "-f", "8", "-n", "1", "-w", "0"},
                "noplane");
-  ASSERT_FALSE(refused[0].wrong.ok());
-  EXPECT_THAT(refused[0].wrong.status().message(),
-              HasSubstr("serves no tensor plane"));
+  ASSERT_TRUE(fallback[0].wrong.ok()) << fallback[0].wrong.status();
+  EXPECT_EQ(*fallback[0].wrong, 0);
+  EXPECT_THAT(fallback[0].output, HasSubstr("\n       32768          8192"));
 }
 
 // More shards than servers (shard k on server k % 2), three ranks, sizes
@@ -197,12 +199,13 @@ TEST(BenchPsTest, ThreeRanksThreeShardsOnTwoServers_Verifies) {
     EXPECT_EQ(*runs[r].wrong, 0) << "rank " << r;
   }
   const std::string& out = runs[0].output;
-  EXPECT_THAT(out,
-              HasSubstr("{\"collective\":\"allreduce\",\"backend\":"
-                        "\"ps\",\"algo\":\"ps\",\"ranks\":3,\"shards\":3,"
-                        "\"tcp_congestion\":\"auto\",\"transport\":\"auto\","
-                        "\"size\":1000,"
-                        "\"count\":250,"));
+  EXPECT_THAT(
+      out,
+      HasSubstr("{\"collective\":\"allreduce\",\"backend\":"
+                "\"ps\",\"algo\":\"ps\",\"ranks\":3,\"shards\":3,"
+                "\"tcp_congestion\":\"auto\",\"transport\":\"tensor plane\","
+                "\"size\":1000,"
+                "\"count\":250,"));
   EXPECT_THAT(out, HasSubstr("\"size\":25024,\"count\":6256,"));
   EXPECT_THAT(out, HasSubstr("\"in_place\":null}"));
   EXPECT_THAT(out, HasSubstr("\"wrong\":0,\"ok\":true,\"checked\":true"));

@@ -222,7 +222,8 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   EXPECT_EQ(plan.workers[0].name, "worker-w1");
   EXPECT_THAT(plan.workers[0].args,
               ElementsAre("--devices", "cpu:1", "--address", "10.77.0.2",
-                          "--tcp-congestion", "default", "--spin-polls", "0"));
+                          "--tcp-congestion", "default", "--spin-polls", "0",
+                          "--ps-transport", "plane"));
   EXPECT_EQ(plan.workers[1].netns, "gsl-w2");
   ASSERT_EQ(plan.servers.size(), 3u);  // colocated on w1, w2, and s1
   EXPECT_EQ(plan.servers[0].name, "ps-w1");
@@ -232,24 +233,26 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   EXPECT_EQ(plan.servers[2].host, "s1");
 }
 
-TEST(LabUpTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
+TEST(LabUpTest, GrpcTransport_WorkersGetItAndLabJsonKeepsIt) {
   LabConfig config = TwoWorkersOneServer();
-  config.ps_tensor_plane = true;
+  config.ps_transport = "grpc";
   const control::ClusterPlan plan =
       LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
   ASSERT_EQ(plan.workers.size(), 2u);
   EXPECT_THAT(plan.workers[1].args,
               ElementsAre("--devices", "cpu:1", "--address", "10.77.0.3",
                           "--tcp-congestion", "default", "--spin-polls", "0",
-                          "--ps-tensor-plane"));
+                          "--ps-transport", "grpc"));
+  // Every server serves a plane (gradsync-ps's default) either way.
   ASSERT_EQ(plan.servers.size(), 1u);
-  EXPECT_THAT(plan.servers[0].args,
-              ElementsAre("--listen", "10.77.0.4:0", "--tcp-congestion",
-                          "default", "--tensor-port", "0"));
+  EXPECT_THAT(plan.servers[0].args, ElementsAre("--listen", "10.77.0.4:0",
+                                                "--tcp-congestion", "default"));
   // lab.json keeps it, so that sweeps record which transport they measured.
-  EXPECT_TRUE(ToSpec(config).ps_tensor_plane());
-  EXPECT_TRUE(FromSpec(ToSpec(config)).ps_tensor_plane);
-  EXPECT_FALSE(FromSpec(ToSpec(TwoWorkersOneServer())).ps_tensor_plane);
+  EXPECT_EQ(ToSpec(config).ps_transport(), "grpc");
+  EXPECT_EQ(FromSpec(ToSpec(config)).ps_transport, "grpc");
+  EXPECT_EQ(FromSpec(ToSpec(TwoWorkersOneServer())).ps_transport, "plane");
+  LabSpec old_lab_json;  // from before the field: the default
+  EXPECT_EQ(FromSpec(old_lab_json).ps_transport, "plane");
 }
 
 TEST(LabProbeTest, RingPairsVisitEveryLinkBothWays) {

@@ -121,6 +121,41 @@ TEST(ExplainTest, LinksThatExplainLittleSaySo) {
   EXPECT_THAT(e->modes[0].bottleneck, HasSubstr("the links explain only"));
 }
 
+// The PS's transport, from the steps' metrics: named with its layout, and,
+// when the links explain little of a PS on gRPC streams, blamed with the
+// plane as the remedy; a PS on the plane measured as slow is not.
+TEST(ExplainTest, KnowsThePsTransportAndBlamesGrpcWhenTheLinksDoNot) {
+  for (const std::string transport : {"grpc", "plane"}) {
+    Crafted c = MakeJob();
+    for (StepMetrics& m : *c.metrics.mutable_metrics()) {
+      if (m.mode() != SYNC_MODE_PS) continue;
+      m.set_ps_transport(transport);
+      m.set_sync_busy_s(m.sync_busy_s() * 10);
+      m.set_step_s(m.step_s() * 10);
+      m.set_comm_s(m.comm_s() * 10);
+    }
+    absl::StatusOr<Explanation> e =
+        ExplainJob(c.job, c.metrics, c.cluster, Links());
+    ASSERT_THAT(e, IsOk());
+    const ModeExplanation& ps =
+        e->modes[0].mode == SYNC_MODE_PS ? e->modes[0] : e->modes[1];
+    const ModeExplanation& ring =
+        e->modes[0].mode == SYNC_MODE_PS ? e->modes[1] : e->modes[0];
+    EXPECT_EQ(ps.ps_transport, transport);
+    EXPECT_EQ(ring.ps_transport, "");
+    EXPECT_THAT(ps.bottleneck, HasSubstr("the links explain only"));
+    if (transport == "grpc") {
+      EXPECT_THAT(ps.layout, HasSubstr(", over gRPC streams"));
+      EXPECT_THAT(ps.bottleneck,
+                  HasSubstr("this PS runs on gRPC streams, whose "
+                            "per-message work (and TLS) is on the CPU"));
+    } else {
+      EXPECT_THAT(ps.layout, HasSubstr(", over the tensor plane"));
+      EXPECT_THAT(ps.bottleneck, ::testing::Not(HasSubstr("gRPC")));
+    }
+  }
+}
+
 // Every rank on one host (a local cluster): no link carries the ring, and
 // the PS's server shares the host. explain predicts nothing, never prints
 // "0.0 ms predicted" or "x0.00", and compares what each path reached.

@@ -6,16 +6,16 @@
 # its switches in `gradsync status --json`, and scripts/check_job.sh
 # finding every step once, in the mode its switch table says, with the
 # ranks' parameters bitwise equal; `local down` stopping it all. Every
-# daemon runs mutual TLS (local up's default), the job's PS streams
-# included. With `plane`, the cluster runs plaintext with the tensor plane
-# (local up --insecure --ps-tensor-plane): the servers open one, and the
-# workers' PS steps go over it (a worker that cannot reach a server's plane
-# fails the step, naming the server).
-# Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync PATH/TO/check_job.sh [plane]
+# daemon runs mutual TLS (local up's default), and the PS steps go over
+# the servers' tensor planes (the default transport, whose HMAC handshake
+# proves the job's token beside TLS): the metrics say "plane". With `grpc`
+# (local up --ps-transport grpc) they go over gRPC streams under TLS, and
+# the metrics say "grpc".
+# Usage: local_cluster_ps_e2e.sh PATH/TO/gradsync PATH/TO/check_job.sh [grpc]
 set -eu
 gradsync=$1
 check_job=$2
-plane=${3:-}
+transport=${3:-plane}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-ps-e2e.XXXXXX")
 cleanup() {
   "$gradsync" local down --run-dir "$dir" >/dev/null 2>&1 || true
@@ -23,11 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ "$plane" = plane ]; then
-  set -- --insecure --ps-tensor-plane
-else
-  set --
-fi
+set -- --ps-transport "$transport"
 out=$("$gradsync" local up --workers 1 --devices-per-worker cpu:2 --ps 2 \
   --port 0 --run-dir "$dir" --timeout 60 "$@")
 echo "$out"
@@ -37,20 +33,17 @@ addr=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 export GRADSYNC_COORDINATOR=$addr
 GRADSYNC_TOKEN_FILE=$(echo "$out" | sed -n 's/^export GRADSYNC_TOKEN_FILE=//p')
 export GRADSYNC_TOKEN_FILE
-if [ "$plane" = plane ]; then
-  for log in ps-0 ps-1; do
-    grep -q "tensor plane (plain TCP) on port" "$dir/$log.log" ||
-      { echo "$log opened no tensor plane:"; cat "$dir/$log.log"; exit 1; }
-  done
-else
-  GRADSYNC_TLS_DIR=$(echo "$out" | sed -n 's/^export GRADSYNC_TLS_DIR=//p')
-  [ -n "$GRADSYNC_TLS_DIR" ] || { echo "no TLS dir export line"; exit 1; }
-  export GRADSYNC_TLS_DIR
-  for log in coordinator worker-0 ps-0 ps-1; do
-    grep -q "gRPC over mTLS" "$dir/$log.log" ||
-      { echo "$log does not run mTLS:"; cat "$dir/$log.log"; exit 1; }
-  done
-fi
+GRADSYNC_TLS_DIR=$(echo "$out" | sed -n 's/^export GRADSYNC_TLS_DIR=//p')
+[ -n "$GRADSYNC_TLS_DIR" ] || { echo "no TLS dir export line"; exit 1; }
+export GRADSYNC_TLS_DIR
+for log in coordinator worker-0 ps-0 ps-1; do
+  grep -q "gRPC over mTLS" "$dir/$log.log" ||
+    { echo "$log does not run mTLS:"; cat "$dir/$log.log"; exit 1; }
+done
+for log in ps-0 ps-1; do
+  grep -q "tensor plane (plain TCP) on port" "$dir/$log.log" ||
+    { echo "$log opened no tensor plane:"; cat "$dir/$log.log"; exit 1; }
+done
 "$gradsync" workers --json
 job=$("$gradsync" submit --workers 2 --model synthetic --synthetic-floats 4096 \
   --compute-ms 2 --dataset synthetic --steps 1500 --mode ring --json |
@@ -75,6 +68,14 @@ echo "$status" | grep -q '"toMode": *"SYNC_MODE_PS"' ||
 echo "$status" | grep -q '"toMode": *"SYNC_MODE_RING"' ||
   { echo "no switch back to the ring recorded"; exit 1; }
 GRADSYNC=$gradsync "$check_job" "$job" --switches 2
+# Every PS step went over the transport asked for.
+"$gradsync" metrics "$job" -o json > "$dir/metrics.json"
+if grep -o '"psTransport": *"[a-z][a-z]*"' "$dir/metrics.json" | grep -v "\"$transport\""; then
+  echo "PS steps over another transport than $transport"; exit 1
+fi
+grep -q "\"psTransport\": *\"$transport\"" "$dir/metrics.json" ||
+  { echo "no PS step says it went over $transport"; exit 1; }
+echo "PS steps over $transport"
 # The workers' lines about the job, through the coordinator: the worker's
 # own and each rank's, with the worker's host; --rank keeps one rank's.
 logs=$("$gradsync" logs "$job")

@@ -350,7 +350,7 @@ class LocalUpWithServersTest : public ::testing::Test {
 
   [[nodiscard]] absl::StatusOr<LocalUpResult> Up(
       int listed, int wanted, std::vector<std::string>* ps_args,
-      bool tensor_plane = false) {
+      const std::string& ps_transport = "plane") {
     listing_ = std::make_unique<ListingCoordinator>(listed);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -384,7 +384,7 @@ class LocalUpWithServersTest : public ::testing::Test {
     config.timeout = absl::Seconds(2);
     config.stop_grace = absl::Seconds(5);
     config.insecure = true;
-    config.ps_tensor_plane = tensor_plane;
+    config.ps_transport = ps_transport;
     absl::StatusOr<LocalUpResult> up = LocalUp(config);
     std::ifstream args_file(bin + "/ps-args");
     std::string line;
@@ -457,34 +457,35 @@ TEST_F(LocalUpWithServersTest, ServerNeverRegisters_DeadlineErrorNamesIt) {
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/run/cluster.json"));
 }
 
-TEST_F(LocalUpWithServersTest, TensorPlane_ServersOpenOneAndWorkersUseIt) {
+// The tensor plane is the default, beside TLS too: every gradsync-ps
+// serves one (its default) and the workers get the transport asked for.
+TEST_F(LocalUpWithServersTest, PsTransport_WorkersGetIt) {
   std::vector<std::string> ps_args;
-  absl::StatusOr<LocalUpResult> up = Up(1, 1, &ps_args, /*tensor_plane=*/true);
+  absl::StatusOr<LocalUpResult> up = Up(1, 1, &ps_args, "grpc");
   ASSERT_TRUE(up.ok()) << up.status();
   ASSERT_EQ(ps_args.size(), 1u);
   const std::string join = dir_.path() + "/run/join-token";
-  EXPECT_EQ(ps_args[0],
-            absl::StrCat("--listen 127.0.0.1:0 --join-token-file ", join,
-                         " --tensor-port 0 --insecure --coordinator ",
-                         up->record.coordinator_address));
+  EXPECT_EQ(ps_args[0], absl::StrCat("--listen 127.0.0.1:0 --join-token-file ",
+                                     join, " --insecure --coordinator ",
+                                     up->record.coordinator_address));
   EXPECT_THAT(ArgsOf("worker", 1),
               ElementsAre(absl::StrCat(
                   "--devices cpu:1 --address 127.0.0.1 --allow-entrypoints "
                   "--join-token-file ",
-                  join, " --ps-tensor-plane --insecure --coordinator ",
+                  join, " --ps-transport grpc --insecure --coordinator ",
                   up->record.coordinator_address)));
 }
 
-TEST(LocalUpTest, TensorPlaneWithTls_RefusedBeforeAnythingStarts) {
+TEST(LocalUpTest, UnknownPsTransport_RefusedBeforeAnythingStarts) {
   TempDir dir;
   LocalUpConfig config;
   config.run_dir = dir.path() + "/run";
-  config.ps_tensor_plane = true;
+  config.ps_transport = "rdma";
   config.parameter_servers = 1;
   absl::StatusOr<LocalUpResult> up = LocalUp(config);
   EXPECT_EQ(up.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(up.status().message(),
-              HasSubstr("--ps-tensor-plane needs --insecure"));
+              HasSubstr("--ps-transport is 'rdma'; use plane"));
   EXPECT_FALSE(std::filesystem::exists(config.run_dir));
 }
 

@@ -4,6 +4,7 @@
 #include "server/coordinator/auto_mode.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -24,14 +25,17 @@ class Driver {
  public:
   explicit Driver(AutoModeConfig config) : policy_(config) {}
 
+  // `transport`: the PS steps' StepMetrics.ps_transport.
   std::optional<AutoSwitch> Run(SyncMode mode, double seconds, int max_steps,
-                                AutoModelView model = {}) {
+                                AutoModelView model = {},
+                                const std::string& transport = "") {
     for (int i = 0; i < max_steps; ++i) {
       AutoStep step;
       step.step = next_++;
       step.mode = mode;
       step.step_s = seconds;
       step.sync_s = seconds / 2;
+      if (mode == SYNC_MODE_PS) step.ps_transport = transport;
       std::optional<AutoSwitch> s = policy_.Observe(step, model);
       if (s.has_value()) return s;
     }
@@ -170,6 +174,56 @@ TEST(AutoModeTest, ConfigFromSpecFillsDefaultsAndRejectsNonsense) {
   EXPECT_THAT(AutoModeConfigFromSpec(spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("changeThreshold")));
+}
+
+// The decision names the PS's transport; a PS on gRPC streams measured far
+// above the links' time is said to be its transport's CPU, with the plane
+// as the remedy; on the plane the same numbers draw no such remark.
+TEST(AutoModeTest, TheReasonKnowsThePsTransport) {
+  AutoModelView model{true, 0.020, 0.030};
+  for (const std::string transport : {"grpc", "plane"}) {
+    Driver d(Small());
+    ASSERT_TRUE(d.Run(SYNC_MODE_RING, 0.050, 100, model).has_value());
+    // 200 ms steps, 100 ms of PS sync against the model's 30 ms.
+    std::optional<AutoSwitch> back =
+        d.Run(SYNC_MODE_PS, 0.200, 100, model, transport);
+    ASSERT_TRUE(back.has_value()) << transport;
+    if (transport == "grpc") {
+      EXPECT_THAT(back->reason,
+                  HasSubstr("ps over gRPC streams 30.0 ms of sync"));
+      EXPECT_THAT(back->reason,
+                  HasSubstr("the PS measured 100.0 ms, above the links' "
+                            "time: gRPC streams spend CPU per message"));
+      EXPECT_THAT(back->reason, HasSubstr("--ps-transport plane"));
+    } else {
+      EXPECT_THAT(back->reason,
+                  HasSubstr("ps over the tensor plane 30.0 ms of sync"));
+      EXPECT_THAT(back->reason, ::testing::Not(HasSubstr("gRPC streams")));
+    }
+  }
+}
+
+TEST(AutoModeTest, CollectorSaysMixedWhenRanksTransportsDiffer) {
+  AutoStepCollector collector(2);
+  StepMetrics m;
+  m.set_step(0);
+  m.set_mode(SYNC_MODE_PS);
+  m.set_rank(0);
+  m.set_ps_transport("plane");
+  collector.Add(m);
+  m.set_rank(1);
+  m.set_ps_transport("grpc");
+  collector.Add(m);
+  m.set_step(1);
+  m.set_ps_transport("plane");
+  for (int r = 0; r < 2; ++r) {
+    m.set_rank(r);
+    collector.Add(m);
+  }
+  const std::vector<AutoStep> steps = collector.TakeFinished();
+  ASSERT_THAT(steps, SizeIs(2));
+  EXPECT_EQ(steps[0].ps_transport, "mixed");
+  EXPECT_EQ(steps[1].ps_transport, "plane");
 }
 
 TEST(AutoModeTest, CollectorReleasesAStepOnceEveryRankReportedIt) {

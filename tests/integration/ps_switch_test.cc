@@ -12,6 +12,7 @@
 #include <csignal>
 #include <iostream>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,14 +72,21 @@ class PsSwitchTest : public ClusterTest {
   }
 
   // Runs `spec` to success; returns its lockstep trajectory.
+  // `transports`: the PS steps' StepMetrics.ps_transport values.
   void RunToSuccess(const JobSpec& spec, Trajectory* trajectory,
-                    JobStatus* end = nullptr) {
+                    JobStatus* end = nullptr,
+                    std::set<std::string>* transports = nullptr) {
     absl::StatusOr<TestCluster::FinishedJob> job =
         cluster().RunToSuccess(spec, kJobTimeout);
     ASSERT_TRUE(job.ok()) << job.status();
     ASSERT_TRUE(
         InLockstep(job->metrics, spec.num_workers(), spec.steps(), trajectory));
     if (end != nullptr) *end = job->status;
+    for (const StepMetrics& m : job->metrics) {
+      if (transports != nullptr && m.mode() == SYNC_MODE_PS) {
+        transports->insert(m.ps_transport());
+      }
+    }
     ASSERT_TRUE(cluster().WaitForIdleWorkers(kIdleTimeout).ok());
   }
 };
@@ -91,10 +99,13 @@ TEST_F(PsSwitchTest, PsMode_FourRanksTwoShards_LearnAndStayIdentical) {
   spec.set_mode(SYNC_MODE_PS);
   Trajectory trajectory;
   JobStatus end;
-  ASSERT_NO_FATAL_FAILURE(RunToSuccess(spec, &trajectory, &end));
+  std::set<std::string> transports;
+  ASSERT_NO_FATAL_FAILURE(RunToSuccess(spec, &trajectory, &end, &transports));
   for (int64_t step = 0; step < kSteps; ++step) {
     ASSERT_EQ(trajectory.mode[step], SYNC_MODE_PS) << "step " << step;
   }
+  // The workers' default transport: the servers' tensor planes.
+  EXPECT_THAT(transports, ::testing::ElementsAre("plane"));
   EXPECT_LT(trajectory.loss.back(), trajectory.loss.front());
   EXPECT_EQ(end.mode(), SYNC_MODE_PS);
   EXPECT_EQ(end.ps_addresses_size(), 2);
@@ -159,48 +170,42 @@ TEST_P(ScriptedSwitchTest, SwitchAtStep10_FollowsSingleModeRun) {
 INSTANTIATE_TEST_SUITE_P(Optimizers, ScriptedSwitchTest,
                          ::testing::Values("momentum", "adam"));
 
-// The same over the servers' tensor planes (gradsync-ps --tensor-port,
-// gradsync-worker --ps-tensor-plane): a PS job that switches to the ring
-// and back follows the ring-only run. (A worker with --ps-tensor-plane
-// fails its PS steps if a server has no plane: ps_step_plane_test.)
-class TensorPlaneSwitchTest : public PsSwitchTest {
- protected:
-  TestClusterOptions Options() const override {
-    TestClusterOptions options = PsSwitchTest::Options();
-    options.tensor_plane = true;
-    return options;
-  }
-};
+// The same over gRPC streams, which the job's spec asks for
+// (ps.transport "grpc") over the workers' default (the tensor plane): a PS
+// job that switches to the ring and back follows the ring-only run. (The
+// default, the plane, runs in the tests above; a server without a plane
+// is ps_step_plane_test's.)
+class GrpcTransportSwitchTest : public PsSwitchTest {};
 
-TEST_F(TensorPlaneSwitchTest, PsRingPs_FollowsTheRingRun) {
+TEST_F(GrpcTransportSwitchTest, PsRingPs_FollowsTheRingRun) {
   constexpr int64_t kSteps = 30;
   JobSpec ring = SmallSpec(kSteps, "adam", /*seed=*/11);
   ring.set_mode(SYNC_MODE_RING);
   JobSpec switched = ring;
   switched.set_mode(SYNC_MODE_PS);
+  switched.mutable_ps()->set_transport("grpc");
   SwitchSpec* s = switched.add_switches();
   s->set_step(10);
   s->set_mode(SYNC_MODE_RING);
   s = switched.add_switches();
   s->set_step(20);
   s->set_mode(SYNC_MODE_PS);
-  Trajectory reference, plane;
+  Trajectory reference, streams;
+  std::set<std::string> transports;
   ASSERT_NO_FATAL_FAILURE(RunToSuccess(ring, &reference));
-  ASSERT_NO_FATAL_FAILURE(RunToSuccess(switched, &plane));
+  ASSERT_NO_FATAL_FAILURE(
+      RunToSuccess(switched, &streams, nullptr, &transports));
   for (int64_t step = 0; step < kSteps; ++step) {
-    EXPECT_EQ(plane.mode[step],
+    EXPECT_EQ(streams.mode[step],
               step < 10 || step >= 20 ? SYNC_MODE_PS : SYNC_MODE_RING)
         << step;
   }
+  EXPECT_THAT(transports, ::testing::ElementsAre("grpc"));
   int64_t worst = 0;
-  const double relative = MaxRelativeDifference(reference, plane, &worst);
-  std::cout << "tensor plane: largest relative loss difference to the "
+  const double relative = MaxRelativeDifference(reference, streams, &worst);
+  std::cout << "gRPC streams: largest relative loss difference to the "
             << "ring-only run " << relative << " at step " << worst << "\n";
   EXPECT_LT(relative, 1e-5) << "at step " << worst;
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_THAT(cluster().parameter_server(i).ReadLog(),
-                HasSubstr("tensor plane (plain TCP) on port"));
-  }
 }
 
 // 50 runtime switch requests at random moments of a 4-rank run (after the

@@ -180,10 +180,6 @@ absl::Status TestCluster::StartParameterServers() {
                                      address_};
     for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
     if (options_.ps_plaintext) args.push_back("--ps-plaintext");
-    if (options_.tensor_plane) {
-      args.push_back("--tensor-port");
-      args.push_back("0");
-    }
     ASSIGN_OR_RETURN(
         std::unique_ptr<ChildProcess> ps,
         ChildProcess::Start(absl::StrCat("ps ", i), GRADSYNC_PS_BINARY, args,
@@ -247,7 +243,8 @@ absl::Status TestCluster::StartWorkers() {
         "--host",        host};
     for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
     if (options_.ps_plaintext) args.push_back("--ps-plaintext");
-    if (options_.tensor_plane) args.push_back("--ps-tensor-plane");
+    args.push_back("--ps-transport");
+    args.push_back(options_.ps_transport);
     ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> worker,
                      ChildProcess::Start(
                          absl::StrCat("worker ", host), GRADSYNC_WORKER_BINARY,

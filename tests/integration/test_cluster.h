@@ -62,9 +62,9 @@ struct TestClusterOptions {
   bool tls = false;
   // With tls: workers and parameter servers also get --ps-plaintext.
   bool ps_plaintext = false;
-  // Parameter servers serve a tensor plane (--tensor-port 0) and workers
-  // step over it (--ps-tensor-plane).
-  bool tensor_plane = false;
+  // The workers' --ps-transport: "plane" (their default; every parameter
+  // server serves one, gradsync-ps's default) or "grpc".
+  std::string ps_transport = "plane";
 };
 
 class TestCluster {

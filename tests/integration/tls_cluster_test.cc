@@ -63,12 +63,32 @@ TEST_F(TlsClusterTest, RingAndPsJobs_OverMutualTls_Succeed) {
   ASSERT_TRUE(ring.ok()) << ring.status();
   EXPECT_FALSE(ring->metrics.empty());
 
+  // The PS on the default transport, the tensor plane beside TLS (its
+  // handshake proves the job's token); then on gRPC streams under TLS, as
+  // the spec may ask. The same parameters either way.
   spec.set_mode(SYNC_MODE_PS);
   spec.mutable_ps()->set_shards(1);
-  absl::StatusOr<TestCluster::FinishedJob> ps =
+  absl::StatusOr<TestCluster::FinishedJob> plane =
       cluster().RunToSuccess(spec, kJobTimeout);
-  ASSERT_TRUE(ps.ok()) << ps.status();
-  EXPECT_FALSE(ps->metrics.empty());
+  ASSERT_TRUE(plane.ok()) << plane.status();
+  ASSERT_FALSE(plane->metrics.empty());
+  spec.mutable_ps()->set_transport("grpc");
+  absl::StatusOr<TestCluster::FinishedJob> streams =
+      cluster().RunToSuccess(spec, kJobTimeout);
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  ASSERT_EQ(streams->metrics.size(), plane->metrics.size());
+  for (size_t i = 0; i < plane->metrics.size(); ++i) {
+    EXPECT_EQ(plane->metrics[i].ps_transport(), "plane") << i;
+    EXPECT_EQ(streams->metrics[i].ps_transport(), "grpc") << i;
+  }
+  auto last_hash = [](const TestCluster::FinishedJob& job) {
+    const StepMetrics* last = &job.metrics.front();
+    for (const StepMetrics& m : job.metrics) {
+      if (m.rank() == 0 && m.step() >= last->step()) last = &m;
+    }
+    return last->param_hash();
+  };
+  EXPECT_EQ(last_hash(*plane), last_hash(*streams));
 
   EXPECT_THAT(cluster().coordinator().ReadLog(), HasSubstr("gRPC over mTLS"));
   EXPECT_THAT(cluster().worker(0).ReadLog(), HasSubstr("gRPC over mTLS"));
@@ -181,9 +201,9 @@ TEST_F(TlsClusterTest, PlaintextWorker_RetriesSayingWhatTheOtherSideNeeds) {
                               "TLS directory too"));
 }
 
-// --ps-plaintext on every worker and server: the tensor streams run in
-// plaintext (authenticated by the job token) while registration, heartbeats
-// and the users' calls keep mutual TLS.
+// --ps-plaintext on every worker and server: the gRPC tensor streams
+// (ps.transport "grpc") run in plaintext (authenticated by the job token)
+// while registration, heartbeats and the users' calls keep mutual TLS.
 class PsPlaintextClusterTest : public TlsClusterTest {
  protected:
   TestClusterOptions Options() const override {
@@ -199,9 +219,11 @@ TEST_F(PsPlaintextClusterTest, PsJob_WithPlaintextTensorStreams_Succeeds) {
   spec.set_steps(30);
   spec.set_mode(SYNC_MODE_PS);
   spec.mutable_ps()->set_shards(1);
+  spec.mutable_ps()->set_transport("grpc");
   absl::StatusOr<TestCluster::FinishedJob> ps =
       cluster().RunToSuccess(spec, kJobTimeout);
   ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->metrics.back().ps_transport(), "grpc");
   EXPECT_THAT(cluster().parameter_server(0).ReadLog(),
               HasSubstr("WARNING: --ps-plaintext"));
   EXPECT_THAT(cluster().worker(0).ReadLog(),

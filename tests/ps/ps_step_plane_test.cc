@@ -134,6 +134,10 @@ TEST(PsStepPlaneTest, PartitionsOnTwoServers_BitwiseTheGrpcStreams) {
       if (a->stats().bytes_sent != kTotal * 3 * sizeof(float)) {
         status[r] = absl::InternalError("the plane's bytes were not counted");
       }
+      if (a->transport() != "plane" || b->transport() != "grpc") {
+        status[r] = absl::InternalError(absl::StrCat(
+            "transports ", a->transport(), " and ", b->transport()));
+      }
     });
   }
   for (std::thread& t : ranks) t.join();
@@ -150,22 +154,49 @@ TEST(PsStepPlaneTest, PartitionsOnTwoServers_BitwiseTheGrpcStreams) {
   }
 }
 
-TEST(PsStepPlaneTest, ServerWithoutAPlane_FailedPreconditionNamingIt) {
+// gRPC streams are the fallback for a server that serves no plane
+// (gradsync-ps --tensor-port -1, or an older one): its shards take them,
+// the other server's its plane, and the result is the all-gRPC result.
+TEST(PsStepPlaneTest, ServerWithoutAPlane_ItsShardsTakeGrpcBitwiseTheSame) {
   std::vector<std::unique_ptr<PsServer>> servers;
   std::vector<std::string> addresses;
-  ASSERT_TRUE(testing::StartServers(1, &servers, &addresses));
-  std::vector<PsShardLocation> shards;
-  ASSERT_NO_FATAL_FAILURE(CreatePartitions(addresses, "job", &shards));
-  std::unique_ptr<PsClient> client = Client("job", 0, shards, true);
-  std::vector<float> params(kTotal), grads(kTotal);
-  EXPECT_THAT(client->StartStep(0, grads, absl::MakeSpan(params)),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       AllOf(HasSubstr(addresses[0]),
-                             HasSubstr("serves no tensor plane"),
-                             HasSubstr("--tensor-port"))));
+  ASSERT_TRUE(testing::StartServers(1, &servers, &addresses));  // no plane
+  ASSERT_EQ(servers[0]->tensor_port(), 0);
+  servers.push_back(StartPlaneServer());
+  ASSERT_NE(servers.back(), nullptr);
+  addresses.push_back(servers.back()->address());
+  std::vector<PsShardLocation> mixed_shards, grpc_shards;
+  ASSERT_NO_FATAL_FAILURE(CreatePartitions(addresses, "mixed", &mixed_shards));
+  ASSERT_NO_FATAL_FAILURE(CreatePartitions(addresses, "grpc", &grpc_shards));
+  std::vector<std::vector<float>> mixed(kWorkers), grpc(kWorkers);
+  std::vector<std::string> transport(kWorkers);
+  std::vector<absl::Status> status(kWorkers);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorkers; ++r) {
+    ranks.emplace_back([&, r] {
+      std::unique_ptr<PsClient> a = Client("mixed", r, mixed_shards, true);
+      std::unique_ptr<PsClient> b = Client("grpc", r, grpc_shards, false);
+      mixed[r].assign(kTotal, 0);
+      grpc[r].assign(kTotal, 0);
+      for (int64_t t = 0; t < 3 && status[r].ok(); ++t) {
+        absl::StatusOr<PsStepResult> x = Step(*a, r, t, mixed[r]);
+        status[r] = x.status();
+        if (status[r].ok()) status[r] = Step(*b, r, t, grpc[r]).status();
+      }
+      transport[r] = a->transport();
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_THAT(status[r], IsOk()) << "rank " << r;
+    EXPECT_EQ(mixed[r], grpc[r]) << "rank " << r;
+    EXPECT_EQ(transport[r], "mixed") << "rank " << r;
+  }
 }
 
-TEST(PsStepPlaneTest, TlsServerRefusesAPlane) {
+// The plane stands beside TLS (its handshake proves the job's token), so
+// a server with mutual TLS serves one.
+TEST(PsStepPlaneTest, TlsServerServesAPlane) {
   absl::StatusOr<ClusterCertificates> certs = NewClusterCertificates(1);
   ASSERT_THAT(certs, IsOk());
   PsServerOptions options;
@@ -173,9 +204,10 @@ TEST(PsStepPlaneTest, TlsServerRefusesAPlane) {
   options.transport.security =
       GrpcSecurity::Mtls(certs->ca.cert_pem, certs->node.cert_pem,
                          certs->node.key_pem, "the test's CA");
-  EXPECT_THAT(PsServer::Start("127.0.0.1:0", options),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--ps-plaintext")));
+  absl::StatusOr<std::unique_ptr<PsServer>> server =
+      PsServer::Start("127.0.0.1:0", options);
+  ASSERT_THAT(server, IsOk());
+  EXPECT_GT((*server)->tensor_port(), 0);
   options = PsServerOptions();
   options.tensor_port = 70000;
   EXPECT_THAT(

@@ -60,9 +60,15 @@ class TensorPlaneTest : public ::testing::Test {
     address_ = absl::StrCat("127.0.0.1:", server_->port());
   }
 
-  std::unique_ptr<TensorPlaneChannel> Connect() {
+  // Rank 0 of "job", with `token` (none: the service is open).
+  static PlaneIdentity Job(std::string token = "", int rank = 0) {
+    return PlaneIdentity{"job", rank, std::move(token)};
+  }
+
+  std::unique_ptr<TensorPlaneChannel> Connect(std::string token = "") {
     absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
-        TensorPlaneChannel::Connect(address_, "auto", Soon());
+        TensorPlaneChannel::Connect(address_, "auto", Job(std::move(token)),
+                                    Soon());
     EXPECT_THAT(channel, IsOk());
     return channel.ok() ? *std::move(channel) : nullptr;
   }
@@ -162,28 +168,107 @@ TEST_F(TensorPlaneTest, PartitionsThroughOneConnection_ExactOnEveryRank) {
   }
 }
 
-TEST_F(TensorPlaneTest, BadTokenAndUnknownShard_ErrorReplyNothingChanged) {
+TEST_F(TensorPlaneTest, Handshake_RightTokenServedWrongOrNoneRefused) {
   service_.RequireTokens();
   service_.SetShardKey("key");
   absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
       service_.FindShards("job", -1);
   ASSERT_THAT(shards, IsOk());
   const auto before = Snapshot(*(*shards)[0]);
-  std::unique_ptr<TensorPlaneChannel> channel = Connect();
-  ASSERT_NE(channel, nullptr);
-  ASSERT_THAT(PushShard(*channel, 0, 0, 0, Gradient(0)), IsOk());
-  std::vector<float> params(kTotal / 2);
-  ps::PullHeader header;
-  EXPECT_THAT(channel->ReadReply(&header, absl::MakeSpan(params), Soon()),
-              StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("job")));
+  // A wrong token and no token: the server proves first, so the client
+  // sees a server that does not prove *its* token and sends nothing; a
+  // client without a token checks nothing, but its zeros are refused.
+  EXPECT_THAT(TensorPlaneChannel::Connect(address_, "auto",
+                                          Job("not the token"), Soon()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("did not prove job job's PS token")));
+  EXPECT_THAT(TensorPlaneChannel::Connect(address_, "auto", Job(), Soon()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       AllOf(HasSubstr("rank 0 for job job"),
+                             HasSubstr("did not prove the job's PS token"))));
+  // The job's token for another job's name proves nothing for this one.
+  EXPECT_THAT(
+      TensorPlaneChannel::Connect(
+          address_, "auto",
+          PlaneIdentity{"other", 0, PsTokenForJob("key", "job")}, Soon()),
+      StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_EQ(server_->authenticated_connections(), 0);
   EXPECT_TRUE(Snapshot(*(*shards)[0]) == before);
 
-  // The right token for a shard the server does not hold.
+  // The right token: a whole step, exact.
+  const std::string token = PsTokenForJob("key", "job");
+  std::vector<std::thread> ranks;
+  std::vector<absl::Status> status(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
+          TensorPlaneChannel::Connect(address_, "auto", Job(token, r), Soon());
+      if (!channel.ok()) {
+        status[r] = channel.status();
+        return;
+      }
+      std::vector<float> mine(kTotal / 2);
+      ps::PullHeader h;
+      status[r] = PushShard(**channel, 0, r, 0, Gradient(r));
+      if (status[r].ok()) {
+        status[r] = (*channel)->ReadReply(&h, absl::MakeSpan(mine), Soon());
+      }
+      if (status[r].ok() && mine[7] != -(6.0f + 7)) {
+        status[r] = absl::InternalError(absl::StrCat("got ", mine[7]));
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < kRanks; ++r) EXPECT_THAT(status[r], IsOk()) << r;
+}
+
+TEST_F(TensorPlaneTest, ATokenHolderRefusesAnOpenServer) {
+  // The server knows no token (never told to require one): it cannot
+  // prove the job's, so a client that has one sends it nothing.
+  EXPECT_THAT(TensorPlaneChannel::Connect(
+                  address_, "auto", Job(PsTokenForJob("key", "job")), Soon()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("not that job's parameter server")));
+}
+
+TEST_F(TensorPlaneTest, BeforeRegistration_UnavailableAndSaysRetry) {
+  service_.RequireTokens();  // and no shard key yet
+  EXPECT_THAT(TensorPlaneChannel::Connect(address_, "auto", Job("t"), Soon()),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("retry")));
+}
+
+TEST_F(TensorPlaneTest, AConnectionServesItsOwnJobOnly) {
+  service_.RequireTokens();
+  service_.SetShardKey("key");
+  absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
+      service_.FindShards("job", -1);
+  ASSERT_THAT(shards, IsOk());
+  const auto before = Snapshot(*(*shards)[0]);
+  // Proved "other"'s token, then asks for "job"'s shard.
+  absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
+      TensorPlaneChannel::Connect(
+          address_, "auto",
+          PlaneIdentity{"other", 0, PsTokenForJob("key", "other")}, Soon());
+  ASSERT_THAT(channel, IsOk());
+  ASSERT_THAT(PushShard(**channel, 0, 0, 0, Gradient(0)), IsOk());
+  std::vector<float> params(kTotal / 2);
+  ps::PullHeader header;
+  EXPECT_THAT((*channel)->ReadReply(&header, absl::MakeSpan(params), Soon()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("proved job other's token")));
+  EXPECT_TRUE(Snapshot(*(*shards)[0]) == before);
+}
+
+TEST_F(TensorPlaneTest, UnknownShard_ErrorReplyNothingChanged) {
+  absl::StatusOr<std::vector<std::shared_ptr<PsShard>>> shards =
+      service_.FindShards("job", -1);
+  ASSERT_THAT(shards, IsOk());
+  const auto before = Snapshot(*(*shards)[0]);
   std::unique_ptr<TensorPlaneChannel> other = Connect();
   ASSERT_NE(other, nullptr);
-  ps::PushHeader unknown = Header(5, 0, 0);
-  unknown.set_token(PsTokenForJob("key", "job"));
-  ASSERT_THAT(other->SendHeader(unknown, Soon()), IsOk());
+  std::vector<float> params(kTotal / 2);
+  ps::PullHeader header;
+  ASSERT_THAT(other->SendHeader(Header(5, 0, 0), Soon()), IsOk());
   EXPECT_THAT(other->ReadReply(&header, absl::MakeSpan(params), Soon()),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("shard 5")));
   EXPECT_TRUE(Snapshot(*(*shards)[0]) == before);
@@ -295,23 +380,20 @@ TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
       TensorPlaneServer::Start(&service_, options);
   ASSERT_THAT(small, IsOk());
   const std::string address = absl::StrCat("127.0.0.1:", (*small)->port());
-  // Two clients of a job (their pushes authenticate them) take the slots.
+  // Two clients of a job (their handshakes authenticate them) take the
+  // slots.
   std::vector<std::unique_ptr<TensorPlaneChannel>> open;
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
-        TensorPlaneChannel::Connect(address, "auto", Soon());
+        TensorPlaneChannel::Connect(address, "auto", Job(), Soon());
     ASSERT_THAT(channel, IsOk());
     ASSERT_THAT(PushShard(**channel, 0, i, 0, Gradient(i)), IsOk());
     open.push_back(*std::move(channel));
   }
   ASSERT_TRUE(
       Eventually([&] { return (*small)->authenticated_connections() == 2; }));
-  absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> third =
-      TensorPlaneChannel::Connect(address, "auto", Soon());
-  ASSERT_THAT(third, IsOk());
-  std::vector<float> params(kTotal / 2);
-  ps::PullHeader header;
-  EXPECT_THAT((*third)->ReadReply(&header, absl::MakeSpan(params), Soon()),
+  // The third is told at its handshake.
+  EXPECT_THAT(TensorPlaneChannel::Connect(address, "auto", Job(), Soon()),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("holds 2 connections already")));
   // One goes; a new one is served again.
@@ -319,7 +401,7 @@ TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
   ASSERT_TRUE(
       Eventually([&] { return (*small)->authenticated_connections() == 1; }));
   absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> again =
-      TensorPlaneChannel::Connect(address, "auto", Soon());
+      TensorPlaneChannel::Connect(address, "auto", Job(), Soon());
   ASSERT_THAT(again, IsOk());
   ASSERT_THAT(PushShard(**again, 1, 0, 0, Gradient(0)), IsOk());
   EXPECT_TRUE(

@@ -250,7 +250,8 @@ void JobRunner::Main() {
   train_config_.ps.token = assignment_.ps_token();
   train_config_.ps.tcp_congestion = config_.tcp_congestion_control;
   train_config_.ps.security = config_.grpc_security;
-  train_config_.ps.tensor_plane = config_.ps_tensor_plane;
+  train_config_.ps.tensor_plane =
+      PsTransportOf(assignment_.spec(), config_) == kPsTransportPlane;
   train_config_.ps.addresses.assign(assignment_.ps_addresses().begin(),
                                     assignment_.ps_addresses().end());
   train_config_.comm_timeout = config_.collective_timeout + kStepDeadlineSlack;

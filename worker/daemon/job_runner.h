@@ -64,6 +64,7 @@
 #include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
+#include "server/ps/ps_transport.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/daemon/metrics_reporter.h"
@@ -113,8 +114,9 @@ struct JobRunnerConfig {
   // Mutual TLS or plaintext of the jobs' connections to the PS shards
   // (common/tls.h); the daemon's --tls-dir.
   GrpcSecurity grpc_security;
-  // PS steps over the servers' tensor planes (--ps-tensor-plane).
-  bool ps_tensor_plane = false;
+  // How PS steps move tensors unless the job's spec says (--ps-transport;
+  // server/ps/ps_transport.h).
+  std::string ps_transport = kDefaultPsTransport;
   // TcpOptions::spin_polls for every job; unset: TcpOptions' default, or
   // none on a host with more of the job's ranks than cores
   // (SpinPollsForHost).
@@ -130,6 +132,14 @@ struct JobRunnerConfig {
   WorkerMetrics* metrics = nullptr;
   LogFn log;
 };
+
+// How the job's PS steps move tensors: its spec's ps.transport, else the
+// daemon's --ps-transport.
+inline std::string PsTransportOf(const JobSpec& spec,
+                                 const JobRunnerConfig& config) {
+  return spec.ps().transport().empty() ? config.ps_transport
+                                       : spec.ps().transport();
+}
 
 // The options of a job's MetricsReporter: the config's RPC timeout and
 // credential.

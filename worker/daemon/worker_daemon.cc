@@ -156,12 +156,12 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
       &config->allow_entrypoints));
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
-  flags.push_back(SwitchFlag(
-      "ps-tensor-plane",
-      "send PS steps' tensors over the servers' tensor planes (plain TCP; "
-      "gradsync-ps --tensor-port) instead of gRPC: faster where CPU is "
-      "short. A server without one fails the job's PS steps, naming it",
-      &config->ps_tensor_plane));
+  flags.push_back(PsTransportFlag(
+      "how PS steps move tensors unless the job says (its ps.transport): "
+      "plane (the default: the servers' tensor planes, plain TCP after an "
+      "HMAC handshake proving the job's token; gRPC for a server without "
+      "one) or grpc (gRPC streams, encrypted under TLS, at a CPU cost)",
+      &config->ps_transport));
   flags.push_back(MetricsListenFlag(&config->metrics_listen));
   flags.push_back(HealthListenFlag(&config->health_listen));
   flags.push_back(HelpFlag(&config->help));
@@ -330,7 +330,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   runner.tcp_congestion_control = config.tcp_congestion;
   runner.transport = config.transport;
   if (!config.ps_plaintext) runner.grpc_security = *security;
-  runner.ps_tensor_plane = config.ps_tensor_plane;
+  runner.ps_transport = config.ps_transport;
   runner.spin_polls = config.spin_polls;
   runner.checkpoint_roots = config.checkpoint_roots;
   runner.blas = &blas;

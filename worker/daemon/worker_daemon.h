@@ -64,9 +64,10 @@ struct WorkerDaemonConfig {
   // --ps-plaintext: the jobs' PS connections in plaintext, whatever `tls`
   // says (the coordinator channel keeps it).
   bool ps_plaintext = false;
-  // --ps-tensor-plane: the jobs' PS steps over the servers' tensor planes
-  // (plain TCP, server/ps/tensor_plane_wire.h) instead of gRPC streams.
-  bool ps_tensor_plane = false;
+  // --ps-transport: how the jobs' PS steps move tensors when their spec
+  // does not say (server/ps/ps_transport.h): "plane" (the default) or
+  // "grpc".
+  std::string ps_transport = kDefaultPsTransport;
   // --metrics-listen: where to serve Prometheus metrics
   // (worker_metrics.h); empty: nowhere.
   std::string metrics_listen;

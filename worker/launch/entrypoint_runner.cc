@@ -162,7 +162,8 @@ absl::Status EntrypointRunner::StartRank(Rank& rank, int index) {
   launch.set_rendezvous_timeout_ms(
       absl::ToInt64Milliseconds(config_.rendezvous_timeout));
   launch.set_tcp_congestion_control(config_.tcp_congestion_control);
-  launch.set_ps_tensor_plane(config_.ps_tensor_plane);
+  launch.set_ps_tensor_plane(PsTransportOf(assignment_.spec(), config_) ==
+                             kPsTransportPlane);
   launch.set_restart_count(assignment_.spec().restart_count());
 
   // mkstemp creates the file 0600, so the credentials are never readable

@@ -73,6 +73,7 @@ class PsSync final : public GradientSync {
   void Abort(const absl::Status& reason) override;
 
   PsClient& client() { return *client_; }
+  const PsClient& client() const { return *client_; }
   PsUpdate update() const { return update_; }
 
  private:

@@ -387,4 +387,9 @@ absl::Status SyncPathController::Checkpoint(int64_t done, bool last,
   return comm_->BarrierAsync()->Wait(deadline);
 }
 
+std::string SyncPathController::PsTransport() const {
+  return path_ == SyncPath::kPs && ps_ != nullptr ? ps_->client().transport()
+                                                  : "";
+}
+
 }  // namespace gradsync

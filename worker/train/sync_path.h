@@ -80,6 +80,9 @@ class SyncPathController {
   // The live path's sync.
   GradientSync& sync() { return *sync_; }
   SyncPath path() const { return path_; }
+  // On the PS path, how its steps' tensors travel (PsClient::transport);
+  // "" on the ring. The trainer's thread.
+  std::string PsTransport() const;
   // The newest runtime request this rank has heard of.
   int64_t HeardEpoch() const;
 

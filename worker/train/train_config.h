@@ -86,7 +86,7 @@ struct PsConfig {
   // (common/tls.h); the daemon's --tls-dir.
   GrpcSecurity security;
   // Steps over the servers' tensor planes (PsClientOptions::tensor_plane);
-  // the daemon's --ps-tensor-plane.
+  // the job's ps.transport, else the daemon's --ps-transport, is "plane".
   bool tensor_plane = false;
 };
 

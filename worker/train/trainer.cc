@@ -361,6 +361,7 @@ absl::Status Trainer::Step(int64_t step, StepMetrics* metrics) {
   metrics->set_samples(static_cast<int64_t>(share));
   metrics->set_param_hash(hash);
   metrics->set_mode(path == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING);
+  if (path == SyncPath::kPs) metrics->set_ps_transport(paths_->PsTransport());
   return absl::OkStatus();
 }
 

@@ -252,7 +252,7 @@ namespace {
   server_options.transport = options.transport;
   server_options.transport.security = security;
   // The plaintext server also serves the tensor plane (its own job).
-  if (!security.tls()) server_options.tensor_port = 0;
+  server_options.tensor_port = 0;
   ASSIGN_OR_RETURN(*server, PsServer::Start("127.0.0.1:0", server_options));
   return CreateBenchShards(options, **server, job);
 }
