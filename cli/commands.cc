@@ -16,6 +16,8 @@
 #include "cli/control/version_command.h"
 #include "cli/lab/explain_command.h"
 #include "cli/lab/lab_command.h"
+#include "cli/plan/plan_command.h"
+#include "cli/plan/simulate_command.h"
 #include "common/did_you_mean.h"
 
 namespace gradsync {
@@ -69,6 +71,14 @@ constexpr Command kCommands[] = {
      "a job's sync time against the alpha-beta model, its bottleneck, and "
      "the faster path",
      &lab::RunExplain, "", nullptr},
+    {"simulate",
+     "simulate one training step on a cluster: step time, exposed comm, "
+     "bottleneck, trace",
+     &plan::RunSimulate, "", nullptr},
+    {"plan",
+     "the best sync layout and PS server count for 8..1,024 workers "
+     "(simulated)",
+     &plan::RunPlan, "", nullptr},
     {"bench",
      "measure allreduce, reducescatter, allgather or broadcast (nccl-tests' "
      "table)",

@@ -2,10 +2,14 @@
 # The layering rule, checked over every C++/CUDA source under ROOT (default:
 # the repository this script sits in):
 #
-#   common -> collectives -> server/{store,coordinator,ps} -> worker -> cli
+#   common -> collectives -> study -> server/{store,coordinator,ps}
+#          -> worker -> cli
 #
 # (python/, the C API under the Python package, shares the cli floor)
-# with the tests above all. A file may include its own layer and the layers
+# with the tests above all. study/ (the alpha-beta model's successors: the
+# step simulator) sits between collectives and the servers, so that the
+# servers, the workers and the CLI may use it and it sees only what is
+# below (in practice common/). A file may include its own layer and the layers
 # to its left, never one to its right; the three server rooms share a floor.
 # The generated protos (proto/) count as the server floor: the wire starts
 # there. collectives/ also stays free of gRPC (it sees the rendezvous only
@@ -18,7 +22,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-files=$(for dir in common collectives server worker cli python tests; do
+files=$(for dir in common collectives study server worker cli python tests; do
   [ -d "$dir" ] && find "$dir" -type f \( -name '*.h' -o -name '*.cc' \
     -o -name '*.cu' -o -name '*.cuh' \)
 done | sort)
@@ -36,15 +40,16 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
   function floor_of(path) {
     if (path ~ /^common\//) return 0
     if (path ~ /^collectives\//) return 1
+    if (path ~ /^study\//) return 2
     if (path ~ /^(proto|server\/store|server\/coordinator|server\/ps)\//)
-      return 2
-    if (path ~ /^worker\//) return 3
-    if (path ~ /^(cli|python)\//) return 4
-    if (path ~ /^tests\//) return 5
+      return 3
+    if (path ~ /^worker\//) return 4
+    if (path ~ /^(cli|python)\//) return 5
+    if (path ~ /^tests\//) return 6
     return -1
   }
   BEGIN {
-    split("common collectives server worker cli tests", names, " ")
+    split("common collectives study server worker cli tests", names, " ")
     violations = 0
     includes = 0
   }
@@ -72,7 +77,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
   }
   END {
     if (violations > 0) {
-      printf "check_layering: %d include(s) break the layering common -> collectives -> server -> worker -> cli -> tests\n", violations
+      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests\n", violations
       exit 1
     }
     printf "check_layering: %d files, %d includes, layering holds\n", nfiles, includes

@@ -1,0 +1,213 @@
+#include "study/sim/ps_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync {
+namespace sim {
+namespace {
+
+// The first element of server k's slice of `elements` over `servers`
+// (k == servers: one past the end).
+int64_t SliceBegin(int64_t elements, int servers, int k) {
+  return k * (elements / servers) + std::min<int64_t>(k, elements % servers);
+}
+
+std::string ClassName(const ServerClass& c) {
+  return c.count == 1
+             ? absl::StrCat("server ", c.first)
+             : absl::StrCat("servers ", c.first, "-", c.first + c.count - 1);
+}
+
+}  // namespace
+
+double ServerClass::bytes() const {
+  double total = 0;
+  for (double b : partition_bytes) total += b;
+  return total;
+}
+
+std::vector<ServerClass> ServerClasses(const SimConfig& config,
+                                       const GradientTimeline& timeline) {
+  const int64_t elements = timeline.elements();
+  const int servers = config.servers;
+  const int classes = std::min(servers, config.max_server_classes);
+  const int width = config.grad_bytes_per_element;
+  const int64_t q =
+      config.partition_bytes > 0
+          ? std::max<int64_t>(
+                1, static_cast<int64_t>(config.partition_bytes / width))
+          : 0;
+  std::vector<ServerClass> out;
+  out.reserve(classes);
+  for (int m = 0; m < classes; ++m) {
+    ServerClass c;
+    c.first = static_cast<int>(static_cast<int64_t>(m) * servers / classes);
+    c.count =
+        static_cast<int>(static_cast<int64_t>(m + 1) * servers / classes) -
+        c.first;
+    for (int k = c.first; k < c.first + c.count; ++k) {
+      const int64_t begin = SliceBegin(elements, servers, k);
+      const int64_t end = SliceBegin(elements, servers, k + 1);
+      if (end <= begin) continue;
+      const int64_t size = end - begin;
+      const int64_t parts = q > 0 ? (size + q - 1) / q : 1;
+      if (static_cast<int64_t>(c.partition_bytes.size()) < parts) {
+        c.partition_bytes.resize(parts, 0);
+        c.ready_s.resize(parts, 0);
+      }
+      for (int64_t j = 0; j < parts; ++j) {
+        const int64_t hi = q > 0 ? end - j * q : end;
+        const int64_t lo = q > 0 ? std::max(begin, hi - q) : begin;
+        c.partition_bytes[j] += static_cast<double>(hi - lo) * width;
+        c.ready_s[j] = std::max(c.ready_s[j], timeline.ReadyAt(lo));
+      }
+    }
+    for (double& b : c.partition_bytes) b /= c.count;  // the members' mean
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+PsStep::PsStep(const SimConfig& config, std::vector<ServerClass> classes,
+               FlowNetwork* network)
+    : config_(config), classes_(std::move(classes)), network_(network) {
+  AddResources();
+  state_.resize(classes_.size());
+}
+
+void PsStep::AddResources() {
+  const SimTopology& t = config_.topology;
+  const int g = t.gpus_per_node;
+  const double n = t.workers;
+  const bool colocated = config_.layout == SimLayout::kPsColocated;
+  const int plain = colocated ? t.nodes() - config_.servers : t.nodes();
+  const double rate = t.nic_Bps * config_.calibration.link_efficiency;
+  const double cpu_per_byte = ServerCpuSecondsPerByte(config_);
+
+  int plain_out = -1, plain_in = -1;
+  if (plain > 0) {
+    const std::string what =
+        colocated ? "node NIC (no server)" : "worker node NIC";
+    plain_out = network_->AddResource({what + " out", rate, plain, false});
+    plain_in = network_->AddResource({what + " in", rate, plain, true});
+  }
+  const size_t count = classes_.size();
+  std::vector<int> host_out(count), host_in(count), cpu(count, -1);
+  flows_.resize(count);
+  for (size_t m = 0; m < count; ++m) {
+    const ServerClass& c = classes_[m];
+    flows_[m].lane = ClassName(c);
+    const std::string host =
+        colocated ? absl::StrCat("node of ", flows_[m].lane) : flows_[m].lane;
+    host_out[m] =
+        network_->AddResource({host + " NIC out", rate, c.count, false});
+    host_in[m] = network_->AddResource({host + " NIC in", rate, c.count, true});
+    if (cpu_per_byte > 0) {
+      cpu[m] = network_->AddResource({flows_[m].lane + " CPU",
+                                      config_.server_cores / cpu_per_byte,
+                                      c.count, false});
+    }
+  }
+  // Loads: flows of one class's push (pull) on the busiest copy of each
+  // resource. A node's G workers each push to every server of the class.
+  auto add = [](std::vector<FlowLoad>* loads, int resource, double flows) {
+    if (resource >= 0 && flows > 0) loads->push_back({resource, flows});
+  };
+  for (size_t m = 0; m < count; ++m) {
+    const double members = classes_[m].count;
+    ClassFlows& f = flows_[m];
+    if (!colocated) {
+      add(&f.push, plain_out, g * members);
+      add(&f.push, host_in[m], n);
+      add(&f.pull, host_out[m], n);
+      add(&f.pull, plain_in, g * members);
+    } else {
+      // A server's own node's workers reach it inside the node.
+      add(&f.push, plain_out, g * members);
+      add(&f.pull, plain_in, g * members);
+      for (size_t o = 0; o < count; ++o) {
+        const double remote = o == m ? g * (members - 1) : g * members;
+        add(&f.push, host_out[o], remote);
+        add(&f.pull, host_in[o], remote);
+      }
+      add(&f.push, host_in[m], n - g);
+      add(&f.pull, host_out[m], n - g);
+    }
+    add(&f.push, cpu[m], n);
+    add(&f.pull, cpu[m], n);
+  }
+}
+
+void PsStep::Start(std::function<void()> done) {
+  done_ = std::move(done);
+  classes_left_ = 0;
+  for (const ServerClass& c : classes_) {
+    if (!c.partition_bytes.empty()) ++classes_left_;
+  }
+  if (classes_left_ == 0) {
+    network_->After(0, [this] {
+      if (done_) done_();
+    });
+    return;
+  }
+  for (size_t m = 0; m < classes_.size(); ++m) SchedulePush(m);
+}
+
+void PsStep::SchedulePush(size_t m) {
+  const ServerClass& c = classes_[m];
+  const size_t j = state_[m].next_push;
+  if (j >= c.partition_bytes.size()) return;
+  const double wait = c.ready_s[j] - network_->now();
+  if (wait > 0) {
+    network_->After(wait, [this, m] { IssuePush(m); });
+  } else {
+    IssuePush(m);
+  }
+}
+
+void PsStep::IssuePush(size_t m) {
+  const size_t j = state_[m].next_push++;
+  FlowGroup push;
+  push.name = absl::StrCat("push ", j);
+  push.lane = absl::StrCat(flows_[m].lane, " push");
+  push.bytes = classes_[m].partition_bytes[j];
+  push.latency_s = config_.calibration.alpha_s;
+  push.loads = flows_[m].push;
+  network_->Start(std::move(push), [this, m] {
+    SchedulePush(m);
+    network_->After(config_.calibration.partition_overhead_s, [this, m] {
+      ++state_[m].pull_ready;
+      TryPull(m);
+    });
+  });
+}
+
+void PsStep::TryPull(size_t m) {
+  ClassState& s = state_[m];
+  const size_t parts = classes_[m].partition_bytes.size();
+  if (s.pulling || s.next_pull >= s.pull_ready) return;
+  if (!config_.ps_pipelined && s.pull_ready < parts) return;
+  const size_t j = s.next_pull++;
+  s.pulling = true;
+  FlowGroup pull;
+  pull.name = absl::StrCat("pull ", j);
+  pull.lane = absl::StrCat(flows_[m].lane, " pull");
+  pull.bytes = classes_[m].partition_bytes[j];
+  pull.latency_s = config_.calibration.alpha_s;
+  pull.loads = flows_[m].pull;
+  network_->Start(std::move(pull), [this, m, parts] {
+    ClassState& state = state_[m];
+    state.pulling = false;
+    if (state.next_pull == parts) {
+      if (--classes_left_ == 0 && done_) done_();
+      return;
+    }
+    TryPull(m);
+  });
+}
+
+}  // namespace sim
+}  // namespace gradsync

@@ -1,0 +1,115 @@
+// The parameter-server layouts on a FlowNetwork: K servers, each owning a
+// contiguous slice of the flat gradient, every worker pushing its slice of
+// each server's range and pulling the result back, partition by partition
+// (docs/simulator.md has the equations).
+//
+// Slices and partitions. Server k owns a balanced share of the E gradient
+// elements (the first E mod K servers one element more). Its slice is cut
+// into partitions of at most partition_bytes from the slice's end toward
+// its start, the order backward finishes them (server/ps's streams send
+// their ranges that way); a partition is ready when its lowest element is.
+//
+// One server's stream, per worker (as the trainer's PS client runs it):
+//   push j   starts when partition j is ready and push j-1 has ended
+//            (one stream per worker and server: pushes go in order);
+//            moves the partition from every worker to the server;
+//   server   once push j is in from every worker, partition_overhead_s;
+//   pull j   starts then, once pull j-1 has ended (pipelined), or once
+//            every push of this server is in (unpipelined); moves the
+//            partition from the server to every worker.
+// So the pull of one partition overlaps the push of the next on the
+// full-duplex links. Each message costs alpha before its first byte.
+//
+// Links. Separate: each server host has its own NIC; the workers' nodes
+// theirs. Colocated: server k runs on node k and shares that node's NIC
+// with its G workers; their pushes to it and its pulls to them stay in the
+// node. A server's CPU is a resource of server_cores / (seconds per byte)
+// bytes/s that every byte into or out of it crosses (the transport's cost,
+// calibration.h), so a CPU-bound server slows its flows as a slow NIC
+// would.
+//
+// Aggregation. The workers are symmetric, so every node (or every node
+// without a server, colocated) is one resource of M copies. Servers are
+// not (their slices are ready at different times), so each server is
+// simulated on its own while K <= max_server_classes. Above that, the K
+// servers form max_server_classes classes of neighbouring shards, each
+// simulated as its members moving in lockstep: a class's partition j is
+// ready when its last member's is, and moves the members' mean bytes. That
+// is exact when the members' partitions are ready together (no compute,
+// or a layer spanning the class) and otherwise late by at most the
+// backward time of one class's range.
+//
+// Threading: thread-compatible; one PsStep per simulation.
+#ifndef GRADSYNC_STUDY_SIM_PS_MODEL_H_
+#define GRADSYNC_STUDY_SIM_PS_MODEL_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "study/sim/flow_network.h"
+#include "study/sim/sim_config.h"
+#include "study/sim/workload.h"
+
+namespace gradsync {
+namespace sim {
+
+// Servers [first, first + count) simulated as one (the top).
+struct ServerClass {
+  int first = 0;
+  int count = 1;
+  std::vector<double> partition_bytes;  // per partition, on the wire
+  std::vector<double> ready_s;          // per partition
+  double bytes() const;                 // one member's slice
+};
+
+// The classes of `config`'s servers for `timeline`'s gradient (the top).
+// `config` must be a valid PS config.
+std::vector<ServerClass> ServerClasses(const SimConfig& config,
+                                       const GradientTimeline& timeline);
+
+// The pushes and pulls of one step on `network`.
+class PsStep {
+ public:
+  // Adds the layout's resources to `network` (which must outlive this).
+  PsStep(const SimConfig& config, std::vector<ServerClass> classes,
+         FlowNetwork* network);
+  PsStep(const PsStep&) = delete;
+  PsStep& operator=(const PsStep&) = delete;
+
+  // Issues the step's flows from now on; `done` runs once every pull has
+  // ended (at once, from the loop, when there is nothing to move).
+  void Start(std::function<void()> done);
+
+ private:
+  // Per class: the resources and loads of its pushes and pulls.
+  struct ClassFlows {
+    std::vector<FlowLoad> push;
+    std::vector<FlowLoad> pull;
+    std::string lane;  // "server 3", "servers 16-31"
+  };
+  struct ClassState {
+    size_t next_push = 0;
+    size_t pull_ready = 0;  // partitions whose pull may start
+    size_t next_pull = 0;
+    bool pulling = false;
+  };
+
+  void AddResources();
+  void SchedulePush(size_t m);
+  void IssuePush(size_t m);
+  void TryPull(size_t m);
+
+  SimConfig config_;
+  std::vector<ServerClass> classes_;
+  FlowNetwork* network_;
+  std::vector<ClassFlows> flows_;
+  std::vector<ClassState> state_;
+  size_t classes_left_ = 0;
+  std::function<void()> done_;
+};
+
+}  // namespace sim
+}  // namespace gradsync
+
+#endif  // GRADSYNC_STUDY_SIM_PS_MODEL_H_
