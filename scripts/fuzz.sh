@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=1000000
-targets="job_spec_fuzz ring_wire_fuzz tensor_codec_fuzz checkpoint_fuzz coordinator_request_fuzz"
+targets="job_spec_fuzz ring_wire_fuzz tensor_codec_fuzz tensor_plane_fuzz checkpoint_fuzz coordinator_request_fuzz"
 while (($#)); do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
