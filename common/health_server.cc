@@ -1,14 +1,18 @@
 #include "common/health_server.h"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/host.h"
@@ -24,6 +28,28 @@ namespace {
   if (!split.ok()) return split.status();
   return std::string(address.substr(0, address.rfind(':')));
 }
+
+// Takes out the reflection plugin that EnableHealthAndReflection gives every
+// builder: the probe port is plaintext and unauthenticated, and reflection
+// there would hand anyone the whole API (the descriptor pool is the
+// process's, so `file_containing_symbol gradsync.Coordinator` answered).
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*
+                         plugins) override {
+    plugins->erase(
+        std::remove_if(plugins->begin(), plugins->end(),
+                       [](const std::unique_ptr<grpc::ServerBuilderPlugin>& p) {
+                         return p->name() == kReflectionPluginName;
+                       }),
+        plugins->end());
+  }
+
+ private:
+  // grpc::reflection::ProtoServerReflectionPlugin::name().
+  static constexpr char kReflectionPluginName[] = "proto_server_reflection";
+};
 
 }  // namespace
 
@@ -44,6 +70,12 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(
   // gRPC turns SO_REUSEPORT on by default on Linux, which would let a
   // second daemon share the port and answer half the probes.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetOption(std::make_unique<WithoutReflection>());
+  // Without reflection the builder would hold no method of its own (the
+  // health service joins at start) and refuse to build: a generic service
+  // that answers UNIMPLEMENTED, as gRPC does for unknown methods anyway.
+  auto unknown = std::make_unique<grpc::CallbackGenericService>();
+  builder.RegisterCallbackGenericService(unknown.get());
   int port = 0;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(),
                            &port);
@@ -56,13 +88,16 @@ absl::StatusOr<std::unique_ptr<HealthServer>> HealthServer::Start(
         "--metrics-listen?), or the address not this host's?"));
   }
   server->GetHealthCheckService()->SetServingStatus(kReadyService, false);
-  return std::unique_ptr<HealthServer>(
-      new HealthServer(std::move(server), absl::StrCat(*host, ":", port)));
+  return std::unique_ptr<HealthServer>(new HealthServer(
+      std::move(unknown), std::move(server), absl::StrCat(*host, ":", port)));
 }
 
-HealthServer::HealthServer(std::unique_ptr<grpc::Server> server,
-                           std::string address)
-    : address_(std::move(address)), server_(std::move(server)) {}
+HealthServer::HealthServer(
+    std::unique_ptr<grpc::CallbackGenericService> unknown,
+    std::unique_ptr<grpc::Server> server, std::string address)
+    : address_(std::move(address)),
+      unknown_(std::move(unknown)),
+      server_(std::move(server)) {}
 
 HealthServer::~HealthServer() { Shutdown(); }
 
@@ -98,8 +133,8 @@ FlagSpec HealthListenFlag(std::string* out) {
   return FlagSpec(
       "health-listen", "HOST:PORT",
       "serve gRPC health checks (grpc.health.v1; service \"\" live, "
-      "\"gradsync.ready\" ready) and reflection in plaintext on HOST:PORT, "
-      "for probes that speak no TLS (default: none)",
+      "\"gradsync.ready\" ready) in plaintext on HOST:PORT, for probes "
+      "that speak no TLS; no reflection there (default: none)",
       [out](absl::string_view value) {
         absl::StatusOr<std::string> host = HostOf(value);
         if (!host.ok()) return host.status();

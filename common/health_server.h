@@ -38,6 +38,7 @@
 #include "common/flags.h"
 
 namespace grpc {
+class CallbackGenericService;
 class Server;
 }  // namespace grpc
 
@@ -78,9 +79,14 @@ class HealthServer {
   void Shutdown();
 
  private:
-  HealthServer(std::unique_ptr<grpc::Server> server, std::string address);
+  HealthServer(std::unique_ptr<grpc::CallbackGenericService> unknown,
+               std::unique_ptr<grpc::Server> server, std::string address);
 
   const std::string address_;
+  // Answers every method but health's UNIMPLEMENTED; it also gives the
+  // server the callback method gRPC wants before it starts. Outlives
+  // server_ (declared first).
+  const std::unique_ptr<grpc::CallbackGenericService> unknown_;
   absl::Mutex mu_;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
