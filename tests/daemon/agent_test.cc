@@ -29,6 +29,7 @@ using ::gradsync::testing::FakeCoordinator;
 using ::gradsync::testing::FakeCoordinatorServer;
 using ::gradsync::testing::NewTestClient;
 using ::gradsync::testing::UnusedAddress;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -36,11 +37,14 @@ using ::testing::HasSubstr;
 // that the test can look at it after the agent destroyed the handle.
 class FakeJobState {
  public:
+  // `linger`: a cancel leaves the job running until Finish, as ranks that
+  // take a while to stop.
+  explicit FakeJobState(bool linger = false) : linger_(linger) {}
   void Cancel(const absl::Status& reason) {
     absl::MutexLock lock(&mu_);
     cancel_reason_ = reason;
     cancelled_ = true;
-    done_ = true;
+    if (!linger_) done_ = true;
   }
   bool Done() const {
     absl::MutexLock lock(&mu_);
@@ -77,6 +81,7 @@ class FakeJobState {
   }
 
  private:
+  const bool linger_;
   mutable absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
@@ -108,13 +113,17 @@ class Launcher {
       absl::MutexLock lock(&mu_);
       launches_.push_back({worker.id, a.job_id()});
       if (fail_) return absl::InternalError("launcher refuses");
-      jobs_.push_back(std::make_shared<FakeJobState>());
+      jobs_.push_back(std::make_shared<FakeJobState>(linger_));
       return std::unique_ptr<JobHandle>(new FakeJob(jobs_.back()));
     };
   }
   void set_fail(bool fail) {
     absl::MutexLock lock(&mu_);
     fail_ = fail;
+  }
+  void set_linger(bool linger) {
+    absl::MutexLock lock(&mu_);
+    linger_ = linger;
   }
   std::vector<std::pair<std::string, std::string>> launches() const {
     absl::MutexLock lock(&mu_);
@@ -129,6 +138,7 @@ class Launcher {
  private:
   mutable absl::Mutex mu_;
   bool fail_ ABSL_GUARDED_BY(mu_) = false;
+  bool linger_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::pair<std::string, std::string>> launches_
       ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<FakeJobState>> jobs_ ABSL_GUARDED_BY(mu_);
@@ -303,6 +313,54 @@ TEST_F(AgentTest, LauncherFailure_ReportsEveryRankFailed) {
     EXPECT_THAT(r.message(), HasSubstr("launcher refuses"));
   }
   EXPECT_TRUE(agent_->jobs().empty());
+}
+
+// Trust finding 2: a submit/cancel storm piled 154 jobs onto a 3-device
+// worker, whose cancelled ranks were still stopping when the coordinator
+// placed the next job, until the kernel killed it. The worker holds at
+// most twice its devices in jobs, stopping ones included; one more fails
+// at once, named, and starts no ranks. Once one ends there is room again.
+TEST_F(AgentTest, SubmitCancelStorm_JobsBeyondTheLimitFailAtOnce) {
+  StartAgent();  // 2 devices: at most 4 jobs
+  launcher_.set_linger(true);
+  // However the test ends, the lingering jobs end, so that the agent's
+  // Stop can join them.
+  struct FinishAll {
+    Launcher* launcher;
+    ~FinishAll() {
+      for (size_t i = 0; launcher->job(i) != nullptr; ++i) {
+        launcher->job(i)->Finish();
+      }
+    }
+  } finish_all{&launcher_};
+  for (int i = 0; i < 4; ++i) {
+    const std::string job = absl::StrCat("job-", i);
+    fake().Assign("w-1", MakeAssignment(job));
+    ASSERT_TRUE(fake().WaitFor([&] {
+      return launcher_.launches().size() == static_cast<size_t>(i + 1);
+    }));
+    fake().CancelJob("w-1", job, "cancelled by the user");
+    ASSERT_TRUE(fake().WaitFor([&] { return launcher_.job(i)->cancelled(); }));
+  }
+  // Four cancelled jobs still stopping: the fifth is refused.
+  fake().Assign("w-1", MakeAssignment("job-4"));
+  ASSERT_TRUE(fake().WaitFor(
+      [&] { return fake().Reports("job-4", RANK_STATE_FAILED).size() == 2; }));
+  for (const ReportRankRequest& r :
+       fake().Reports("job-4", RANK_STATE_FAILED)) {
+    EXPECT_EQ(r.operation(), "job start");
+    EXPECT_THAT(r.message(),
+                AllOf(HasSubstr("RESOURCE_EXHAUSTED"),
+                      HasSubstr("already holds 4 jobs, running or still "
+                                "stopping after a cancel (job-0, job-1, "
+                                "job-2, job-3)")));
+  }
+  EXPECT_EQ(launcher_.launches().size(), 4u);  // no rank of job-4 started
+  // One ends: the next assignment starts.
+  launcher_.job(0)->Finish();
+  fake().Assign("w-1", MakeAssignment("job-5"));
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.launches().size() == 5; }));
+  EXPECT_EQ(launcher_.launches().back().second, "job-5");
 }
 
 TEST_F(AgentTest, ReassignedJob_CancelsThePreviousGeneration) {

@@ -302,6 +302,23 @@ void Agent::Launch(const WorkerIdentity& worker, const Assignment& assignment) {
                    assignment.generation(), ": ranks [",
                    absl::StrJoin(assignment.ranks(), ", "), "] of ",
                    assignment.world_size()));
+  Reap();  // jobs that ended since the last heartbeat leave room
+  std::vector<std::string> held;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, handle] : jobs_) held.push_back(id);
+  }
+  if (held.size() >= MaxJobs()) {
+    FailStart(worker, assignment,
+              absl::ResourceExhaustedError(absl::StrCat(
+                  "worker ", worker.id, " already holds ", held.size(),
+                  " jobs, running or still stopping after a cancel (",
+                  absl::StrJoin(held, ", "), "), its limit (twice its ",
+                  config_.devices.size(),
+                  " devices unless --max-jobs says); submit again once they "
+                  "have ended")));
+    return;
+  }
   absl::StatusOr<std::unique_ptr<JobHandle>> job =
       launcher_(worker, assignment);
   if (job.ok()) {
@@ -309,8 +326,18 @@ void Agent::Launch(const WorkerIdentity& worker, const Assignment& assignment) {
     jobs_[job_id] = *std::move(job);
     return;
   }
-  Log(absl::StrCat("job ", job_id,
-                   " could not start: ", job.status().ToString()));
+  FailStart(worker, assignment, job.status());
+}
+
+size_t Agent::MaxJobs() const {
+  if (config_.max_jobs > 0) return static_cast<size_t>(config_.max_jobs);
+  return std::max<size_t>(1, 2 * config_.devices.size());
+}
+
+void Agent::FailStart(const WorkerIdentity& worker,
+                      const Assignment& assignment, const absl::Status& why) {
+  const std::string& job_id = assignment.job_id();
+  Log(absl::StrCat("job ", job_id, " could not start: ", why.ToString()));
   for (int rank : assignment.ranks()) {
     ReportRankRequest request;
     request.set_worker_id(worker.id);
@@ -319,7 +346,7 @@ void Agent::Launch(const WorkerIdentity& worker, const Assignment& assignment) {
     request.set_rank(rank);
     request.set_state(RANK_STATE_FAILED);
     request.set_operation("job start");
-    request.set_message(job.status().ToString());
+    request.set_message(why.ToString());
     // Best effort: the coordinator fails a job whose ranks never report.
     client_->ReportRank(request, {absl::Now() + config_.rpc_timeout})
         .IgnoreError();

@@ -77,6 +77,14 @@ struct AgentConfig {
   // when it succeeded (the worker is registered and in touch), false when
   // it failed (the readiness of --health-listen). May be empty.
   std::function<void(bool in_touch)> on_contact;
+  // The most jobs this worker holds at once, running or still stopping
+  // after a cancel; an assignment beyond it fails at once (RESOURCE_
+  // EXHAUSTED, naming the jobs) instead of starting more ranks. The
+  // coordinator frees a cancelled job's devices before its ranks here have
+  // ended, so a submit/cancel storm could otherwise pile up jobs until the
+  // kernel killed the worker. 0: twice the devices (each device runs one
+  // rank of one job; the rest are jobs still stopping).
+  int max_jobs = 0;
 };
 
 // Who the worker is to the coordinator: the id and the credential that
@@ -127,6 +135,11 @@ class Agent {
   // One long-poll; sets *had_news when it brought assignments/cancels.
   [[nodiscard]] absl::Status Heartbeat(bool* had_news);
   void Launch(const WorkerIdentity& worker, const Assignment& assignment);
+  // Reports every rank of `assignment` FAILED at "job start" with `why`.
+  void FailStart(const WorkerIdentity& worker, const Assignment& assignment,
+                 const absl::Status& why);
+  // config_.max_jobs, or its default.
+  size_t MaxJobs() const;
   void CancelJob(const std::string& job_id, const absl::Status& reason);
   void CancelAllJobs(const absl::Status& reason);
   // Joins and forgets finished jobs.

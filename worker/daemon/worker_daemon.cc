@@ -156,6 +156,12 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
       &config->allow_entrypoints));
   AddTlsFlags(&config->tls, &flags);
   flags.push_back(PsPlaintextFlag(&config->ps_plaintext));
+  flags.push_back(IntFlag(
+      "max-jobs",
+      "the most jobs this worker holds at once, running or still stopping "
+      "after a cancel; an assignment beyond it fails at once (0, the "
+      "default: twice the devices)",
+      0, &config->max_jobs));
   flags.push_back(PsTransportFlag(
       "how PS steps move tensors unless the job says (its ps.transport): "
       "plane (the default: the servers' tensor planes, plain TCP after an "
@@ -374,6 +380,7 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   agent_config.address = address;
   agent_config.devices = *devices;
   agent_config.pid = static_cast<int>(getpid());
+  agent_config.max_jobs = config.max_jobs;
   if (!config.join_token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(config.join_token_file);
     if (!token.ok()) {

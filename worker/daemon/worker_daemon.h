@@ -68,6 +68,8 @@ struct WorkerDaemonConfig {
   // does not say (server/ps/ps_transport.h): "plane" (the default) or
   // "grpc".
   std::string ps_transport = kDefaultPsTransport;
+  // --max-jobs: AgentConfig::max_jobs (0: twice the devices).
+  int max_jobs = 0;
   // --metrics-listen: where to serve Prometheus metrics
   // (worker_metrics.h); empty: nowhere.
   std::string metrics_listen;
