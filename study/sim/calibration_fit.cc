@@ -311,8 +311,9 @@ absl::StatusOr<CalibrationFit> FitCalibration(
       held["incastEfficiency"] = why;
     }
   } else {
+    // Fitting incast with no PS cell: the base fit ran with it off.
     const std::string why = options.fit_incast
-                                ? "no PS cell: kept at the start value"
+                                ? "off: no PS cell to show it"
                                 : "held at the start value (not fitted)";
     held["incastThresholdFlows"] = why;
     held["incastEfficiency"] = why;

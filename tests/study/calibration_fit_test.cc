@@ -264,6 +264,9 @@ TEST(CalibrationFitTest, RingCellsOnly_HoldThePsParameters) {
   EXPECT_EQ(fit->calibration.partition_overhead_s, 0);
   EXPECT_THAT(Param(*fit, "partitionOverheadS").note, HasSubstr("no PS cell"));
   EXPECT_THAT(Param(*fit, "linkEfficiency").note, HasSubstr("held"));
+  EXPECT_EQ(fit->calibration.incast_threshold_flows, 0);
+  EXPECT_THAT(Param(*fit, "incastEfficiency").note,
+              HasSubstr("off: no PS cell"));
 }
 
 TEST(CalibrationFitTest, BadInput_IsRefused) {
