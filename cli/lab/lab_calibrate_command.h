@@ -18,6 +18,8 @@
 // Exit statuses: 0 done; 1 a file that cannot be read or written, or no
 // cell to fit or validate; 2 bad flags or a file that is not a sweep or a
 // calibration.
+// Threading: runs on the calling thread; reads and writes only the files
+// it is given.
 #ifndef GRADSYNC_CLI_LAB_LAB_CALIBRATE_COMMAND_H_
 #define GRADSYNC_CLI_LAB_LAB_CALIBRATE_COMMAND_H_
 
