@@ -46,8 +46,8 @@ constexpr Command kCommands[] = {
     {"lab",
      "an emulated multi-host cluster for the PS-vs-ring study (up, sweep, "
      "down)",
-     &lab::RunLab, "up down status probe set-link sweep report", nullptr,
-     "sweep report"},
+     &lab::RunLab, "up down status probe set-link sweep report calibrate",
+     nullptr, "sweep report calibrate"},
     {"workers", "list the registered workers and their devices",
      &control::RunWorkers, "", nullptr},
     {"submit", "submit a training job (flags or --file job.json; -f follows)",

@@ -14,6 +14,7 @@
 #include "cli/control/local_cluster.h"
 #include "cli/control/local_command.h"
 #include "cli/control/output_format.h"
+#include "cli/lab/lab_calibrate_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_sweep_command.h"
@@ -33,7 +34,8 @@ constexpr char kUsage[] =
     "                       [--link RATE] [--latency D] [flags]\n"
     "       gradsync lab down | status | probe [flags]\n"
     "       gradsync lab set-link --link RATE [--latency D]\n"
-    "       gradsync lab sweep [flags]   (gradsync lab sweep --help)\n\n"
+    "       gradsync lab sweep [flags]   (gradsync lab sweep --help)\n"
+    "       gradsync lab calibrate --sweep DIR/sweep.json [flags]\n\n"
     "The bottleneck lab: emulated hosts (network namespaces on one bridge,\n"
     "every link shaped with tc) running the real daemons, so that the PS-\n"
     "vs-ring study is bound by links, not by this machine's CPUs. Needs\n"
@@ -474,8 +476,10 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
 }  // namespace
 
 int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
-  if (!args.empty() && (args.front() == "sweep" || args.front() == "report")) {
+  if (!args.empty() && (args.front() == "sweep" || args.front() == "report" ||
+                        args.front() == "calibrate")) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (args.front() == "calibrate") return RunLabCalibrate(rest, env);
     return args.front() == "sweep" ? RunLabSweep(rest, env)
                                    : RunLabReport(rest, env);
   }
@@ -512,8 +516,8 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   return control::ReportUsageError(
       env, "lab", args,
       absl::InvalidArgumentError(
-          "say up, down, status, probe, set-link or sweep (gradsync lab "
-          "--help)"));
+          "say up, down, status, probe, set-link, sweep, report or "
+          "calibrate (gradsync lab --help)"));
 }
 
 int LabMain(const std::vector<std::string>& args) {

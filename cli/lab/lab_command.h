@@ -1,5 +1,7 @@
-// `gradsync lab up|down|status|probe|set-link|sweep`: the bottleneck lab,
-// an emulated multi-host cluster on this machine (docs/lab.md).
+// `gradsync lab up|down|status|probe|set-link|sweep|report|calibrate`: the
+// bottleneck lab, an emulated multi-host cluster on this machine
+// (docs/lab.md); calibrate fits the step simulator to its sweeps
+// (lab_calibrate_command.h).
 //
 //   sudo gradsync lab up --hosts 4 --ps-hosts 4 --link 1gbit
 //   export GRADSYNC_COORDINATOR=10.77.0.1:29400   (printed by up)

@@ -141,6 +141,24 @@ std::vector<double> CpuStarts(const std::vector<MeasuredCell>& cells,
   return starts;
 }
 
+// The most flows one NIC receives at once in `c`'s synchronisation:
+// separate servers receive every worker's push (N) and a worker node every
+// server's pull to each of its G workers (K G); a colocated server's node
+// both the pushes from the other nodes' workers (N - G) and its own
+// workers' pulls from the other servers (G (K - 1)). The ring sends one
+// message per node at a time.
+int FlowsIn(const MeasuredCell& c) {
+  const int g = std::max(1, c.gpus_per_node);
+  switch (c.layout) {
+    case SimLayout::kPsSeparate:
+      return std::max(c.workers, c.servers * g);
+    case SimLayout::kPsColocated:
+      return std::max(c.workers - g + g * (c.servers - 1), c.servers * g);
+    default:
+      return 1;
+  }
+}
+
 std::string Percent(double share) {
   return absl::StrFormat("%.1f%%", 100 * share);
 }
@@ -256,9 +274,7 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   if (options.fit_incast && HasPs(cells, std::nullopt)) {
     int most_flows = 1;
     for (const MeasuredCell& c : cells) {
-      if (!IsPsLayout(c.layout)) continue;
-      most_flows =
-          std::max({most_flows, c.workers, c.servers * c.gpus_per_node});
+      most_flows = std::max(most_flows, FlowsIn(c));
     }
     std::optional<Run> incast;
     for (int t = 1; t < most_flows; ++t) {
@@ -295,8 +311,9 @@ absl::StatusOr<CalibrationFit> FitCalibration(
       held["incastEfficiency"] = why;
     }
   } else {
+    // Fitting incast with no PS cell: the base fit ran with it off.
     const std::string why = options.fit_incast
-                                ? "no PS cell: kept at the start value"
+                                ? "off: no PS cell to show it"
                                 : "held at the start value (not fitted)";
     held["incastThresholdFlows"] = why;
     held["incastEfficiency"] = why;

@@ -27,7 +27,9 @@
 //                       the best;
 //   incast              when fit_incast and a PS cell has more than one
 //                       flow into a NIC: for each threshold T from 1 to
-//                       the most flows into one NIC less one, the fit
+//                       the most flows into one NIC less one (a colocated
+//                       server's node receives N - 1 pushes and K - 1
+//                       pulls at once), the fit
 //                       again with incastEfficiency free; the best T is
 //                       kept only if it lowers the cost by at least
 //                       incast_min_gain of the fit without incast (an

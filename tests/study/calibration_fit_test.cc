@@ -197,6 +197,13 @@ TEST(CalibrationFitTest, Incast_FoundWhenTheCellsHaveIt) {
   ASSERT_THAT(fit, IsOk());
   EXPECT_EQ(fit->calibration.incast_threshold_flows, 2);
   EXPECT_NEAR(fit->calibration.incast_efficiency, 0.7, 1e-6);
+  // Above 4 flows: with N <= 4 only a colocated server's node gets there
+  // (3 pushes in from the other nodes and 3 pulls to its own worker).
+  truth.incast_threshold_flows = 4;
+  fit = FitCalibration(Cells(truth), {});
+  ASSERT_THAT(fit, IsOk());
+  EXPECT_EQ(fit->calibration.incast_threshold_flows, 4);
+  EXPECT_NEAR(fit->calibration.incast_efficiency, 0.7, 1e-6);
   EXPECT_NEAR(fit->calibration.alpha_s, truth.alpha_s, 1e-6 * truth.alpha_s);
   EXPECT_TRUE(Param(*fit, "incastThresholdFlows").fitted);
   EXPECT_TRUE(Param(*fit, "incastEfficiency").fitted);
@@ -257,6 +264,9 @@ TEST(CalibrationFitTest, RingCellsOnly_HoldThePsParameters) {
   EXPECT_EQ(fit->calibration.partition_overhead_s, 0);
   EXPECT_THAT(Param(*fit, "partitionOverheadS").note, HasSubstr("no PS cell"));
   EXPECT_THAT(Param(*fit, "linkEfficiency").note, HasSubstr("held"));
+  EXPECT_EQ(fit->calibration.incast_threshold_flows, 0);
+  EXPECT_THAT(Param(*fit, "incastEfficiency").note,
+              HasSubstr("off: no PS cell"));
 }
 
 TEST(CalibrationFitTest, BadInput_IsRefused) {
