@@ -48,20 +48,28 @@ absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> TensorPlaneChannel::Connect(
   return channel;
 }
 
-absl::StatusOr<std::string> TensorPlaneChannel::ReadHandshakeReply(
-    absl::Time deadline) {
+absl::Status TensorPlaneChannel::ReadHead(absl::Time deadline,
+                                          tensor_plane::ReplyHead* head,
+                                          std::string* header) {
   char raw[tensor_plane::kReplyHeadBytes];
   absl::Status s = socket_.RecvAll(raw, sizeof(raw), deadline, &shut_down_);
   if (!s.ok()) return Named(s);
-  absl::StatusOr<tensor_plane::ReplyHead> head =
+  absl::StatusOr<tensor_plane::ReplyHead> decoded =
       tensor_plane::DecodeReplyHead(raw);
-  if (!head.ok()) return Named(head.status());
-  std::string bytes(head->header_bytes, '\0');
-  s = socket_.RecvAll(bytes.data(), bytes.size(), deadline, &shut_down_);
-  if (!s.ok()) return Named(s);
-  if (head->code != 0) {
-    return Named(
-        absl::Status(static_cast<absl::StatusCode>(head->code), bytes));
+  if (!decoded.ok()) return Named(decoded.status());
+  *head = *decoded;
+  header->assign(head->header_bytes, '\0');
+  s = socket_.RecvAll(header->data(), header->size(), deadline, &shut_down_);
+  return s.ok() ? s : Named(s);
+}
+
+absl::StatusOr<std::string> TensorPlaneChannel::ReadHandshakeReply(
+    absl::Time deadline) {
+  tensor_plane::ReplyHead head;
+  std::string bytes;
+  RETURN_IF_ERROR(ReadHead(deadline, &head, &bytes));
+  if (head.code != 0) {
+    return Named(absl::Status(static_cast<absl::StatusCode>(head.code), bytes));
   }
   return bytes;
 }
@@ -147,30 +155,25 @@ absl::Status TensorPlaneChannel::SendTrailer(absl::Span<const double> scalars,
 absl::Status TensorPlaneChannel::ReadReply(ps::PullHeader* header,
                                            absl::Span<float> params,
                                            absl::Time deadline) {
-  char raw[tensor_plane::kReplyHeadBytes];
-  absl::Status s = socket_.RecvAll(raw, sizeof(raw), deadline, &shut_down_);
-  if (!s.ok()) return Named(s);
-  absl::StatusOr<tensor_plane::ReplyHead> head =
-      tensor_plane::DecodeReplyHead(raw);
-  if (!head.ok()) return Named(head.status());
-  std::string bytes(head->header_bytes, '\0');
-  s = socket_.RecvAll(bytes.data(), bytes.size(), deadline, &shut_down_);
-  if (!s.ok()) return Named(s);
-  if (head->code != 0) {
+  tensor_plane::ReplyHead head;
+  std::string bytes;
+  RETURN_IF_ERROR(ReadHead(deadline, &head, &bytes));
+  if (head.code != 0) {
     // The server's own error, which names the rank, step and shard.
-    return absl::Status(static_cast<absl::StatusCode>(head->code), bytes);
+    return absl::Status(static_cast<absl::StatusCode>(head.code), bytes);
   }
   if (!header->ParseFromString(bytes)) {
     return Named(
         absl::InvalidArgumentError("a reply whose PullHeader does not parse"));
   }
-  if (head->param_bytes != params.size() * sizeof(float)) {
+  if (head.param_bytes != params.size() * sizeof(float)) {
     return Named(absl::InvalidArgumentError(absl::StrCat(
-        "a reply of ", head->param_bytes, " parameter bytes for a shard of ",
+        "a reply of ", head.param_bytes, " parameter bytes for a shard of ",
         params.size() * sizeof(float),
         "; the server's shard does not match the job's layout")));
   }
-  s = socket_.RecvAll(params.data(), head->param_bytes, deadline, &shut_down_);
+  const absl::Status s =
+      socket_.RecvAll(params.data(), head.param_bytes, deadline, &shut_down_);
   return s.ok() ? s : Named(s);
 }
 

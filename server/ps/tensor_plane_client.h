@@ -27,6 +27,7 @@
 #include "absl/types/span.h"
 #include "collectives/tcp/socket.h"
 #include "proto/ps.pb.h"
+#include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
 
@@ -88,6 +89,11 @@ class TensorPlaneChannel {
   // The client's half of the handshake.
   [[nodiscard]] absl::Status Handshake(const PlaneIdentity& identity,
                                        absl::Time deadline);
+  // The next reply head and its header (a PullHeader, a challenge or the
+  // server's error message), as sent.
+  [[nodiscard]] absl::Status ReadHead(absl::Time deadline,
+                                      tensor_plane::ReplyHead* head,
+                                      std::string* header);
   // A reply head and its header (the server's error as a status).
   [[nodiscard]] absl::StatusOr<std::string> ReadHandshakeReply(
       absl::Time deadline);

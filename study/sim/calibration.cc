@@ -17,13 +17,7 @@ namespace gradsync {
 namespace sim {
 namespace {
 
-// One numeric member of the file and the field it fills.
-struct NumberField {
-  const char* name;
-  double SimCalibration::*field;
-};
-
-constexpr NumberField kNumberFields[] = {
+constexpr CalibrationNumber kNumberFields[] = {
     {"alphaS", &SimCalibration::alpha_s},
     {"intraAlphaS", &SimCalibration::intra_alpha_s},
     {"linkEfficiency", &SimCalibration::link_efficiency},
@@ -60,7 +54,7 @@ constexpr StringField kStringFields[] = {
 
 std::vector<std::string> KnownNames() {
   std::vector<std::string> names;
-  for (const NumberField& f : kNumberFields) names.push_back(f.name);
+  for (const CalibrationNumber& f : kNumberFields) names.push_back(f.name);
   for (const StringField& f : kStringFields) names.push_back(f.name);
   return names;
 }
@@ -89,7 +83,7 @@ absl::StatusOr<SimCalibration> ParseCalibration(absl::string_view json) {
   SimCalibration c;
   for (const auto& [name, value] : doc.members()) {
     bool known = false;
-    for (const NumberField& f : kNumberFields) {
+    for (const CalibrationNumber& f : kNumberFields) {
       if (name != f.name) continue;
       if (!value.is_number()) {
         return absl::InvalidArgumentError(
@@ -138,7 +132,7 @@ absl::StatusOr<SimCalibration> LoadCalibration(const std::string& path) {
 std::string CalibrationToJson(const SimCalibration& c) {
   std::string out = "{";
   const char* separator = "";
-  for (const NumberField& f : kNumberFields) {
+  for (const CalibrationNumber& f : kNumberFields) {
     absl::StrAppend(&out, separator, JsonQuote(f.name), ":",
                     JsonNumber(c.*f.field));
     separator = ",";
@@ -148,6 +142,10 @@ std::string CalibrationToJson(const SimCalibration& c) {
                     JsonQuote(c.*f.field));
   }
   return out + "}";
+}
+
+absl::Span<const CalibrationNumber> CalibrationNumbers() {
+  return kNumberFields;
 }
 
 }  // namespace sim

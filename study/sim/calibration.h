@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace gradsync {
 namespace sim {
@@ -86,6 +87,17 @@ struct SimCalibration {
 
 // `c` in the file's format, one line, every member written.
 std::string CalibrationToJson(const SimCalibration& c);
+
+// One numeric member of SimCalibration and its name in the file
+// ("alphaS", ...).
+struct CalibrationNumber {
+  const char* name;
+  double SimCalibration::*field;
+};
+
+// Every numeric member, in the file's order: what loading, saving and the
+// fit's report walk over.
+absl::Span<const CalibrationNumber> CalibrationNumbers();
 
 }  // namespace sim
 }  // namespace gradsync

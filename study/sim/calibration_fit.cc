@@ -167,18 +167,8 @@ std::string Percent(double share) {
 std::vector<FittedParameter> Describe(
     const SimCalibration& c, const Run& run,
     const std::map<std::string, std::string>& held) {
-  const std::pair<const char*, double SimCalibration::*> members[] = {
-      {"alphaS", &SimCalibration::alpha_s},
-      {"intraAlphaS", &SimCalibration::intra_alpha_s},
-      {"linkEfficiency", &SimCalibration::link_efficiency},
-      {"partitionOverheadS", &SimCalibration::partition_overhead_s},
-      {"planeCpuSPerByte", &SimCalibration::plane_cpu_s_per_byte},
-      {"grpcCpuSPerByte", &SimCalibration::grpc_cpu_s_per_byte},
-      {"incastThresholdFlows", &SimCalibration::incast_threshold_flows},
-      {"incastEfficiency", &SimCalibration::incast_efficiency},
-  };
   std::vector<FittedParameter> out;
-  for (const auto& [name, field] : members) {
+  for (const auto& [name, field] : CalibrationNumbers()) {
     FittedParameter p{name, c.*field, false, ""};
     for (size_t i = 0; i < run.knobs.size(); ++i) {
       if (run.knobs[i]->name != std::string(name)) continue;
