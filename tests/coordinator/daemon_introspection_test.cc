@@ -73,22 +73,34 @@ std::string HealthOf(const std::string& address) {
   return Bytes(response);
 }
 
+using ReflectionStream =
+    grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+// A reflection stream to `channel` under `context`; sends `request` (a raw
+// ServerReflectionRequest) and closes the writing side.
+std::unique_ptr<ReflectionStream> Reflect(grpc::Channel* channel,
+                                          grpc::ClientContext* context,
+                                          const std::string& request) {
+  std::unique_ptr<ReflectionStream> stream(
+      grpc::internal::
+          ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+              channel,
+              grpc::internal::RpcMethod(
+                  kReflection, grpc::internal::RpcMethod::BIDI_STREAMING),
+              context));
+  (void)stream->Write(Buffer(request));
+  stream->WritesDone();
+  return stream;
+}
+
 // The raw ServerReflectionResponse to list_services.
 std::string ServicesOf(const std::string& address) {
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   std::unique_ptr<grpc::ClientContext> context = Context();
-  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
-      stream(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer,
-                                                       grpc::ByteBuffer>::
-                 Create(channel.get(),
-                        grpc::internal::RpcMethod(
-                            kReflection,
-                            grpc::internal::RpcMethod::BIDI_STREAMING),
-                        context.get()));
   // ServerReflectionRequest{list_services: ""}: field 7, length 0.
-  EXPECT_TRUE(stream->Write(Buffer(std::string("\x3a\x00", 2))));
-  stream->WritesDone();
+  std::unique_ptr<ReflectionStream> stream =
+      Reflect(channel.get(), context.get(), std::string("\x3a\x00", 2));
   grpc::ByteBuffer response;
   std::string out;
   while (stream->Read(&response)) out += Bytes(response);
@@ -104,19 +116,11 @@ absl::StatusCode ReflectionCodeOf(const std::string& address,
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   std::unique_ptr<grpc::ClientContext> context = Context();
-  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
-      stream(grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer,
-                                                       grpc::ByteBuffer>::
-                 Create(channel.get(),
-                        grpc::internal::RpcMethod(
-                            kReflection,
-                            grpc::internal::RpcMethod::BIDI_STREAMING),
-                        context.get()));
   std::string request("\x22", 1);
   request += static_cast<char>(symbol.size());
   request += symbol;
-  (void)stream->Write(Buffer(request));
-  stream->WritesDone();
+  std::unique_ptr<ReflectionStream> stream =
+      Reflect(channel.get(), context.get(), request);
   grpc::ByteBuffer response;
   while (stream->Read(&response)) {
   }
