@@ -12,7 +12,8 @@
 # below (in practice common/). A file may include its own layer and the layers
 # to its left, never one to its right; the three server rooms share a floor.
 # The generated protos (proto/) count as the server floor: the wire starts
-# there. collectives/ also stays free of gRPC (it sees the rendezvous only
+# there. jobspec/, what a spec means, shares it, so that the coordinator,
+# the workers and the CLI read a spec one way. collectives/ also stays free of gRPC (it sees the rendezvous only
 # through Store), so it includes no <grpc...> header.
 #
 # Usage: scripts/check_layering.sh [ROOT]
@@ -22,7 +23,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-files=$(for dir in common collectives study server worker cli python tests; do
+files=$(for dir in common collectives study jobspec server worker cli python tests; do
   [ -d "$dir" ] && find "$dir" -type f \( -name '*.h' -o -name '*.cc' \
     -o -name '*.cu' -o -name '*.cuh' \)
 done | sort)
@@ -41,7 +42,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (path ~ /^common\//) return 0
     if (path ~ /^collectives\//) return 1
     if (path ~ /^study\//) return 2
-    if (path ~ /^(proto|server\/store|server\/coordinator|server\/ps)\//)
+    if (path ~ /^(proto|jobspec|server\/store|server\/coordinator|server\/ps)\//)
       return 3
     if (path ~ /^worker\//) return 4
     if (path ~ /^(cli|python)\//) return 5

@@ -14,6 +14,7 @@
 #include "common/path_roots.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
+#include "jobspec/job_memory.h"
 #include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/job_spec.h"
 
@@ -238,6 +239,21 @@ absl::Status CoordinatorService::CheckUser(absl::string_view presented) const {
       "RUN_DIR/user-token)"));
 }
 
+absl::Status CoordinatorService::CheckJobMemoryLocked(const JobSpec& spec) {
+  const RankMemoryEstimate rank = EstimateRankMemory(spec);
+  const DeviceInventory devices = state_.workers.Inventory();
+  const int room = devices.Capacity(spec.device(), rank.total());
+  if (room >= spec.num_workers()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the job needs about ", rank.Describe(),
+      ", and the live workers' "
+      "--max-job-memory holds only ",
+      room, " of its ", spec.num_workers(), " ranks (",
+      devices.DescribeMemory(),
+      "); shrink the model or the batch, lower numWorkers, or start workers "
+      "with more memory (nothing was submitted)"));
+}
+
 absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
     const SubmitJobRequest& request) {
   ASSIGN_OR_RETURN(JobSpec spec, ValidateJobSpec(request.spec()));
@@ -265,6 +281,7 @@ absl::StatusOr<SubmitJobResponse> CoordinatorService::SubmitJob(
         state_.workers.DescribeDevices(spec.device()),
         "); start more workers (one rank per device) or lower numWorkers"));
   }
+  RETURN_IF_ERROR(CheckJobMemoryLocked(spec));
   if (JobNeedsPs(spec) && state_.servers.Live().empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the job synchronises through parameter-server shards (",

@@ -177,8 +177,9 @@ class CoordinatorService {
   // schedules it (FIFO) if enough devices are free (and, for a job that
   // needs PS shards, a parameter server is live).
   // INVALID_ARGUMENT: bad spec. RESOURCE_EXHAUSTED: more ranks than devices
-  // of the spec's kind on live workers. FAILED_PRECONDITION: the job needs
-  // PS shards and no parameter server is live. Errors add no job.
+  // of the spec's kind on live workers, or than their --max-job-memory
+  // holds by the spec's estimate (jobspec/job_memory.h). FAILED_PRECONDITION:
+  // the job needs PS shards and no parameter server is live. Errors add no job.
   [[nodiscard]] absl::StatusOr<SubmitJobResponse> SubmitJob(
       const SubmitJobRequest& request);
 
@@ -306,6 +307,11 @@ class CoordinatorService {
 
  private:
   CoordinatorService(CoordinatorConfig config, const SavedMeta& saved);
+
+  // OK when the live workers' job memory holds the spec's ranks by its
+  // estimate; RESOURCE_EXHAUSTED with the estimate and the limits.
+  [[nodiscard]] absl::Status CheckJobMemoryLocked(const JobSpec& spec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
   // AdmitDaemon, with a refusal written to the event log.
   [[nodiscard]] absl::Status Admit(absl::string_view what,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -93,6 +94,7 @@ absl::StatusOr<HeartbeatResponse> DaemonLeases::Heartbeat(
   RETURN_IF_ERROR(CheckCredential(*worker, request.credential()));
   if (worker->lost) return lost_error();
   WorkerRegistry::Renew(*worker, state_.Now());
+  FreeEndedLocked(*worker, request);
 
   const absl::Duration wait =
       std::clamp(absl::Milliseconds(request.wait_ms()), absl::ZeroDuration(),
@@ -122,6 +124,23 @@ absl::StatusOr<HeartbeatResponse> DaemonLeases::Heartbeat(
     *response.add_switches() = std::move(notice);
   }
   return response;
+}
+
+void DaemonLeases::FreeEndedLocked(WorkerRecord& worker,
+                                   const HeartbeatRequest& request) {
+  const absl::flat_hash_set<std::string> held(request.held_job_ids().begin(),
+                                              request.held_job_ids().end());
+  const std::vector<std::string> freed =
+      WorkerRegistry::FreeEnded(worker, held, [&](absl::string_view job_id) {
+        const Job* job = state_.jobs.Find(job_id);
+        return job == nullptr || IsFinal(job->state());
+      });
+  if (freed.empty()) return;
+  state_.LogLocked(absl::StrCat("worker ", worker.id, ": the ranks of ",
+                                freed.size() == 1 ? "job " : "jobs ",
+                                absl::StrJoin(freed, ", "),
+                                " have ended; their devices are free"));
+  lifecycle_.ScheduleLocked();
 }
 
 absl::StatusOr<RegisterParameterServerResponse>

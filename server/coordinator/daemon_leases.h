@@ -50,6 +50,11 @@ class DaemonLeases {
   int RenewAllLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
  private:
+  // Frees `worker`'s devices held by ended jobs that its heartbeat no
+  // longer lists, and places waiting jobs on them.
+  void FreeEndedLocked(WorkerRecord& worker, const HeartbeatRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
 };

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/units.h"
 
 namespace gradsync {
 
@@ -45,17 +47,61 @@ std::string DeviceInventory::Describe(absl::string_view kind) const {
   return absl::StrJoin(parts, ", ");
 }
 
+int64_t DeviceInventory::Worker::RankRoom(int64_t rank_bytes,
+                                          bool all_free) const {
+  if (job_memory_bytes <= 0 || rank_bytes <= 0) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  const int64_t left = job_memory_bytes - (all_free ? 0 : memory_in_use);
+  return std::max<int64_t>(left, 0) / rank_bytes;
+}
+
+int DeviceInventory::Capacity(absl::string_view kind,
+                              int64_t rank_bytes) const {
+  int64_t capacity = 0;
+  for (const Worker& worker : workers_) {
+    int64_t devices = 0;
+    for (const Device& device : worker.devices) {
+      if (device.kind() == kind) ++devices;
+    }
+    capacity += std::min(devices, worker.RankRoom(rank_bytes, true));
+  }
+  return static_cast<int>(capacity);
+}
+
+std::string DeviceInventory::DescribeMemory() const {
+  std::vector<std::string> parts;
+  for (const Worker& worker : workers_) {
+    std::string limit =
+        worker.job_memory_bytes > 0
+            ? FormatBytes(static_cast<double>(worker.job_memory_bytes))
+            : std::string("no limit");
+    if (worker.memory_in_use > 0) {
+      limit =
+          absl::StrCat(FormatBytes(static_cast<double>(worker.memory_in_use)),
+                       " of ", limit, " in use");
+    }
+    parts.push_back(
+        absl::StrCat(worker.id, " on host ", worker.host, ": ", limit));
+  }
+  if (parts.empty()) return "no live workers";
+  return absl::StrJoin(parts, ", ");
+}
+
 std::optional<std::vector<DeviceSlot>> DeviceInventory::Take(
-    absl::string_view kind, int count) {
+    absl::string_view kind, int count, int64_t rank_bytes) {
   struct Candidate {
     Worker* worker;
     size_t device;
   };
   std::vector<Candidate> candidates;
   for (Worker& worker : workers_) {
-    for (size_t i = 0; i < worker.devices.size(); ++i) {
+    const int64_t room = worker.RankRoom(rank_bytes, false);
+    int64_t offered = 0;
+    for (size_t i = 0; i < worker.devices.size() && offered < room; ++i) {
       if (worker.devices[i].kind() == kind && worker.free[i]) {
         candidates.push_back({&worker, i});
+        ++offered;
       }
     }
   }
@@ -75,6 +121,7 @@ std::optional<std::vector<DeviceSlot>> DeviceInventory::Take(
   for (int rank = 0; rank < count; ++rank) {
     const Candidate& c = candidates[rank];
     c.worker->free[c.device] = false;
+    c.worker->memory_in_use += rank_bytes;
     slots.push_back(
         {c.worker->id, c.worker->host, c.worker->devices[c.device]});
   }

@@ -37,6 +37,15 @@ class DeviceInventory {
     int64_t number = 0;  // registration order
     std::vector<Device> devices;
     std::vector<bool> free;  // one per device
+    // The memory the jobs' ranks here may need together (the daemon's
+    // --max-job-memory); 0: no limit. memory_in_use: the estimates of the
+    // ranks holding devices here now.
+    int64_t job_memory_bytes = 0;
+    int64_t memory_in_use = 0;
+
+    // How many more ranks of `rank_bytes` each fit in job_memory_bytes:
+    // beside the ranks here now, or (`all_free`) with every device free.
+    int64_t RankRoom(int64_t rank_bytes, bool all_free) const;
   };
 
   DeviceInventory() = default;
@@ -51,10 +60,20 @@ class DeviceInventory {
   // messages; "no live workers" when none.
   std::string Describe(absl::string_view kind) const;
 
+  // How many ranks of `rank_bytes` each (jobspec/job_memory.h) the
+  // workers could hold with every device free: per worker, its devices of
+  // `kind`, or fewer where its job memory runs out first.
+  int Capacity(absl::string_view kind, int64_t rank_bytes) const;
+  // "w-1 on host a: 2.00 GiB, w-2 on host b: 48.0 MiB of 64.0 MiB in
+  // use", each worker's job memory, for messages.
+  std::string DescribeMemory() const;
+
   // Takes `count` free devices of `kind` in placement order: slot i is
-  // where rank i runs. nullopt (and nothing taken) when fewer are free.
-  std::optional<std::vector<DeviceSlot>> Take(absl::string_view kind,
-                                              int count);
+  // where rank i runs. A worker gets no more ranks of `rank_bytes` each
+  // than its job memory holds beside its ranks now (0: no estimate).
+  // nullopt (and nothing taken) when fewer are free.
+  std::optional<std::vector<DeviceSlot>> Take(absl::string_view kind, int count,
+                                              int64_t rank_bytes = 0);
 
  private:
   std::vector<Worker> workers_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
+#include "jobspec/job_memory.h"
 #include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
 
@@ -35,8 +36,11 @@ absl::string_view ModeWord(SyncMode mode) {
 
 void JobLifecycle::ScheduleLocked() {
   const SchedulePlan plan = PlanSchedule(
-      state_.jobs, state_.workers.Inventory(), !state_.servers.Live().empty(),
-      state_.Now(), state_.config.lease);
+      state_.jobs, state_.workers.Inventory([&](absl::string_view job_id) {
+        const Job* job = state_.jobs.Find(job_id);
+        return job == nullptr ? 0 : EstimateRankMemory(job->spec()).total();
+      }),
+      !state_.servers.Live().empty(), state_.Now(), state_.config.lease);
   for (const std::string& id : plan.stale) state_.jobs.RemovePending(id);
   bool plan_again = false;
   for (const JobPlacement& placement : plan.placements) {
@@ -59,6 +63,8 @@ void JobLifecycle::ScheduleLocked() {
       if (absl::Status status = PlaceShardsLocked(*job); !status.ok()) {
         state_.LogLocked(absl::StrCat("job ", id, ": ", status.message()));
         EndLocked(*job, JOB_STATE_FAILED, std::string(status.message()));
+        // No worker was told of it, so no rank of it runs anywhere.
+        state_.workers.Release(id);
         plan_again = true;
         continue;
       }
@@ -124,36 +130,38 @@ JobStatus JobLifecycle::EndLocked(Job& job, JobState state,
     state_.LogLocked(status.message());
     return job.Status();
   }
-  state_.workers.Release(id);
+  // Its devices stay held until each worker's heartbeat says the job's
+  // ranks are gone (DaemonLeases::Heartbeat, WorkerRegistry::FreeEnded):
+  // a cancelled job's ranks may still be stopping, and giving their devices
+  // to the next job at once let a submit/cancel storm pile up jobs on a
+  // worker until it ran out of memory. A worker that never got the
+  // assignment frees them below; a lost worker already has.
   state_.store.EraseWithPrefix(absl::StrCat("job/", id, "/"));
   state_.saver.ErasePrefix(absl::StrCat("job/", id, "/"));
   job.ClearBarriers();
+  const std::string reason = absl::StrCat(
+      "job ", id, " ",
+      state == JOB_STATE_CANCELLED ? "was cancelled" : "failed", ": ", message);
   for (const std::string& worker_id : job.WorkerIds()) {
     WorkerRecord* worker = state_.workers.Find(worker_id);
-    if (worker == nullptr) continue;
+    if (worker == nullptr || worker->lost) continue;
     std::vector<SwitchNotice>& notices = worker->mailbox.switches;
     notices.erase(
         std::remove_if(notices.begin(), notices.end(),
                        [&](const SwitchNotice& n) { return n.job_id() == id; }),
         notices.end());
-  }
-  if (state != JOB_STATE_SUCCEEDED) {
-    const std::string reason =
-        absl::StrCat("job ", id, " ",
-                     state == JOB_STATE_CANCELLED ? "was cancelled" : "failed",
-                     ": ", message);
-    for (const std::string& worker_id : job.WorkerIds()) {
-      WorkerRecord* worker = state_.workers.Find(worker_id);
-      if (worker == nullptr || worker->lost) continue;
-      // An assignment not collected yet is simply withdrawn.
-      std::vector<Assignment>& assignments = worker->mailbox.assignments;
-      const auto undelivered =
-          std::remove_if(assignments.begin(), assignments.end(),
-                         [&](const Assignment& a) { return a.job_id() == id; });
-      if (undelivered != assignments.end()) {
-        assignments.erase(undelivered, assignments.end());
-        continue;
-      }
+    // An assignment not collected yet is simply withdrawn: no rank of the
+    // job ever ran there, so its devices are free at once.
+    std::vector<Assignment>& assignments = worker->mailbox.assignments;
+    const auto undelivered =
+        std::remove_if(assignments.begin(), assignments.end(),
+                       [&](const Assignment& a) { return a.job_id() == id; });
+    if (undelivered != assignments.end()) {
+      assignments.erase(undelivered, assignments.end());
+      WorkerRegistry::ReleaseOn(*worker, id);
+      continue;
+    }
+    if (state != JOB_STATE_SUCCEEDED) {
       worker->mailbox.cancel_job_ids.push_back(id);
       worker->mailbox.cancel_reasons.push_back(reason);
     }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "jobspec/job_memory.h"
 #include "server/coordinator/job_spec.h"
 #include "server/coordinator/ps_placement.h"
 
@@ -40,8 +41,20 @@ SchedulePlan PlanSchedule(const JobTable& jobs, DeviceInventory devices,
       return plan;
     }
     const JobSpec& spec = job->spec();
+    const RankMemoryEstimate rank = EstimateRankMemory(spec);
     std::optional<std::vector<DeviceSlot>> slots =
-        devices.Take(spec.device(), spec.num_workers());
+        devices.Take(spec.device(), spec.num_workers(), rank.total());
+    if (!slots.has_value() &&
+        devices.Free(spec.device()) >= spec.num_workers()) {
+      plan.waiting_job = id;
+      plan.waiting_message = absl::StrCat(
+          "waiting for memory: the devices are free, but its ranks need about ",
+          rank.Describe(),
+          ", more than the workers' --max-job-memory has "
+          "left beside the jobs there (",
+          devices.DescribeMemory(), "); it starts when earlier jobs end");
+      return plan;
+    }
     if (!slots.has_value()) {
       const int total = devices.Total(spec.device());
       plan.waiting_job = id;

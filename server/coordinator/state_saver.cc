@@ -156,6 +156,7 @@ SavedWorker SaveWorker(const WorkerRecord& worker) {
     *mailbox->add_switches() = n;
   }
   saved.set_credential(worker.credential);
+  saved.set_job_memory_bytes(worker.job_memory_bytes);
   return saved;
 }
 
@@ -170,6 +171,7 @@ WorkerRecord RestoreWorker(const SavedWorker& saved, absl::Time now) {
   worker.device_jobs.assign(saved.device_jobs().begin(),
                             saved.device_jobs().end());
   worker.device_jobs.resize(worker.devices.size());
+  worker.job_memory_bytes = saved.job_memory_bytes();
   worker.last_heartbeat = now;
   worker.lost = saved.lost();
   worker.lost_time = absl::FromUnixMicros(saved.lost_time_us());

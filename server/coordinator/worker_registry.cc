@@ -98,6 +98,7 @@ absl::StatusOr<const WorkerRecord*> WorkerRegistry::Register(
   worker.pid = request.pid();
   worker.devices.assign(request.devices().begin(), request.devices().end());
   worker.device_jobs.assign(worker.devices.size(), "");
+  worker.job_memory_bytes = std::max<int64_t>(request.job_memory_bytes(), 0);
   worker.last_heartbeat = now;
   worker.credential = RandomSecret();
   return &worker;
@@ -190,6 +191,11 @@ void WorkerRegistry::Assign(absl::string_view job_id,
 }
 
 DeviceInventory WorkerRegistry::Inventory() const {
+  return Inventory([](absl::string_view) -> int64_t { return 0; });
+}
+
+DeviceInventory WorkerRegistry::Inventory(
+    absl::FunctionRef<int64_t(absl::string_view job_id)> rank_bytes_of) const {
   std::vector<DeviceInventory::Worker> live;
   for (const auto& [number, worker] : workers_) {
     if (worker.lost) continue;
@@ -198,8 +204,11 @@ DeviceInventory WorkerRegistry::Inventory() const {
     w.host = worker.host;
     w.number = worker.number;
     w.devices = worker.devices;
-    for (const std::string& job : worker.device_jobs)
+    w.job_memory_bytes = worker.job_memory_bytes;
+    for (const std::string& job : worker.device_jobs) {
       w.free.push_back(job.empty());
+      if (!job.empty()) w.memory_in_use += rank_bytes_of(job);
+    }
     live.push_back(std::move(w));
   }
   return DeviceInventory(std::move(live));
@@ -211,6 +220,24 @@ void WorkerRegistry::Release(absl::string_view job_id) {
       if (job == job_id) job.clear();
     }
   }
+}
+
+void WorkerRegistry::ReleaseOn(WorkerRecord& worker, absl::string_view job_id) {
+  for (std::string& job : worker.device_jobs) {
+    if (job == job_id) job.clear();
+  }
+}
+
+std::vector<std::string> WorkerRegistry::FreeEnded(
+    WorkerRecord& worker, const absl::flat_hash_set<std::string>& held,
+    absl::FunctionRef<bool(absl::string_view job_id)> ended) {
+  std::vector<std::string> freed;
+  for (const std::string& job : worker.JobIds()) {
+    if (held.contains(job) || !ended(job)) continue;
+    ReleaseOn(worker, job);
+    freed.push_back(job);
+  }
+  return freed;
 }
 
 std::string WorkerRegistry::DescribeDevices(absl::string_view kind) const {
@@ -250,6 +277,7 @@ WorkerInfo WorkerRegistry::Info(const WorkerRecord& worker) {
     if (!worker.lost && worker.device_jobs[i].empty()) ++free;
   }
   info.set_free_devices(free);
+  info.set_job_memory_bytes(worker.job_memory_bytes);
   return info;
 }
 

@@ -5,6 +5,8 @@
 // Lifecycle of a worker:
 //
 //   Register ──► live (IDLE: no device held / BUSY: some device held)
+//                  │   a device stays held after its job ends until a
+//                  │   heartbeat no longer lists the job (FreeEnded)
 //                  │ no heartbeat for the lease time (CheckLeases)
 //                  ▼
 //                LOST (kept for ListWorkers; its id is never reused; the
@@ -27,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -57,6 +61,8 @@ struct WorkerRecord {
   std::vector<Device> devices;
   // The job holding devices[i]; empty when free. Cleared when lost.
   std::vector<std::string> device_jobs;
+  // RegisterWorkerRequest.job_memory_bytes; 0: no limit.
+  int64_t job_memory_bytes = 0;
   absl::Time last_heartbeat;
   // A restored worker's lease runs from here when that is later than its
   // last heartbeat (the restart grace), without faking a heartbeat.
@@ -126,11 +132,24 @@ class WorkerRegistry {
   // on Inventory()).
   void Assign(absl::string_view job_id, const std::vector<DeviceSlot>& slots);
 
-  // The live workers' devices and which are free, as a value to plan on.
+  // The live workers' devices and which are free, as a value to plan on;
+  // with `rank_bytes_of` (a job's estimate per rank), also the memory the
+  // ranks on each worker use.
   DeviceInventory Inventory() const;
+  DeviceInventory Inventory(
+      absl::FunctionRef<int64_t(absl::string_view job_id)> rank_bytes_of) const;
 
   // Frees every device that `job_id` holds.
   void Release(absl::string_view job_id);
+  // Frees the devices that `job_id` holds on `worker` only.
+  static void ReleaseOn(WorkerRecord& worker, absl::string_view job_id);
+  // Frees the devices of `worker` whose job has ended (`ended` says so)
+  // and is not in `held`, the jobs its daemon still holds by its latest
+  // heartbeat. A cancelled job's devices stay busy until then: its ranks
+  // may still be stopping. Returns the jobs whose devices were freed.
+  static std::vector<std::string> FreeEnded(
+      WorkerRecord& worker, const absl::flat_hash_set<std::string>& held,
+      absl::FunctionRef<bool(absl::string_view job_id)> ended);
 
   // "w-1 on host a: 1 of 2 cpu free, w-3 on host b: 0 of 1 cpu free" over
   // live workers, for error messages; "no live workers" when none.

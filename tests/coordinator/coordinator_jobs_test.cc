@@ -320,6 +320,7 @@ TEST_F(JobsTest, ReportRank_FailedAfterACheckpoint_SaysHowToResume) {
                         "/ckpt/step-20.ckpt)"))));
 
   // A cancelled job says so too; one without a checkpoint says nothing.
+  Poll(w1);  // the failed job's ranks are gone from the worker
   absl::StatusOr<std::string> second = Submit(ValidSpec(1));
   absl::StatusOr<std::string> third = Submit(ValidSpec(1));
   ASSERT_THAT(third, IsOk());

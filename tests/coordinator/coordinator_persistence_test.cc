@@ -237,9 +237,10 @@ TEST_P(PersistenceTest, APendingJobStaysQueuedInOrder) {
 
   EXPECT_EQ(Status(*second).state(), JOB_STATE_PENDING);
   ReportAll(first, RANK_STATE_SUCCEEDED);
+  // The worker's next heartbeat says first's rank is gone: second starts.
+  const HeartbeatResponse news = Poll(w1);
   EXPECT_EQ(Status(*second).state(), JOB_STATE_RENDEZVOUS);
   EXPECT_EQ(Status(*third).state(), JOB_STATE_PENDING);
-  const HeartbeatResponse news = Poll(w1);
   ASSERT_THAT(news.assignments(), SizeIs(1));
   EXPECT_EQ(news.assignments(0).job_id(), *second);
 }

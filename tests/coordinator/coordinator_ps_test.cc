@@ -331,6 +331,7 @@ TEST_F(PsTest, PendingPsJob_AllServersLost_WaitsForOneThenStarts) {
   Poll(w1);
   ASSERT_THAT(service_->CheckLeases(clock_.Now()), ElementsAre(ps));
   ReportAll(*first, RANK_STATE_SUCCEEDED);
+  Poll(w1);  // first's rank is gone from the worker
   EXPECT_EQ(Status(*waiting).state(), JOB_STATE_PENDING);
   EXPECT_THAT(Status(*waiting).message(),
               HasSubstr("waiting for a parameter server"));

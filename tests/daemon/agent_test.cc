@@ -32,6 +32,7 @@ using ::gradsync::testing::UnusedAddress;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::SizeIs;
 
 // The state of a fake job, shared by the agent's handle and the test, so
 // that the test can look at it after the agent destroyed the handle.
@@ -194,9 +195,11 @@ class AgentTest : public ::testing::Test {
  protected:
   FakeCoordinator& fake() { return server_.fake(); }
   // Starts the agent and waits for its registration.
-  void StartAgent() {
-    agent_ = std::make_unique<Agent>(Config(server_.address(), &log_),
-                                     server_.NewClient(), launcher_.Get());
+  void StartAgent(int64_t max_job_memory_bytes = 0) {
+    AgentConfig config = Config(server_.address(), &log_);
+    config.max_job_memory_bytes = max_job_memory_bytes;
+    agent_ = std::make_unique<Agent>(std::move(config), server_.NewClient(),
+                                     launcher_.Get());
     agent_->Start();
     ASSERT_TRUE(fake().WaitFor([&] { return !agent_->worker_id().empty(); }));
   }
@@ -361,6 +364,68 @@ TEST_F(AgentTest, SubmitCancelStorm_JobsBeyondTheLimitFailAtOnce) {
   fake().Assign("w-1", MakeAssignment("job-5"));
   ASSERT_TRUE(fake().WaitFor([&] { return launcher_.launches().size() == 5; }));
   EXPECT_EQ(launcher_.launches().back().second, "job-5");
+}
+
+// The coordinator frees a job's devices only once a heartbeat leaves the
+// job out: a cancelled job is listed until its ranks have ended.
+TEST_F(AgentTest, Heartbeats_ListHeldJobs_StoppingOnesUntilTheyEnd) {
+  StartAgent();
+  launcher_.set_linger(true);
+  fake().Assign("w-1", MakeAssignment("job-1"));
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.job(0) != nullptr; }));
+  // However the test ends, the job ends, so that the agent's Stop joins it.
+  struct Finish {
+    FakeJobState* job;
+    ~Finish() { job->Finish(); }
+  } finish{launcher_.job(0)};
+  ASSERT_TRUE(fake().WaitFor([&] {
+    const std::vector<std::string> held = fake().last_held_job_ids();
+    return held.size() == 1 && held[0] == "job-1";
+  }));
+  fake().CancelJob("w-1", "job-1", "cancelled by the user");
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.job(0)->cancelled(); }));
+  // Still stopping: two more heartbeats still list it.
+  const int64_t seen = fake().heartbeats();
+  ASSERT_TRUE(fake().WaitFor([&] { return fake().heartbeats() >= seen + 2; }));
+  EXPECT_THAT(fake().last_held_job_ids(), ElementsAre("job-1"));
+  finish.job->Finish();
+  EXPECT_TRUE(
+      fake().WaitFor([&] { return fake().last_held_job_ids().empty(); }));
+}
+
+// Trust finding 7: a job whose ranks here need more than --max-job-memory
+// by the spec's estimate fails at once, with the estimate, and starts no
+// rank; the limit reaches the coordinator with the registration.
+TEST_F(AgentTest, AssignmentBeyondMaxJobMemory_FailsAtOnceWithTheEstimate) {
+  StartAgent(/*max_job_memory_bytes=*/int64_t{8} << 20);
+  ASSERT_THAT(fake().registrations(), SizeIs(1));
+  EXPECT_EQ(fake().registrations()[0].job_memory_bytes(), int64_t{8} << 20);
+  Assignment big = MakeAssignment("job-big");
+  big.mutable_spec()->mutable_model()->set_kind("synthetic");
+  big.mutable_spec()->mutable_model()->set_synthetic_floats(1 << 20);
+  big.mutable_spec()->mutable_optimizer()->set_name("adam");
+  fake().Assign("w-1", big);
+  ASSERT_TRUE(fake().WaitFor([&] {
+    return fake().Reports("job-big", RANK_STATE_FAILED).size() == 2;
+  }));
+  for (const ReportRankRequest& r :
+       fake().Reports("job-big", RANK_STATE_FAILED)) {
+    EXPECT_EQ(r.operation(), "job start");
+    // 1 Mi floats: 4 MiB each of parameters, gradients and the sync
+    // buffer, 8 MiB of Adam state: 20 MiB a rank, 40 MiB for both.
+    EXPECT_THAT(r.message(),
+                AllOf(HasSubstr("RESOURCE_EXHAUSTED"),
+                      HasSubstr("its 2 ranks here need about 40.0 MiB"),
+                      HasSubstr("optimizer state 8.00 MiB"),
+                      HasSubstr("--max-job-memory of 8.00 MiB")));
+  }
+  EXPECT_TRUE(launcher_.launches().empty());
+  // A job that fits starts.
+  Assignment small = MakeAssignment("job-small");
+  small.mutable_spec()->mutable_model()->set_kind("synthetic");
+  small.mutable_spec()->mutable_model()->set_synthetic_floats(1024);
+  fake().Assign("w-1", small);
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.launches().size() == 1; }));
 }
 
 TEST_F(AgentTest, ReassignedJob_CancelsThePreviousGeneration) {

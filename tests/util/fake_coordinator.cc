@@ -44,6 +44,8 @@ grpc::Status FakeCoordinator::Heartbeat(grpc::ServerContext* context,
   absl::MutexLock lock(&mu_);
   ++heartbeats_;
   ++events_;
+  last_held_job_ids_.assign(request->held_job_ids().begin(),
+                            request->held_job_ids().end());
   const std::string id = request->worker_id();
   auto has_news = [this, &id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = workers_.find(id);
@@ -262,6 +264,11 @@ std::vector<StoreScope> FakeCoordinator::store_scopes() const {
 int64_t FakeCoordinator::heartbeats() const {
   absl::MutexLock lock(&mu_);
   return heartbeats_;
+}
+
+std::vector<std::string> FakeCoordinator::last_held_job_ids() const {
+  absl::MutexLock lock(&mu_);
+  return last_held_job_ids_;
 }
 
 grpc::Status FakeCoordinator::RegisterParameterServer(

@@ -173,6 +173,8 @@ class FakeCoordinator final : public Coordinator::Service {
   std::vector<JobLogLine> log_lines() const;
   std::vector<StoreScope> store_scopes() const;
   int64_t heartbeats() const;
+  // HeartbeatRequest.held_job_ids of the latest heartbeat.
+  std::vector<std::string> last_held_job_ids() const;
   // Reports of `job_id` with `state`.
   std::vector<ReportRankRequest> Reports(const std::string& job_id,
                                          RankState state) const;
@@ -198,6 +200,7 @@ class FakeCoordinator final : public Coordinator::Service {
   std::vector<JobLogLine> log_lines_ ABSL_GUARDED_BY(mu_);
   std::vector<StoreScope> scopes_ ABSL_GUARDED_BY(mu_);
   int64_t heartbeats_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> last_held_job_ids_ ABSL_GUARDED_BY(mu_);
   int64_t events_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status store_failure_ ABSL_GUARDED_BY(mu_);
   MemoryStore store_;

@@ -7,7 +7,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/units.h"
 #include "common/wire_version.h"
+#include "jobspec/job_memory.h"
 #include "worker/daemon/devices.h"
 
 namespace gradsync {
@@ -214,6 +216,7 @@ absl::Status Agent::Register() {
   request.set_pid(config_.pid);
   request.set_wire_version(kWireVersion);
   request.set_join_token(config_.join_token);
+  request.set_job_memory_bytes(config_.max_job_memory_bytes);
   ASSIGN_OR_RETURN(const RegisterWorkerResponse response,
                    client_->RegisterWorker(
                        request, {absl::Now() + config_.rpc_timeout, &calls_}));
@@ -242,12 +245,15 @@ absl::Status Agent::Register() {
 absl::Status Agent::Heartbeat(bool* had_news) {
   WorkerIdentity worker;
   absl::Duration wait;
+  HeartbeatRequest request;
   {
     absl::MutexLock lock(&mu_);
     worker = {worker_id_, credential_};
     wait = heartbeat_;
+    // Jobs still stopping count: the coordinator keeps their devices busy
+    // until they are gone from this list.
+    for (const auto& [id, handle] : jobs_) request.add_held_job_ids(id);
   }
-  HeartbeatRequest request;
   request.set_worker_id(worker.id);
   request.set_credential(worker.credential);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
@@ -319,14 +325,53 @@ void Agent::Launch(const WorkerIdentity& worker, const Assignment& assignment) {
                   "have ended")));
     return;
   }
+  if (absl::Status room = CheckJobMemory(assignment); !room.ok()) {
+    FailStart(worker, assignment, room);
+    return;
+  }
   absl::StatusOr<std::unique_ptr<JobHandle>> job =
       launcher_(worker, assignment);
   if (job.ok()) {
     absl::MutexLock lock(&mu_);
     jobs_[job_id] = *std::move(job);
+    job_memory_[job_id] = JobMemory(assignment);
     return;
   }
   FailStart(worker, assignment, job.status());
+}
+
+int64_t Agent::JobMemory(const Assignment& assignment) {
+  return EstimateRankMemory(assignment.spec()).total() *
+         assignment.ranks_size();
+}
+
+absl::Status Agent::CheckJobMemory(const Assignment& assignment) const {
+  if (config_.max_job_memory_bytes <= 0) return absl::OkStatus();
+  const int64_t need = JobMemory(assignment);
+  int64_t in_use = 0;
+  std::vector<std::string> holders;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, handle] : jobs_) {
+      auto it = job_memory_.find(id);
+      if (it == job_memory_.end() || it->second == 0) continue;
+      in_use += it->second;
+      holders.push_back(id);
+    }
+  }
+  if (in_use + need <= config_.max_job_memory_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "its ", assignment.ranks_size(), " ranks here need about ",
+      FormatBytes(static_cast<double>(need)), " (",
+      EstimateRankMemory(assignment.spec()).Describe(),
+      "), more than is left of this worker's --max-job-memory of ",
+      FormatBytes(static_cast<double>(config_.max_job_memory_bytes)),
+      holders.empty()
+          ? std::string()
+          : absl::StrCat(" (", FormatBytes(static_cast<double>(in_use)),
+                         " held by jobs ", absl::StrJoin(holders, ", "), ")"),
+      "; shrink the model or the batch, or run it on workers with more "
+      "memory"));
 }
 
 size_t Agent::MaxJobs() const {
@@ -373,6 +418,7 @@ void Agent::Reap() {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       if (it->second->Done()) {
         done.push_back(std::move(it->second));
+        job_memory_.erase(it->first);
         it = jobs_.erase(it);
       } else {
         ++it;

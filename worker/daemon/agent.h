@@ -80,11 +80,17 @@ struct AgentConfig {
   // The most jobs this worker holds at once, running or still stopping
   // after a cancel; an assignment beyond it fails at once (RESOURCE_
   // EXHAUSTED, naming the jobs) instead of starting more ranks. The
-  // coordinator frees a cancelled job's devices before its ranks here have
-  // ended, so a submit/cancel storm could otherwise pile up jobs until the
-  // kernel killed the worker. 0: twice the devices (each device runs one
-  // rank of one job; the rest are jobs still stopping).
+  // coordinator keeps a job's devices until this daemon's heartbeat no
+  // longer lists the job, so this is the second line against a submit/
+  // cancel storm, which once piled up jobs until the kernel killed a
+  // worker. 0: twice the devices.
   int max_jobs = 0;
+  // The memory the jobs' ranks here may need together, by their specs'
+  // estimates (jobspec/job_memory.h), jobs still stopping included; an
+  // assignment beyond it fails at once (RESOURCE_EXHAUSTED, with the
+  // estimate). Sent at registration, so that the coordinator refuses such
+  // jobs at submit and places ranks where they fit. 0: no limit.
+  int64_t max_job_memory_bytes = 0;
 };
 
 // Who the worker is to the coordinator: the id and the credential that
@@ -140,6 +146,12 @@ class Agent {
                  const absl::Status& why);
   // config_.max_jobs, or its default.
   size_t MaxJobs() const;
+  // OK when `assignment`'s ranks fit in what max_job_memory_bytes leaves
+  // beside the jobs held here, by the specs' estimates; RESOURCE_EXHAUSTED
+  // with the estimate otherwise.
+  [[nodiscard]] absl::Status CheckJobMemory(const Assignment& assignment) const;
+  // The estimate for `assignment`'s ranks here together.
+  static int64_t JobMemory(const Assignment& assignment);
   void CancelJob(const std::string& job_id, const absl::Status& reason);
   void CancelAllJobs(const absl::Status& reason);
   // Joins and forgets finished jobs.
@@ -164,6 +176,8 @@ class Agent {
   // Jobs by id; only the loop thread adds or removes (Stop after joining
   // it), so handles may be used outside mu_ by that thread.
   std::map<std::string, std::unique_ptr<JobHandle>> jobs_ ABSL_GUARDED_BY(mu_);
+  // JobMemory of each job in jobs_.
+  std::map<std::string, int64_t> job_memory_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex thread_mu_;
   std::thread loop_ ABSL_GUARDED_BY(thread_mu_);

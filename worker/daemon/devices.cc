@@ -1,6 +1,9 @@
 #include "worker/daemon/devices.h"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <fstream>
 #include <set>
 #include <utility>
 
@@ -81,6 +84,21 @@ std::string FormatDevices(const std::vector<Device>& devices) {
   return absl::StrJoin(devices, ",", [](std::string* out, const Device& d) {
     absl::StrAppend(out, d.kind(), ":", d.index());
   });
+}
+
+int64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  int64_t bytes =
+      pages > 0 && page_size > 0 ? static_cast<int64_t>(pages) * page_size : 0;
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::string limit;
+  int64_t cgroup_bytes = 0;
+  if (cgroup >> limit && absl::SimpleAtoi(limit, &cgroup_bytes) &&
+      cgroup_bytes > 0 && (bytes == 0 || cgroup_bytes < bytes)) {
+    bytes = cgroup_bytes;  // "max" (no limit) does not parse
+  }
+  return bytes;
 }
 
 }  // namespace gradsync

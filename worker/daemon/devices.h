@@ -13,6 +13,7 @@
 #ifndef GRADSYNC_WORKER_DAEMON_DEVICES_H_
 #define GRADSYNC_WORKER_DAEMON_DEVICES_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ inline constexpr int kMaxCpuRanks = 1024;
 
 // "cpu:0,cpu:1,cuda:0": for logs.
 std::string FormatDevices(const std::vector<Device>& devices);
+
+// The memory this daemon may use: the host's physical memory, or the
+// cgroup's memory.max (v2) when that is lower, as in a container with a
+// limit. The default of --max-job-memory.
+int64_t PhysicalMemoryBytes();
 
 }  // namespace gradsync
 

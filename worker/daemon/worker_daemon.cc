@@ -162,6 +162,13 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
       "after a cancel; an assignment beyond it fails at once (0, the "
       "default: twice the devices)",
       0, &config->max_jobs));
+  flags.push_back(SizeFlag(
+      "max-job-memory",
+      "the memory the jobs' ranks on this worker may need together, by "
+      "their specs' estimates (parameters, gradients, optimizer state, "
+      "buffers, activations, data); beyond it a job is placed elsewhere or "
+      "refused (default: the host's physical memory, or its cgroup's limit)",
+      0, &config->max_job_memory));
   flags.push_back(PsTransportFlag(
       "how PS steps move tensors unless the job says (its ps.transport): "
       "plane (the default: the servers' tensor planes, plain TCP after an "
@@ -381,6 +388,9 @@ int RunWorkerDaemon(const WorkerDaemonConfig& config,
   agent_config.devices = *devices;
   agent_config.pid = static_cast<int>(getpid());
   agent_config.max_jobs = config.max_jobs;
+  agent_config.max_job_memory_bytes =
+      config.max_job_memory > 0 ? static_cast<int64_t>(config.max_job_memory)
+                                : PhysicalMemoryBytes();
   if (!config.join_token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(config.join_token_file);
     if (!token.ok()) {

@@ -70,6 +70,9 @@ struct WorkerDaemonConfig {
   std::string ps_transport = kDefaultPsTransport;
   // --max-jobs: AgentConfig::max_jobs (0: twice the devices).
   int max_jobs = 0;
+  // --max-job-memory: AgentConfig::max_job_memory_bytes (0: the host's
+  // physical memory).
+  uint64_t max_job_memory = 0;
   // --metrics-listen: where to serve Prometheus metrics
   // (worker_metrics.h); empty: nowhere.
   std::string metrics_listen;
