@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
+#include "server/coordinator/sqlite_db.h"
 
 namespace gradsync {
 namespace {
@@ -40,79 +41,64 @@ CREATE TABLE IF NOT EXISTS metrics (job TEXT NOT NULL, idx INTEGER NOT NULL,
 CREATE TABLE IF NOT EXISTS keys (key TEXT PRIMARY KEY, value BLOB NOT NULL);
 )sql";
 
-// A prepared statement, finalized when it goes out of scope.
-class Statement {
- public:
-  Statement() = default;
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  sqlite3_stmt** out() { return &stmt_; }
-  sqlite3_stmt* get() const { return stmt_; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
 class SqliteStateStore : public StateStore {
  public:
   SqliteStateStore(std::string path, sqlite3* db)
-      : path_(std::move(path)), db_(db) {}
-  ~SqliteStateStore() override { sqlite3_close_v2(db_); }
+      : path_(std::move(path)), db_(DescribePath(path_), db) {}
 
   // Pragmas, the exclusive lock and the tables.
   [[nodiscard]] absl::Status Init() {
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(ExecLocked("PRAGMA locking_mode=EXCLUSIVE"));
-    RETURN_IF_ERROR(ExecLocked("PRAGMA journal_mode=WAL"));
-    RETURN_IF_ERROR(ExecLocked("PRAGMA synchronous=NORMAL"));
-    RETURN_IF_ERROR(ExecLocked("BEGIN IMMEDIATE"));
-    absl::Status status = ExecLocked(kSchema);
+    RETURN_IF_ERROR(db_.Exec("PRAGMA locking_mode=EXCLUSIVE"));
+    RETURN_IF_ERROR(db_.Exec("PRAGMA journal_mode=WAL"));
+    RETURN_IF_ERROR(db_.Exec("PRAGMA synchronous=NORMAL"));
+    RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
+    absl::Status status = db_.Exec(kSchema);
     int64_t version = -1;
-    if (status.ok()) status = UserVersionLocked(&version);
+    if (status.ok()) status = db_.Int("PRAGMA user_version", &version);
     if (status.ok() && version == 0) {
-      status = ExecLocked(absl::StrCat("PRAGMA user_version=", kLayoutVersion));
+      status = db_.Exec(absl::StrCat("PRAGMA user_version=", kLayoutVersion));
     } else if (status.ok() && version != kLayoutVersion) {
       status = absl::FailedPreconditionError(
           absl::StrCat("its layout is version ", version,
                        "; this coordinator reads ", kLayoutVersion));
     }
     if (!status.ok()) {
-      (void)ExecLocked("ROLLBACK");
+      (void)db_.Exec("ROLLBACK");
       return status;
     }
-    return ExecLocked("COMMIT");
+    return db_.Exec("COMMIT");
   }
 
   [[nodiscard]] absl::StatusOr<SavedState> Load() override {
     absl::MutexLock lock(&mu_);
     SavedState state;
-    RETURN_IF_ERROR(ForEachLocked(
-        "SELECT record FROM meta WHERE id = 1", [&](sqlite3_stmt* s) {
-          return ParseColumn(s, 0, &state.meta, "meta");
-        }));
-    RETURN_IF_ERROR(ForEachLocked(
+    RETURN_IF_ERROR(db_.ForEach("SELECT record FROM meta WHERE id = 1",
+                                [&](sqlite3_stmt* s) {
+                                  return ParseColumn(s, 0, &state.meta, "meta");
+                                }));
+    RETURN_IF_ERROR(db_.ForEach(
         "SELECT record FROM workers ORDER BY number", [&](sqlite3_stmt* s) {
           return ParseColumn(s, 0, &state.workers.emplace_back(), "worker");
         }));
-    RETURN_IF_ERROR(ForEachLocked(
+    RETURN_IF_ERROR(db_.ForEach(
         "SELECT record FROM servers ORDER BY number", [&](sqlite3_stmt* s) {
           return ParseColumn(s, 0, &state.servers.emplace_back(), "server");
         }));
-    RETURN_IF_ERROR(ForEachLocked(
+    RETURN_IF_ERROR(db_.ForEach(
         "SELECT record FROM jobs ORDER BY number", [&](sqlite3_stmt* s) {
           return ParseColumn(s, 0, &state.jobs.emplace_back(), "job");
         }));
-    RETURN_IF_ERROR(ForEachLocked(
+    RETURN_IF_ERROR(db_.ForEach(
         "SELECT job, record FROM metrics ORDER BY job, idx",
         [&](sqlite3_stmt* s) {
-          std::string job = Text(s, 0);
+          std::string job = SqliteDb::Blob(s, 0);
           return ParseColumn(s, 1, &state.metrics[job].emplace_back(),
                              "step metric");
         }));
-    RETURN_IF_ERROR(ForEachLocked(
+    RETURN_IF_ERROR(db_.ForEach(
         "SELECT key, value FROM keys ORDER BY key", [&](sqlite3_stmt* s) {
-          state.keys.emplace_back(Text(s, 0), Blob(s, 1));
+          state.keys.emplace_back(SqliteDb::Blob(s, 0), SqliteDb::Blob(s, 1));
           return absl::OkStatus();
         }));
     return state;
@@ -121,175 +107,88 @@ class SqliteStateStore : public StateStore {
   [[nodiscard]] absl::Status Apply(const StateChange& change) override {
     if (change.empty()) return absl::OkStatus();
     absl::MutexLock lock(&mu_);
-    RETURN_IF_ERROR(ExecLocked("BEGIN IMMEDIATE"));
+    RETURN_IF_ERROR(db_.Exec("BEGIN IMMEDIATE"));
     absl::Status status = ApplyLocked(change);
-    if (status.ok()) status = ExecLocked("COMMIT");
-    if (!status.ok()) (void)ExecLocked("ROLLBACK");
+    if (status.ok()) status = db_.Exec("COMMIT");
+    if (!status.ok()) (void)db_.Exec("ROLLBACK");
     return status;
   }
 
-  std::string Describe() const override {
-    return absl::StrCat("state database ", path_);
-  }
+  std::string Describe() const override { return DescribePath(path_); }
 
  private:
   [[nodiscard]] absl::Status ApplyLocked(const StateChange& change)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (change.meta.has_value()) {
       RETURN_IF_ERROR(
-          RunLocked("INSERT OR REPLACE INTO meta (id, record) VALUES (1, ?1)",
-                    {change.meta->SerializeAsString()}, {}));
+          db_.Run("INSERT OR REPLACE INTO meta (id, record) VALUES (1, ?1)",
+                  {change.meta->SerializeAsString()}, {}));
     }
     for (const SavedWorker& w : change.workers) {
       RETURN_IF_ERROR(
-          RunLocked("INSERT OR REPLACE INTO workers (id, number, record) "
-                    "VALUES (?1, ?2, ?3)",
-                    {w.id(), "", w.SerializeAsString()}, {{2, w.number()}}));
+          db_.Run("INSERT OR REPLACE INTO workers (id, number, record) "
+                  "VALUES (?1, ?2, ?3)",
+                  {w.id(), "", w.SerializeAsString()}, {{2, w.number()}}));
     }
     for (const SavedServer& s : change.servers) {
       RETURN_IF_ERROR(
-          RunLocked("INSERT OR REPLACE INTO servers (id, number, record) "
-                    "VALUES (?1, ?2, ?3)",
-                    {s.id(), "", s.SerializeAsString()}, {{2, s.number()}}));
+          db_.Run("INSERT OR REPLACE INTO servers (id, number, record) "
+                  "VALUES (?1, ?2, ?3)",
+                  {s.id(), "", s.SerializeAsString()}, {{2, s.number()}}));
     }
     for (const SavedJob& j : change.jobs) {
       RETURN_IF_ERROR(
-          RunLocked("INSERT OR REPLACE INTO jobs (id, number, record) "
-                    "VALUES (?1, ?2, ?3)",
-                    {j.id(), "", j.SerializeAsString()}, {{2, j.number()}}));
+          db_.Run("INSERT OR REPLACE INTO jobs (id, number, record) "
+                  "VALUES (?1, ?2, ?3)",
+                  {j.id(), "", j.SerializeAsString()}, {{2, j.number()}}));
     }
     for (const std::string& id : change.dropped_jobs) {
-      RETURN_IF_ERROR(RunLocked("DELETE FROM jobs WHERE id = ?1", {id}, {}));
-      RETURN_IF_ERROR(
-          RunLocked("DELETE FROM metrics WHERE job = ?1", {id}, {}));
+      RETURN_IF_ERROR(db_.Run("DELETE FROM jobs WHERE id = ?1", {id}, {}));
+      RETURN_IF_ERROR(db_.Run("DELETE FROM metrics WHERE job = ?1", {id}, {}));
     }
     for (const StateChange::Metrics& m : change.metrics) {
       for (size_t i = 0; i < m.steps.size(); ++i) {
         RETURN_IF_ERROR(
-            RunLocked("INSERT OR REPLACE INTO metrics (job, idx, record) "
-                      "VALUES (?1, ?2, ?3)",
-                      {m.job_id, "", m.steps[i].SerializeAsString()},
-                      {{2, m.first_index + static_cast<int64_t>(i)}}));
+            db_.Run("INSERT OR REPLACE INTO metrics (job, idx, record) "
+                    "VALUES (?1, ?2, ?3)",
+                    {m.job_id, "", m.steps[i].SerializeAsString()},
+                    {{2, m.first_index + static_cast<int64_t>(i)}}));
       }
     }
     for (const std::string& prefix : change.erased_key_prefixes) {
       // Keys from prefix up to (not including) prefix + U+FFFF's bytes:
       // every key that starts with prefix, without LIKE's escaping.
-      RETURN_IF_ERROR(RunLocked("DELETE FROM keys WHERE key >= ?1 AND key < ?2",
-                                {prefix, absl::StrCat(prefix, "\xef\xbf\xbf")},
-                                {}));
+      RETURN_IF_ERROR(db_.Run("DELETE FROM keys WHERE key >= ?1 AND key < ?2",
+                              {prefix, absl::StrCat(prefix, "\xef\xbf\xbf")},
+                              {}));
     }
     for (const auto& [key, value] : change.set_keys) {
       RETURN_IF_ERROR(
-          RunLocked("INSERT OR REPLACE INTO keys (key, value) VALUES (?1, ?2)",
-                    {key, value}, {}));
+          db_.Run("INSERT OR REPLACE INTO keys (key, value) VALUES (?1, ?2)",
+                  {key, value}, {}));
     }
     return absl::OkStatus();
-  }
-
-  [[nodiscard]] absl::Status PrepareLocked(absl::string_view sql,
-                                           Statement* stmt)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return Check(
-        sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()),
-                           stmt->out(), nullptr),
-        sql);
-  }
-
-  // Runs `sql` with text/blob parameters 1..n from `values` (an empty
-  // string at the index of an integer parameter is skipped) and integer
-  // parameters from `ints` (index, value).
-  [[nodiscard]] absl::Status RunLocked(
-      absl::string_view sql, const std::vector<std::string>& values,
-      const std::vector<std::pair<int, int64_t>>& ints)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Statement stmt;
-    RETURN_IF_ERROR(PrepareLocked(sql, &stmt));
-    for (size_t i = 0; i < values.size(); ++i) {
-      const int index = static_cast<int>(i) + 1;
-      bool is_int = false;
-      for (const auto& [n, v] : ints) is_int = is_int || n == index;
-      if (is_int) continue;
-      RETURN_IF_ERROR(
-          Check(sqlite3_bind_blob64(stmt.get(), index, values[i].data(),
-                                    values[i].size(), SQLITE_STATIC),
-                sql));
-    }
-    for (const auto& [index, value] : ints) {
-      RETURN_IF_ERROR(Check(sqlite3_bind_int64(stmt.get(), index, value), sql));
-    }
-    const int rc = sqlite3_step(stmt.get());
-    if (rc != SQLITE_DONE) return Check(rc, sql);
-    return absl::OkStatus();
-  }
-
-  template <typename RowFn>
-  [[nodiscard]] absl::Status ForEachLocked(absl::string_view sql, RowFn row)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Statement stmt;
-    RETURN_IF_ERROR(PrepareLocked(sql, &stmt));
-    for (;;) {
-      const int rc = sqlite3_step(stmt.get());
-      if (rc == SQLITE_DONE) return absl::OkStatus();
-      if (rc != SQLITE_ROW) return Check(rc, sql);
-      RETURN_IF_ERROR(row(stmt.get()));
-    }
-  }
-
-  [[nodiscard]] absl::Status UserVersionLocked(int64_t* version)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return ForEachLocked("PRAGMA user_version", [&](sqlite3_stmt* s) {
-      *version = sqlite3_column_int64(s, 0);
-      return absl::OkStatus();
-    });
-  }
-
-  [[nodiscard]] absl::Status ExecLocked(absl::string_view sql)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    char* error = nullptr;
-    const int rc =
-        sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &error);
-    const std::string message = error != nullptr ? error : "";
-    sqlite3_free(error);
-    if (rc == SQLITE_OK) return absl::OkStatus();
-    return absl::UnavailableError(
-        absl::StrCat(Describe(), ": ",
-                     message.empty() ? sqlite3_errstr(rc) : message.c_str()));
-  }
-
-  [[nodiscard]] absl::Status Check(int rc, absl::string_view sql) const {
-    if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) {
-      return absl::OkStatus();
-    }
-    const absl::string_view first_line = sql.substr(0, sql.find('\n'));
-    return absl::UnavailableError(absl::StrCat(
-        Describe(), ": ", sqlite3_errmsg(db_), " (in ", first_line, ")"));
-  }
-
-  static std::string Blob(sqlite3_stmt* s, int column) {
-    const void* data = sqlite3_column_blob(s, column);
-    const int size = sqlite3_column_bytes(s, column);
-    if (data == nullptr || size <= 0) return std::string();
-    return std::string(static_cast<const char*>(data), size);
-  }
-  static std::string Text(sqlite3_stmt* s, int column) {
-    return Blob(s, column);
   }
 
   template <typename Message>
   [[nodiscard]] absl::Status ParseColumn(sqlite3_stmt* s, int column,
                                          Message* out,
                                          absl::string_view what) const {
-    if (out->ParseFromString(Blob(s, column))) return absl::OkStatus();
+    if (out->ParseFromString(SqliteDb::Blob(s, column)))
+      return absl::OkStatus();
     return absl::DataLossError(absl::StrCat(
         Describe(), ": a ", what,
         " record does not parse; the database is damaged or was written by "
         "another program"));
   }
 
+  static std::string DescribePath(const std::string& path) {
+    return absl::StrCat("state database ", path);
+  }
+
   const std::string path_;
   absl::Mutex mu_;
-  sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
+  SqliteDb db_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
