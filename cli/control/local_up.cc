@@ -31,6 +31,7 @@
 #include "common/tls.h"
 #include "common/tls_dir.h"
 #include "common/wait_status.h"
+#include "server/coordinator/state_db_files.h"
 
 namespace gradsync {
 namespace control {
@@ -460,7 +461,11 @@ absl::StatusOr<LocalUpResult> LocalUp(const LocalUpConfig& config) {
   // cluster starts from an empty one.
   const std::string state_db =
       absl::StrCat(config.run_dir, "/", kStateDbFileName);
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+  // With its generation sidecar: a sidecar left beside no database would
+  // make the coordinator refuse to start (state_db_files.h).
+  for (absl::string_view suffix :
+       {absl::string_view(), kStateDbWalSuffix, absl::string_view("-shm"),
+        absl::string_view("-journal"), kStateDbGenerationSuffix}) {
     std::remove(absl::StrCat(state_db, suffix).c_str());
   }
   plan.coordinator.args.push_back("--state-db");

@@ -42,6 +42,7 @@ struct Flags {
   std::string user_token_file;
   std::string join_token_file;
   std::string state_db;
+  bool accept_state_rollback = false;
   std::string metrics_listen;
   std::string health_listen;
   gradsync::TlsOptions tls;
@@ -121,6 +122,14 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "and daemons re-attach (default: none, a restart forgets "
           "everything)",
           &flags->state_db),
+      gradsync::SwitchFlag(
+          "accept-state-rollback",
+          "start on a --state-db that its checks refuse as an older state "
+          "than its sidecar FILE.generation says (copied or restored "
+          "without its log FILE-wal, an older copy, an empty file beside "
+          "its log, no sidecar), taking it as it is and writing the sidecar "
+          "anew. Give it for that one start only",
+          &flags->accept_state_rollback),
       gradsync::MetricsListenFlag(&flags->metrics_listen),
       gradsync::HealthListenFlag(&flags->health_listen),
   };
@@ -147,6 +156,11 @@ int main(int argc, char** argv) {
   if (positional.ok() && !positional->empty()) {
     positional = absl::InvalidArgumentError(
         absl::StrCat("unknown argument '", (*positional)[0], "'"));
+  }
+  if (positional.ok() && flags.accept_state_rollback &&
+      flags.state_db.empty()) {
+    positional = absl::InvalidArgumentError(
+        "--accept-state-rollback needs --state-db (the database to accept)");
   }
   if (!positional.ok()) {
     std::cerr << "gradsync-coordinator: " << positional.status().message()
@@ -224,8 +238,13 @@ int main(int argc, char** argv) {
               << " may register as a worker and receive job secrets\n";
   }
   if (!flags.state_db.empty()) {
+    gradsync::SqliteStateStoreOptions options;
+    options.accept_rollback = flags.accept_state_rollback;
+    options.log = [](absl::string_view line) {
+      std::cerr << "gradsync-coordinator: --state-db: " << line << "\n";
+    };
     absl::StatusOr<std::unique_ptr<gradsync::StateStore>> store =
-        gradsync::OpenSqliteStateStore(flags.state_db);
+        gradsync::OpenSqliteStateStore(flags.state_db, options);
     if (!store.ok()) {
       std::cerr << "gradsync-coordinator: --state-db: "
                 << store.status().message() << "\n";

@@ -1,6 +1,8 @@
 // The `gradsync-coordinator` binary: announces its address, serves, and
 // exits cleanly on SIGTERM; bad command lines, and a --tls-dir without its
-// files, exit 2; with --tls-dir it serves mutual TLS only.
+// files, exit 2; with --tls-dir it serves mutual TLS only; a --state-db
+// that is an older state than its sidecar says exits 1 unless
+// --accept-state-rollback.
 // GRADSYNC_COORDINATOR_BINARY is its path, set by CMake.
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
@@ -8,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,13 +26,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "server/coordinator/sqlite_state_store.h"
 #include "tests/util/daemon_process.h"
+#include "tests/util/temp_dir.h"
 
 namespace gradsync {
 namespace {
 
 using ::gradsync::testing::DaemonProcess;
+using ::gradsync::testing::TempDir;
 
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 constexpr absl::Duration kProcessTimeout = absl::Seconds(10);
@@ -66,7 +73,8 @@ TEST(CoordinatorBinaryTest, Run_BadCommandLine_ExitsTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--bogus"},
         std::vector<std::string>{"--lease-ms", "soon"},
-        std::vector<std::string>{"--listen"}}) {
+        std::vector<std::string>{"--listen"},
+        std::vector<std::string>{"--accept-state-rollback"}}) {
     DaemonProcess process(GRADSYNC_COORDINATOR_BINARY, args);
     ASSERT_TRUE(process.started());
     EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2) << args[0];
@@ -123,6 +131,70 @@ TEST(CoordinatorBinaryTest, Run_TlsDirWithoutItsFiles_ExitsTwo) {
       {"--listen", "127.0.0.1:0", "--tls-dir", "/nonexistent/gradsync-tls"});
   ASSERT_TRUE(process.started());
   EXPECT_EQ(process.WaitForExit(kProcessTimeout), 2);
+}
+
+bool CopyFile(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream out(to, std::ios::binary | std::ios::trunc);
+  out << in.rdbuf();
+  return in.good() && out.good();
+}
+
+// The coordinator with `args`, its stderr on the stdout that DaemonProcess
+// reads.
+DaemonProcess CoordinatorWithStderr(std::vector<std::string> args) {
+  std::vector<std::string> sh = {"-c", "exec \"$0\" \"$@\" 2>&1",
+                                 GRADSYNC_COORDINATOR_BINARY};
+  sh.insert(sh.end(), args.begin(), args.end());
+  return DaemonProcess("/bin/sh", std::move(sh));
+}
+
+// The first of the next 20 lines that contains `text`; "" if none does.
+std::string ReadLineWith(DaemonProcess& process, absl::string_view text) {
+  for (int i = 0; i < 20; ++i) {
+    std::string line = process.ReadLine(kProcessTimeout);
+    if (absl::StrContains(line, text)) return line;
+  }
+  return "";
+}
+
+TEST(CoordinatorBinaryTest,
+     Run_StateDbCopiedWithoutItsLog_ExitsOneUnlessAccepted) {
+  TempDir dir("coordinator_state_db");
+  const std::string live = dir.path() + "/live.db";
+  const std::string copy = dir.path() + "/coordinator.db";
+  {
+    absl::StatusOr<std::unique_ptr<StateStore>> store =
+        OpenSqliteStateStore(live);
+    ASSERT_TRUE(store.ok()) << store.status();
+    StateChange change;
+    change.jobs.emplace_back().set_id("job-1");
+    ASSERT_TRUE((*store)->Apply(change).ok());
+    // Copied while the coordinator runs, without its log.
+    ASSERT_TRUE(CopyFile(live, copy));
+    ASSERT_TRUE(CopyFile(live + ".generation", copy + ".generation"));
+  }
+  const std::vector<std::string> args = {"--listen", "127.0.0.1:0",
+                                         "--state-db", copy};
+  {
+    DaemonProcess refused = CoordinatorWithStderr(args);
+    ASSERT_TRUE(refused.started());
+    const std::string line = ReadLineWith(refused, "--state-db:");
+    EXPECT_THAT(line, HasSubstr(copy + "-wal"));
+    EXPECT_THAT(line, HasSubstr("--accept-state-rollback"));
+    EXPECT_EQ(refused.WaitForExit(kProcessTimeout), 1);
+  }
+  std::vector<std::string> accepting = args;
+  accepting.push_back("--accept-state-rollback");
+  for (const std::vector<std::string>& run : {accepting, args}) {
+    DaemonProcess process = CoordinatorWithStderr(run);
+    ASSERT_TRUE(process.started());
+    EXPECT_THAT(ReadLineWith(process, "listening on"),
+                StartsWith("gradsync-coordinator listening on 127.0.0.1:"))
+        << run.back();
+    process.Signal(SIGTERM);
+    EXPECT_EQ(process.WaitForExit(kProcessTimeout), 0) << run.back();
+  }
 }
 
 }  // namespace

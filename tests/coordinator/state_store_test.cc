@@ -6,7 +6,6 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "server/coordinator/sqlite_state_store.h"
 #include "tests/util/status_matchers.h"
+#include "tests/util/temp_dir.h"
 
 namespace gradsync {
 namespace testing {
@@ -29,23 +29,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::SizeIs;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = ::testing::TempDir() + "/state_store_XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    if (!path_.empty()) {
-      (void)!system(absl::StrCat("rm -rf '", path_, "'").c_str());
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 SavedJob JobRecord(const std::string& id, int64_t number, JobState state) {
   SavedJob job;
@@ -139,7 +122,7 @@ TEST(MemoryStateStoreTest, KeepsWhatWasApplied) {
 }
 
 TEST(SqliteStateStoreTest, ANewDatabaseIsEmpty) {
-  TempDir dir;
+  TempDir dir("state_store");
   absl::StatusOr<std::unique_ptr<StateStore>> store =
       OpenSqliteStateStore(dir.path() + "/state.db");
   ASSERT_THAT(store, IsOk());
@@ -151,7 +134,7 @@ TEST(SqliteStateStoreTest, ANewDatabaseIsEmpty) {
 }
 
 TEST(SqliteStateStoreTest, OnlyItsOwnerMayReadIt) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string path = dir.path() + "/state.db";
   {
     // A file left readable by others is narrowed too.
@@ -174,7 +157,7 @@ TEST(SqliteStateStoreTest, OnlyItsOwnerMayReadIt) {
 }
 
 TEST(SqliteStateStoreTest, ReadsBackAfterReopening) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string path = dir.path() + "/state.db";
   {
     absl::StatusOr<std::unique_ptr<StateStore>> store =
@@ -191,7 +174,7 @@ TEST(SqliteStateStoreTest, ReadsBackAfterReopening) {
 }
 
 TEST(SqliteStateStoreTest, ReadsBackWhatAKilledProcessCommitted) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string path = dir.path() + "/state.db";
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -219,7 +202,7 @@ TEST(SqliteStateStoreTest, ReadsBackWhatAKilledProcessCommitted) {
 }
 
 TEST(SqliteStateStoreTest, RefusesASecondCoordinator) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string path = dir.path() + "/state.db";
   absl::StatusOr<std::unique_ptr<StateStore>> first =
       OpenSqliteStateStore(path);
@@ -231,7 +214,7 @@ TEST(SqliteStateStoreTest, RefusesASecondCoordinator) {
 }
 
 TEST(SqliteStateStoreTest, RefusesASymbolicLink) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string target = dir.path() + "/elsewhere";
   const std::string link = dir.path() + "/state.db";
   ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
@@ -243,7 +226,7 @@ TEST(SqliteStateStoreTest, RefusesASymbolicLink) {
 }
 
 TEST(SqliteStateStoreTest, RefusesAFileThatIsNotADatabase) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string path = dir.path() + "/state.db";
   FILE* f = fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
@@ -256,7 +239,7 @@ TEST(SqliteStateStoreTest, RefusesAFileThatIsNotADatabase) {
 }
 
 TEST(SqliteStateStoreTest, ADamagedRecordIsDataLoss) {
-  TempDir dir;
+  TempDir dir("state_store");
   const std::string path = dir.path() + "/state.db";
   {
     absl::StatusOr<std::unique_ptr<StateStore>> store =
