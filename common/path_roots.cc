@@ -78,6 +78,16 @@ absl::Status CheckUnderRoots(absl::string_view field, const std::string& path,
   return Outside(field, path, roots, "lies outside");
 }
 
+std::string RootHolding(const std::string& path,
+                        const std::vector<std::string>& roots) {
+  std::string holding;
+  if (!IsNormalAbsolute(path)) return holding;
+  for (const std::string& root : roots) {
+    if (Within(path, root) && root.size() >= holding.size()) holding = root;
+  }
+  return holding;
+}
+
 absl::Status CheckResolvedUnderRoots(absl::string_view field,
                                      const std::string& path,
                                      const std::vector<std::string>& roots) {

@@ -38,6 +38,11 @@ namespace gradsync {
     absl::string_view field, const std::string& path,
     const std::vector<std::string>& roots);
 
+// The longest of `roots` that `path` lies in lexically (the root itself or
+// below it); "" when none does, or `path` is not absolute and normal.
+std::string RootHolding(const std::string& path,
+                        const std::vector<std::string>& roots);
+
 // CheckUnderRoots, then the same for the path with the symbolic links of
 // its existing part resolved, against the roots resolved likewise.
 [[nodiscard]] absl::Status CheckResolvedUnderRoots(

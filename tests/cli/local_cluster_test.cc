@@ -272,6 +272,10 @@ TEST(LocalUpTest, CoordinatorThatExits_ErrorShowsItsLog) {
   EXPECT_THAT(message,
               HasSubstr(absl::StrCat("--tls-dir ", config.run_dir, "/tls")));
   EXPECT_TRUE(std::filesystem::exists(config.run_dir + "/tls/node.key"));
+  EXPECT_TRUE(std::filesystem::exists(config.run_dir + "/tls/ca.pem"));
+  // Nothing signs another certificate once they are issued: the CA's key
+  // is gone before any daemon starts (issue 43, finding 9).
+  EXPECT_FALSE(std::filesystem::exists(config.run_dir + "/tls/ca.key"));
   EXPECT_FALSE(std::filesystem::exists(config.run_dir + "/cluster.json"));
 }
 

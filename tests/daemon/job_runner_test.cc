@@ -7,6 +7,9 @@
 // job_runner_hosts_test.cc.
 #include "worker/daemon/job_runner.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -366,6 +369,68 @@ TEST_F(JobRunnerTest, Agent_RunsTwoJobsInARow) {
   }
   EXPECT_EQ(agent.registrations(), 1);
   agent.Stop(absl::CancelledError("test ends"));
+}
+
+// --checkpoint-root holds for the whole job (issue 43, finding 3): the
+// job's checkpoint directory swapped mid-job for a link to a directory
+// outside the root fails the job at its next checkpoint, naming the
+// directory; nothing is written outside, and the same agent (the daemon)
+// runs the next job.
+TEST_F(JobRunnerTest, CheckpointDirSwappedMidJob_FailsTheJobNotTheDaemon) {
+  namespace fs = std::filesystem;
+  const std::string base = (fs::path(::testing::TempDir()) /
+                            absl::StrCat("job-runner-roots-", getpid()))
+                               .lexically_normal()
+                               .string();
+  fs::remove_all(base);
+  const std::string root = base + "/root";
+  const std::string outside = base + "/outside";
+  const std::string dir = root + "/job/ckpt";
+  fs::create_directories(root);
+  fs::create_directories(outside);
+  JobRunnerConfig runner = Config("");
+  runner.checkpoint_roots = {root};
+  AgentConfig config;
+  config.coordinator = server_.address();
+  config.host = "host-a";
+  config.address = "127.0.0.1";
+  config.devices = *ParseDevices("cpu:2");
+  config.min_backoff = absl::Milliseconds(20);
+  std::shared_ptr<CoordinatorClient> client = server_.NewClient();
+  Agent agent(config, client, JobRunnerLauncher(runner, client));
+  agent.Start();
+  ASSERT_TRUE(fake().WaitFor([&] { return !agent.worker_id().empty(); }));
+  JobSpec spec = SyntheticSpec(1000000, 5);
+  spec.mutable_checkpoint()->set_directory(dir);
+  spec.mutable_checkpoint()->set_every_steps(5);
+  fake().Assign(agent.worker_id(), MakeAssignment("job-swap", spec, 2, {0, 1}));
+  ASSERT_TRUE(fake().WaitFor([&] {
+    for (const StepMetrics& m : fake().metrics()) {
+      if (!m.checkpoint().empty()) return true;
+    }
+    return false;
+  })) << "no checkpoint reported";
+  fs::rename(dir, dir + ".moved");
+  fs::create_symlink(outside, dir);
+  ASSERT_TRUE(fake().WaitFor(
+      [&] { return CountReports("job-swap", RANK_STATE_FAILED) == 2; }));
+  std::map<int, ReportRankRequest> failed;
+  for (const ReportRankRequest& r :
+       fake().Reports("job-swap", RANK_STATE_FAILED)) {
+    failed.emplace(r.rank(), r);
+  }
+  EXPECT_EQ(failed[0].operation(), "checkpoint");
+  EXPECT_THAT(failed[0].message(),
+              HasSubstr(dir + " was replaced by a symbolic link or moved"));
+  EXPECT_TRUE(fs::is_empty(outside));
+  ASSERT_TRUE(fake().WaitFor([&] { return agent.jobs().empty(); }));
+  fake().Assign(agent.worker_id(),
+                MakeAssignment("job-next", MlpSpec(3), 2, {0, 1}));
+  EXPECT_TRUE(fake().WaitFor(
+      [&] { return CountReports("job-next", RANK_STATE_SUCCEEDED) == 2; }));
+  EXPECT_EQ(agent.registrations(), 1);
+  agent.Stop(absl::CancelledError("test ends"));
+  fs::remove_all(base);
 }
 
 }  // namespace

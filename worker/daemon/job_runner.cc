@@ -246,6 +246,9 @@ void JobRunner::Main() {
   }
   train_config_ = *std::move(config);
   train_config_.host = config_.host;
+  // The roots hold for the whole job: the trainer writes and reads its
+  // checkpoints only through directories opened beneath them.
+  train_config_.checkpoint_roots = config_.checkpoint_roots;
   train_config_.ps.job_id = assignment_.job_id();
   train_config_.ps.token = assignment_.ps_token();
   train_config_.ps.tcp_congestion = config_.tcp_congestion_control;

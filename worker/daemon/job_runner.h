@@ -122,7 +122,9 @@ struct JobRunnerConfig {
   // (SpinPollsForHost).
   std::optional<int> spin_polls;
   // Where a job's checkpoints may be (common/path_roots.h); a job naming
-  // another path fails before it starts. Empty: anywhere.
+  // another path fails before it starts, and the roots hold until it ends
+  // (TrainerConfig::checkpoint_roots: a directory swapped for a link
+  // mid-job fails its next checkpoint). Empty: anywhere.
   std::vector<std::string> checkpoint_roots;
   // Unary RPCs to the coordinator (ReportRank, ReportMetrics).
   absl::Duration rpc_timeout = absl::Seconds(10);

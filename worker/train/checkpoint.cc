@@ -140,6 +140,11 @@ class FdReader {
   const std::string& path_;
 };
 
+// O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a
+// checkpoint is the file itself, not a link to one.
+constexpr int kReadFlags =
+    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
+
 // What a path that is not a regular file is, for the error.
 const char* FileKind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -151,47 +156,45 @@ const char* FileKind(mode_t mode) {
 
 }  // namespace
 
-std::string CheckpointPath(const std::string& directory, int64_t steps_done) {
-  return absl::StrCat(directory, "/step-", steps_done, ".ckpt");
+std::string CheckpointFileName(int64_t steps_done) {
+  return absl::StrCat("step-", steps_done, ".ckpt");
 }
 
-absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
-                             absl::Span<const float> params,
+std::string CheckpointPath(const std::string& directory, int64_t steps_done) {
+  return absl::StrCat(directory, "/", CheckpointFileName(steps_done));
+}
+
+absl::Status WriteCheckpoint(const RootedDir& dir, const std::string& name,
+                             int64_t steps_done, absl::Span<const float> params,
                              const OptimizerState& optimizer) {
-  const std::filesystem::path target(path);
-  const std::string name = target.filename().string();
-  if (name.empty() || name == "." || name == "..") {
+  const std::string path = absl::StrCat(dir.path(), "/", name);
+  if (name.empty() || name == "." || name == ".." ||
+      name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint path '", path, "' does not name a file in a directory"));
   }
-  const std::string directory =
-      target.has_parent_path() ? target.parent_path().string() : ".";
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create checkpoint directory ", directory, ": ", ec.message()));
-  }
-  UniqueFd dir(open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) {
-    return absl::InternalError(absl::StrCat("cannot open checkpoint directory ",
-                                            directory, ": ",
-                                            std::strerror(errno)));
-  }
+  auto not_written = [&path](const absl::Status& why) {
+    return absl::Status(
+        why.code(),
+        absl::StrCat("checkpoint ", path, " was not written: ", why.message()));
+  };
+  // The directory is still the one the job opened, where its path says:
+  // nothing goes into one swapped for a link or moved out of the root.
+  if (absl::Status s = dir.Verify(); !s.ok()) return not_written(s);
   // A fresh name that nothing may already hold (O_EXCL, O_NOFOLLOW): the
   // bytes never go through a planted file or link.
   const std::string tmp =
       absl::StrCat(".", name, ".tmp.", getpid(), ".", syscall(SYS_gettid), ".",
                    absl::ToUnixNanos(absl::Now()));
-  UniqueFd file(openat(dir.get(), tmp.c_str(),
+  UniqueFd file(openat(dir.fd(), tmp.c_str(),
                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        0644));
   if (file.get() < 0) {
-    return absl::InternalError(absl::StrCat("cannot create ", directory, "/",
+    return absl::InternalError(absl::StrCat("cannot create ", dir.path(), "/",
                                             tmp, ": ", std::strerror(errno)));
   }
   auto fail = [&](const char* what, int error) {
-    unlinkat(dir.get(), tmp.c_str(), 0);
+    unlinkat(dir.fd(), tmp.c_str(), 0);
     return absl::InternalError(absl::StrCat("cannot ", what, " checkpoint ",
                                             path, ": ", std::strerror(error)));
   };
@@ -210,29 +213,59 @@ absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
   // name before we report the checkpoint written.
   if (fsync(file.get()) != 0) return fail("sync", errno);
   if (const int error = file.Close(); error != 0) return fail("close", error);
-  if (renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0) {
+  if (renameat(dir.fd(), tmp.c_str(), dir.fd(), name.c_str()) != 0) {
     return fail("rename", errno);
   }
-  if (fsync(dir.get()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot sync directory ", directory,
-                                            " after writing ", path, ": ",
-                                            std::strerror(errno)));
+  if (fsync(dir.fd()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot sync directory ",
+                                            dir.path(), " after writing ", path,
+                                            ": ", std::strerror(errno)));
+  }
+  // Moved while the file was being written: it may have been taken out of
+  // the root, and the file with it. Take the file back out.
+  if (absl::Status s = dir.Verify(); !s.ok()) {
+    unlinkat(dir.fd(), name.c_str(), 0);
+    fsync(dir.fd());
+    return not_written(s);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a
-  // checkpoint is the file itself, not a link to one.
-  UniqueFd file(open(
-      path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK));
+absl::Status WriteCheckpoint(const std::string& path, int64_t steps_done,
+                             absl::Span<const float> params,
+                             const OptimizerState& optimizer) {
+  const std::filesystem::path target(path);
+  const std::string name = target.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint path '", path, "' does not name a file in a directory"));
+  }
+  const std::string directory =
+      target.has_parent_path() ? target.parent_path().string() : ".";
+  absl::StatusOr<RootedDir> dir = RootedDir::Open("", directory, true);
+  if (!dir.ok()) {
+    return absl::Status(dir.status().code(),
+                        absl::StrCat("cannot open checkpoint directory ",
+                                     directory, ": ", dir.status().message()));
+  }
+  return WriteCheckpoint(*dir, name, steps_done, params, optimizer);
+}
+
+namespace {
+
+// Reads the checkpoint open at `fd` (or says why the open failed, from
+// errno, when `fd` is -1); errors name `path`.
+[[nodiscard]] absl::StatusOr<Checkpoint> ReadOpened(int fd,
+                                                    const std::string& path) {
+  const int open_error = errno;
+  UniqueFd file(fd);
   if (file.get() < 0) {
-    if (errno == ELOOP) {
+    if (open_error == ELOOP) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, " is a symbolic link; name the checkpoint file itself"));
     }
     return absl::NotFoundError(absl::StrCat("no checkpoint at ", path, " (",
-                                            std::strerror(errno), ")"));
+                                            std::strerror(open_error), ")"));
   }
   struct stat st {};
   if (fstat(file.get(), &st) != 0) {
@@ -287,6 +320,36 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   }
   RETURN_IF_ERROR(ValidateOptimizerState(c.optimizer));
   return c;
+}
+
+}  // namespace
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
+  return ReadOpened(open(path.c_str(), kReadFlags), path);
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const RootedDir& dir,
+                                          const std::string& name) {
+  const std::string path = absl::StrCat(dir.path(), "/", name);
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint path '", path, "' does not name a file in a directory"));
+  }
+  return ReadOpened(openat(dir.fd(), name.c_str(), kReadFlags), path);
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpointUnderRoots(
+    const std::string& path, const std::vector<std::string>& roots) {
+  if (roots.empty()) return ReadCheckpoint(path);
+  const std::filesystem::path target(path);
+  absl::StatusOr<RootedDir> dir = RootedDir::OpenUnderRoots(
+      "checkpoint.resumeFrom", target.parent_path().string(), roots, false);
+  if (!dir.ok()) {
+    return absl::Status(dir.status().code(),
+                        absl::StrCat("no checkpoint read at ", path, ": ",
+                                     dir.status().message()));
+  }
+  return ReadCheckpoint(*dir, target.filename().string());
 }
 
 }  // namespace gradsync

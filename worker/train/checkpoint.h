@@ -13,7 +13,10 @@
 // (created with O_EXCL | O_NOFOLLOW, so never through a planted file or
 // link), synced, renamed over the final name, and the directory synced:
 // a reader never sees a half-written checkpoint, and a written one
-// survives a crash. No call throws; every filesystem error is a Status.
+// survives a crash. A job's writes go through its checkpoint directory's
+// descriptor, opened once beneath the worker's --checkpoint-root
+// (common/rooted_dir.h) and verified before and after each file. No call
+// throws; every filesystem error is a Status.
 #ifndef GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
 #define GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
 
@@ -24,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
+#include "common/rooted_dir.h"
 
 namespace gradsync {
 
@@ -33,11 +37,25 @@ struct Checkpoint {
   OptimizerState optimizer;
 };
 
+// "step-<steps_done>.ckpt", the file's name in its directory.
+std::string CheckpointFileName(int64_t steps_done);
 // "<directory>/step-<steps_done>.ckpt".
 std::string CheckpointPath(const std::string& directory, int64_t steps_done);
 
-// Creates the file's directory if needed. Errors name the file:
-// INVALID_ARGUMENT for a path without a file name, INTERNAL on I/O.
+// Writes file `name` (one path component) in `dir`, every step through the
+// directory's descriptor. dir.Verify() first: when the directory's path no
+// longer leads to it (a link swapped in, the directory moved), nothing is
+// written and its FAILED_PRECONDITION comes back, naming the file. Verified
+// again once the file is in place; if the directory moved meanwhile the
+// file is removed again and that error returned. Otherwise INVALID_ARGUMENT
+// for a name that is not one component, INTERNAL on I/O, naming the file.
+[[nodiscard]] absl::Status WriteCheckpoint(const RootedDir& dir,
+                                           const std::string& name,
+                                           int64_t steps_done,
+                                           absl::Span<const float> params,
+                                           const OptimizerState& optimizer);
+
+// The same to `path`, creating its directory if needed (opened as named).
 [[nodiscard]] absl::Status WriteCheckpoint(const std::string& path,
                                            int64_t steps_done,
                                            absl::Span<const float> params,
@@ -49,6 +67,19 @@ std::string CheckpointPath(const std::string& directory, int64_t steps_done);
 // not a checkpoint.
 [[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpoint(
     const std::string& path);
+
+// ReadCheckpoint of file `name` in `dir`, opened through its descriptor.
+[[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpoint(
+    const RootedDir& dir, const std::string& name);
+
+// ReadCheckpoint of `path` as `roots` (--checkpoint-root) allow: its
+// directory opened beneath the root that holds it without following any
+// link (RootedDir::OpenUnderRoots), then the file through it. A path
+// outside the roots is INVALID_ARGUMENT, a link on the way
+// FAILED_PRECONDITION naming it, a missing directory NOT_FOUND. Without
+// roots, ReadCheckpoint(path).
+[[nodiscard]] absl::StatusOr<Checkpoint> ReadCheckpointUnderRoots(
+    const std::string& path, const std::vector<std::string>& roots);
 
 }  // namespace gradsync
 

@@ -87,15 +87,15 @@ bool IsCount(double v) {
 
 }  // namespace
 
-absl::StatusOr<SharedCheckpoint> ShareCheckpoint(Communicator* comm,
-                                                 const std::string& path,
-                                                 size_t chunk_floats) {
+absl::StatusOr<SharedCheckpoint> ShareCheckpoint(
+    Communicator* comm, const std::string& path, size_t chunk_floats,
+    const std::vector<std::string>& roots) {
   if (chunk_floats == 0) {
     return absl::InvalidArgumentError("ShareCheckpoint: chunk_floats is 0");
   }
   const int world = comm->size();
   const int rank = comm->rank();
-  absl::StatusOr<Checkpoint> local = ReadCheckpoint(path);
+  absl::StatusOr<Checkpoint> local = ReadCheckpointUnderRoots(path, roots);
 
   // Slots [0, world): rank r read the file; [world, 2 world): rank r found
   // it but it is corrupt.

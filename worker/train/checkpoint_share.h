@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "collectives/communicator.h"
@@ -38,9 +39,12 @@ struct SharedCheckpoint {
 // link in one piece.
 inline constexpr size_t kShareChunkFloats = size_t{16} << 20;
 
+// Each rank reads its own copy as `roots` (the worker's --checkpoint-root)
+// allow: ReadCheckpointUnderRoots, no link followed below the root.
 [[nodiscard]] absl::StatusOr<SharedCheckpoint> ShareCheckpoint(
     Communicator* comm, const std::string& path,
-    size_t chunk_floats = kShareChunkFloats);
+    size_t chunk_floats = kShareChunkFloats,
+    const std::vector<std::string>& roots = {});
 
 }  // namespace gradsync
 

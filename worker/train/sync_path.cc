@@ -362,27 +362,28 @@ absl::Status SyncPathController::LeavePs(int64_t step, bool resume) {
 }
 
 absl::Status SyncPathController::Checkpoint(int64_t done, bool last,
-                                            bool writes,
-                                            const std::string& path) {
+                                            const RootedDir* dir,
+                                            const std::string& name) {
   if (path_ == SyncPath::kRing) {
-    if (!writes) return absl::OkStatus();
+    if (dir == nullptr) return absl::OkStatus();
     if (device_ring_ != nullptr) {
       // Run downloads them after the last step itself.
       if (!last) RETURN_IF_ERROR(device_ring_->DownloadParams());
       ASSIGN_OR_RETURN(OptimizerState state,
                        device_ring_->ExportOptimizerState());
-      return WriteCheckpoint(path, done, model_->params(), state);
+      return WriteCheckpoint(*dir, name, done, model_->params(), state);
     }
-    return WriteCheckpoint(path, done, model_->params(),
+    return WriteCheckpoint(*dir, name, done, model_->params(),
                            optimizer_.ExportState());
   }
   // The optimizer state lives on the shards: the writers fetch it while the
   // others wait, so that no push of the next step changes it meanwhile.
   const absl::Time deadline = absl::Now() + config_.comm_timeout;
   RETURN_IF_ERROR(comm_->BarrierAsync()->Wait(deadline));
-  if (writes) {
+  if (dir != nullptr) {
     ASSIGN_OR_RETURN(ParameterState state, FetchPsState(done));
-    RETURN_IF_ERROR(WriteCheckpoint(path, done, state.params, state.optimizer));
+    RETURN_IF_ERROR(
+        WriteCheckpoint(*dir, name, done, state.params, state.optimizer));
   }
   return comm_->BarrierAsync()->Wait(deadline);
 }

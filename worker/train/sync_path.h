@@ -43,6 +43,7 @@
 #include "collectives/communicator.h"
 #include "common/model_init/parameter_state.h"
 #include "common/optimizer.h"
+#include "common/rooted_dir.h"
 #include "proto/coordinator.pb.h"
 #include "worker/train/device_ring.h"
 #include "worker/train/ps_sync.h"
@@ -110,12 +111,14 @@ class SyncPathController {
   // The host optimizer's state (a resumed checkpoint's, before the run).
   [[nodiscard]] absl::Status ImportOptimizerState(const OptimizerState& state);
   OptimizerState ExportOptimizerState() const;
-  // Writes the checkpoint of `done` steps to `path` where this rank
-  // `writes`; on the PS path every rank takes part (a barrier keeps the
-  // next step's pushes out while the writers fetch the shards' state).
+  // Writes the checkpoint of `done` steps to file `name` in `dir`, the
+  // job's checkpoint directory, where this rank writes (`dir` not null; see
+  // WriteCheckpoint); on the PS path every rank takes part (a barrier keeps
+  // the next step's pushes out while the writers fetch the shards' state).
   // `last`: the run's last step (the device ring downloaded already).
-  [[nodiscard]] absl::Status Checkpoint(int64_t done, bool last, bool writes,
-                                        const std::string& path);
+  [[nodiscard]] absl::Status Checkpoint(int64_t done, bool last,
+                                        const RootedDir* dir,
+                                        const std::string& name);
 
   // Makes the live path's calls fail soon with `reason` (any thread).
   void Abort(const absl::Status& reason);

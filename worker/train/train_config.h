@@ -145,6 +145,13 @@ struct TrainerConfig {
   // every rank runs steps [its steps_done, steps) from its parameters and
   // optimizer state, in the mode the spec gives that step.
   std::string resume_from;
+  // The worker's --checkpoint-root (common/path_roots.h; the daemon sets
+  // it). A writing rank opens checkpoint_dir once, when the trainer starts,
+  // beneath the root that holds it and without following any link below
+  // that root (common/rooted_dir.h), and writes every checkpoint through
+  // that descriptor after checking that the path still leads to it;
+  // resume_from is read the same way. Empty: the paths as named.
+  std::vector<std::string> checkpoint_roots;
   // Process-wide BLAS threads per rank (applied by the daemon, blas.h).
   int blas_threads = 1;
   // Deadline of one step's communication and of each evaluation's

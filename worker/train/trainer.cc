@@ -116,6 +116,19 @@ absl::Status Trainer::Init() {
   }
   RETURN_IF_ERROR(ChooseCheckpointWriters());
   if (!config_.resume_from.empty()) RETURN_IF_ERROR(Resume());
+  if (writes_checkpoints_ && !config_.checkpoint_dir.empty()) {
+    // Once, for the whole run: every checkpoint goes through this
+    // descriptor, and is refused once its path leads elsewhere.
+    absl::StatusOr<RootedDir> dir = RootedDir::OpenUnderRoots(
+        "checkpoint.directory", config_.checkpoint_dir,
+        config_.checkpoint_roots, /*create=*/true);
+    if (!dir.ok()) {
+      return absl::Status(
+          dir.status().code(),
+          absl::StrCat("checkpoint.directory: ", dir.status().message()));
+    }
+    checkpoint_dir_.emplace(*std::move(dir));
+  }
   return absl::OkStatus();
 }
 
@@ -145,7 +158,8 @@ absl::Status Trainer::Resume() {
   const std::string& path = config_.resume_from;
   // One rank that can read the file broadcasts it: it needs to be on one
   // worker's host only, and every rank starts from the same bits.
-  absl::StatusOr<SharedCheckpoint> shared = ShareCheckpoint(comm_, path);
+  absl::StatusOr<SharedCheckpoint> shared =
+      ShareCheckpoint(comm_, path, kShareChunkFloats, config_.checkpoint_roots);
   if (!shared.ok()) {
     return absl::Status(
         shared.status().code(),
@@ -390,10 +404,11 @@ void Trainer::Abort(const absl::Status& reason) { paths_->Abort(reason); }
 
 absl::Status Trainer::Checkpoint(int64_t step, std::string* written) {
   const int64_t done = step + 1;
-  const std::string path = CheckpointPath(config_.checkpoint_dir, done);
-  if (rank_ == 0) *written = path;
-  return paths_->Checkpoint(done, done == num_steps_, writes_checkpoints_,
-                            path);
+  if (rank_ == 0) *written = CheckpointPath(config_.checkpoint_dir, done);
+  return paths_->Checkpoint(
+      done, done == num_steps_,
+      checkpoint_dir_.has_value() ? &*checkpoint_dir_ : nullptr,
+      CheckpointFileName(done));
 }
 
 }  // namespace gradsync

@@ -53,6 +53,7 @@
 #include "collectives/communicator.h"
 #include "common/model_init/parameter_state.h"
 #include "common/optimizer.h"
+#include "common/rooted_dir.h"
 #include "proto/coordinator.pb.h"
 #include "worker/data/batcher.h"
 #include "worker/train/device_ring.h"
@@ -162,6 +163,11 @@ class Trainer {
   // This rank writes checkpoints: rank 0, and with checkpoint_on_every_host
   // the lowest rank of each host.
   bool writes_checkpoints_ = false;
+  // Where it writes them: config.checkpoint_dir, opened by Init (after
+  // Resume) beneath its root for the whole run (common/rooted_dir.h; a link
+  // below the root fails Create with FAILED_PRECONDITION naming
+  // checkpoint.directory). Empty on the other ranks.
+  std::optional<RootedDir> checkpoint_dir_;
   bool ran_ = false;
 
   // The operation in progress, for failure reports.
