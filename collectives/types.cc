@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "collectives/half.h"
 
 namespace gradsync {
 namespace {
@@ -31,6 +32,36 @@ void DivideTyped(T* buf, size_t n, int divisor) {
   for (size_t i = 0; i < n; ++i) buf[i] = buf[i] / d;
 }
 
+// A 16-bit type reduces in fp32, each result rounded once.
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void Reduce16(ReduceOp op, uint16_t* dst, const uint16_t* a, const uint16_t* b,
+              size_t n) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      for (size_t i = 0; i < n; ++i) {
+        dst[i] = FromFloat(ToFloat(a[i]) + ToFloat(b[i]));
+      }
+      return;
+    case ReduceOp::kMax:
+      for (size_t i = 0; i < n; ++i) {
+        dst[i] = FromFloat(std::max(ToFloat(a[i]), ToFloat(b[i])));
+      }
+      return;
+    case ReduceOp::kMin:
+      for (size_t i = 0; i < n; ++i) {
+        dst[i] = FromFloat(std::min(ToFloat(a[i]), ToFloat(b[i])));
+      }
+      return;
+  }
+}
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+void Divide16(uint16_t* buf, size_t n, int divisor) {
+  const float d = static_cast<float>(divisor);
+  for (size_t i = 0; i < n; ++i) buf[i] = FromFloat(ToFloat(buf[i]) / d);
+}
+
 }  // namespace
 
 size_t DataTypeSize(DataType type) {
@@ -41,6 +72,9 @@ size_t DataTypeSize(DataType type) {
       return 8;
     case DataType::kInt32:
       return 4;
+    case DataType::kBFloat16:
+    case DataType::kFloat16:
+      return 2;
   }
   return 0;
 }
@@ -53,6 +87,10 @@ absl::string_view DataTypeName(DataType type) {
       return "double";
     case DataType::kInt32:
       return "int32";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat16:
+      return "half";
   }
   return "invalid";
 }
@@ -72,7 +110,7 @@ absl::string_view ReduceOpName(ReduceOp op) {
 }
 
 bool IsValid(DataType type) {
-  return static_cast<uint8_t>(type) <= static_cast<uint8_t>(DataType::kInt32);
+  return static_cast<uint8_t>(type) <= static_cast<uint8_t>(DataType::kFloat16);
 }
 
 bool IsValid(ReduceOp op) {
@@ -88,8 +126,13 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
     return DataType::kFloat64;
   }
   if (n == "int32" || n == "int" || n == "i32") return DataType::kInt32;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown data type '", name, "'; use float, double or int32"));
+  if (n == "bfloat16" || n == "bf16") return DataType::kBFloat16;
+  if (n == "half" || n == "fp16" || n == "f16" || n == "float16") {
+    return DataType::kFloat16;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown data type '", name,
+                   "'; use float, double, int32, bfloat16 or half"));
 }
 
 absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name) {
@@ -120,6 +163,16 @@ void Reduce(DataType type, ReduceOp op, void* dst, const void* a, const void* b,
                            static_cast<const int32_t*>(a),
                            static_cast<const int32_t*>(b), count);
       return;
+    case DataType::kBFloat16:
+      Reduce16<BFloat16ToFloat, FloatToBFloat16>(
+          op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+          static_cast<const uint16_t*>(b), count);
+      return;
+    case DataType::kFloat16:
+      Reduce16<Float16ToFloat, FloatToFloat16>(
+          op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
+          static_cast<const uint16_t*>(b), count);
+      return;
   }
 }
 
@@ -133,6 +186,14 @@ void DivideInPlace(DataType type, void* buf, size_t count, int divisor) {
       return;
     case DataType::kInt32:
       DivideTyped(static_cast<int32_t*>(buf), count, divisor);
+      return;
+    case DataType::kBFloat16:
+      Divide16<BFloat16ToFloat, FloatToBFloat16>(static_cast<uint16_t*>(buf),
+                                                 count, divisor);
+      return;
+    case DataType::kFloat16:
+      Divide16<Float16ToFloat, FloatToFloat16>(static_cast<uint16_t*>(buf),
+                                               count, divisor);
       return;
   }
 }

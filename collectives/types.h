@@ -11,12 +11,22 @@
 
 namespace gradsync {
 
-enum class DataType : uint8_t { kFloat32 = 0, kFloat64 = 1, kInt32 = 2 };
+// kBFloat16 and kFloat16 are 16-bit gradients on the wire (collectives/
+// half.h): each reduction converts to fp32, reduces there, and rounds to
+// nearest even once; fp16 clamps finite values beyond +-65504 to it.
+enum class DataType : uint8_t {
+  kFloat32 = 0,
+  kFloat64 = 1,
+  kInt32 = 2,
+  kBFloat16 = 3,
+  kFloat16 = 4,
+};
 enum class ReduceOp : uint8_t { kSum = 0, kAvg = 1, kMax = 2, kMin = 3 };
 
 // Size of one element of `type` in bytes.
 size_t DataTypeSize(DataType type);
-// "float", "double", "int32": the names nccl-tests prints.
+// "float", "double", "int32", "bfloat16", "half": the names nccl-tests
+// prints.
 absl::string_view DataTypeName(DataType type);
 absl::string_view ReduceOpName(ReduceOp op);
 // Parses the names above (and aliases such as "fp32", "f32", "int").

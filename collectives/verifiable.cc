@@ -1,5 +1,7 @@
 #include "collectives/verifiable.h"
 
+#include "collectives/half.h"
+
 namespace gradsync {
 namespace {
 
@@ -14,6 +16,17 @@ void FillTyped(int rank, T* buf, size_t count, size_t first_index) {
 template <typename T>
 void FillConstant(T* buf, size_t count, T value) {
   for (size_t i = 0; i < count; ++i) buf[i] = value;
+}
+
+// 16-bit inputs: the same values, rounded (exact while (rank + 1) * 16
+// fits the type's significand: up to 128 ranks in fp16, 16 in bfloat16).
+template <uint16_t (*FromFloat)(float)>
+void Fill16(int rank, uint16_t* buf, size_t count, size_t first_index) {
+  const float factor = static_cast<float>(rank + 1);
+  for (size_t i = 0; i < count; ++i) {
+    buf[i] =
+        FromFloat(factor * static_cast<float>(InputPattern(first_index + i)));
+  }
 }
 
 }  // namespace
@@ -34,6 +47,14 @@ void FillInput(DataType type, int rank, void* buf, size_t count,
     case DataType::kInt32:
       FillTyped(rank, static_cast<int32_t*>(buf), count, first_index);
       return;
+    case DataType::kBFloat16:
+      Fill16<FloatToBFloat16>(rank, static_cast<uint16_t*>(buf), count,
+                              first_index);
+      return;
+    case DataType::kFloat16:
+      Fill16<FloatToFloat16>(rank, static_cast<uint16_t*>(buf), count,
+                             first_index);
+      return;
   }
 }
 
@@ -47,6 +68,12 @@ void FillPoison(DataType type, void* buf, size_t count) {
       return;
     case DataType::kInt32:
       FillConstant(static_cast<int32_t*>(buf), count, int32_t{-1});
+      return;
+    case DataType::kBFloat16:
+      FillConstant(static_cast<uint16_t*>(buf), count, FloatToBFloat16(-1));
+      return;
+    case DataType::kFloat16:
+      FillConstant(static_cast<uint16_t*>(buf), count, FloatToFloat16(-1));
       return;
   }
 }

@@ -116,7 +116,8 @@ const Row kRows[] = {
        ASSIGN_OR_RETURN(s->options.op, ParseReduceOp(v));
        return absl::OkStatus();
      }},
-    {'d', "datatype", "TYPE", "float, double or int32 (float)",
+    {'d', "datatype", "TYPE",
+     "float, double, int32, bfloat16 (bf16) or half (fp16) (float)",
      [](absl::string_view v, ParseState* s) {
        ASSIGN_OR_RETURN(s->options.type, ParseDataType(v));
        return absl::OkStatus();

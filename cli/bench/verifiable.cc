@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/half.h"
+
 namespace gradsync {
 namespace bench {
 namespace {
@@ -21,6 +23,19 @@ int64_t CountWrongTyped(const VerifySpec& spec, const T* got,
   int64_t wrong = 0;
   for (size_t i = 0; i < recv_count; ++i) {
     if (!Matches<T>(got[i], ExpectedValue(spec, i), spec.tolerance)) ++wrong;
+  }
+  return wrong;
+}
+
+template <float (*ToFloat)(uint16_t)>
+int64_t CountWrong16(const VerifySpec& spec, const uint16_t* got,
+                     size_t recv_count) {
+  int64_t wrong = 0;
+  for (size_t i = 0; i < recv_count; ++i) {
+    if (!Matches<float>(ToFloat(got[i]), ExpectedValue(spec, i),
+                        spec.tolerance)) {
+      ++wrong;
+    }
   }
   return wrong;
 }
@@ -55,11 +70,21 @@ int64_t CountWrong(const VerifySpec& spec, const void* got, size_t recv_count) {
     case DataType::kInt32:
       return CountWrongTyped(spec, static_cast<const int32_t*>(got),
                              recv_count);
+    case DataType::kBFloat16:
+      return CountWrong16<BFloat16ToFloat>(
+          spec, static_cast<const uint16_t*>(got), recv_count);
+    case DataType::kFloat16:
+      return CountWrong16<Float16ToFloat>(
+          spec, static_cast<const uint16_t*>(got), recv_count);
   }
   return static_cast<int64_t>(recv_count);
 }
 
 double PreScaledAvgTolerance(DataType type, ReduceOp op, int ranks) {
+  // 16-bit: every hop of a sum rounds once, to half an ulp (2^-8 of the
+  // value for bfloat16, 2^-11 for fp16).
+  if (type == DataType::kBFloat16) return ranks * std::ldexp(1.0, -8);
+  if (type == DataType::kFloat16) return ranks * std::ldexp(1.0, -11);
   if (op != ReduceOp::kAvg) return 0.0;
   double eps = 0.0;
   if (type == DataType::kFloat32) {

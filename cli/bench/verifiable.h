@@ -45,7 +45,8 @@ int64_t CountWrong(const VerifySpec& spec, const void* got, size_t recv_count);
 
 // Relative tolerance for a backend that computes avg by pre-multiplying
 // each input by 1/N in the element type (N roundings of eps/2 each, plus
-// the sum's). 0 for integer types and for the other operators.
+// the sum's). 0 for integer types and for the other operators. 16-bit
+// types get N half-ulps for every operator: each hop of the ring rounds.
 double PreScaledAvgTolerance(DataType type, ReduceOp op, int ranks);
 
 }  // namespace bench

@@ -131,6 +131,10 @@ std::string RingTransport(const JobSpec& spec) {
   if (!algorithm.empty() && algorithm != "auto") {
     absl::StrAppend(&text, ", algorithm ", algorithm);
   }
+  const std::string& dtype = spec.grad_dtype();
+  if (!dtype.empty() && dtype != "fp32") {
+    absl::StrAppend(&text, ", ", dtype, " gradients");
+  }
   return text;
 }
 

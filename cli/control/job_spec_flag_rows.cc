@@ -17,6 +17,7 @@
 #include "common/code_points.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 
 namespace gradsync {
 namespace control {
@@ -433,6 +434,16 @@ const SpecFlagRow kSpecRows[] = {
                           "hierarchical"));
        }
        s->set_ring_algorithm(std::string(AllReduceAlgorithmName(*algorithm)));
+       return absl::OkStatus();
+     }},
+    {"grad-dtype", "fp32|bf16|fp16",
+     "gradients on the ring's wire: fp32, or 16 bits summed in fp32 where "
+     "received (fp16 clamps at +-65504); host rings only, not the PS or "
+     "NCCL yet",
+     "grad_dtype",
+     [](absl::string_view v, JobSpec* s) {
+       ASSIGN_OR_RETURN(const DataType type, ParseGradDtype(v));
+       s->set_grad_dtype(GradDtypeName(type));
        return absl::OkStatus();
      }},
     {"checkpoint-dir", "DIR", "write checkpoints here", "checkpoint.directory",

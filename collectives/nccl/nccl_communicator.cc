@@ -36,6 +36,10 @@ ncclDataType_t ToNccl(DataType type) {
       return ncclFloat64;
     case DataType::kInt32:
       return ncclInt32;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+    case DataType::kFloat16:
+      return ncclFloat16;
   }
   return ncclFloat32;  // Unreachable: types are validated first.
 }

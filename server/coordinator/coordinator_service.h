@@ -233,8 +233,9 @@ class CoordinatorService {
   // queues the notices (see the top of this file). Returns the epoch and
   // the job's status.
   // INVALID_ARGUMENT: mode is not RING or PS. NOT_FOUND: unknown job.
-  // FAILED_PRECONDITION: the job ended, or PS mode with no live parameter
-  // server. Errors change nothing.
+  // FAILED_PRECONDITION: the job ended, PS mode with no live parameter
+  // server, or PS mode for a job with 16-bit gradients (the PS takes fp32
+  // only so far). Errors change nothing.
   [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchJob(
       const SwitchJobRequest& request);
 

@@ -15,6 +15,7 @@
 #include "common/model_profiles.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 #include "server/coordinator/auto_mode.h"
 
 namespace gradsync {
@@ -325,6 +326,14 @@ namespace {
 }
 
 // ringBackend and ringAlgorithm, on `out` whose device is already set.
+// As the worker resolves ringBackend "auto" (worker/train/
+// train_config.cc): NCCL for an mlp on cuda.
+bool RingRunsOnNccl(const JobSpec& spec) {
+  return spec.ring_backend() == "nccl" ||
+         (spec.ring_backend() == "auto" && spec.device() == "cuda" &&
+          spec.model().kind() == "mlp");
+}
+
 [[nodiscard]] absl::Status ValidateRing(JobSpec* out) {
   if (out->ring_backend().empty()) out->set_ring_backend("auto");
   if (out->ring_backend() != "auto" && out->ring_backend() != "tcp" &&
@@ -353,12 +362,7 @@ namespace {
     out->set_ring_algorithm("auto");
     return absl::OkStatus();
   }
-  // As the worker resolves ringBackend "auto" (worker/train/
-  // train_config.cc): NCCL for an mlp on cuda.
-  const bool nccl = out->ring_backend() == "nccl" ||
-                    (out->ring_backend() == "auto" && out->device() == "cuda" &&
-                     out->model().kind() == "mlp");
-  if (nccl) {
+  if (RingRunsOnNccl(*out)) {
     return InvalidSpecField(
         "ringAlgorithm",
         absl::StrCat("is '", out->ring_algorithm(),
@@ -368,6 +372,23 @@ namespace {
                      "ringBackend \"tcp\" or leave ringAlgorithm \"auto\""));
   }
   out->set_ring_algorithm(std::string(AllReduceAlgorithmName(*algorithm)));
+  return absl::OkStatus();
+}
+
+// gradDtype (jobspec/grad_dtype.h), spelled canonically; after ValidateRing
+// (ringBackend resolved).
+[[nodiscard]] absl::Status ValidateGradDtypeOf(JobSpec* out) {
+  ASSIGN_OR_RETURN(const DataType type, ParseGradDtype(out->grad_dtype()));
+  if (type != DataType::kFloat32 &&
+      out->model().kind() == kEntrypointModelKind) {
+    return InvalidSpecField(
+        "gradDtype",
+        absl::StrCat("is '", out->grad_dtype(),
+                     "', but an entrypoint job's gradients are its own "
+                     "program's: use DDP's bf16_compress_hook there"));
+  }
+  RETURN_IF_ERROR(ValidateGradDtype(*out, RingRunsOnNccl(*out)));
+  out->set_grad_dtype(GradDtypeName(type));
   return absl::OkStatus();
 }
 
@@ -454,6 +475,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
         absl::StrCat("is '", out.device(), "'; use \"cpu\" or \"cuda\""));
   }
   RETURN_IF_ERROR(ValidateRing(&out));
+  RETURN_IF_ERROR(ValidateGradDtypeOf(&out));
   RETURN_IF_ERROR(NonNegative("bucketBytes", spec.bucket_bytes()));
   if (out.bucket_bytes() == 0) out.set_bucket_bytes(kDefaultBucketBytes);
   RETURN_IF_ERROR(NonNegative("blasThreads", spec.blas_threads()));
@@ -495,12 +517,7 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   return out;
 }
 
-bool JobNeedsPs(const JobSpec& spec) {
-  if (spec.mode() == SYNC_MODE_PS || spec.auto_mode().enabled()) return true;
-  return std::any_of(
-      spec.switches().begin(), spec.switches().end(),
-      [](const SwitchSpec& s) { return s.mode() == SYNC_MODE_PS; });
-}
+bool JobNeedsPs(const JobSpec& spec) { return SpecUsesPs(spec); }
 
 absl::StatusOr<JobSpec> ParseJobSpecJson(absl::string_view json) {
   JobSpec spec;

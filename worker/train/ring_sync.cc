@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "collectives/half.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 
@@ -39,6 +40,14 @@ absl::StatusOr<std::unique_ptr<RingSync>> RingSync::Create(
   if (comm == nullptr) {
     return absl::InvalidArgumentError("ring sync needs a communicator");
   }
+  if (options.wire_type != DataType::kFloat32 &&
+      options.wire_type != DataType::kBFloat16 &&
+      options.wire_type != DataType::kFloat16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring sync: gradients travel as float, bfloat16 or "
+                     "half, not ",
+                     DataTypeName(options.wire_type)));
+  }
   ASSIGN_OR_RETURN(Bucketer bucketer,
                    Bucketer::Create(grads.size(), options.bucket_bytes));
   return std::unique_ptr<RingSync>(
@@ -51,6 +60,8 @@ RingSync::RingSync(Communicator* comm, absl::Span<float> grads,
       scalar_comm_(options.scalar_comm != nullptr ? options.scalar_comm : comm),
       before_launch_(std::move(options.before_launch)),
       grads_(grads),
+      wire_type_(options.wire_type),
+      wire_(options.wire_type == DataType::kFloat32 ? 0 : grads.size()),
       bucketer_(std::move(bucketer)) {}
 
 RingSync::~RingSync() {
@@ -100,10 +111,23 @@ absl::Status RingSync::Launch(const Bucket& bucket) {
                                    ", ", bucket.end, ")) after backward"));
     }
   }
-  float* data = grads_.data() + bucket.begin;
+  if (wire_type_ == DataType::kFloat32) {
+    float* data = grads_.data() + bucket.begin;
+    in_flight_.push_back(
+        {bucket, comm_->AllReduceAsync(data, data, bucket.size(),
+                                       DataType::kFloat32, ReduceOp::kSum)});
+    return absl::OkStatus();
+  }
+  const float* from = grads_.data() + bucket.begin;
+  uint16_t* wire = wire_.data() + bucket.begin;
+  if (wire_type_ == DataType::kBFloat16) {
+    FloatsToBFloat16(from, wire, bucket.size());
+  } else {
+    FloatsToFloat16(from, wire, bucket.size());
+  }
   in_flight_.push_back(
-      {bucket, comm_->AllReduceAsync(data, data, bucket.size(),
-                                     DataType::kFloat32, ReduceOp::kSum)});
+      {bucket, comm_->AllReduceAsync(wire, wire, bucket.size(), wire_type_,
+                                     ReduceOp::kSum)});
   return absl::OkStatus();
 }
 
@@ -119,6 +143,17 @@ absl::Status RingSync::WaitAll(absl::Time deadline, absl::Duration* busy) {
       absl::StatusOr<absl::Duration> elapsed = f.work->Elapsed();
       timed = elapsed.ok();
       if (timed) sum += *elapsed;
+    }
+    if (s.ok() && wire_type_ != DataType::kFloat32) {
+      // Every rank widens the same 16-bit sums: the ranks stay bitwise
+      // equal.
+      const uint16_t* wire = wire_.data() + f.bucket.begin;
+      float* to = grads_.data() + f.bucket.begin;
+      if (wire_type_ == DataType::kBFloat16) {
+        BFloat16ToFloats(wire, to, f.bucket.size());
+      } else {
+        Float16ToFloats(wire, to, f.bucket.size());
+      }
     }
     if (!s.ok() && first.ok()) {
       first = Annotate(
@@ -168,11 +203,12 @@ absl::StatusOr<SyncStats> RingSync::FinishStep(absl::Span<double> scalars,
   std::unique_ptr<Work> scalar_work = scalar_comm_->AllReduceAsync(
       control.data(), control.data(), control.size(), DataType::kFloat64,
       ReduceOp::kSum);
+  const size_t element_bytes = DataTypeSize(wire_type_);
   for (const InFlight& f : in_flight_) {
     stats.bytes_sent +=
-        RingAllReduceBytes(f.bucket.size() * sizeof(float), world);
+        RingAllReduceBytes(f.bucket.size() * element_bytes, world);
     stats.payload_bytes +=
-        static_cast<int64_t>(f.bucket.size() * sizeof(float));
+        static_cast<int64_t>(f.bucket.size() * element_bytes);
     ++stats.operations;
   }
   stats.bus_factor = AllReduceBusFactor(world);

@@ -66,6 +66,12 @@ struct RingSyncOptions {
   // backward kernels that wrote the bucket (NcclWaitEvent on the model's
   // ready event), without a host round trip.
   std::function<absl::Status()> before_launch;
+  // Gradients on the wire: kFloat32, or kBFloat16 / kFloat16 (JobSpec
+  // grad_dtype). A 16-bit bucket is rounded into a host staging buffer,
+  // all-reduced in 16 bits (each sum in fp32, rounded once, the same bits
+  // on every rank) and widened back into the gradient. Host gradients
+  // only: the NCCL path keeps kFloat32.
+  DataType wire_type = DataType::kFloat32;
 };
 
 // Bytes one rank sends (and receives) to all-reduce `bytes` over `world`
@@ -81,7 +87,8 @@ int64_t RingAllReduceBytes(size_t bytes, int world);
 
 class RingSync final : public GradientSync {
  public:
-  // INVALID_ARGUMENT for a null communicator or a bad bucket size.
+  // INVALID_ARGUMENT for a null communicator, a bad bucket size or a wire
+  // type other than fp32, bf16 and fp16.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RingSync>> Create(
       Communicator* comm, absl::Span<float> grads,
       const RingSyncOptions& options);
@@ -123,6 +130,9 @@ class RingSync final : public GradientSync {
   Communicator* const scalar_comm_;
   const std::function<absl::Status()> before_launch_;
   const absl::Span<float> grads_;
+  const DataType wire_type_;
+  // The 16-bit copy of grads_ that travels (empty for kFloat32).
+  std::vector<uint16_t> wire_;
   Bucketer bucketer_;
   int64_t step_ = -1;
   int64_t switch_epoch_ = 0;  // heard by this rank, for the step's scalars

@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<SyncPathController>> SyncPathController::Create(
       step_scalars, operation, std::move(optimizer)));
   RingSyncOptions ring;
   ring.bucket_bytes = config.bucket_bytes;
+  ring.wire_type = config.grad_dtype;
   ASSIGN_OR_RETURN(controller->ring_,
                    RingSync::Create(comm, model->grads(), ring));
   controller->sync_ = controller->ring_.get();

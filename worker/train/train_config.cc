@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/model_profiles.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 
 namespace gradsync {
 namespace {
@@ -319,6 +320,9 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
                                 "job runs on NCCL, which picks its own; use "
                                 "ringBackend \"tcp\""));
   }
+  RETURN_IF_ERROR(
+      ValidateGradDtype(spec, config.ring_backend == RingBackend::kNccl));
+  ASSIGN_OR_RETURN(config.grad_dtype, ParseGradDtype(spec.grad_dtype()));
   RETURN_IF_ERROR(ValidateTrainerConfig(config));
   return config;
 }

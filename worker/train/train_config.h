@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collectives/all_reduce_algorithm.h"
+#include "collectives/types.h"
 #include "common/optimizer.h"
 #include "common/tls.h"
 #include "proto/job.pb.h"
@@ -117,6 +118,9 @@ struct TrainerConfig {
   // forced on every all-reduce (the daemon's HierarchicalOptions, in
   // collectives/hierarchical_communicator.h). Not with kNccl.
   AllReduceAlgorithm ring_algorithm = AllReduceAlgorithm::kAuto;
+  // Gradients on the ring's wire (JobSpec.grad_dtype): kFloat32, or
+  // kBFloat16 / kFloat16 on the host rings (RingSyncOptions::wire_type).
+  DataType grad_dtype = DataType::kFloat32;
 
   DatasetKind dataset = DatasetKind::kFashionMnist;
   std::string dataset_path;  // empty: kFashionMnistDir

@@ -1,0 +1,78 @@
+// The coordinator and 16-bit gradients (JobSpec.grad_dtype): the spec is
+// spelled canonically, refused where 16 bits are not built (the PS, NCCL,
+// entrypoint jobs), and a runtime switch to PS is refused for such a job.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/coordinator/coordinator_service.h"
+#include "server/coordinator/job_spec.h"
+#include "tests/coordinator/coordinator_test_util.h"
+#include "tests/util/status_matchers.h"
+
+namespace gradsync {
+namespace testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(GradDtypeSpecTest, SpelledCanonically) {
+  JobSpec spec = ValidSpec(2);
+  spec.set_grad_dtype("BFloat16");
+  absl::StatusOr<JobSpec> out = ValidateJobSpec(spec);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(out->grad_dtype(), "bf16");
+  spec.clear_grad_dtype();
+  out = ValidateJobSpec(spec);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(out->grad_dtype(), "fp32");
+}
+
+TEST(GradDtypeSpecTest, RefusedWhereSixteenBitsAreNotBuilt) {
+  JobSpec ps = PsJobSpec(2, 1);
+  ps.set_grad_dtype("bf16");
+  EXPECT_THAT(ValidateJobSpec(ps),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("carries fp32 gradients only")));
+  JobSpec nccl = ValidSpec(2, "cuda");
+  nccl.set_grad_dtype("fp16");
+  EXPECT_THAT(
+      ValidateJobSpec(nccl),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("runs on NCCL")));
+  nccl.set_ring_backend("tcp");  // the host ring of a GPU job takes it
+  EXPECT_THAT(ValidateJobSpec(nccl), IsOk());
+  JobSpec bad = ValidSpec(2);
+  bad.set_grad_dtype("fp8");
+  EXPECT_THAT(ValidateJobSpec(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("gradDtype is 'fp8'")));
+}
+
+using GradDtypeSwitchTest = CoordinatorTest;
+
+TEST_F(GradDtypeSwitchTest, SwitchToPs_RefusedForA16BitJob_NothingChanged) {
+  Register("host-a", 2);
+  RegisterPs("10.0.0.9:1");
+  JobSpec spec = ValidSpec(2);
+  spec.set_grad_dtype("bf16");
+  absl::StatusOr<std::string> job = Submit(spec);
+  ASSERT_THAT(job, IsOk());
+  SwitchJobRequest request;
+  request.set_job_id(*job);
+  request.set_mode(SYNC_MODE_PS);
+  EXPECT_THAT(service_->SwitchJob(request),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("sends bf16 gradients")));
+  EXPECT_EQ(Status(*job).switch_requests(), 0);
+  EXPECT_THAT(Status(*job).ps_addresses(), ::testing::IsEmpty());
+  // An fp32 job switches as before.
+  JobSpec fp32 = ValidSpec(1);
+  Register("host-b", 1);
+  absl::StatusOr<std::string> other = Submit(fp32);
+  ASSERT_THAT(other, IsOk());
+  request.set_job_id(*other);
+  EXPECT_THAT(service_->SwitchJob(request), IsOk());
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace gradsync
