@@ -29,6 +29,9 @@ inline void StreamLine(char* dest, const char* src) {
 }  // namespace
 
 void StreamingCopier::Append(const char* src, size_t n) {
+  // Nothing to copy: the pointers may be null (an empty span's), which
+  // memcpy must not be given even for 0 bytes.
+  if (n == 0) return;
 #if defined(__SSE2__)
   if (!aligned_) {
     // Up to the first line boundary with ordinary stores: that line is
@@ -70,7 +73,7 @@ void StreamingCopier::Append(const char* src, size_t n) {
 void StreamingCopier::Finish() {
 #if defined(__SSE2__)
   // The last line is shared with whatever follows the destination.
-  std::memcpy(out_ - staged_, line_, staged_);
+  if (staged_ > 0) std::memcpy(out_ - staged_, line_, staged_);
   staged_ = 0;
   // Non-temporal stores are weakly ordered: fence them so that a reader
   // synchronised with this thread afterwards sees them.

@@ -57,7 +57,9 @@ absl::StatusOr<int64_t> AsyncUpdate::AdmitLocked(
     return !recheck().ok() ||
            step - core.SlowestStepLocked(nullptr) <= staleness;
   };
+  ++core.stats.staleness_waiters;
   core.mu.AwaitWithDeadline(absl::Condition(&may_go), deadline);
+  --core.stats.staleness_waiters;
   core.stats.staleness_wait += absl::Now() - start;
   RETURN_IF_ERROR(recheck());
   slowest = core.SlowestStepLocked(&slowest_rank);

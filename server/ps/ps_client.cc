@@ -145,6 +145,7 @@ PsClientStats PsClient::stats() const {
   stats.calls = calls_.load();
   stats.bytes_sent = bytes_sent_.load();
   stats.bytes_received = bytes_received_.load();
+  stats.credit_waits = credit_waits_.load();
   return stats;
 }
 

@@ -131,6 +131,10 @@ struct PsClientStats {
   uint64_t calls = 0;
   uint64_t bytes_sent = 0;      // tensor bytes
   uint64_t bytes_received = 0;  // tensor bytes
+  // Partitions whose push had to wait for the reply of the partition four
+  // turns back on their server (the credit, ps_step.h); counted when the
+  // wait begins.
+  uint64_t credit_waits = 0;
 };
 
 class PsClient {
@@ -322,6 +326,7 @@ class PsClient {
   std::atomic<uint64_t> calls_{0};
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> credit_waits_{0};
   std::atomic<bool> step_in_flight_{false};  // a PsStep is alive
   bool planes_resolved_ = false;             // by the thread that starts steps
   std::atomic<bool> cancel_flag_{false};     // Cancel was called

@@ -216,12 +216,21 @@ absl::Status PsStep::WaitPushTurn(size_t k) {
   const bool wait_credit = credit < client_->shards_.size() &&
                            client_->shards_[credit].location.address ==
                                client_->shards_[k].location.address;
+  auto turn = [this, before]() {
+    return !cancelled_.ok() || failed_shard_ >= 0 || push_written_[before];
+  };
   auto go = [this, before, credit, wait_credit]() {
     return !cancelled_.ok() || failed_shard_ >= 0 ||
            (push_written_[before] && (!wait_credit || calls_[credit]->done));
   };
   absl::MutexLock lock(&mu_);
-  if (!mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
+  // The turn, then the credit: a push the credit holds back is counted
+  // (PsClientStats::credit_waits).
+  const bool turn_came =
+      mu_.AwaitWithDeadline(absl::Condition(&turn), call_deadline_);
+  if (turn_came && !go()) client_->credit_waits_.fetch_add(1);
+  if (!turn_came ||
+      !mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
     return absl::DeadlineExceededError(
         absl::StrCat("rank ", client_->rank_, ", step ", step_, ": partition ",
                      before, " on ", client_->shards_[k].location.address,

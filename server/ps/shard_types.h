@@ -79,6 +79,7 @@ struct PsShardStats {
   // optimizer's update, fused block by block; async, the update.
   absl::Duration apply_time;
   absl::Duration staleness_wait;  // SSP pushes held back
+  int staleness_waiters = 0;      // SSP pushes held back now
   int queue_depth = 0;            // committed, not applied yet
   int max_queue_depth = 0;
   std::vector<int64_t> rank_steps;  // each rank's next step

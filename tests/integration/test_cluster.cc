@@ -105,9 +105,16 @@ std::string TestCluster::tls_dir() const {
   return options_.tls ? absl::StrCat(log_dir_, "/tls") : "";
 }
 
-std::vector<std::string> TestCluster::SecurityArgs() const {
-  if (!options_.tls) return {"--insecure"};
-  return {"--tls-dir", tls_dir()};
+std::vector<std::string> TestCluster::CommonArgs() const {
+  std::vector<std::string> args = {"--insecure"};
+  if (options_.tls) args = {"--tls-dir", tls_dir()};
+  if (options_.probes) {
+    for (const char* flag : {"--metrics-listen", "--health-listen"}) {
+      args.push_back(flag);
+      args.push_back("127.0.0.1:0");
+    }
+  }
+  return args;
 }
 
 absl::Status TestCluster::RestartCoordinator(int signal_number) {
@@ -125,7 +132,7 @@ absl::Status TestCluster::StartCoordinator(const std::string& listen) {
       "--listen",       listen,
       "--lease-ms",     absl::StrCat(options_.lease_ms),
       "--heartbeat-ms", absl::StrCat(options_.heartbeat_ms)};
-  for (std::string& arg : SecurityArgs()) flags.push_back(std::move(arg));
+  for (std::string& arg : CommonArgs()) flags.push_back(std::move(arg));
   if (options_.state_db) {
     flags.push_back("--state-db");
     flags.push_back(absl::StrCat(log_dir_, "/coordinator.db"));
@@ -178,7 +185,7 @@ absl::Status TestCluster::StartParameterServers() {
   for (int i = 0; i < options_.parameter_servers; ++i) {
     std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--coordinator",
                                      address_};
-    for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
+    for (std::string& arg : CommonArgs()) args.push_back(std::move(arg));
     if (options_.ps_plaintext) args.push_back("--ps-plaintext");
     ASSIGN_OR_RETURN(
         std::unique_ptr<ChildProcess> ps,
@@ -241,7 +248,7 @@ absl::Status TestCluster::StartWorkers() {
         "--devices",     absl::StrCat("cpu:", options_.devices_per_worker),
         "--address",     "127.0.0.1",
         "--host",        host};
-    for (std::string& arg : SecurityArgs()) args.push_back(std::move(arg));
+    for (std::string& arg : CommonArgs()) args.push_back(std::move(arg));
     if (options_.ps_plaintext) args.push_back("--ps-plaintext");
     args.push_back("--ps-transport");
     args.push_back(options_.ps_transport);

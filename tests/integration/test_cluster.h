@@ -65,6 +65,9 @@ struct TestClusterOptions {
   // The workers' --ps-transport: "plane" (their default; every parameter
   // server serves one, gradsync-ps's default) or "grpc".
   std::string ps_transport = "plane";
+  // Every daemon also serves its probes: --metrics-listen and
+  // --health-listen on 127.0.0.1:0 (their addresses are in the logs).
+  bool probes = false;
 };
 
 class TestCluster {
@@ -183,8 +186,9 @@ class TestCluster {
  private:
   TestCluster(const TestClusterOptions& options, std::string log_dir);
 
-  // --tls-dir DIR or --insecure, as options.tls says.
-  std::vector<std::string> SecurityArgs() const;
+  // What every daemon gets: --tls-dir DIR or --insecure, as options.tls
+  // says, and the probes' flags with options.probes.
+  std::vector<std::string> CommonArgs() const;
   // On `listen` ("127.0.0.1:0": a free port).
   [[nodiscard]] absl::Status StartCoordinator(const std::string& listen);
   [[nodiscard]] absl::Status StartWorkers();

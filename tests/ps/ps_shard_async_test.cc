@@ -20,6 +20,7 @@
 namespace gradsync {
 namespace {
 
+using ::gradsync::testing::Eventually;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::MakeShard;
 using ::gradsync::testing::PullParams;
@@ -124,13 +125,21 @@ TEST(PsShardAsyncTest, StaleSync_SlowRankStalls_FastPushTimesOutNamingIt) {
   EXPECT_TRUE(Snapshot(*shard) == before);
   // Once rank 2 pushes step 0, a waiting push of rank 0 goes through.
   absl::Status fast;
-  std::thread waiter(
-      [&]() { fast = PushGradient(*shard, 0, 3, std::vector<float>(4, 1)); });
-  absl::SleepFor(absl::Milliseconds(30));
-  ASSERT_THAT(PushGradient(*shard, 2, 0, std::vector<float>(4, 1)), IsOk());
+  std::atomic<bool> returned{false};
+  std::thread waiter([&]() {
+    fast = PushGradient(*shard, 0, 3, std::vector<float>(4, 1));
+    returned = true;
+  });
+  // Held back by the bound, not merely not yet started.
+  EXPECT_TRUE(
+      Eventually([&]() { return shard->Stats().staleness_waiters == 1; }));
+  EXPECT_FALSE(returned.load());
+  EXPECT_THAT(shard->Stats().rank_steps, ElementsAre(3, 3, 0));
+  EXPECT_THAT(PushGradient(*shard, 2, 0, std::vector<float>(4, 1)), IsOk());
   waiter.join();
   EXPECT_THAT(fast, IsOk());
   EXPECT_THAT(shard->Stats().rank_steps, ElementsAre(4, 3, 1));
+  EXPECT_EQ(shard->Stats().staleness_waiters, 0);
 }
 
 TEST(PsShardStateTest, ExportImport_RoundTrip_ContinuesBitwiseIdentically) {
@@ -239,8 +248,12 @@ TEST(PsShardStateTest, View_HeldByReader_UpdateWaitsForIt) {
                 IsOk());
     applied = true;
   });
-  absl::SleepFor(absl::Milliseconds(30));
+  // The writer's push is committed and waits to be applied (the queue
+  // holds it) while the view lives.
+  EXPECT_TRUE(Eventually([&]() { return shard->Stats().queue_depth == 1; }));
   EXPECT_FALSE(applied.load());
+  EXPECT_EQ((*view)->params[0], 0.0f);
+  EXPECT_EQ(shard->Stats().updates, 0u);
   view->reset();
   writer.join();
   EXPECT_TRUE(applied.load());

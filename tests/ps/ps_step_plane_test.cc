@@ -15,6 +15,7 @@
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"
+#include "tests/ps/ps_test_util.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
@@ -233,7 +234,14 @@ TEST(PsStepPlaneTest, CancelledInBackward_ShardsTookNothingThenReconnects) {
       clients[0]->StartStep(0, grads, absl::MakeSpan(params[0]));
   ASSERT_THAT(step, IsOk());
   (*step)->Ready(kTotal - 100, kTotal);
-  absl::SleepFor(absl::Milliseconds(200));
+  const int last = shards.back().shard;
+  auto bytes_in = [&]() -> int64_t {
+    absl::StatusOr<std::vector<ps::ShardStats>> stats =
+        PsAdminClient::Connect(server->address())->GetShardStats("job", last);
+    return stats.ok() && stats->size() == 1 ? (*stats)[0].bytes_in() : -1;
+  };
+  ASSERT_TRUE(testing::Eventually([&]() { return bytes_in() == 400; }))
+      << bytes_in();
   const absl::Time start = absl::Now();
   (*step)->Cancel(absl::AbortedError("job cancelled by the user"));
   EXPECT_THAT((*step)->Finish(absl::Now() + absl::Seconds(30)),

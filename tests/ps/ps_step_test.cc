@@ -172,29 +172,44 @@ TEST_F(PsStepTest, PartlyReady_StreamsTheReadyEndBeforeTheRest) {
   CreateShards("overlap", kTotal, 1);
   std::unique_ptr<PsClient> client =
       MakeClient("overlap", 0, kTotal, addresses_, 64);
-  std::vector<float> grads(kTotal, 1.0f), params(kTotal);
+  // As backward: an element's gradient is written just before it is marked
+  // ready; until then it holds a value that no shard may ever see (a push
+  // of it would show in the parameters).
+  std::vector<float> grads(kTotal, 1000.0f), params(kTotal);
   const absl::Time started = absl::Now();
   absl::StatusOr<std::unique_ptr<PsStep>> step =
       client->StartStep(0, grads, absl::MakeSpan(params));
   ASSERT_THAT(step, IsOk());
+  auto ready = [&](size_t begin, size_t end) {
+    std::fill(grads.begin() + begin, grads.begin() + end, 1.0f);
+    (*step)->Ready(begin, end);
+  };
   // Backward's first bucket: shard 1 streams it while the rest is pending.
-  (*step)->Ready(900, 1000);
+  ready(900, 1000);
   EXPECT_TRUE(Eventually([&]() {
     return BytesIn(addresses_[0], "overlap", 1) == 400;
   })) << BytesIn(addresses_[0], "overlap", 1);
   EXPECT_EQ(BytesIn(addresses_[0], "overlap", 0), 0);
   // A bucket across the shards' boundary feeds both.
-  (*step)->Ready(450, 900);
+  ready(450, 900);
   EXPECT_TRUE(Eventually([&]() {
     return BytesIn(addresses_[0], "overlap", 1) == 2000 &&
            BytesIn(addresses_[0], "overlap", 0) == 200;
   }));
-  // An island below a gap waits for the gap.
-  (*step)->Ready(0, 100);
+  // An island below a gap waits for the gap: the bucket just below the
+  // sent part, marked ready after the island, goes; the island does not
+  // (nor anything below it: the shard refuses chunks with gaps between
+  // them, and the gap's elements are not written yet).
+  ready(0, 100);
+  ready(400, 450);
+  EXPECT_TRUE(Eventually([&]() {
+    return BytesIn(addresses_[0], "overlap", 0) >= 400;
+  })) << BytesIn(addresses_[0], "overlap", 0);
+  EXPECT_EQ(BytesIn(addresses_[0], "overlap", 0), 400);
+  // Backward takes a while for the rest.
   constexpr absl::Duration kBackward = absl::Milliseconds(300);
   absl::SleepFor(kBackward);
-  EXPECT_EQ(BytesIn(addresses_[0], "overlap", 0), 200);
-  (*step)->Ready(100, 450);
+  ready(100, 400);
   absl::StatusOr<PsStepResult> result =
       (*step)->Finish(absl::Now() + absl::Seconds(10));
   ASSERT_THAT(result, IsOk());
@@ -536,13 +551,16 @@ TEST_F(PsStepTest, Partitions_CancelWhileWaitingForCredit_EndsPromptly) {
       client->StartStep(0, grads, absl::MakeSpan(params));
   ASSERT_THAT(step, IsOk());
   (*step)->Ready(0, kTotal);
-  // Server 0's last four partitions took their pushes; the fifth waits.
-  ASSERT_TRUE(Eventually([&]() {
+  // Each server's writer pushed its last four partitions and now waits for
+  // the first one's reply before the fifth (server 0: partition 12's before
+  // partition 8); held there, partition 8 has none of its bytes.
+  ASSERT_TRUE(Eventually([&]() { return client->stats().credit_waits == 2; }))
+      << client->stats().credit_waits;
+  EXPECT_EQ(BytesIn(addresses_[0], "credit", 8), 0);
+  EXPECT_TRUE(Eventually([&]() {
     return BytesIn(addresses_[0], "credit", 12) > 0 &&
            BytesIn(addresses_[0], "credit", 9) > 0;
   }));
-  absl::SleepFor(absl::Milliseconds(100));
-  EXPECT_EQ(BytesIn(addresses_[0], "credit", 8), 0);
   std::thread canceller([&]() {
     absl::SleepFor(absl::Milliseconds(100));
     (*step)->Cancel(absl::AbortedError("job cancelled by the user"));
