@@ -124,14 +124,17 @@ class CoordinatorTest : public ::testing::Test {
     service_ = *std::move(service);
   }
 
-  // Registers a worker on `host` with `devices` devices of `kind`.
+  // Registers a worker on `host` with `devices` devices of `kind`, whose
+  // jobs may use `job_memory_bytes` (0: no limit stated).
   std::string Register(const std::string& host, int devices,
-                       const std::string& kind = "cpu") {
+                       const std::string& kind = "cpu",
+                       int64_t job_memory_bytes = 0) {
     RegisterWorkerRequest request;
     request.set_host(host);
     request.set_address("10.0.0.1");
     request.set_pid(1234);
     request.set_wire_version(kWireVersion);
+    request.set_job_memory_bytes(job_memory_bytes);
     for (int i = 0; i < devices; ++i) {
       Device* device = request.add_devices();
       device->set_kind(kind);

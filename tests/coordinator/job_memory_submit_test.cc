@@ -25,22 +25,7 @@ class JobMemoryTest : public CoordinatorTest {
   // A worker of `devices` cpu devices whose jobs may use `memory` bytes.
   std::string RegisterWithMemory(const std::string& host, int devices,
                                  int64_t memory) {
-    RegisterWorkerRequest request;
-    request.set_host(host);
-    request.set_address("10.0.0.1");
-    request.set_wire_version(kWireVersion);
-    request.set_job_memory_bytes(memory);
-    for (int i = 0; i < devices; ++i) {
-      Device* device = request.add_devices();
-      device->set_kind("cpu");
-      device->set_index(i);
-    }
-    absl::StatusOr<RegisterWorkerResponse> response =
-        service_->RegisterWorker(request);
-    EXPECT_THAT(response, IsOk());
-    if (!response.ok()) return "";
-    credentials_.Remember(response->worker_id(), response->credential());
-    return response->worker_id();
+    return Register(host, devices, "cpu", memory);
   }
 
   // A synthetic job of `ranks` ranks whose ranks need 3 * 4 * floats bytes

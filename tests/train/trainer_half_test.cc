@@ -20,6 +20,7 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::ExpectAllOk;
+using ::gradsync::testing::FashionMnistMlpConfig;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::LoadOrDie;
@@ -66,17 +67,7 @@ TEST_P(TrainerHalfTest, SyntheticModel_HalfTheBytes_RanksBitwiseEqual) {
 
 TEST_P(TrainerHalfTest, FashionMnist_FollowsFp32WithinStatedTolerances) {
   GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
-  TrainerConfig config;
-  config.layer_sizes = {784, 64, 10};
-  config.dataset = DatasetKind::kFashionMnist;
-  config.optimizer.kind = OptimizerKind::kAdam;
-  config.optimizer.lr = 1e-3;
-  config.global_batch_size = 128;
-  config.steps = 50;
-  config.seed = 11;
-  config.bucket_bytes = 64 << 10;
-  config.eval_batch_size = 1000;
-  config.comm_timeout = absl::Seconds(20);
+  TrainerConfig config = FashionMnistMlpConfig(50);
   const TrainData data = LoadOrDie(config);
   const JobOutcome fp32 = RunJob(config, data, 4);
   config.grad_dtype = GetParam();

@@ -36,6 +36,7 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::ExpectAllOk;
+using ::gradsync::testing::FashionMnistMlpConfig;
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::JobOutcome;
 using ::gradsync::testing::LoadOrDie;
@@ -128,17 +129,7 @@ TEST_F(TrainerTest, FourRanks_TrackOneRank_SyntheticData) {
 
 TEST_F(TrainerTest, FourRanks_TrackOneRank_FashionMnist) {
   GRADSYNC_SKIP_WITHOUT_FASHION_MNIST();
-  TrainerConfig config;
-  config.layer_sizes = {784, 64, 10};
-  config.dataset = DatasetKind::kFashionMnist;
-  config.optimizer.kind = OptimizerKind::kAdam;
-  config.optimizer.lr = 1e-3;
-  config.global_batch_size = 128;
-  config.steps = 20;
-  config.seed = 11;
-  config.bucket_bytes = 64 << 10;  // several buckets over 50k parameters
-  config.eval_batch_size = 1000;
-  config.comm_timeout = absl::Seconds(20);
+  const TrainerConfig config = FashionMnistMlpConfig(20);
   const absl::Time start = absl::Now();
   const TrainData data = LoadOrDie(config);
   const absl::Time loaded = absl::Now();

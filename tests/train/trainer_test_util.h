@@ -87,6 +87,23 @@ inline TrainerConfig SmallMlpConfig() {
   return c;
 }
 
+// The Fashion-MNIST mlp the tests train for real: {784, 64, 10}, Adam,
+// batch 128, several 64 KiB buckets over its 50k parameters.
+inline TrainerConfig FashionMnistMlpConfig(int64_t steps) {
+  TrainerConfig c;
+  c.layer_sizes = {784, 64, 10};
+  c.dataset = DatasetKind::kFashionMnist;
+  c.optimizer.kind = OptimizerKind::kAdam;
+  c.optimizer.lr = 1e-3;
+  c.global_batch_size = 128;
+  c.steps = steps;
+  c.seed = 11;
+  c.bucket_bytes = 64 << 10;
+  c.eval_batch_size = 1000;
+  c.comm_timeout = absl::Seconds(20);
+  return c;
+}
+
 inline TrainData LoadOrDie(const TrainerConfig& config) {
   absl::StatusOr<TrainData> data = LoadTrainData(config);
   EXPECT_THAT(data, ::gradsync::testing::IsOk());
