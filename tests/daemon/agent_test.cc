@@ -321,10 +321,10 @@ TEST_F(AgentTest, LauncherFailure_ReportsEveryRankFailed) {
 // Trust finding 2: a submit/cancel storm piled 154 jobs onto a 3-device
 // worker, whose cancelled ranks were still stopping when the coordinator
 // placed the next job, until the kernel killed it. The worker holds at
-// most twice its devices in jobs, stopping ones included; one more fails
-// at once, named, and starts no ranks. Once one ends there is room again.
+// most one job per device, stopping ones included; one more fails at
+// once, named, and starts no ranks. Once one ends there is room again.
 TEST_F(AgentTest, SubmitCancelStorm_JobsBeyondTheLimitFailAtOnce) {
-  StartAgent();  // 2 devices: at most 4 jobs
+  StartAgent();  // 2 devices: at most 2 jobs
   launcher_.set_linger(true);
   // However the test ends, the lingering jobs end, so that the agent's
   // Stop can join them.
@@ -336,7 +336,7 @@ TEST_F(AgentTest, SubmitCancelStorm_JobsBeyondTheLimitFailAtOnce) {
       }
     }
   } finish_all{&launcher_};
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 2; ++i) {
     const std::string job = absl::StrCat("job-", i);
     fake().Assign("w-1", MakeAssignment(job));
     ASSERT_TRUE(fake().WaitFor([&] {
@@ -345,7 +345,7 @@ TEST_F(AgentTest, SubmitCancelStorm_JobsBeyondTheLimitFailAtOnce) {
     fake().CancelJob("w-1", job, "cancelled by the user");
     ASSERT_TRUE(fake().WaitFor([&] { return launcher_.job(i)->cancelled(); }));
   }
-  // Four cancelled jobs still stopping: the fifth is refused.
+  // Two cancelled jobs still stopping: the third is refused.
   fake().Assign("w-1", MakeAssignment("job-4"));
   ASSERT_TRUE(fake().WaitFor(
       [&] { return fake().Reports("job-4", RANK_STATE_FAILED).size() == 2; }));
@@ -354,15 +354,14 @@ TEST_F(AgentTest, SubmitCancelStorm_JobsBeyondTheLimitFailAtOnce) {
     EXPECT_EQ(r.operation(), "job start");
     EXPECT_THAT(r.message(),
                 AllOf(HasSubstr("RESOURCE_EXHAUSTED"),
-                      HasSubstr("already holds 4 jobs, running or still "
-                                "stopping after a cancel (job-0, job-1, "
-                                "job-2, job-3)")));
+                      HasSubstr("already holds 2 jobs, running or still "
+                                "stopping after a cancel (job-0, job-1)")));
   }
-  EXPECT_EQ(launcher_.launches().size(), 4u);  // no rank of job-4 started
+  EXPECT_EQ(launcher_.launches().size(), 2u);  // no rank of job-4 started
   // One ends: the next assignment starts.
   launcher_.job(0)->Finish();
   fake().Assign("w-1", MakeAssignment("job-5"));
-  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.launches().size() == 5; }));
+  ASSERT_TRUE(fake().WaitFor([&] { return launcher_.launches().size() == 3; }));
   EXPECT_EQ(launcher_.launches().back().second, "job-5");
 }
 

@@ -319,10 +319,10 @@ void Agent::Launch(const WorkerIdentity& worker, const Assignment& assignment) {
               absl::ResourceExhaustedError(absl::StrCat(
                   "worker ", worker.id, " already holds ", held.size(),
                   " jobs, running or still stopping after a cancel (",
-                  absl::StrJoin(held, ", "), "), its limit (twice its ",
+                  absl::StrJoin(held, ", "), "), its limit (one per device, ",
                   config_.devices.size(),
-                  " devices unless --max-jobs says); submit again once they "
-                  "have ended")));
+                  ", unless --max-jobs says); submit again once they have "
+                  "ended")));
     return;
   }
   if (absl::Status room = CheckJobMemory(assignment); !room.ok()) {
@@ -376,7 +376,7 @@ absl::Status Agent::CheckJobMemory(const Assignment& assignment) const {
 
 size_t Agent::MaxJobs() const {
   if (config_.max_jobs > 0) return static_cast<size_t>(config_.max_jobs);
-  return std::max<size_t>(1, 2 * config_.devices.size());
+  return std::max<size_t>(1, config_.devices.size());
 }
 
 void Agent::FailStart(const WorkerIdentity& worker,

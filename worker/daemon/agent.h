@@ -83,7 +83,7 @@ struct AgentConfig {
   // coordinator keeps a job's devices until this daemon's heartbeat no
   // longer lists the job, so this is the second line against a submit/
   // cancel storm, which once piled up jobs until the kernel killed a
-  // worker. 0: twice the devices.
+  // worker. 0: one per device (every job holds at least one).
   int max_jobs = 0;
   // The memory the jobs' ranks here may need together, by their specs'
   // estimates (jobspec/job_memory.h), jobs still stopping included; an

@@ -160,7 +160,7 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
       "max-jobs",
       "the most jobs this worker holds at once, running or still stopping "
       "after a cancel; an assignment beyond it fails at once (0, the "
-      "default: twice the devices)",
+      "default: one per device)",
       0, &config->max_jobs));
   flags.push_back(SizeFlag(
       "max-job-memory",

@@ -68,7 +68,7 @@ struct WorkerDaemonConfig {
   // does not say (server/ps/ps_transport.h): "plane" (the default) or
   // "grpc".
   std::string ps_transport = kDefaultPsTransport;
-  // --max-jobs: AgentConfig::max_jobs (0: twice the devices).
+  // --max-jobs: AgentConfig::max_jobs (0: one per device).
   int max_jobs = 0;
   // --max-job-memory: AgentConfig::max_job_memory_bytes (0: the host's
   // physical memory).
