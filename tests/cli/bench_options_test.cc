@@ -164,7 +164,7 @@ TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
       {{"allreduce", "-n", "0"}, "-n wants an integer >= 1"},
       {{"allreduce", "-c", "2"}, "-c wants 0 or 1"},
       {{"allreduce", "-o", "prod"}, "unknown reduction"},
-      {{"allreduce", "-d", "half"}, "unknown data type"},
+      {{"allreduce", "-d", "fp8"}, "unknown data type"},
       {{"allreduce", "--json=1"}, "takes no value"},
       {{"allreduce", "--backend", "mpi"}, "unknown backend"},
       {{"allreduce", "--backend", "nccl", "--algo", "hd"}, "NCCL picks"},

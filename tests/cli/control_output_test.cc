@@ -116,9 +116,9 @@ TEST_F(ControlCommandsTest, Workers_Csv_WithDevicesAndJobs) {
   ASSERT_EQ(Run(RunWorkers, {"-o", "csv"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(),
             "worker_id,host,address,state,last_heartbeat,free_devices,"
-            "devices,job_ids\n"
-            "w-1,node,127.0.0.1,WORKER_STATE_IDLE,0,1,cpu:0,\n"
-            "w-2,node,127.0.0.1,WORKER_STATE_IDLE,0,1,cpu:0,\n");
+            "job_memory_bytes,devices,job_ids\n"
+            "w-1,node,127.0.0.1,WORKER_STATE_IDLE,0,1,0,cpu:0,\n"
+            "w-2,node,127.0.0.1,WORKER_STATE_IDLE,0,1,0,cpu:0,\n");
 }
 
 TEST_F(ControlCommandsTest, Metrics_OutputTableIsFormatTable) {
