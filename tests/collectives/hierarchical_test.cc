@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collectives/half.h"
 #include "collectives/hierarchical_communicator.h"
 #include "collectives/host_placement.h"
 #include "collectives/subgroup_store.h"
@@ -197,6 +198,36 @@ TEST(HierarchicalAllReduceOps, AvgMaxMinAndOtherTypes_Exact) {
         }
         for (int r = 1; r < 4; ++r) ASSERT_EQ(got[0], got[r]) << "rank " << r;
       }
+    }
+  }
+}
+
+// 16-bit gradients (collectives/half.h): the verifiable sums over 4 ranks
+// hold in bfloat16 and fp16, so the hierarchical result is exact, the same
+// bits on every rank, and the flat ring's.
+TEST(HierarchicalAllReduceOps, SixteenBitSums_ExactAndEqualToFlatRing) {
+  HostGroup group({"a", "a", "b", "b"}, AllReduceAlgorithm::kHierarchical);
+  TcpOptions ring_options = SmallPipelineOptions();
+  ring_options.algorithm = AllReduceAlgorithm::kRing;
+  RankGroup ring(4, ring_options);
+  for (DataType type : {DataType::kBFloat16, DataType::kFloat16}) {
+    for (size_t count : {size_t{1}, size_t{7}, size_t{20011}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << DataTypeName(type) << " count " << count);
+      const auto got = AllReduceOutputs(group, count, type, ReduceOp::kSum,
+                                        /*in_place=*/true);
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t bits = 0;
+        std::memcpy(&bits, got[0].data() + i * 2, 2);
+        const float value = type == DataType::kBFloat16 ? BFloat16ToFloat(bits)
+                                                        : Float16ToFloat(bits);
+        ASSERT_EQ(value, ReducedValue(ReduceOp::kSum, type, 4, i))
+            << "at index " << i;
+      }
+      for (int r = 1; r < 4; ++r) ASSERT_EQ(got[0], got[r]) << "rank " << r;
+      const auto flat =
+          AllReduceOutputs(ring, count, type, ReduceOp::kSum, true);
+      ASSERT_EQ(flat[0], got[0]) << "differs from the flat ring's result";
     }
   }
 }
