@@ -411,10 +411,18 @@ TEST_F(TensorPlaneTest, ConnectionsBeyondTheLimit_RefusedAndNamed) {
 TEST_F(TensorPlaneTest, IdleAndGarbageFloods_DoNotBlockAJob) {
   // Trust finding 4: 1,100 idle connections filled the 1,024 slots and
   // every new PS job failed for 30 minutes. Now 2,000 idle and 2,000
-  // garbage connections (fewer where the fd limit says so) leave a job's
-  // ranks served, and hold at most max_unauthenticated connections.
+  // garbage connections (fewer where the fd limit says so) leave a running
+  // job's ranks and a new job's served, and hold at most
+  // max_unauthenticated connections.
   const int each = std::min(2000, testing::SocketBudget() / 2);
   ASSERT_GT(each, 200) << "too few file descriptors";
+  // A job already running: its ranks connected (and proved the token)
+  // before the flood.
+  std::vector<std::unique_ptr<TensorPlaneChannel>> running;
+  for (int r = 0; r < kRanks; ++r) {
+    running.push_back(Connect());
+    ASSERT_NE(running.back(), nullptr);
+  }
   std::vector<int> fds;
   for (int i = 0; i < each; ++i) {
     const int idle = testing::DialLoopback(server_->port());
@@ -432,21 +440,35 @@ TEST_F(TensorPlaneTest, IdleAndGarbageFloods_DoNotBlockAJob) {
   EXPECT_TRUE(Eventually([&] {
     return server_->connections() <=
            TensorPlaneServer::Options().max_unauthenticated + 1;
-  })) << server_->connections() << " connections held";
-  // A job's step through fresh connections: exact.
+  })) << server_->connections()
+      << " connections held";
+  // The running job's step through its own connections, then a new
+  // job's ranks connecting afresh for the next: both exact (the shard
+  // averages 3(r + 1) + i over the ranks: 6 + i a step).
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_THAT(PushShard(*running[r], 0, r, 0, Gradient(r)), IsOk());
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> params(kTotal / 2);
+    ps::PullHeader header;
+    ASSERT_THAT(running[r]->ReadReply(&header, absl::MakeSpan(params), Soon()),
+                IsOk())
+        << "running rank " << r;
+    EXPECT_EQ(params[7], -(6.0f + 7.0f)) << "running rank " << r;
+  }
   std::vector<std::unique_ptr<TensorPlaneChannel>> ranks;
   for (int r = 0; r < kRanks; ++r) {
     ranks.push_back(Connect());
     ASSERT_NE(ranks.back(), nullptr);
-    ASSERT_THAT(PushShard(*ranks.back(), 0, r, 0, Gradient(r)), IsOk());
+    ASSERT_THAT(PushShard(*ranks.back(), 0, r, 1, Gradient(r)), IsOk());
   }
   for (int r = 0; r < kRanks; ++r) {
     std::vector<float> params(kTotal / 2);
     ps::PullHeader header;
     ASSERT_THAT(ranks[r]->ReadReply(&header, absl::MakeSpan(params), Soon()),
                 IsOk())
-        << "rank " << r;
-    EXPECT_EQ(params[7], -(6.0f + 7.0f)) << "rank " << r;
+        << "new rank " << r;
+    EXPECT_EQ(params[7], -2 * (6.0f + 7.0f)) << "new rank " << r;
   }
   for (int fd : fds) close(fd);
 }
