@@ -10,11 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/status_matchers.h"
+#include "tests/util/temp_dir.h"
 
 namespace gradsync {
 namespace {
@@ -31,27 +30,18 @@ class RootedDirTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     SetRootedDirOpenat2ForTesting(GetParam());
-    base_ = (fs::path(::testing::TempDir()) /
-             absl::StrCat("rooted-", getpid(), "-",
-                          absl::StrReplaceAll(::testing::UnitTest::GetInstance()
-                                                  ->current_test_info()
-                                                  ->name(),
-                                              {{"/", "-"}})))
-                .lexically_normal()
-                .string();
-    fs::remove_all(base_);
+    ASSERT_FALSE(dir_.path().empty());
+    base_ = dir_.path();
     root_ = base_ + "/root";
     outside_ = base_ + "/outside";
     fs::create_directories(root_);
     fs::create_directories(outside_);
   }
-  void TearDown() override {
-    fs::remove_all(base_);
-    SetRootedDirOpenat2ForTesting(true);
-  }
+  void TearDown() override { SetRootedDirOpenat2ForTesting(true); }
 
   bool OutsideIsEmpty() const { return fs::is_empty(outside_); }
 
+  ::gradsync::testing::TempDir dir_{"rooted"};
   std::string base_, root_, outside_;
 };
 

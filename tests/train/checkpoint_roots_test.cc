@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/train/trainer_test_util.h"
 #include "tests/util/status_matchers.h"
+#include "tests/util/temp_dir.h"
 #include "worker/train/checkpoint.h"
 
 namespace gradsync {
@@ -60,20 +60,13 @@ std::string Bytes(const std::string& path) {
 class TrainerCheckpointRootsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ =
-        (fs::path(::testing::TempDir()) /
-         absl::StrCat(
-             "ckroots-", getpid(), "-",
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-            .lexically_normal()
-            .string();
-    fs::remove_all(base_);
+    ASSERT_FALSE(dir_.path().empty());
+    base_ = dir_.path();
     root_ = base_ + "/root";
     outside_ = base_ + "/outside";
     fs::create_directories(root_);
     fs::create_directories(outside_);
   }
-  void TearDown() override { fs::remove_all(base_); }
 
   // Checkpoints every 2 steps of 12 in `dir`, confined to root_.
   TrainerConfig Config(const std::string& dir) {
@@ -106,6 +99,7 @@ class TrainerCheckpointRootsTest : public ::testing::Test {
     return out;
   }
 
+  ::gradsync::testing::TempDir dir_{"ckroots"};
   std::string base_, root_, outside_;
 };
 
