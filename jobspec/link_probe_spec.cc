@@ -1,0 +1,103 @@
+#include "jobspec/link_probe_spec.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/units.h"
+
+namespace gradsync {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("job spec field ", field, " ", why));
+}
+
+}  // namespace
+
+absl::StatusOr<LinkProbePairs> ParseLinkProbePairs(absl::string_view name) {
+  if (name.empty() || name == "ring") return LinkProbePairs::kRing;
+  if (name == "all") return LinkProbePairs::kAll;
+  return Invalid("model.linkProbe.pairs",
+                 absl::StrCat("is '", name,
+                              "'; use \"ring\" (each host's link once) or "
+                              "\"all\" (every ordered pair of hosts)"));
+}
+
+absl::string_view LinkProbePairsName(LinkProbePairs pairs) {
+  return pairs == LinkProbePairs::kAll ? "all" : "ring";
+}
+
+std::vector<std::vector<std::pair<int, int>>> LinkProbeRounds(
+    int ranks, LinkProbePairs pairs) {
+  std::vector<std::vector<std::pair<int, int>>> rounds;
+  if (ranks < 2) return rounds;
+  const int last = pairs == LinkProbePairs::kAll ? ranks - 1 : 1;
+  for (int shift = 1; shift <= last; ++shift) {
+    std::vector<std::pair<int, int>>& round = rounds.emplace_back();
+    for (int from = 0; from < ranks; ++from) {
+      round.emplace_back(from, (from + shift) % ranks);
+    }
+  }
+  return rounds;
+}
+
+absl::Status ValidateLinkProbe(const JobSpec& spec, JobSpec* out) {
+  const ModelSpec& model = spec.model();
+  if (model.layer_sizes_size() > 0 || model.synthetic_floats() != 0 ||
+      !model.profile().empty() || model.entrypoint().argv_size() > 0 ||
+      !spec.dataset().name().empty() || spec.batch_size() != 0 ||
+      spec.steps() != 0 || spec.epochs() != 0) {
+    return Invalid("model.kind",
+                   "is \"link_probe\" but the spec also sets layers, a "
+                   "dataset, a batch or steps; a link probe trains nothing "
+                   "(`gradsync links probe` builds its spec)");
+  }
+  if (spec.num_workers() < 2) {
+    return Invalid("numWorkers",
+                   absl::StrCat("is ", spec.num_workers(),
+                                "; a link probe needs a rank on each of at "
+                                "least 2 hosts"));
+  }
+  if (spec.mode() == SYNC_MODE_PS || spec.switches_size() > 0 ||
+      spec.auto_mode().enabled()) {
+    return Invalid("mode",
+                   "of a link probe is the ring's TCP connections; "
+                   "leave mode, switches and autoMode unset");
+  }
+  if (spec.max_restarts() != 0 || !spec.checkpoint().directory().empty()) {
+    return Invalid("maxRestarts",
+                   "and checkpoint do not apply to a link probe; run it "
+                   "again instead");
+  }
+  if (!spec.grad_dtype().empty() && spec.grad_dtype() != "fp32") {
+    return Invalid("gradDtype", "does not apply to a link probe");
+  }
+  const LinkProbeSpec& probe = model.link_probe();
+  absl::StatusOr<LinkProbePairs> pairs = ParseLinkProbePairs(probe.pairs());
+  if (!pairs.ok()) return pairs.status();
+  LinkProbeSpec& filled = *out->mutable_model()->mutable_link_probe();
+  filled.set_pairs(std::string(LinkProbePairsName(*pairs)));
+  if (probe.stream_bytes() == 0) {
+    filled.set_stream_bytes(kDefaultProbeStreamBytes);
+  } else if (probe.stream_bytes() < kMinProbeStreamBytes ||
+             probe.stream_bytes() > kMaxProbeStreamBytes) {
+    return Invalid("model.linkProbe.streamBytes",
+                   absl::StrCat("is ", probe.stream_bytes(), "; use ",
+                                FormatBytes(kMinProbeStreamBytes), " to ",
+                                FormatBytes(kMaxProbeStreamBytes), " (0: ",
+                                FormatBytes(kDefaultProbeStreamBytes), ")"));
+  }
+  if (probe.round_trips() == 0) {
+    filled.set_round_trips(kDefaultProbeRoundTrips);
+  } else if (probe.round_trips() < 0 ||
+             probe.round_trips() > kMaxProbeRoundTrips) {
+    return Invalid("model.linkProbe.roundTrips",
+                   absl::StrCat("is ", probe.round_trips(), "; use 1 to ",
+                                kMaxProbeRoundTrips,
+                                " (0: ", kDefaultProbeRoundTrips, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,65 @@
+// JobSpec.model.kind "link_probe" (LinkProbeSpec, proto/job.proto): the
+// job `gradsync links probe` submits so that the worker daemons measure
+// the links between their hosts. Its checks and defaults, and which ranks
+// measure which links in each round, in one place for the coordinator
+// (validation, one-rank-per-host placement), the workers (the rounds they
+// run: worker/launch/link_probe_runner.h) and the CLI (the spec it
+// builds).
+//
+// Pure functions; thread-safe.
+#ifndef GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
+#define GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/job.pb.h"
+
+namespace gradsync {
+
+inline constexpr absl::string_view kLinkProbeModelKind = "link_probe";
+
+// LinkProbeSpec defaults and bounds.
+inline constexpr int64_t kDefaultProbeStreamBytes = int64_t{64} << 20;
+inline constexpr int64_t kMinProbeStreamBytes = int64_t{64} << 10;
+inline constexpr int64_t kMaxProbeStreamBytes = int64_t{4} << 30;
+inline constexpr int32_t kDefaultProbeRoundTrips = 20;
+inline constexpr int32_t kMaxProbeRoundTrips = 10000;
+
+enum class LinkProbePairs {
+  kRing,  // rank i to rank i+1: each host's uplink and downlink once
+  kAll,   // every ordered pair
+};
+
+// "ring" (and "") or "all"; INVALID_ARGUMENT naming the field otherwise.
+[[nodiscard]] absl::StatusOr<LinkProbePairs> ParseLinkProbePairs(
+    absl::string_view name);
+absl::string_view LinkProbePairsName(LinkProbePairs pairs);
+
+// The links measured, as rounds of (from, to) rank pairs. In every round
+// each rank sends to at most one rank and receives from at most one, so
+// that a round loads each host's link once in each direction, as a ring
+// all-reduce does: kRing is one round (i -> i+1); kAll is ranks-1 rounds
+// (round r: i -> i+r). Two ranks make one pair per direction.
+std::vector<std::vector<std::pair<int, int>>> LinkProbeRounds(
+    int ranks, LinkProbePairs pairs);
+
+// True for a link-probe spec.
+inline bool IsLinkProbe(const JobSpec& spec) {
+  return spec.model().kind() == kLinkProbeModelKind;
+}
+
+// Checks a link-probe spec and fills `out`'s defaults (pairs "ring",
+// streamBytes 64 MiB, roundTrips 20): INVALID_ARGUMENT naming the first
+// bad field. It needs 2..4096 ranks (one per host), the ring mode with no
+// switches, auto mode, restarts, checkpoints or 16-bit gradients, and none
+// of the training models' fields (layers, data, batch, steps).
+[[nodiscard]] absl::Status ValidateLinkProbe(const JobSpec& spec, JobSpec* out);
+
+}  // namespace gradsync
+
+#endif  // GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
