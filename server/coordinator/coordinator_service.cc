@@ -405,12 +405,24 @@ absl::StatusOr<ClusterLinkFacts> CoordinatorService::SetLinkFacts(
         "unknown) and a latency >= 0; nothing changed",
         gbps, alpha_us));
   }
+  const std::string& source = request.facts().source();
+  if (source.size() > kMaxLinkFactsSourceBytes ||
+      source.find_first_of(std::string("\0\n", 2)) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "link facts' source is ", source.size(),
+        " bytes or holds a NUL or a newline; say where the figures come "
+        "from in one line of at most ",
+        kMaxLinkFactsSourceBytes, " bytes; nothing changed"));
+  }
   absl::MutexLock lock(&state_.mu);
   const LinkModel before = state_.links;
   state_.links = {alpha_us * 1e-6, gbps * 1e9};
+  state_.links_source = source;
   state_.LogLocked(absl::StrFormat(
-      "link facts: %g GB/s, alpha %g us (were %g GB/s, alpha %g us)", gbps,
-      alpha_us, before.bandwidth_Bps / 1e9, before.alpha_s * 1e6));
+      "link facts: %g GB/s, alpha %g us%s (were %g GB/s, alpha %g us)", gbps,
+      alpha_us, source.empty() ? "" : absl::StrCat(", from ", source),
+      before.bandwidth_Bps / 1e9, before.alpha_s * 1e6));
+  state_.SaveLocked();
   return LinkFactsLocked();
 }
 
@@ -418,6 +430,7 @@ ClusterLinkFacts CoordinatorService::LinkFactsLocked() const {
   ClusterLinkFacts facts;
   facts.set_link_gbps(state_.links.bandwidth_Bps / 1e9);
   facts.set_link_alpha_us(state_.links.alpha_s * 1e6);
+  facts.set_source(state_.links_source);
   return facts;
 }
 

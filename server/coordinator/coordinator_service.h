@@ -56,6 +56,9 @@
 
 namespace gradsync {
 
+// ClusterLinkFacts.source: at most this long.
+inline constexpr size_t kMaxLinkFactsSourceBytes = 512;
+
 class CoordinatorService {
  public:
   // What a restarted coordinator adds to the lease of each daemon it
@@ -239,10 +242,11 @@ class CoordinatorService {
   [[nodiscard]] absl::StatusOr<SwitchJobResponse> SwitchJob(
       const SwitchJobRequest& request);
 
-  // Replaces the link facts of --mode auto's model (state.links; logged)
-  // and returns them. Jobs use them from their next decision on.
-  // INVALID_ARGUMENT for a negative or non-finite value (0 GB/s: unknown);
-  // errors change nothing.
+  // Replaces the link facts of --mode auto's model (state.links; logged
+  // and saved, with their source) and returns them. Jobs use them from
+  // their next decision on. INVALID_ARGUMENT for a negative or non-finite
+  // value (0 GB/s: unknown), or a source over kMaxLinkFactsSourceBytes or
+  // of several lines; errors change nothing.
   [[nodiscard]] absl::StatusOr<ClusterLinkFacts> SetLinkFacts(
       const SetLinkFactsRequest& request);
 

@@ -24,7 +24,15 @@ CoordinatorState::CoordinatorState(CoordinatorConfig coordinator_config,
       incarnation(saved.incarnation() + 1),
       jobs(config.retained_ended_jobs),
       saver(config.state_store),
-      links{config.link_alpha_s, config.link_bandwidth_Bps} {}
+      links{config.link_alpha_s, config.link_bandwidth_Bps} {
+  if (config.link_bandwidth_Bps > 0) {
+    links_source = "the coordinator's --link-gbps";
+  } else if (saved.link_facts().link_gbps() > 0) {
+    links = {saved.link_facts().link_alpha_us() * 1e-6,
+             saved.link_facts().link_gbps() * 1e9};
+    links_source = saved.link_facts().source();
+  }
+}
 
 void CoordinatorState::SaveLocked() {
   const absl::Status status =
@@ -54,6 +62,12 @@ SavedMeta CoordinatorState::MetaLocked() const {
   meta.set_next_job(jobs.next_number());
   meta.set_shard_key(shard_key);
   meta.set_incarnation(incarnation);
+  if (links.bandwidth_Bps > 0) {
+    ClusterLinkFacts& facts = *meta.mutable_link_facts();
+    facts.set_link_gbps(links.bandwidth_Bps / 1e9);
+    facts.set_link_alpha_us(links.alpha_s * 1e6);
+    facts.set_source(links_source);
+  }
   return meta;
 }
 

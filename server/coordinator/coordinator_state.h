@@ -90,9 +90,11 @@ struct CoordinatorState {
   JobTable jobs ABSL_GUARDED_BY(mu);
   StateSaver saver ABSL_GUARDED_BY(mu);
   // The links the alpha-beta model assumes (--mode auto): the config's
-  // until SetLinkFacts replaces them. Not saved: a restarted coordinator
-  // starts from its flags again.
+  // until SetLinkFacts replaces them (`links probe`, `lab set-link`), and
+  // where they came from. Saved: a restarted coordinator keeps them
+  // unless its own --link-gbps is given.
   LinkModel links ABSL_GUARDED_BY(mu);
+  std::string links_source ABSL_GUARDED_BY(mu);
   bool save_failing ABSL_GUARDED_BY(mu) = false;
   bool shutting_down ABSL_GUARDED_BY(mu) = false;
 };

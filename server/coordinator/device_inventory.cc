@@ -89,7 +89,7 @@ std::string DeviceInventory::DescribeMemory() const {
 }
 
 std::optional<std::vector<DeviceSlot>> DeviceInventory::Take(
-    absl::string_view kind, int count, int64_t rank_bytes) {
+    absl::string_view kind, int count, int64_t rank_bytes, bool one_per_host) {
   struct Candidate {
     Worker* worker;
     size_t device;
@@ -105,9 +105,6 @@ std::optional<std::vector<DeviceSlot>> DeviceInventory::Take(
       }
     }
   }
-  if (count < 0 || static_cast<int>(candidates.size()) < count) {
-    return std::nullopt;
-  }
   auto order = [](const Candidate& c) {
     return std::make_tuple(std::cref(c.worker->host), c.worker->number,
                            c.worker->devices[c.device].index());
@@ -116,6 +113,16 @@ std::optional<std::vector<DeviceSlot>> DeviceInventory::Take(
             [&](const Candidate& a, const Candidate& b) {
               return order(a) < order(b);
             });
+  if (one_per_host) {  // each host's first device in placement order
+    candidates.erase(std::unique(candidates.begin(), candidates.end(),
+                                 [](const Candidate& a, const Candidate& b) {
+                                   return a.worker->host == b.worker->host;
+                                 }),
+                     candidates.end());
+  }
+  if (count < 0 || static_cast<int>(candidates.size()) < count) {
+    return std::nullopt;
+  }
   std::vector<DeviceSlot> slots;
   slots.reserve(count);
   for (int rank = 0; rank < count; ++rank) {

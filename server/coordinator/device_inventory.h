@@ -71,9 +71,11 @@ class DeviceInventory {
   // Takes `count` free devices of `kind` in placement order: slot i is
   // where rank i runs. A worker gets no more ranks of `rank_bytes` each
   // than its job memory holds beside its ranks now (0: no estimate).
-  // nullopt (and nothing taken) when fewer are free.
+  // `one_per_host` (a link probe): each rank on another host. nullopt (and
+  // nothing taken) when fewer are free.
   std::optional<std::vector<DeviceSlot>> Take(absl::string_view kind, int count,
-                                              int64_t rank_bytes = 0);
+                                              int64_t rank_bytes = 0,
+                                              bool one_per_host = false);
 
  private:
   std::vector<Worker> workers_;

@@ -1,10 +1,12 @@
 #include "server/coordinator/job.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/secret.h"
+#include "jobspec/link_probe_spec.h"
 
 namespace gradsync {
 namespace {
@@ -218,6 +220,55 @@ void Job::SetResult(double test_accuracy, double test_loss) {
   ++version_;
 }
 
+absl::Status Job::AddLinks(
+    int rank,
+    const google::protobuf::RepeatedPtrField<LinkMeasurement>& links) {
+  if (!IsLinkProbe(spec_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank, " of job ", id_,
+        " reported link measurements, but the job is not a link probe"));
+  }
+  std::vector<const LinkMeasurement*> before;
+  for (const LinkMeasurement& link : links_) {
+    if (link.from_rank() == rank) before.push_back(&link);
+  }
+  if (!before.empty()) {  // a retried report is fine, another one is not
+    bool same = static_cast<int>(before.size()) == links.size();
+    for (int i = 0; same && i < links.size(); ++i) {
+      same = before[i]->SerializeAsString() == links[i].SerializeAsString();
+    }
+    if (same) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", rank, " of job ", id_,
+        " reported other links than it reported before; nothing changed"));
+  }
+  if (links.size() >= world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " of job ", id_, " reported ", links.size(),
+                     " links; a rank has at most ", world_size() - 1));
+  }
+  for (const LinkMeasurement& link : links) {
+    const bool numbers_ok =
+        std::isfinite(link.goodput_bytes_per_s()) &&
+        link.goodput_bytes_per_s() >= 0 &&
+        std::isfinite(link.rtt_median_us()) && link.rtt_median_us() >= 0 &&
+        std::isfinite(link.rtt_min_us()) && link.rtt_min_us() >= 0 &&
+        link.stream_bytes() >= 0 && link.round_trips() >= 0;
+    if (link.from_rank() != rank || link.to_rank() < 0 ||
+        link.to_rank() >= world_size() || link.to_rank() == rank ||
+        !numbers_ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank, " of job ", id_, " reported a bad link (",
+          link.ShortDebugString(),
+          "): it must run from the reporting rank to another rank of the "
+          "job, with finite figures >= 0"));
+    }
+  }
+  links_.insert(links_.end(), links.begin(), links.end());
+  ++version_;
+  return absl::OkStatus();
+}
+
 JobStatus Job::Status() const {
   JobStatus status;
   status.set_job_id(id_);
@@ -241,6 +292,7 @@ JobStatus Job::Status() const {
   }
   status.set_test_accuracy(test_accuracy_);
   status.set_test_loss(test_loss_);
+  for (const LinkMeasurement& link : links_) *status.add_links() = link;
   status.set_mode(modes_.current());
   for (SwitchRecord& record : modes_.Switches()) {
     auto reason = switch_reasons_.find(record.epoch());

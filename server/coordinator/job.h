@@ -201,6 +201,15 @@ class Job {
   // Final accuracy and loss (from rank 0's SUCCEEDED report).
   void SetResult(double test_accuracy, double test_loss);
 
+  // A link-probe rank's measurements (its SUCCEEDED report), kept for
+  // JobStatus.links. INVALID_ARGUMENT, and nothing kept, unless the job is
+  // a link probe, every link starts at `rank` and ends at another of its
+  // ranks, and every figure is finite and >= 0; the same links again (a
+  // retried report) change nothing, other ones are refused.
+  [[nodiscard]] absl::Status AddLinks(
+      int rank,
+      const google::protobuf::RepeatedPtrField<LinkMeasurement>& links);
+
   // The public view.
   JobStatus Status() const;
 
@@ -235,6 +244,7 @@ class Job {
   absl::Time end_time_ = absl::UnixEpoch();
   double test_accuracy_ = 0;
   double test_loss_ = 0;
+  std::vector<LinkMeasurement> links_;  // a link probe's, by rank
   std::vector<RankRecord> ranks_;
   std::vector<StepMetrics> metrics_;
   absl::flat_hash_map<std::string, BarrierRecord> barriers_;

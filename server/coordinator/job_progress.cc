@@ -52,6 +52,15 @@ absl::Status JobProgress::ReportRank(const ReportRankRequest& request) {
     return JobEndedError(*job,
                          "the rank's report changes nothing, stop the rank");
   }
+  if (request.links_size() > 0) {
+    if (state != RANK_STATE_SUCCEEDED) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank, " of job ", job->id(),
+          " sent link measurements with a report that is not its success; "
+          "nothing changed"));
+    }
+    RETURN_IF_ERROR(job->AddLinks(rank, request.links()));
+  }
   RankRecord& record = job->mutable_ranks()[rank];
   record.last_step = std::max(record.last_step, request.step());
   job->Touch();

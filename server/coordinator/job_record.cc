@@ -27,6 +27,7 @@ SavedJob Job::Save(int64_t number, bool pending, bool ended) const {
   saved.set_end_time_us(Micros(end_time_));
   saved.set_test_accuracy(test_accuracy_);
   saved.set_test_loss(test_loss_);
+  for (const LinkMeasurement& link : links_) *saved.add_links() = link;
   for (const RankRecord& rank : ranks_) {
     SavedRank* r = saved.add_ranks();
     r->set_worker_id(rank.slot.worker_id);
@@ -67,6 +68,7 @@ std::unique_ptr<Job> Job::Restore(const SavedJob& saved,
   job->end_time_ = FromMicros(saved.end_time_us());
   job->test_accuracy_ = saved.test_accuracy();
   job->test_loss_ = saved.test_loss();
+  job->links_.assign(saved.links().begin(), saved.links().end());
   for (const SavedRank& r : saved.ranks()) {
     RankRecord rank;
     rank.slot = DeviceSlot{r.worker_id(), r.host(), r.device()};

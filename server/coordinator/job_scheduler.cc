@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "jobspec/job_memory.h"
+#include "jobspec/link_probe_spec.h"
 #include "server/coordinator/job_spec.h"
 #include "server/coordinator/ps_placement.h"
 
@@ -42,8 +43,19 @@ SchedulePlan PlanSchedule(const JobTable& jobs, DeviceInventory devices,
     }
     const JobSpec& spec = job->spec();
     const RankMemoryEstimate rank = EstimateRankMemory(spec);
+    const bool per_host = IsLinkProbe(spec);
     std::optional<std::vector<DeviceSlot>> slots =
-        devices.Take(spec.device(), spec.num_workers(), rank.total());
+        devices.Take(spec.device(), spec.num_workers(), rank.total(), per_host);
+    if (!slots.has_value() && per_host) {
+      plan.waiting_job = id;
+      plan.waiting_message = absl::StrCat(
+          "waiting for a free ", spec.device(), " device on each of ",
+          spec.num_workers(), " hosts (a link probe runs one rank per host; ",
+          devices.Describe(spec.device()),
+          "); it starts when earlier jobs end, or start workers on more "
+          "hosts");
+      return plan;
+    }
     if (!slots.has_value() &&
         devices.Free(spec.device()) >= spec.num_workers()) {
       plan.waiting_job = id;

@@ -16,6 +16,7 @@
 #include "common/optimizer.h"
 #include "common/status_macros.h"
 #include "jobspec/grad_dtype.h"
+#include "jobspec/link_probe_spec.h"
 #include "server/coordinator/auto_mode.h"
 
 namespace gradsync {
@@ -444,14 +445,18 @@ bool RingRunsOnNccl(const JobSpec& spec) {
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   JobSpec out = spec;
   const bool entrypoint = spec.model().kind() == kEntrypointModelKind;
+  const bool probe = IsLinkProbe(spec);
   if (entrypoint) {
     RETURN_IF_ERROR(ValidateEntrypoint(spec));
+  } else if (probe) {
+    RETURN_IF_ERROR(ValidateNumWorkers(spec, "one rank per host"));
+    RETURN_IF_ERROR(ValidateLinkProbe(spec, &out));
   } else {
     RETURN_IF_ERROR(ValidateBuiltInModel(spec, &out));
   }
   RETURN_IF_ERROR(NonNegative("restartCount", spec.restart_count()));
   RETURN_IF_ERROR(ValidateName(spec.name()));
-  if (!entrypoint || !spec.optimizer().name().empty()) {
+  if ((!entrypoint && !probe) || !spec.optimizer().name().empty()) {
     RETURN_IF_ERROR(ValidateOptimizer(out.mutable_optimizer()));
   }
   switch (spec.mode()) {

@@ -80,6 +80,38 @@ TEST(DeviceInventoryTest, Take_TooFewFree_TakesNothing) {
   EXPECT_EQ(DeviceInventory().Describe("cpu"), "no live workers");
 }
 
+TEST(DeviceInventoryTest, OnePerHost_EachHostsFirstDevice) {
+  // Two workers on host a, one on b, one on c: a link probe's three ranks
+  // go to a, b and c, never twice to a.
+  DeviceInventory inventory({Worker("w-1", "a", 1, 2), Worker("w-2", "a", 2, 1),
+                             Worker("w-3", "b", 3, 2),
+                             Worker("w-4", "c", 4, 1)});
+  std::optional<std::vector<DeviceSlot>> slots =
+      inventory.Take("cpu", 3, 0, /*one_per_host=*/true);
+  ASSERT_TRUE(slots.has_value());
+  EXPECT_THAT(Where(*slots), ElementsAre("w-1:0", "w-3:0", "w-4:0"));
+  // Four hosts are not there: nothing more is taken.
+  DeviceInventory three({Worker("w-1", "a", 1, 4), Worker("w-2", "b", 2, 4),
+                         Worker("w-3", "c", 3, 4)});
+  EXPECT_FALSE(three.Take("cpu", 4, 0, true).has_value());
+  EXPECT_EQ(three.Free("cpu"), 12);
+}
+
+TEST(PlanScheduleTest, LinkProbe_WaitsForAFreeDeviceOnEachHost) {
+  JobTable jobs(10);
+  JobSpec probe = Spec(3);
+  probe.mutable_model()->set_kind("link_probe");
+  Job* job = jobs.Create(probe, kNow);
+  const SchedulePlan plan = PlanSchedule(
+      jobs,
+      DeviceInventory({Worker("w-1", "a", 1, 4), Worker("w-2", "b", 2, 4)}),
+      false, kNow, kLease);
+  EXPECT_THAT(plan.placements, IsEmpty());
+  EXPECT_EQ(plan.waiting_job, job->id());
+  EXPECT_THAT(plan.waiting_message,
+              HasSubstr("waiting for a free cpu device on each of 3 hosts"));
+}
+
 TEST(PlanScheduleTest, PlacesOldestFirstWhileTheyFit) {
   JobTable jobs(10);
   Job* first = jobs.Create(Spec(2), kNow);
