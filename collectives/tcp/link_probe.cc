@@ -1,0 +1,379 @@
+#include "collectives/tcp/link_probe.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+
+namespace gradsync {
+namespace {
+
+constexpr size_t kHeadBytes = 24;
+constexpr size_t kPingBytes = 8;
+constexpr int64_t kMaxReadBytes = int64_t{1} << 20;
+constexpr int64_t kMinReadBytes = int64_t{4} << 10;
+
+// The answerer reads a stream in pieces of a 64th of it (4 KiB to 1 MiB), so
+// that the warm-up eighth ends close to where it is counted from.
+size_t ReadBytes(int64_t stream_bytes) {
+  return static_cast<size_t>(
+      std::clamp(stream_bytes / 64, kMinReadBytes, kMaxReadBytes));
+}
+
+void PutU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+void PutU64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+void EncodeHead(int round, const LinkProbeConfig& config, char* out) {
+  PutU32(out, kLinkProbeMagic);
+  PutU32(out + 4, static_cast<uint32_t>(round));
+  PutU32(out + 8, static_cast<uint32_t>(config.round_trips));
+  PutU32(out + 12, 0);
+  PutU64(out + 16, static_cast<uint64_t>(config.stream_bytes));
+}
+
+// Who `rank` calls in `round` and who calls it; -1: nobody.
+std::pair<int, int> RolesIn(const std::vector<std::pair<int, int>>& round,
+                            int rank) {
+  int to = -1, from = -1;
+  for (const auto& [a, b] : round) {
+    if (a == rank) to = b;
+    if (b == rank) from = a;
+  }
+  return {to, from};
+}
+
+[[nodiscard]] absl::Status InPhase(const absl::Status& status, int round,
+                                   int peer, absl::string_view phase) {
+  return absl::Status(
+      status.code(), absl::StrCat("link probe round ", round + 1, ", ", phase,
+                                  " with rank ", peer, ": ", status.message()));
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The answering side of every round, on its own thread: Run answers the
+// callers in order and says how far it got.
+class Answerer {
+ public:
+  Answerer(const LinkProbeConfig& config, const std::vector<Socket>& respond,
+           std::atomic<bool>* abort)
+      : config_(config), respond_(respond), abort_(abort) {}
+
+  // Answers every round's caller; a failure ends it (see status()).
+  void Run() {
+    for (int r = 0; r < static_cast<int>(config_.rounds.size()); ++r) {
+      const int from = RolesIn(config_.rounds[r], config_.rank).second;
+      absl::Status s = from < 0 ? absl::OkStatus() : Answer(r, from);
+      absl::MutexLock lock(&mu_);
+      if (!s.ok()) {
+        status_ = s;
+        return;
+      }
+      pings_done_ = r + 1;
+      streams_done_ = r + 1;
+    }
+  }
+
+  // Blocks until round `round`'s round trips (`stream` false) or stream
+  // were answered, the answerer failed, or `deadline`.
+  [[nodiscard]] absl::Status AwaitRound(int round, bool stream,
+                                        absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !status_.ok() || (stream ? streams_done_ : pings_done_) > round;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+    if (!status_.ok()) return status_;
+    if (!done()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "link probe round ", round + 1, ": this rank's caller did not ",
+          stream ? "finish its stream" : "finish its round trips", " in time"));
+    }
+    return absl::OkStatus();
+  }
+
+  [[nodiscard]] absl::Status status() {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  [[nodiscard]] absl::Status Answer(int r, int from) {
+    const Socket& s = respond_[from];
+    absl::Time deadline = absl::Now() + config_.timeout;
+    char head[kHeadBytes];
+    if (absl::Status st = s.RecvAll(head, kHeadBytes, deadline, abort_);
+        !st.ok()) {
+      return InPhase(st, r, from, "the head");
+    }
+    char want[kHeadBytes];
+    EncodeHead(r, config_, want);
+    if (std::memcmp(head, want, kHeadBytes) != 0) {
+      return absl::InternalError(absl::StrCat(
+          "link probe round ", r + 1, ": rank ", from,
+          " sent a head for round ", GetU32(head + 4), " with ",
+          GetU32(head + 8), " round trips and ", GetU64(head + 16),
+          " bytes (magic ", GetU32(head) == kLinkProbeMagic ? "ok" : "wrong",
+          "); this rank expected its own spec's. Are both workers of one "
+          "build?"));
+    }
+    char ping[kPingBytes];
+    for (int i = 0; i < config_.round_trips; ++i) {
+      absl::Status st = s.RecvAll(ping, kPingBytes, deadline, abort_);
+      if (st.ok()) st = s.SendAll(ping, kPingBytes, deadline, abort_);
+      if (!st.ok()) return InPhase(st, r, from, "answering round trips");
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      pings_done_ = r + 1;
+    }
+    // The caller streams after a barrier: two phases' time.
+    deadline = absl::Now() + 2 * config_.timeout;
+    std::vector<char> buffer(ReadBytes(config_.stream_bytes));
+    const int64_t warm = config_.stream_bytes / 8;
+    int64_t received = 0, counted_from = -1;
+    absl::Time t0;
+    while (received < config_.stream_bytes) {
+      const size_t n = static_cast<size_t>(
+          std::min<int64_t>(static_cast<int64_t>(buffer.size()),
+                            config_.stream_bytes - received));
+      if (absl::Status st = s.RecvAll(buffer.data(), n, deadline, abort_);
+          !st.ok()) {
+        return InPhase(st, r, from, "the stream");
+      }
+      received += static_cast<int64_t>(n);
+      if (counted_from < 0 && received >= warm) {
+        counted_from = received;
+        t0 = absl::Now();
+      }
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+    const int64_t counted = received - counted_from;
+    double goodput = 0;
+    if (counted > 0 && seconds > 0) {
+      goodput = static_cast<double>(counted) / seconds;
+    }
+    char reply[8];
+    uint64_t bits = 0;
+    std::memcpy(&bits, &goodput, sizeof(bits));
+    PutU64(reply, bits);
+    if (absl::Status st = s.SendAll(reply, sizeof(reply), deadline, abort_);
+        !st.ok()) {
+      return InPhase(st, r, from, "the stream's answer");
+    }
+    return absl::OkStatus();
+  }
+
+  const LinkProbeConfig& config_;
+  const std::vector<Socket>& respond_;
+  std::atomic<bool>* const abort_;
+
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  int pings_done_ ABSL_GUARDED_BY(mu_) = 0;    // rounds
+  int streams_done_ ABSL_GUARDED_BY(mu_) = 0;  // rounds
+};
+
+// The calling side of round `r` to `to`: head, timed round trips.
+[[nodiscard]] absl::Status CallRoundTrips(const LinkProbeConfig& config, int r,
+                                          int to, const Socket& s,
+                                          std::atomic<bool>* abort,
+                                          MeasuredLink* link) {
+  const absl::Time deadline = absl::Now() + config.timeout;
+  char head[kHeadBytes];
+  EncodeHead(r, config, head);
+  if (absl::Status st = s.SendAll(head, kHeadBytes, deadline, abort);
+      !st.ok()) {
+    return InPhase(st, r, to, "the head");
+  }
+  std::vector<double> rtts;
+  char ping[kPingBytes];
+  for (int i = 0; i < config.round_trips; ++i) {
+    PutU64(ping, static_cast<uint64_t>(i));
+    const absl::Time start = absl::Now();
+    absl::Status st = s.SendAll(ping, kPingBytes, deadline, abort);
+    char echo[kPingBytes];
+    if (st.ok()) st = s.RecvAll(echo, kPingBytes, deadline, abort);
+    if (!st.ok()) return InPhase(st, r, to, "round trips");
+    if (std::memcmp(ping, echo, kPingBytes) != 0) {
+      return absl::InternalError(
+          absl::StrCat("link probe round ", r + 1, ": rank ", to,
+                       " echoed another round trip than it was sent"));
+    }
+    rtts.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  link->from = config.rank;
+  link->to = to;
+  link->round_trips = config.round_trips;
+  link->rtt_median_us = Median(rtts);
+  link->rtt_min_us =
+      rtts.empty() ? 0 : *std::min_element(rtts.begin(), rtts.end());
+  return absl::OkStatus();
+}
+
+// The stream of round `r` to `to`, and the goodput it answers.
+[[nodiscard]] absl::Status CallStream(const LinkProbeConfig& config, int r,
+                                      int to, const Socket& s,
+                                      std::atomic<bool>* abort,
+                                      MeasuredLink* link) {
+  const absl::Time deadline = absl::Now() + config.timeout;
+  const std::vector<char> buffer(
+      static_cast<size_t>(std::min(config.stream_bytes, kMaxReadBytes)),
+      '\x5a');
+  int64_t sent = 0;
+  while (sent < config.stream_bytes) {
+    const size_t n = static_cast<size_t>(std::min<int64_t>(
+        static_cast<int64_t>(buffer.size()), config.stream_bytes - sent));
+    if (absl::Status st = s.SendAll(buffer.data(), n, deadline, abort);
+        !st.ok()) {
+      return InPhase(st, r, to, "the stream");
+    }
+    sent += static_cast<int64_t>(n);
+  }
+  char reply[8];
+  if (absl::Status st = s.RecvAll(reply, sizeof(reply), deadline, abort);
+      !st.ok()) {
+    return InPhase(st, r, to, "the stream's answer");
+  }
+  const uint64_t bits = GetU64(reply);
+  double goodput = 0;
+  std::memcpy(&goodput, &bits, sizeof(goodput));
+  link->goodput_Bps = goodput;
+  link->stream_bytes = config.stream_bytes;
+  return absl::OkStatus();
+}
+
+[[nodiscard]] absl::Status CheckConfig(const LinkProbeConfig& config,
+                                       const std::vector<Socket>& initiate,
+                                       const std::vector<Socket>& respond) {
+  if (config.size < 2 || config.rank < 0 || config.rank >= config.size ||
+      static_cast<int>(initiate.size()) != config.size ||
+      static_cast<int>(respond.size()) != config.size ||
+      config.stream_bytes <= 0 || config.round_trips < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link probe of rank ", config.rank, " of ", config.size,
+                     " with ", initiate.size(), "/", respond.size(),
+                     " connections, a stream of ", config.stream_bytes,
+                     " bytes and ", config.round_trips, " round trips"));
+  }
+  for (const auto& round : config.rounds) {
+    const auto [to, from] = RolesIn(round, config.rank);
+    if ((to >= 0 && (to >= config.size || !initiate[to].valid())) ||
+        (from >= 0 && (from >= config.size || !respond[from].valid()))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("link probe of rank ", config.rank,
+                       ": no connection to rank ", to, " or from rank ", from));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status StoreBarrier(Store* store, absl::string_view name, int rank,
+                          int size, absl::Time deadline) {
+  if (absl::Status s = store->Set(absl::StrCat(name, "/", rank), "1");
+      !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> keys;
+  keys.reserve(size);
+  for (int r = 0; r < size; ++r) keys.push_back(absl::StrCat(name, "/", r));
+  absl::Status s = store->Wait(keys, deadline);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("barrier ", name, " of rank ",
+                                               rank, ": ", s.message()));
+  }
+  return s;
+}
+
+absl::StatusOr<std::vector<MeasuredLink>> MeasureLinks(
+    const LinkProbeConfig& config, const std::vector<Socket>& initiate,
+    const std::vector<Socket>& respond,
+    absl::FunctionRef<absl::Status(absl::string_view, absl::Time)> barrier,
+    std::atomic<bool>* abort) {
+  if (absl::Status s = CheckConfig(config, initiate, respond); !s.ok()) {
+    return s;
+  }
+  auto stop_everything = [&] {
+    abort->store(true);
+    for (const Socket& s : initiate) {
+      if (s.valid()) s.Shutdown();
+    }
+    for (const Socket& s : respond) {
+      if (s.valid()) s.Shutdown();
+    }
+  };
+  Answerer answerer(config, respond, abort);
+  std::thread answering([&] {
+    answerer.Run();
+    if (!answerer.status().ok()) stop_everything();
+  });
+  std::vector<MeasuredLink> links;
+  absl::Status status;
+  for (int r = 0; r < static_cast<int>(config.rounds.size()) && status.ok();
+       ++r) {
+    const int to = RolesIn(config.rounds[r], config.rank).first;
+    MeasuredLink link;
+    if (to >= 0) {
+      status = CallRoundTrips(config, r, to, initiate[to], abort, &link);
+    }
+    if (status.ok()) {
+      status = answerer.AwaitRound(r, /*stream=*/false,
+                                   absl::Now() + config.timeout);
+    }
+    if (status.ok()) {
+      status = barrier(absl::StrCat("link-probe/round-", r + 1, "/pings"),
+                       absl::Now() + config.timeout);
+    }
+    if (status.ok() && to >= 0) {
+      status = CallStream(config, r, to, initiate[to], abort, &link);
+    }
+    if (status.ok()) {
+      status =
+          answerer.AwaitRound(r, /*stream=*/true, absl::Now() + config.timeout);
+    }
+    if (status.ok()) {
+      status = barrier(absl::StrCat("link-probe/round-", r + 1, "/streams"),
+                       absl::Now() + config.timeout);
+    }
+    if (status.ok() && to >= 0) links.push_back(link);
+  }
+  if (!status.ok()) stop_everything();
+  answering.join();
+  if (!status.ok()) {
+    // The answerer's own failure is the cause when ours is its echo.
+    const absl::Status answered = answerer.status();
+    if (!answered.ok() && (status.code() == absl::StatusCode::kAborted ||
+                           status.code() == absl::StatusCode::kUnavailable)) {
+      return answered;
+    }
+    return status;
+  }
+  return links;
+}
+
+}  // namespace gradsync
