@@ -72,6 +72,10 @@ TEST(WorkerDaemonFlagsTest, EveryFlagAndTheEnvironment) {
   EXPECT_EQ(config->rendezvous_timeout, absl::Seconds(7));
   EXPECT_EQ(config->tcp_congestion, "default");
   EXPECT_EQ(config->spin_polls, 0);
+  // --advertise names the same address, as on the PS.
+  config = Parse({"--advertise", "10.0.0.3"});
+  ASSERT_THAT(config, IsOk());
+  EXPECT_EQ(config->address, "10.0.0.3");
   config = Parse({"--coordinator", "c:2"}, {{"GRADSYNC_COORDINATOR", "e:1"}});
   ASSERT_THAT(config, IsOk());
   EXPECT_EQ(config->coordinator, "c:2");

@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "common/wire_version.h"
 #include "jobspec/job_memory.h"
+#include "jobspec/link_probe_spec.h"
 #include "worker/daemon/devices.h"
 
 namespace gradsync {
@@ -33,6 +34,12 @@ JobLauncher JobRunnerLauncher(JobRunnerConfig config,
           EntrypointRunner::Start(assignment, std::move(c), entrypoint, client);
       if (!runner.ok()) return runner.status();
       return std::unique_ptr<JobHandle>(std::move(*runner));
+    }
+    if (IsLinkProbe(assignment.spec())) {
+      absl::StatusOr<std::unique_ptr<LinkProbeRunner>> probe =
+          LinkProbeRunner::Start(assignment, std::move(c), client);
+      if (!probe.ok()) return probe.status();
+      return std::unique_ptr<JobHandle>(std::move(*probe));
     }
     absl::StatusOr<std::unique_ptr<JobRunner>> runner =
         JobRunner::Start(assignment, std::move(c), client);

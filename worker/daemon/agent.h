@@ -54,6 +54,7 @@
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/job_runner.h"
 #include "worker/launch/entrypoint_runner.h"
+#include "worker/launch/link_probe_runner.h"
 
 namespace gradsync {
 

@@ -32,7 +32,31 @@ constexpr absl::Duration kStepDeadlineSlack = absl::Seconds(30);
 // How often a rank in rendezvous looks for cancellation.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
 
-[[nodiscard]] absl::Status ValidateAssignment(const Assignment& a) {
+// "cpu:0", "cuda:1"; "cpu" for an assignment without devices.
+std::string DeviceName(const Assignment& a, int i) {
+  if (a.devices_size() == 0) return "cpu";
+  return absl::StrCat(a.devices(i).kind(), ":", a.devices(i).index());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Start(
+    const Assignment& assignment, JobRunnerConfig config,
+    std::shared_ptr<CoordinatorClient> client) {
+  if (config.worker_id.empty() || config.blas == nullptr || client == nullptr) {
+    return absl::InvalidArgumentError(
+        "a job runner needs a worker id, a BLAS policy and a coordinator "
+        "client");
+  }
+  if (absl::Status s = ValidateAssignment(assignment); !s.ok()) return s;
+  std::unique_ptr<JobRunner> runner(
+      new JobRunner(assignment, std::move(config), std::move(client)));
+  absl::MutexLock lock(&runner->join_mu_);
+  runner->main_ = std::thread([r = runner.get()] { r->Main(); });
+  return runner;
+}
+
+absl::Status ValidateAssignment(const Assignment& a) {
   if (a.job_id().empty()) {
     return absl::InvalidArgumentError("assignment without a job id");
   }
@@ -69,37 +93,13 @@ constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
   return absl::OkStatus();
 }
 
-// "cpu:0", "cuda:1"; "cpu" for an assignment without devices.
-std::string DeviceName(const Assignment& a, int i) {
-  if (a.devices_size() == 0) return "cpu";
-  return absl::StrCat(a.devices(i).kind(), ":", a.devices(i).index());
-}
-
-StoreScope ScopeOf(const Assignment& a, const JobRunnerConfig& config) {
+StoreScope JobStoreScope(const Assignment& a, const JobRunnerConfig& config) {
   StoreScope scope;
   scope.set_worker_id(config.worker_id);
   scope.set_credential(config.credential);
   scope.set_job_id(a.job_id());
   scope.set_generation(a.generation());
   return scope;
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<JobRunner>> JobRunner::Start(
-    const Assignment& assignment, JobRunnerConfig config,
-    std::shared_ptr<CoordinatorClient> client) {
-  if (config.worker_id.empty() || config.blas == nullptr || client == nullptr) {
-    return absl::InvalidArgumentError(
-        "a job runner needs a worker id, a BLAS policy and a coordinator "
-        "client");
-  }
-  if (absl::Status s = ValidateAssignment(assignment); !s.ok()) return s;
-  std::unique_ptr<JobRunner> runner(
-      new JobRunner(assignment, std::move(config), std::move(client)));
-  absl::MutexLock lock(&runner->join_mu_);
-  runner->main_ = std::thread([r = runner.get()] { r->Main(); });
-  return runner;
 }
 
 MetricsReporterOptions JobReporterOptions(const JobRunnerConfig& config) {
@@ -114,8 +114,8 @@ JobRunner::JobRunner(const Assignment& assignment, JobRunnerConfig config,
     : assignment_(assignment),
       config_(std::move(config)),
       client_(std::move(client)),
-      store_(std::make_shared<CoordinatorStore>(client_,
-                                                ScopeOf(assignment_, config_))),
+      store_(std::make_shared<CoordinatorStore>(
+          client_, JobStoreScope(assignment_, config_))),
       reporter_(client_, config_.worker_id, assignment_.job_id(),
                 JobReporterOptions(config_), config_.log) {}
 

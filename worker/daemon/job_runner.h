@@ -143,6 +143,16 @@ inline std::string PsTransportOf(const JobSpec& spec,
                                        : spec.ps().transport();
 }
 
+// INVALID_ARGUMENT for an assignment without a job id, ranks, or with
+// ranks outside its world size, repeated, or on devices other than
+// cpu:<n> and cuda:<n>.
+[[nodiscard]] absl::Status ValidateAssignment(const Assignment& assignment);
+
+// The scope of a job's store calls: this worker, its credential, the job
+// and its rendezvous generation.
+StoreScope JobStoreScope(const Assignment& assignment,
+                         const JobRunnerConfig& config);
+
 // The options of a job's MetricsReporter: the config's RPC timeout and
 // credential.
 MetricsReporterOptions JobReporterOptions(const JobRunnerConfig& config);

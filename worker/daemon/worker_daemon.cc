@@ -66,6 +66,10 @@ std::vector<FlagSpec> WorkerFlags(WorkerDaemonConfig* config) {
                  "(default: the address of the interface that reaches the "
                  "coordinator)",
                  &config->address),
+      StringFlag("advertise", "IP",
+                 "the same as --address, named as the PS's and Gloo's "
+                 "flag is (a rank's ports are picked per job)",
+                 &config->address),
       StringFlag("host", "NAME",
                  "host name reported to the coordinator (default: this "
                  "machine's)",
