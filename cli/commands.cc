@@ -11,6 +11,7 @@
 #include "cli/completion.h"
 #include "cli/control/certs_command.h"
 #include "cli/control/job_commands.h"
+#include "cli/control/links_command.h"
 #include "cli/control/local_command.h"
 #include "cli/control/logs_command.h"
 #include "cli/control/version_command.h"
@@ -71,6 +72,10 @@ constexpr Command kCommands[] = {
      "a job's sync time against the alpha-beta model, its bottleneck, and "
      "the faster path",
      &lab::RunExplain, "", nullptr},
+    {"links",
+     "measure the links between worker hosts and set the model's link "
+     "facts (probe, show)",
+     &control::RunLinks, "probe show", nullptr},
     {"simulate",
      "simulate one training step on a cluster: step time, exposed comm, "
      "bottleneck, trace",

@@ -153,11 +153,12 @@ absl::StatusOr<SwitchJobResponse> ControlClient::SwitchJob(
 }
 
 absl::StatusOr<ClusterLinkFacts> ControlClient::SetLinkFacts(
-    double link_gbps, double link_alpha_us) {
+    double link_gbps, double link_alpha_us, absl::string_view source) {
   if (!config_.setup_error.ok()) return config_.setup_error;
   SetLinkFactsRequest request;
   request.mutable_facts()->set_link_gbps(link_gbps);
   request.mutable_facts()->set_link_alpha_us(link_alpha_us);
+  request.mutable_facts()->set_source(std::string(source));
   absl::StatusOr<ClusterLinkFacts> response =
       client_->SetLinkFacts(request, Unary());
   if (!response.ok()) return Explain(response.status(), "SetLinkFacts");

@@ -94,7 +94,7 @@ class ControlClient {
   // Replaces the link facts of the coordinator's model (--mode auto);
   // returns those now in force. INVALID_ARGUMENT: a negative value.
   [[nodiscard]] absl::StatusOr<ClusterLinkFacts> SetLinkFacts(
-      double link_gbps, double link_alpha_us);
+      double link_gbps, double link_alpha_us, absl::string_view source = "");
 
   // Follows the job's WatchJob stream, calling `on_event` for each event
   // until the stream ends (the job ended and every metric was sent) or

@@ -69,16 +69,18 @@ bool OnOneHost(const JobStatus& job, const ListWorkersResponse& cluster) {
     facts.model = {told.link_alpha_us() * 1e-6, told.link_gbps() * 1e9};
     facts.source = absl::StrFormat(
         "the coordinator's link facts: %g GB/s (alpha %g us) each host's "
-        "link",
-        told.link_gbps(), told.link_alpha_us());
+        "link%s",
+        told.link_gbps(), told.link_alpha_us(),
+        told.source().empty() ? std::string()
+                              : absl::StrCat(", from ", told.source()));
     return facts;
   }
   if (!state.has_value() || state->coordinator() != coordinator) {
     return absl::FailedPreconditionError(absl::StrCat(
         "no link facts for the coordinator at ", coordinator,
-        ": pass --link-gbps B (each host's link in GB/s of payload) on a "
-        "real cluster (or start the coordinator with it), or run it against "
-        "a lab (--lab-dir; ",
+        ": measure them with `gradsync links probe`, or pass --link-gbps B "
+        "(each host's link in GB/s of payload), or run it against a lab "
+        "(--lab-dir; ",
         state.has_value() ? "the lab there has another coordinator"
                           : absl::StrCat("no lab.json in ", lab_dir),
         ")"));

@@ -107,8 +107,9 @@ double LabAlphaUs(const LinkSettings& link) {
 
 absl::Status TellCoordinatorLinks(control::ControlClient& client,
                                   const LinkSettings& link) {
-  absl::StatusOr<ClusterLinkFacts> facts =
-      client.SetLinkFacts(LabPayloadGbps(link.rate_bps), LabAlphaUs(link));
+  absl::StatusOr<ClusterLinkFacts> facts = client.SetLinkFacts(
+      LabPayloadGbps(link.rate_bps), LabAlphaUs(link),
+      absl::StrCat("the lab's shaped links: ", link.rate_bps / 1e6, " Mbit/s"));
   if (!facts.ok()) {
     return absl::Status(
         facts.status().code(),

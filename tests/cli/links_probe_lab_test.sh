@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# `gradsync links probe` on emulated hosts with tc-shaped links, as an
+# operator runs it on a real cluster: `gradsync lab up` (3 worker hosts and
+# 1 server host, 100 Mbit/s links; this kernel has no netem, so no added
+# latency), then
+#   - the ring probe measures every worker host's link at its TCP payload
+#     rate (1448 of every 1514 bytes, within 15%) and a round trip, and
+#     sets the coordinator's link facts with
+#     the job as their source (`links show`, `explain`);
+#   - the server host without a worker is named as not probed;
+#   - --pairs all measures the 6 ordered pairs;
+#   - after `lab set-link` halves the links, the probe against the old
+#     expectation exits 1 naming a link below it, and the facts follow the
+#     new links.
+# Then `lab down`. Needs root and iproute2; skips (77) without them.
+#
+# Usage: links_probe_lab_test.sh PATH/TO/gradsync
+set -euo pipefail
+gradsync=$1
+
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+[ "$(id -u)" -eq 0 ] || skip "the lab needs root (network namespaces and tc)"
+command -v ip >/dev/null || skip "the lab needs iproute2's ip"
+command -v tc >/dev/null || skip "the lab needs iproute2's tc"
+prefix="glp$(( $$ % 100000 ))"
+if ! ip netns add "${prefix}-x" 2>/dev/null; then
+  skip "this machine refuses network namespaces (ip netns add failed)"
+fi
+ip netns del "${prefix}-x"
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/gradsync-links.XXXXXX")
+subnet="10.78.$(( $$ % 200 ))"
+cleanup() {
+  "$gradsync" lab down --run-dir "$dir" --prefix "$prefix" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+out=$("$gradsync" lab up --hosts 3 --ps-hosts 1 --link 100mbit \
+      --prefix "$prefix" --subnet "$subnet" --run-dir "$dir" --timeout 60)
+echo "$out"
+export GRADSYNC_COORDINATOR=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
+
+# Checks the probe's JSON: $1 the JSON, $2 links, $3 the line rate the
+# links are shaped to (bits/s).
+check() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+got = json.loads(sys.argv[1])
+links, rate = int(sys.argv[2]), float(sys.argv[3])
+payload = rate / 8 * 1448 / 1514
+assert len(got["links"]) == links, got["links"]
+for link in got["links"]:
+    share = link["goodputBytesPerS"] / payload
+    assert 0.85 <= share <= 1.05, (link, share)
+    # Veths without netem: tens of microseconds, less than a millisecond
+    # even on a busy 2-core machine.
+    assert 0 < link["rttMinUs"] <= link["rttMedianUs"] < 20000, link
+assert abs(got["linkGbps"] * 1e9 / payload - 1) <= 0.15, got["linkGbps"]
+assert 0 < got["linkAlphaUs"] < 10000, got["linkAlphaUs"]
+assert got["set"] is True
+print("links ok: %d at %.1f MB/s median, alpha %.0f us" %
+      (links, got["linkGbps"] * 1e3, got["linkAlphaUs"]))
+PY
+}
+
+ring=$("$gradsync" links probe --bytes 4M --expect-gbit 0.1 -o json)
+echo "$ring"
+check "$ring" 3 100e6
+echo "$ring" | grep -q '"unprobedPsHosts":\["s1"\]' ||
+  { echo "the server host without a worker is not named"; exit 1; }
+job=$(echo "$ring" | sed -n 's/.*"job":"\([^"]*\)".*/\1/p')
+"$gradsync" links show | tee "$dir/show"
+grep -q "links probe $job" "$dir/show" ||
+  { echo "links show does not name the probe"; exit 1; }
+"$gradsync" links probe --bytes 4M --expect-gbit 0.1 | tee "$dir/table"
+grep -q "every link within tolerance" "$dir/table" ||
+  { echo "the table does not judge the links"; exit 1; }
+
+all=$("$gradsync" links probe --pairs all --bytes 2M -o json)
+check "$all" 6 100e6
+
+# explain on a small ring job uses the measured facts (no lab settings:
+# --lab-dir elsewhere).
+train=$("$gradsync" submit --workers 3 --layers 784,64,10 --batch-size 96 \
+        --steps 20 --seed 1 --json | sed -n 's/.*"jobId":"\([^"]*\)".*/\1/p')
+"$gradsync" watch "$train" >/dev/null
+"$gradsync" explain "$train" --lab-dir "$dir/none" | tee "$dir/explain"
+grep -q "from links probe job-" "$dir/explain" ||
+  { echo "explain does not use the measured facts"; exit 1; }
+
+# Halved links: the old expectation fails, naming a link; the facts follow.
+"$gradsync" lab set-link --link 50mbit --run-dir "$dir"
+status=0
+slow=$("$gradsync" links probe --bytes 2M --expect-gbit 0.1) || status=$?
+echo "$slow"
+[ "$status" -eq 1 ] || { echo "links below expectation exited $status"; exit 1; }
+echo "$slow" | grep -q "BELOW" || { echo "no link named below"; exit 1; }
+half=$("$gradsync" links probe --bytes 2M --expect-gbit 0.05 -o json)
+check "$half" 3 50e6
+
+"$gradsync" lab down --run-dir "$dir"
+left=$(ip netns list | grep "^${prefix}-" || true)
+[ -z "$left" ] || { echo "namespaces left: $left"; exit 1; }
+echo "links-probe-ok"
