@@ -221,6 +221,9 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT
+# Interrupted (Ctrl-C, a kill): clean up all the same.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [ ! -e /etc/gradsync ]; then
   mkdir /etc/gradsync
