@@ -23,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 bash_scripts=(deploy/slurm/gradsync.sbatch deploy/container/build_image.sh
   scripts/deploy/deb_chroot_test.sh scripts/deploy/slurm_single_node_test.sh
   tests/deploy/deb_package_test.sh tests/deploy/k8s_manifests_test.sh
-  tests/deploy/deploy_scripts_test.sh)
+  tests/deploy/deploy_scripts_test.sh tests/deploy/across_nodes_test.sh)
 for script in "${bash_scripts[@]}"; do
   bash -n "$src/$script" || fail "$script: bash -n refused it"
   shellcheck -x "$src/$script" || fail "$script: shellcheck refused it"
