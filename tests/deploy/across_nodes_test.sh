@@ -484,9 +484,14 @@ metrics=$(user_output '^gradsync metrics [^ ]+ -o table --link-gbps ' \
   "gradsync metrics JOB -o table --link-gbps B (the README's flags)")
 grep -q '^ideal busbw' "$metrics" || fail "gradsync metrics --link-gbps printed no ideal busbw"
 grep -q 'OF_IDEAL' "$metrics" || fail "gradsync metrics --link-gbps printed no share of the ideal"
+probe=$(user_output '^gradsync links probe' "gradsync links probe")
+grep -q '^B = ' "$probe" || fail "gradsync links probe printed no link facts"
+grep -q "link facts are set" "$probe" || fail "gradsync links probe did not set the coordinator's link facts"
+[ "$(grep -c ' -> ' "$probe")" -eq 3 ] || fail "gradsync links probe did not measure the 3 hosts' ring"
 explain=$(user_output '^gradsync explain ' "gradsync explain")
 grep -q 'over 3 hosts' "$explain" || fail "gradsync explain does not see the job's 3 hosts"
 grep -q '^verdict: ' "$explain" || fail "gradsync explain gave no verdict"
+grep -q 'from links probe job-' "$explain" || fail "gradsync explain does not use the probed link facts"
 
 # The ring job crossed every node; each job ran every step once with the
 # ranks bitwise equal, and the PS job switched at runtime.
