@@ -196,6 +196,7 @@ void GrpcListener::Accept(int listen_fd, absl::Time now) {
     UniqueFd connection(fd);
     const int yes = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    if (options_.on_accept) options_.on_accept(fd);
     std::string peer = SocketAddressString(address);
     std::string host = SocketAddressHost(address);
     epoll_event event{};

@@ -93,6 +93,10 @@ struct GrpcListenerOptions {
   // Whether the server's credentials are TLS (MakeServerCredentials).
   bool tls = false;
   HandshakeReporting reporting;
+  // Called with each accepted connection before anything else: what a
+  // gRPC socket mutator did for connections gRPC accepted (gRPC applies
+  // none to those handed to it). May be empty.
+  std::function<void(int fd)> on_accept;
 };
 
 class GrpcListener {
