@@ -300,7 +300,6 @@ void GrpcListener::OnWatched(int fd, uint32_t events, absl::Time now) {
       watched.hello_bytes > 0 &&
       (received == watched.hello_bytes || received == watched.hello_bytes + 1);
   closed_.push_back(Closed{watched.peer, watched.host, now, hello_only});
-
   if (closed_.size() > kMaxClosed) closed_.pop_front();
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   watched_.erase(it);
@@ -411,8 +410,9 @@ void GrpcListener::Expire(absl::Time now) {
 
 absl::Time GrpcListener::NextDeadline() const {
   absl::Time next = limiter_.NextFlush();
-  for (const auto& [fd, unread] : unread_)
+  for (const auto& [fd, unread] : unread_) {
     next = std::min(next, unread.deadline);
+  }
   for (const auto& [fd, watched] : watched_) {
     next = std::min(next, watched.deadline);
   }
