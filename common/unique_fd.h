@@ -34,6 +34,9 @@ class UniqueFd {
 
   int get() const { return fd_; }
 
+  // Gives up ownership: the descriptor, for its new owner to close.
+  int Release() { return std::exchange(fd_, -1); }
+
   // Closes the descriptor, if any, ignoring errors.
   void Reset() {
     if (fd_ >= 0) close(fd_);

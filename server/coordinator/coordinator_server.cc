@@ -41,21 +41,37 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   std::unique_ptr<CoordinatorServer> server(
       new CoordinatorServer(std::move(host), std::move(service)));
 
-  EnableHealthAndReflection();  // before the builder exists
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(
-      listen_address, MakeServerCredentials(options.security), &server->port_);
-  // Without this, a second coordinator on the same port would share it and
-  // split the workers between them.
-  ConfigureSyncServer(builder, "gradsync-coordinator", options.max_threads);
-  builder.RegisterService(&server->rpc_);
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
+  // The coordinator accepts its connections itself, so that a client it
+  // turns away (plaintext against TLS, a certificate of another CA) is
+  // named in its log (common/grpc_listener.h). The port is bound
+  // exclusively: a second coordinator on it would split the workers.
+  GrpcListenerOptions listener;
+  listener.server = "coordinator";
+  listener.tls = options.security.tls();
+  listener.reporting = options.handshakes;
+  absl::StatusOr<std::unique_ptr<GrpcListener>> bound =
+      GrpcListener::Bind(listen_address, std::move(listener));
+  if (!bound.ok()) {
     return absl::UnavailableError(absl::StrCat(
         "coordinator could not listen on ", listen_address,
         "; is the port already in use (another gradsync-coordinator?), or "
-        "the host not an address of this machine?"));
+        "the host not an address of this machine? (",
+        bound.status().message(), ")"));
   }
+  server->listener_ = *std::move(bound);
+  server->port_ = server->listener_->port();
+
+  EnableHealthAndReflection();  // before the builder exists
+  grpc::ServerBuilder builder;
+  server->listener_->AddTo(builder, MakeServerCredentials(options.security));
+  ConfigureSyncServer(builder, "gradsync-coordinator", options.max_threads);
+  builder.RegisterService(&server->rpc_);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        "coordinator could not start its gRPC server on ", listen_address));
+  }
+  RETURN_IF_ERROR(server->listener_->Start());
   server->service_->StartLeaseChecks();
   CoordinatorService* logic = server->service_.get();
   server->metrics_.AddCollector(
@@ -81,6 +97,8 @@ void CoordinatorServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (metrics_http_ != nullptr) metrics_http_->Shutdown();
+  // No new connections; those handed to gRPC end with the server.
+  if (listener_ != nullptr) listener_->Shutdown();
   service_->Shutdown();
   if (server_ == nullptr) return;
   server_->Shutdown(absl::ToChronoTime(absl::Now() + kShutdownGrace));

@@ -12,7 +12,9 @@
 // store get/wait, barrier, job watch) holds one server thread; the server
 // adds threads as calls arrive, so up to CoordinatorServerOptions::
 // max_threads calls can wait while others still get a thread. Past that
-// bound new calls fail at once with RESOURCE_EXHAUSTED.
+// bound new calls fail at once with RESOURCE_EXHAUSTED. One more thread
+// accepts the connections and hands them to gRPC, reporting those it
+// turns away before any call (common/grpc_listener.h).
 //
 // Errors (Start): INVALID_ARGUMENT for an address that is not host:port or
 // a bad config; UNAVAILABLE if the address cannot be bound.
@@ -29,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_listener.h"
 #include "common/metrics_http.h"
 #include "common/prometheus.h"
 #include "common/tls.h"
@@ -48,6 +51,11 @@ struct CoordinatorServerOptions {
   // Where to serve Prometheus metrics (common/metrics_http.h; the daemon's
   // --metrics-listen); empty: nowhere.
   std::string metrics_listen;
+  // Where the connections it turns away before any call are reported (the
+  // peer, the likely cause, what to do; common/grpc_listener.h), and the
+  // process's GrpcLogTap, without which a TLS handshake that fails inside
+  // gRPC is not named. Default: stderr, no tap.
+  HandshakeReporting handshakes;
 };
 
 class CoordinatorServer {
@@ -86,10 +94,12 @@ class CoordinatorServer {
   int port_ = 0;
 
   // Declared in dependency order: the gRPC server goes first on
-  // destruction, then the adapter it calls, then the logic.
+  // destruction (after the listener that hands it connections), then the
+  // adapter it calls, then the logic.
   std::unique_ptr<CoordinatorService> service_;
   CoordinatorRpc rpc_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcListener> listener_;
   // After the service (its collector reads it), stopped first.
   MetricsRegistry metrics_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/grpc_log_tap.h"
 #include "common/health_server.h"
 #include "common/metrics_http.h"
 #include "common/path_roots.h"
@@ -260,6 +261,18 @@ int main(int argc, char** argv) {
                                   absl::LocalTimeZone())
               << " gradsync-coordinator: " << line << std::endl;
   };
+  // gRPC's log function from here on, so that its "Handshake failed" lines
+  // reach the server, which names the peer (common/grpc_log_tap.h). Made
+  // before the server and destroyed after it.
+  absl::StatusOr<std::unique_ptr<gradsync::GrpcLogTap>> grpc_log =
+      gradsync::GrpcLogTap::Install();
+  if (!grpc_log.ok()) {
+    std::cerr << "gradsync-coordinator: " << grpc_log.status().message()
+              << "\n";
+    return 1;
+  }
+  server_options.handshakes.log = config.event_log;
+  server_options.handshakes.tap = grpc_log->get();
   absl::StatusOr<std::unique_ptr<gradsync::CoordinatorServer>> server =
       gradsync::CoordinatorServer::Start(flags.listen, std::move(config),
                                          server_options);

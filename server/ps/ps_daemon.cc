@@ -14,8 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/advertised_address.h"
 #include "common/flags.h"
+#include "common/grpc_log_tap.h"
 #include "common/health_server.h"
 #include "common/host.h"
 #include "common/secret.h"
@@ -178,6 +181,17 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   PsServerOptions options = config.server;
   if (!config.ps_plaintext) options.transport.security = *security;
   options.require_tokens = !config.coordinator.empty();
+  // gRPC's log function from here on, so that a refused TLS handshake is
+  // named with its peer (common/grpc_log_tap.h); destroyed after the
+  // server. A process that has one already (a test running the daemon in
+  // it) lends it no second: the refusals of non-TLS clients are still said.
+  absl::StatusOr<std::unique_ptr<GrpcLogTap>> grpc_log = GrpcLogTap::Install();
+  options.handshakes.log = [](absl::string_view line) {
+    std::cerr << absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::Now(),
+                                  absl::LocalTimeZone())
+              << " gradsync-ps: " << line << std::endl;
+  };
+  if (grpc_log.ok()) options.handshakes.tap = grpc_log->get();
   absl::StatusOr<std::unique_ptr<PsServer>> server =
       PsServer::Start(config.listen, options);
   if (!server.ok()) {

@@ -11,6 +11,7 @@
 #include "common/tcp_congestion.h"
 #include "common/tls.h"
 #include "server/ps/ps_metrics.h"
+#include "server/ps/ps_socket_mutator.h"
 #include "server/store/sync_server.h"
 
 namespace gradsync {
@@ -55,21 +56,42 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
       new PsServer(std::move(host), options.compute_threads));
   if (options.require_tokens) server->service_.RequireTokens();
 
+  // The server accepts its connections itself (common/grpc_listener.h):
+  // a client it turns away is named in its log, and each connection gets
+  // its TCP congestion control as it is accepted.
+  GrpcListenerOptions listener;
+  listener.server = "parameter server";
+  listener.tls = options.transport.security.tls();
+  listener.reporting = options.handshakes;
+  listener.on_accept = [policy = options.transport.congestion_control](int fd) {
+    SetAcceptedCongestionControl(fd, policy);
+  };
+  absl::StatusOr<std::unique_ptr<GrpcListener>> bound =
+      GrpcListener::Bind(listen_address, std::move(listener));
+  if (!bound.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "parameter server could not listen on ", listen_address,
+        "; is the port already in use, or the host not an address of this "
+        "machine? (",
+        bound.status().message(), ")"));
+  }
+  server->listener_ = *std::move(bound);
+  server->port_ = server->listener_->port();
+
   EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen_address,
-                           MakeServerCredentials(options.transport.security),
-                           &server->port_);
+  server->listener_->AddTo(builder,
+                           MakeServerCredentials(options.transport.security));
   ApplyPsServerArguments(&builder, options.transport);
   ConfigureSyncServer(builder, "gradsync-ps", options.max_threads);
   builder.RegisterService(&server->rpc_);
   server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "parameter server could not listen on ", listen_address,
-        "; is the port already in use, or the host not an address of this "
-        "machine?"));
+  if (server->server_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("parameter server could not start its gRPC server on ",
+                     listen_address));
   }
+  RETURN_IF_ERROR(server->listener_->Start());
   if (options.tensor_port >= 0) {
     TensorPlaneServer::Options plane;
     plane.host = server->host_;
@@ -107,6 +129,8 @@ void PsServer::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   if (metrics_http_ != nullptr) metrics_http_->Shutdown();
+  // No new connections; those handed to gRPC end with the server.
+  if (listener_ != nullptr) listener_->Shutdown();
   if (server_ == nullptr) return;
   rpc_.BeginShutdown();
   service_.ReleaseAll();

@@ -15,6 +15,8 @@
 // calls are sync-API handlers: each open SeedShard or FetchState stream
 // holds one server thread, so max_threads bounds those open at once (a
 // few per switch); calls beyond it fail at once with RESOURCE_EXHAUSTED.
+// One more thread accepts the connections and hands them to gRPC
+// (common/grpc_listener.h).
 //
 // Errors (Start): INVALID_ARGUMENT for an address that is not host:port or
 // too few threads; UNAVAILABLE if the address cannot be bound.
@@ -32,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_listener.h"
 #include "common/metrics_http.h"
 #include "common/prometheus.h"
 #include "server/ps/ps_rpc.h"
@@ -64,6 +67,12 @@ struct PsServerOptions {
   // the job's token, beside TLS too) on this port of the listen host: -1
   // no, 0 any free port.
   int tensor_port = -1;
+  // Where the connections its gRPC port turns away before any call are
+  // reported (the peer, the likely cause, what to do;
+  // common/grpc_listener.h), and the process's GrpcLogTap, without which
+  // a TLS handshake that fails inside gRPC is not named. Default: stderr,
+  // no tap.
+  HandshakeReporting handshakes;
 };
 
 class PsServer {
@@ -105,11 +114,13 @@ class PsServer {
   const std::string host_;
   int port_ = 0;
 
-  // Dependency order: the gRPC server goes first on destruction, then the
-  // adapter it calls, then the shards it uses.
+  // Dependency order: the gRPC server goes first on destruction (after the
+  // listener that hands it connections), then the adapter it calls, then
+  // the shards it uses.
   PsService service_;
   PsRpc rpc_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcListener> listener_;
   std::unique_ptr<TensorPlaneServer> tensor_plane_;
   // After the shards (its collector reads them), stopped first.
   MetricsRegistry metrics_;

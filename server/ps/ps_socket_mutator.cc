@@ -57,7 +57,7 @@ namespace {
 // stay standard-layout.
 struct CongestionMutator {
   grpc_socket_mutator base;
-  // The algorithm for every connection, or "" to ask the peer (auto).
+  // The algorithm for the channel's connections.
   char name[kMaxCongestionControlName + 1];
 };
 static_assert(std::is_standard_layout_v<CongestionMutator>);
@@ -68,17 +68,9 @@ CongestionMutator* Self(grpc_socket_mutator* m) {
 
 void Apply(int fd, grpc_fd_usage usage, CongestionMutator* self) {
   if (usage == GRPC_FD_SERVER_LISTENER_USAGE) return;
-  std::string name = self->name;
-  if (name.empty()) {
-    // Auto: connections are judged by their peer, so only accepted ones
-    // (a client decides before connecting, with a fixed name).
-    if (usage != GRPC_FD_SERVER_CONNECTION_USAGE) return;
-    name = CongestionControlFor("auto", TcpPeerIsLocal(fd));
-    if (name.empty()) return;
-  }
   // Best effort: a named algorithm passed CheckCongestionControl, and a
   // false return would make gRPC drop the connection.
-  SetTcpCongestionControl(fd, name).IgnoreError();
+  SetTcpCongestionControl(fd, self->name).IgnoreError();
 }
 
 bool MutateFd2(const grpc_mutate_socket_info* info, grpc_socket_mutator* m) {
@@ -106,19 +98,6 @@ grpc_socket_mutator* NewMutator(const std::string& name) {
   return &m->base;
 }
 
-class ServerOption : public grpc::ServerBuilderOption {
- public:
-  explicit ServerOption(std::string name) : name_(std::move(name)) {}
-  void UpdateArguments(grpc::ChannelArguments* args) override {
-    args->SetSocketMutator(NewMutator(name_));
-  }
-  void UpdatePlugins(
-      std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>*) override {}
-
- private:
-  const std::string name_;  // "" for auto
-};
-
 #endif  // GRADSYNC_GRPC_SOCKET_MUTATOR
 
 }  // namespace
@@ -142,17 +121,10 @@ void SetClientCongestionControl(grpc::ChannelArguments* args,
 #endif
 }
 
-std::unique_ptr<grpc::ServerBuilderOption> ServerCongestionControl(
-    const std::string& policy) {
-  if (policy.empty() || policy == "default" ||
-      policy.size() > kMaxCongestionControlName) {
-    return nullptr;  // overlong: refused by PsServer::Start
-  }
-#if GRADSYNC_GRPC_SOCKET_MUTATOR
-  return std::make_unique<ServerOption>(policy == "auto" ? "" : policy);
-#else
-  return nullptr;
-#endif
+void SetAcceptedCongestionControl(int fd, const std::string& policy) {
+  const std::string name = CongestionControlFor(policy, TcpPeerIsLocal(fd));
+  // Best effort: a named algorithm passed CheckCongestionControl.
+  if (!name.empty()) SetTcpCongestionControl(fd, name).IgnoreError();
 }
 
 }  // namespace gradsync

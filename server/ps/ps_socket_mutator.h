@@ -14,10 +14,11 @@
 // system's default (SocketMutatorSupported() says which).
 //
 // gRPC calls a client's mutator before it connects, so a client decides by
-// the target's host (HostIsLocal); a server decides per accepted connection
-// by its peer. Setting the algorithm is best effort with "auto", and a named
-// algorithm must pass CheckCongestionControl first: a mutator that failed
-// would make gRPC drop the connection.
+// the target's host (HostIsLocal); the server decides per accepted
+// connection by its peer, setting it itself as it accepts (any gRPC). Setting
+// the algorithm is best effort with "auto", and a named algorithm must pass
+// CheckCongestionControl first: a mutator that failed would make gRPC drop the
+// connection.
 #ifndef GRADSYNC_SERVER_PS_PS_SOCKET_MUTATOR_H_
 #define GRADSYNC_SERVER_PS_PS_SOCKET_MUTATOR_H_
 
@@ -39,10 +40,11 @@ void SetClientCongestionControl(grpc::ChannelArguments* args,
                                 const std::string& policy,
                                 const std::string& target);
 
-// A server option that gives each accepted connection the algorithm that
-// `policy` gives its peer; nullptr for "default" (add nothing).
-std::unique_ptr<grpc::ServerBuilderOption> ServerCongestionControl(
-    const std::string& policy);
+// Gives `fd`, a connection the server accepted (GrpcListener's on_accept:
+// the server accepts its own, common/grpc_listener.h, so no mutator is
+// involved), the algorithm that `policy` gives its peer; nothing for
+// "default". Best effort, as above.
+void SetAcceptedCongestionControl(int fd, const std::string& policy);
 
 }  // namespace gradsync
 

@@ -55,9 +55,6 @@ void ApplyPsServerArguments(grpc::ServerBuilder* builder,
   });
   builder->SetMaxReceiveMessageSize(static_cast<int>(kMaxTensorMessageBytes));
   builder->SetMaxSendMessageSize(static_cast<int>(kMaxTensorMessageBytes));
-  if (auto option = ServerCongestionControl(options.congestion_control)) {
-    builder->SetOption(std::move(option));
-  }
 }
 
 std::shared_ptr<grpc::Channel> CreatePsChannel(
