@@ -487,7 +487,7 @@ grep -q 'OF_IDEAL' "$metrics" || fail "gradsync metrics --link-gbps printed no s
 probe=$(user_output '^gradsync links probe' "gradsync links probe")
 grep -q '^B = ' "$probe" || fail "gradsync links probe printed no link facts"
 grep -q "link facts are set" "$probe" || fail "gradsync links probe did not set the coordinator's link facts"
-[ "$(grep -c ' -> ' "$probe")" -eq 3 ] || fail "gradsync links probe did not measure the 3 hosts' ring"
+[ "$(grep -cE '^node[0-9] -> node[0-9] ' "$probe")" -eq 3 ] || fail "gradsync links probe did not measure the 3 hosts' ring"
 explain=$(user_output '^gradsync explain ' "gradsync explain")
 grep -q 'over 3 hosts' "$explain" || fail "gradsync explain does not see the job's 3 hosts"
 grep -q '^verdict: ' "$explain" || fail "gradsync explain gave no verdict"
