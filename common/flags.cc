@@ -379,6 +379,19 @@ FlagSpec SizeFlag(std::string name, std::string help, uint64_t min,
                   }};
 }
 
+FlagSpec DoubleFlag(std::string name, std::string value_name, std::string help,
+                    double min, double* out) {
+  std::string flag = absl::StrCat("--", name);
+  return FlagSpec{std::move(name), std::move(value_name), std::move(help),
+                  [out, flag, min](absl::string_view value) {
+                    absl::StatusOr<double> parsed =
+                        ParseDoubleValue(flag, value, min);
+                    if (!parsed.ok()) return parsed.status();
+                    *out = *parsed;
+                    return absl::OkStatus();
+                  }};
+}
+
 absl::StatusOr<int64_t> ParseIntValue(absl::string_view flag,
                                       absl::string_view value, int64_t min) {
   int64_t parsed = 0;

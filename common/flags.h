@@ -148,6 +148,9 @@ FlagSpec MillisecondsFlag(std::string name, std::string help,
 // A byte count (the size rule above) >= min.
 FlagSpec SizeFlag(std::string name, std::string help, uint64_t min,
                   uint64_t* out);
+// A finite number >= min, shown in the help as `value_name`.
+FlagSpec DoubleFlag(std::string name, std::string value_name, std::string help,
+                    double min, double* out);
 
 // ---- value parsers shared by the tables (the flag name goes into the
 // error) ----

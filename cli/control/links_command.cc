@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 
@@ -52,14 +53,6 @@ struct LinksOptions {
 };
 
 std::vector<FlagSpec> Flags(LinksOptions* o) {
-  auto number = [](const char* name, double min, double* out) {
-    return [name, min, out](absl::string_view v) {
-      absl::StatusOr<double> d = ParseDoubleValue(name, v, min);
-      if (!d.ok()) return d.status();
-      *out = *d;
-      return absl::OkStatus();
-    };
-  };
   return {
       StringFlag("pairs", "ring|all",
                  "ring: each host to the next (each link once); all: every "
@@ -69,14 +62,14 @@ std::vector<FlagSpec> Flags(LinksOptions* o) {
                &o->bytes),
       IntFlag("round-trips", "small messages timed per link (20)", 1,
               &o->round_trips),
-      {"expect-gbit", "RATE",
-       "the NICs' line rate in Gbit/s: each link is held against its TCP "
-       "payload rate",
-       number("--expect-gbit", 0, &o->expect_gbit)},
+      DoubleFlag("expect-gbit", "RATE",
+                 "the NICs' line rate in Gbit/s: each link is held against "
+                 "its TCP payload rate",
+                 0, &o->expect_gbit),
       IntFlag("mtu", "the links' MTU, for --expect-gbit (1500)", 576, &o->mtu),
-      {"tolerance", "SHARE",
-       "how far below the expectation a link may be (0.15)",
-       number("--tolerance", 0, &o->tolerance)},
+      DoubleFlag("tolerance", "SHARE",
+                 "how far below the expectation a link may be (0.15)", 0,
+                 &o->tolerance),
       SwitchFlag("no-set", "measure and report; leave the coordinator's facts",
                  &o->no_set),
       SecondsFlag("wait", "how long the probe may take (10m)", &o->wait),
@@ -84,11 +77,14 @@ std::vector<FlagSpec> Flags(LinksOptions* o) {
 }
 
 // When the probe's job ended: its last status. DEADLINE_EXCEEDED (the job
-// cancelled) after `wait`.
+// cancelled) after `wait`. While it waits to be placed, says why on
+// `progress` (null: nothing), each new reason once.
 [[nodiscard]] absl::StatusOr<JobStatus> AwaitJob(ControlClient& client,
                                                  const std::string& job_id,
-                                                 absl::Duration wait) {
+                                                 absl::Duration wait,
+                                                 std::ostream* progress) {
   const absl::Time deadline = absl::Now() + wait;
+  std::string said;
   for (;;) {
     absl::StatusOr<JobStatus> job = client.GetJob(job_id);
     if (!job.ok()) return job.status();
@@ -96,6 +92,11 @@ std::vector<FlagSpec> Flags(LinksOptions* o) {
     if (state == JOB_STATE_SUCCEEDED || state == JOB_STATE_FAILED ||
         state == JOB_STATE_CANCELLED) {
       return job;
+    }
+    if (progress != nullptr && state == JOB_STATE_PENDING &&
+        !job->message().empty() && job->message() != said) {
+      said = job->message();
+      *progress << job_id << " is " << said << "\n";
     }
     if (absl::Now() >= deadline) {
       (void)client.CancelJob(job_id);  // best effort: it is reported below
@@ -167,7 +168,8 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
         FormatBytes(static_cast<double>(o.bytes)),
         FormatBytes(static_cast<double>(o.bytes) * links_probed));
   }
-  absl::StatusOr<JobStatus> job = AwaitJob(*client, *job_id, o.wait);
+  absl::StatusOr<JobStatus> job =
+      AwaitJob(*client, *job_id, o.wait, common.json ? nullptr : env.err);
   if (!job.ok()) return fail(job.status());
   if (job->state() != JOB_STATE_SUCCEEDED) {
     return fail(absl::AbortedError(

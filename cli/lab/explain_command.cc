@@ -111,19 +111,11 @@ int RunExplain(const std::vector<std::string>& args,
                const control::CommandEnv& env) {
   double gbps = 0, alpha_us = 0;
   std::string lab_dir;
-  auto number = [](const char* name, double* out) {
-    return [name, out](absl::string_view v) {
-      absl::StatusOr<double> d = ParseDoubleValue(name, v, 0);
-      if (!d.ok()) return d.status();
-      *out = *d;
-      return absl::OkStatus();
-    };
-  };
   std::vector<FlagSpec> flags = {
-      {"link-gbps", "B", "each host's link in GB/s of payload",
-       number("--link-gbps", &gbps)},
-      {"link-alpha-us", "A", "latency per message in us (0)",
-       number("--link-alpha-us", &alpha_us)},
+      DoubleFlag("link-gbps", "B", "each host's link in GB/s of payload", 0,
+                 &gbps),
+      DoubleFlag("link-alpha-us", "A", "latency per message in us (0)", 0,
+                 &alpha_us),
       StringFlag("lab-dir", "DIR",
                  "the lab's run directory ($GRADSYNC_LAB_DIR, else "
                  "./.lab)",

@@ -75,14 +75,6 @@ struct SweepFlags {
 };
 
 std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
-  auto number = [](const char* name, double min, double* out) {
-    return [name, min, out](absl::string_view v) {
-      absl::StatusOr<double> d = ParseDoubleValue(name, v, min);
-      if (!d.ok()) return d.status();
-      *out = *d;
-      return absl::OkStatus();
-    };
-  };
   return {
       StringFlag("workers", "N,...", "worker counts (2,4,6,8)", &f->workers),
       StringFlag("shards", "K,...",
@@ -99,13 +91,13 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                  &f->layouts),
       IntFlag("steps", "measured steps per cell (8)", 1, &f->steps),
       IntFlag("warmup", "steps left out at the start (2)", 0, &f->warmup),
-      FlagSpec{"compute-ms", "MS", "emulated compute per step (0)",
-               number("--compute-ms", 0, &f->compute_ms)},
+      DoubleFlag("compute-ms", "MS", "emulated compute per step (0)", 0,
+                 &f->compute_ms),
       SecondsFlag("cell-timeout", "longest a cell may run (300)",
                   &f->cell_timeout),
-      FlagSpec{"cpu-limit", "SHARE",
-               "CPU busy share above which a cell is CPU-bound (0.9)",
-               number("--cpu-limit", 0, &f->cpu_limit)},
+      DoubleFlag("cpu-limit", "SHARE",
+                 "CPU busy share above which a cell is CPU-bound (0.9)", 0,
+                 &f->cpu_limit),
       FlagSpec{"ps-partition", "SIZE",
                "PS cells: each server's slice in partitions of SIZE, which "
                "pipelines push and pull (128K)",
@@ -123,9 +115,9 @@ std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
                  "cells shaped as resnet50, vgg16 or bert-large "
                  "(their layers and compute order; replaces --sizes)",
                  &f->profile),
-      FlagSpec{"profile-scale", "X",
-               "--model-profile: every layer at X of its size (1)",
-               number("--profile-scale", 1e-9, &f->profile_scale)},
+      DoubleFlag("profile-scale", "X",
+                 "--model-profile: every layer at X of its size (1)", 1e-9,
+                 &f->profile_scale),
       FlagSpec{"bucket-bytes", "SIZE",
                "--model-profile: all-reduce bucket size (25M, DDP's)",
                [f](absl::string_view v) {
