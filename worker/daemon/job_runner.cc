@@ -124,11 +124,14 @@ JobRunner::~JobRunner() {
   Join();
 }
 
+void LogJobLine(const JobRunnerConfig& config, absl::string_view job_id,
+                MetricsReporter& reporter, absl::string_view line) {
+  if (config.log) config.log(absl::StrCat("job ", job_id, ": ", line));
+  reporter.AddLogLine(LogLineRank(line), line);
+}
+
 void JobRunner::Log(absl::string_view line) const {
-  if (config_.log) {
-    config_.log(absl::StrCat("job ", assignment_.job_id(), ": ", line));
-  }
-  reporter_.AddLogLine(LogLineRank(line), line);
+  LogJobLine(config_, assignment_.job_id(), reporter_, line);
 }
 
 void JobRunner::Cancel(const absl::Status& reason) {

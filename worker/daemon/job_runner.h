@@ -153,6 +153,11 @@ inline std::string PsTransportOf(const JobSpec& spec,
 StoreScope JobStoreScope(const Assignment& assignment,
                          const JobRunnerConfig& config);
 
+// A job runner's log line: to the daemon's log as "job <id>: <line>", and
+// to the job's log through `reporter` (for `gradsync logs`).
+void LogJobLine(const JobRunnerConfig& config, absl::string_view job_id,
+                MetricsReporter& reporter, absl::string_view line);
+
 // The options of a job's MetricsReporter: the config's RPC timeout and
 // credential.
 MetricsReporterOptions JobReporterOptions(const JobRunnerConfig& config);

@@ -139,10 +139,7 @@ std::string EntrypointRunner::CancelMessage() {
 }
 
 void EntrypointRunner::Log(absl::string_view line) const {
-  if (config_.log) {
-    config_.log(absl::StrCat("job ", assignment_.job_id(), ": ", line));
-  }
-  reporter_.AddLogLine(LogLineRank(line), line);
+  LogJobLine(config_, assignment_.job_id(), reporter_, line);
 }
 
 absl::Status EntrypointRunner::StartRank(Rank& rank, int index) {

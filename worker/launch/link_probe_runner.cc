@@ -45,16 +45,18 @@ absl::StatusOr<std::unique_ptr<LinkProbeRunner>> LinkProbeRunner::Start(
         " workers in its spec and a world of ", assignment.world_size()));
   }
   std::unique_ptr<LinkProbeRunner> runner(
-      new LinkProbeRunner(assignment, std::move(config), std::move(client)));
+      new LinkProbeRunner(assignment, checked.model().link_probe(),
+                          std::move(config), std::move(client)));
   absl::MutexLock lock(&runner->join_mu_);
   runner->main_ = std::thread([r = runner.get()] { r->Main(); });
   return runner;
 }
 
 LinkProbeRunner::LinkProbeRunner(const Assignment& assignment,
-                                 JobRunnerConfig config,
+                                 LinkProbeSpec probe, JobRunnerConfig config,
                                  std::shared_ptr<CoordinatorClient> client)
     : assignment_(assignment),
+      probe_(std::move(probe)),
       config_(std::move(config)),
       client_(std::move(client)),
       store_(std::make_shared<CoordinatorStore>(
@@ -93,10 +95,7 @@ std::string LinkProbeRunner::CancelMessage() {
 }
 
 void LinkProbeRunner::Log(absl::string_view line) const {
-  if (config_.log) {
-    config_.log(absl::StrCat("job ", assignment_.job_id(), ": ", line));
-  }
-  reporter_.AddLogLine(LogLineRank(line), line);
+  LogJobLine(config_, assignment_.job_id(), reporter_, line);
 }
 
 void LinkProbeRunner::Main() {
@@ -110,8 +109,6 @@ void LinkProbeRunner::Main() {
 }
 
 void LinkProbeRunner::RunRank(int rank, std::atomic<bool>* abort) {
-  const JobSpec& spec = assignment_.spec();
-  const LinkProbeSpec& probe = spec.model().link_probe();
   const int size = assignment_.world_size();
   auto fail = [&](absl::string_view what, const absl::Status& status) {
     const std::string message =
@@ -162,19 +159,18 @@ void LinkProbeRunner::RunRank(int rank, std::atomic<bool>* abort) {
   LinkProbeConfig config;
   config.rank = rank;
   config.size = size;
-  absl::StatusOr<LinkProbePairs> pairs = ParseLinkProbePairs(probe.pairs());
-  config.rounds =
-      LinkProbeRounds(size, pairs.ok() ? *pairs : LinkProbePairs::kRing);
-  config.stream_bytes = probe.stream_bytes() > 0 ? probe.stream_bytes()
-                                                 : kDefaultProbeStreamBytes;
-  config.round_trips =
-      probe.round_trips() > 0 ? probe.round_trips() : kDefaultProbeRoundTrips;
+  // Start checked the spec, so the pairs parse and the defaults are in.
+  const LinkProbePairs pairs =
+      ParseLinkProbePairs(probe_.pairs()).value_or(LinkProbePairs::kRing);
+  config.rounds = LinkProbeRounds(size, pairs);
+  config.stream_bytes = probe_.stream_bytes();
+  config.round_trips = probe_.round_trips();
   config.timeout = config_.collective_timeout;
   Log(absl::StrFormat(
       "rank %d: probing %s pairs of %d hosts: %d round trips and %s per "
       "link, over the job's authenticated TCP connections",
-      rank, LinkProbePairsName(pairs.ok() ? *pairs : LinkProbePairs::kRing),
-      size, config.round_trips, FormatBytes(config.stream_bytes)));
+      rank, LinkProbePairsName(pairs), size, config.round_trips,
+      FormatBytes(config.stream_bytes)));
   absl::StatusOr<std::vector<MeasuredLink>> measured = MeasureLinks(
       config, initiate, respond,
       [&](absl::string_view name, absl::Time deadline) {

@@ -59,7 +59,8 @@ class LinkProbeRunner final : public JobHandle {
   void NotifySwitch(int64_t epoch) override {}  // a probe never switches
 
  private:
-  LinkProbeRunner(const Assignment& assignment, JobRunnerConfig config,
+  LinkProbeRunner(const Assignment& assignment, LinkProbeSpec probe,
+                  JobRunnerConfig config,
                   std::shared_ptr<CoordinatorClient> client);
 
   void Main();
@@ -70,6 +71,7 @@ class LinkProbeRunner final : public JobHandle {
   void Log(absl::string_view line) const;
 
   const Assignment assignment_;
+  const LinkProbeSpec probe_;  // checked, with its defaults
   const JobRunnerConfig config_;
   const std::shared_ptr<CoordinatorClient> client_;
   const std::shared_ptr<CoordinatorStore> store_;
