@@ -8,21 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "collectives/tcp/link_timing.h"
 
 namespace gradsync {
 namespace {
 
 constexpr size_t kHeadBytes = 24;
-constexpr size_t kPingBytes = 8;
-constexpr int64_t kMaxReadBytes = int64_t{1} << 20;
-constexpr int64_t kMinReadBytes = int64_t{4} << 10;
-
-// The answerer reads a stream in pieces of a 64th of it (4 KiB to 1 MiB), so
-// that the warm-up eighth ends close to where it is counted from.
-size_t ReadBytes(int64_t stream_bytes) {
-  return static_cast<size_t>(
-      std::clamp(stream_bytes / 64, kMinReadBytes, kMaxReadBytes));
-}
 
 void PutU32(char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
@@ -65,13 +56,6 @@ std::pair<int, int> RolesIn(const std::vector<std::pair<int, int>>& round,
   return absl::Status(
       status.code(), absl::StrCat("link probe round ", round + 1, ", ", phase,
                                   " with rank ", peer, ": ", status.message()));
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 // The answering side of every round, on its own thread: Run answers the
@@ -140,11 +124,10 @@ class Answerer {
           "); this rank expected its own spec's. Are both workers of one "
           "build?"));
     }
-    char ping[kPingBytes];
-    for (int i = 0; i < config_.round_trips; ++i) {
-      absl::Status st = s.RecvAll(ping, kPingBytes, deadline, abort_);
-      if (st.ok()) st = s.SendAll(ping, kPingBytes, deadline, abort_);
-      if (!st.ok()) return InPhase(st, r, from, "answering round trips");
+    if (absl::Status st =
+            EchoRoundTrips(s, config_.round_trips, deadline, abort_);
+        !st.ok()) {
+      return InPhase(st, r, from, "answering round trips");
     }
     {
       absl::MutexLock lock(&mu_);
@@ -152,30 +135,10 @@ class Answerer {
     }
     // The caller streams after a barrier: two phases' time.
     deadline = absl::Now() + 2 * config_.timeout;
-    std::vector<char> buffer(ReadBytes(config_.stream_bytes));
-    const int64_t warm = config_.stream_bytes / 8;
-    int64_t received = 0, counted_from = -1;
-    absl::Time t0;
-    while (received < config_.stream_bytes) {
-      const size_t n = static_cast<size_t>(
-          std::min<int64_t>(static_cast<int64_t>(buffer.size()),
-                            config_.stream_bytes - received));
-      if (absl::Status st = s.RecvAll(buffer.data(), n, deadline, abort_);
-          !st.ok()) {
-        return InPhase(st, r, from, "the stream");
-      }
-      received += static_cast<int64_t>(n);
-      if (counted_from < 0 && received >= warm) {
-        counted_from = received;
-        t0 = absl::Now();
-      }
-    }
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-    const int64_t counted = received - counted_from;
-    double goodput = 0;
-    if (counted > 0 && seconds > 0) {
-      goodput = static_cast<double>(counted) / seconds;
-    }
+    absl::StatusOr<double> timed =
+        ReceiveTimed(s, config_.stream_bytes, deadline, abort_);
+    if (!timed.ok()) return InPhase(timed.status(), r, from, "the stream");
+    const double goodput = *timed;
     char reply[8];
     uint64_t bits = 0;
     std::memcpy(&bits, &goodput, sizeof(bits));
@@ -209,28 +172,14 @@ class Answerer {
       !st.ok()) {
     return InPhase(st, r, to, "the head");
   }
-  std::vector<double> rtts;
-  char ping[kPingBytes];
-  for (int i = 0; i < config.round_trips; ++i) {
-    PutU64(ping, static_cast<uint64_t>(i));
-    const absl::Time start = absl::Now();
-    absl::Status st = s.SendAll(ping, kPingBytes, deadline, abort);
-    char echo[kPingBytes];
-    if (st.ok()) st = s.RecvAll(echo, kPingBytes, deadline, abort);
-    if (!st.ok()) return InPhase(st, r, to, "round trips");
-    if (std::memcmp(ping, echo, kPingBytes) != 0) {
-      return absl::InternalError(
-          absl::StrCat("link probe round ", r + 1, ": rank ", to,
-                       " echoed another round trip than it was sent"));
-    }
-    rtts.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
-  }
+  absl::StatusOr<RoundTripTimes> times =
+      TimeRoundTrips(s, config.round_trips, deadline, abort);
+  if (!times.ok()) return InPhase(times.status(), r, to, "round trips");
   link->from = config.rank;
   link->to = to;
-  link->round_trips = config.round_trips;
-  link->rtt_median_us = Median(rtts);
-  link->rtt_min_us =
-      rtts.empty() ? 0 : *std::min_element(rtts.begin(), rtts.end());
+  link->round_trips = times->count;
+  link->rtt_median_us = times->median_us;
+  link->rtt_min_us = times->min_us;
   return absl::OkStatus();
 }
 
@@ -240,18 +189,9 @@ class Answerer {
                                       std::atomic<bool>* abort,
                                       MeasuredLink* link) {
   const absl::Time deadline = absl::Now() + config.timeout;
-  const std::vector<char> buffer(
-      static_cast<size_t>(std::min(config.stream_bytes, kMaxReadBytes)),
-      '\x5a');
-  int64_t sent = 0;
-  while (sent < config.stream_bytes) {
-    const size_t n = static_cast<size_t>(std::min<int64_t>(
-        static_cast<int64_t>(buffer.size()), config.stream_bytes - sent));
-    if (absl::Status st = s.SendAll(buffer.data(), n, deadline, abort);
-        !st.ok()) {
-      return InPhase(st, r, to, "the stream");
-    }
-    sent += static_cast<int64_t>(n);
+  if (absl::Status st = SendFiller(s, config.stream_bytes, deadline, abort);
+      !st.ok()) {
+    return InPhase(st, r, to, "the stream");
   }
   char reply[8];
   if (absl::Status st = s.RecvAll(reply, sizeof(reply), deadline, abort);
