@@ -111,6 +111,77 @@ absl::Status TensorPlaneChannel::Handshake(const PlaneIdentity& identity,
   return ReadHandshakeReply(deadline).status();
 }
 
+absl::StatusOr<uint64_t> TensorPlaneChannel::StartProbe(
+    const tensor_plane::ProbeHead& probe, absl::Time deadline,
+    const std::atomic<bool>* abort) {
+  char head[tensor_plane::kProbeHeadBytes];
+  tensor_plane::EncodeProbeHead(probe, head);
+  absl::Status s = socket_.SendAll(head, sizeof(head), deadline, abort);
+  if (!s.ok()) return Named(s);
+  tensor_plane::ReplyHead reply;
+  std::string message;
+  RETURN_IF_ERROR(ReadHead(deadline, &reply, &message));
+  if (reply.code != 0) {
+    return Named(
+        absl::Status(static_cast<absl::StatusCode>(reply.code), message));
+  }
+  return reply.param_bytes;
+}
+
+absl::StatusOr<RoundTripTimes> TensorPlaneChannel::ProbeRoundTrips(
+    int count, absl::Time deadline, const std::atomic<bool>* abort) {
+  if (abort == nullptr) abort = &shut_down_;
+  tensor_plane::ProbeHead probe;
+  probe.op = tensor_plane::ProbeOp::kRoundTrips;
+  probe.round_trips = static_cast<uint32_t>(count);
+  RETURN_IF_ERROR(StartProbe(probe, deadline, abort).status());
+  absl::StatusOr<RoundTripTimes> times =
+      TimeRoundTrips(socket_, count, deadline, abort);
+  return times.ok() ? times : Named(times.status());
+}
+
+absl::StatusOr<double> TensorPlaneChannel::ProbeUpload(
+    int64_t bytes, absl::Time deadline, const std::atomic<bool>* abort) {
+  if (abort == nullptr) abort = &shut_down_;
+  tensor_plane::ProbeHead probe;
+  probe.op = tensor_plane::ProbeOp::kUpload;
+  probe.bytes = bytes;
+  RETURN_IF_ERROR(StartProbe(probe, deadline, abort).status());
+  if (absl::Status s = SendFiller(socket_, bytes, deadline, abort); !s.ok()) {
+    return Named(s);
+  }
+  tensor_plane::ReplyHead reply;
+  std::string answer;
+  RETURN_IF_ERROR(ReadHead(deadline, &reply, &answer));
+  if (reply.code != 0) {
+    return Named(
+        absl::Status(static_cast<absl::StatusCode>(reply.code), answer));
+  }
+  if (answer.size() != tensor_plane::kGoodputBytes) {
+    return Named(absl::InternalError(absl::StrCat(
+        "a probe's answer of ", answer.size(), " bytes, not ",
+        tensor_plane::kGoodputBytes, "; is it a gradsync of this version?")));
+  }
+  return tensor_plane::DecodeGoodput(answer.data());
+}
+
+absl::StatusOr<double> TensorPlaneChannel::ProbeDownload(
+    int64_t bytes, absl::Time deadline, const std::atomic<bool>* abort) {
+  if (abort == nullptr) abort = &shut_down_;
+  tensor_plane::ProbeHead probe;
+  probe.op = tensor_plane::ProbeOp::kDownload;
+  probe.bytes = bytes;
+  ASSIGN_OR_RETURN(const uint64_t coming, StartProbe(probe, deadline, abort));
+  if (coming != static_cast<uint64_t>(bytes)) {
+    return Named(absl::InternalError(
+        absl::StrCat("the server offered ", coming, " bytes for a probe of ",
+                     bytes, "; is it a gradsync of this version?")));
+  }
+  absl::StatusOr<double> goodput =
+      ReceiveTimed(socket_, bytes, deadline, abort);
+  return goodput.ok() ? goodput : Named(goodput.status());
+}
+
 absl::Status TensorPlaneChannel::Named(const absl::Status& status) const {
   if (shut_down_.load()) {
     return absl::AbortedError(absl::StrCat("the PS tensor plane connection to ",

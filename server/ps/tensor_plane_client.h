@@ -25,8 +25,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "collectives/tcp/link_timing.h"
 #include "collectives/tcp/socket.h"
 #include "proto/ps.pb.h"
+#include "server/ps/tensor_plane_probe.h"
 #include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
@@ -73,6 +75,17 @@ class TensorPlaneChannel {
                                        absl::Span<float> params,
                                        absl::Time deadline);
 
+  // Link probes (tensor_plane_probe.h), on a channel that carries nothing
+  // else: `count` timed round trips; `bytes` streamed to the server, which
+  // answers the goodput it timed; `bytes` streamed from it, timed here.
+  // `*abort` (or Shutdown, when `abort` is null) ends them early.
+  [[nodiscard]] absl::StatusOr<RoundTripTimes> ProbeRoundTrips(
+      int count, absl::Time deadline, const std::atomic<bool>* abort);
+  [[nodiscard]] absl::StatusOr<double> ProbeUpload(
+      int64_t bytes, absl::Time deadline, const std::atomic<bool>* abort);
+  [[nodiscard]] absl::StatusOr<double> ProbeDownload(
+      int64_t bytes, absl::Time deadline, const std::atomic<bool>* abort);
+
   // Wakes blocked calls; later calls fail (ABORTED). Any thread.
   void Shutdown();
   // True once the server closed its side (an idle connection it timed
@@ -97,6 +110,11 @@ class TensorPlaneChannel {
   // A reply head and its header (the server's error as a status).
   [[nodiscard]] absl::StatusOr<std::string> ReadHandshakeReply(
       absl::Time deadline);
+  // Sends a probe's head and reads the server's acceptance (its error as
+  // a status): the bytes it will send.
+  [[nodiscard]] absl::StatusOr<uint64_t> StartProbe(
+      const tensor_plane::ProbeHead& probe, absl::Time deadline,
+      const std::atomic<bool>* abort);
 
   Socket socket_;
   const std::string address_;

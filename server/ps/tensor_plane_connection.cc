@@ -3,17 +3,20 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "collectives/tcp/link_timing.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/call_waits.h"
 #include "server/ps/ps_proto.h"
 #include "server/ps/tensor_plane_handshake.h"
+#include "server/ps/tensor_plane_probe.h"
 #include "server/ps/tensor_plane_wire.h"
 
 namespace gradsync {
@@ -168,10 +171,15 @@ void TensorPlaneConnection::ReadLoop() {
       Drain();
       break;
     }
-    absl::StatusOr<tensor_plane::RequestHead> decoded =
-        tensor_plane::DecodeRequestHead(head);
-    const absl::Status status =
-        decoded.ok() ? TakeRequest(decoded->header_bytes) : decoded.status();
+    absl::Status status;
+    if (tensor_plane::StartsWithProbeMagic(head)) {
+      status = ServeProbe(head);
+    } else {
+      absl::StatusOr<tensor_plane::RequestHead> decoded =
+          tensor_plane::DecodeRequestHead(head);
+      status =
+          decoded.ok() ? TakeRequest(decoded->header_bytes) : decoded.status();
+    }
     if (!status.ok()) {
       Reply failed;
       failed.error = status;
@@ -185,6 +193,12 @@ void TensorPlaneConnection::ReadLoop() {
 }
 
 absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
+  if (probed_) {
+    return absl::FailedPreconditionError(
+        "a push on a tensor plane connection that probed links; a job's "
+        "ranks connect for their pushes");
+  }
+  pushed_ = true;
   std::string bytes(header_bytes, '\0');
   RETURN_IF_ERROR(socket_.RecvAll(bytes.data(), bytes.size(),
                                   absl::Now() + idle_timeout_, &stopping_));
@@ -241,6 +255,49 @@ absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
   reply.pull_step = step + 1;
   Enqueue(std::move(reply));
   return absl::OkStatus();
+}
+
+absl::Status TensorPlaneConnection::ServeProbe(const char* start) {
+  if (pushed_) {
+    return absl::FailedPreconditionError(
+        "a link probe on a tensor plane connection that carried pushes; a "
+        "probe connects for itself");
+  }
+  probed_ = true;
+  // A whole op may take as long as the connection may idle.
+  const absl::Time deadline = absl::Now() + idle_timeout_;
+  char raw[tensor_plane::kProbeHeadBytes];
+  std::memcpy(raw, start, kRequestHeadBytes);
+  RETURN_IF_ERROR(socket_.RecvAll(raw + kRequestHeadBytes,
+                                  sizeof(raw) - kRequestHeadBytes, deadline,
+                                  &stopping_));
+  ASSIGN_OR_RETURN(const tensor_plane::ProbeHead probe,
+                   tensor_plane::DecodeProbeHead(raw));
+  ReplyHead accepted;
+  if (probe.op == tensor_plane::ProbeOp::kDownload) {
+    accepted.param_bytes = static_cast<uint64_t>(probe.bytes);
+  }
+  char out[kReplyHeadBytes + tensor_plane::kGoodputBytes];
+  tensor_plane::EncodeReplyHead(accepted, out);
+  RETURN_IF_ERROR(socket_.SendAll(out, kReplyHeadBytes, deadline, &stopping_));
+  switch (probe.op) {
+    case tensor_plane::ProbeOp::kRoundTrips:
+      return EchoRoundTrips(socket_, static_cast<int>(probe.round_trips),
+                            deadline, &stopping_);
+    case tensor_plane::ProbeOp::kUpload: {
+      ASSIGN_OR_RETURN(
+          const double goodput,
+          ReceiveTimed(socket_, probe.bytes, deadline, &stopping_));
+      ReplyHead answer;
+      answer.header_bytes = tensor_plane::kGoodputBytes;
+      tensor_plane::EncodeReplyHead(answer, out);
+      tensor_plane::EncodeGoodput(goodput, out + kReplyHeadBytes);
+      return socket_.SendAll(out, sizeof(out), deadline, &stopping_);
+    }
+    case tensor_plane::ProbeOp::kDownload:
+      return SendFiller(socket_, probe.bytes, deadline, &stopping_);
+  }
+  return absl::InternalError("a probe op DecodeProbeHead let through");
 }
 
 absl::Status TensorPlaneConnection::ReceiveGradient(

@@ -10,6 +10,11 @@
 // from the reader at once (500 ms at most) and is closed, with no drain: a
 // flood of garbage holds no thread for long.
 //
+// Link probes: an authenticated connection may carry probe requests
+// instead of pushes (tensor_plane_probe.h, for `gradsync links probe`);
+// the reader serves each whole, echoing or streaming on the socket itself,
+// while the writer has nothing to send.
+//
 // Threading: the threads are its own; done(), authenticated(), Stop() and
 // the destructor may be called from any thread. The destructor stops the
 // threads (a bounded time: every wait is sliced) and closes the socket.
@@ -72,6 +77,9 @@ class TensorPlaneConnection {
   [[nodiscard]] absl::Status Handshake();
   // One request whose head has been read: OK once its reply is queued.
   [[nodiscard]] absl::Status TakeRequest(uint32_t header_bytes);
+  // One link probe request (tensor_plane_probe.h) whose first
+  // kRequestHeadBytes are at `start`: OK once it was served.
+  [[nodiscard]] absl::Status ServeProbe(const char* start);
   // The gradient (and trailer) of `push`, as the request sends them.
   [[nodiscard]] absl::Status ReceiveGradient(const ps::PushHeader& header,
                                              PsShard::Push* push,
@@ -101,6 +109,10 @@ class TensorPlaneConnection {
   // The job the handshake proved: written by the reader before the writer
   // starts, then read by the reader only.
   std::string job_;
+  // What the connection carried, by the reader: probes or pushes, never
+  // both (tensor_plane_probe.h).
+  bool probed_ = false;
+  bool pushed_ = false;
 
   absl::Mutex mu_;
   std::deque<Reply> replies_ ABSL_GUARDED_BY(mu_);
