@@ -1,6 +1,8 @@
 #include "jobspec/link_probe_spec.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/units.h"
@@ -38,6 +40,29 @@ std::vector<std::vector<std::pair<int, int>>> LinkProbeRounds(
     for (int from = 0; from < ranks; ++from) {
       round.emplace_back(from, (from + shift) % ranks);
     }
+  }
+  return rounds;
+}
+
+std::vector<std::vector<std::pair<int, int>>> PsProbeRounds(
+    int ranks, int servers, LinkProbePairs pairs) {
+  std::vector<std::vector<std::pair<int, int>>> rounds;
+  if (ranks < 1 || servers < 1) return rounds;
+  if (pairs == LinkProbePairs::kRing) {
+    for (int s = 0; s < servers; ++s) {
+      if (s % ranks == 0) rounds.emplace_back();
+      rounds.back().emplace_back(s % ranks, s);
+    }
+    return rounds;
+  }
+  const int width = std::max(ranks, servers);
+  for (int shift = 0; shift < width; ++shift) {
+    std::vector<std::pair<int, int>> round;
+    for (int r = 0; r < ranks; ++r) {
+      const int s = (r + shift) % width;
+      if (s < servers) round.emplace_back(r, s);
+    }
+    if (!round.empty()) rounds.push_back(std::move(round));
   }
   return rounds;
 }

@@ -10,6 +10,7 @@
 #ifndef GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
 #define GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -29,6 +30,11 @@ inline constexpr int64_t kMinProbeStreamBytes = int64_t{64} << 10;
 inline constexpr int64_t kMaxProbeStreamBytes = int64_t{4} << 30;
 inline constexpr int32_t kDefaultProbeRoundTrips = 20;
 inline constexpr int32_t kMaxProbeRoundTrips = 10000;
+// The parameter servers one probe measures at most (one per host), and the
+// sizes of their names in a rank's report (LinkMeasurement.ps_id, ps_host).
+inline constexpr int kMaxLinkProbeServers = 1024;
+inline constexpr size_t kMaxLinkPsIdBytes = 64;
+inline constexpr size_t kMaxLinkPsHostBytes = 255;
 
 enum class LinkProbePairs {
   kRing,  // rank i to rank i+1: each host's uplink and downlink once
@@ -47,6 +53,16 @@ absl::string_view LinkProbePairsName(LinkProbePairs pairs);
 // (round r: i -> i+r). Two ranks make one pair per direction.
 std::vector<std::vector<std::pair<int, int>>> LinkProbeRounds(
     int ranks, LinkProbePairs pairs);
+
+// The links with parameter-server hosts (Assignment.probe_servers), as
+// rounds of (rank, server index) pairs run after LinkProbeRounds'. In every
+// round each rank and each server take part at most once, so that no link
+// carries two streams: kRing pairs server s with rank s % ranks
+// (ceil(servers / ranks) rounds); kAll pairs every rank with every server
+// (max(ranks, servers) rounds; round j: rank i with server
+// (i + j) % max). Each pair measures both directions.
+std::vector<std::vector<std::pair<int, int>>> PsProbeRounds(
+    int ranks, int servers, LinkProbePairs pairs);
 
 // True for a link-probe spec.
 inline bool IsLinkProbe(const JobSpec& spec) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -242,11 +244,8 @@ absl::Status Job::AddLinks(
         "rank ", rank, " of job ", id_,
         " reported other links than it reported before; nothing changed"));
   }
-  if (links.size() >= world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank, " of job ", id_, " reported ", links.size(),
-                     " links; a rank has at most ", world_size() - 1));
-  }
+  int to_ranks = 0;
+  std::set<std::pair<std::string, bool>> to_servers;
   for (const LinkMeasurement& link : links) {
     const bool numbers_ok =
         std::isfinite(link.goodput_bytes_per_s()) &&
@@ -254,15 +253,34 @@ absl::Status Job::AddLinks(
         std::isfinite(link.rtt_median_us()) && link.rtt_median_us() >= 0 &&
         std::isfinite(link.rtt_min_us()) && link.rtt_min_us() >= 0 &&
         link.stream_bytes() >= 0 && link.round_trips() >= 0;
-    if (link.from_rank() != rank || link.to_rank() < 0 ||
-        link.to_rank() >= world_size() || link.to_rank() == rank ||
-        !numbers_ok) {
+    bool ends_ok;
+    if (link.ps_id().empty()) {  // to another rank
+      ++to_ranks;
+      ends_ok = link.to_rank() >= 0 && link.to_rank() < world_size() &&
+                link.to_rank() != rank && link.ps_host().empty() &&
+                !link.from_ps();
+    } else {  // with a parameter server, once each way
+      ends_ok = link.ps_id().size() <= kMaxLinkPsIdBytes &&
+                !link.ps_host().empty() &&
+                link.ps_host().size() <= kMaxLinkPsHostBytes &&
+                to_servers.insert({link.ps_id(), link.from_ps()}).second;
+    }
+    if (link.from_rank() != rank || !ends_ok || !numbers_ok) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rank ", rank, " of job ", id_, " reported a bad link (",
           link.ShortDebugString(),
           "): it must run from the reporting rank to another rank of the "
-          "job, with finite figures >= 0"));
+          "job, or to and from a parameter server once each (its id and "
+          "host named), with finite figures >= 0"));
     }
+  }
+  if (to_ranks >= world_size() ||
+      static_cast<int>(to_servers.size()) > 2 * kMaxLinkProbeServers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank, " of job ", id_, " reported ", to_ranks,
+                     " links to ranks and ", to_servers.size(),
+                     " to and from parameter servers; a rank has at most ",
+                     world_size() - 1, " and ", 2 * kMaxLinkProbeServers));
   }
   links_.insert(links_.end(), links.begin(), links.end());
   ++version_;

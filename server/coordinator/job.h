@@ -204,8 +204,9 @@ class Job {
   // A link-probe rank's measurements (its SUCCEEDED report), kept for
   // JobStatus.links. INVALID_ARGUMENT, and nothing kept, unless the job is
   // a link probe, every link starts at `rank` and ends at another of its
-  // ranks, and every figure is finite and >= 0; the same links again (a
-  // retried report) change nothing, other ones are refused.
+  // ranks (or is one direction of its link with a parameter server, each
+  // direction once), and every figure is finite and >= 0; the same links again
+  // (a retried report) change nothing, other ones are refused.
   [[nodiscard]] absl::Status AddLinks(
       int rank,
       const google::protobuf::RepeatedPtrField<LinkMeasurement>& links);

@@ -1,6 +1,8 @@
 #include "server/coordinator/job_lifecycle.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "common/secret.h"
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
+#include "jobspec/link_probe_spec.h"
 #include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
 
@@ -90,6 +93,12 @@ void JobLifecycle::MailAssignmentsLocked(const Job& job) {
     ranks_on_host[state_.workers.Find(worker_id)->host] +=
         static_cast<int>(job.RanksOn(worker_id).size());
   }
+  std::vector<ProbeServer> probe_servers;
+  if (IsLinkProbe(job.spec())) {
+    std::set<std::string> rank_hosts;
+    for (const auto& [host, ranks] : ranks_on_host) rank_hosts.insert(host);
+    probe_servers = state_.servers.ProbeTargets(rank_hosts);
+  }
   for (const std::string& worker_id : job.WorkerIds()) {
     Assignment assignment;
     assignment.set_job_id(job.id());
@@ -106,11 +115,19 @@ void JobLifecycle::MailAssignmentsLocked(const Job& job) {
     for (const ShardPlacement& shard : job.ps_shards()) {
       assignment.add_ps_addresses(shard.address);
     }
+    for (const ProbeServer& server : probe_servers) {
+      *assignment.add_probe_servers() = server;
+    }
     WorkerRecord* worker = state_.workers.Find(worker_id);
     assignment.set_ranks_on_host(ranks_on_host[worker->host]);
     placement.push_back(absl::StrCat(RankList(ranks), " on ", worker_id,
                                      " (host ", worker->host, ")"));
     worker->mailbox.assignments.push_back(std::move(assignment));
+  }
+  for (const ProbeServer& server : probe_servers) {
+    placement.push_back(absl::StrCat("probing parameter server ",
+                                     server.ps_id(), " (host ", server.host(),
+                                     ") at ", server.plane_address()));
   }
   state_.LogLocked(absl::StrCat(
       "job ", job.id(), " RENDEZVOUS: ", absl::StrJoin(placement, ", ")));

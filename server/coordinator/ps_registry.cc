@@ -42,6 +42,11 @@ absl::StatusOr<const PsRecord*> PsRegistry::Register(
                               "' is not host:port; pass the address ranks "
                               "reach this server on, e.g. 10.0.0.5:29600"));
   }
+  if (request.tensor_port() < 0 || request.tensor_port() > 65535) {
+    return InvalidRegistration(
+        request, absl::StrCat("tensor port ", request.tensor_port(),
+                              " is not a port; 1..65535, or 0 for none"));
+  }
   const int64_t number = next_number_++;
   PsRecord& server = servers_[number];
   server.id = absl::StrCat(kPsIdPrefix, number);
@@ -49,6 +54,7 @@ absl::StatusOr<const PsRecord*> PsRegistry::Register(
   server.host = request.host();
   server.address = request.address();
   server.pid = request.pid();
+  server.tensor_port = request.tensor_port();
   server.last_heartbeat = now;
   server.credential = RandomSecret();
   return &server;
@@ -120,11 +126,30 @@ std::vector<const PsRecord*> PsRegistry::All() const {
   return all;
 }
 
+std::vector<ProbeServer> PsRegistry::ProbeTargets(
+    const std::set<std::string>& probed_hosts) const {
+  std::vector<ProbeServer> targets;
+  std::set<std::string> hosts = probed_hosts;
+  for (const PsRecord* server : Live()) {
+    if (server->tensor_port <= 0 || !hosts.insert(server->host).second) {
+      continue;
+    }
+    ProbeServer& target = targets.emplace_back();
+    target.set_ps_id(server->id);
+    target.set_host(server->host);
+    target.set_plane_address(
+        absl::StrCat(server->address.substr(0, server->address.rfind(':')), ":",
+                     server->tensor_port));
+  }
+  return targets;
+}
+
 ParameterServerInfo PsRegistry::Info(const PsRecord& server) {
   ParameterServerInfo info;
   info.set_ps_id(server.id);
   info.set_host(server.host);
   info.set_address(server.address);
+  info.set_tensor_port(server.tensor_port);
   info.set_lost(server.lost);
   info.set_last_heartbeat(UnixTimeSeconds(server.last_heartbeat));
   return info;

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +37,8 @@ struct PsRecord {
   std::string id;      // "ps-<number>"
   int64_t number = 0;  // registration order, from 1
   std::string host;
-  std::string address;  // "host:port" that ranks connect to
+  std::string address;      // "host:port" that ranks connect to
+  int32_t tensor_port = 0;  // its tensor plane's, on the host of address
   int32_t pid = 0;
   absl::Time last_heartbeat;
   // As WorkerRecord::lease_from.
@@ -85,6 +87,12 @@ class PsRegistry {
 
   // Every server, live and lost, in registration order.
   std::vector<const PsRecord*> All() const;
+
+  // What a link probe measures (`gradsync links probe`): the first live
+  // server with a tensor plane on each host outside `probed_hosts` (hosts
+  // whose worker the probe measures already: one link per host).
+  std::vector<ProbeServer> ProbeTargets(
+      const std::set<std::string>& probed_hosts) const;
 
   // ---- persistence (state_saver.h) ----
 

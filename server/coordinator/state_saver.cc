@@ -195,6 +195,7 @@ SavedServer SaveServer(const PsRecord& server) {
   saved.set_host(server.host);
   saved.set_address(server.address);
   saved.set_pid(server.pid);
+  saved.set_tensor_port(server.tensor_port);
   saved.set_lost(server.lost);
   saved.set_lost_time_us(absl::ToUnixMicros(server.lost_time));
   saved.set_credential(server.credential);
@@ -208,6 +209,7 @@ PsRecord RestoreServer(const SavedServer& saved, absl::Time now) {
   server.host = saved.host();
   server.address = saved.address();
   server.pid = saved.pid();
+  server.tensor_port = saved.tensor_port();
   server.last_heartbeat = now;
   server.lost = saved.lost();
   server.lost_time = absl::FromUnixMicros(saved.lost_time_us());

@@ -217,6 +217,7 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
     reg.address = RegisteredPsAddress(config.advertise,
                                       address.substr(0, address.rfind(':')),
                                       (*server)->port(), config.coordinator);
+    reg.tensor_port = (*server)->tensor_port();
     reg.pid = static_cast<int>(getpid());
     if (!config.join_token_file.empty()) {
       absl::StatusOr<std::string> token = ReadTokenFile(config.join_token_file);

@@ -95,6 +95,7 @@ absl::Status PsRegistration::RegisterOnce(absl::Duration timeout) {
   request.set_host(config_.host);
   request.set_address(config_.address);
   request.set_pid(config_.pid);
+  request.set_tensor_port(config_.tensor_port);
   request.set_wire_version(kWireVersion);
   request.set_join_token(config_.join_token);
   ASSIGN_OR_RETURN(const RegisterParameterServerResponse response,

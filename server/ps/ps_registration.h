@@ -61,6 +61,9 @@ struct PsRegistrationConfig {
   std::string coordinator;  // "host:port", for messages
   std::string host;         // this machine's host name
   std::string address;      // "host:port" that workers connect to
+  // The tensor plane's port on the host of `address` (0: none), where
+  // `gradsync links probe` measures this host's link.
+  int tensor_port = 0;
   int pid = 0;
   std::string join_token;  // the cluster's (daemon_admission.h); may be ""
   // Longest Register keeps retrying a coordinator it cannot reach.

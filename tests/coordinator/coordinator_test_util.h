@@ -254,10 +254,12 @@ class CoordinatorTest : public ::testing::Test {
 
   // Registers a parameter server at `address`; returns its id.
   std::string RegisterPs(const std::string& address,
-                         const std::string& host = "ps-host") {
+                         const std::string& host = "ps-host",
+                         int tensor_port = 0) {
     RegisterParameterServerRequest request;
     request.set_host(host);
     request.set_address(address);
+    request.set_tensor_port(tensor_port);
     request.set_pid(4321);
     request.set_wire_version(kWireVersion);
     absl::StatusOr<RegisterParameterServerResponse> response =

@@ -1,12 +1,15 @@
 // The link-probe kind's spec (jobspec/link_probe_spec.h): the rounds load
 // every host's link once per direction per round and cover exactly the
 // pairs asked for; the checks fill the defaults and refuse what a probe
-// cannot do, naming the field.
+// cannot do, naming the field. The rounds with parameter servers load
+// each rank and each server once per round.
 #include "jobspec/link_probe_spec.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -52,6 +55,47 @@ TEST(LinkProbeRoundsTest, TwoRanks_OnePairEachWay_AndNoneForOne) {
   EXPECT_EQ(LinkProbeRounds(2, LinkProbePairs::kRing)[0],
             (std::vector<std::pair<int, int>>{{0, 1}, {1, 0}}));
   EXPECT_TRUE(LinkProbeRounds(1, LinkProbePairs::kAll).empty());
+}
+
+// Rank and server each once per round; ring: each server once, by rank
+// s % ranks; all: every (rank, server) once.
+void ExpectPsRounds(int ranks, int servers, LinkProbePairs pairs) {
+  const auto rounds = PsProbeRounds(ranks, servers, pairs);
+  std::set<std::pair<int, int>> seen;
+  for (const auto& round : rounds) {
+    EXPECT_FALSE(round.empty());
+    std::map<int, int> by_rank, by_server;
+    for (const auto& [rank, server] : round) {
+      ASSERT_GE(rank, 0);
+      ASSERT_LT(rank, ranks);
+      ASSERT_GE(server, 0);
+      ASSERT_LT(server, servers);
+      EXPECT_EQ(++by_rank[rank], 1) << ranks << "x" << servers;
+      EXPECT_EQ(++by_server[server], 1) << ranks << "x" << servers;
+      EXPECT_TRUE(seen.insert({rank, server}).second);
+    }
+  }
+  if (pairs == LinkProbePairs::kAll) {
+    EXPECT_EQ(static_cast<int>(seen.size()), ranks * servers);
+    EXPECT_EQ(static_cast<int>(rounds.size()), std::max(ranks, servers));
+  } else {
+    EXPECT_EQ(static_cast<int>(seen.size()), servers);
+    for (const auto& [rank, server] : seen) EXPECT_EQ(rank, server % ranks);
+    EXPECT_EQ(static_cast<int>(rounds.size()), (servers + ranks - 1) / ranks);
+  }
+}
+
+TEST(PsProbeRoundsTest, EachRankAndServerOnceARound_CoveringThePairs) {
+  for (int ranks = 1; ranks <= 5; ++ranks) {
+    for (int servers = 1; servers <= 6; ++servers) {
+      ExpectPsRounds(ranks, servers, LinkProbePairs::kRing);
+      ExpectPsRounds(ranks, servers, LinkProbePairs::kAll);
+    }
+  }
+  EXPECT_TRUE(PsProbeRounds(3, 0, LinkProbePairs::kAll).empty());
+  EXPECT_EQ(PsProbeRounds(2, 3, LinkProbePairs::kRing),
+            (std::vector<std::vector<std::pair<int, int>>>{{{0, 0}, {1, 1}},
+                                                           {{0, 2}}}));
 }
 
 TEST(LinkProbeSpecTest, Defaults) {
