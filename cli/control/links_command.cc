@@ -32,8 +32,10 @@ constexpr char kUsage[] =
     "The link facts that `explain` and `--mode auto` model the cluster with,\n"
     "measured on the cluster. probe runs a job with one rank on each worker\n"
     "host: each times round trips and streams to the next host (--pairs\n"
-    "all: to every host) over the job's authenticated TCP connections, and\n"
-    "the median goodput and half the median round trip become the\n"
+    "all: to every host) over the job's authenticated TCP connections, then\n"
+    "to and from each parameter-server host without a worker (--pairs all:\n"
+    "from every rank) over the server's tensor plane, and the median\n"
+    "goodput and half the median round trip become the\n"
     "coordinator's link facts (not with --no-set). --expect-gbit says what\n"
     "the NICs should do (line rate); links below it by more than the\n"
     "tolerance are named, and the command exits 1. show prints the facts\n"
@@ -158,14 +160,19 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
   if (!spec.ok()) return fail(spec.status());
   absl::StatusOr<std::string> job_id = client->SubmitJob(*spec);
   if (!job_id.ok()) return fail(job_id.status());
+  const int ps_hosts = static_cast<int>(ProbedServerHosts(*cluster).size());
   const int links_probed =
       spec->num_workers() *
-      (*pairs == LinkProbePairs::kAll ? spec->num_workers() - 1 : 1);
+          (*pairs == LinkProbePairs::kAll ? spec->num_workers() - 1 : 1) +
+      2 * ps_hosts * (*pairs == LinkProbePairs::kAll ? spec->num_workers() : 1);
   if (!common.json) {
     *env.err << absl::StrFormat(
-        "probing %d links between %d hosts as %s: %s each, %s in all\n",
-        links_probed, spec->num_workers(), *job_id,
-        FormatBytes(static_cast<double>(o.bytes)),
+        "probing %d links between %d hosts%s as %s: %s each, %s in all\n",
+        links_probed, spec->num_workers(),
+        ps_hosts == 0
+            ? ""
+            : absl::StrFormat(" and %d parameter-server host(s)", ps_hosts),
+        *job_id, FormatBytes(static_cast<double>(o.bytes)),
         FormatBytes(static_cast<double>(o.bytes) * links_probed));
   }
   absl::StatusOr<JobStatus> job =
@@ -178,14 +185,27 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
                      "; `gradsync logs ", *job_id, "` has each rank's lines")));
   }
   std::vector<study::HostLink> links;
+  std::vector<std::string> link_servers;  // each link's PS id, or ""
+  std::set<std::string> probed;           // hosts with a measured link
+  for (const RankPlacement& r : job->ranks()) probed.insert(r.host());
   for (const LinkMeasurement& m : job->links()) {
     if (m.from_rank() < 0 || m.from_rank() >= job->ranks_size() ||
-        m.to_rank() < 0 || m.to_rank() >= job->ranks_size()) {
+        (m.ps_id().empty() &&
+         (m.to_rank() < 0 || m.to_rank() >= job->ranks_size()))) {
       continue;  // the coordinator checks them; a stray one is not a link
     }
-    links.push_back({job->ranks(m.from_rank()).host(),
-                     job->ranks(m.to_rank()).host(), m.goodput_bytes_per_s(),
+    std::string from = job->ranks(m.from_rank()).host();
+    std::string to;
+    if (m.ps_id().empty()) {
+      to = job->ranks(m.to_rank()).host();
+    } else {
+      probed.insert(m.ps_host());
+      to = absl::StrCat(m.ps_host(), " (", m.ps_id(), ")");
+      if (m.from_ps()) std::swap(from, to);
+    }
+    links.push_back({std::move(from), std::move(to), m.goodput_bytes_per_s(),
                      m.rtt_median_us(), m.rtt_min_us()});
+    link_servers.push_back(m.ps_id());
   }
   const double expected_Bps =
       o.expect_gbit > 0
@@ -195,11 +215,11 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
       study::EstimateLinks(links, expected_Bps, o.tolerance);
   if (!estimate.ok()) return fail(estimate.status());
 
-  std::set<std::string> probed;
-  for (const RankPlacement& r : job->ranks()) probed.insert(r.host());
+  // Parameter-server hosts whose link nobody measured: no tensor plane,
+  // or a server that registered after the probe was placed.
   std::set<std::string> unprobed_ps;
   for (const ParameterServerInfo& ps : cluster->parameter_servers()) {
-    if (!probed.count(ps.host())) unprobed_ps.insert(ps.host());
+    if (!ps.lost() && !probed.count(ps.host())) unprobed_ps.insert(ps.host());
   }
   bool set = false;
   if (!o.no_set) {
@@ -221,6 +241,7 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
                     static_cast<int>(i)) != estimate->below.end();
       *env.out << (i ? "," : "") << "{\"from\":" << JsonQuote(links[i].from)
                << ",\"to\":" << JsonQuote(links[i].to)
+               << ",\"psId\":" << JsonQuote(link_servers[i])
                << ",\"goodputBytesPerS\":" << JsonNumber(links[i].goodput_Bps)
                << ",\"rttMedianUs\":" << JsonNumber(links[i].rtt_median_us)
                << ",\"rttMinUs\":" << JsonNumber(links[i].rtt_min_us)
@@ -242,8 +263,10 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
     if (!unprobed_ps.empty()) {
       *env.out << "not probed: parameter-server host(s) "
                << absl::StrJoin(unprobed_ps, ", ")
-               << " (no worker daemon there); the model assumes their links "
-                  "are like these\n";
+               << " (no worker daemon there, and no tensor plane: "
+                  "gradsync-ps --tensor-port -1, or a server that came after "
+                  "the probe started); the model assumes their links are like "
+                  "these\n";
     }
     *env.out << (set ? "the coordinator's link facts are set: `gradsync "
                        "explain` and --mode auto use them\n"
@@ -257,6 +280,19 @@ int Probe(const LinksOptions& o, const CommonOptions& common,
 }
 
 }  // namespace
+
+std::set<std::string> ProbedServerHosts(const ListWorkersResponse& cluster) {
+  std::set<std::string> worker_hosts, hosts;
+  for (const WorkerInfo& w : cluster.workers()) {
+    if (w.state() != WORKER_STATE_LOST) worker_hosts.insert(w.host());
+  }
+  for (const ParameterServerInfo& ps : cluster.parameter_servers()) {
+    if (!ps.lost() && ps.tensor_port() > 0 && !worker_hosts.count(ps.host())) {
+      hosts.insert(ps.host());
+    }
+  }
+  return hosts;
+}
 
 absl::StatusOr<JobSpec> LinkProbeJob(const ListWorkersResponse& cluster,
                                      const LinkProbeSpec& probe) {

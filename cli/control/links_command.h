@@ -7,7 +7,9 @@
 //   gradsync links show
 //
 // probe submits a link-probe job (jobspec/link_probe_spec.h) with one rank
-// on each worker host, waits for it, prints each link's goodput and round
+// on each worker host (which also measures the links of the parameter-server
+// hosts without a worker, over their tensor planes), waits for it, prints
+// each link's goodput and round
 // trip against the expected payload rate of --expect-gbit (the NICs' line
 // rate in Gbit/s; else against the median), and stores the median goodput
 // and half the median round trip as the coordinator's link facts
@@ -20,6 +22,7 @@
 #ifndef GRADSYNC_CLI_CONTROL_LINKS_COMMAND_H_
 #define GRADSYNC_CLI_CONTROL_LINKS_COMMAND_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,11 @@ int RunLinks(const std::vector<std::string>& args, const CommandEnv& env);
 // two hosts.
 [[nodiscard]] absl::StatusOr<JobSpec> LinkProbeJob(
     const ListWorkersResponse& cluster, const LinkProbeSpec& probe);
+
+// The hosts whose link a probe of `cluster` measures through a parameter
+// server: those of live servers with a tensor plane and no live worker
+// (the coordinator's ProbeTargets, as the CLI can tell beforehand).
+std::set<std::string> ProbedServerHosts(const ListWorkersResponse& cluster);
 
 }  // namespace control
 }  // namespace gradsync

@@ -8,8 +8,10 @@
 #     15%) and a round trip, and
 #     sets the coordinator's link facts with
 #     the job as their source (`links show`, `explain`);
-#   - the server host without a worker is named as not probed;
-#   - --pairs all measures the 6 ordered pairs;
+#   - the server host without a worker is probed too, both ways, over its
+#     tensor plane, and held to the same rate;
+#   - --pairs all measures the 6 ordered pairs and each worker host with
+#     the server host both ways;
 #   - after `lab set-link` halves the links, the probe against the old
 #     expectation exits 1 naming a link below it, and the facts follow the
 #     new links.
@@ -45,15 +47,21 @@ out=$("$gradsync" lab up --hosts 3 --ps-hosts 1 --link 100mbit \
 echo "$out"
 export GRADSYNC_COORDINATOR=$(echo "$out" | sed -n 's/^export GRADSYNC_COORDINATOR=//p')
 
-# Checks the probe's JSON: $1 the JSON, $2 links, $3 the line rate the
-# links are shaped to (bits/s).
+# Checks the probe's JSON: $1 the JSON, $2 links (of them 2 with the server
+# host s1's parameter server per worker host that probes it, $4), $3 the
+# line rate the links are shaped to (bits/s).
 check() {
-  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+  /usr/bin/python3 - "$1" "$2" "$3" "$4" <<'PY'
 import json, sys
 got = json.loads(sys.argv[1])
-links, rate = int(sys.argv[2]), float(sys.argv[3])
+links, rate, ps = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 payload = rate / 8 * 1448 / 1514
 assert len(got["links"]) == links, got["links"]
+with_ps = [l for l in got["links"] if l["psId"]]
+assert len(with_ps) == 2 * ps, with_ps
+assert sum(l["from"].startswith("s1 ") for l in with_ps) == ps, with_ps
+assert sum(l["to"].startswith("s1 ") for l in with_ps) == ps, with_ps
+assert got["unprobedPsHosts"] == [], got["unprobedPsHosts"]
 for link in got["links"]:
     # One loss at tc's queue costs a short stream a share of its time.
     share = link["goodputBytesPerS"] / payload
@@ -71,9 +79,7 @@ PY
 
 ring=$("$gradsync" links probe --bytes 8M --expect-gbit 0.1 --tolerance 0.25 -o json)
 echo "$ring"
-check "$ring" 3 100e6
-echo "$ring" | grep -q '"unprobedPsHosts":\["s1"\]' ||
-  { echo "the server host without a worker is not named"; exit 1; }
+check "$ring" 5 100e6 1
 job=$(echo "$ring" | sed -n 's/.*"job":"\([^"]*\)".*/\1/p')
 "$gradsync" links show | tee "$dir/show"
 grep -q "links probe $job" "$dir/show" ||
@@ -83,7 +89,7 @@ grep -q "every link within tolerance" "$dir/table" ||
   { echo "the table does not judge the links"; exit 1; }
 
 all=$("$gradsync" links probe --pairs all --bytes 4M -o json)
-check "$all" 6 100e6
+check "$all" 12 100e6 3
 
 # explain on a small ring job uses the measured facts (no lab settings:
 # --lab-dir elsewhere).
@@ -102,7 +108,7 @@ echo "$slow"
 [ "$status" -eq 1 ] || { echo "links below expectation exited $status"; exit 1; }
 echo "$slow" | grep -q "BELOW" || { echo "no link named below"; exit 1; }
 half=$("$gradsync" links probe --bytes 4M --expect-gbit 0.05 --tolerance 0.25 -o json)
-check "$half" 3 50e6
+check "$half" 5 50e6 1
 
 "$gradsync" lab down --run-dir "$dir"
 left=$(ip netns list | grep "^${prefix}-" || true)

@@ -9,8 +9,10 @@
 #include "collectives/tcp/link_probe.h"
 #include "collectives/tcp/rendezvous.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "common/status_macros.h"
 #include "common/units.h"
 #include "jobspec/link_probe_spec.h"
+#include "server/ps/tensor_plane_client.h"
 #include "worker/daemon/rank_report.h"
 
 namespace gradsync {
@@ -189,6 +191,10 @@ void LinkProbeRunner::RunRank(int rank, std::atomic<bool>* abort) {
         link.rtt_min_us));
     links.push_back(ToProto(link));
   }
+  if (absl::Status s = ProbeServers(rank, pairs, abort, &links); !s.ok()) {
+    fail("the parameter-server links", s);
+    return;
+  }
   // The log lines first: the coordinator takes none once the job ended.
   if (absl::Status s = reporter_.Flush(absl::Now() + config_.rpc_timeout);
       !s.ok() && config_.log) {
@@ -196,6 +202,78 @@ void LinkProbeRunner::RunRank(int rank, std::atomic<bool>* abort) {
                              ": its log lines may be lost: ", s.message()));
   }
   Report(rank, RANK_STATE_SUCCEEDED, "", links);
+}
+
+absl::Status LinkProbeRunner::ProbeServers(int rank, LinkProbePairs pairs,
+                                           std::atomic<bool>* abort,
+                                           std::vector<LinkMeasurement>* out) {
+  const int size = assignment_.world_size();
+  const auto rounds =
+      PsProbeRounds(size, assignment_.probe_servers_size(), pairs);
+  if (!rounds.empty() && rank == assignment_.ranks(0)) {
+    Log(absl::StrFormat(
+        "rank %d: probing %d parameter-server host(s) in %d round(s), over "
+        "their tensor planes",
+        rank, assignment_.probe_servers_size(), rounds.size()));
+  }
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    for (const auto& [from, server] : rounds[r]) {
+      if (from != rank) continue;
+      RETURN_IF_ERROR(
+          ProbeOneServer(rank, assignment_.probe_servers(server), abort, out));
+    }
+    // Every stream of this round ends before the next round's start.
+    RETURN_IF_ERROR(
+        StoreBarrier(store_.get(), absl::StrCat("link-probe/ps-round-", r + 1),
+                     rank, size, absl::Now() + config_.collective_timeout));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LinkProbeRunner::ProbeOneServer(
+    int rank, const ProbeServer& server, std::atomic<bool>* abort,
+    std::vector<LinkMeasurement>* out) {
+  const std::string who = absl::StrCat(
+      "parameter server ", server.ps_id(), " (host ", server.host(),
+      ", tensor plane at ", server.plane_address(), ")");
+  auto named = [&](absl::string_view phase, const absl::Status& s) {
+    return absl::Status(s.code(),
+                        absl::StrCat(phase, " with ", who, ": ", s.message()));
+  };
+  const PlaneIdentity identity{assignment_.job_id(), rank,
+                               assignment_.ps_token()};
+  absl::StatusOr<std::unique_ptr<TensorPlaneChannel>> channel =
+      TensorPlaneChannel::Connect(
+          server.plane_address(), config_.tcp_congestion_control, identity,
+          absl::Now() + config_.rendezvous_timeout, abort);
+  if (!channel.ok()) return named("connecting", channel.status());
+  const absl::Duration timeout = config_.collective_timeout;
+  absl::StatusOr<RoundTripTimes> times = (*channel)->ProbeRoundTrips(
+      probe_.round_trips(), absl::Now() + timeout, abort);
+  if (!times.ok()) return named("round trips", times.status());
+  absl::StatusOr<double> up = (*channel)->ProbeUpload(
+      probe_.stream_bytes(), absl::Now() + timeout, abort);
+  if (!up.ok()) return named("the stream to the server", up.status());
+  absl::StatusOr<double> down = (*channel)->ProbeDownload(
+      probe_.stream_bytes(), absl::Now() + timeout, abort);
+  if (!down.ok()) return named("the stream from the server", down.status());
+  for (const bool from_ps : {false, true}) {
+    LinkMeasurement& m = out->emplace_back();
+    m.set_from_rank(rank);
+    m.set_ps_id(server.ps_id());
+    m.set_ps_host(server.host());
+    m.set_from_ps(from_ps);
+    m.set_goodput_bytes_per_s(from_ps ? *down : *up);
+    m.set_stream_bytes(probe_.stream_bytes());
+    m.set_rtt_median_us(times->median_us);
+    m.set_rtt_min_us(times->min_us);
+    m.set_round_trips(times->count);
+  }
+  Log(absl::StrFormat(
+      "rank %d: with %s: %.1f MB/s to it, %.1f MB/s from it, round trip "
+      "%.0f us (fastest %.0f)",
+      rank, who, *up / 1e6, *down / 1e6, times->median_us, times->min_us));
+  return absl::OkStatus();
 }
 
 void LinkProbeRunner::Report(int rank, RankState state,

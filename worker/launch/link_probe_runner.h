@@ -14,6 +14,10 @@
 //   ReportRank READY
 //   MeasureLinks: the spec's rounds of round trips and streams, barriers
 //     through the store
+//   then the links with the parameter servers of
+//     Assignment.probe_servers (hosts without a worker), over their
+//     tensor planes after the plane's handshake over the job's PS token
+//     (server/ps/tensor_plane_probe.h), in PsProbeRounds' rounds
 //   ReportRank SUCCEEDED with the links, or FAILED naming the peer, the
 //     round and the phase
 //
@@ -37,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "jobspec/link_probe_spec.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/coordinator_store.h"
@@ -65,6 +70,16 @@ class LinkProbeRunner final : public JobHandle {
 
   void Main();
   void RunRank(int rank, std::atomic<bool>* abort);
+  // This rank's links with the parameter servers of
+  // Assignment.probe_servers, in PsProbeRounds' rounds (a store barrier
+  // after each), appended to `out`. An error names the server and the
+  // phase.
+  [[nodiscard]] absl::Status ProbeServers(int rank, LinkProbePairs pairs,
+                                          std::atomic<bool>* abort,
+                                          std::vector<LinkMeasurement>* out);
+  [[nodiscard]] absl::Status ProbeOneServer(int rank, const ProbeServer& server,
+                                            std::atomic<bool>* abort,
+                                            std::vector<LinkMeasurement>* out);
   void Report(int rank, RankState state, absl::string_view message,
               const std::vector<LinkMeasurement>& links = {});
   std::string CancelMessage();
