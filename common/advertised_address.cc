@@ -12,6 +12,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
@@ -128,6 +129,54 @@ absl::StatusOr<std::string> LocalAddressToward(absl::string_view address) {
                      error != 0 ? absl::StrCat(": ", strerror(error)) : ""));
   }
   return local;
+}
+
+namespace {
+
+bool IsWildcardHost(absl::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+// "HOST:PORT" with brackets around an IPv6 host.
+std::string JoinHostPort(absl::string_view host, int port) {
+  const bool v6 = absl::StrContains(host, ':') && !absl::StartsWith(host, "[");
+  return v6 ? absl::StrCat("[", host, "]:", port)
+            : absl::StrCat(host, ":", port);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CoordinatorAdvertisedAddress(
+    absl::string_view advertise, absl::string_view listen_host, int port,
+    absl::string_view host_name) {
+  if (!advertise.empty()) {
+    const std::string host = HostOf(advertise);
+    int advertised_port = port;
+    const bool has_port =
+        host.size() != advertise.size() &&
+        !(absl::StartsWith(advertise, "[") && absl::EndsWith(advertise, "]"));
+    if (has_port) {
+      const absl::string_view digits =
+          advertise.substr(advertise.rfind(':') + 1);
+      if (!absl::SimpleAtoi(digits, &advertised_port) || advertised_port < 1 ||
+          advertised_port > 65535) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--advertise ", advertise,
+            ": the port must be 1..65535; give HOST or HOST:PORT"));
+      }
+    }
+    if (IsWildcardHost(host)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--advertise ", advertise,
+          ": a wildcard is where to listen, not where to be reached; give "
+          "the host name or address the other hosts reach this one at"));
+    }
+    return JoinHostPort(host, advertised_port);
+  }
+  if (!IsWildcardHost(listen_host)) return JoinHostPort(listen_host, port);
+  // Any routable address takes the default route; no packet is sent.
+  absl::StatusOr<std::string> routed = LocalAddressToward("192.0.2.1:9");
+  return JoinHostPort(routed.ok() ? *routed : std::string(host_name), port);
 }
 
 }  // namespace gradsync

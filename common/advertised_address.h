@@ -1,7 +1,7 @@
-// Whether a daemon's advertised address can work: a worker or parameter
-// server that registers a loopback address (127.0.0.1, ::1, localhost)
-// from another host would have every peer connect to itself, and its jobs
-// fail only at the rendezvous timeout with "connection refused" (issue 44,
+// Advertised addresses. Whether a daemon's advertised address can work: a
+// worker or parameter server that registers a loopback address (127.0.0.1, ::1,
+// localhost) from another host would have every peer connect to itself, and its
+// jobs fail only at the rendezvous timeout with "connection refused" (issue 44,
 // trap 2). The coordinator refuses such a registration at once, naming
 // the flag to set, when the call itself came from a non-loopback address.
 //
@@ -46,6 +46,16 @@ std::string HostOf(absl::string_view address);
 // does not resolve or no route leads there.
 [[nodiscard]] absl::StatusOr<std::string> LocalAddressToward(
     absl::string_view address);
+
+// The address a coordinator bound to `listen_host`:`port` tells the
+// cluster to reach it at (its --advertise, issue 44): `advertise` (HOST or
+// HOST:PORT; the port defaults to `port`), else `listen_host`:`port` with a
+// wildcard host ("", 0.0.0.0, ::) replaced by the address of the interface
+// on the default route, or by `host_name` where there is no route.
+// INVALID_ARGUMENT for an `advertise` that is a wildcard or has a bad port.
+[[nodiscard]] absl::StatusOr<std::string> CoordinatorAdvertisedAddress(
+    absl::string_view advertise, absl::string_view listen_host, int port,
+    absl::string_view host_name);
 
 }  // namespace gradsync
 

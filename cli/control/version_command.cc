@@ -39,7 +39,8 @@ std::string FormatVersionReport(const VersionReport& r, bool json) {
                       ",\"reachable\":", r.reached ? "true" : "false");
       if (r.reached) {
         absl::StrAppend(&out, ",\"version\":", JsonQuote(r.server_version),
-                        ",\"wireVersion\":", r.server_wire);
+                        ",\"wireVersion\":", r.server_wire,
+                        ",\"advertised\":", JsonQuote(r.advertised));
       } else {
         absl::StrAppend(&out, ",\"error\":", JsonQuote(r.error));
       }
@@ -59,7 +60,11 @@ std::string FormatVersionReport(const VersionReport& r, bool json) {
   } else {
     absl::StrAppend(&out, "coordinator: gradsync-coordinator ",
                     r.server_version, " (wire version ", r.server_wire, ") at ",
-                    r.address, "\n");
+                    r.address,
+                    r.advertised.empty() || r.advertised == r.address
+                        ? std::string()
+                        : absl::StrCat(", advertised as ", r.advertised),
+                    "\n");
   }
   if (WireMismatch(r)) {
     absl::StrAppend(&out, "the client speaks wire version ", r.client_wire,
@@ -97,6 +102,7 @@ int RunVersion(const std::vector<std::string>& args, const CommandEnv& env) {
     if (answer.ok()) {
       report.server_version = answer->coordinator_version();
       report.server_wire = answer->coordinator_wire_version();
+      report.advertised = answer->coordinator_address();
     } else {
       report.error = std::string(answer.status().message());
     }

@@ -32,6 +32,9 @@ struct VersionReport {
   std::string error;           // when not reached
   std::string server_version;  // "": a coordinator too old to say
   int32_t server_wire = 0;
+  // Where the coordinator says it is reached (its --advertise, or its
+  // default); "": not said.
+  std::string advertised;
 };
 
 // The report as text or (json) one JSON line; pure.

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/advertised_address.h"
+#include "common/host.h"
 #include "common/status_macros.h"
 #include "server/store/sync_server.h"
 
@@ -60,6 +62,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
   server->listener_ = *std::move(bound);
   server->port_ = server->listener_->port();
+  ASSIGN_OR_RETURN(server->advertised_, CoordinatorAdvertisedAddress(
+                                            options.advertise, server->host_,
+                                            server->port_, HostName()));
+  server->service_->SetAdvertisedAddress(server->advertised_);
 
   EnableHealthAndReflection();  // before the builder exists
   grpc::ServerBuilder builder;

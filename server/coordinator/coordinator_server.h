@@ -56,6 +56,10 @@ struct CoordinatorServerOptions {
   // process's GrpcLogTap, without which a TLS handshake that fails inside
   // gRPC is not named. Default: stderr, no tap.
   HandshakeReporting handshakes;
+  // Where daemons and users reach the coordinator: HOST or HOST:PORT (the
+  // daemon's --advertise). Empty: the listen address, a wildcard host made
+  // the default route's interface (CoordinatorAdvertisedAddress).
+  std::string advertise;
 };
 
 class CoordinatorServer {
@@ -76,6 +80,8 @@ class CoordinatorServer {
 
   // The /metrics endpoint's "host:port"; empty when it serves none.
   std::string metrics_address() const;
+  // Where the cluster reaches it (options.advertise, or the default).
+  const std::string& advertised_address() const { return advertised_; }
   // The series it serves (coordinator_metrics.h and gradsync_build_info).
   const MetricsRegistry& metrics() const { return metrics_; }
 
@@ -92,6 +98,7 @@ class CoordinatorServer {
 
   const std::string host_;
   int port_ = 0;
+  std::string advertised_;
 
   // Declared in dependency order: the gRPC server goes first on
   // destruction (after the listener that hands it connections), then the

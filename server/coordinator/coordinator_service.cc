@@ -365,7 +365,13 @@ ListWorkersResponse CoordinatorService::ListWorkers() const {
     }
   }
   *response.mutable_link_facts() = LinkFactsLocked();
+  response.set_coordinator_address(state_.advertised_address);
   return response;
+}
+
+void CoordinatorService::SetAdvertisedAddress(std::string address) {
+  absl::MutexLock lock(&state_.mu);
+  state_.advertised_address = std::move(address);
 }
 
 absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(

@@ -226,8 +226,13 @@ class CoordinatorService {
       const GetJobLogsRequest& request) const;
 
   // Every worker, then every parameter server, live and lost, in
-  // registration order, and the link facts in force.
+  // registration order, the link facts in force, and the advertised address.
   ListWorkersResponse ListWorkers() const;
+
+  // The address daemons and users reach the coordinator at
+  // (ListWorkersResponse.coordinator_address), set by its server once the
+  // port is bound (common/advertised_address.h).
+  void SetAdvertisedAddress(std::string address);
 
   // Asks a PENDING, RENDEZVOUS or RUNNING job to synchronise through
   // request.mode from the next step boundary its ranks agree on: numbers

@@ -94,6 +94,9 @@ struct CoordinatorState {
   // where they came from. Saved: a restarted coordinator keeps them
   // unless its own --link-gbps is given.
   LinkModel links ABSL_GUARDED_BY(mu);
+  // Where the cluster reaches this coordinator (its --advertise, or the
+  // bound address made reachable): CoordinatorService::SetAdvertisedAddress.
+  std::string advertised_address ABSL_GUARDED_BY(mu);
   std::string links_source ABSL_GUARDED_BY(mu);
   bool save_failing ABSL_GUARDED_BY(mu) = false;
   bool shutting_down ABSL_GUARDED_BY(mu) = false;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/advertised_address.h"
 #include "common/flags.h"
 #include "common/grpc_log_tap.h"
 #include "common/health_server.h"
@@ -37,6 +38,7 @@ struct Flags {
   std::string listen = "127.0.0.1:29400";
   absl::Duration lease = absl::Milliseconds(5000);
   absl::Duration heartbeat = absl::Milliseconds(500);
+  std::string advertise;
   double link_gbps = 0;
   double link_alpha_us = 0;
   std::vector<std::string> checkpoint_roots;
@@ -58,6 +60,14 @@ std::vector<gradsync::FlagSpec> FlagTable(Flags* flags) {
           "address to listen on (default 127.0.0.1:29400; 0.0.0.0:29400 "
           "accepts other hosts, port 0 picks a free port)",
           &flags->listen),
+      gradsync::StringFlag(
+          "advertise", "HOST[:PORT]",
+          "where daemons and users reach this coordinator, as printed in "
+          "the join line at start and reported by `gradsync version` "
+          "(default: the listen address; for a wildcard listen, the address "
+          "of the interface on the default route). Set it when they reach "
+          "it by another name (DNS, a NAT, a load balancer)",
+          &flags->advertise),
       gradsync::MillisecondsFlag(
           "lease-ms",
           "a worker or parameter server silent for this long is lost and "
@@ -163,6 +173,15 @@ int main(int argc, char** argv) {
     positional = absl::InvalidArgumentError(
         "--accept-state-rollback needs --state-db (the database to accept)");
   }
+  if (positional.ok() && !flags.advertise.empty()) {
+    // The syntax now (exit 2); the port and route once bound.
+    if (absl::Status s = gradsync::CoordinatorAdvertisedAddress(flags.advertise,
+                                                                "", 29400, "")
+                             .status();
+        !s.ok()) {
+      positional = s;
+    }
+  }
   if (!positional.ok()) {
     std::cerr << "gradsync-coordinator: " << positional.status().message()
               << "\n\n"
@@ -198,6 +217,7 @@ int main(int argc, char** argv) {
             << gradsync::SecurityLine(*security, flags.tls) << "\n";
   server_options.security = *std::move(security);
   server_options.metrics_listen = flags.metrics_listen;
+  server_options.advertise = flags.advertise;
 
   gradsync::CoordinatorConfig config;
   config.lease = flags.lease;
@@ -282,6 +302,12 @@ int main(int argc, char** argv) {
   }
   std::cout << "gradsync-coordinator listening on " << (*server)->address()
             << std::endl;
+  const std::string& reach = (*server)->advertised_address();
+  std::cerr << "gradsync-coordinator: reached at " << reach
+            << ": start daemons with `gradsync-worker --coordinator " << reach
+            << "` and `gradsync-ps --coordinator " << reach
+            << "`; users set GRADSYNC_COORDINATOR=" << reach
+            << " (--advertise to change it)\n";
   if (!(*server)->metrics_address().empty()) {
     std::cerr << "gradsync-coordinator: metrics on http://"
               << (*server)->metrics_address() << "/metrics\n";

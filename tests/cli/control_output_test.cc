@@ -162,6 +162,7 @@ TEST_F(ControlCommandsTest, Version_ClientAndCoordinator) {
   ListWorkersResponse answer;
   answer.set_coordinator_version("9.8.7");
   answer.set_coordinator_wire_version(kWireVersion);
+  answer.set_coordinator_address("coord.example:29400");
   fake_.SetWorkerList(answer);
   ASSERT_EQ(Run(RunVersion, {}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(),
@@ -169,7 +170,8 @@ TEST_F(ControlCommandsTest, Version_ClientAndCoordinator) {
                          kWireVersion,
                          ")\ncoordinator: gradsync-coordinator 9.8.7 (wire "
                          "version ",
-                         kWireVersion, ") at ", server_.address(), "\n"));
+                         kWireVersion, ") at ", server_.address(),
+                         ", advertised as coord.example:29400\n"));
   ASSERT_EQ(Run(RunVersion, {"-o", "json"}), kExitOk) << err_.str();
   EXPECT_EQ(out_.str(),
             absl::StrCat("{\"client\":{\"version\":\"", Version(),
@@ -177,7 +179,8 @@ TEST_F(ControlCommandsTest, Version_ClientAndCoordinator) {
                          "},\"coordinator\":{\"address\":\"", server_.address(),
                          "\",\"reachable\":true,\"version\":\"9.8.7\","
                          "\"wireVersion\":",
-                         kWireVersion, "}}\n"));
+                         kWireVersion,
+                         ",\"advertised\":\"coord.example:29400\"}}\n"));
 }
 
 TEST_F(ControlCommandsTest, Version_OtherWireVersion_ExitsOne) {

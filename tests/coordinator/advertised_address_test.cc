@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,6 +93,42 @@ TEST(LocalAddressTowardTest, TheInterfaceThatReachesTheAddress) {
   EXPECT_THAT(LocalAddressToward("no-such-host.invalid:29400"),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("no-such-host.invalid")));
+}
+
+TEST(CoordinatorAdvertisedAddressTest, GivenOrReachable_WildcardsRefused) {
+  EXPECT_THAT(
+      CoordinatorAdvertisedAddress("coord.example", "0.0.0.0", 29400, "h"),
+      IsOkAndHolds(std::string("coord.example:29400")));
+  EXPECT_THAT(
+      CoordinatorAdvertisedAddress("coord.example:443", "10.0.0.1", 29400, "h"),
+      IsOkAndHolds(std::string("coord.example:443")));
+  EXPECT_THAT(CoordinatorAdvertisedAddress("[fd00::1]:5", "", 29400, "h"),
+              IsOkAndHolds(std::string("[fd00::1]:5")));
+  EXPECT_THAT(CoordinatorAdvertisedAddress("fd00::1", "", 7, "h"),
+              IsOkAndHolds(std::string("[fd00::1]:7")));
+  EXPECT_THAT(CoordinatorAdvertisedAddress("", "10.1.2.3", 29400, "h"),
+              IsOkAndHolds(std::string("10.1.2.3:29400")));
+  // A wildcard listen: the default route's interface, else the host name.
+  for (const char* wildcard : {"0.0.0.0", "::", ""}) {
+    absl::StatusOr<std::string> reached =
+        CoordinatorAdvertisedAddress("", wildcard, 29400, "h");
+    ASSERT_THAT(reached, IsOk());
+    EXPECT_TRUE(absl::EndsWith(*reached, ":29400")) << *reached;
+    EXPECT_FALSE(absl::StartsWith(*reached, "0.0.0.0")) << *reached;
+    EXPECT_NE(*reached, ":29400");
+  }
+  for (const char* bad : {"0.0.0.0", "[::]:29400", ":29400"}) {
+    EXPECT_THAT(
+        CoordinatorAdvertisedAddress(bad, "", 29400, "h"),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("wildcard")))
+        << bad;
+  }
+  for (const char* bad : {"coord:0", "coord:70000", "coord:http"}) {
+    EXPECT_THAT(
+        CoordinatorAdvertisedAddress(bad, "", 29400, "h"),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1..65535")))
+        << bad;
+  }
 }
 
 class AdvertisedAddressTest : public CoordinatorTest {};

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
@@ -372,6 +373,41 @@ TEST(CoordinatorUserTokenTest, UserRpcs_NeedTheToken_DaemonRpcsDoNot) {
   ListJobsResponse jobs;
   ASSERT_TRUE(stub->ListJobs(&list_context, ListJobsRequest(), &jobs).ok());
   EXPECT_EQ(jobs.jobs_size(), 0);
+}
+
+// --advertise: where the cluster reaches the coordinator, over the wire in
+// ListWorkers (`gradsync version`); a wildcard listen advertises a
+// reachable address instead; a wildcard advertise is refused.
+TEST(CoordinatorAdvertiseTest, TheAdvertisedAddressCrossesTheWire) {
+  CoordinatorServerOptions options;
+  options.advertise = "coord.example";
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start("127.0.0.1:0", CoordinatorConfig(), options);
+  ASSERT_THAT(server, IsOk());
+  const std::string expected =
+      absl::StrCat("coord.example:", (*server)->port());
+  EXPECT_EQ((*server)->advertised_address(), expected);
+  std::unique_ptr<Coordinator::Stub> stub =
+      Coordinator::NewStub(grpc::CreateChannel(
+          (*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+  ListWorkersResponse list;
+  ASSERT_TRUE(stub->ListWorkers(&context, ListWorkersRequest(), &list).ok());
+  EXPECT_EQ(list.coordinator_address(), expected);
+
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> wildcard =
+      CoordinatorServer::Start("0.0.0.0:0", CoordinatorConfig());
+  ASSERT_THAT(wildcard, IsOk());
+  EXPECT_FALSE(absl::StartsWith((*wildcard)->advertised_address(), "0.0.0.0"))
+      << (*wildcard)->advertised_address();
+  EXPECT_TRUE(absl::EndsWith((*wildcard)->advertised_address(),
+                             absl::StrCat(":", (*wildcard)->port())));
+
+  options.advertise = "0.0.0.0:29400";
+  EXPECT_THAT(
+      CoordinatorServer::Start("127.0.0.1:0", CoordinatorConfig(), options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("wildcard")));
 }
 
 TEST_F(CoordinatorRpcTest, Shutdown_WithAWatchWaiting_ReturnsPromptly) {
