@@ -47,6 +47,7 @@ CommandEnv ProcessCommandEnv() {
   env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
   env.token_file_env = GetEnv("GRADSYNC_TOKEN_FILE");
   env.tls_dir_env = GetEnv("GRADSYNC_TLS_DIR");
+  env.lab_dir_env = GetEnv("GRADSYNC_LAB_DIR");
   env.path_env = GetEnv("PATH");
   env.self_exe = ReadLink("/proc/self/exe");
   env.cwd = CurrentDir();

@@ -39,6 +39,7 @@ struct CommandEnv {
   std::string run_dir_env;      // $GRADSYNC_RUN_DIR
   std::string token_file_env;   // $GRADSYNC_TOKEN_FILE
   std::string tls_dir_env;      // $GRADSYNC_TLS_DIR
+  std::string lab_dir_env;      // $GRADSYNC_LAB_DIR (the lab's run directory)
   std::string path_env;         // $PATH
   std::string self_exe;         // this binary (from /proc/self/exe)
   std::string cwd;              // the working directory

@@ -1,6 +1,5 @@
 #include "cli/lab/explain_command.h"
 
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
@@ -13,6 +12,7 @@
 #include "cli/control/local_command.h"
 #include "cli/control/output_format.h"
 #include "cli/lab/explain.h"
+#include "cli/lab/lab_command.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_up.h"
 #include "common/flags.h"
@@ -132,10 +132,7 @@ int RunExplain(const std::vector<std::string>& args,
           args, positional, 1, "a job id", "explain", env)) {
     return *bad;
   }
-  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
-  lab_dir = control::ResolveRunDir(
-      lab_dir.empty() ? std::string(dir_env ? dir_env : ".lab") : lab_dir, "",
-      env.cwd);
+  lab_dir = ResolveLabDir(lab_dir, env);
   std::unique_ptr<control::ControlClient> client =
       control::MakeClient(common, env);
   absl::StatusOr<ListWorkersResponse> cluster = client->ListWorkers();

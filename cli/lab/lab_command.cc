@@ -1,6 +1,5 @@
 #include "cli/lab/lab_command.h"
 
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -497,11 +496,7 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
-  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
-  const std::string run_dir = control::ResolveRunDir(
-      options.run_dir.empty() ? std::string(dir_env ? dir_env : ".lab")
-                              : options.run_dir,
-      "", env.cwd);
+  const std::string run_dir = ResolveLabDir(options.run_dir, env);
   const std::string verb = positional->size() == 1 ? (*positional)[0] : "";
   options.json = options.output == "json";
   if (options.output == "csv" &&
@@ -518,6 +513,11 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
       absl::InvalidArgumentError(
           "say up, down, status, probe, set-link, sweep, report or "
           "calibrate (gradsync lab --help)"));
+}
+
+std::string ResolveLabDir(const std::string& flag, const CommandEnv& env) {
+  return control::ResolveRunDir(
+      flag, env.lab_dir_env.empty() ? ".lab" : env.lab_dir_env, env.cwd);
 }
 
 int LabMain(const std::vector<std::string>& args) {

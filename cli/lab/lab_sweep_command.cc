@@ -20,6 +20,7 @@
 #include "cli/control/command_common.h"
 #include "cli/control/local_command.h"
 #include "cli/control/plot_script.h"
+#include "cli/lab/lab_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
 #include "cli/lab/lab_state.h"
@@ -295,10 +296,7 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   if (!grid.ok()) {
     return control::ReportUsageError(env, "lab sweep", args, grid.status());
   }
-  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
-  const std::string run_dir = control::ResolveRunDir(
-      f.run_dir.empty() ? std::string(dir_env ? dir_env : ".lab") : f.run_dir,
-      "", env.cwd);
+  const std::string run_dir = ResolveLabDir(f.run_dir, env);
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok() || !state->has_value()) {
     return control::ReportError(
