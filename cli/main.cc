@@ -9,5 +9,5 @@
 int main(int argc, char** argv) {
   return gradsync::cli::RunGradsync(
       std::vector<std::string>(argv + 1, argv + argc),
-      gradsync::control::ProcessCommandEnv());
+      gradsync::cli::control::ProcessCommandEnv());
 }

@@ -16,6 +16,7 @@
 #endif
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -158,4 +159,5 @@ absl::StatusOr<BenchBackend> CreateBenchBackend(Store* store,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

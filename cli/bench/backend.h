@@ -27,6 +27,7 @@
 #include "collectives/tcp/tcp_communicator.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct BenchBackend {
@@ -52,6 +53,7 @@ struct BenchBackend {
     const std::string& job_id);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BACKEND_H_

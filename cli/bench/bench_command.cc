@@ -22,6 +22,7 @@
 #include "server/ps/ps_transport.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 int RunBenchCommand(const std::vector<std::string>& args) {
@@ -113,4 +114,5 @@ int RunBenchCommand(const std::vector<std::string>& args) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // `args` are the arguments after "bench". Returns the process exit status:
@@ -16,6 +17,7 @@ namespace bench {
 int RunBenchCommand(const std::vector<std::string>& args);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BENCH_COMMAND_H_

@@ -15,6 +15,7 @@
 #include "common/units.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -542,4 +543,5 @@ std::vector<std::string> StripFlag(const std::vector<std::string>& args,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -26,6 +26,7 @@
 #include "common/flags.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // ring: the TCP ring (collectives/tcp); nccl: NCCL on CUDA devices; ps: the
@@ -141,6 +142,7 @@ std::vector<std::string> StripFlag(const std::vector<std::string>& args,
                                    absl::string_view name);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_

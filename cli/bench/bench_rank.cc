@@ -26,6 +26,7 @@
 #include "server/store/grpc_store.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -215,4 +216,5 @@ int BenchRankMain(const BenchOptions& options) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -21,6 +21,7 @@
 #include "collectives/store.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // Exit statuses of `gradsync bench` (and of each rank process).
@@ -41,6 +42,7 @@ inline constexpr int kExitWrongResults = 2;
 int BenchRankMain(const BenchOptions& options);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BENCH_RANK_H_

@@ -21,6 +21,7 @@
 #include "server/store/store_server.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -172,4 +173,5 @@ absl::StatusOr<int> RunLocalRanks(const LaunchSpec& spec, int benign_exit) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

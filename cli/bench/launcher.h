@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct LaunchSpec {
@@ -41,6 +42,7 @@ struct LaunchSpec {
                                                 int benign_exit);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_LAUNCHER_H_

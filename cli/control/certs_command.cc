@@ -12,6 +12,7 @@
 #include "common/tls_dir.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -137,4 +138,5 @@ int CertsMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -16,6 +16,7 @@
 #include "common/secret.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
@@ -260,4 +261,5 @@ int Follow(ControlClient& client, const std::string& job_id,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -19,6 +19,7 @@
 #include "common/flags.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // Flags of the commands that follow a job.
@@ -84,6 +85,7 @@ int Follow(ControlClient& client, const std::string& job_id,
            const CommandEnv& env);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_

@@ -13,6 +13,7 @@
 #include "cli/control/output_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -117,4 +118,5 @@ int ReportUsageError(const CommandEnv& env, absl::string_view command,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

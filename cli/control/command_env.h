@@ -24,6 +24,7 @@
 #include "common/tls.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 inline constexpr int kExitOk = 0;
@@ -98,6 +99,7 @@ int ReportUsageError(const CommandEnv& env, absl::string_view command,
                      const absl::Status& status);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_

@@ -16,6 +16,7 @@
 #include "common/code_points.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -277,4 +278,5 @@ std::string FormatPercent(double share) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -24,6 +24,7 @@
 #include "common/units.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // The longest table cell, in bytes (TerminalSafe caps cells at it).
@@ -68,6 +69,7 @@ std::string FormatElapsed(double seconds);
 std::string FormatPercent(double share);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_FORMAT_H_

@@ -21,6 +21,7 @@
 #include "common/sync_bandwidth.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -484,4 +485,5 @@ int SwitchMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -14,6 +14,7 @@
 #include "cli/control/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -514,4 +515,5 @@ std::string FormatShardTable(
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -28,6 +28,7 @@
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 int RunLinks(const std::vector<std::string>& args, const CommandEnv& env);
@@ -40,6 +41,7 @@ int RunLinks(const std::vector<std::string>& args, const CommandEnv& env);
     const ListWorkersResponse& cluster, const LinkProbeSpec& probe);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_LINKS_COMMAND_H_

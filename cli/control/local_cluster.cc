@@ -27,6 +27,7 @@
 #include "cli/control/job_spec_builder.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -341,4 +342,5 @@ std::vector<std::string> StopDaemons(const std::vector<DaemonRecord>& daemons,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

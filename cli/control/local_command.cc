@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -305,4 +306,5 @@ int LocalMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -18,6 +18,7 @@
 #include "cli/control/job_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -97,4 +98,5 @@ int RunLogs(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

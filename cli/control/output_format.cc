@@ -10,6 +10,7 @@
 #include "cli/control/job_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -105,4 +106,5 @@ std::string MetricsPlotInput(const JobStatus& job,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -25,6 +25,7 @@
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // The formats of most read commands, in the order help lists them.
@@ -75,6 +76,7 @@ std::string MetricsPlotInput(const JobStatus& job,
                              absl::string_view metrics_json);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_

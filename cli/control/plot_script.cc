@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 std::vector<std::string> PlotScriptCandidates(absl::string_view self_exe,
@@ -83,4 +84,5 @@ absl::Status RunPlotScript(absl::string_view self_exe, absl::string_view script,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

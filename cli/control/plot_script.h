@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // Where `script` may be, in order, for the binary at `self_exe`: its
@@ -35,6 +36,7 @@ std::vector<std::string> PlotScriptCandidates(absl::string_view self_exe,
     absl::Duration deadline = absl::Minutes(2));
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_PLOT_SCRIPT_H_

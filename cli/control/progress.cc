@@ -13,6 +13,7 @@
 #include "cli/control/job_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -372,4 +373,5 @@ std::string FormatFinalReport(const JobStatus& status,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -16,6 +16,7 @@
 #include "cli/control/job_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -141,4 +142,5 @@ int ResumeMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

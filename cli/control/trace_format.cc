@@ -11,6 +11,7 @@
 #include "cli/control/job_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -88,4 +89,5 @@ std::string MetricsToChromeTrace(absl::string_view job_id,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

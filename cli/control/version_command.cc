@@ -12,6 +12,7 @@
 #include "common/wire_version.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -113,4 +114,5 @@ int VersionMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -20,6 +20,7 @@
 #include "cli/control/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // What `gradsync version` learned.
@@ -41,6 +42,7 @@ int RunVersion(const std::vector<std::string>& args, const CommandEnv& env);
 int VersionMain(const std::vector<std::string>& args);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_VERSION_COMMAND_H_

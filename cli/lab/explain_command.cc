@@ -108,7 +108,7 @@ bool OnOneHost(const JobStatus& job, const ListWorkersResponse& cluster) {
 }  // namespace
 
 int RunExplain(const std::vector<std::string>& args,
-               const control::CommandEnv& env) {
+               const cli::control::CommandEnv& env) {
   double gbps = 0, alpha_us = 0;
   std::string lab_dir;
   std::vector<FlagSpec> flags = {
@@ -121,27 +121,28 @@ int RunExplain(const std::vector<std::string>& args,
                  "./.lab)",
                  &lab_dir),
   };
-  control::CommonOptions common;
-  common.formats = control::ReadFormats();
+  cli::control::CommonOptions common;
+  common.formats = cli::control::ReadFormats();
   std::vector<std::string> positional;
-  if (std::optional<int> done = control::ParseCommand(
+  if (std::optional<int> done = cli::control::ParseCommand(
           args, flags, "explain", kUsage, env, &common, &positional)) {
     return *done;
   }
-  if (std::optional<int> bad = control::ExpectPositional(
+  if (std::optional<int> bad = cli::control::ExpectPositional(
           args, positional, 1, "a job id", "explain", env)) {
     return *bad;
   }
   lab_dir = ResolveLabDir(lab_dir, env);
-  std::unique_ptr<control::ControlClient> client =
-      control::MakeClient(common, env);
+  std::unique_ptr<cli::control::ControlClient> client =
+      cli::control::MakeClient(common, env);
   absl::StatusOr<ListWorkersResponse> cluster = client->ListWorkers();
   if (!cluster.ok()) {
-    return control::ReportError(env, "explain", common.json, cluster.status());
+    return cli::control::ReportError(env, "explain", common.json,
+                                     cluster.status());
   }
   absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
   if (!job.ok())
-    return control::ReportError(env, "explain", common.json, job.status());
+    return cli::control::ReportError(env, "explain", common.json, job.status());
   absl::StatusOr<LinkFacts> links = ResolveLinks(
       gbps, alpha_us, lab_dir, client->address(), cluster->link_facts());
   if (!links.ok() && OnOneHost(*job, *cluster)) {
@@ -151,16 +152,18 @@ int RunExplain(const std::vector<std::string>& args,
                       "the job is on one host"};
   }
   if (!links.ok()) {
-    return control::ReportError(env, "explain", common.json, links.status());
+    return cli::control::ReportError(env, "explain", common.json,
+                                     links.status());
   }
   absl::StatusOr<GetMetricsResponse> metrics =
       client->GetMetrics(positional[0]);
   if (!metrics.ok()) {
-    return control::ReportError(env, "explain", common.json, metrics.status());
+    return cli::control::ReportError(env, "explain", common.json,
+                                     metrics.status());
   }
   absl::StatusOr<Explanation> e = ExplainJob(*job, *metrics, *cluster, *links);
   if (!e.ok())
-    return control::ReportError(env, "explain", common.json, e.status());
+    return cli::control::ReportError(env, "explain", common.json, e.status());
   if (common.json) {
     *env.out << "{\"job\":" << JsonQuote(e->job_id)
              << ",\"ringPredictedS\":" << OrNull(e->ring_predicted_s)
@@ -189,11 +192,11 @@ int RunExplain(const std::vector<std::string>& args,
   } else {  // table and wide
     *env.out << FormatExplanation(*e);
   }
-  return control::kExitOk;
+  return cli::control::kExitOk;
 }
 
 int ExplainMain(const std::vector<std::string>& args) {
-  return RunExplain(args, control::ProcessCommandEnv());
+  return RunExplain(args, cli::control::ProcessCommandEnv());
 }
 
 }  // namespace lab

@@ -15,7 +15,7 @@ namespace gradsync {
 namespace lab {
 
 int RunExplain(const std::vector<std::string>& args,
-               const control::CommandEnv& env);
+               const cli::control::CommandEnv& env);
 int ExplainMain(const std::vector<std::string>& args);
 
 }  // namespace lab

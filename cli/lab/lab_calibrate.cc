@@ -78,7 +78,7 @@ std::string Table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows,
                   bool markdown) {
   return markdown ? MarkdownTable(header, rows)
-                  : control::FormatTable(header, rows);
+                  : cli::control::FormatTable(header, rows);
 }
 
 std::vector<std::vector<std::string>> ErrorRows(

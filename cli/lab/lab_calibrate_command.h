@@ -33,7 +33,7 @@ namespace lab {
 
 // `args` are the arguments after "lab calibrate".
 int RunLabCalibrate(const std::vector<std::string>& args,
-                    const control::CommandEnv& env);
+                    const cli::control::CommandEnv& env);
 
 }  // namespace lab
 }  // namespace gradsync

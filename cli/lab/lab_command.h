@@ -23,14 +23,14 @@ namespace lab {
 
 // `args` are the arguments after "lab".
 int RunLab(const std::vector<std::string>& args,
-           const control::CommandEnv& env);
+           const cli::control::CommandEnv& env);
 int LabMain(const std::vector<std::string>& args);
 
 // The lab's run directory as an absolute path: `flag` (--run-dir,
 // explain's --lab-dir), else env.lab_dir_env ($GRADSYNC_LAB_DIR), else
 // ./.lab; a relative one is taken from env.cwd.
 std::string ResolveLabDir(const std::string& flag,
-                          const control::CommandEnv& env);
+                          const cli::control::CommandEnv& env);
 
 }  // namespace lab
 }  // namespace gradsync

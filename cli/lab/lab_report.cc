@@ -445,10 +445,10 @@ std::string FormatSweepReport(const SweepResults& results) {
                     : !c.link_ok()     ? "links unverified"
                                        : ""});
   }
-  std::string text =
-      control::FormatTable({"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms",
-                            "MODEL ms", "ERROR", "CPU", "NOTE"},
-                           rows);
+  std::string text = cli::control::FormatTable(
+      {"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms", "MODEL ms", "ERROR",
+       "CPU", "NOTE"},
+      rows);
   for (const std::string& line : results.findings()) {
     absl::StrAppend(&text, line, "\n");
   }

@@ -35,9 +35,9 @@ namespace gradsync {
 namespace lab {
 namespace {
 
-using control::CommandEnv;
-using control::kExitFailure;
-using control::kExitOk;
+using cli::control::CommandEnv;
+using cli::control::kExitFailure;
+using cli::control::kExitOk;
 
 constexpr char kSweepUsage[] =
     "usage: gradsync lab sweep [--workers 2,4,6,8] [--shards 1,2,N/2,N]\n"
@@ -72,7 +72,7 @@ struct SweepFlags {
   std::string out = "lab-sweep";
   bool plot = false;
   std::string run_dir;
-  control::CommonOptions common;
+  cli::control::CommonOptions common;
 };
 
 std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
@@ -266,16 +266,18 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
            {absl::StrCat(f.out, "/sweep.csv"), SweepCsv(results)},
            {absl::StrCat(f.out, "/report.txt"), report}}) {
     if (absl::Status s = WriteFile(path, text); !s.ok()) {
-      return control::ReportError(env, absl::StrCat("lab ", verb), false, s);
+      return cli::control::ReportError(env, absl::StrCat("lab ", verb), false,
+                                       s);
     }
   }
   *env.out << report << "wrote " << f.out << "/{sweep.json,sweep.csv,"
            << "report.txt}\n";
   if (f.plot) {
-    if (absl::Status s =
-            control::RunPlotScript(env.self_exe, "lab_plot.py", {json, f.out});
+    if (absl::Status s = cli::control::RunPlotScript(
+            env.self_exe, "lab_plot.py", {json, f.out});
         !s.ok()) {
-      return control::ReportError(env, absl::StrCat("lab ", verb), false, s);
+      return cli::control::ReportError(env, absl::StrCat("lab ", verb), false,
+                                       s);
     }
     *env.out << "plots in " << f.out << "\n";
   }
@@ -287,19 +289,20 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
 int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepFlags f;
   std::vector<std::string> positional;
-  if (std::optional<int> done =
-          control::ParseCommand(args, SweepFlagSpecs(&f), "lab sweep",
-                                kSweepUsage, env, &f.common, &positional)) {
+  if (std::optional<int> done = cli::control::ParseCommand(
+          args, SweepFlagSpecs(&f), "lab sweep", kSweepUsage, env, &f.common,
+          &positional)) {
     return *done;
   }
   absl::StatusOr<SweepGrid> grid = BuildGrid(f);
   if (!grid.ok()) {
-    return control::ReportUsageError(env, "lab sweep", args, grid.status());
+    return cli::control::ReportUsageError(env, "lab sweep", args,
+                                          grid.status());
   }
   const std::string run_dir = ResolveLabDir(f.run_dir, env);
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok() || !state->has_value()) {
-    return control::ReportError(
+    return cli::control::ReportError(
         env, "lab sweep", false,
         state.ok()
             ? absl::FailedPreconditionError(absl::StrCat(
@@ -313,11 +316,12 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   absl::StatusOr<std::vector<CellSpec>> cells =
       ExpandGrid(*grid, lab, &skipped);
   if (!cells.ok()) {
-    return control::ReportUsageError(env, "lab sweep", args, cells.status());
+    return cli::control::ReportUsageError(env, "lab sweep", args,
+                                          cells.status());
   }
   for (const std::string& s : skipped) results.add_skipped(s);
   if (cells->empty()) {
-    return control::ReportError(
+    return cli::control::ReportError(
         env, "lab sweep", false,
         absl::InvalidArgumentError(
             absl::StrCat("this lab can run none of the grid's cells: ",
@@ -333,10 +337,10 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   options.profile = f.profile;
   options.profile_scale = f.profile_scale;
   options.bucket_bytes = f.bucket_bytes;
-  control::CommonOptions common = f.common;
+  cli::control::CommonOptions common = f.common;
   if (common.coordinator.empty()) common.coordinator = (*state)->coordinator();
-  std::unique_ptr<control::ControlClient> client =
-      control::MakeClient(common, env);
+  std::unique_ptr<cli::control::ControlClient> client =
+      cli::control::MakeClient(common, env);
   // A rate the lab runs at and verified already needs no new probe; any
   // other is shaped and probed first (and recorded in lab.json).
   const SetRate set_rate = [&](int64_t rate) -> absl::StatusOr<ProbeReport> {
@@ -383,7 +387,8 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
         env.out->flush();
       });
   if (!measured.ok()) {
-    return control::ReportError(env, "lab sweep", false, measured.status());
+    return cli::control::ReportError(env, "lab sweep", false,
+                                     measured.status());
   }
   for (SweepCell& c : *measured) *results.add_cells() = std::move(c);
   for (ProbeReport& p : probes) *results.add_probes() = std::move(p);
@@ -416,12 +421,12 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepFlags f;
   f.out.clear();
   std::vector<std::string> positional;
-  if (std::optional<int> done =
-          control::ParseCommand(args, SweepFlagSpecs(&f), "lab report",
-                                kSweepUsage, env, &f.common, &positional)) {
+  if (std::optional<int> done = cli::control::ParseCommand(
+          args, SweepFlagSpecs(&f), "lab report", kSweepUsage, env, &f.common,
+          &positional)) {
     return *done;
   }
-  if (std::optional<int> bad = control::ExpectPositional(
+  if (std::optional<int> bad = cli::control::ExpectPositional(
           args, positional, 1, "a sweep.json", "lab report", env)) {
     return *bad;
   }
@@ -431,10 +436,11 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepResults results;
   if (absl::Status s = ParseLabJson(text.str(), positional[0], &results);
       !in || !s.ok()) {
-    return control::ReportError(env, "lab report", false,
-                                s.ok() ? absl::NotFoundError(absl::StrCat(
-                                             "cannot read ", positional[0]))
-                                       : s);
+    return cli::control::ReportError(
+        env, "lab report", false,
+        s.ok()
+            ? absl::NotFoundError(absl::StrCat("cannot read ", positional[0]))
+            : s);
   }
   if (f.out.empty()) {
     f.out = std::filesystem::path(positional[0]).parent_path().string();

@@ -21,9 +21,9 @@ namespace lab {
 
 // `args` are the arguments after "lab sweep" / "lab report".
 int RunLabSweep(const std::vector<std::string>& args,
-                const control::CommandEnv& env);
+                const cli::control::CommandEnv& env);
 int RunLabReport(const std::vector<std::string>& args,
-                 const control::CommandEnv& env);
+                 const cli::control::CommandEnv& env);
 
 }  // namespace lab
 }  // namespace gradsync

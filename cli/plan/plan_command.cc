@@ -16,6 +16,7 @@
 #include "study/sim/plan_sweep.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
 
@@ -229,4 +230,5 @@ int RunPlan(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync

@@ -21,12 +21,14 @@
 #include "cli/control/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 
 int RunPlan(const std::vector<std::string>& args,
             const control::CommandEnv& env);
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_PLAN_PLAN_COMMAND_H_

@@ -17,6 +17,7 @@
 #include "study/sim/trace.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
 
@@ -245,4 +246,5 @@ int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync

@@ -20,12 +20,14 @@
 #include "cli/control/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 
 int RunSimulate(const std::vector<std::string>& args,
                 const control::CommandEnv& env);
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_PLAN_SIMULATE_COMMAND_H_

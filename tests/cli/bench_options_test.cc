@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -433,4 +434,5 @@ TEST(PsOptionsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

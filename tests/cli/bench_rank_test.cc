@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -194,4 +195,5 @@ TEST(BackendTest, NcclOnOneGpuVerifies) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

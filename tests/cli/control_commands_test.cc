@@ -24,6 +24,7 @@
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -386,4 +387,5 @@ TEST(ResolveCoordinatorAddressTest, FlagThenEnvThenDefault) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

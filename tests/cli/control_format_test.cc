@@ -18,10 +18,11 @@
 #include "tests/cli/format_test_util.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
-using ::gradsync::control::testing::Metric;
+using ::gradsync::cli::control::testing::Metric;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -421,4 +422,5 @@ TEST(FormatLogLineTest, TimeHostRankText_TerminalSafe) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -22,6 +22,7 @@
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -278,4 +279,5 @@ TEST(VersionCommandTest, Unreachable_ExitsOneAfterTheClientLine) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

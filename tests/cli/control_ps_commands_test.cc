@@ -11,6 +11,7 @@
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -116,4 +117,5 @@ TEST_F(ControlCommandsTest, Workers_ListsParameterServers) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -13,6 +13,7 @@
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -107,4 +108,5 @@ TEST_F(ControlCommandsTest, Resume_Follow_FollowsTheNewJob) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -17,6 +17,7 @@
 #include "tests/util/fake_coordinator.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace test_support {
 
@@ -222,6 +223,7 @@ class ControlCommandsTest : public ::testing::Test {
 
 }  // namespace test_support
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_TESTS_CLI_CONTROL_TEST_FIXTURE_H_

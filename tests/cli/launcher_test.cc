@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -90,4 +91,5 @@ TEST(LauncherTest, MissingBinary_FailsNamingTheRank) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

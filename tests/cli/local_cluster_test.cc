@@ -33,6 +33,7 @@
 #include "proto/coordinator.grpc.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -553,4 +554,5 @@ TEST(LocalCommandTest, UpWithoutBinaries_SaysWhereItLooked) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

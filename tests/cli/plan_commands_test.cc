@@ -22,6 +22,7 @@
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
 
@@ -233,4 +234,5 @@ TEST(SimFlagsTest, Counts_RangesListsAndOne) {
 
 }  // namespace
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync
