@@ -25,11 +25,6 @@ namespace gradsync {
 namespace cli {
 namespace {
 
-using control::CommandEnv;
-using control::kExitFailure;
-using control::kExitOk;
-using control::kExitUsage;
-
 int RunBench(const std::vector<std::string>& args, const CommandEnv&) {
   return bench::RunBenchCommand(args);
 }
@@ -128,7 +123,7 @@ std::vector<CompletionCommand> CompletionCommands() {
          absl::StrSplit(command.subcommands, ' ', absl::SkipEmpty())) {
       completion.subcommands.push_back(
           {std::string(word),
-           control::DescribeFlags(command.run, {std::string(word)}),
+           DescribeFlags(command.run, {std::string(word)}),
            {},
            {}});
     }
@@ -156,8 +151,7 @@ int RunCompletion(const std::vector<std::string>& args, const CommandEnv& env) {
   absl::StatusOr<std::vector<std::string>> positional =
       ParseFlags(args, flags, /*env=*/nullptr);
   if (!positional.ok()) {
-    return control::ReportUsageError(env, "completion", args,
-                                     positional.status());
+    return ReportUsageError(env, "completion", args, positional.status());
   }
   if (help) {
     *env.out << kCompletionUsage << "\nflags:\n"
@@ -166,7 +160,7 @@ int RunCompletion(const std::vector<std::string>& args, const CommandEnv& env) {
   }
   const std::string shell = positional->size() == 1 ? (*positional)[0] : "";
   if (shell != "bash" && shell != "zsh") {
-    return control::ReportUsageError(
+    return ReportUsageError(
         env, "completion", args,
         absl::InvalidArgumentError(
             positional->empty() ? "name the shell: bash or zsh"
@@ -186,7 +180,7 @@ absl::Span<const Command> Commands() { return kCommands; }
 
 std::vector<FlagSpec> CommandFlags(const Command& command) {
   return command.flags != nullptr ? command.flags()
-                                  : control::DescribeFlags(command.run);
+                                  : DescribeFlags(command.run);
 }
 
 std::string Usage(int width) {

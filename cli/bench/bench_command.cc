@@ -18,7 +18,7 @@
 #include "cli/bench/launcher.h"
 #include "cli/bench/ps_cluster.h"
 #include "cli/bench/ps_options.h"
-#include "cli/control/plot_script.h"
+#include "cli/framework/plot_script.h"
 #include "server/ps/ps_transport.h"
 
 namespace gradsync {
@@ -100,7 +100,7 @@ int RunBenchCommand(const std::vector<std::string>& args) {
     }
     std::vector<char> self(4096, '\0');
     const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
-    const absl::Status plotted = control::RunPlotScript(
+    const absl::Status plotted = RunPlotScript(
         n > 0 ? std::string(self.data(), static_cast<size_t>(n)) : "",
         "bench_plot.py", plot_args);
     unlink(results.c_str());

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/output_format.h"
 #include "common/certs.h"
 #include "common/flags.h"
 #include "common/json.h"

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
 namespace cli {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {

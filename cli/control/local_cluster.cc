@@ -23,8 +23,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "cli/control/format.h"
 #include "cli/control/job_spec_builder.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
 namespace cli {

@@ -14,8 +14,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
 namespace cli {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {

@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
-#include "cli/control/format.h"
 #include "cli/control/local_cluster.h"
 #include "cli/control/local_command.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 #include "cli/lab/lab_calibrate_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
@@ -24,9 +24,9 @@ namespace gradsync {
 namespace lab {
 namespace {
 
-using cli::control::CommandEnv;
-using cli::control::kExitFailure;
-using cli::control::kExitOk;
+using cli::CommandEnv;
+using cli::kExitFailure;
+using cli::kExitOk;
 
 constexpr char kUsage[] =
     "usage: gradsync lab up --hosts H [--ps-hosts P] [--colocate-ps]\n"
@@ -157,7 +157,7 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                }},
       SwitchFlag("no-probe", "up: skip the link probe", &o->no_probe),
   };
-  cli::control::AddOutputFlags(LabFormats(), &o->output, &flags);
+  cli::AddOutputFlags(LabFormats(), &o->output, &flags);
   flags.push_back(HelpFlag(&o->help));
   return flags;
 }
@@ -222,9 +222,8 @@ std::vector<std::vector<std::string>> HostRows(
 
 void PrintHosts(const LabState& state,
                 const cli::control::ClusterRecord* cluster, std::ostream& out) {
-  out << cli::control::FormatTable(
-      {"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"},
-      HostRows(state, cluster));
+  out << cli::FormatTable({"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"},
+                          HostRows(state, cluster));
 }
 
 // A header, then one line per row, every cell CsvCell'd.
@@ -233,7 +232,7 @@ std::string ToCsv(const std::vector<std::string>& header,
   std::string csv;
   auto line = [&csv](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) {
-      absl::StrAppend(&csv, i == 0 ? "" : ",", cli::control::CsvCell(cells[i]));
+      absl::StrAppend(&csv, i == 0 ? "" : ",", cli::CsvCell(cells[i]));
     }
     csv += "\n";
   };
@@ -244,11 +243,10 @@ std::string ToCsv(const std::vector<std::string>& header,
 
 // -o csv for a verb that prints no rows: a usage error, nothing done.
 int RefuseCsv(absl::string_view verb, const CommandEnv& env) {
-  return cli::control::ReportError(
-      env, absl::StrCat("lab ", verb), false,
-      absl::InvalidArgumentError(
-          absl::StrCat("-o csv is for lab status and lab probe; lab ", verb,
-                       " prints table or json")));
+  return cli::ReportError(env, absl::StrCat("lab ", verb), false,
+                          absl::InvalidArgumentError(absl::StrCat(
+                              "-o csv is for lab status and lab probe; lab ",
+                              verb, " prints table or json")));
 }
 
 int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
@@ -267,8 +265,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   config.ps_transport = o.ps_transport;
   config.allow_entrypoints = o.allow_entrypoints;
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
-  if (!rate.ok())
-    return cli::control::ReportError(env, "lab up", o.json, rate.status());
+  if (!rate.ok()) return cli::ReportError(env, "lab up", o.json, rate.status());
   config.link.rate_bps = *rate;
   config.link.latency = o.latency;
   config.link.queue = o.queue;
@@ -276,12 +273,12 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
       cli::control::FindDaemonBinaries(
           o.binaries, config.ps_hosts > 0 || config.colocate_ps, env);
   if (!binaries.ok()) {
-    return cli::control::ReportError(env, "lab up", o.json, binaries.status());
+    return cli::ReportError(env, "lab up", o.json, binaries.status());
   }
   up.binaries = {binaries->coordinator, binaries->worker, binaries->ps};
   absl::StatusOr<LabUpResult> result = LabUp(up);
   if (!result.ok()) {
-    return cli::control::ReportError(env, "lab up", o.json, result.status());
+    return cli::ReportError(env, "lab up", o.json, result.status());
   }
   LabState& state = result->state;
   if (!result->already_up && !o.no_probe) {
@@ -291,7 +288,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
     if (report.ok()) {
       *state.mutable_probe() = *report;
       if (absl::Status s = WriteLabState(run_dir, state); !s.ok()) {
-        return cli::control::ReportError(env, "lab up", o.json, s);
+        return cli::ReportError(env, "lab up", o.json, s);
       }
     } else {
       *env.err << "gradsync lab up: the link probe failed: "
@@ -324,7 +321,7 @@ int Down(const LabOptions& o, const std::string& run_dir,
   absl::StatusOr<LabDownResult> down =
       LabDown(run_dir, o.prefix, absl::Seconds(10));
   if (!down.ok()) {
-    return cli::control::ReportError(env, "lab down", o.json, down.status());
+    return cli::ReportError(env, "lab down", o.json, down.status());
   }
   if (o.json) {
     *env.out << "{\"hadState\":" << (down->had_state ? "true" : "false")
@@ -356,10 +353,10 @@ int Status(const LabOptions& o, const std::string& run_dir,
            const CommandEnv& env) {
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok()) {
-    return cli::control::ReportError(env, "lab status", o.json, state.status());
+    return cli::ReportError(env, "lab status", o.json, state.status());
   }
   if (!state->has_value()) {
-    return cli::control::ReportError(
+    return cli::ReportError(
         env, "lab status", o.json,
         absl::NotFoundError(absl::StrCat("no lab in ", run_dir,
                                          "; start one with gradsync lab up")));
@@ -390,7 +387,7 @@ int Probe(const LabOptions& o, const std::string& run_dir,
           const CommandEnv& env) {
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok() || !state->has_value()) {
-    return cli::control::ReportError(
+    return cli::ReportError(
         env, "lab probe", o.json,
         state.ok() ? absl::FailedPreconditionError(absl::StrCat(
                          "no lab in ", run_dir, "; start one with lab up"))
@@ -403,11 +400,11 @@ int Probe(const LabOptions& o, const std::string& run_dir,
   absl::StatusOr<ProbeReport> report =
       ProbeLab(FromSpec((*state)->spec()), options);
   if (!report.ok()) {
-    return cli::control::ReportError(env, "lab probe", o.json, report.status());
+    return cli::ReportError(env, "lab probe", o.json, report.status());
   }
   *(*state)->mutable_probe() = *report;
   if (absl::Status s = WriteLabState(run_dir, **state); !s.ok()) {
-    return cli::control::ReportError(env, "lab probe", o.json, s);
+    return cli::ReportError(env, "lab probe", o.json, s);
   }
   if (o.json) {
     *env.out << LabJson(*report) << "\n";
@@ -432,9 +429,9 @@ int Probe(const LabOptions& o, const std::string& run_dir,
                            100 * (p.goodput_bps() / p.expected_bps() - 1)),
            absl::StrFormat("%.0f", p.rtt_us()), p.ok() ? "ok" : "OFF"});
     }
-    *env.out << cli::control::FormatTable({"PAIR", "GOODPUT Mbit/s", "EXPECTED",
-                                           "MISS", "RTT us", ""},
-                                          rows)
+    *env.out << cli::FormatTable({"PAIR", "GOODPUT Mbit/s", "EXPECTED", "MISS",
+                                  "RTT us", ""},
+                                 rows)
              << FormatProbeSummary(*report) << "\n";
   }
   return report->ok() ? kExitOk : kExitFailure;
@@ -444,14 +441,12 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
             const CommandEnv& env) {
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
   if (!rate.ok()) {
-    return cli::control::ReportError(env, "lab set-link", o.json,
-                                     rate.status());
+    return cli::ReportError(env, "lab set-link", o.json, rate.status());
   }
   LinkSettings link{*rate, o.latency, o.queue};
   absl::StatusOr<LabState> state = SetLabLink(run_dir, link, absl::Seconds(10));
   if (!state.ok()) {
-    return cli::control::ReportError(env, "lab set-link", o.json,
-                                     state.status());
+    return cli::ReportError(env, "lab set-link", o.json, state.status());
   }
   // The coordinator's model must see the new links (--mode auto).
   cli::control::CommonOptions common;
@@ -459,7 +454,7 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
   std::unique_ptr<cli::control::ControlClient> client =
       cli::control::MakeClient(common, env);
   if (absl::Status s = TellCoordinatorLinks(*client, link); !s.ok()) {
-    return cli::control::ReportError(env, "lab set-link", o.json, s);
+    return cli::ReportError(env, "lab set-link", o.json, s);
   }
   if (o.json) {
     *env.out << "{\"rateBps\":" << link.rate_bps
@@ -488,12 +483,11 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   std::vector<FlagSpec> flags = Flags(&options);
   if (env.flag_table != nullptr) {
     *env.flag_table = std::move(flags);
-    return cli::control::kExitOk;
+    return cli::kExitOk;
   }
   absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
   if (!positional.ok()) {
-    return cli::control::ReportUsageError(env, "lab", args,
-                                          positional.status());
+    return cli::ReportUsageError(env, "lab", args, positional.status());
   }
   if (options.help) {
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
@@ -511,7 +505,7 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   if (verb == "status") return Status(options, run_dir, env);
   if (verb == "probe") return Probe(options, run_dir, env);
   if (verb == "set-link") return SetLink(options, run_dir, env);
-  return cli::control::ReportUsageError(
+  return cli::ReportUsageError(
       env, "lab", args,
       absl::InvalidArgumentError(
           "say up, down, status, probe, set-link, sweep, report or "
@@ -524,7 +518,7 @@ std::string ResolveLabDir(const std::string& flag, const CommandEnv& env) {
 }
 
 int LabMain(const std::vector<std::string>& args) {
-  return RunLab(args, cli::control::ProcessCommandEnv());
+  return RunLab(args, cli::ProcessCommandEnv());
 }
 
 }  // namespace lab

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/layout_fit.h"
 #include "common/json.h"
@@ -445,10 +445,10 @@ std::string FormatSweepReport(const SweepResults& results) {
                     : !c.link_ok()     ? "links unverified"
                                        : ""});
   }
-  std::string text = cli::control::FormatTable(
-      {"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms", "MODEL ms", "ERROR",
-       "CPU", "NOTE"},
-      rows);
+  std::string text =
+      cli::FormatTable({"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms",
+                        "MODEL ms", "ERROR", "CPU", "NOTE"},
+                       rows);
   for (const std::string& line : results.findings()) {
     absl::StrAppend(&text, line, "\n");
   }

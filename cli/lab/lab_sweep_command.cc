@@ -19,7 +19,7 @@
 #include "absl/time/clock.h"
 #include "cli/control/command_common.h"
 #include "cli/control/local_command.h"
-#include "cli/control/plot_script.h"
+#include "cli/framework/plot_script.h"
 #include "cli/lab/lab_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
@@ -35,9 +35,9 @@ namespace gradsync {
 namespace lab {
 namespace {
 
-using cli::control::CommandEnv;
-using cli::control::kExitFailure;
-using cli::control::kExitOk;
+using cli::CommandEnv;
+using cli::kExitFailure;
+using cli::kExitOk;
 
 constexpr char kSweepUsage[] =
     "usage: gradsync lab sweep [--workers 2,4,6,8] [--shards 1,2,N/2,N]\n"
@@ -266,18 +266,16 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
            {absl::StrCat(f.out, "/sweep.csv"), SweepCsv(results)},
            {absl::StrCat(f.out, "/report.txt"), report}}) {
     if (absl::Status s = WriteFile(path, text); !s.ok()) {
-      return cli::control::ReportError(env, absl::StrCat("lab ", verb), false,
-                                       s);
+      return cli::ReportError(env, absl::StrCat("lab ", verb), false, s);
     }
   }
   *env.out << report << "wrote " << f.out << "/{sweep.json,sweep.csv,"
            << "report.txt}\n";
   if (f.plot) {
-    if (absl::Status s = cli::control::RunPlotScript(
-            env.self_exe, "lab_plot.py", {json, f.out});
+    if (absl::Status s =
+            cli::RunPlotScript(env.self_exe, "lab_plot.py", {json, f.out});
         !s.ok()) {
-      return cli::control::ReportError(env, absl::StrCat("lab ", verb), false,
-                                       s);
+      return cli::ReportError(env, absl::StrCat("lab ", verb), false, s);
     }
     *env.out << "plots in " << f.out << "\n";
   }
@@ -296,13 +294,12 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   }
   absl::StatusOr<SweepGrid> grid = BuildGrid(f);
   if (!grid.ok()) {
-    return cli::control::ReportUsageError(env, "lab sweep", args,
-                                          grid.status());
+    return cli::ReportUsageError(env, "lab sweep", args, grid.status());
   }
   const std::string run_dir = ResolveLabDir(f.run_dir, env);
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok() || !state->has_value()) {
-    return cli::control::ReportError(
+    return cli::ReportError(
         env, "lab sweep", false,
         state.ok()
             ? absl::FailedPreconditionError(absl::StrCat(
@@ -316,16 +313,14 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   absl::StatusOr<std::vector<CellSpec>> cells =
       ExpandGrid(*grid, lab, &skipped);
   if (!cells.ok()) {
-    return cli::control::ReportUsageError(env, "lab sweep", args,
-                                          cells.status());
+    return cli::ReportUsageError(env, "lab sweep", args, cells.status());
   }
   for (const std::string& s : skipped) results.add_skipped(s);
   if (cells->empty()) {
-    return cli::control::ReportError(
-        env, "lab sweep", false,
-        absl::InvalidArgumentError(
-            absl::StrCat("this lab can run none of the grid's cells: ",
-                         absl::StrJoin(skipped, "; "))));
+    return cli::ReportError(env, "lab sweep", false,
+                            absl::InvalidArgumentError(absl::StrCat(
+                                "this lab can run none of the grid's cells: ",
+                                absl::StrJoin(skipped, "; "))));
   }
   SweepOptions options;
   options.warmup_steps = static_cast<int>(f.warmup);
@@ -387,8 +382,7 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
         env.out->flush();
       });
   if (!measured.ok()) {
-    return cli::control::ReportError(env, "lab sweep", false,
-                                     measured.status());
+    return cli::ReportError(env, "lab sweep", false, measured.status());
   }
   for (SweepCell& c : *measured) *results.add_cells() = std::move(c);
   for (ProbeReport& p : probes) *results.add_probes() = std::move(p);
@@ -426,7 +420,7 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
           &positional)) {
     return *done;
   }
-  if (std::optional<int> bad = cli::control::ExpectPositional(
+  if (std::optional<int> bad = cli::ExpectPositional(
           args, positional, 1, "a sweep.json", "lab report", env)) {
     return *bad;
   }
@@ -436,11 +430,10 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepResults results;
   if (absl::Status s = ParseLabJson(text.str(), positional[0], &results);
       !in || !s.ok()) {
-    return cli::control::ReportError(
-        env, "lab report", false,
-        s.ok()
-            ? absl::NotFoundError(absl::StrCat("cannot read ", positional[0]))
-            : s);
+    return cli::ReportError(env, "lab report", false,
+                            s.ok() ? absl::NotFoundError(absl::StrCat(
+                                         "cannot read ", positional[0]))
+                                   : s);
   }
   if (f.out.empty()) {
     f.out = std::filesystem::path(positional[0]).parent_path().string();

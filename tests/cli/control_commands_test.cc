@@ -16,9 +16,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "cli/control/command_env.h"
 #include "cli/control/control_client.h"
 #include "cli/control/job_commands.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/control_test_fixture.h"

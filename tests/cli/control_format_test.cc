@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/logs_command.h"
 #include "cli/control/progress.h"
+#include "cli/framework/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/format_test_util.h"

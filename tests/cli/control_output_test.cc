@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/command_env.h"
 #include "cli/control/job_commands.h"
-#include "cli/control/output_format.h"
-#include "cli/control/plot_script.h"
+#include "cli/control/job_csv.h"
 #include "cli/control/version_command.h"
+#include "cli/framework/command_env.h"
+#include "cli/framework/output_format.h"
+#include "cli/framework/plot_script.h"
 #include "common/version.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
 #include "cli/control/job_commands.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/control_test_fixture.h"

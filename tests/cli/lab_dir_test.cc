@@ -17,8 +17,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-cli::control::CommandEnv Env(std::ostringstream* out, std::ostringstream* err) {
-  cli::control::CommandEnv env;
+cli::CommandEnv Env(std::ostringstream* out, std::ostringstream* err) {
+  cli::CommandEnv env;
   env.out = out;
   env.err = err;
   env.cwd = "/work/here";
@@ -27,7 +27,7 @@ cli::control::CommandEnv Env(std::ostringstream* out, std::ostringstream* err) {
 
 TEST(LabDirTest, FlagThenCommandEnvThenDotLab) {
   std::ostringstream out, err;
-  cli::control::CommandEnv env = Env(&out, &err);
+  cli::CommandEnv env = Env(&out, &err);
   EXPECT_EQ(ResolveLabDir("", env), "/work/here/.lab");
   env.lab_dir_env = "/srv/lab/";
   EXPECT_EQ(ResolveLabDir("", env), "/srv/lab");
@@ -43,13 +43,12 @@ TEST(LabDirTest, CommandsReadTheLabDirFromTheCommandEnv) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/gradsync_lab_dir_test/none");
   std::ostringstream out, err;
-  cli::control::CommandEnv env = Env(&out, &err);
+  cli::CommandEnv env = Env(&out, &err);
   env.lab_dir_env = dir;
-  EXPECT_EQ(RunLab({"status"}, env), cli::control::kExitFailure);
+  EXPECT_EQ(RunLab({"status"}, env), cli::kExitFailure);
   EXPECT_THAT(err.str(), HasSubstr(absl::StrCat("no lab in ", dir, ";")));
   err.str("");
-  EXPECT_EQ(RunLab({"sweep", "--workers", "2"}, env),
-            cli::control::kExitFailure);
+  EXPECT_EQ(RunLab({"sweep", "--workers", "2"}, env), cli::kExitFailure);
   EXPECT_THAT(err.str(), HasSubstr(absl::StrCat("no lab in ", dir, ";")));
 }
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/progress.h"
+#include "cli/framework/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/format_test_util.h"

@@ -1,4 +1,4 @@
-#include "cli/control/plot_script.h"
+#include "cli/framework/plot_script.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +12,6 @@
 
 namespace gradsync {
 namespace cli {
-namespace control {
 
 std::vector<std::string> PlotScriptCandidates(absl::string_view self_exe,
                                               absl::string_view script) {
@@ -83,6 +82,5 @@ absl::Status RunPlotScript(absl::string_view self_exe, absl::string_view script,
   return absl::OkStatus();
 }
 
-}  // namespace control
 }  // namespace cli
 }  // namespace gradsync

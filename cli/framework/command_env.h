@@ -1,16 +1,31 @@
-// CommandEnv: what a control command reads from its process (output
-// streams, whether stdout is a terminal, the environment variables it
-// honours, the clock), gathered once by main's adapters and passed in, so
-// that tests run commands in-process with their own streams and variables.
+// The CLI framework (cli/framework/, namespace gradsync::cli): what every
+// `gradsync` command is run with and how it ends. The rooms of commands
+// build on it and the framework includes none of them
+// (scripts/check_layering.sh): cli/bench, cli/control and cli/plan nest
+// their namespaces in gradsync::cli and see it unqualified; cli/lab keeps
+// gradsync::lab, the package of its records (proto/lab.proto), and names
+// it cli::.
 //
-// Exit statuses of every control command:
-//   0  done (for submit --follow / watch: the job SUCCEEDED)
-//   1  a runtime error (coordinator unreachable, unknown job, a daemon that
-//      would not start) or, when following, a FAILED or CANCELLED job
-//   2  bad input: a flag, a job spec file, or a spec the coordinator
-//      rejected as INVALID_ARGUMENT
-#ifndef GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_
-#define GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_
+// CommandEnv: what a command reads from its process (output streams,
+// whether stdout is a terminal, the environment variables it honours, the
+// clock), gathered once by main's adapter (ProcessCommandEnv) and passed
+// in, so that tests run commands in-process with their own streams and
+// variables.
+//
+// Exit statuses, one meaning in every command:
+//   0  done: the command did what it was asked (submit --follow and watch:
+//      the job SUCCEEDED)
+//   1  a failure: a runtime error (coordinator unreachable, unknown job, a
+//      daemon that would not start, a rank that died), a FAILED or
+//      CANCELLED job when following it, or a check that failed (links'
+//      slow link)
+//   2  bad input: a flag or its value, a missing or extra argument, a job
+//      spec file, or a spec the coordinator rejected as INVALID_ARGUMENT
+//
+// Threading: a CommandEnv is read only while a command runs; one command
+// at a time per env (they print to its streams).
+#ifndef GRADSYNC_CLI_FRAMEWORK_COMMAND_ENV_H_
+#define GRADSYNC_CLI_FRAMEWORK_COMMAND_ENV_H_
 
 #include <functional>
 #include <ostream>
@@ -21,11 +36,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
-#include "common/tls.h"
 
 namespace gradsync {
 namespace cli {
-namespace control {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
@@ -54,37 +67,20 @@ struct CommandEnv {
   std::vector<FlagSpec>* flag_table = nullptr;
 };
 
+// A command: gets the arguments after its name, returns the exit status.
+using CommandFn = int (*)(const std::vector<std::string>& args,
+                          const CommandEnv& env);
+
 // The flag table of a command: `run` called with an env whose flag_table
 // receives it (setters point at `run`'s locals: read the rows, never call
 // their set). `args` pick a subcommand's table (DescribeFlags(&RunLab,
 // {"sweep"})).
-std::vector<FlagSpec> DescribeFlags(
-    int (*run)(const std::vector<std::string>& args, const CommandEnv& env),
-    const std::vector<std::string>& args = {});
+std::vector<FlagSpec> DescribeFlags(CommandFn run,
+                                    const std::vector<std::string>& args = {});
 
 // The environment of this process: std::cout/std::cerr, isatty(1), the
 // variables above.
 CommandEnv ProcessCommandEnv();
-
-// Flags every command that talks to the coordinator takes.
-struct CommonOptions {
-  std::string coordinator;  // --coordinator; empty: env, then the default
-  std::string token_file;   // --token-file; empty: env, then the local one
-  // --tls-dir (empty: env, then the local cluster's) and --insecure.
-  TlsOptions tls;
-  absl::Duration timeout = absl::Seconds(10);  // per call
-  // What the command can print (output_format.h), the first the default;
-  // set before ParseCommand. -o/--output (and --format, --json) pick one.
-  std::vector<std::string> formats = {"table", "json"};
-  std::string output;  // empty until parsed: formats.front()
-  bool json = false;   // output == "json", set by ParseCommand
-  bool help = false;
-};
-
-// Appends -c/--coordinator, --token-file, --tls-dir, --insecure,
-// --timeout, -o/--output (with its old spellings --format and --json, for
-// `formats`) and -h/--help rows.
-void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags);
 
 // Prints "gradsync <command>: <message>" on env.err (and, with json, the
 // error as JSON on env.out); returns the exit status for `status`:
@@ -98,8 +94,7 @@ int ReportUsageError(const CommandEnv& env, absl::string_view command,
                      const std::vector<std::string>& args,
                      const absl::Status& status);
 
-}  // namespace control
 }  // namespace cli
 }  // namespace gradsync
 
-#endif  // GRADSYNC_CLI_CONTROL_COMMAND_ENV_H_
+#endif  // GRADSYNC_CLI_FRAMEWORK_COMMAND_ENV_H_

@@ -1,4 +1,4 @@
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 
 #include <google/protobuf/reflection.h>
 
@@ -17,7 +17,6 @@
 
 namespace gradsync {
 namespace cli {
-namespace control {
 namespace {
 
 using google::protobuf::Descriptor;
@@ -277,6 +276,5 @@ std::string FormatPercent(double share) {
   return absl::StrFormat("%.1f%%", share * 100);
 }
 
-}  // namespace control
 }  // namespace cli
 }  // namespace gradsync
