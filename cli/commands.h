@@ -27,9 +27,6 @@ struct Command {
   // The first positional argument's choices, space-separated ("up down");
   // "" for none (completion offers file names).
   const char* words;
-  // The flag table, where `run` cannot describe it (DescribeFlags);
-  // nullptr: ask `run`.
-  std::vector<FlagSpec> (*flags)();
   // Words of `words` that take flags of their own, space-separated ("sweep
   // report"): `run` describes each with the word as its argument.
   const char* subcommands = "";

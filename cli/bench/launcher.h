@@ -28,6 +28,9 @@ struct LaunchSpec {
   // appends --rank, --world, --store and --job.
   std::vector<std::string> args;
   int ranks = 2;
+  // "NAME=VALUE" entries added to the ranks' environment (the rest is
+  // this process's).
+  std::vector<std::string> env;
   // Run id prefix; the launcher makes it unique per run.
   std::string job = "bench";
   absl::Duration deadline = absl::Hours(1);

@@ -49,6 +49,7 @@ CommandEnv ProcessCommandEnv() {
   env.tls_dir_env = GetEnv("GRADSYNC_TLS_DIR");
   env.lab_dir_env = GetEnv("GRADSYNC_LAB_DIR");
   env.path_env = GetEnv("PATH");
+  env.launcher_env = ProcessEnv;
   env.self_exe = ReadLink("/proc/self/exe");
   env.cwd = CurrentDir();
   return env;

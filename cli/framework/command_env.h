@@ -14,11 +14,11 @@
 //
 // Exit statuses, one meaning in every command:
 //   0  done: the command did what it was asked (submit --follow and watch:
-//      the job SUCCEEDED)
+//      the job SUCCEEDED; bench: every element right)
 //   1  a failure: a runtime error (coordinator unreachable, unknown job, a
 //      daemon that would not start, a rank that died), a FAILED or
-//      CANCELLED job when following it, or a check that failed (links'
-//      slow link)
+//      CANCELLED job when following it, or a check that failed (bench's
+//      wrong elements, links' slow link)
 //   2  bad input: a flag or its value, a missing or extra argument, a job
 //      spec file, or a spec the coordinator rejected as INVALID_ARGUMENT
 //
@@ -55,8 +55,13 @@ struct CommandEnv {
   std::string tls_dir_env;      // $GRADSYNC_TLS_DIR
   std::string lab_dir_env;      // $GRADSYNC_LAB_DIR (the lab's run directory)
   std::string path_env;         // $PATH
-  std::string self_exe;         // this binary (from /proc/self/exe)
-  std::string cwd;              // the working directory
+  // The variables by which a launcher tells a process its rank and world
+  // size, for `bench` with --store: RANK/WORLD_SIZE (torchrun),
+  // OMPI_COMM_WORLD_RANK/SIZE (mpirun), SLURM_PROCID/SLURM_NTASKS (srun),
+  // and bench's own launcher's mark (bench_options.h). Unset: none is set.
+  EnvLookup launcher_env;
+  std::string self_exe;  // this binary (from /proc/self/exe)
+  std::string cwd;       // the working directory
   std::function<absl::Time()> now = [] { return absl::Now(); };
   // The terminal's width now (it may be resized while a job is followed);
   // unset: terminal_width.

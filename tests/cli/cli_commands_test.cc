@@ -97,10 +97,49 @@ TEST_F(GradsyncCommandsTest, EveryCommand_FlagsAreUniqueAndHelpWorks) {
       }
     }
     EXPECT_EQ(letters.count('h'), 1u) << command.name << " has no -h";
-    if (std::string(command.name) == "bench") continue;  // prints to stdout
     EXPECT_EQ(Run({command.name, "--help"}), kExitOk) << command.name;
     EXPECT_THAT(out_.str(), StartsWith("usage: gradsync ")) << command.name;
   }
+}
+
+// bench on the framework: its help through env.out, a bad flag or value
+// exits 2 naming it (before any rank or server starts), as in every
+// command.
+TEST_F(GradsyncCommandsTest, Bench_HelpAndUsageErrorsAsEveryCommands) {
+  ASSERT_EQ(Run({"bench", "--help"}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(),
+              StartsWith("usage: gradsync bench allreduce|reducescatter|"));
+  EXPECT_THAT(out_.str(), HasSubstr("\nflags:\n  -b, --minbytes SIZE"));
+  EXPECT_THAT(out_.str(), HasSubstr("1 wrong elements or an error, 2 a bad"));
+  ASSERT_EQ(Run({"help", "bench"}), kExitOk);
+  EXPECT_THAT(out_.str(), StartsWith("usage: gradsync bench "));
+
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Bad cases[] = {
+      {{"bench", "allreduce", "--bogus"}, "unknown flag '--bogus'"},
+      {{"bench", "allreduce", "-n", "0"}, "--iters wants an integer >= 1"},
+      {{"bench", "allreduce", "-b", "1X"}, "--minbytes: "},
+      {{"bench", "allreduce", "--ranks", "4", "--host-layout", "3+2"},
+       "--host-layout places 5 ranks, but the run has 4"},
+      {{"bench"}, "name a collective"},
+      {{"bench", "allreduce", "--algo", "tree"}, "tree"},
+      {{"bench", "allreduce", "--transport", "ib"}, "unknown transport 'ib'"},
+  };
+  for (const Bad& bad : cases) {
+    EXPECT_EQ(Run(bad.args), kExitUsage) << bad.message;
+    EXPECT_THAT(err_.str(), StartsWith("gradsync bench: ")) << bad.message;
+    EXPECT_THAT(err_.str(), HasSubstr(bad.message));
+    EXPECT_EQ(out_.str(), "") << bad.message;
+  }
+  // Parse errors point at --help; with --json, also as JSON on stdout.
+  EXPECT_EQ(Run({"bench", "allreduce", "--bogus"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("(gradsync bench --help lists the flags)"));
+  EXPECT_EQ(Run({"bench", "allreduce", "--json", "-c", "2"}), kExitUsage);
+  EXPECT_THAT(out_.str(), StartsWith("{\"error\":{\"code\":"
+                                     "\"INVALID_ARGUMENT\""));
 }
 
 TEST_F(GradsyncCommandsTest, OutputFlag_OnTheCommandsThatActToo) {
