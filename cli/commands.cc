@@ -7,7 +7,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/bench/bench_command.h"
-#include "cli/bench/bench_options.h"
 #include "cli/completion.h"
 #include "cli/control/certs_command.h"
 #include "cli/control/job_commands.h"
@@ -15,6 +14,7 @@
 #include "cli/control/local_command.h"
 #include "cli/control/logs_command.h"
 #include "cli/control/version_command.h"
+#include "cli/framework/parse_command.h"
 #include "cli/lab/explain_command.h"
 #include "cli/lab/lab_command.h"
 #include "cli/plan/plan_command.h"
@@ -25,15 +25,6 @@ namespace gradsync {
 namespace cli {
 namespace {
 
-using control::CommandEnv;
-using control::kExitFailure;
-using control::kExitOk;
-using control::kExitUsage;
-
-int RunBench(const std::vector<std::string>& args, const CommandEnv&) {
-  return bench::RunBenchCommand(args);
-}
-
 int RunCompletion(const std::vector<std::string>& args, const CommandEnv& env);
 
 // Where the summaries start in the usage.
@@ -41,58 +32,56 @@ constexpr size_t kSummaryColumn = 14;
 
 constexpr Command kCommands[] = {
     {"local", "start (up) or stop (down) a cluster on this machine",
-     &control::RunLocal, "up down", nullptr},
+     &control::RunLocal, "up down"},
     {"certs", "make a cluster CA and certificates for mutual TLS (init DIR)",
-     &control::RunCerts, "init", nullptr},
+     &control::RunCerts, "init"},
     {"lab",
      "an emulated multi-host cluster for the PS-vs-ring study (up, sweep, "
      "down)",
      &lab::RunLab, "up down status probe set-link sweep report calibrate",
-     nullptr, "sweep report calibrate"},
+     "sweep report calibrate"},
     {"workers", "list the registered workers and their devices",
-     &control::RunWorkers, "", nullptr},
+     &control::RunWorkers, ""},
     {"submit", "submit a training job (flags or --file job.json; -f follows)",
-     &control::RunSubmit, "", nullptr},
-    {"watch", "follow a job's progress until it ends", &control::RunWatch, "",
-     nullptr},
+     &control::RunSubmit, ""},
+    {"watch", "follow a job's progress until it ends", &control::RunWatch, ""},
     {"status", "one job's state and placement, or all jobs",
-     &control::RunStatus, "", nullptr},
-    {"cancel", "cancel a job", &control::RunCancel, "", nullptr},
+     &control::RunStatus, ""},
+    {"cancel", "cancel a job", &control::RunCancel, ""},
     {"resume", "resubmit an ended job from its newest checkpoint",
-     &control::RunResume, "", nullptr},
+     &control::RunResume, ""},
     {"switch", "switch a job between the parameter server and the ring",
-     &control::RunSwitch, "", nullptr},
+     &control::RunSwitch, ""},
     {"metrics",
      "a job's per-step metrics and PS shard counters (csv, table, json, "
      "trace)",
-     &control::RunMetrics, "", nullptr},
+     &control::RunMetrics, ""},
     {"logs", "a job's log lines from its workers, through the coordinator",
-     &control::RunLogs, "", nullptr},
+     &control::RunLogs, ""},
     {"explain",
      "a job's sync time against the alpha-beta model, its bottleneck, and "
      "the faster path",
-     &lab::RunExplain, "", nullptr},
+     &lab::RunExplain, ""},
     {"links",
      "measure the links between worker hosts and set the model's link "
      "facts (probe, show)",
-     &control::RunLinks, "probe show", nullptr},
+     &control::RunLinks, "probe show"},
     {"simulate",
      "simulate one training step on a cluster: step time, exposed comm, "
      "bottleneck, trace",
-     &plan::RunSimulate, "", nullptr},
+     &plan::RunSimulate, ""},
     {"plan",
      "the best sync layout and PS server count for 8..1,024 workers "
      "(simulated)",
-     &plan::RunPlan, "", nullptr},
+     &plan::RunPlan, ""},
     {"bench",
      "measure allreduce, reducescatter, allgather or broadcast (nccl-tests' "
      "table)",
-     &RunBench, "allreduce reducescatter allgather broadcast",
-     &bench::BenchFlagTable},
+     &bench::RunBenchCommand, "allreduce reducescatter allgather broadcast"},
     {"version", "this client's version and the coordinator's",
-     &control::RunVersion, "", nullptr},
+     &control::RunVersion, ""},
     {"completion", "a bash or zsh completion script (completion bash|zsh)",
-     &RunCompletion, "bash zsh", nullptr},
+     &RunCompletion, "bash zsh"},
 };
 
 const Command* FindCommand(absl::string_view name) {
@@ -128,7 +117,7 @@ std::vector<CompletionCommand> CompletionCommands() {
          absl::StrSplit(command.subcommands, ' ', absl::SkipEmpty())) {
       completion.subcommands.push_back(
           {std::string(word),
-           control::DescribeFlags(command.run, {std::string(word)}),
+           DescribeFlags(command.run, {std::string(word)}),
            {},
            {}});
     }
@@ -147,32 +136,23 @@ constexpr char kCompletionUsage[] =
     "zsh: put `source <(gradsync completion zsh)` in ~/.zshrc.\n";
 
 int RunCompletion(const std::vector<std::string>& args, const CommandEnv& env) {
-  bool help = false;
-  std::vector<FlagSpec> flags = {HelpFlag(&help)};
-  if (env.flag_table != nullptr) {
-    *env.flag_table = std::move(flags);
-    return kExitOk;
+  CommandOptions options;
+  options.formats.clear();
+  std::vector<std::string> positional;
+  if (std::optional<int> done =
+          ParseCommand(args, {}, "completion", kCompletionUsage, env, &options,
+                       &positional)) {
+    return *done;
   }
-  absl::StatusOr<std::vector<std::string>> positional =
-      ParseFlags(args, flags, /*env=*/nullptr);
-  if (!positional.ok()) {
-    return control::ReportUsageError(env, "completion", args,
-                                     positional.status());
-  }
-  if (help) {
-    *env.out << kCompletionUsage << "\nflags:\n"
-             << FlagsHelp(flags, env.terminal_width);
-    return kExitOk;
-  }
-  const std::string shell = positional->size() == 1 ? (*positional)[0] : "";
+  const std::string shell = positional.size() == 1 ? positional[0] : "";
   if (shell != "bash" && shell != "zsh") {
-    return control::ReportUsageError(
+    return ReportUsageError(
         env, "completion", args,
         absl::InvalidArgumentError(
-            positional->empty() ? "name the shell: bash or zsh"
-                                : absl::StrCat("the shell is '",
-                                               absl::StrJoin(*positional, " "),
-                                               "'; use bash or zsh")));
+            positional.empty()
+                ? "name the shell: bash or zsh"
+                : absl::StrCat("the shell is '", absl::StrJoin(positional, " "),
+                               "'; use bash or zsh")));
   }
   *env.out << (shell == "bash" ? BashCompletion(CompletionCommands())
                                : ZshCompletion(CompletionCommands()))
@@ -185,8 +165,7 @@ int RunCompletion(const std::vector<std::string>& args, const CommandEnv& env) {
 absl::Span<const Command> Commands() { return kCommands; }
 
 std::vector<FlagSpec> CommandFlags(const Command& command) {
-  return command.flags != nullptr ? command.flags()
-                                  : control::DescribeFlags(command.run);
+  return DescribeFlags(command.run);
 }
 
 std::string Usage(int width) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "common/flags.h"
 
 namespace gradsync {
@@ -23,14 +23,10 @@ struct Command {
   const char* name;
   const char* summary;
   // Gets the arguments after the command's name; returns the exit status.
-  int (*run)(const std::vector<std::string>& args,
-             const control::CommandEnv& env);
+  CommandFn run;
   // The first positional argument's choices, space-separated ("up down");
   // "" for none (completion offers file names).
   const char* words;
-  // The flag table, where `run` cannot describe it (control::DescribeFlags);
-  // nullptr: ask `run`.
-  std::vector<FlagSpec> (*flags)();
   // Words of `words` that take flags of their own, space-separated ("sweep
   // report"): `run` describes each with the word as its argument.
   const char* subcommands = "";
@@ -46,8 +42,7 @@ std::vector<FlagSpec> CommandFlags(const Command& command);
 std::string Usage(int width);
 
 // `gradsync ARGS...` (without the program name): the exit status.
-int RunGradsync(const std::vector<std::string>& args,
-                const control::CommandEnv& env);
+int RunGradsync(const std::vector<std::string>& args, const CommandEnv& env);
 
 }  // namespace cli
 }  // namespace gradsync

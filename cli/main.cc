@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 int main(int argc, char** argv) {
   return gradsync::cli::RunGradsync(
       std::vector<std::string>(argv + 1, argv + argc),
-      gradsync::control::ProcessCommandEnv());
+      gradsync::cli::ProcessCommandEnv());
 }

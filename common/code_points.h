@@ -5,7 +5,7 @@
 // U+2066..U+2069, and the separators U+2028, U+2029). Job names are
 // refused with them (server/coordinator/job_spec.cc, the CLI's --name),
 // and the CLI shows every string from the coordinator escaped
-// (cli/control/format.h's TerminalSafe).
+// (cli/framework/format.h's TerminalSafe).
 //
 // Pure functions; thread-safe.
 #ifndef GRADSYNC_COMMON_CODE_POINTS_H_

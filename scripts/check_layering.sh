@@ -16,6 +16,18 @@
 # the workers and the CLI read a spec one way. collectives/ also stays free of gRPC (it sees the rendezvous only
 # through Store), so it includes no <grpc...> header.
 #
+# Inside the cli floor, rooms (a room includes itself and those listed):
+#
+#   cli/framework  commands, flags, CommandEnv, output formats: no room
+#   cli/bench      framework
+#   cli/control    framework
+#   cli/lab        framework, control (it runs a cluster of its own)
+#   cli/plan       framework, lab (its link-rate parser)
+#   cli/*.{h,cc}   every room (the table of commands, main)
+#
+# so the framework never reaches into a command's room, and a room reaches
+# another only where the table says.
+#
 # Usage: scripts/check_layering.sh [ROOT]
 # Prints each offending include as "file:line: ..." and exits 1 when there
 # is one; prints a one-line summary and exits 0 otherwise.
@@ -24,8 +36,10 @@ ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
 files=$(for dir in common collectives study jobspec server worker cli python tests; do
-  [ -d "$dir" ] && find "$dir" -type f \( -name '*.h' -o -name '*.cc' \
-    -o -name '*.cu' -o -name '*.cuh' \)
+  if [ -d "$dir" ]; then
+    find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \
+      -o -name '*.cuh' \)
+  fi
 done | sort)
 if [ -z "$files" ]; then
   echo "check_layering: no sources found under $ROOT" >&2
@@ -49,8 +63,21 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (path ~ /^tests\//) return 6
     return -1
   }
+  # The room of a path under cli/: framework, bench, control, lab or plan;
+  # "top" for cli/*.{h,cc}; "" outside cli/ (or in a folder not listed).
+  function cli_room(path,    parts) {
+    if (path !~ /^cli\//) return ""
+    if (split(path, parts, "/") == 2) return "top"
+    return (parts[2] in uses) ? parts[2] : ""
+  }
   BEGIN {
     split("common collectives study server worker cli tests", names, " ")
+    # uses[ROOM]: the rooms it may include besides itself.
+    uses["framework"] = ""
+    uses["bench"] = "framework"
+    uses["control"] = "framework"
+    uses["lab"] = "framework control"
+    uses["plan"] = "framework lab"
     violations = 0
     includes = 0
   }
@@ -74,11 +101,19 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (to > from) {
       printf "%s:%s: %s includes \"%s\" (%s, a higher layer); move the shared code down to the lower layer (common/ for what several rooms need)\n", file, line, names[from + 1], target, names[to + 1]
       violations++
+      next
+    }
+    room = cli_room(file)
+    into = cli_room(target)
+    if (room != "" && room != "top" && into != "" && into != room &&
+        index(" " uses[room] " ", " " into " ") == 0) {
+      printf "%s:%s: cli/%s includes \"%s\" (cli/%s), a room it may not use (it may use: %s); what several rooms need goes into cli/framework\n", file, line, room, target, (into == "top" ? "*" : into), (uses[room] == "" ? "none" : uses[room])
+      violations++
     }
   }
   END {
     if (violations > 0) {
-      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests\n", violations
+      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests, or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
       exit 1
     }
     printf "check_layering: %d files, %d includes, layering holds\n", nfiles, includes

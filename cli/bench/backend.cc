@@ -16,6 +16,7 @@
 #endif
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -69,13 +70,19 @@ std::string PretendHostId(const std::vector<int>& layout, int rank) {
 
 }  // namespace
 
-absl::Status CheckBackendAvailable(const BenchOptions& options) {
+absl::Status CheckBackendFlags(const BenchOptions& options) {
   if (options.backend != Backend::kNccl) {
     RETURN_IF_ERROR(ParseTransport(options.transport).status());
   }
   if (options.backend == Backend::kRing) {
-    return ParseAllReduceAlgorithm(options.algorithm).status();
+    RETURN_IF_ERROR(ParseAllReduceAlgorithm(options.algorithm).status());
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBackendAvailable(const BenchOptions& options) {
+  RETURN_IF_ERROR(CheckBackendFlags(options));
+  if (options.backend == Backend::kRing) return absl::OkStatus();
   if (options.backend == Backend::kPs) {
     // Servers the launcher starts itself need no probe.
     return ProbePsServers(options.ps_addresses,
@@ -158,4 +165,5 @@ absl::StatusOr<BenchBackend> CreateBenchBackend(Store* store,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

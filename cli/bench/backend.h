@@ -5,11 +5,13 @@
 // and scalars of ps_runner.h; the bytes go through the parameter servers.
 //
 //   RETURN_IF_ERROR(CheckBackendAvailable(options));   // before spawning
+//   RETURN_IF_ERROR(CheckBackendFlags(options));       // or joining
 //   ASSIGN_OR_RETURN(BenchBackend backend,
 //                    CreateBenchBackend(&store, options, rank, world, job));
 //
-// Errors: INVALID_ARGUMENT for a bad --algo; FAILED_PRECONDITION when NCCL
-// is asked for but not built in or no GPU is visible; UNAVAILABLE naming a
+// Errors: INVALID_ARGUMENT for a bad --algo or --transport; FAILED_PRECONDITION
+// when NCCL is asked for but not built in or no GPU is visible; UNAVAILABLE
+// naming a
 // --ps-addresses server that does not answer; otherwise the
 // communicator factory's (DEADLINE_EXCEEDED naming ranks that never came).
 #ifndef GRADSYNC_CLI_BENCH_BACKEND_H_
@@ -27,6 +29,7 @@
 #include "collectives/tcp/tcp_communicator.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct BenchBackend {
@@ -38,7 +41,12 @@ struct BenchBackend {
   double tolerance = 0.0;
 };
 
-// Fails fast, before any process is started, on what no rank could run.
+// INVALID_ARGUMENT for a --transport or --algo the backend does not know;
+// what a rank checks before it joins a run.
+[[nodiscard]] absl::Status CheckBackendFlags(const BenchOptions& options);
+
+// Fails fast, before any process is started, on what no rank could run:
+// CheckBackendFlags, then NCCL, GPUs and --ps-addresses servers.
 [[nodiscard]] absl::Status CheckBackendAvailable(const BenchOptions& options);
 
 // The TCP ring's options from the command line.
@@ -52,6 +60,7 @@ struct BenchBackend {
     const std::string& job_id);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BACKEND_H_

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -74,4 +75,5 @@ std::unique_ptr<BenchMemory> MakeHostMemory() {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

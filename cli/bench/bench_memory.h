@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 class BenchBuffer {
@@ -56,6 +57,7 @@ class BenchMemory {
 std::unique_ptr<BenchMemory> MakeHostMemory();
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BENCH_MEMORY_H_

@@ -1,332 +1,236 @@
 #include "cli/bench/bench_options.h"
 
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/bench/ps_options.h"
 #include "cli/bench/verifiable.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
-#include "common/units.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
-// Options plus what was given explicitly, for the checks that need it.
-struct ParseState {
-  BenchOptions options;
-  bool factor_set = false;
-  bool increment_set = false;
-  bool ranks_set = false;
-  bool world_set = false;
-  bool ps_shards_set = false;
-  bool ps_transport_set = false;
-  // Where --rank and --world came from, for errors: the flag, or the
-  // launcher's variable ("$SLURM_PROCID").
-  std::string rank_from = "--rank";
-  std::string world_from = "--world";
-};
+// `row` with `*given` set whenever its value is parsed (the checks that
+// need to know what was given explicitly read it).
+FlagSpec Noting(FlagSpec row, bool* given) {
+  row.set = [set = std::move(row.set), given](absl::string_view value) {
+    *given = true;
+    return set(value);
+  };
+  return row;
+}
 
-[[nodiscard]] absl::Status ParseInt(absl::string_view flag,
-                                    absl::string_view value, int min,
-                                    int* out) {
-  int parsed = 0;
-  if (!absl::SimpleAtoi(value, &parsed) || parsed < min) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " wants an integer >= ", min, ", got '", value, "'"));
+// `row` shown in the help with `value_name` (RANK for -r, not N).
+FlagSpec ShownAs(FlagSpec row, std::string value_name) {
+  row.value_name = std::move(value_name);
+  return row;
+}
+
+// A byte count (common/flags.h's size rule) >= 0 into an optional: unset
+// keeps the backend's default.
+FlagSpec OptionalSizeFlag(std::string name, std::string help,
+                          std::optional<size_t>* out) {
+  const std::string flag = absl::StrCat("--", name);
+  return FlagSpec{std::move(name), "SIZE", std::move(help),
+                  [flag, out](absl::string_view value) -> absl::Status {
+                    ASSIGN_OR_RETURN(*out, ParseSizeValue(flag, value, 0));
+                    return absl::OkStatus();
+                  }};
+}
+
+// An integer >= min that fits an int, from a flag or a variable (`what`
+// names it in the error).
+[[nodiscard]] absl::StatusOr<int> ParseIntOf(absl::string_view what,
+                                             absl::string_view value, int min) {
+  ASSIGN_OR_RETURN(const int64_t parsed, ParseIntValue(what, value, min));
+  if (parsed > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " wants an integer up to ",
+                     std::numeric_limits<int>::max(), ", got '", value, "'"));
   }
-  *out = parsed;
-  return absl::OkStatus();
+  return static_cast<int>(parsed);
 }
 
-[[nodiscard]] absl::Status ParseSizeFlag(absl::string_view flag,
-                                         absl::string_view value, size_t* out) {
-  ASSIGN_OR_RETURN(*out, ParseSizeValue(flag, value, 0));
-  return absl::OkStatus();
+}  // namespace
+
+std::vector<FlagSpec> BenchFlags(BenchParse* parse) {
+  BenchOptions* o = &parse->options;
+  return {
+      SizeFlag("minbytes", "smallest size in bytes, K/M/G suffixes (1M)", 0,
+               &o->min_bytes)
+          .Short('b'),
+      SizeFlag("maxbytes", "largest size in bytes (64M)", 0, &o->max_bytes)
+          .Short('e'),
+      Noting(IntFlag("stepfactor", "multiply the size by N each step (2)", 2,
+                     &o->factor),
+             &parse->factor_set)
+          .Short('f'),
+      Noting(SizeFlag("stepbytes", "add SIZE each step instead of -f", 1,
+                      &o->increment),
+             &parse->increment_set)
+          .Short('i'),
+      IntFlag("iters", "timed iterations per size (20)", 1, &o->iters)
+          .Short('n'),
+      IntFlag("warmup_iters", "untimed iterations per size (5)", 0, &o->warmup)
+          .Short('w'),
+      FlagSpec{"check", "0|1", "verify every element of the results (1)",
+               [o](absl::string_view v) {
+                 if (v != "0" && v != "1") {
+                   return absl::InvalidArgumentError(
+                       absl::StrCat("--check wants 0 or 1, got '", v, "'"));
+                 }
+                 o->check = v == "1";
+                 return absl::OkStatus();
+               }}
+          .Short('c'),
+      FlagSpec{"op", "OP", "sum, avg, max or min (sum)",
+               [o](absl::string_view v) -> absl::Status {
+                 ASSIGN_OR_RETURN(o->op, ParseReduceOp(v));
+                 return absl::OkStatus();
+               }}
+          .Short('o'),
+      FlagSpec{"datatype", "TYPE",
+               "float, double, int32, bfloat16 (bf16) or half (fp16) (float)",
+               [o](absl::string_view v) -> absl::Status {
+                 ASSIGN_OR_RETURN(o->type, ParseDataType(v));
+                 return absl::OkStatus();
+               }}
+          .Short('d'),
+      ShownAs(IntFlag("root", "broadcast root (0)", 0, &o->root), "RANK")
+          .Short('r'),
+      SwitchFlag("json", "print JSON lines (one per size, then a summary)",
+                 &o->json),
+      StringFlag("plot", "FILE",
+                 "also draw busbw against size into FILE (a PNG)", &o->plot),
+      DoubleFlag("link-gbps", "B",
+                 "--plot: the links' bandwidth in GB/s, drawn as the ideal "
+                 "busbw",
+                 0, &o->link_gbps),
+      StringFlag("results-file", "FILE",
+                 "rank 0 also writes the JSON lines into FILE (--plot sets "
+                 "it)",
+                 &o->results_file),
+      Noting(IntFlag("ranks", "spawn N local ranks on 127.0.0.1 (2)", 1,
+                     &o->ranks),
+             &parse->ranks_set),
+      FlagSpec{"backend", "NAME", "ring (TCP), nccl or ps (ring)",
+               [o](absl::string_view v) -> absl::Status {
+                 ASSIGN_OR_RETURN(o->backend, ParseBackend(v));
+                 return absl::OkStatus();
+               }},
+      StringFlag("algo", "NAME",
+                 "ring backend: auto, ring, hd or hierarchical (auto)",
+                 &o->algorithm),
+      FlagSpec{"host-layout", "N+N+...",
+               "ring backend: pretend consecutive ranks live on hosts of N "
+               "ranks each (3+1: ranks 0-2 on one, 3 on another)",
+               [o](absl::string_view v) -> absl::Status {
+                 o->host_layout.clear();
+                 for (absl::string_view part : absl::StrSplit(v, '+')) {
+                   ASSIGN_OR_RETURN(const int ranks,
+                                    ParseIntOf("--host-layout", part, 1));
+                   o->host_layout.push_back(ranks);
+                 }
+                 return absl::OkStatus();
+               }},
+      // Checked by the backend (CheckBackendAvailable).
+      StringFlag("transport", "NAME",
+                 "ring, ps: auto (shared memory to ranks on this host), tcp "
+                 "or shm",
+                 &o->transport),
+      OptionalSizeFlag("segment-bytes", "ring pipelining segment",
+                       &o->segment_bytes),
+      OptionalSizeFlag("hd-threshold",
+                       "auto: halving-doubling up to SIZE (above it the ring, "
+                       "or hierarchical where the placement allows)",
+                       &o->hd_threshold_bytes),
+      OptionalSizeFlag("sub-block-bytes", "ring receive/reduce sub-block",
+                       &o->sub_block_bytes),
+      OptionalSizeFlag("socket-buffer",
+                       "send buffer for sizes over 2M (256K; 0 = kernel's)",
+                       &o->socket_buffer_bytes),
+      OptionalSizeFlag("small-socket-buffer",
+                       "send buffer up to 2M, receive buffer (4M; 0 = as "
+                       "above)",
+                       &o->small_socket_buffer_bytes),
+      FlagSpec{"tcp-congestion", "NAME",
+               "ring, ps: auto (reno to peers on this host), default, or an "
+               "algorithm (--ps-addresses servers keep their own)",
+               [o](absl::string_view v) {
+                 o->congestion_control = std::string(v);
+                 return absl::OkStatus();
+               }},
+      FlagSpec{
+          "spin-polls", "N", "ring: non-blocking polls before a receive blocks",
+          [o](absl::string_view v) -> absl::Status {
+            ASSIGN_OR_RETURN(o->spin_polls, ParseIntOf("--spin-polls", v, 0));
+            return absl::OkStatus();
+          }},
+      IntFlag("device", "nccl: CUDA device (rank % device count)", 0,
+              &o->device),
+      Noting(ShownAs(IntFlag("ps-shards",
+                             "ps: shards (1, or one per --ps-addresses)", 1,
+                             &o->ps_shards),
+                     "K"),
+             &parse->ps_shards_set),
+      FlagSpec{"ps-addresses", "LIST",
+               "ps: running gradsync-ps host:port,... (start K)",
+               [o](absl::string_view v) {
+                 o->ps_addresses = absl::StrSplit(v, ',');
+                 return absl::OkStatus();
+               }},
+      OptionalSizeFlag("ps-chunk", "ps: largest push/pull stream message (1M)",
+                       &o->ps_chunk_bytes),
+      SizeFlag("ps-partition",
+               "ps: pipeline each server's slice in partitions of SIZE (4M; "
+               "0: off)",
+               0, &o->ps_partition_bytes),
+      Noting(FlagSpec{"ps-transport", "plane|grpc",
+                      "ps: the tensors over the servers' tensor planes "
+                      "(HMAC-authenticated plain TCP; plane, the default) or "
+                      "gRPC streams (grpc)",
+                      [o](absl::string_view v) {
+                        if (v != "plane" && v != "grpc") {
+                          return absl::InvalidArgumentError(
+                              absl::StrCat("--ps-transport is '", v,
+                                           "'; use plane or grpc"));
+                        }
+                        o->ps_transport = std::string(v);
+                        return absl::OkStatus();
+                      }},
+             &parse->ps_transport_set),
+      SecondsFlag("timeout", "rendezvous and per-collective deadline (60)",
+                  &o->timeout),
+      SecondsFlag("deadline", "launcher: stop the whole run after (3600)",
+                  &o->deadline),
+      Noting(IntFlag("world", "join a run of N ranks (with --rank, --store)", 1,
+                     &o->world),
+             &parse->world_set),
+      ShownAs(IntFlag("rank", "this process's rank in --world", 0, &o->rank),
+              "R"),
+      StringFlag("store", "HOST:PORT",
+                 "rendezvous store (gradsync-store --listen)", &o->store),
+      StringFlag("listen-host", "IP",
+                 "address this rank listens on (127.0.0.1)", &o->listen_host),
+      StringFlag("advertise-host", "IP",
+                 "address published to peers (listen-host)",
+                 &o->advertise_host),
+      StringFlag("job", "ID", "run id; ranks of one run share it (bench)",
+                 &o->job),
+  };
 }
 
-[[nodiscard]] absl::Status ParseOptionalSize(absl::string_view flag,
-                                             absl::string_view value,
-                                             std::optional<size_t>* out) {
-  size_t size = 0;
-  RETURN_IF_ERROR(ParseSizeFlag(flag, value, &size));
-  *out = size;
-  return absl::OkStatus();
-}
+namespace {
 
-// A row of the table below: a setter on the parse state.
-using Setter = absl::Status (*)(absl::string_view value, ParseState* state);
-struct Row {
-  char short_name;         // 0: none
-  const char* long_name;   // without "--"
-  const char* value_name;  // nullptr: a switch that takes no value
-  const char* help;
-  Setter set;
-};
-
-// The flag table: one row per flag, nccl-tests' letters first.
-const Row kRows[] = {
-    {'b', "minbytes", "SIZE", "smallest size in bytes, K/M/G suffixes (1M)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseSizeFlag("-b", v, &s->options.min_bytes);
-     }},
-    {'e', "maxbytes", "SIZE", "largest size in bytes (64M)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseSizeFlag("-e", v, &s->options.max_bytes);
-     }},
-    {'f', "stepfactor", "N", "multiply the size by N each step (2)",
-     [](absl::string_view v, ParseState* s) {
-       s->factor_set = true;
-       return ParseInt("-f", v, 2, &s->options.factor);
-     }},
-    {'i', "stepbytes", "SIZE", "add SIZE each step instead of -f",
-     [](absl::string_view v, ParseState* s) {
-       s->increment_set = true;
-       RETURN_IF_ERROR(ParseSizeFlag("-i", v, &s->options.increment));
-       if (s->options.increment == 0) {
-         return absl::InvalidArgumentError("-i wants a size > 0");
-       }
-       return absl::OkStatus();
-     }},
-    {'n', "iters", "N", "timed iterations per size (20)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseInt("-n", v, 1, &s->options.iters);
-     }},
-    {'w', "warmup_iters", "N", "untimed iterations per size (5)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseInt("-w", v, 0, &s->options.warmup);
-     }},
-    {'c', "check", "0|1", "verify every element of the results (1)",
-     [](absl::string_view v, ParseState* s) {
-       if (v != "0" && v != "1") {
-         return absl::InvalidArgumentError(
-             absl::StrCat("-c wants 0 or 1, got '", v, "'"));
-       }
-       s->options.check = v == "1";
-       return absl::OkStatus();
-     }},
-    {'o', "op", "OP", "sum, avg, max or min (sum)",
-     [](absl::string_view v, ParseState* s) {
-       ASSIGN_OR_RETURN(s->options.op, ParseReduceOp(v));
-       return absl::OkStatus();
-     }},
-    {'d', "datatype", "TYPE",
-     "float, double, int32, bfloat16 (bf16) or half (fp16) (float)",
-     [](absl::string_view v, ParseState* s) {
-       ASSIGN_OR_RETURN(s->options.type, ParseDataType(v));
-       return absl::OkStatus();
-     }},
-    {'r', "root", "RANK", "broadcast root (0)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseInt("-r", v, 0, &s->options.root);
-     }},
-    {0, "json", nullptr, "print JSON lines (one per size, then a summary)",
-     [](absl::string_view, ParseState* s) {
-       s->options.json = true;
-       return absl::OkStatus();
-     }},
-    {0, "plot", "FILE", "also draw busbw against size into FILE (a PNG)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.plot = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "link-gbps", "B",
-     "--plot: the links' bandwidth in GB/s, drawn as the ideal busbw",
-     [](absl::string_view v, ParseState* s) {
-       ASSIGN_OR_RETURN(s->options.link_gbps,
-                        ParseDoubleValue("--link-gbps", v, 0));
-       return absl::OkStatus();
-     }},
-    {0, "results-file", "FILE",
-     "rank 0 also writes the JSON lines into FILE (--plot sets it)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.results_file = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "ranks", "N", "spawn N local ranks on 127.0.0.1 (2)",
-     [](absl::string_view v, ParseState* s) {
-       s->ranks_set = true;
-       return ParseInt("--ranks", v, 1, &s->options.ranks);
-     }},
-    {0, "backend", "NAME", "ring (TCP), nccl or ps (ring)",
-     [](absl::string_view v, ParseState* s) {
-       ASSIGN_OR_RETURN(s->options.backend, ParseBackend(v));
-       return absl::OkStatus();
-     }},
-    {0, "algo", "NAME", "ring backend: auto, ring, hd or hierarchical (auto)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.algorithm = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "host-layout", "N+N+...",
-     "ring backend: pretend consecutive ranks live on hosts of N ranks "
-     "each (3+1: ranks 0-2 on one, 3 on another)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.host_layout.clear();
-       for (absl::string_view part : absl::StrSplit(v, '+')) {
-         int ranks = 0;
-         RETURN_IF_ERROR(ParseInt("--host-layout", part, 1, &ranks));
-         s->options.host_layout.push_back(ranks);
-       }
-       return absl::OkStatus();
-     }},
-    {0, "transport", "NAME",
-     "ring, ps: auto (shared memory to ranks on this host), tcp or shm",
-     [](absl::string_view v, ParseState* s) {
-       s->options.transport = std::string(v);  // checked by the backend
-       return absl::OkStatus();
-     }},
-    {0, "segment-bytes", "SIZE", "ring pipelining segment",
-     [](absl::string_view v, ParseState* s) {
-       return ParseOptionalSize("--segment-bytes", v,
-                                &s->options.segment_bytes);
-     }},
-    {0, "hd-threshold", "SIZE",
-     "auto: halving-doubling up to SIZE (above it the ring, or hierarchical "
-     "where the placement allows)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseOptionalSize("--hd-threshold", v,
-                                &s->options.hd_threshold_bytes);
-     }},
-    {0, "sub-block-bytes", "SIZE", "ring receive/reduce sub-block",
-     [](absl::string_view v, ParseState* s) {
-       return ParseOptionalSize("--sub-block-bytes", v,
-                                &s->options.sub_block_bytes);
-     }},
-    {0, "socket-buffer", "SIZE",
-     "send buffer for sizes over 2M (256K; 0 = kernel's)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseOptionalSize("--socket-buffer", v,
-                                &s->options.socket_buffer_bytes);
-     }},
-    {0, "small-socket-buffer", "SIZE",
-     "send buffer up to 2M, receive buffer (4M; 0 = as above)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseOptionalSize("--small-socket-buffer", v,
-                                &s->options.small_socket_buffer_bytes);
-     }},
-    {0, "tcp-congestion", "NAME",
-     "ring, ps: auto (reno to peers on this host), default, or an "
-     "algorithm (--ps-addresses servers keep their own)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.congestion_control = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "spin-polls", "N", "ring: non-blocking polls before a receive blocks",
-     [](absl::string_view v, ParseState* s) {
-       int polls = 0;
-       RETURN_IF_ERROR(ParseInt("--spin-polls", v, 0, &polls));
-       s->options.spin_polls = polls;
-       return absl::OkStatus();
-     }},
-    {0, "device", "N", "nccl: CUDA device (rank % device count)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseInt("--device", v, 0, &s->options.device);
-     }},
-    {0, "ps-shards", "K", "ps: shards (1, or one per --ps-addresses)",
-     [](absl::string_view v, ParseState* s) {
-       s->ps_shards_set = true;
-       return ParseInt("--ps-shards", v, 1, &s->options.ps_shards);
-     }},
-    {0, "ps-addresses", "LIST",
-     "ps: running gradsync-ps host:port,... (start K)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.ps_addresses = absl::StrSplit(v, ',');
-       return absl::OkStatus();
-     }},
-    {0, "ps-chunk", "SIZE", "ps: largest push/pull stream message (1M)",
-     [](absl::string_view v, ParseState* s) {
-       return ParseOptionalSize("--ps-chunk", v, &s->options.ps_chunk_bytes);
-     }},
-    {0, "ps-partition", "SIZE",
-     "ps: pipeline each server's slice in partitions of SIZE (4M; 0: off)",
-     [](absl::string_view v, ParseState* s) {
-       std::optional<size_t> size;
-       RETURN_IF_ERROR(ParseOptionalSize("--ps-partition", v, &size));
-       s->options.ps_partition_bytes = size.value_or(0);
-       return absl::OkStatus();
-     }},
-    {0, "ps-transport", "plane|grpc",
-     "ps: the tensors over the servers' tensor planes (HMAC-authenticated "
-     "plain TCP; plane, the default) or gRPC streams (grpc)",
-     [](absl::string_view v, ParseState* s) {
-       if (v != "plane" && v != "grpc") {
-         return absl::InvalidArgumentError(
-             absl::StrCat("--ps-transport is '", v, "'; use plane or grpc"));
-       }
-       s->options.ps_transport = std::string(v);
-       s->ps_transport_set = true;
-       return absl::OkStatus();
-     }},
-    {0, "timeout", "SECONDS", "rendezvous and per-collective deadline (60)",
-     [](absl::string_view v, ParseState* s) {
-       ASSIGN_OR_RETURN(s->options.timeout, ParseSecondsValue("--timeout", v));
-       return absl::OkStatus();
-     }},
-    {0, "deadline", "SECONDS", "launcher: stop the whole run after (3600)",
-     [](absl::string_view v, ParseState* s) {
-       ASSIGN_OR_RETURN(s->options.deadline,
-                        ParseSecondsValue("--deadline", v));
-       return absl::OkStatus();
-     }},
-    {0, "world", "N", "join a run of N ranks (with --rank, --store)",
-     [](absl::string_view v, ParseState* s) {
-       s->world_set = true;
-       return ParseInt("--world", v, 1, &s->options.world);
-     }},
-    {0, "rank", "R", "this process's rank in --world",
-     [](absl::string_view v, ParseState* s) {
-       return ParseInt("--rank", v, 0, &s->options.rank);
-     }},
-    {0, "store", "HOST:PORT", "rendezvous store (gradsync-store --listen)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.store = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "listen-host", "IP", "address this rank listens on (127.0.0.1)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.listen_host = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "advertise-host", "IP", "address published to peers (listen-host)",
-     [](absl::string_view v, ParseState* s) {
-       s->options.advertise_host = std::string(v);
-       return absl::OkStatus();
-     }},
-    {0, "job", "ID", "run id; ranks of one run share it (bench)",
-     [](absl::string_view v, ParseState* s) {
-       if (v.empty()) return absl::InvalidArgumentError("--job is empty");
-       s->options.job = std::string(v);
-       return absl::OkStatus();
-     }},
-    {'h', "help", nullptr, "print this help",
-     [](absl::string_view, ParseState* s) {
-       s->options.help = true;
-       return absl::OkStatus();
-     }},
-};
-
-// The table's rows as the flags library's, setting `state`.
-std::vector<FlagSpec> Flags(ParseState* state) {
-  std::vector<FlagSpec> flags;
-  for (const Row& row : kRows) {
-    FlagSpec flag{
-        row.long_name, row.value_name == nullptr ? "" : row.value_name,
-        row.help,
-        [set = row.set, state](absl::string_view v) { return set(v, state); }};
-    flag.short_name = row.short_name;
-    flags.push_back(std::move(flag));
-  }
-  return flags;
-}
-
-[[nodiscard]] absl::Status Validate(const ParseState& state) {
+[[nodiscard]] absl::Status Validate(const BenchParse& state) {
   const BenchOptions& o = state.options;
   if (o.min_bytes > o.max_bytes) {
     return absl::InvalidArgumentError(
@@ -432,6 +336,8 @@ absl::string_view BackendName(Backend backend) {
   return "invalid";
 }
 
+namespace {
+
 // The launchers whose environment names a process's rank and world size,
 // in the order they are asked: the innermost launcher first, as the outer
 // ones' variables are inherited. RANK/WORLD_SIZE, set explicitly (by
@@ -452,7 +358,7 @@ constexpr LauncherVars kLaunchers[] = {
 // With --store but no --rank or no --world: the missing ones from the
 // first launcher whose two variables are both set.
 [[nodiscard]] absl::Status RankFromLauncher(const EnvLookup& env,
-                                            ParseState* state) {
+                                            BenchParse* state) {
   BenchOptions& o = state->options;
   if (o.store.empty() || state->ranks_set || (o.member() && state->world_set)) {
     return absl::OkStatus();
@@ -463,11 +369,11 @@ constexpr LauncherVars kLaunchers[] = {
     if (!rank.has_value() || !world.has_value()) continue;
     if (!o.member()) {
       state->rank_from = absl::StrCat("$", vars.rank);
-      RETURN_IF_ERROR(ParseInt(state->rank_from, *rank, 0, &o.rank));
+      ASSIGN_OR_RETURN(o.rank, ParseIntOf(state->rank_from, *rank, 0));
     }
     if (!state->world_set) {
       state->world_from = absl::StrCat("$", vars.world);
-      RETURN_IF_ERROR(ParseInt(state->world_from, *world, 1, &o.world));
+      ASSIGN_OR_RETURN(o.world, ParseIntOf(state->world_from, *world, 1));
       state->world_set = true;
     }
     return absl::OkStatus();
@@ -475,13 +381,15 @@ constexpr LauncherVars kLaunchers[] = {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BenchOptions> ParseBenchArgs(
-    const std::vector<std::string>& args, const EnvLookup& env) {
-  ParseState state;
-  ASSIGN_OR_RETURN(const std::vector<std::string> positional,
-                   ParseFlags(args, Flags(&state), /*env=*/nullptr));
-  if (state.options.help) return state.options;
-  RETURN_IF_ERROR(RankFromLauncher(env, &state));
+}  // namespace
+
+absl::StatusOr<BenchOptions> FinishBenchArgs(
+    BenchParse parse, const std::vector<std::string>& positional,
+    const EnvLookup& env) {
+  if (env && !parse.options.store.empty()) {
+    RETURN_IF_ERROR(RankFromLauncher(env, &parse));
+    parse.options.launched = env(kLaunchedVariable) == "1";
+  }
   if (positional.size() != 1) {
     return absl::InvalidArgumentError(
         positional.empty()
@@ -489,41 +397,44 @@ absl::StatusOr<BenchOptions> ParseBenchArgs(
               "broadcast"
             : absl::StrCat("unexpected argument '", positional[1], "'"));
   }
-  ASSIGN_OR_RETURN(state.options.collective, ParseCollective(positional[0]));
-  RETURN_IF_ERROR(Validate(state));
-  return state.options;
+  ASSIGN_OR_RETURN(parse.options.collective, ParseCollective(positional[0]));
+  RETURN_IF_ERROR(Validate(parse));
+  return std::move(parse.options);
 }
 
-std::vector<FlagSpec> BenchFlagTable() { return Flags(/*state=*/nullptr); }
+absl::StatusOr<BenchOptions> ParseBenchArgs(
+    const std::vector<std::string>& args, const EnvLookup& env) {
+  BenchParse parse;
+  std::vector<FlagSpec> flags = BenchFlags(&parse);
+  flags.push_back(HelpFlag(&parse.options.help));
+  ASSIGN_OR_RETURN(const std::vector<std::string> positional,
+                   ParseFlags(args, flags, /*env=*/nullptr));
+  if (parse.options.help) return parse.options;
+  return FinishBenchArgs(std::move(parse), positional, env);
+}
 
 std::string BenchUsage() {
-  std::string usage =
-      "usage: gradsync bench allreduce|reducescatter|allgather|broadcast "
-      "[flags]\n\n"
-      "Measures a collective like nccl-tests: every rank's input is crafted "
-      "so the\nexact result is known; each size prints time, algbw, busbw "
-      "and #wrong.\nExit status: 0 all results right, 2 wrong elements, 1 "
-      "error.\n\n";
-  ParseState unused;
-  absl::StrAppend(&usage, FlagsHelp(Flags(&unused), TerminalWidth()));
-  absl::StrAppend(
-      &usage,
-      "\nLocal:      gradsync bench allreduce --ranks 4 -b 1M -e 256M\n"
-      "Multi-host: gradsync-store --listen 0.0.0.0:29500   (on one host)\n"
-      "            gradsync bench allreduce --world N --rank R \\\n"
-      "              --store HOST:29500 --listen-host THIS_HOST_IP   (each "
-      "rank)\n"
-      "            (under srun, mpirun or torchrun, --rank and --world come "
-      "from\n"
-      "            RANK/WORLD_SIZE, else OMPI_COMM_WORLD_RANK/SIZE, else "
-      "SLURM_PROCID/SLURM_NTASKS)\n"
-      "PS:         gradsync bench allreduce --backend ps --ps-shards 2 "
-      "--ranks 4\n"
-      "            (time = one push of S bytes + pull of S bytes per rank; "
-      "busbw =\n"
-      "            algbw * 2 max(1, N/K), the bytes the busiest link moves "
-      "per byte of S)\n");
-  return usage;
+  return "usage: gradsync bench allreduce|reducescatter|allgather|broadcast "
+         "[flags]\n\n"
+         "Measures a collective like nccl-tests: every rank's input is "
+         "crafted so the\nexact result is known; each size prints time, "
+         "algbw, busbw and #wrong.\nExit status: 0 every element right, 1 "
+         "wrong elements or an error, 2 a bad\nflag or value.\n\n"
+         "Local:      gradsync bench allreduce --ranks 4 -b 1M -e 256M\n"
+         "Multi-host: gradsync-store --listen 0.0.0.0:29500   (on one host)\n"
+         "            gradsync bench allreduce --world N --rank R \\\n"
+         "              --store HOST:29500 --listen-host THIS_HOST_IP   (each "
+         "rank)\n"
+         "            (under srun, mpirun or torchrun, --rank and --world "
+         "come from\n"
+         "            RANK/WORLD_SIZE, else OMPI_COMM_WORLD_RANK/SIZE, else "
+         "SLURM_PROCID/SLURM_NTASKS)\n"
+         "PS:         gradsync bench allreduce --backend ps --ps-shards 2 "
+         "--ranks 4\n"
+         "            (time = one push of S bytes + pull of S bytes per "
+         "rank; busbw =\n"
+         "            algbw * 2 max(1, N/K), the bytes the busiest link "
+         "moves per byte of S)\n";
 }
 
 std::vector<std::string> StripFlag(const std::vector<std::string>& args,
@@ -542,4 +453,5 @@ std::vector<std::string> StripFlag(const std::vector<std::string>& args,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -1,14 +1,16 @@
 // Command line of `gradsync bench <collective>`: nccl-tests' flags
 // (-b -e -f -i -n -w -c -o -d -r, sizes with K/M/G suffixes) plus
-// gradsync's process and backend flags. Parsing is a pure function from
-// the arguments to BenchOptions, so that it is testable and no flag is a
-// global.
+// gradsync's process and backend flags, as one table of the flags library
+// (common/flags.h). Parsing is a pure function from the arguments (and an
+// environment lookup) to BenchOptions, so that it is testable and no flag
+// is a global. `gradsync bench` parses with the CLI framework's
+// ParseCommand (bench_command.cc): BenchFlags, then FinishBenchArgs.
 //
 //   ASSIGN_OR_RETURN(BenchOptions options,
 //                    ParseBenchArgs({"allreduce", "-b", "1K", "-e", "1M"}));
 //
-// Errors: INVALID_ARGUMENT with a message naming the flag and what it
-// accepts.
+// Errors: INVALID_ARGUMENT with a message naming the flag (by its long
+// name, --minbytes for -b) or the variable, and what it accepts.
 #ifndef GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_
 #define GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_
 
@@ -26,6 +28,7 @@
 #include "common/flags.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // ring: the TCP ring (collectives/tcp); nccl: NCCL on CUDA devices; ps: the
@@ -107,32 +110,67 @@ struct BenchOptions {
   double link_gbps = 0;
   std::string results_file;
 
-  bool help = false;
+  // Set by the local launcher in its ranks' environment
+  // (kLaunchedVariable): a run that ends with wrong elements exits
+  // kExitLaunchedRankWrongResults (bench_rank.h) so that the launcher
+  // tells it from a failing rank.
+  bool launched = false;
+
+  bool help = false;  // ParseBenchArgs only (ParseCommand has its own)
 
   bool member() const { return rank >= 0; }
 };
 
-// Parses "<collective> [flags]". Flags take their value as the next
-// argument, after '=' ("--iters=5"), or glued to a one-letter flag
-// ("-n5"). With --store but without --rank or --world, the missing ones
-// come from the launcher's environment, as nccl-tests and torchrun users
-// expect. Flags win over the environment; in it, the explicit
-// RANK/WORLD_SIZE (torchrun, or set by hand) over the schedulers'
+// What the command line gave, as BenchFlags' setters record it.
+struct BenchParse {
+  BenchOptions options;
+  // Set explicitly, for the checks that need it.
+  bool factor_set = false;
+  bool increment_set = false;
+  bool ranks_set = false;
+  bool world_set = false;
+  bool ps_shards_set = false;
+  bool ps_transport_set = false;
+  // Where --rank and --world came from, for errors: the flag, or the
+  // launcher's variable ("$SLURM_PROCID").
+  std::string rank_from = "--rank";
+  std::string world_from = "--world";
+};
+
+// The flag table, one row per flag, nccl-tests' letters first; without
+// -h/--help (ParseCommand and ParseBenchArgs add it). Its setters write
+// into `parse`, which must outlive the parse.
+std::vector<FlagSpec> BenchFlags(BenchParse* parse);
+
+// The variable the local launcher sets to "1" in its ranks' environment.
+inline constexpr char kLaunchedVariable[] = "GRADSYNC_BENCH_LAUNCHED";
+
+// The rest of the parse once the table has run: the collective, the only
+// positional argument; --rank and --world from the launcher's environment
+// where --store asks for it (see ParseBenchArgs); the flags checked
+// together.
+[[nodiscard]] absl::StatusOr<BenchOptions> FinishBenchArgs(
+    BenchParse parse, const std::vector<std::string>& positional,
+    const EnvLookup& env);
+
+// Parses "<collective> [flags]" (and -h/--help). Flags take their value
+// as the next argument, after '=' ("--iters=5"), or glued to a one-letter
+// flag ("-n5"). With --store but without --rank or --world, the missing
+// ones come from the launcher's environment `env`, as nccl-tests and
+// torchrun users expect. Flags win over the environment; in it, the
+// explicit RANK/WORLD_SIZE (torchrun, or set by hand) over the schedulers'
 // OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun), then
 // SLURM_PROCID/SLURM_NTASKS (srun); a pair half set is skipped. A value
 // that is not a number, or a rank not below the world size, is
-// INVALID_ARGUMENT naming the variable.
-// Without --store the environment is not read (a local launch inside an
-// allocation stays local).
+// INVALID_ARGUMENT naming the variable. Without --store, or without `env`,
+// the environment is not read (a local launch inside an allocation stays
+// local).
 [[nodiscard]] absl::StatusOr<BenchOptions> ParseBenchArgs(
-    const std::vector<std::string>& args, const EnvLookup& env = ProcessEnv);
+    const std::vector<std::string>& args, const EnvLookup& env = nullptr);
 
-// The usage text listing every flag.
+// The usage text above the flags: the synopsis, the exit statuses and
+// examples (ParseCommand appends "flags:" and the table).
 std::string BenchUsage();
-
-// The flag table ParseBenchArgs parses with, for shell completion: read
-// its rows, never call their set.
-std::vector<FlagSpec> BenchFlagTable();
 
 // Removes every occurrence of flag `name` and its value ("--ranks 3" or
 // "--ranks=3") from `args`: the launcher passes its own arguments on to
@@ -141,6 +179,7 @@ std::vector<std::string> StripFlag(const std::vector<std::string>& args,
                                    absl::string_view name);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BENCH_OPTIONS_H_

@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <functional>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +25,7 @@
 #include "server/store/grpc_store.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -193,26 +193,28 @@ absl::StatusOr<int64_t> RunBenchRank(Store* store, const BenchOptions& options,
   return summary.wrong;
 }
 
-int BenchRankMain(const BenchOptions& options) {
+int RankExitStatus(const absl::StatusOr<int64_t>& wrong, bool launched) {
+  if (!wrong.ok()) return kExitFailure;
+  if (*wrong == 0) return kExitOk;
+  return launched ? kExitLaunchedRankWrongResults : kExitFailure;
+}
+
+int BenchRankMain(const BenchOptions& options, const CommandEnv& env) {
   absl::StatusOr<std::unique_ptr<Store>> store =
       ConnectGrpcStore(options.store, options.timeout);
   absl::StatusOr<int64_t> wrong =
-      store.ok() ? RunBenchRank(store->get(), options, std::cout)
+      store.ok() ? RunBenchRank(store->get(), options, *env.out)
                  : absl::StatusOr<int64_t>(store.status());
   if (!wrong.ok()) {
-    std::cerr << "gradsync bench: rank " << options.rank << " of "
-              << options.world << ": " << wrong.status() << "\n";
-    return kExitError;
+    *env.err << "gradsync bench: rank " << options.rank << " of "
+             << options.world << ": " << wrong.status() << "\n";
+  } else if (*wrong > 0 && options.rank == 0) {
+    *env.err << "gradsync bench: " << *wrong
+             << " wrong elements (see #wrong)\n";
   }
-  if (*wrong > 0) {
-    if (options.rank == 0) {
-      std::cerr << "gradsync bench: " << *wrong
-                << " wrong elements (see #wrong)\n";
-    }
-    return kExitWrongResults;
-  }
-  return kExitOk;
+  return RankExitStatus(wrong, options.launched);
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -18,15 +18,21 @@
 
 #include "absl/status/statusor.h"
 #include "cli/bench/bench_options.h"
+#include "cli/framework/command_env.h"
 #include "collectives/store.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
-// Exit statuses of `gradsync bench` (and of each rank process).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;
-inline constexpr int kExitWrongResults = 2;
+// What a rank exits with when its run ended with wrong elements and the
+// local launcher started it (BenchOptions::launched): the launcher then
+// knows that the rank ran to the end, as its peers did, rather than failed
+// (and stops none of them), and itself exits kExitFailure. Never seen
+// outside bench: a rank started by hand (or by srun, mpirun, torchrun)
+// exits kExitFailure, as every command does for a failed check
+// (cli/framework/command_env.h).
+inline constexpr int kExitLaunchedRankWrongResults = 3;
 
 // Runs rank options.rank of options.world through `store` (not yet
 // namespaced), printing the report to `out` on rank 0. Returns the summed
@@ -36,11 +42,19 @@ inline constexpr int kExitWrongResults = 2;
                                                    const BenchOptions& options,
                                                    std::ostream& out);
 
-// The process entry: connects to options.store, runs RunBenchRank, prints
-// errors to stderr, and returns an exit status above.
-int BenchRankMain(const BenchOptions& options);
+// The exit status of a rank whose run returned `wrong` (the wrong-element
+// count, or the error it stopped on): kExitOk for none; for some,
+// kExitLaunchedRankWrongResults when `launched`, else kExitFailure; an
+// error: kExitFailure.
+int RankExitStatus(const absl::StatusOr<int64_t>& wrong, bool launched);
+
+// The process entry: connects to options.store, runs RunBenchRank with
+// the report on env.out, prints errors on env.err, and returns
+// RankExitStatus.
+int BenchRankMain(const BenchOptions& options, const CommandEnv& env);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_BENCH_RANK_H_

@@ -10,6 +10,7 @@
 #include "common/sync_bandwidth.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 absl::StatusOr<Collective> ParseCollective(absl::string_view name) {
@@ -124,4 +125,5 @@ absl::Status RunCollective(Communicator* comm, Collective collective,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

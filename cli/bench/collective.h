@@ -25,6 +25,7 @@
 #include "collectives/types.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
@@ -80,6 +81,7 @@ InPlaceOffsets InPlaceOffsetsFor(Collective collective,
                                          DataType type, ReduceOp op, int root);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_COLLECTIVE_H_

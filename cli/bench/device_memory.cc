@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -79,4 +80,5 @@ std::unique_ptr<BenchMemory> MakeDeviceMemory(int device) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -12,6 +12,7 @@
 #include "cli/bench/bench_memory.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // Memory on CUDA device `device` (which must exist; Allocate reports the
@@ -19,6 +20,7 @@ namespace bench {
 std::unique_ptr<BenchMemory> MakeDeviceMemory(int device);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_DEVICE_MEMORY_H_

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -21,6 +22,7 @@
 #include "server/store/store_server.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -34,16 +36,25 @@ struct Child {
   bool running = false;
 };
 
-// fork + execv, the child dying with its parent. Only async-signal-safe
-// calls happen between fork and exec: argv is built before forking.
-[[nodiscard]] absl::StatusOr<pid_t> Spawn(
-    const std::string& executable, const std::vector<std::string>& argv) {
-  std::vector<char*> c_argv;
-  c_argv.reserve(argv.size() + 1);
-  for (const std::string& arg : argv) {
-    c_argv.push_back(const_cast<char*>(arg.c_str()));
+// The NULL-terminated array of pointers into `strings` that exec wants.
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (const std::string& text : strings) {
+    pointers.push_back(const_cast<char*>(text.c_str()));
   }
-  c_argv.push_back(nullptr);
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// fork + execve with `envp`, the child dying with its parent. Only
+// async-signal-safe calls happen between fork and exec: argv and envp are
+// built before forking.
+[[nodiscard]] absl::StatusOr<pid_t> Spawn(
+    const std::string& executable, const std::vector<std::string>& argv,
+    const std::vector<std::string>& envp) {
+  std::vector<char*> c_argv = CStrings(argv);
+  std::vector<char*> c_envp = CStrings(envp);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -53,7 +64,7 @@ struct Child {
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);  // the parent died before prctl
-    execv(executable.c_str(), c_argv.data());
+    execve(executable.c_str(), c_argv.data(), c_envp.data());
     static const char kMessage[] =
         "gradsync bench: cannot execute the rank binary\n";
     ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
@@ -109,6 +120,16 @@ absl::StatusOr<int> RunLocalRanks(const LaunchSpec& spec, int benign_exit) {
                    StoreServer::Start("127.0.0.1:0"));
   const std::string job = absl::StrCat(spec.job, "-", getpid(), "-",
                                        absl::ToUnixNanos(absl::Now()));
+  // The spec's variables, then this process's other ones.
+  std::vector<std::string> envp = spec.env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const absl::string_view variable(*entry);
+    const bool replaced = std::any_of(
+        spec.env.begin(), spec.env.end(), [variable](const std::string& set) {
+          return absl::StartsWith(variable, set.substr(0, set.find('=') + 1));
+        });
+    if (!replaced) envp.emplace_back(variable);
+  }
   std::vector<Child> children(spec.ranks);
   for (int r = 0; r < spec.ranks; ++r) {
     std::vector<std::string> argv = {"gradsync"};
@@ -119,7 +140,7 @@ absl::StatusOr<int> RunLocalRanks(const LaunchSpec& spec, int benign_exit) {
           std::string("--job"), job}) {
       argv.push_back(std::move(arg));
     }
-    absl::StatusOr<pid_t> pid = Spawn(spec.executable, argv);
+    absl::StatusOr<pid_t> pid = Spawn(spec.executable, argv, envp);
     if (!pid.ok()) {
       StopAll(&children);
       return Annotate(pid.status(), absl::StrCat("starting rank ", r));
@@ -172,4 +193,5 @@ absl::StatusOr<int> RunLocalRanks(const LaunchSpec& spec, int benign_exit) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct LaunchSpec {
@@ -27,6 +28,9 @@ struct LaunchSpec {
   // appends --rank, --world, --store and --job.
   std::vector<std::string> args;
   int ranks = 2;
+  // "NAME=VALUE" entries added to the ranks' environment (the rest is
+  // this process's).
+  std::vector<std::string> env;
   // Run id prefix; the launcher makes it unique per run.
   std::string job = "bench";
   absl::Duration deadline = absl::Hours(1);
@@ -41,6 +45,7 @@ struct LaunchSpec {
                                                 int benign_exit);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_LAUNCHER_H_

@@ -7,6 +7,7 @@
 #include "server/ps/ps_admin_client.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 absl::StatusOr<std::vector<std::unique_ptr<PsServer>>> StartLocalPsServers(
@@ -56,4 +57,5 @@ absl::Status ProbePsServers(const std::vector<std::string>& addresses,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -21,6 +21,7 @@
 #include "server/ps/ps_server.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // Starts `count` PsServers on 127.0.0.1:0, their connections under TCP
@@ -43,6 +44,7 @@ std::vector<std::string> PsServerAddresses(
     const std::vector<std::string>& addresses, absl::Duration timeout);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_PS_CLUSTER_H_

@@ -9,6 +9,7 @@
 #include "common/host.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {}  // namespace
 
@@ -74,4 +75,5 @@ absl::Status ValidatePsOptions(const BenchOptions& o) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

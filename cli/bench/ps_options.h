@@ -24,6 +24,7 @@
 #include "cli/bench/bench_options.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // K: options.ps_shards, else one shard per --ps-addresses entry, else 1.
@@ -40,6 +41,7 @@ std::vector<std::string> PsShardAddresses(const BenchOptions& options);
 [[nodiscard]] absl::Status ValidatePsOptions(const BenchOptions& options);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_PS_OPTIONS_H_

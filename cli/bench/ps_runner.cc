@@ -20,6 +20,7 @@
 #include "server/ps/shard_range.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -245,4 +246,5 @@ absl::StatusOr<double> PsSweepRunner::AllReduceScalar(double value,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

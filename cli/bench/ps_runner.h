@@ -47,6 +47,7 @@
 #include "collectives/communicator.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct PsSweepConfig {
@@ -110,6 +111,7 @@ class PsSweepRunner {
 };
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_PS_RUNNER_H_

@@ -7,6 +7,7 @@
 #include "common/json.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -191,4 +192,5 @@ std::string FormatJsonSummary(const ReportHeader& header,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -19,6 +19,7 @@
 #include "collectives/types.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // One timed pass (out-of-place or in-place) at one size.
@@ -109,6 +110,7 @@ std::string FormatJsonSummary(const ReportHeader& header,
                               const Summary& summary);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_REPORT_H_

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -159,4 +160,5 @@ absl::StatusOr<double> SweepRunner::AllReduceScalar(double value, ReduceOp op) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

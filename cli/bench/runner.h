@@ -34,6 +34,7 @@
 #include "collectives/types.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct SweepConfig {
@@ -92,6 +93,7 @@ class SweepRunner {
 };
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_RUNNER_H_

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
@@ -27,4 +28,5 @@ std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

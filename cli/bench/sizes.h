@@ -13,6 +13,7 @@
 #include "common/units.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // The sizes of the sweep, ascending, min..max inclusive of max only when
@@ -22,6 +23,7 @@ std::vector<size_t> SweepSizes(size_t min_bytes, size_t max_bytes, int factor,
                                size_t increment);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_SIZES_H_

@@ -6,6 +6,7 @@
 #include "collectives/half.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -98,4 +99,5 @@ double PreScaledAvgTolerance(DataType type, ReduceOp op, int ranks) {
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

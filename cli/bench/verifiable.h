@@ -18,6 +18,7 @@
 #include "collectives/verifiable.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 // What a rank's result buffer must hold after one call.
@@ -50,6 +51,7 @@ int64_t CountWrong(const VerifySpec& spec, const void* got, size_t recv_count);
 double PreScaledAvgTolerance(DataType type, ReduceOp op, int ranks);
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_BENCH_VERIFIABLE_H_

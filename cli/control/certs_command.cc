@@ -5,13 +5,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/output_format.h"
 #include "common/certs.h"
 #include "common/flags.h"
 #include "common/json.h"
 #include "common/tls_dir.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -137,4 +138,5 @@ int CertsMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // `args` are the arguments after "certs".
@@ -24,6 +25,7 @@ int RunCerts(const std::vector<std::string>& args, const CommandEnv& env);
 int CertsMain(const std::vector<std::string>& args);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_CERTS_COMMAND_H_

@@ -8,14 +8,15 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/local_cluster.h"
 #include "cli/control/local_command.h"
 #include "cli/control/progress.h"
+#include "cli/framework/format.h"
 #include "common/secret.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
@@ -27,11 +28,31 @@ void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags) {
       &options->deadline));
 }
 
-void SetShortName(absl::string_view name, char letter,
-                  std::vector<FlagSpec>* flags) {
-  for (FlagSpec& flag : *flags) {
-    if (flag.name == name) flag.short_name = letter;
-  }
+void AddCoordinatorFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
+  flags->push_back(
+      StringFlag(
+          "coordinator", "HOST:PORT",
+          "the coordinator ($GRADSYNC_COORDINATOR, else 127.0.0.1:29400)",
+          &options->coordinator)
+          .Short('c'));
+  flags->push_back(StringFlag(
+      "token-file", "FILE",
+      "the users' token, if the coordinator asks for one "
+      "($GRADSYNC_TOKEN_FILE, else the user-token of the local cluster in "
+      "$GRADSYNC_RUN_DIR or .run when it runs that coordinator)",
+      &options->token_file));
+  flags->push_back(StringFlag(
+      "tls-dir", "DIR",
+      "mutual TLS with the cluster CA and the users' certificate in DIR "
+      "(`gradsync certs init DIR`; $GRADSYNC_TLS_DIR, else the local "
+      "cluster's when it runs the coordinator; else plaintext)",
+      &options->tls.dir));
+  flags->push_back(SwitchFlag(
+      "insecure", "plaintext gRPC even where a TLS directory is known",
+      &options->tls.insecure));
+  flags->push_back(SecondsFlag("timeout",
+                               "deadline of each call to the coordinator (10)",
+                               &options->timeout));
 }
 
 std::optional<int> ParseCommand(const std::vector<std::string>& args,
@@ -40,40 +61,9 @@ std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 absl::string_view usage, const CommandEnv& env,
                                 CommonOptions* common,
                                 std::vector<std::string>* positional) {
-  AddCommonFlags(common, &flags);
-  if (env.flag_table != nullptr) {
-    *env.flag_table = std::move(flags);
-    return kExitOk;
-  }
-  // The environment reaches commands through CommandEnv, not the table.
-  absl::StatusOr<std::vector<std::string>> parsed =
-      ParseFlags(args, flags, /*env=*/nullptr);
-  if (!parsed.ok()) {
-    return ReportUsageError(env, command, args, parsed.status());
-  }
-  if (common->help) {
-    *env.out << usage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
-    return kExitOk;
-  }
-  if (common->output.empty() && !common->formats.empty()) {
-    common->output = common->formats.front();
-  }
-  common->json = common->output == "json";
-  *positional = std::move(*parsed);
-  return std::nullopt;
-}
-
-std::optional<int> ExpectPositional(const std::vector<std::string>& args,
-                                    const std::vector<std::string>& positional,
-                                    size_t want, absl::string_view what,
-                                    absl::string_view command,
-                                    const CommandEnv& env) {
-  if (positional.size() == want) return std::nullopt;
-  const absl::Status status = absl::InvalidArgumentError(
-      positional.size() < want
-          ? absl::StrCat("name the ", what)
-          : absl::StrCat("unexpected argument '", positional[want], "'"));
-  return ReportUsageError(env, command, args, status);
+  AddCoordinatorFlags(common, &flags);
+  return cli::ParseCommand(args, std::move(flags), command, usage, env,
+                           static_cast<CommandOptions*>(common), positional);
 }
 
 namespace {
@@ -260,4 +250,5 @@ int Follow(ControlClient& client, const std::string& job_id,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -1,7 +1,9 @@
 // Pieces shared by the control commands (job_commands.cc,
-// resume_command.cc): parsing a command line with the common flags,
-// positional-argument checks, the coordinator client, and following a job
-// to its end (submit --follow, watch, resume --follow).
+// resume_command.cc, ...) and by the lab's commands that talk to a
+// coordinator (explain, lab sweep): the coordinator's flags on top of the
+// framework's (cli/framework/parse_command.h), the coordinator client with
+// the users' token and TLS directory resolved, and following a job to its
+// end (submit --follow, watch, resume --follow).
 #ifndef GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_
 #define GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_
 
@@ -14,11 +16,14 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "cli/control/command_env.h"
 #include "cli/control/control_client.h"
+#include "cli/framework/command_env.h"
+#include "cli/framework/parse_command.h"
 #include "common/flags.h"
+#include "common/tls.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // Flags of the commands that follow a job.
@@ -31,29 +36,30 @@ struct FollowOptions {
 // --every and --deadline (the caller adds --follow where it is optional).
 void AddFollowFlags(FollowOptions* options, std::vector<FlagSpec>* flags);
 
-// Gives the row named `name` the one-letter name `letter` (-w for
-// --workers, -n for --steps, -f for --follow: the same letter means the
-// same thing in every control command).
-void SetShortName(absl::string_view name, char letter,
-                  std::vector<FlagSpec>* flags);
+// Flags every command that talks to the coordinator takes, on top of the
+// framework's -o/--output and -h/--help.
+struct CommonOptions : CommandOptions {
+  std::string coordinator;  // --coordinator; empty: env, then the default
+  std::string token_file;   // --token-file; empty: env, then the local one
+  // --tls-dir (empty: env, then the local cluster's) and --insecure.
+  TlsOptions tls;
+  absl::Duration timeout = absl::Seconds(10);  // per call
+};
 
-// Parses `args` with the command's own `flags` followed by the common
-// ones (into `common`); returns the exit status when the command is done
-// already (--help, or a bad command line), nullopt to go on.
+// Appends -c/--coordinator, --token-file, --tls-dir, --insecure and
+// --timeout rows.
+void AddCoordinatorFlags(CommonOptions* options, std::vector<FlagSpec>* flags);
+
+// cli::ParseCommand with the coordinator's flags between the command's
+// own and the framework's: parses into `common`; returns the exit status
+// when the command is done already (--help, or a bad command line),
+// nullopt to go on.
 std::optional<int> ParseCommand(const std::vector<std::string>& args,
                                 std::vector<FlagSpec> flags,
                                 absl::string_view command,
                                 absl::string_view usage, const CommandEnv& env,
                                 CommonOptions* common,
                                 std::vector<std::string>* positional);
-
-// Checks that exactly `want` positional arguments (named `what`) came;
-// otherwise reports the usage error and returns its exit status.
-std::optional<int> ExpectPositional(const std::vector<std::string>& args,
-                                    const std::vector<std::string>& positional,
-                                    size_t want, absl::string_view what,
-                                    absl::string_view command,
-                                    const CommandEnv& env);
 
 // The users' token file for the coordinator at `address`: `flag`, else
 // $GRADSYNC_TOKEN_FILE, else RUN_DIR/user-token ($GRADSYNC_RUN_DIR, else
@@ -84,6 +90,7 @@ int Follow(ControlClient& client, const std::string& job_id,
            const CommandEnv& env);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_COMMAND_COMMON_H_

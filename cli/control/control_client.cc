@@ -8,6 +8,7 @@
 #include "server/coordinator/grpc_coordinator_client.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 std::string ResolveCoordinatorAddress(absl::string_view flag_value,
@@ -194,4 +195,5 @@ absl::Status ControlClient::WatchJob(
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -33,6 +33,7 @@
 #include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // The coordinator address: `flag_value` when given, else `env_value` (the
@@ -119,6 +120,7 @@ class ControlClient {
 };
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_CONTROL_CLIENT_H_

@@ -10,17 +10,19 @@
 #include "absl/strings/str_cat.h"
 #include "cli/control/command_common.h"
 #include "cli/control/control_client.h"
-#include "cli/control/format.h"
+#include "cli/control/job_csv.h"
 #include "cli/control/job_format.h"
 #include "cli/control/job_spec_builder.h"
-#include "cli/control/output_format.h"
-#include "cli/control/plot_script.h"
 #include "cli/control/progress.h"
 #include "cli/control/trace_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
+#include "cli/framework/plot_script.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -484,4 +486,5 @@ int SwitchMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

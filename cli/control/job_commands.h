@@ -22,9 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 int RunSubmit(const std::vector<std::string>& args, const CommandEnv& env);
@@ -46,6 +47,7 @@ int SwitchMain(const std::vector<std::string>& args);
 int ResumeMain(const std::vector<std::string>& args);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_JOB_COMMANDS_H_

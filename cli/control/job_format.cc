@@ -11,9 +11,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -514,4 +515,5 @@ std::string FormatShardTable(
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -19,6 +19,7 @@
 #include "proto/ps.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // "RUNNING" for JOB_STATE_RUNNING, "IDLE" for WORKER_STATE_IDLE, "ring" or
@@ -93,6 +94,7 @@ std::string FormatShardTable(
     const google::protobuf::RepeatedPtrField<ps::ShardStats>& shards);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_JOB_FORMAT_H_

@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -172,4 +173,5 @@ absl::StatusOr<std::string> ReadTextFile(absl::string_view path) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

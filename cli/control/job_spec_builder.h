@@ -30,6 +30,7 @@
 #include "proto/job.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // What the job-spec flags collected.
@@ -78,6 +79,7 @@ void FillJobSpecDefaults(JobSpec* spec);
 [[nodiscard]] absl::StatusOr<std::string> ReadTextFile(absl::string_view path);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_JOB_SPEC_BUILDER_H_

@@ -20,6 +20,7 @@
 #include "jobspec/grad_dtype.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -494,4 +495,5 @@ const SpecFlagRow kSpecRows[] = {
 absl::Span<const SpecFlagRow> JobSpecFlagRows() { return kSpecRows; }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -11,6 +11,7 @@
 #include "proto/job.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 using SpecSetter = absl::Status (*)(absl::string_view value, JobSpec* spec);
@@ -27,6 +28,7 @@ struct SpecFlagRow {
 absl::Span<const SpecFlagRow> JobSpecFlagRows();
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_JOB_SPEC_FLAG_ROWS_H_

@@ -20,6 +20,7 @@
 #include "study/link_facts.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -349,4 +350,5 @@ int RunLinks(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

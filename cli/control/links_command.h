@@ -27,10 +27,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 int RunLinks(const std::vector<std::string>& args, const CommandEnv& env);
@@ -48,6 +49,7 @@ int RunLinks(const std::vector<std::string>& args, const CommandEnv& env);
 std::set<std::string> ProbedServerHosts(const ListWorkersResponse& cluster);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_LINKS_COMMAND_H_

@@ -23,10 +23,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "cli/control/format.h"
 #include "cli/control/job_spec_builder.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -341,4 +342,5 @@ std::vector<std::string> StopDaemons(const std::vector<DaemonRecord>& daemons,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

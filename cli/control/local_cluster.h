@@ -34,6 +34,7 @@
 #include "server/ps/ps_transport.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 inline constexpr absl::string_view kCoordinatorBinary = "gradsync-coordinator";
@@ -239,6 +240,7 @@ std::vector<int> ProcessesWithFlag(absl::string_view flag,
     const std::string& run_dir, absl::Duration grace);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_LOCAL_CLUSTER_H_

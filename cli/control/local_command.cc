@@ -8,12 +8,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/control/format.h"
 #include "cli/control/local_cluster.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -305,4 +306,5 @@ int LocalMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

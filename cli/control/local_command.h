@@ -17,9 +17,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // `args` are the arguments after "local" (up|down and flags).
@@ -42,6 +43,7 @@ struct DaemonBinaries {
     const DaemonBinaries& flags, bool need_ps, const CommandEnv& env);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_LOCAL_COMMAND_H_

@@ -34,6 +34,7 @@
 #include "server/coordinator/state_db_files.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -568,4 +569,5 @@ absl::StatusOr<LocalDownResult> LocalDown(const std::string& run_dir,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -14,10 +14,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -97,4 +98,5 @@ int RunLogs(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 int RunLogs(const std::vector<std::string>& args, const CommandEnv& env);
@@ -19,6 +20,7 @@ int RunLogs(const std::vector<std::string>& args, const CommandEnv& env);
 std::string FormatLogLine(const JobLogLine& line);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_LOGS_COMMAND_H_

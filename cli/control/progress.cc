@@ -9,10 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -372,4 +373,5 @@ std::string FormatFinalReport(const JobStatus& status,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

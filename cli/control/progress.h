@@ -33,6 +33,7 @@
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // What the progress line shows.
@@ -162,6 +163,7 @@ std::string FormatFinalReport(const JobStatus& status,
                               const std::vector<StepMetrics>& metrics);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_PROGRESS_H_

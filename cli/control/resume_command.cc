@@ -11,11 +11,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cli/control/command_common.h"
-#include "cli/control/format.h"
 #include "cli/control/job_commands.h"
 #include "cli/control/job_format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -141,4 +142,5 @@ int ResumeMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 absl::StatusOr<std::vector<std::string>> SplitShellWords(
@@ -60,4 +61,5 @@ absl::StatusOr<std::vector<std::string>> SplitShellWords(
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

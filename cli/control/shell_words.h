@@ -18,12 +18,14 @@
 #include "absl/strings/string_view.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> SplitShellWords(
     absl::string_view line);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_SHELL_WORDS_H_

@@ -7,10 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
+#include "cli/framework/format.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -88,4 +89,5 @@ std::string MetricsToChromeTrace(absl::string_view job_id,
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -21,6 +21,7 @@
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // `metrics` sorted by step, then rank (SortedMetrics); one JSON document.
@@ -28,6 +29,7 @@ std::string MetricsToChromeTrace(absl::string_view job_id,
                                  const std::vector<StepMetrics>& metrics);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_TRACE_FORMAT_H_

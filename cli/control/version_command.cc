@@ -12,6 +12,7 @@
 #include "common/wire_version.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -119,4 +120,5 @@ int VersionMain(const std::vector<std::string>& args) {
 }
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

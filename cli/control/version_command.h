@@ -17,9 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 
 // What `gradsync version` learned.
@@ -44,6 +45,7 @@ int RunVersion(const std::vector<std::string>& args, const CommandEnv& env);
 int VersionMain(const std::vector<std::string>& args);
 
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_CONTROL_VERSION_COMMAND_H_

@@ -1,6 +1,5 @@
 #include "cli/lab/explain_command.h"
 
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <set>
@@ -9,10 +8,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli/control/command_common.h"
-#include "cli/control/format.h"
 #include "cli/control/local_command.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 #include "cli/lab/explain.h"
+#include "cli/lab/lab_command.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_up.h"
 #include "common/flags.h"
@@ -108,7 +108,7 @@ bool OnOneHost(const JobStatus& job, const ListWorkersResponse& cluster) {
 }  // namespace
 
 int RunExplain(const std::vector<std::string>& args,
-               const control::CommandEnv& env) {
+               const cli::CommandEnv& env) {
   double gbps = 0, alpha_us = 0;
   std::string lab_dir;
   std::vector<FlagSpec> flags = {
@@ -121,30 +121,27 @@ int RunExplain(const std::vector<std::string>& args,
                  "./.lab)",
                  &lab_dir),
   };
-  control::CommonOptions common;
-  common.formats = control::ReadFormats();
+  cli::control::CommonOptions common;
+  common.formats = cli::ReadFormats();
   std::vector<std::string> positional;
-  if (std::optional<int> done = control::ParseCommand(
+  if (std::optional<int> done = cli::control::ParseCommand(
           args, flags, "explain", kUsage, env, &common, &positional)) {
     return *done;
   }
-  if (std::optional<int> bad = control::ExpectPositional(
+  if (std::optional<int> bad = cli::ExpectPositional(
           args, positional, 1, "a job id", "explain", env)) {
     return *bad;
   }
-  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
-  lab_dir = control::ResolveRunDir(
-      lab_dir.empty() ? std::string(dir_env ? dir_env : ".lab") : lab_dir, "",
-      env.cwd);
-  std::unique_ptr<control::ControlClient> client =
-      control::MakeClient(common, env);
+  lab_dir = ResolveLabDir(lab_dir, env);
+  std::unique_ptr<cli::control::ControlClient> client =
+      cli::control::MakeClient(common, env);
   absl::StatusOr<ListWorkersResponse> cluster = client->ListWorkers();
   if (!cluster.ok()) {
-    return control::ReportError(env, "explain", common.json, cluster.status());
+    return cli::ReportError(env, "explain", common.json, cluster.status());
   }
   absl::StatusOr<JobStatus> job = client->GetJob(positional[0]);
   if (!job.ok())
-    return control::ReportError(env, "explain", common.json, job.status());
+    return cli::ReportError(env, "explain", common.json, job.status());
   absl::StatusOr<LinkFacts> links = ResolveLinks(
       gbps, alpha_us, lab_dir, client->address(), cluster->link_facts());
   if (!links.ok() && OnOneHost(*job, *cluster)) {
@@ -154,16 +151,15 @@ int RunExplain(const std::vector<std::string>& args,
                       "the job is on one host"};
   }
   if (!links.ok()) {
-    return control::ReportError(env, "explain", common.json, links.status());
+    return cli::ReportError(env, "explain", common.json, links.status());
   }
   absl::StatusOr<GetMetricsResponse> metrics =
       client->GetMetrics(positional[0]);
   if (!metrics.ok()) {
-    return control::ReportError(env, "explain", common.json, metrics.status());
+    return cli::ReportError(env, "explain", common.json, metrics.status());
   }
   absl::StatusOr<Explanation> e = ExplainJob(*job, *metrics, *cluster, *links);
-  if (!e.ok())
-    return control::ReportError(env, "explain", common.json, e.status());
+  if (!e.ok()) return cli::ReportError(env, "explain", common.json, e.status());
   if (common.json) {
     *env.out << "{\"job\":" << JsonQuote(e->job_id)
              << ",\"ringPredictedS\":" << OrNull(e->ring_predicted_s)
@@ -192,11 +188,11 @@ int RunExplain(const std::vector<std::string>& args,
   } else {  // table and wide
     *env.out << FormatExplanation(*e);
   }
-  return control::kExitOk;
+  return cli::kExitOk;
 }
 
 int ExplainMain(const std::vector<std::string>& args) {
-  return RunExplain(args, control::ProcessCommandEnv());
+  return RunExplain(args, cli::ProcessCommandEnv());
 }
 
 }  // namespace lab

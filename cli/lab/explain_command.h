@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
 namespace lab {
 
 int RunExplain(const std::vector<std::string>& args,
-               const control::CommandEnv& env);
+               const cli::CommandEnv& env);
 int ExplainMain(const std::vector<std::string>& args);
 
 }  // namespace lab

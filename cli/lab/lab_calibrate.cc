@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 #include "cli/lab/lab_config.h"
 #include "cli/lab/lab_state.h"
 #include "common/json.h"
@@ -78,7 +78,7 @@ std::string Table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows,
                   bool markdown) {
   return markdown ? MarkdownTable(header, rows)
-                  : control::FormatTable(header, rows);
+                  : cli::FormatTable(header, rows);
 }
 
 std::vector<std::vector<std::string>> ErrorRows(

@@ -20,9 +20,9 @@ namespace gradsync {
 namespace lab {
 namespace {
 
-using control::CommandEnv;
-using control::kExitFailure;
-using control::kExitOk;
+using cli::CommandEnv;
+using cli::kExitFailure;
+using cli::kExitOk;
 
 constexpr char kUsage[] =
     "usage: gradsync lab calibrate --sweep DIR/sweep.json [--sweep ...]\n"
@@ -136,7 +136,7 @@ std::string Hostname() {
 }
 
 int Fail(const CommandEnv& env, const absl::Status& status) {
-  return control::ReportError(env, "lab calibrate", false, status);
+  return cli::ReportError(env, "lab calibrate", false, status);
 }
 
 }  // namespace
@@ -158,15 +158,15 @@ int RunLabCalibrate(const std::vector<std::string>& args,
                      "--sweep FILE"));
   }
   if (!positional.ok()) {
-    return control::ReportUsageError(env, "lab calibrate", args,
-                                     positional.status());
+    return cli::ReportUsageError(env, "lab calibrate", args,
+                                 positional.status());
   }
   if (f.help) {
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
   if (f.sweeps.empty()) {
-    return control::ReportUsageError(
+    return cli::ReportUsageError(
         env, "lab calibrate", args,
         absl::InvalidArgumentError(
             "name at least one sweep: --sweep DIR/sweep.json (written by "

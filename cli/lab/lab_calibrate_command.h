@@ -26,14 +26,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
 namespace lab {
 
 // `args` are the arguments after "lab calibrate".
 int RunLabCalibrate(const std::vector<std::string>& args,
-                    const control::CommandEnv& env);
+                    const cli::CommandEnv& env);
 
 }  // namespace lab
 }  // namespace gradsync

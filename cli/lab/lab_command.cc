@@ -1,6 +1,5 @@
 #include "cli/lab/lab_command.h"
 
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -10,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
-#include "cli/control/format.h"
 #include "cli/control/local_cluster.h"
 #include "cli/control/local_command.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 #include "cli/lab/lab_calibrate_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
@@ -25,9 +24,9 @@ namespace gradsync {
 namespace lab {
 namespace {
 
-using control::CommandEnv;
-using control::kExitFailure;
-using control::kExitOk;
+using cli::CommandEnv;
+using cli::kExitFailure;
+using cli::kExitOk;
 
 constexpr char kUsage[] =
     "usage: gradsync lab up --hosts H [--ps-hosts P] [--colocate-ps]\n"
@@ -61,7 +60,7 @@ struct LabOptions {
   std::string subnet = std::string(kDefaultSubnet);
   std::string run_dir;
   absl::Duration timeout = absl::Seconds(60);
-  control::DaemonBinaries binaries;
+  cli::control::DaemonBinaries binaries;
   std::string tcp_congestion = "default";
   std::string ps_transport = kDefaultPsTransport;
   bool allow_entrypoints = false;
@@ -158,7 +157,7 @@ std::vector<FlagSpec> Flags(LabOptions* o) {
                }},
       SwitchFlag("no-probe", "up: skip the link probe", &o->no_probe),
   };
-  control::AddOutputFlags(LabFormats(), &o->output, &flags);
+  cli::AddOutputFlags(LabFormats(), &o->output, &flags);
   flags.push_back(HelpFlag(&o->help));
   return flags;
 }
@@ -202,17 +201,17 @@ std::string LinkText(const LabLink& link) {
 
 // One row per host: name, address, namespace, role, daemons.
 std::vector<std::vector<std::string>> HostRows(
-    const LabState& state, const control::ClusterRecord* cluster) {
+    const LabState& state, const cli::control::ClusterRecord* cluster) {
   const LabConfig config = FromSpec(state.spec());
   std::vector<std::vector<std::string>> rows;
   for (const LabHost& host : LabHosts(config)) {
     std::vector<std::string> daemons;
     if (cluster != nullptr) {
-      for (const control::DaemonRecord& d : cluster->daemons) {
+      for (const cli::control::DaemonRecord& d : cluster->daemons) {
         if (d.host != host.name) continue;
-        daemons.push_back(
-            absl::StrCat(d.name, " pid ", d.pid,
-                         control::IsRecordedDaemonAlive(d) ? "" : " (exited)"));
+        daemons.push_back(absl::StrCat(
+            d.name, " pid ", d.pid,
+            cli::control::IsRecordedDaemonAlive(d) ? "" : " (exited)"));
       }
     }
     rows.push_back({host.name, host.address, host.netns, RoleText(host),
@@ -221,11 +220,10 @@ std::vector<std::vector<std::string>> HostRows(
   return rows;
 }
 
-void PrintHosts(const LabState& state, const control::ClusterRecord* cluster,
-                std::ostream& out) {
-  out << control::FormatTable(
-      {"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"},
-      HostRows(state, cluster));
+void PrintHosts(const LabState& state,
+                const cli::control::ClusterRecord* cluster, std::ostream& out) {
+  out << cli::FormatTable({"HOST", "ADDRESS", "NAMESPACE", "RUNS", "DAEMONS"},
+                          HostRows(state, cluster));
 }
 
 // A header, then one line per row, every cell CsvCell'd.
@@ -234,7 +232,7 @@ std::string ToCsv(const std::vector<std::string>& header,
   std::string csv;
   auto line = [&csv](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) {
-      absl::StrAppend(&csv, i == 0 ? "" : ",", control::CsvCell(cells[i]));
+      absl::StrAppend(&csv, i == 0 ? "" : ",", cli::CsvCell(cells[i]));
     }
     csv += "\n";
   };
@@ -245,11 +243,10 @@ std::string ToCsv(const std::vector<std::string>& header,
 
 // -o csv for a verb that prints no rows: a usage error, nothing done.
 int RefuseCsv(absl::string_view verb, const CommandEnv& env) {
-  return control::ReportError(
-      env, absl::StrCat("lab ", verb), false,
-      absl::InvalidArgumentError(
-          absl::StrCat("-o csv is for lab status and lab probe; lab ", verb,
-                       " prints table or json")));
+  return cli::ReportError(env, absl::StrCat("lab ", verb), false,
+                          absl::InvalidArgumentError(absl::StrCat(
+                              "-o csv is for lab status and lab probe; lab ",
+                              verb, " prints table or json")));
 }
 
 int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
@@ -268,21 +265,20 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
   config.ps_transport = o.ps_transport;
   config.allow_entrypoints = o.allow_entrypoints;
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
-  if (!rate.ok())
-    return control::ReportError(env, "lab up", o.json, rate.status());
+  if (!rate.ok()) return cli::ReportError(env, "lab up", o.json, rate.status());
   config.link.rate_bps = *rate;
   config.link.latency = o.latency;
   config.link.queue = o.queue;
-  absl::StatusOr<control::DaemonBinaries> binaries =
-      control::FindDaemonBinaries(
+  absl::StatusOr<cli::control::DaemonBinaries> binaries =
+      cli::control::FindDaemonBinaries(
           o.binaries, config.ps_hosts > 0 || config.colocate_ps, env);
   if (!binaries.ok()) {
-    return control::ReportError(env, "lab up", o.json, binaries.status());
+    return cli::ReportError(env, "lab up", o.json, binaries.status());
   }
   up.binaries = {binaries->coordinator, binaries->worker, binaries->ps};
   absl::StatusOr<LabUpResult> result = LabUp(up);
   if (!result.ok()) {
-    return control::ReportError(env, "lab up", o.json, result.status());
+    return cli::ReportError(env, "lab up", o.json, result.status());
   }
   LabState& state = result->state;
   if (!result->already_up && !o.no_probe) {
@@ -292,7 +288,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
     if (report.ok()) {
       *state.mutable_probe() = *report;
       if (absl::Status s = WriteLabState(run_dir, state); !s.ok()) {
-        return control::ReportError(env, "lab up", o.json, s);
+        return cli::ReportError(env, "lab up", o.json, s);
       }
     } else {
       *env.err << "gradsync lab up: the link probe failed: "
@@ -315,7 +311,7 @@ int Up(const LabOptions& o, const std::string& run_dir, const CommandEnv& env) {
            << "export GRADSYNC_COORDINATOR=" << state.coordinator() << "\n";
   if (state.spec().allow_entrypoints()) {
     *env.out << "export GRADSYNC_TOKEN_FILE=" << run_dir << "/"
-             << control::kUserTokenFileName << "\n";
+             << cli::control::kUserTokenFileName << "\n";
   }
   return kExitOk;
 }
@@ -325,7 +321,7 @@ int Down(const LabOptions& o, const std::string& run_dir,
   absl::StatusOr<LabDownResult> down =
       LabDown(run_dir, o.prefix, absl::Seconds(10));
   if (!down.ok()) {
-    return control::ReportError(env, "lab down", o.json, down.status());
+    return cli::ReportError(env, "lab down", o.json, down.status());
   }
   if (o.json) {
     *env.out << "{\"hadState\":" << (down->had_state ? "true" : "false")
@@ -357,10 +353,10 @@ int Status(const LabOptions& o, const std::string& run_dir,
            const CommandEnv& env) {
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok()) {
-    return control::ReportError(env, "lab status", o.json, state.status());
+    return cli::ReportError(env, "lab status", o.json, state.status());
   }
   if (!state->has_value()) {
-    return control::ReportError(
+    return cli::ReportError(
         env, "lab status", o.json,
         absl::NotFoundError(absl::StrCat("no lab in ", run_dir,
                                          "; start one with gradsync lab up")));
@@ -369,9 +365,9 @@ int Status(const LabOptions& o, const std::string& run_dir,
     *env.out << LabJson(**state) << "\n";
     return kExitOk;
   }
-  absl::StatusOr<std::optional<control::ClusterRecord>> cluster =
-      control::ReadClusterRecord(run_dir);
-  const control::ClusterRecord* record =
+  absl::StatusOr<std::optional<cli::control::ClusterRecord>> cluster =
+      cli::control::ReadClusterRecord(run_dir);
+  const cli::control::ClusterRecord* record =
       cluster.ok() && cluster->has_value() ? &**cluster : nullptr;
   if (o.output == "csv") {
     *env.out << ToCsv({"host", "address", "netns", "runs", "daemons"},
@@ -391,7 +387,7 @@ int Probe(const LabOptions& o, const std::string& run_dir,
           const CommandEnv& env) {
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok() || !state->has_value()) {
-    return control::ReportError(
+    return cli::ReportError(
         env, "lab probe", o.json,
         state.ok() ? absl::FailedPreconditionError(absl::StrCat(
                          "no lab in ", run_dir, "; start one with lab up"))
@@ -404,11 +400,11 @@ int Probe(const LabOptions& o, const std::string& run_dir,
   absl::StatusOr<ProbeReport> report =
       ProbeLab(FromSpec((*state)->spec()), options);
   if (!report.ok()) {
-    return control::ReportError(env, "lab probe", o.json, report.status());
+    return cli::ReportError(env, "lab probe", o.json, report.status());
   }
   *(*state)->mutable_probe() = *report;
   if (absl::Status s = WriteLabState(run_dir, **state); !s.ok()) {
-    return control::ReportError(env, "lab probe", o.json, s);
+    return cli::ReportError(env, "lab probe", o.json, s);
   }
   if (o.json) {
     *env.out << LabJson(*report) << "\n";
@@ -433,9 +429,9 @@ int Probe(const LabOptions& o, const std::string& run_dir,
                            100 * (p.goodput_bps() / p.expected_bps() - 1)),
            absl::StrFormat("%.0f", p.rtt_us()), p.ok() ? "ok" : "OFF"});
     }
-    *env.out << control::FormatTable({"PAIR", "GOODPUT Mbit/s", "EXPECTED",
-                                      "MISS", "RTT us", ""},
-                                     rows)
+    *env.out << cli::FormatTable({"PAIR", "GOODPUT Mbit/s", "EXPECTED", "MISS",
+                                  "RTT us", ""},
+                                 rows)
              << FormatProbeSummary(*report) << "\n";
   }
   return report->ok() ? kExitOk : kExitFailure;
@@ -445,20 +441,20 @@ int SetLink(const LabOptions& o, const std::string& run_dir,
             const CommandEnv& env) {
   absl::StatusOr<int64_t> rate = ParseLinkRate(o.link);
   if (!rate.ok()) {
-    return control::ReportError(env, "lab set-link", o.json, rate.status());
+    return cli::ReportError(env, "lab set-link", o.json, rate.status());
   }
   LinkSettings link{*rate, o.latency, o.queue};
   absl::StatusOr<LabState> state = SetLabLink(run_dir, link, absl::Seconds(10));
   if (!state.ok()) {
-    return control::ReportError(env, "lab set-link", o.json, state.status());
+    return cli::ReportError(env, "lab set-link", o.json, state.status());
   }
   // The coordinator's model must see the new links (--mode auto).
-  control::CommonOptions common;
+  cli::control::CommonOptions common;
   common.coordinator = state->coordinator();
-  std::unique_ptr<control::ControlClient> client =
-      control::MakeClient(common, env);
+  std::unique_ptr<cli::control::ControlClient> client =
+      cli::control::MakeClient(common, env);
   if (absl::Status s = TellCoordinatorLinks(*client, link); !s.ok()) {
-    return control::ReportError(env, "lab set-link", o.json, s);
+    return cli::ReportError(env, "lab set-link", o.json, s);
   }
   if (o.json) {
     *env.out << "{\"rateBps\":" << link.rate_bps
@@ -487,21 +483,17 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   std::vector<FlagSpec> flags = Flags(&options);
   if (env.flag_table != nullptr) {
     *env.flag_table = std::move(flags);
-    return control::kExitOk;
+    return cli::kExitOk;
   }
   absl::StatusOr<std::vector<std::string>> positional = ParseFlags(args, flags);
   if (!positional.ok()) {
-    return control::ReportUsageError(env, "lab", args, positional.status());
+    return cli::ReportUsageError(env, "lab", args, positional.status());
   }
   if (options.help) {
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
-  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
-  const std::string run_dir = control::ResolveRunDir(
-      options.run_dir.empty() ? std::string(dir_env ? dir_env : ".lab")
-                              : options.run_dir,
-      "", env.cwd);
+  const std::string run_dir = ResolveLabDir(options.run_dir, env);
   const std::string verb = positional->size() == 1 ? (*positional)[0] : "";
   options.json = options.output == "json";
   if (options.output == "csv" &&
@@ -513,15 +505,20 @@ int RunLab(const std::vector<std::string>& args, const CommandEnv& env) {
   if (verb == "status") return Status(options, run_dir, env);
   if (verb == "probe") return Probe(options, run_dir, env);
   if (verb == "set-link") return SetLink(options, run_dir, env);
-  return control::ReportUsageError(
+  return cli::ReportUsageError(
       env, "lab", args,
       absl::InvalidArgumentError(
           "say up, down, status, probe, set-link, sweep, report or "
           "calibrate (gradsync lab --help)"));
 }
 
+std::string ResolveLabDir(const std::string& flag, const CommandEnv& env) {
+  return cli::control::ResolveRunDir(
+      flag, env.lab_dir_env.empty() ? ".lab" : env.lab_dir_env, env.cwd);
+}
+
 int LabMain(const std::vector<std::string>& args) {
-  return RunLab(args, control::ProcessCommandEnv());
+  return RunLab(args, cli::ProcessCommandEnv());
 }
 
 }  // namespace lab

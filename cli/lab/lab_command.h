@@ -16,15 +16,19 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
 namespace lab {
 
 // `args` are the arguments after "lab".
-int RunLab(const std::vector<std::string>& args,
-           const control::CommandEnv& env);
+int RunLab(const std::vector<std::string>& args, const cli::CommandEnv& env);
 int LabMain(const std::vector<std::string>& args);
+
+// The lab's run directory as an absolute path: `flag` (--run-dir,
+// explain's --lab-dir), else env.lab_dir_env ($GRADSYNC_LAB_DIR), else
+// ./.lab; a relative one is taken from env.cwd.
+std::string ResolveLabDir(const std::string& flag, const cli::CommandEnv& env);
 
 }  // namespace lab
 }  // namespace gradsync

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/layout_fit.h"
 #include "common/json.h"
@@ -446,9 +446,9 @@ std::string FormatSweepReport(const SweepResults& results) {
                                        : ""});
   }
   std::string text =
-      control::FormatTable({"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms",
-                            "MODEL ms", "ERROR", "CPU", "NOTE"},
-                           rows);
+      cli::FormatTable({"LAYOUT", "N", "K", "S", "Mbit/s", "MEASURED ms",
+                        "MODEL ms", "ERROR", "CPU", "NOTE"},
+                       rows);
   for (const std::string& line : results.findings()) {
     absl::StrAppend(&text, line, "\n");
   }

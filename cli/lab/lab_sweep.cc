@@ -85,9 +85,9 @@ class CpuSampler {
 };
 
 // Polls the job until it ends or `deadline`; cancels it on the deadline.
-[[nodiscard]] absl::StatusOr<JobStatus> AwaitJob(control::ControlClient& client,
-                                                 const std::string& job_id,
-                                                 absl::Time deadline) {
+[[nodiscard]] absl::StatusOr<JobStatus> AwaitJob(
+    cli::control::ControlClient& client, const std::string& job_id,
+    absl::Time deadline) {
   while (true) {
     ASSIGN_OR_RETURN(JobStatus status, client.GetJob(job_id));
     const JobState state = status.state();
@@ -264,7 +264,7 @@ absl::Status SummariseCell(const GetMetricsResponse& metrics, int world_size,
 }
 
 absl::StatusOr<std::vector<SweepCell>> RunSweep(
-    control::ControlClient& client, const std::vector<CellSpec>& cells,
+    cli::control::ControlClient& client, const std::vector<CellSpec>& cells,
     const SweepOptions& options, const SetRate& set_rate,
     std::vector<ProbeReport>* probes,
     const std::function<void(const SweepCell&)>& on_cell) {

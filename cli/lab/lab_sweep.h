@@ -103,7 +103,7 @@ using SetRate = std::function<absl::StatusOr<ProbeReport>(int64_t rate_bps)>;
 // finished cell. A cell whose job fails is recorded with its error and the
 // sweep goes on; a failing `set_rate` or coordinator ends it.
 [[nodiscard]] absl::StatusOr<std::vector<SweepCell>> RunSweep(
-    control::ControlClient& client, const std::vector<CellSpec>& cells,
+    cli::control::ControlClient& client, const std::vector<CellSpec>& cells,
     const SweepOptions& options, const SetRate& set_rate,
     std::vector<ProbeReport>* probes,
     const std::function<void(const SweepCell&)>& on_cell);

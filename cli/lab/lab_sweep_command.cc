@@ -19,7 +19,8 @@
 #include "absl/time/clock.h"
 #include "cli/control/command_common.h"
 #include "cli/control/local_command.h"
-#include "cli/control/plot_script.h"
+#include "cli/framework/plot_script.h"
+#include "cli/lab/lab_command.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_report.h"
 #include "cli/lab/lab_state.h"
@@ -34,9 +35,9 @@ namespace gradsync {
 namespace lab {
 namespace {
 
-using control::CommandEnv;
-using control::kExitFailure;
-using control::kExitOk;
+using cli::CommandEnv;
+using cli::kExitFailure;
+using cli::kExitOk;
 
 constexpr char kSweepUsage[] =
     "usage: gradsync lab sweep [--workers 2,4,6,8] [--shards 1,2,N/2,N]\n"
@@ -71,7 +72,7 @@ struct SweepFlags {
   std::string out = "lab-sweep";
   bool plot = false;
   std::string run_dir;
-  control::CommonOptions common;
+  cli::control::CommonOptions common;
 };
 
 std::vector<FlagSpec> SweepFlagSpecs(SweepFlags* f) {
@@ -265,16 +266,16 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
            {absl::StrCat(f.out, "/sweep.csv"), SweepCsv(results)},
            {absl::StrCat(f.out, "/report.txt"), report}}) {
     if (absl::Status s = WriteFile(path, text); !s.ok()) {
-      return control::ReportError(env, absl::StrCat("lab ", verb), false, s);
+      return cli::ReportError(env, absl::StrCat("lab ", verb), false, s);
     }
   }
   *env.out << report << "wrote " << f.out << "/{sweep.json,sweep.csv,"
            << "report.txt}\n";
   if (f.plot) {
     if (absl::Status s =
-            control::RunPlotScript(env.self_exe, "lab_plot.py", {json, f.out});
+            cli::RunPlotScript(env.self_exe, "lab_plot.py", {json, f.out});
         !s.ok()) {
-      return control::ReportError(env, absl::StrCat("lab ", verb), false, s);
+      return cli::ReportError(env, absl::StrCat("lab ", verb), false, s);
     }
     *env.out << "plots in " << f.out << "\n";
   }
@@ -286,22 +287,19 @@ int Finish(SweepResults& results, const SweepFlags& f, const CommandEnv& env,
 int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepFlags f;
   std::vector<std::string> positional;
-  if (std::optional<int> done =
-          control::ParseCommand(args, SweepFlagSpecs(&f), "lab sweep",
-                                kSweepUsage, env, &f.common, &positional)) {
+  if (std::optional<int> done = cli::control::ParseCommand(
+          args, SweepFlagSpecs(&f), "lab sweep", kSweepUsage, env, &f.common,
+          &positional)) {
     return *done;
   }
   absl::StatusOr<SweepGrid> grid = BuildGrid(f);
   if (!grid.ok()) {
-    return control::ReportUsageError(env, "lab sweep", args, grid.status());
+    return cli::ReportUsageError(env, "lab sweep", args, grid.status());
   }
-  const char* dir_env = std::getenv("GRADSYNC_LAB_DIR");
-  const std::string run_dir = control::ResolveRunDir(
-      f.run_dir.empty() ? std::string(dir_env ? dir_env : ".lab") : f.run_dir,
-      "", env.cwd);
+  const std::string run_dir = ResolveLabDir(f.run_dir, env);
   absl::StatusOr<std::optional<LabState>> state = ReadLabState(run_dir);
   if (!state.ok() || !state->has_value()) {
-    return control::ReportError(
+    return cli::ReportError(
         env, "lab sweep", false,
         state.ok()
             ? absl::FailedPreconditionError(absl::StrCat(
@@ -315,15 +313,14 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   absl::StatusOr<std::vector<CellSpec>> cells =
       ExpandGrid(*grid, lab, &skipped);
   if (!cells.ok()) {
-    return control::ReportUsageError(env, "lab sweep", args, cells.status());
+    return cli::ReportUsageError(env, "lab sweep", args, cells.status());
   }
   for (const std::string& s : skipped) results.add_skipped(s);
   if (cells->empty()) {
-    return control::ReportError(
-        env, "lab sweep", false,
-        absl::InvalidArgumentError(
-            absl::StrCat("this lab can run none of the grid's cells: ",
-                         absl::StrJoin(skipped, "; "))));
+    return cli::ReportError(env, "lab sweep", false,
+                            absl::InvalidArgumentError(absl::StrCat(
+                                "this lab can run none of the grid's cells: ",
+                                absl::StrJoin(skipped, "; "))));
   }
   SweepOptions options;
   options.warmup_steps = static_cast<int>(f.warmup);
@@ -335,10 +332,10 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
   options.profile = f.profile;
   options.profile_scale = f.profile_scale;
   options.bucket_bytes = f.bucket_bytes;
-  control::CommonOptions common = f.common;
+  cli::control::CommonOptions common = f.common;
   if (common.coordinator.empty()) common.coordinator = (*state)->coordinator();
-  std::unique_ptr<control::ControlClient> client =
-      control::MakeClient(common, env);
+  std::unique_ptr<cli::control::ControlClient> client =
+      cli::control::MakeClient(common, env);
   // A rate the lab runs at and verified already needs no new probe; any
   // other is shaped and probed first (and recorded in lab.json).
   const SetRate set_rate = [&](int64_t rate) -> absl::StatusOr<ProbeReport> {
@@ -385,7 +382,7 @@ int RunLabSweep(const std::vector<std::string>& args, const CommandEnv& env) {
         env.out->flush();
       });
   if (!measured.ok()) {
-    return control::ReportError(env, "lab sweep", false, measured.status());
+    return cli::ReportError(env, "lab sweep", false, measured.status());
   }
   for (SweepCell& c : *measured) *results.add_cells() = std::move(c);
   for (ProbeReport& p : probes) *results.add_probes() = std::move(p);
@@ -418,12 +415,12 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepFlags f;
   f.out.clear();
   std::vector<std::string> positional;
-  if (std::optional<int> done =
-          control::ParseCommand(args, SweepFlagSpecs(&f), "lab report",
-                                kSweepUsage, env, &f.common, &positional)) {
+  if (std::optional<int> done = cli::control::ParseCommand(
+          args, SweepFlagSpecs(&f), "lab report", kSweepUsage, env, &f.common,
+          &positional)) {
     return *done;
   }
-  if (std::optional<int> bad = control::ExpectPositional(
+  if (std::optional<int> bad = cli::ExpectPositional(
           args, positional, 1, "a sweep.json", "lab report", env)) {
     return *bad;
   }
@@ -433,10 +430,10 @@ int RunLabReport(const std::vector<std::string>& args, const CommandEnv& env) {
   SweepResults results;
   if (absl::Status s = ParseLabJson(text.str(), positional[0], &results);
       !in || !s.ok()) {
-    return control::ReportError(env, "lab report", false,
-                                s.ok() ? absl::NotFoundError(absl::StrCat(
-                                             "cannot read ", positional[0]))
-                                       : s);
+    return cli::ReportError(env, "lab report", false,
+                            s.ok() ? absl::NotFoundError(absl::StrCat(
+                                         "cannot read ", positional[0]))
+                                   : s);
   }
   if (f.out.empty()) {
     f.out = std::filesystem::path(positional[0]).parent_path().string();

@@ -14,16 +14,16 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
 namespace lab {
 
 // `args` are the arguments after "lab sweep" / "lab report".
 int RunLabSweep(const std::vector<std::string>& args,
-                const control::CommandEnv& env);
+                const cli::CommandEnv& env);
 int RunLabReport(const std::vector<std::string>& args,
-                 const control::CommandEnv& env);
+                 const cli::CommandEnv& env);
 
 }  // namespace lab
 }  // namespace gradsync

@@ -88,10 +88,11 @@ Leftovers RemoveNetwork(const std::string& prefix,
 }
 
 // The argument lists of every daemon of `plan`.
-std::vector<std::vector<std::string>*> DaemonArgs(control::ClusterPlan& plan) {
+std::vector<std::vector<std::string>*> DaemonArgs(
+    cli::control::ClusterPlan& plan) {
   std::vector<std::vector<std::string>*> out = {&plan.coordinator.args};
-  for (control::DaemonPlan& w : plan.workers) out.push_back(&w.args);
-  for (control::DaemonPlan& s : plan.servers) out.push_back(&s.args);
+  for (cli::control::DaemonPlan& w : plan.workers) out.push_back(&w.args);
+  for (cli::control::DaemonPlan& s : plan.servers) out.push_back(&s.args);
   return out;
 }
 
@@ -105,7 +106,7 @@ double LabAlphaUs(const LinkSettings& link) {
   return absl::ToDoubleMicroseconds(link.latency);
 }
 
-absl::Status TellCoordinatorLinks(control::ControlClient& client,
+absl::Status TellCoordinatorLinks(cli::control::ControlClient& client,
                                   const LinkSettings& link) {
   absl::StatusOr<ClusterLinkFacts> facts = client.SetLinkFacts(
       LabPayloadGbps(link.rate_bps), LabAlphaUs(link),
@@ -123,11 +124,11 @@ absl::Status TellCoordinatorLinks(control::ControlClient& client,
   return absl::OkStatus();
 }
 
-control::ClusterPlan LabClusterPlan(const LabConfig& config,
-                                    const std::vector<LabHost>& hosts,
-                                    const LabBinaries& binaries,
-                                    const std::string& run_dir) {
-  control::ClusterPlan plan;
+cli::control::ClusterPlan LabClusterPlan(const LabConfig& config,
+                                         const std::vector<LabHost>& hosts,
+                                         const LabBinaries& binaries,
+                                         const std::string& run_dir) {
+  cli::control::ClusterPlan plan;
   plan.run_dir = run_dir;
   for (const LabHost& host : hosts) {
     if (host.role == HostRole::kHead) {
@@ -148,7 +149,7 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
       continue;
     }
     for (int i = 0; i < host.workers; ++i) {
-      control::DaemonPlan worker;
+      cli::control::DaemonPlan worker;
       worker.name = host.workers == 1
                         ? absl::StrCat("worker-", host.name)
                         : absl::StrCat("worker-", host.name, "-", i);
@@ -171,7 +172,7 @@ control::ClusterPlan LabClusterPlan(const LabConfig& config,
       plan.workers.push_back(std::move(worker));
     }
     for (int i = 0; i < host.servers; ++i) {
-      control::DaemonPlan server;
+      cli::control::DaemonPlan server;
       server.name = absl::StrCat("ps-", host.name);
       server.binary = binaries.ps;
       server.args = {"--listen", absl::StrCat(host.address, ":0"),
@@ -199,11 +200,11 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
   ASSIGN_OR_RETURN(std::optional<LabState> existing,
                    ReadLabState(options.run_dir));
   if (existing.has_value()) {
-    ASSIGN_OR_RETURN(std::optional<control::ClusterRecord> cluster,
-                     control::ReadClusterRecord(options.run_dir));
+    ASSIGN_OR_RETURN(std::optional<cli::control::ClusterRecord> cluster,
+                     cli::control::ReadClusterRecord(options.run_dir));
     const bool alive =
         cluster.has_value() && !cluster->daemons.empty() &&
-        control::IsRecordedDaemonAlive(cluster->daemons.front()) &&
+        cli::control::IsRecordedDaemonAlive(cluster->daemons.front()) &&
         !LabLeftovers(existing->spec().prefix()).netns.empty();
     if (alive) {
       LabUpResult result;
@@ -246,13 +247,13 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
     RemoveLabState(options.run_dir);
     return Annotate(built, "the lab's network could not be built (undone)");
   }
-  control::ClusterPlan plan =
+  cli::control::ClusterPlan plan =
       LabClusterPlan(config, hosts, options.binaries, options.run_dir);
   plan.timeout = options.timeout;
   // The lab's daemons talk plaintext: a join token is what proves them
   // daemons of this lab (server/coordinator/daemon_admission.h).
   const std::string join_path =
-      absl::StrCat(options.run_dir, "/", control::kJoinTokenFileName);
+      absl::StrCat(options.run_dir, "/", cli::control::kJoinTokenFileName);
   std::remove(join_path.c_str());
   if (absl::Status written = WriteNewTokenFile(join_path).status();
       !written.ok()) {
@@ -268,7 +269,7 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
     // Only holders of the users' token may submit code for every worker
     // to run (docs/security.md): a fresh one for each lab.
     const std::string token_path =
-        absl::StrCat(options.run_dir, "/", control::kUserTokenFileName);
+        absl::StrCat(options.run_dir, "/", cli::control::kUserTokenFileName);
     std::remove(token_path.c_str());
     absl::StatusOr<std::string> token = WriteNewTokenFile(token_path);
     if (!token.ok()) {
@@ -280,7 +281,8 @@ absl::StatusOr<LabUpResult> LabUp(const LabUpOptions& options) {
     plan.coordinator.args.push_back("--user-token-file");
     plan.coordinator.args.push_back(token_path);
   }
-  absl::StatusOr<control::StartedCluster> started = control::StartCluster(plan);
+  absl::StatusOr<cli::control::StartedCluster> started =
+      cli::control::StartCluster(plan);
   if (!started.ok()) {
     RemoveNetwork(config.prefix, options.command_timeout, nullptr);
     RemoveLabState(options.run_dir);
@@ -308,18 +310,19 @@ absl::StatusOr<LabDownResult> LabDown(const std::string& run_dir,
     result.had_state = true;
     lab_prefix = (*state)->spec().prefix();
   }
-  absl::StatusOr<std::optional<control::ClusterRecord>> cluster =
-      control::ReadClusterRecord(run_dir);
+  absl::StatusOr<std::optional<cli::control::ClusterRecord>> cluster =
+      cli::control::ReadClusterRecord(run_dir);
   if (cluster.ok() && cluster->has_value()) {
-    for (const control::DaemonRecord& d : (*cluster)->daemons) {
-      if (control::IsRecordedDaemonAlive(d)) result.stopped.push_back(d.name);
+    for (const cli::control::DaemonRecord& d : (*cluster)->daemons) {
+      if (cli::control::IsRecordedDaemonAlive(d))
+        result.stopped.push_back(d.name);
     }
-    result.killed = control::StopCluster((*cluster)->daemons, grace);
-    std::remove(absl::StrCat(run_dir, "/", control::kClusterFile).c_str());
+    result.killed = cli::control::StopCluster((*cluster)->daemons, grace);
+    std::remove(absl::StrCat(run_dir, "/", cli::control::kClusterFile).c_str());
   }
   // The lab's tokens live as long as the lab.
   for (absl::string_view token :
-       {control::kJoinTokenFileName, control::kUserTokenFileName}) {
+       {cli::control::kJoinTokenFileName, cli::control::kUserTokenFileName}) {
     std::remove(absl::StrCat(run_dir, "/", token).c_str());
   }
   result.removed = RemoveNetwork(lab_prefix, absl::Seconds(10), &result.strays);

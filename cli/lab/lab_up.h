@@ -15,7 +15,7 @@
 // lab.json, builds the network, starts the coordinator on the head and the
 // workers and servers on their hosts (each daemon in its host's network
 // namespace and with the host's name), and waits until all registered
-// (control::StartCluster, which keeps cluster.json). Anything that fails
+// (cli::control::StartCluster, which keeps cluster.json). Anything that fails
 // undoes everything before the error returns. A live lab in the same run
 // directory is returned as is (already_up).
 //
@@ -58,7 +58,7 @@ struct LabUpOptions {
 
 struct LabUpResult {
   LabState state;
-  control::ClusterRecord cluster;
+  cli::control::ClusterRecord cluster;
   bool already_up = false;
 };
 
@@ -94,16 +94,16 @@ double LabAlphaUs(const LinkSettings& link);
 // Tells the lab's coordinator that its links are now `link`, so that
 // --mode auto decides with the links as they are. The links are shaped
 // already: the error says so and how to retry.
-[[nodiscard]] absl::Status TellCoordinatorLinks(control::ControlClient& client,
-                                                const LinkSettings& link);
+[[nodiscard]] absl::Status TellCoordinatorLinks(
+    cli::control::ControlClient& client, const LinkSettings& link);
 
 // The daemons StartCluster runs for `config`: the coordinator on the head,
 // W workers per worker host, a gradsync-ps per server host (and per worker
 // host with colocate_ps). Exposed for tests.
-control::ClusterPlan LabClusterPlan(const LabConfig& config,
-                                    const std::vector<LabHost>& hosts,
-                                    const LabBinaries& binaries,
-                                    const std::string& run_dir);
+cli::control::ClusterPlan LabClusterPlan(const LabConfig& config,
+                                         const std::vector<LabHost>& hosts,
+                                         const LabBinaries& binaries,
+                                         const std::string& run_dir);
 
 }  // namespace lab
 }  // namespace gradsync

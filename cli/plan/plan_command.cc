@@ -7,8 +7,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "cli/control/format.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 #include "cli/plan/sim_flags.h"
 #include "common/flags.h"
 #include "common/json.h"
@@ -16,11 +16,9 @@
 #include "study/sim/plan_sweep.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
-
-using control::CommandEnv;
-using control::kExitOk;
 
 constexpr char kUsage[] =
     "usage: gradsync plan --model-profile NAME --link RATE\n"
@@ -106,13 +104,11 @@ void PrintTable(const PlanOptions& o, const sim::SimConfig& base,
          row.ring_s > 0 ? absl::StrFormat("x%.2f", row.ring_s / best.step_s)
                         : "-",
          row.k_star > 0 ? absl::StrCat(row.k_star) : "-",
-         control::FormatPercent(best.exposed_comm_s / best.step_s),
-         best.bottleneck});
+         FormatPercent(best.exposed_comm_s / best.step_s), best.bottleneck});
   }
-  *env.out << control::FormatTable(
-                  {"N", "BEST", "STEP ms", "SAMPLES/s", "RING ms", "HIER ms",
-                   "VS RING", "K*", "EXPOSED", "BOTTLENECK"},
-                  table)
+  *env.out << FormatTable({"N", "BEST", "STEP ms", "SAMPLES/s", "RING ms",
+                           "HIER ms", "VS RING", "K*", "EXPOSED", "BOTTLENECK"},
+                          table)
            << "\nK*: the fewest servers on hosts of their own whose step is "
               "no slower than the ring's (- : none in --servers).\n"
               "EXPOSED: the share of the best step that backward does not "
@@ -190,7 +186,7 @@ int RunPlan(const std::vector<std::string>& args, const CommandEnv& env) {
                  "ring, hd, hierarchical, ps, ps-colocated (all)", &o.layouts),
   };
   AddSimFlags(&o.sim, &flags);
-  control::AddOutputFlags({"table", "json", "csv"}, &o.output, &flags);
+  AddOutputFlags({"table", "json", "csv"}, &o.output, &flags);
   flags.push_back(HelpFlag(&o.help));
   if (env.flag_table != nullptr) {
     *env.flag_table = std::move(flags);
@@ -203,7 +199,7 @@ int RunPlan(const std::vector<std::string>& args, const CommandEnv& env) {
         absl::StrCat("unexpected argument '", positional->front(), "'"));
   }
   if (!positional.ok()) {
-    return control::ReportUsageError(env, "plan", args, positional.status());
+    return ReportUsageError(env, "plan", args, positional.status());
   }
   if (o.help) {
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
@@ -212,11 +208,11 @@ int RunPlan(const std::vector<std::string>& args, const CommandEnv& env) {
   const bool json = o.output == "json";
   absl::StatusOr<sim::PlanRequest> request = BuildRequest(o);
   if (!request.ok()) {
-    return control::ReportError(env, "plan", json, request.status());
+    return ReportError(env, "plan", json, request.status());
   }
   absl::StatusOr<std::vector<sim::PlanRow>> rows = sim::RunPlan(*request);
   if (!rows.ok()) {
-    return control::ReportError(env, "plan", json, rows.status());
+    return ReportError(env, "plan", json, rows.status());
   }
   if (json) {
     PrintJson(o, *rows, env);
@@ -229,4 +225,5 @@ int RunPlan(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync

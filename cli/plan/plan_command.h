@@ -10,7 +10,7 @@
 //       --model-profile bert-large --grad-dtype bf16
 //
 // It talks to no cluster. Exit statuses as every command's
-// (cli/control/command_env.h): 0 done, 2 a bad flag, profile, rate or
+// (cli/framework/command_env.h): 0 done, 2 a bad flag, profile, rate or
 // calibration file.
 #ifndef GRADSYNC_CLI_PLAN_PLAN_COMMAND_H_
 #define GRADSYNC_CLI_PLAN_PLAN_COMMAND_H_
@@ -18,15 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 
-int RunPlan(const std::vector<std::string>& args,
-            const control::CommandEnv& env);
+int RunPlan(const std::vector<std::string>& args, const CommandEnv& env);
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_PLAN_PLAN_COMMAND_H_

@@ -17,6 +17,7 @@
 #include "study/sim/plan_sweep.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
 
@@ -236,4 +237,5 @@ std::string DescribeSetup(const SimFlags& f, const sim::SimConfig& config) {
 }
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync

@@ -33,6 +33,7 @@
 #include "study/sim/workload.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 
 struct SimFlags {
@@ -85,6 +86,7 @@ void AddSimFlags(SimFlags* f, std::vector<FlagSpec>* flags);
 std::string DescribeSetup(const SimFlags& f, const sim::SimConfig& config);
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_PLAN_SIM_FLAGS_H_

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/control/format.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 #include "cli/plan/sim_flags.h"
 #include "common/flags.h"
 #include "common/json.h"
@@ -17,11 +17,9 @@
 #include "study/sim/trace.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
-
-using control::CommandEnv;
-using control::kExitOk;
 
 constexpr char kUsage[] =
     "usage: gradsync simulate --model-profile NAME --workers N --link RATE\n"
@@ -91,10 +89,9 @@ void PrintTable(const SimulateOptions& o, const sim::SimConfig& c,
                          : absl::StrFormat("%.0f samples/s", samples)},
       {"forward", Millis(r.forward_s)},
       {"backward", Millis(r.backward_s)},
-      {"exposed comm",
-       absl::StrCat(Millis(r.exposed_comm_s), " (",
-                    control::FormatPercent(r.exposed_comm_s / r.step_s),
-                    " of the step)")},
+      {"exposed comm", absl::StrCat(Millis(r.exposed_comm_s), " (",
+                                    FormatPercent(r.exposed_comm_s / r.step_s),
+                                    " of the step)")},
       {"bottleneck", bottleneck}};
   for (const auto& [key, value] : lines) {
     *env.out << absl::StrFormat("%-14s%s\n", key, value);
@@ -115,9 +112,9 @@ void PrintTable(const SimulateOptions& o, const sim::SimConfig& c,
     rows.push_back({u->name, absl::StrCat(u->copies),
                     FormatBytes(u->bytes_per_copy),
                     absl::StrFormat("%.2f", u->busy_s() * 1e3),
-                    control::FormatPercent(u->busy_s() / r.step_s)});
+                    FormatPercent(u->busy_s() / r.step_s)});
   }
-  *env.out << control::FormatTable(
+  *env.out << FormatTable(
       {"BUSIEST RESOURCES", "COPIES", "ON ONE COPY", "BUSY ms", "OF STEP"},
       rows);
   if (used.size() > rows.size()) {
@@ -167,7 +164,7 @@ int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env) {
                  &o.trace),
   };
   AddSimFlags(&o.sim, &flags);
-  control::AddOutputFlags(control::TableOrJson(), &o.output, &flags);
+  AddOutputFlags(TableOrJson(), &o.output, &flags);
   flags.push_back(HelpFlag(&o.help));
   if (env.flag_table != nullptr) {
     *env.flag_table = std::move(flags);
@@ -180,8 +177,7 @@ int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env) {
         absl::StrCat("unexpected argument '", positional->front(), "'"));
   }
   if (!positional.ok()) {
-    return control::ReportUsageError(env, "simulate", args,
-                                     positional.status());
+    return ReportUsageError(env, "simulate", args, positional.status());
   }
   if (o.help) {
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
@@ -189,21 +185,21 @@ int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env) {
   }
   const bool json = o.output == "json";
   if (o.workers == 0) {
-    return control::ReportUsageError(
+    return ReportUsageError(
         env, "simulate", args,
         absl::InvalidArgumentError("give the worker count with --workers N"));
   }
   absl::StatusOr<sim::SimLayout> layout = sim::ParseSimLayout(o.layout);
   if (!layout.ok()) {
-    return control::ReportUsageError(env, "simulate", args, layout.status());
+    return ReportUsageError(env, "simulate", args, layout.status());
   }
   absl::StatusOr<sim::SimWorkload> workload = BuildWorkload(o.sim);
   if (!workload.ok()) {
-    return control::ReportError(env, "simulate", json, workload.status());
+    return ReportError(env, "simulate", json, workload.status());
   }
   absl::StatusOr<sim::SimConfig> config = BuildConfig(o.sim);
   if (!config.ok()) {
-    return control::ReportError(env, "simulate", json, config.status());
+    return ReportError(env, "simulate", json, config.status());
   }
   config->layout = *layout;
   config->topology.workers = o.workers;
@@ -213,19 +209,19 @@ int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env) {
   config->record_timeline = !o.trace.empty();
   absl::StatusOr<sim::SimResult> result = sim::SimulateStep(*config, *workload);
   if (!result.ok()) {
-    return control::ReportError(env, "simulate", json, result.status());
+    return ReportError(env, "simulate", json, result.status());
   }
   absl::StatusOr<std::string> bottleneck =
       sim::FindBottleneck(*config, *workload, *result);
   if (!bottleneck.ok()) {
-    return control::ReportError(env, "simulate", json, bottleneck.status());
+    return ReportError(env, "simulate", json, bottleneck.status());
   }
   if (!o.trace.empty()) {
     std::ofstream out(o.trace, std::ios::trunc);
     out << sim::ChromeTraceJson(result->timeline);
     out.close();
     if (!out) {
-      return control::ReportError(
+      return ReportError(
           env, "simulate", json,
           absl::FailedPreconditionError(absl::StrCat(
               "cannot write the trace to ", o.trace, ": ", std::strerror(errno),
@@ -245,4 +241,5 @@ int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env) {
 }
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync

@@ -9,7 +9,7 @@
 //       --grad-dtype bf16 --trace step.json
 //
 // It talks to no cluster. Exit statuses as every command's
-// (cli/control/command_env.h): 0 done, 1 a file it could not write, 2 a
+// (cli/framework/command_env.h): 0 done, 1 a file it could not write, 2 a
 // bad flag, profile, rate or calibration file.
 #ifndef GRADSYNC_CLI_PLAN_SIMULATE_COMMAND_H_
 #define GRADSYNC_CLI_PLAN_SIMULATE_COMMAND_H_
@@ -17,15 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 
-int RunSimulate(const std::vector<std::string>& args,
-                const control::CommandEnv& env);
+int RunSimulate(const std::vector<std::string>& args, const CommandEnv& env);
 
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_CLI_PLAN_SIMULATE_COMMAND_H_

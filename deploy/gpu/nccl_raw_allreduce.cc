@@ -20,8 +20,8 @@
 //
 //   gradsync-nccl-raw -b 1M -e 256M -f 2 -n 50 -w 10 [--device 0]
 //
-// Exit status: 0 all results right, 2 wrong elements, 1 errors (each names
-// the call that failed), 64 bad arguments.
+// Exit status, as gradsync bench's: 0 all results right, 1 wrong elements
+// or errors (each names the call that failed), 2 bad arguments.
 #include <cuda_runtime.h>
 #include <link.h>
 #include <nccl.h>
@@ -104,7 +104,7 @@ int Usage(const char* why) {
                "[-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP] [--device N]"
                "\n",
                why);
-  return 64;
+  return 2;
 }
 
 // -1: go on; otherwise the exit status.
@@ -377,5 +377,5 @@ int main(int argc, char** argv) {
   cudaFree(recv);
   cudaStreamDestroy(stream);
   ncclCommDestroy(comm);
-  return wrong == 0 ? 0 : 2;
+  return wrong == 0 ? 0 : 1;
 }

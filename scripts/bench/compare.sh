@@ -151,8 +151,8 @@ for tool in tools:
         continue
     for line in open(path):
         row = json.loads(line)
-        if row.get("summary"):
-            continue
+        if row.get("summary") or "error" in row:
+            continue  # the summary, or a failed run's error
         p = row.get(pass_name) or row.get("in_place")
         key = (tool, row["ranks"], row["size"])
         busbw.setdefault(key, []).append(p["busbw"])

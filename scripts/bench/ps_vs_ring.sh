@@ -234,8 +234,8 @@ for config in configs:
         continue
     for line in open(path):
         row = json.loads(line)
-        if row.get("summary"):
-            continue
+        if row.get("summary") or "error" in row:
+            continue  # the summary, or a failed run's error
         p = row["out_of_place"]
         key = (config, row["ranks"], row["size"])
         times.setdefault(key, []).append(p["time_us"] / 1e3)

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -19,7 +20,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(BenchUsageTest, ListsNcclTestsLettersWithTheirLongNames) {
-  EXPECT_THAT(BenchUsage(), HasSubstr("-b, --minbytes SIZE"));
+  BenchParse parse;
+  const std::string help = FlagsHelp(BenchFlags(&parse));
+  EXPECT_THAT(help, HasSubstr("-b, --minbytes SIZE"));
+  EXPECT_THAT(help, HasSubstr("-r, --root RANK"));
+  EXPECT_THAT(help, HasSubstr("--ps-shards K"));
+  EXPECT_THAT(help, HasSubstr("--rank R"));
+  EXPECT_THAT(BenchUsage(),
+              HasSubstr("Exit status: 0 every element right, 1 wrong "
+                        "elements or an error, 2 a bad\nflag or value."));
 }
 
 TEST(SweepSizesTest, FactorSweepIncludesBothEnds) {
@@ -129,7 +138,7 @@ TEST(ParseBenchArgsTest, HelpNeedsNoCollective) {
   absl::StatusOr<BenchOptions> o = ParseBenchArgs({"--help"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->help);
-  EXPECT_THAT(BenchUsage(), HasSubstr("-b, --minbytes SIZE"));
+  EXPECT_THAT(BenchUsage(), HasSubstr("usage: gradsync bench allreduce|"));
 }
 
 struct BadArgs {
@@ -155,14 +164,14 @@ TEST(ParseBenchArgsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
       {{"alltoall"}, "unknown collective"},
       {{"allreduce", "--bogus"}, "unknown flag '--bogus'"},
       {{"allreduce", "-b"}, "-b needs a value"},
-      {{"allreduce", "-b", "1X"}, "-b"},
+      {{"allreduce", "-b", "1X"}, "--minbytes: "},
       {{"allreduce", "-b", "2M", "-e", "1M"}, "larger than -e"},
       {{"allreduce", "-f", "3", "-i", "1M"}, "use one"},
-      {{"allreduce", "-f", "1"}, "-f wants an integer >= 2"},
-      {{"allreduce", "-i", "0"}, "-i wants a size > 0"},
+      {{"allreduce", "-f", "1"}, "--stepfactor wants an integer >= 2"},
+      {{"allreduce", "-i", "0"}, "--stepbytes wants a size >= 1"},
       {{"allreduce", "-b", "0"}, "-b 0 never grows"},
-      {{"allreduce", "-n", "0"}, "-n wants an integer >= 1"},
-      {{"allreduce", "-c", "2"}, "-c wants 0 or 1"},
+      {{"allreduce", "-n", "0"}, "--iters wants an integer >= 1"},
+      {{"allreduce", "-c", "2"}, "--check wants 0 or 1"},
       {{"allreduce", "-o", "prod"}, "unknown reduction"},
       {{"allreduce", "-d", "fp8"}, "unknown data type"},
       {{"allreduce", "--json=1"}, "takes no value"},
@@ -350,6 +359,26 @@ TEST(ParseBenchArgsTest, BadLauncherValues_InvalidArgumentNamingTheVariable) {
   EXPECT_THAT(o.status().message(), HasSubstr("srun, mpirun or torchrun"));
 }
 
+// The local launcher marks its ranks (they then exit
+// kExitLaunchedRankWrongResults for wrong elements); nobody else is.
+TEST(ParseBenchArgsTest, LaunchedOnlyWithTheLaunchersMarkAndAStore) {
+  const std::vector<std::string> rank = {
+      "allreduce", "--rank", "0", "--world", "2", "--store", "h:1"};
+  absl::StatusOr<BenchOptions> o =
+      ParseBenchArgs(rank, Env({{"GRADSYNC_BENCH_LAUNCHED", "1"}}));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->launched);
+  o = ParseBenchArgs(rank, Env({}));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->launched);
+  o = ParseBenchArgs(rank);  // no environment at all
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->launched);
+  o = ParseBenchArgs({"allreduce"}, Env({{"GRADSYNC_BENCH_LAUNCHED", "1"}}));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->launched);  // a launcher itself
+}
+
 TEST(ParseBenchArgsTest, HostLayout) {
   auto o = ParseBenchArgs({"allreduce", "--ranks", "4", "--algo",
                            "hierarchical", "--host-layout", "2+1+1"});
@@ -433,4 +462,5 @@ TEST(PsOptionsTest, BadCommandLines_ReturnInvalidArgumentNamingTheFlag) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -19,6 +19,7 @@
 #include "tests/cli/bench_test_util.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -256,4 +257,5 @@ TEST(BenchPsTest, ReportWithoutInPlace_SummarisesOutOfPlaceOnly) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

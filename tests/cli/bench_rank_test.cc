@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -142,6 +143,22 @@ TEST(BenchRankTest, BadAlgorithm_ReturnsInvalidArgument) {
   EXPECT_EQ(runs[0].wrong.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// One exit-status meaning (cli/framework/command_env.h): wrong elements
+// are a failure, 1, as an error is; only a rank of the local launcher
+// says "wrong elements" apart, to the launcher, which exits 1 for them.
+TEST(BenchRankTest, ExitStatus_WrongElementsFailUnlessTheLauncherAsks) {
+  EXPECT_EQ(RankExitStatus(int64_t{0}, false), kExitOk);
+  EXPECT_EQ(RankExitStatus(int64_t{0}, true), kExitOk);
+  EXPECT_EQ(RankExitStatus(int64_t{12}, false), kExitFailure);
+  EXPECT_EQ(RankExitStatus(int64_t{12}, true), kExitLaunchedRankWrongResults);
+  EXPECT_EQ(RankExitStatus(absl::UnavailableError("no store"), false),
+            kExitFailure);
+  EXPECT_EQ(RankExitStatus(absl::UnavailableError("no store"), true),
+            kExitFailure);
+  EXPECT_NE(kExitLaunchedRankWrongResults, kExitFailure);
+  EXPECT_NE(kExitLaunchedRankWrongResults, kExitUsage);
+}
+
 TEST(BenchRankTest, MissingPeer_TimesOutNamingIt) {
   MemoryStore store;
   absl::StatusOr<BenchOptions> options = ParseBenchArgs(
@@ -194,4 +211,5 @@ TEST(BackendTest, NcclOnOneGpuVerifies) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -15,6 +15,7 @@
 #include "collectives/store.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 
 struct RankRun {
@@ -54,6 +55,7 @@ inline std::vector<RankRun> RunRanks(Store* store, int world,
 }
 
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_TESTS_CLI_BENCH_TEST_UTIL_H_

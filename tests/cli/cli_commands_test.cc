@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/completion.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,7 +22,6 @@ namespace gradsync {
 namespace cli {
 namespace {
 
-using control::CommandEnv;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -44,37 +43,37 @@ class GradsyncCommandsTest : public ::testing::Test {
 };
 
 TEST_F(GradsyncCommandsTest, HelpCommand_IsTheCommandsHelp) {
-  ASSERT_EQ(Run({"status", "--help"}), control::kExitOk);
+  ASSERT_EQ(Run({"status", "--help"}), kExitOk);
   const std::string help = out_.str();
   EXPECT_THAT(help, StartsWith("usage: gradsync status [JOB] [flags]\n"));
-  ASSERT_EQ(Run({"help", "status"}), control::kExitOk);
+  ASSERT_EQ(Run({"help", "status"}), kExitOk);
   EXPECT_EQ(out_.str(), help);
-  ASSERT_EQ(Run({"status", "-h"}), control::kExitOk);
+  ASSERT_EQ(Run({"status", "-h"}), kExitOk);
   EXPECT_EQ(out_.str(), help);
 }
 
 TEST_F(GradsyncCommandsTest, UnknownCommand_DidYouMean) {
-  EXPECT_EQ(Run({"stauts"}), control::kExitFailure);
+  EXPECT_EQ(Run({"stauts"}), kExitFailure);
   EXPECT_THAT(err_.str(), StartsWith("gradsync: unknown command 'stauts'; did "
                                      "you mean 'status'?\n\nusage: "));
   EXPECT_EQ(out_.str(), "");
-  EXPECT_EQ(Run({"help", "wokers"}), control::kExitUsage);
+  EXPECT_EQ(Run({"help", "wokers"}), kExitUsage);
   EXPECT_EQ(err_.str(),
             "gradsync help: unknown command 'wokers'; did you mean "
             "'workers'?\n(gradsync --help lists the commands)\n");
-  EXPECT_EQ(Run({"--jsno"}), control::kExitFailure);
+  EXPECT_EQ(Run({"--jsno"}), kExitFailure);
   EXPECT_THAT(err_.str(), StartsWith("gradsync: unknown flag '--jsno' (flags "
                                      "come after the command)\n"));
 }
 
 TEST_F(GradsyncCommandsTest, Usage_FitsTheTerminal) {
   for (const int width : {50, 80, 120}) {
-    ASSERT_EQ(Run({"--help"}, width), control::kExitOk);
+    ASSERT_EQ(Run({"--help"}, width), kExitOk);
     for (absl::string_view line : absl::StrSplit(out_.str(), '\n')) {
       EXPECT_LE(line.size(), static_cast<size_t>(width)) << line;
     }
   }
-  ASSERT_EQ(Run({"help"}, 50), control::kExitOk);
+  ASSERT_EQ(Run({"help"}, 50), kExitOk);
   EXPECT_THAT(out_.str(),
               HasSubstr("  explain     a job's sync time against the\n"
                         "              alpha-beta model, its bottleneck,\n"
@@ -98,32 +97,69 @@ TEST_F(GradsyncCommandsTest, EveryCommand_FlagsAreUniqueAndHelpWorks) {
       }
     }
     EXPECT_EQ(letters.count('h'), 1u) << command.name << " has no -h";
-    if (std::string(command.name) == "bench") continue;  // prints to stdout
-    EXPECT_EQ(Run({command.name, "--help"}), control::kExitOk) << command.name;
+    EXPECT_EQ(Run({command.name, "--help"}), kExitOk) << command.name;
     EXPECT_THAT(out_.str(), StartsWith("usage: gradsync ")) << command.name;
   }
+}
+
+// bench on the framework: its help through env.out, a bad flag or value
+// exits 2 naming it (before any rank or server starts), as in every
+// command.
+TEST_F(GradsyncCommandsTest, Bench_HelpAndUsageErrorsAsEveryCommands) {
+  ASSERT_EQ(Run({"bench", "--help"}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(),
+              StartsWith("usage: gradsync bench allreduce|reducescatter|"));
+  EXPECT_THAT(out_.str(), HasSubstr("\nflags:\n  -b, --minbytes SIZE"));
+  EXPECT_THAT(out_.str(), HasSubstr("1 wrong elements or an error, 2 a bad"));
+  ASSERT_EQ(Run({"help", "bench"}), kExitOk);
+  EXPECT_THAT(out_.str(), StartsWith("usage: gradsync bench "));
+
+  struct Bad {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Bad cases[] = {
+      {{"bench", "allreduce", "--bogus"}, "unknown flag '--bogus'"},
+      {{"bench", "allreduce", "-n", "0"}, "--iters wants an integer >= 1"},
+      {{"bench", "allreduce", "-b", "1X"}, "--minbytes: "},
+      {{"bench", "allreduce", "--ranks", "4", "--host-layout", "3+2"},
+       "--host-layout places 5 ranks, but the run has 4"},
+      {{"bench"}, "name a collective"},
+      {{"bench", "allreduce", "--algo", "tree"}, "tree"},
+      {{"bench", "allreduce", "--transport", "ib"}, "unknown transport 'ib'"},
+  };
+  for (const Bad& bad : cases) {
+    EXPECT_EQ(Run(bad.args), kExitUsage) << bad.message;
+    EXPECT_THAT(err_.str(), StartsWith("gradsync bench: ")) << bad.message;
+    EXPECT_THAT(err_.str(), HasSubstr(bad.message));
+    EXPECT_EQ(out_.str(), "") << bad.message;
+  }
+  // Parse errors point at --help; with --json, also as JSON on stdout.
+  EXPECT_EQ(Run({"bench", "allreduce", "--bogus"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("(gradsync bench --help lists the flags)"));
+  EXPECT_EQ(Run({"bench", "allreduce", "--json", "-c", "2"}), kExitUsage);
+  EXPECT_THAT(out_.str(), StartsWith("{\"error\":{\"code\":"
+                                     "\"INVALID_ARGUMENT\""));
 }
 
 TEST_F(GradsyncCommandsTest, OutputFlag_OnTheCommandsThatActToo) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "/gradsync_o_", getpid());
   // Checked before anything is done: no lab is looked for, none started.
-  EXPECT_EQ(Run({"lab", "up", "-o", "csv", "--run-dir", dir}),
-            control::kExitUsage);
+  EXPECT_EQ(Run({"lab", "up", "-o", "csv", "--run-dir", dir}), kExitUsage);
   EXPECT_EQ(err_.str(),
             "gradsync lab up: -o csv is for lab status and lab probe; lab up "
             "prints table or json\n");
-  EXPECT_EQ(Run({"lab", "status", "-o", "xml", "--run-dir", dir}),
-            control::kExitUsage);
+  EXPECT_EQ(Run({"lab", "status", "-o", "xml", "--run-dir", dir}), kExitUsage);
   EXPECT_THAT(err_.str(),
               HasSubstr("--output is 'xml'; use table, json or csv"));
   EXPECT_EQ(Run({"lab", "status", "-o", "json", "--run-dir", dir}),
-            control::kExitFailure);
+            kExitFailure);
   EXPECT_THAT(out_.str(), StartsWith("{\"error\":{\"code\":\"NOT_FOUND\""));
-  EXPECT_EQ(Run({"local", "up", "-o", "csv"}), control::kExitUsage);
+  EXPECT_EQ(Run({"local", "up", "-o", "csv"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--output is 'csv'; use table or json"));
   EXPECT_EQ(Run({"certs", "init", dir, "--days", "99999", "-o", "json"}),
-            control::kExitUsage);
+            kExitUsage);
   EXPECT_THAT(out_.str(), StartsWith("{\"error\":{\"code\":"
                                      "\"INVALID_ARGUMENT\""));
   EXPECT_NE(access(dir.c_str(), F_OK), 0) << "a refused command wrote " << dir;
@@ -152,7 +188,7 @@ std::string Complete(const std::string& script_path,
 }
 
 TEST_F(GradsyncCommandsTest, BashCompletion_CompletesCommandsFlagsAndValues) {
-  ASSERT_EQ(Run({"completion", "bash"}), control::kExitOk) << err_.str();
+  ASSERT_EQ(Run({"completion", "bash"}), kExitOk) << err_.str();
   const std::string path =
       absl::StrCat(::testing::TempDir(), "/gradsync_completion_", getpid());
   std::ofstream(path) << out_.str();
@@ -184,12 +220,12 @@ TEST_F(GradsyncCommandsTest, BashCompletion_CompletesCommandsFlagsAndValues) {
 }
 
 TEST_F(GradsyncCommandsTest, Completion_ZshAndBadShell) {
-  ASSERT_EQ(Run({"completion", "zsh"}), control::kExitOk);
+  ASSERT_EQ(Run({"completion", "zsh"}), kExitOk);
   EXPECT_THAT(out_.str(),
               StartsWith("#compdef gradsync\n# zsh completion for gradsync"));
   EXPECT_THAT(out_.str(),
               HasSubstr("autoload -U +X bashcompinit && bashcompinit\n"));
-  EXPECT_EQ(Run({"completion", "fish"}), control::kExitUsage);
+  EXPECT_EQ(Run({"completion", "fish"}), kExitUsage);
   EXPECT_EQ(err_.str(),
             "gradsync completion: the shell is 'fish'; use bash or zsh\n"
             "(gradsync completion --help lists the flags)\n");

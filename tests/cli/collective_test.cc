@@ -3,6 +3,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -82,4 +83,5 @@ TEST(InPlaceOffsetsTest, FollowNcclConventions) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

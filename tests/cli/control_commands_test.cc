@@ -16,14 +16,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "cli/control/command_env.h"
 #include "cli/control/control_client.h"
 #include "cli/control/job_commands.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -386,4 +387,5 @@ TEST(ResolveCoordinatorAddressTest, FlagThenEnvThenDefault) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

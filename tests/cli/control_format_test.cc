@@ -9,19 +9,20 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/logs_command.h"
 #include "cli/control/progress.h"
+#include "cli/framework/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/format_test_util.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
-using ::gradsync::control::testing::Metric;
+using ::gradsync::cli::control::testing::Metric;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -421,4 +422,5 @@ TEST(FormatLogLineTest, TimeHostRankText_TerminalSafe) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

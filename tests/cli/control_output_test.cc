@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/command_env.h"
 #include "cli/control/job_commands.h"
-#include "cli/control/output_format.h"
-#include "cli/control/plot_script.h"
+#include "cli/control/job_csv.h"
 #include "cli/control/version_command.h"
+#include "cli/framework/command_env.h"
+#include "cli/framework/output_format.h"
+#include "cli/framework/plot_script.h"
 #include "common/version.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
@@ -22,6 +23,7 @@
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -281,4 +283,5 @@ TEST(VersionCommandTest, Unreachable_ExitsOneAfterTheClientLine) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

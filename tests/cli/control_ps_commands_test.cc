@@ -4,13 +4,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
 #include "cli/control/job_commands.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -116,4 +117,5 @@ TEST_F(ControlCommandsTest, Workers_ListsParameterServers) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/command_env.h"
 #include "cli/control/job_commands.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/control_test_fixture.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -107,4 +108,5 @@ TEST_F(ControlCommandsTest, Resume_Follow_FollowsTheNewJob) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -11,12 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "tests/util/fake_coordinator.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace test_support {
 
@@ -222,6 +223,7 @@ class ControlCommandsTest : public ::testing::Test {
 
 }  // namespace test_support
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
 #endif  // GRADSYNC_TESTS_CLI_CONTROL_TEST_FIXTURE_H_

@@ -26,6 +26,7 @@
 #include "tests/util/fake_coordinator.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -209,4 +210,5 @@ TEST_F(ControlTlsTest, TlsAgainstPlaintext_AndAnEmptyTlsDir_Fail) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -6,7 +6,7 @@
 
 #include "proto/coordinator.pb.h"
 
-namespace gradsync::control::testing {
+namespace gradsync::cli::control::testing {
 
 // One rank's metrics of one ring step, with the given times in seconds.
 inline StepMetrics Metric(int rank, int64_t step, double compute, double comm,
@@ -26,6 +26,6 @@ inline StepMetrics Metric(int rank, int64_t step, double compute, double comm,
   return m;
 }
 
-}  // namespace gradsync::control::testing
+}  // namespace gradsync::cli::control::testing
 
 #endif  // GRADSYNC_TESTS_CLI_FORMAT_TEST_UTIL_H_

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -425,4 +426,5 @@ TEST(EntrypointFlagsTest, BadCommandLine_InvalidArgument) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

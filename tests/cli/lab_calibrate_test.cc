@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "cli/lab/lab_calibrate_command.h"
 #include "cli/lab/lab_state.h"
 #include "cli/plan/simulate_command.h"
@@ -114,12 +114,11 @@ std::string ReadAll(const std::string& path) {
 
 class LabCalibrateTest : public ::testing::Test {
  protected:
-  int Run(int (*run)(const std::vector<std::string>&,
-                     const control::CommandEnv&),
+  int Run(int (*run)(const std::vector<std::string>&, const cli::CommandEnv&),
           const std::vector<std::string>& args) {
     out_.str("");
     err_.str("");
-    control::CommandEnv env;
+    cli::CommandEnv env;
     env.out = &out_;
     env.err = &err_;
     return run(args, env);
@@ -258,7 +257,7 @@ TEST_F(LabCalibrateTest, FitsValidatesAndSimulateLoadsTheFile) {
   const std::string md = TempPath("validation.md");
   ASSERT_EQ(
       Calibrate({"--sweep", sweep, "-o", cal, "--validate", "--markdown", md}),
-      control::kExitOk)
+      cli::kExitOk)
       << err_.str();
   const std::string out = out_.str();
   EXPECT_THAT(out, HasSubstr("cells: 6 with N <= 4 (the fit's), 3 held out"));
@@ -281,18 +280,17 @@ TEST_F(LabCalibrateTest, FitsValidatesAndSimulateLoadsTheFile) {
   EXPECT_THAT(markdown, HasSubstr("| ring N=8 8M 1 Gbit/s |"));
 
   // The file calibrate wrote is what simulate and plan take.
-  ASSERT_EQ(Run(&plan::RunSimulate,
+  ASSERT_EQ(Run(&cli::plan::RunSimulate,
                 {"--model-profile", "resnet50", "-w", "8", "--link", "1gbit",
                  "--compute-ms", "100", "--calibration", cal}),
-            control::kExitOk)
+            cli::kExitOk)
       << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("calibration: " + cal));
   EXPECT_THAT(out_.str(), HasSubstr("abc1234"));
   EXPECT_THAT(out_.str(), Not(HasSubstr("defaults (not fitted)")));
 
   // And calibrate validates a given file without fitting.
-  ASSERT_EQ(Calibrate({"--calibration", cal, "--sweep", sweep}),
-            control::kExitOk)
+  ASSERT_EQ(Calibrate({"--calibration", cal, "--sweep", sweep}), cli::kExitOk)
       << err_.str();
   EXPECT_THAT(out_.str(), Not(HasSubstr("wrote")));
   EXPECT_THAT(out_.str(), HasSubstr(": PASS"));
@@ -302,17 +300,17 @@ TEST_F(LabCalibrateTest, FitsValidatesAndSimulateLoadsTheFile) {
 }
 
 TEST_F(LabCalibrateTest, BadInput_ExitsWithTheRightStatus) {
-  EXPECT_EQ(Calibrate({}), control::kExitUsage);
+  EXPECT_EQ(Calibrate({}), cli::kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--sweep"));
-  EXPECT_EQ(Calibrate({"stray"}), control::kExitUsage);
+  EXPECT_EQ(Calibrate({"stray"}), cli::kExitUsage);
   EXPECT_EQ(Calibrate({"--sweep", "/nonexistent/sweep.json"}),
-            control::kExitFailure);
+            cli::kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("cannot read /nonexistent/sweep.json"));
   const std::string bad = WriteTemp("bad.json", "[1, 2]");
-  EXPECT_EQ(Calibrate({"--sweep", bad}), control::kExitUsage);
+  EXPECT_EQ(Calibrate({"--sweep", bad}), cli::kExitUsage);
   std::remove(bad.c_str());
   EXPECT_EQ(Calibrate({"--sweep", "x", "--link-efficiency", "1.5"}),
-            control::kExitUsage);
+            cli::kExitUsage);
 
   // Only cells with N <= 4: nothing to validate on.
   SweepResults small;
@@ -320,11 +318,11 @@ TEST_F(LabCalibrateTest, BadInput_ExitsWithTheRightStatus) {
   const std::string sweep = WriteTemp("small.json", LabJson(small));
   const std::string cal = TempPath("small_cal.json");
   EXPECT_EQ(Calibrate({"--sweep", sweep, "-o", cal, "--validate"}),
-            control::kExitFailure);
+            cli::kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("no held-out cell (N > 4)"));
   // --max-workers 1: nothing to fit.
   EXPECT_EQ(Calibrate({"--sweep", sweep, "--max-workers", "1"}),
-            control::kExitFailure);
+            cli::kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("no cell with N <= 1 to fit"));
   std::remove(sweep.c_str());
   std::remove(cal.c_str());

@@ -202,7 +202,7 @@ TEST(LabNetworkTest, DownDeletesNamespacesLinksAndTheBridgeAndMayFail) {
 TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
   LabConfig config = TwoWorkersOneServer();
   config.colocate_ps = true;
-  const control::ClusterPlan plan =
+  const cli::control::ClusterPlan plan =
       LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
   EXPECT_EQ(plan.coordinator.address, "10.77.0.1:29400");
   // 500 Mbit/s of frames carry 1448/1514 of it as payload: in GB/s, to 9
@@ -236,7 +236,7 @@ TEST(LabUpTest, DaemonsBindTheirHostsAddresses) {
 TEST(LabUpTest, GrpcTransport_WorkersGetItAndLabJsonKeepsIt) {
   LabConfig config = TwoWorkersOneServer();
   config.ps_transport = "grpc";
-  const control::ClusterPlan plan =
+  const cli::control::ClusterPlan plan =
       LabClusterPlan(config, LabHosts(config), {"/c", "/w", "/p"}, "/run/lab");
   ASSERT_EQ(plan.workers.size(), 2u);
   EXPECT_THAT(plan.workers[1].args,

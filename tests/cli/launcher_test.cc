@@ -2,6 +2,8 @@
 // rank binary: sh -c SCRIPT --rank R ... runs SCRIPT with $1 = R.
 #include "cli/bench/launcher.h"
 
+#include <stdlib.h>
+
 #include <string>
 
 #include "absl/time/clock.h"
@@ -9,6 +11,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -45,6 +48,26 @@ TEST(LauncherTest, BenignExitIsReturnedWithoutStoppingOthers) {
       ShellRanks("if [ \"$1\" = 1 ]; then exit 2; fi; sleep 0.2", 3), 2);
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(*status, 2);
+}
+
+// The spec's variables reach every rank, over this process's.
+TEST(LauncherTest, RanksGetTheSpecsEnvironment) {
+  setenv("GRADSYNC_LAUNCHER_TEST", "outer", 1);
+  LaunchSpec spec = ShellRanks(
+      "[ \"$GRADSYNC_LAUNCHER_TEST\" = inner ] && [ -n \"$PATH\" ]", 2);
+  spec.env = {"GRADSYNC_LAUNCHER_TEST=inner"};
+  absl::StatusOr<int> status = RunLocalRanks(spec, 2);
+  unsetenv("GRADSYNC_LAUNCHER_TEST");
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(*status, 0);
+}
+
+// What bench's launcher relies on: ranks that all exit with the benign
+// status (wrong elements) ran to the end; none is stopped or blamed.
+TEST(LauncherTest, EveryRankBenign_ReturnsItWithoutAnError) {
+  absl::StatusOr<int> status = RunLocalRanks(ShellRanks("exit 3", 3), 3);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(*status, 3);
 }
 
 TEST(LauncherTest, FailingRank_StopsTheOthersAndIsNamed) {
@@ -90,4 +113,5 @@ TEST(LauncherTest, MissingBinary_FailsNamingTheRank) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -26,13 +26,14 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/control/command_common.h"
-#include "cli/control/command_env.h"
 #include "cli/control/local_command.h"
+#include "cli/framework/command_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -553,4 +554,5 @@ TEST(LocalCommandTest, UpWithoutBinaries_SaysWhereItLooked) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 #include "cli/plan/plan_command.h"
 #include "cli/plan/sim_flags.h"
 #include "cli/plan/simulate_command.h"
@@ -22,6 +22,7 @@
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
+namespace cli {
 namespace plan {
 namespace {
 
@@ -44,12 +45,11 @@ class PlanCommandsTest : public ::testing::Test {
   std::ostringstream err_;
 
  private:
-  int RunWith(int (*run)(const std::vector<std::string>&,
-                         const control::CommandEnv&),
+  int RunWith(int (*run)(const std::vector<std::string>&, const CommandEnv&),
               const std::vector<std::string>& args) {
     out_.str("");
     err_.str("");
-    control::CommandEnv env;
+    CommandEnv env;
     env.out = &out_;
     env.err = &err_;
     return run(args, env);
@@ -60,7 +60,7 @@ TEST_F(PlanCommandsTest, Simulate_Table_NamesTheStepAndItsBottleneck) {
   ASSERT_EQ(Simulate({"--model-profile", "resnet50", "--workers", "16",
                       "--gpus-per-node", "8", "--link", "25gbit", "--layout",
                       "hierarchical"}),
-            control::kExitOk)
+            kExitOk)
       << err_.str();
   const std::string out = out_.str();
   EXPECT_THAT(out, StartsWith("resnet50, batch 32 on a100"));
@@ -75,7 +75,7 @@ TEST_F(PlanCommandsTest, Simulate_Json_AgreesWithTheSimulator) {
   ASSERT_EQ(Simulate({"--model-profile", "vgg16", "-w", "8", "--link", "10gbit",
                       "--layout", "ps", "--servers", "4", "--grad-dtype",
                       "bf16", "--gpu-tflops", "50", "-o", "json"}),
-            control::kExitOk)
+            kExitOk)
       << err_.str();
   absl::StatusOr<sim::JsonValue> doc = sim::ParseJson(out_.str());
   ASSERT_THAT(doc, IsOk()) << out_.str();
@@ -107,7 +107,7 @@ TEST_F(PlanCommandsTest, Simulate_Trace_IsAChromeTrace) {
       absl::StrCat(::testing::TempDir(), "/sim_trace_", getpid(), ".json");
   ASSERT_EQ(Simulate({"--model-profile", "resnet50", "--workers", "4", "--link",
                       "10gbit", "--trace", path}),
-            control::kExitOk)
+            kExitOk)
       << err_.str();
   std::ifstream in(path);
   std::stringstream text;
@@ -124,7 +124,7 @@ TEST_F(PlanCommandsTest, Simulate_Trace_IsAChromeTrace) {
   unlink(path.c_str());
   EXPECT_EQ(Simulate({"--model-profile", "resnet50", "--workers", "4", "--link",
                       "10gbit", "--trace", "/nonexistent/dir/t"}),
-            control::kExitFailure);
+            kExitFailure);
   EXPECT_THAT(err_.str(), HasSubstr("cannot write the trace"));
 }
 
@@ -136,31 +136,27 @@ TEST_F(PlanCommandsTest, Simulate_BadInput_ExitsTwo) {
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
-  EXPECT_EQ(Simulate(base), control::kExitUsage);
+  EXPECT_EQ(Simulate(base), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--workers N"));
-  EXPECT_EQ(Simulate(with({"-w", "4", "--layout", "tree"})),
-            control::kExitUsage);
+  EXPECT_EQ(Simulate(with({"-w", "4", "--layout", "tree"})), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("unknown layout 'tree'"));
   EXPECT_EQ(Simulate({"--model-profile", "gpt", "-w", "4", "--link", "1gbit"}),
-            control::kExitUsage);
-  EXPECT_EQ(Simulate({"--model-profile", "resnet50", "-w", "4"}),
-            control::kExitUsage);
+            kExitUsage);
+  EXPECT_EQ(Simulate({"--model-profile", "resnet50", "-w", "4"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--link"));
-  EXPECT_EQ(Simulate(with({"-w", "4", "--grad-dtype", "int8"})),
-            control::kExitUsage);
-  EXPECT_EQ(Simulate(with({"-w", "12", "--gpus-per-node", "8"})),
-            control::kExitUsage);
+  EXPECT_EQ(Simulate(with({"-w", "4", "--grad-dtype", "int8"})), kExitUsage);
+  EXPECT_EQ(Simulate(with({"-w", "12", "--gpus-per-node", "8"})), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("multiple of the GPUs per node"));
   EXPECT_EQ(Simulate(with({"-w", "4", "--calibration", "/nonexistent.json"})),
-            control::kExitUsage);
+            kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("/nonexistent.json"));
-  EXPECT_EQ(Simulate(with({"-w", "4", "extra"})), control::kExitUsage);
+  EXPECT_EQ(Simulate(with({"-w", "4", "extra"})), kExitUsage);
 }
 
 TEST_F(PlanCommandsTest, Plan_Table_HasARowPerWorkerCount) {
   ASSERT_EQ(Plan({"--model-profile", "resnet50", "--workers", "8..32",
                   "--gpus-per-node", "8", "--link", "100gbit"}),
-            control::kExitOk)
+            kExitOk)
       << err_.str();
   const std::string out = out_.str();
   EXPECT_THAT(out, HasSubstr("\nN   BEST"));
@@ -176,7 +172,7 @@ TEST_F(PlanCommandsTest, Plan_JsonAndCsv_ListEveryCell) {
       "10gbit",          "--layouts", "ring,ps", "--servers", "1..N"};
   std::vector<std::string> json = args;
   json.insert(json.end(), {"-o", "json"});
-  ASSERT_EQ(Plan(json), control::kExitOk) << err_.str();
+  ASSERT_EQ(Plan(json), kExitOk) << err_.str();
   absl::StatusOr<sim::JsonValue> doc = sim::ParseJson(out_.str());
   ASSERT_THAT(doc, IsOk()) << out_.str();
   const std::vector<sim::JsonValue>& rows = doc->Find("rows")->items();
@@ -186,7 +182,7 @@ TEST_F(PlanCommandsTest, Plan_JsonAndCsv_ListEveryCell) {
   EXPECT_EQ(rows[1].Find("cells")->items().size(), 5u);
   std::vector<std::string> csv = args;
   csv.insert(csv.end(), {"-o", "csv"});
-  ASSERT_EQ(Plan(csv), control::kExitOk);
+  ASSERT_EQ(Plan(csv), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("workers,layout,servers,step_s,"));
 }
 
@@ -195,14 +191,14 @@ TEST_F(PlanCommandsTest, Plan_BadRanges_ExitTwo) {
                                          "--link", "10gbit"};
   std::vector<std::string> args = base;
   args.insert(args.end(), {"--workers", "0..8"});
-  EXPECT_EQ(Plan(args), control::kExitUsage);
+  EXPECT_EQ(Plan(args), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--workers '0..8'"));
   args = base;
   args.insert(args.end(), {"--servers", "4..2"});
-  EXPECT_EQ(Plan(args), control::kExitUsage);
+  EXPECT_EQ(Plan(args), kExitUsage);
   args = base;
   args.insert(args.end(), {"--layouts", "ring,star"});
-  EXPECT_EQ(Plan(args), control::kExitUsage);
+  EXPECT_EQ(Plan(args), kExitUsage);
 }
 
 TEST(SimFlagsTest, Rates_InBitsOrBytesPerSecond) {
@@ -233,4 +229,5 @@ TEST(SimFlagsTest, Counts_RangesListsAndOne) {
 
 }  // namespace
 }  // namespace plan
+}  // namespace cli
 }  // namespace gradsync

@@ -5,18 +5,19 @@
 #include <string>
 #include <vector>
 
-#include "cli/control/format.h"
 #include "cli/control/job_format.h"
 #include "cli/control/progress.h"
+#include "cli/framework/format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/format_test_util.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
-using ::gradsync::control::testing::Metric;
+using ::gradsync::cli::control::testing::Metric;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -307,4 +308,5 @@ TEST(ProgressTest, FinalReport) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -163,4 +164,5 @@ TEST(FormatJsonTest, RowAndSummary) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

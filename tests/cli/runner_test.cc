@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -149,4 +150,5 @@ TEST(SweepRunnerTest, SizeAboveMaximum_ReturnsInvalidArgument) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

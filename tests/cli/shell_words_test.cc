@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -34,4 +35,5 @@ TEST(SplitShellWordsTest, BadQuotingOrNothing_InvalidArgument) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

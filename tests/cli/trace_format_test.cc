@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace control {
 namespace {
 
@@ -104,4 +105,5 @@ TEST(TraceFormatTest, NoMetrics_AnEmptyTrace) {
 
 }  // namespace
 }  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 namespace gradsync {
+namespace cli {
 namespace bench {
 namespace {
 
@@ -187,4 +188,5 @@ TEST(VerifiableTest, ToleranceAcceptsPreScaledAvgOnly) {
 
 }  // namespace
 }  // namespace bench
+}  // namespace cli
 }  // namespace gradsync

@@ -1,4 +1,4 @@
-#include "cli/control/plot_script.h"
+#include "cli/framework/plot_script.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,7 +11,7 @@
 #include "absl/time/clock.h"
 
 namespace gradsync {
-namespace control {
+namespace cli {
 
 std::vector<std::string> PlotScriptCandidates(absl::string_view self_exe,
                                               absl::string_view script) {
@@ -82,5 +82,5 @@ absl::Status RunPlotScript(absl::string_view self_exe, absl::string_view script,
   return absl::OkStatus();
 }
 
-}  // namespace control
+}  // namespace cli
 }  // namespace gradsync

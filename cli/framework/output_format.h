@@ -1,8 +1,7 @@
-// -o/--output: the one output switch of the read commands (status,
-// workers, metrics, explain, version, ...), with --json and --format kept as
-// its old spellings, and the formats that only it adds: the wide tables
-// and CSV of jobs and workers
-// (job_format.h has the wide jobs table).
+// -o/--output: the one output switch of the commands that print more than
+// one format (status, workers, metrics, explain, version, lab status,
+// simulate, ...), with --json and --format kept as its old spellings
+// (CLI framework; the jobs' and workers' CSV is cli/control/job_csv.h).
 //
 //   table  aligned columns for people (long cells cut)
 //   wide   the table with every column and nothing cut
@@ -13,8 +12,8 @@
 // other value is INVALID_ARGUMENT naming the valid ones.
 //
 // Pure functions; thread-safe.
-#ifndef GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_
-#define GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_
+#ifndef GRADSYNC_CLI_FRAMEWORK_OUTPUT_FORMAT_H_
+#define GRADSYNC_CLI_FRAMEWORK_OUTPUT_FORMAT_H_
 
 #include <string>
 #include <vector>
@@ -22,10 +21,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/flags.h"
-#include "proto/coordinator.pb.h"
 
 namespace gradsync {
-namespace control {
+namespace cli {
 
 // The formats of most read commands, in the order help lists them.
 inline const std::vector<std::string>& ReadFormats() {
@@ -60,21 +58,7 @@ void AddOutputFlags(const std::vector<std::string>& formats,
 // stdout as JSON too.
 bool ArgsAskForJson(const std::vector<std::string>& args);
 
-// `gradsync status -o csv`: JobStatus's scalar fields, then the spec's
-// name, num_workers and steps (as steps_total), a row per job.
-std::string JobsToCsv(const ListJobsResponse& jobs);
-
-// `gradsync workers -o csv`: WorkerInfo's scalar fields, a row per worker,
-// with its devices ("cpu:0,1 cuda:0") and jobs joined by spaces.
-std::string WorkersToCsv(const ListWorkersResponse& workers);
-
-// metrics_plot.py's input (metrics --plot): {"job":<job as JSON>,
-// "metrics":<metrics_json>} on one line, metrics_json as MetricsToJson
-// writes it.
-std::string MetricsPlotInput(const JobStatus& job,
-                             absl::string_view metrics_json);
-
-}  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
-#endif  // GRADSYNC_CLI_CONTROL_OUTPUT_FORMAT_H_
+#endif  // GRADSYNC_CLI_FRAMEWORK_OUTPUT_FORMAT_H_

@@ -1,5 +1,5 @@
-// Output building blocks of the control commands: aligned text tables,
-// JSON and CSV from protobuf messages, and human units.
+// Output building blocks of every command (CLI framework): aligned text
+// tables, JSON and CSV from any protobuf message, and human units.
 //
 // JSON follows protobuf's JSON mapping (camelCase names, enums by name,
 // every field printed, defaults included) with one difference that scripts
@@ -8,8 +8,8 @@
 // a spec into `gradsync submit --file`.
 //
 // Pure functions; thread-safe.
-#ifndef GRADSYNC_CLI_CONTROL_FORMAT_H_
-#define GRADSYNC_CLI_CONTROL_FORMAT_H_
+#ifndef GRADSYNC_CLI_FRAMEWORK_FORMAT_H_
+#define GRADSYNC_CLI_FRAMEWORK_FORMAT_H_
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -24,7 +24,7 @@
 #include "common/units.h"
 
 namespace gradsync {
-namespace control {
+namespace cli {
 
 // The longest table cell, in bytes (TerminalSafe caps cells at it).
 inline constexpr size_t kMaxTableCellBytes = 200;
@@ -67,7 +67,7 @@ std::string FormatElapsed(double seconds);
 // A share in [0, 1] as "23.4%"; "-" when not finite.
 std::string FormatPercent(double share);
 
-}  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
-#endif  // GRADSYNC_CLI_CONTROL_FORMAT_H_
+#endif  // GRADSYNC_CLI_FRAMEWORK_FORMAT_H_

@@ -1,15 +1,16 @@
-// Plots through gradsync's matplotlib scripts (scripts/lab_plot.py for
-// `lab sweep --plot`, metrics_plot.py for `metrics --plot`, bench_plot.py
-// for `bench --plot`): they
-// are copied next to the built binary and installed in share/gradsync, and
-// run with Debian's /usr/bin/python3 (python3-matplotlib).
+// Plots through gradsync's matplotlib scripts, for every command's --plot
+// (CLI framework): scripts/lab_plot.py for `lab sweep --plot`,
+// metrics_plot.py for `metrics --plot`, bench_plot.py for `bench --plot`.
+// They are copied next to the built binary and installed in
+// share/gradsync, and run with Debian's /usr/bin/python3
+// (python3-matplotlib).
 //
 // Errors: NOT_FOUND when the script is in none of the places it may be;
 // DEADLINE_EXCEEDED when it runs past its deadline (it is killed);
 // INTERNAL when it fails, naming the command and the package it needs.
 // Threading: RunPlotScript forks; call it from one thread at a time.
-#ifndef GRADSYNC_CLI_CONTROL_PLOT_SCRIPT_H_
-#define GRADSYNC_CLI_CONTROL_PLOT_SCRIPT_H_
+#ifndef GRADSYNC_CLI_FRAMEWORK_PLOT_SCRIPT_H_
+#define GRADSYNC_CLI_FRAMEWORK_PLOT_SCRIPT_H_
 
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@
 #include "absl/time/time.h"
 
 namespace gradsync {
-namespace control {
+namespace cli {
 
 // Where `script` may be, in order, for the binary at `self_exe`: its
 // directory, ../share/gradsync, ../../scripts (the source tree, from
@@ -34,7 +35,7 @@ std::vector<std::string> PlotScriptCandidates(absl::string_view self_exe,
     const std::vector<std::string>& args,
     absl::Duration deadline = absl::Minutes(2));
 
-}  // namespace control
+}  // namespace cli
 }  // namespace gradsync
 
-#endif  // GRADSYNC_CLI_CONTROL_PLOT_SCRIPT_H_
+#endif  // GRADSYNC_CLI_FRAMEWORK_PLOT_SCRIPT_H_

@@ -1,4 +1,4 @@
-#include "cli/control/command_env.h"
+#include "cli/framework/command_env.h"
 
 #include <unistd.h>
 
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cli/control/format.h"
-#include "cli/control/output_format.h"
+#include "cli/framework/format.h"
+#include "cli/framework/output_format.h"
 
 namespace gradsync {
-namespace control {
+namespace cli {
 namespace {
 
 std::string GetEnv(const char* name) {
@@ -47,15 +47,16 @@ CommandEnv ProcessCommandEnv() {
   env.run_dir_env = GetEnv("GRADSYNC_RUN_DIR");
   env.token_file_env = GetEnv("GRADSYNC_TOKEN_FILE");
   env.tls_dir_env = GetEnv("GRADSYNC_TLS_DIR");
+  env.lab_dir_env = GetEnv("GRADSYNC_LAB_DIR");
   env.path_env = GetEnv("PATH");
+  env.launcher_env = ProcessEnv;
   env.self_exe = ReadLink("/proc/self/exe");
   env.cwd = CurrentDir();
   return env;
 }
 
-std::vector<FlagSpec> DescribeFlags(
-    int (*run)(const std::vector<std::string>& args, const CommandEnv& env),
-    const std::vector<std::string>& args) {
+std::vector<FlagSpec> DescribeFlags(CommandFn run,
+                                    const std::vector<std::string>& args) {
   std::ostringstream sink;
   CommandEnv env;
   env.out = &sink;
@@ -64,35 +65,6 @@ std::vector<FlagSpec> DescribeFlags(
   env.flag_table = &table;
   run(args, env);
   return table;
-}
-
-void AddCommonFlags(CommonOptions* options, std::vector<FlagSpec>* flags) {
-  flags->push_back(
-      StringFlag(
-          "coordinator", "HOST:PORT",
-          "the coordinator ($GRADSYNC_COORDINATOR, else 127.0.0.1:29400)",
-          &options->coordinator)
-          .Short('c'));
-  flags->push_back(StringFlag(
-      "token-file", "FILE",
-      "the users' token, if the coordinator asks for one "
-      "($GRADSYNC_TOKEN_FILE, else the user-token of the local cluster in "
-      "$GRADSYNC_RUN_DIR or .run when it runs that coordinator)",
-      &options->token_file));
-  flags->push_back(StringFlag(
-      "tls-dir", "DIR",
-      "mutual TLS with the cluster CA and the users' certificate in DIR "
-      "(`gradsync certs init DIR`; $GRADSYNC_TLS_DIR, else the local "
-      "cluster's when it runs the coordinator; else plaintext)",
-      &options->tls.dir));
-  flags->push_back(SwitchFlag(
-      "insecure", "plaintext gRPC even where a TLS directory is known",
-      &options->tls.insecure));
-  flags->push_back(SecondsFlag("timeout",
-                               "deadline of each call to the coordinator (10)",
-                               &options->timeout));
-  AddOutputFlags(options->formats, &options->output, flags);
-  flags->push_back(HelpFlag(&options->help));
 }
 
 int ReportError(const CommandEnv& env, absl::string_view command, bool json,
@@ -115,5 +87,5 @@ int ReportUsageError(const CommandEnv& env, absl::string_view command,
   return kExitUsage;
 }
 
-}  // namespace control
+}  // namespace cli
 }  // namespace gradsync

@@ -1,4 +1,4 @@
-#include "cli/control/format.h"
+#include "cli/framework/format.h"
 
 #include <google/protobuf/reflection.h>
 
@@ -16,7 +16,7 @@
 #include "common/code_points.h"
 
 namespace gradsync {
-namespace control {
+namespace cli {
 namespace {
 
 using google::protobuf::Descriptor;
@@ -276,5 +276,5 @@ std::string FormatPercent(double share) {
   return absl::StrFormat("%.1f%%", share * 100);
 }
 
-}  // namespace control
+}  // namespace cli
 }  // namespace gradsync
