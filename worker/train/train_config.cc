@@ -18,7 +18,7 @@ namespace {
       absl::StrCat("training config field ", field, " ", problem));
 }
 
-// The coordinator's defaults (server/coordinator/job_spec.h).
+// The coordinator's defaults (jobspec/job_spec.h).
 constexpr double kDefaultMomentum = 0.9;
 constexpr double kDefaultBeta1 = 0.9;
 constexpr double kDefaultBeta2 = 0.999;

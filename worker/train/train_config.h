@@ -6,7 +6,7 @@
 //   ASSIGN_OR_RETURN(TrainerConfig config, TrainerConfigFromJobSpec(spec));
 //
 // Defaults for fields a spec leaves at 0 are the coordinator's
-// (server/coordinator/job_spec.h), so a spec that skipped validation still
+// (jobspec/job_spec.h), so a spec that skipped validation still
 // trains the same way.
 //
 // The rank's device is not in the spec (JobSpec.device only says which

@@ -1,6 +1,6 @@
 // ValidateJobSpec and ParseJobSpecJson: what the coordinator accepts as a
 // job, the defaults it fills in, and the errors users see.
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
 
 #include <functional>
 #include <string>
@@ -10,7 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/coordinator/coordinator_test_util.h"
+#include "jobspec/job_spec_json.h"
+#include "tests/jobspec/job_spec_test_util.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {

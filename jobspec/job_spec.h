@@ -1,15 +1,19 @@
-// JobSpec checks and defaults: what the coordinator accepts as a training
-// job (proto/job.proto), and the JSON form users write specs in.
+// JobSpec checks and defaults: what a training job (proto/job.proto) may
+// ask for, defined once for the coordinator, which checks a spec at
+// submit, the workers, which check it again on receipt with the same
+// rules, and the CLI. The JSON form users write is job_spec_json.h.
 //
 //   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecJson(file_contents));
 //   ASSIGN_OR_RETURN(JobSpec full, ValidateJobSpec(spec));  // defaults in
 //
-// Error messages name fields by their JSON names ("numWorkers"), since that
-// is what users write, and say which values are allowed.
+// Validation is a fixed point: a spec it returns validates again,
+// unchanged. Error messages name fields by their JSON names
+// ("numWorkers"), since that is what users write, and say which values
+// are allowed.
 //
 // Pure functions; thread-safe.
-#ifndef GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
-#define GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
+#ifndef GRADSYNC_JOBSPEC_JOB_SPEC_H_
+#define GRADSYNC_JOBSPEC_JOB_SPEC_H_
 
 #include <cstdint>
 
@@ -106,6 +110,11 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 [[nodiscard]] absl::Status InvalidSpecField(absl::string_view field,
                                             absl::string_view problem);
 
+// OK for `value` >= 0, else InvalidSpecField(field, "is <value>; it must
+// be >= 0").
+[[nodiscard]] absl::Status NonNegativeSpecField(absl::string_view field,
+                                                int64_t value);
+
 // numWorkers in 1..kMaxNumWorkers, else INVALID_ARGUMENT ending in
 // "(<unit>)", e.g. "one rank per device".
 [[nodiscard]] absl::Status ValidateNumWorkers(const JobSpec& spec,
@@ -119,12 +128,6 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // point: its mode is PS or a scripted switch goes to PS.
 bool JobNeedsPs(const JobSpec& spec);
 
-// Parses a JobSpec from JSON in protobuf's JSON mapping (camelCase or
-// proto field names; enums by name, e.g. "SYNC_MODE_RING"). Does not
-// validate (call ValidateJobSpec). INVALID_ARGUMENT, with the parser's
-// reason, for malformed JSON or unknown fields.
-[[nodiscard]] absl::StatusOr<JobSpec> ParseJobSpecJson(absl::string_view json);
-
 }  // namespace gradsync
 
-#endif  // GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
+#endif  // GRADSYNC_JOBSPEC_JOB_SPEC_H_
