@@ -11,6 +11,7 @@
 #include "jobspec/grad_dtype.h"
 #include "jobspec/link_probe_spec.h"
 #include "jobspec/model_spec.h"
+#include "jobspec/optimizer_spec.h"
 
 namespace gradsync {
 
@@ -84,9 +85,10 @@ namespace {
        partition % 4 != 0)) {
     return InvalidSpecField(
         "ps.partitionBytes",
-        absl::StrCat("is ", partition, "; use 0 (4 MiB) or a multiple of 4 in ",
-                     kMinPsPartitionBytes, "..", kMaxPsPartitionBytes,
-                     " (1 GiB)"));
+        absl::StrCat("is ", partition, "; use 0 (",
+                     kDefaultPsPartitionBytes >> 20,
+                     " MiB) or a multiple of 4 in ", kMinPsPartitionBytes, "..",
+                     kMaxPsPartitionBytes, " (1 GiB)"));
   }
   const int64_t chunk = ps.chunk_bytes();
   if (chunk != 0 && (chunk < kMinPsChunkBytes || chunk > kMaxPsChunkBytes ||
@@ -145,14 +147,6 @@ namespace {
 }
 
 // ringBackend and ringAlgorithm, on `out` whose device is already set.
-// As the worker resolves ringBackend "auto" (worker/train/
-// train_config.cc): NCCL for an mlp on cuda.
-bool RingRunsOnNccl(const JobSpec& spec) {
-  return spec.ring_backend() == "nccl" ||
-         (spec.ring_backend() == "auto" && spec.device() == "cuda" &&
-          spec.model().kind() == "mlp");
-}
-
 [[nodiscard]] absl::Status ValidateRing(JobSpec* out) {
   if (out->ring_backend().empty()) out->set_ring_backend("auto");
   if (out->ring_backend() != "auto" && out->ring_backend() != "tcp" &&
@@ -167,6 +161,13 @@ bool RingRunsOnNccl(const JobSpec& spec) {
         "is \"nccl\", which needs device \"cuda\" (NCCL "
         "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
         "CPU ranks");
+  }
+  if (out->ring_backend() == "nccl" && out->model().kind() == "synthetic") {
+    return InvalidSpecField(
+        "ringBackend",
+        "is \"nccl\", which needs an mlp on device \"cuda\": the "
+        "synthetic model has no device kernels and stays on the host; use "
+        "\"tcp\" or \"auto\"");
   }
   if (out->ring_algorithm().empty()) out->set_ring_algorithm("auto");
   absl::StatusOr<AllReduceAlgorithm> algorithm =
@@ -252,7 +253,13 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   }
   RETURN_IF_ERROR(ValidateRing(&out));
   RETURN_IF_ERROR(ValidateGradDtypeOf(&out));
-  RETURN_IF_ERROR(NonNegativeSpecField("bucketBytes", spec.bucket_bytes()));
+  if (spec.bucket_bytes() != 0 && spec.bucket_bytes() < kMinBucketBytes) {
+    return InvalidSpecField(
+        "bucketBytes",
+        absl::StrCat("is ", spec.bucket_bytes(), "; use 0 (",
+                     kDefaultBucketBytes >> 20, " MiB) or at least one float (",
+                     kMinBucketBytes, ")"));
+  }
   if (out.bucket_bytes() == 0) out.set_bucket_bytes(kDefaultBucketBytes);
   RETURN_IF_ERROR(NonNegativeSpecField("blasThreads", spec.blas_threads()));
   if (out.blas_threads() == 0) out.set_blas_threads(1);
@@ -295,5 +302,18 @@ absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
 }
 
 bool JobNeedsPs(const JobSpec& spec) { return SpecUsesPs(spec); }
+
+// As the worker resolves ringBackend "auto" (worker/train/train_config.cc).
+bool RingRunsOnNccl(const JobSpec& spec) {
+  const bool automatic =
+      spec.ring_backend().empty() || spec.ring_backend() == "auto";
+  return spec.ring_backend() == "nccl" ||
+         (automatic && spec.device() == "cuda" && spec.model().kind() == "mlp");
+}
+
+int64_t PsPartitionBytes(const PsSpec& ps) {
+  return ps.partition_bytes() > 0 ? ps.partition_bytes()
+                                  : kDefaultPsPartitionBytes;
+}
 
 }  // namespace gradsync

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/model_profiles.h"
-#include "common/optimizer.h"
 #include "common/status_macros.h"
 #include "jobspec/job_spec.h"
 
@@ -146,51 +145,6 @@ namespace {
 }
 
 }  // namespace
-
-absl::Status ValidateOptimizerSpec(OptimizerSpec* optimizer) {
-  const std::string& name = optimizer->name();
-  if (name != "sgd" && name != "momentum" && name != "adam" &&
-      name != "adamw") {
-    return InvalidSpecField(
-        "optimizer.name",
-        absl::StrCat("is '", name,
-                     "'; use \"sgd\", \"momentum\", \"adam\" or "
-                     "\"adamw\""));
-  }
-  if (!(optimizer->learning_rate() > 0) ||
-      !std::isfinite(optimizer->learning_rate())) {
-    return InvalidSpecField("optimizer.learningRate",
-                            absl::StrCat("is ", optimizer->learning_rate(),
-                                         "; it must be a finite number > 0"));
-  }
-  if (name == "momentum" && optimizer->momentum() == 0) {
-    optimizer->set_momentum(kDefaultMomentum);
-  }
-  if (name == "adam" || name == "adamw") {
-    if (optimizer->beta1() == 0) optimizer->set_beta1(kDefaultAdamBeta1);
-    if (optimizer->beta2() == 0) optimizer->set_beta2(kDefaultAdamBeta2);
-    if (optimizer->epsilon() == 0) optimizer->set_epsilon(kDefaultAdamEpsilon);
-  }
-  // The ranges are those of the optimizer the ranks will build.
-  ASSIGN_OR_RETURN(OptimizerKind kind, ParseOptimizerKind(name));
-  OptimizerConfig config;
-  config.kind = kind;
-  config.lr = optimizer->learning_rate();
-  config.weight_decay = optimizer->weight_decay();
-  config.nesterov = optimizer->nesterov();
-  if (kind == OptimizerKind::kMomentum) config.momentum = optimizer->momentum();
-  if (kind == OptimizerKind::kAdam || kind == OptimizerKind::kAdamW) {
-    config.beta1 = optimizer->beta1();
-    config.beta2 = optimizer->beta2();
-    config.eps = optimizer->epsilon();
-  }
-  absl::Status status = ValidateOptimizerConfig(config);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job spec field optimizer: ", status.message()));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ValidateBuiltInModel(const JobSpec& spec, JobSpec* out_ptr) {
   JobSpec& out = *out_ptr;

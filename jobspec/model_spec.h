@@ -1,7 +1,7 @@
-// The parts of ValidateJobSpec (job_spec.h) about what a job trains: the
-// built-in models (mlp, synthetic) with their dataset, batch and length,
-// and the optimizer. job_spec.cc calls them in turn; they are apart so
-// that each file stays readable.
+// The part of ValidateJobSpec (job_spec.h) about what a job of gradsync's
+// own models trains: the model (mlp, synthetic) with its dataset, batch
+// and length. job_spec.cc calls it; it is apart so that each file stays
+// readable. The optimizer's part is optimizer_spec.h.
 //
 // Errors: INVALID_ARGUMENT naming the first bad field by its JSON name
 // (InvalidSpecField). Pure functions; thread-safe.
@@ -17,11 +17,6 @@ namespace gradsync {
 // (mlp, synthetic); `out` (a copy of `spec`) gets their defaults.
 [[nodiscard]] absl::Status ValidateBuiltInModel(const JobSpec& spec,
                                                 JobSpec* out);
-
-// The optimizer's name and hyper-parameters, in the ranges of the
-// optimizer the ranks build (common/optimizer.h); fills the defaults of
-// its kind (momentum 0.9, Adam betas 0.9/0.999 and epsilon 1e-8).
-[[nodiscard]] absl::Status ValidateOptimizerSpec(OptimizerSpec* optimizer);
 
 }  // namespace gradsync
 

@@ -136,6 +136,35 @@ TEST(ValidateJobSpecTest, PsMode_WithPsSpecAndSwitches_Accepted) {
   }
 }
 
+// 0 stays 0 in the spec; every reader resolves it to the one default.
+TEST(JobSpecDefaultsTest, PsPartition_TheSpecsOrTheDefault) {
+  PsSpec ps;
+  EXPECT_EQ(PsPartitionBytes(ps), kDefaultPsPartitionBytes);
+  EXPECT_EQ(kDefaultPsPartitionBytes, 4 * 1024 * 1024);
+  ps.set_partition_bytes(65536);
+  EXPECT_EQ(PsPartitionBytes(ps), 65536);
+  // The validated spec keeps the 0 (a spec says what its user set).
+  absl::StatusOr<JobSpec> spec = ValidateJobSpec(ValidSpec(2));
+  ASSERT_THAT(spec, IsOk());
+  EXPECT_EQ(spec->ps().partition_bytes(), 0);
+}
+
+TEST(JobSpecDefaultsTest, RingRunsOnNccl_NcclOrAutoForAnMlpOnCuda) {
+  JobSpec spec = ValidSpec(2, "cuda");
+  for (const char* backend : {"", "auto", "nccl"}) {
+    spec.set_ring_backend(backend);
+    EXPECT_TRUE(RingRunsOnNccl(spec)) << backend;
+  }
+  spec.set_ring_backend("tcp");
+  EXPECT_FALSE(RingRunsOnNccl(spec));
+  spec.set_ring_backend("auto");
+  spec.set_device("cpu");
+  EXPECT_FALSE(RingRunsOnNccl(spec));
+  spec.set_device("cuda");
+  spec.mutable_model()->set_kind("synthetic");
+  EXPECT_FALSE(RingRunsOnNccl(spec));
+}
+
 TEST(ValidateJobSpecTest, JobNeedsPs_ModeOrAScriptedSwitchToPs) {
   JobSpec spec = ValidSpec(1);
   EXPECT_FALSE(JobNeedsPs(spec));
@@ -474,6 +503,19 @@ INSTANTIATE_TEST_SUITE_P(
                     "ringBackend"},
         BadSpecCase{"NegativeBucket",
                     [](JobSpec* s) { s->set_bucket_bytes(-1); }, "bucketBytes"},
+        // A bucket holds at least one float (the worker's rule too).
+        BadSpecCase{"BucketBelowOneFloat",
+                    [](JobSpec* s) { s->set_bucket_bytes(3); }, "bucketBytes"},
+        // The synthetic model has no device kernels for NCCL to reduce.
+        BadSpecCase{"NcclForTheSyntheticModel",
+                    [](JobSpec* s) {
+                      s->mutable_model()->Clear();
+                      s->mutable_model()->set_kind("synthetic");
+                      s->mutable_model()->set_synthetic_floats(1000);
+                      s->set_device("cuda");
+                      s->set_ring_backend("nccl");
+                    },
+                    "ringBackend"},
         BadSpecCase{"NegativeAccumulation",
                     [](JobSpec* s) { s->set_grad_accumulation_steps(-2); },
                     "gradAccumulationSteps"},
