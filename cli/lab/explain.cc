@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace lab {
@@ -26,10 +27,6 @@ double Median(std::vector<double> v) {
 
 std::string Ms(double s) { return absl::StrFormat("%.1f ms", 1e3 * s); }
 std::string MiB(double b) { return absl::StrFormat("%.1f MiB", b / 1048576); }
-
-absl::string_view ModeName(SyncMode m) {
-  return m == SYNC_MODE_PS ? "ps" : "ring";
-}
 
 // ", over the tensor plane", ...; "" when the workers did not say.
 std::string TransportText(absl::string_view transport) {
@@ -341,8 +338,8 @@ std::string FormatExplanation(const Explanation& e) {
         absl::StrFormat(
             "\n%s (%s), median of %d steps: step %s = compute %s + exposed "
             "comm %s + idle %s\n  %s\n  bottleneck: %s\n",
-            ModeName(m.mode), m.layout, m.steps, Ms(m.step_s), Ms(m.compute_s),
-            Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
+            SyncModeName(m.mode), m.layout, m.steps, Ms(m.step_s),
+            Ms(m.compute_s), Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
   }
   if (e.modes.empty()) {
     absl::StrAppend(&out,
