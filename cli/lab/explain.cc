@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "jobspec/job_spec.h"
 #include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
@@ -16,7 +17,6 @@ namespace {
 
 // Steps after a mode starts that carry the switch or the warm-up.
 constexpr int kSettleSteps = 2;
-constexpr int64_t kDefaultPartitionBytes = 4 << 20;
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -119,9 +119,7 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
       std::max(1, e.colocated ? std::min(e.servers, e.hosts) : e.servers);
   ps.bytes = s;
   ps.pipelined = true;
-  const int64_t partition = job.spec().ps().partition_bytes();
-  ps.partition_bytes =
-      static_cast<double>(partition > 0 ? partition : kDefaultPartitionBytes);
+  ps.partition_bytes = static_cast<double>(PsPartitionBytes(job.spec().ps()));
   const bool have_ps = e.servers > 0 && ValidateSyncCase(ps).ok();
   e.ps_links = have_ps && !(e.colocated && e.hosts == 1);
   if (e.ps_links) e.ps_predicted_s = PredictSeconds(ps, model);

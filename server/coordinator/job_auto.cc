@@ -6,15 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/sync_model.h"
+#include "jobspec/job_spec.h"
 
 namespace gradsync {
-namespace {
-
-// The partitions a job's PS slices are pushed in (PsSpec.partition_bytes;
-// 0: the default of 4 MiB the workers use).
-constexpr int64_t kDefaultPartitionBytes = 4 << 20;
-
-}  // namespace
 
 AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
                                   int64_t sync_bytes) {
@@ -57,9 +51,8 @@ AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
                     colocated ? hosts : static_cast<int>(servers.size()));
   ps.bytes = static_cast<double>(sync_bytes);
   ps.pipelined = true;
-  const int64_t partition = job.spec().ps().partition_bytes();
-  ps.partition_bytes =
-      static_cast<double>(partition > 0 ? partition : kDefaultPartitionBytes);
+  // The partitions its PS slices are pushed in, as the workers read them.
+  ps.partition_bytes = static_cast<double>(PsPartitionBytes(job.spec().ps()));
   if (!ValidateSyncCase(ps).ok() || !ValidateSyncCase(ring).ok()) return view;
   view.ps_s = PredictSeconds(ps, links);
   view.known = true;
