@@ -1,4 +1,4 @@
-// ValidateJobSpec and ParseJobSpecJson: what the coordinator accepts as a
+// ValidateJobSpec: what the coordinator accepts as a
 // job, the defaults it fills in, and the errors users see.
 #include "jobspec/job_spec.h"
 
@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "jobspec/job_spec_json.h"
 #include "tests/jobspec/job_spec_test_util.h"
 #include "tests/util/status_matchers.h"
 
@@ -134,35 +133,6 @@ TEST(ValidateJobSpecTest, PsMode_WithPsSpecAndSwitches_Accepted) {
     in.mutable_ps()->set_staleness(0);
     EXPECT_THAT(ValidateJobSpec(in), IsOk()) << sync;
   }
-}
-
-// 0 stays 0 in the spec; every reader resolves it to the one default.
-TEST(JobSpecDefaultsTest, PsPartition_TheSpecsOrTheDefault) {
-  PsSpec ps;
-  EXPECT_EQ(PsPartitionBytes(ps), kDefaultPsPartitionBytes);
-  EXPECT_EQ(kDefaultPsPartitionBytes, 4 * 1024 * 1024);
-  ps.set_partition_bytes(65536);
-  EXPECT_EQ(PsPartitionBytes(ps), 65536);
-  // The validated spec keeps the 0 (a spec says what its user set).
-  absl::StatusOr<JobSpec> spec = ValidateJobSpec(ValidSpec(2));
-  ASSERT_THAT(spec, IsOk());
-  EXPECT_EQ(spec->ps().partition_bytes(), 0);
-}
-
-TEST(JobSpecDefaultsTest, RingRunsOnNccl_NcclOrAutoForAnMlpOnCuda) {
-  JobSpec spec = ValidSpec(2, "cuda");
-  for (const char* backend : {"", "auto", "nccl"}) {
-    spec.set_ring_backend(backend);
-    EXPECT_TRUE(RingRunsOnNccl(spec)) << backend;
-  }
-  spec.set_ring_backend("tcp");
-  EXPECT_FALSE(RingRunsOnNccl(spec));
-  spec.set_ring_backend("auto");
-  spec.set_device("cpu");
-  EXPECT_FALSE(RingRunsOnNccl(spec));
-  spec.set_device("cuda");
-  spec.mutable_model()->set_kind("synthetic");
-  EXPECT_FALSE(RingRunsOnNccl(spec));
 }
 
 TEST(ValidateJobSpecTest, JobNeedsPs_ModeOrAScriptedSwitchToPs) {
@@ -542,38 +512,6 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadSpecCase>& info) {
       return info.param.name;
     });
-
-TEST(ParseJobSpecJsonTest, ExampleFromJobProto_ParsesAndValidates) {
-  absl::StatusOr<JobSpec> spec = ParseJobSpecJson(R"json(
-    {"name": "fmnist", "numWorkers": 4, "mode": "SYNC_MODE_RING",
-     "model": {"kind": "mlp", "layerSizes": [784, 256, 256, 10]},
-     "dataset": {"name": "fashion-mnist"},
-     "optimizer": {"name": "momentum", "learningRate": 0.05, "momentum": 0.9},
-     "batchSize": 256, "steps": 500, "seed": 1})json");
-  ASSERT_THAT(spec, IsOk());
-  EXPECT_EQ(spec->num_workers(), 4);
-  EXPECT_THAT(spec->model().layer_sizes(),
-              ::testing::ElementsAre(784, 256, 256, 10));
-  EXPECT_EQ(spec->seed(), 1u);
-  EXPECT_THAT(ValidateJobSpec(*spec), IsOk());
-}
-
-TEST(ParseJobSpecJsonTest, MalformedJson_ReturnsInvalidArgument) {
-  EXPECT_THAT(ParseJobSpecJson("{\"numWorkers\": 4,"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("could not be parsed")));
-}
-
-TEST(ParseJobSpecJsonTest, UnknownField_ReturnsInvalidArgument) {
-  EXPECT_THAT(
-      ParseJobSpecJson(R"({"numWorkerz": 4})"),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("numWorkerz")));
-}
-
-TEST(ParseJobSpecJsonTest, WrongType_ReturnsInvalidArgument) {
-  EXPECT_THAT(ParseJobSpecJson(R"({"numWorkers": "many"})"),
-              StatusIs(absl::StatusCode::kInvalidArgument));
-}
 
 }  // namespace
 }  // namespace gradsync
