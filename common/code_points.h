@@ -3,7 +3,7 @@
 // among them CSI U+009B) and what reorders or breaks the text around it
 // (the bidirectional controls U+061C, U+200E, U+200F, U+202A..U+202E,
 // U+2066..U+2069, and the separators U+2028, U+2029). Job names are
-// refused with them (server/coordinator/job_spec.cc, the CLI's --name),
+// refused with them (jobspec/job_spec.cc, the CLI's --name),
 // and the CLI shows every string from the coordinator escaped
 // (cli/framework/format.h's TerminalSafe).
 //

@@ -6,24 +6,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/units.h"
+#include "jobspec/job_spec.h"
 
 namespace gradsync {
-namespace {
-
-absl::Status Invalid(absl::string_view field, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("job spec field ", field, " ", why));
-}
-
-}  // namespace
 
 absl::StatusOr<LinkProbePairs> ParseLinkProbePairs(absl::string_view name) {
   if (name.empty() || name == "ring") return LinkProbePairs::kRing;
   if (name == "all") return LinkProbePairs::kAll;
-  return Invalid("model.linkProbe.pairs",
-                 absl::StrCat("is '", name,
-                              "'; use \"ring\" (each host's link once) or "
-                              "\"all\" (every ordered pair of hosts)"));
+  return InvalidSpecField(
+      "model.linkProbe.pairs",
+      absl::StrCat("is '", name,
+                   "'; use \"ring\" (each host's link once) or "
+                   "\"all\" (every ordered pair of hosts)"));
 }
 
 absl::string_view LinkProbePairsName(LinkProbePairs pairs) {
@@ -73,30 +67,32 @@ absl::Status ValidateLinkProbe(const JobSpec& spec, JobSpec* out) {
       !model.profile().empty() || model.entrypoint().argv_size() > 0 ||
       !spec.dataset().name().empty() || spec.batch_size() != 0 ||
       spec.steps() != 0 || spec.epochs() != 0) {
-    return Invalid("model.kind",
-                   "is \"link_probe\" but the spec also sets layers, a "
-                   "dataset, a batch or steps; a link probe trains nothing "
-                   "(`gradsync links probe` builds its spec)");
+    return InvalidSpecField(
+        "model.kind",
+        "is \"link_probe\" but the spec also sets layers, a "
+        "dataset, a batch or steps; a link probe trains nothing "
+        "(`gradsync links probe` builds its spec)");
   }
   if (spec.num_workers() < 2) {
-    return Invalid("numWorkers",
-                   absl::StrCat("is ", spec.num_workers(),
-                                "; a link probe needs a rank on each of at "
-                                "least 2 hosts"));
+    return InvalidSpecField(
+        "numWorkers", absl::StrCat("is ", spec.num_workers(),
+                                   "; a link probe needs a rank on each of at "
+                                   "least 2 hosts"));
   }
   if (spec.mode() == SYNC_MODE_PS || spec.switches_size() > 0 ||
       spec.auto_mode().enabled()) {
-    return Invalid("mode",
-                   "of a link probe is the ring's TCP connections; "
-                   "leave mode, switches and autoMode unset");
+    return InvalidSpecField("mode",
+                            "of a link probe is the ring's TCP connections; "
+                            "leave mode, switches and autoMode unset");
   }
   if (spec.max_restarts() != 0 || !spec.checkpoint().directory().empty()) {
-    return Invalid("maxRestarts",
-                   "and checkpoint do not apply to a link probe; run it "
-                   "again instead");
+    return InvalidSpecField(
+        "maxRestarts",
+        "and checkpoint do not apply to a link probe; run it "
+        "again instead");
   }
   if (!spec.grad_dtype().empty() && spec.grad_dtype() != "fp32") {
-    return Invalid("gradDtype", "does not apply to a link probe");
+    return InvalidSpecField("gradDtype", "does not apply to a link probe");
   }
   const LinkProbeSpec& probe = model.link_probe();
   absl::StatusOr<LinkProbePairs> pairs = ParseLinkProbePairs(probe.pairs());
@@ -107,20 +103,22 @@ absl::Status ValidateLinkProbe(const JobSpec& spec, JobSpec* out) {
     filled.set_stream_bytes(kDefaultProbeStreamBytes);
   } else if (probe.stream_bytes() < kMinProbeStreamBytes ||
              probe.stream_bytes() > kMaxProbeStreamBytes) {
-    return Invalid("model.linkProbe.streamBytes",
-                   absl::StrCat("is ", probe.stream_bytes(), "; use ",
-                                FormatBytes(kMinProbeStreamBytes), " to ",
-                                FormatBytes(kMaxProbeStreamBytes), " (0: ",
-                                FormatBytes(kDefaultProbeStreamBytes), ")"));
+    return InvalidSpecField(
+        "model.linkProbe.streamBytes",
+        absl::StrCat("is ", probe.stream_bytes(), "; use ",
+                     FormatBytes(kMinProbeStreamBytes), " to ",
+                     FormatBytes(kMaxProbeStreamBytes),
+                     " (0: ", FormatBytes(kDefaultProbeStreamBytes), ")"));
   }
   if (probe.round_trips() == 0) {
     filled.set_round_trips(kDefaultProbeRoundTrips);
   } else if (probe.round_trips() < 0 ||
              probe.round_trips() > kMaxProbeRoundTrips) {
-    return Invalid("model.linkProbe.roundTrips",
-                   absl::StrCat("is ", probe.round_trips(), "; use 1 to ",
-                                kMaxProbeRoundTrips,
-                                " (0: ", kDefaultProbeRoundTrips, ")"));
+    return InvalidSpecField(
+        "model.linkProbe.roundTrips",
+        absl::StrCat("is ", probe.round_trips(), "; use 1 to ",
+                     kMaxProbeRoundTrips, " (0: ", kDefaultProbeRoundTrips,
+                     ")"));
   }
   return absl::OkStatus();
 }

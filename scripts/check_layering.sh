@@ -12,9 +12,13 @@
 # below (in practice common/). A file may include its own layer and the layers
 # to its left, never one to its right; the three server rooms share a floor.
 # The generated protos (proto/) count as the server floor: the wire starts
-# there. jobspec/, what a spec means, shares it, so that the coordinator,
-# the workers and the CLI read a spec one way. collectives/ also stays free of gRPC (it sees the rendezvous only
-# through Store), so it includes no <grpc...> header.
+# there. jobspec/, what a spec means (its defaults, checks, JSON and
+# names), shares it, so that the coordinator, the workers and the CLI read
+# a spec one way; but it is the room below the servers, not one of them:
+# it includes only common/, collectives/ (data types, all-reduce
+# algorithms), proto/ and itself, never server/ or study/. collectives/
+# also stays free of gRPC (it sees the rendezvous only through Store), so
+# it includes no <grpc...> header.
 #
 # Inside the cli floor, rooms (a room includes itself and those listed):
 #
@@ -98,6 +102,12 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
       next
     }
     to = floor_of(target)
+    if (file ~ /^jobspec\// && to >= 0 &&
+        target !~ /^(common|collectives|proto|jobspec)\//) {
+      printf "%s:%s: jobspec/ includes \"%s\"; jobspec sees only common/, collectives/ and proto/ (the servers, workers and CLI include it, not the other way round)\n", file, line, target
+      violations++
+      next
+    }
     if (to > from) {
       printf "%s:%s: %s includes \"%s\" (%s, a higher layer); move the shared code down to the lower layer (common/ for what several rooms need)\n", file, line, names[from + 1], target, names[to + 1]
       violations++

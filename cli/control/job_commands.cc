@@ -20,6 +20,7 @@
 #include "cli/framework/plot_script.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace cli {
@@ -424,14 +425,13 @@ int RunSwitch(const std::vector<std::string>& args, const CommandEnv& env) {
   if (auto done = ExpectPositional(args, positional, 2, "job", "switch", env)) {
     return *done;
   }
-  const std::string& mode_name = positional[1];
-  if (mode_name != "ps" && mode_name != "ring") {
-    return ReportUsageError(
-        env, "switch", args,
-        absl::InvalidArgumentError(
-            absl::StrCat("the mode is '", mode_name, "'; use ps or ring")));
+  const absl::StatusOr<SyncMode> parsed =
+      ParseSyncModeName(positional[1], "the mode");
+  if (!parsed.ok()) {
+    return ReportUsageError(env, "switch", args, parsed.status());
   }
-  const SyncMode mode = mode_name == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING;
+  const SyncMode mode = *parsed;
+  const std::string mode_name = SyncModeName(mode);
   std::unique_ptr<ControlClient> client = MakeClient(common, env);
   absl::StatusOr<SwitchJobResponse> response =
       client->SwitchJob(positional[0], mode);

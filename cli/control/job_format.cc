@@ -149,18 +149,6 @@ std::string WorkerStateName(WorkerState state) {
   return StripPrefix(WorkerState_Name(state), "WORKER_STATE_");
 }
 
-std::string SyncModeName(SyncMode mode) {
-  switch (mode) {
-    case SYNC_MODE_PS:
-      return "ps";
-    case SYNC_MODE_RING:
-    case SYNC_MODE_UNSPECIFIED:
-      return "ring";
-    default:
-      return absl::StrCat("mode ", static_cast<int>(mode));
-  }
-}
-
 bool IsTerminal(JobState state) {
   return state == JOB_STATE_SUCCEEDED || state == JOB_STATE_FAILED ||
          state == JOB_STATE_CANCELLED;

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/sync_bandwidth.h"
+#include "jobspec/sync_mode_name.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
 #include "proto/ps.pb.h"
@@ -22,12 +23,10 @@ namespace gradsync {
 namespace cli {
 namespace control {
 
-// "RUNNING" for JOB_STATE_RUNNING, "IDLE" for WORKER_STATE_IDLE, "ring" or
-// "ps" for the sync modes (unspecified: "ring", as the coordinator reads
-// it).
+// "RUNNING" for JOB_STATE_RUNNING, "IDLE" for WORKER_STATE_IDLE. (The
+// sync modes' names, "ring" and "ps", are jobspec's SyncModeName.)
 std::string JobStateName(JobState state);
 std::string WorkerStateName(WorkerState state);
-std::string SyncModeName(SyncMode mode);
 // SUCCEEDED, FAILED or CANCELLED.
 bool IsTerminal(JobState state);
 

@@ -2,7 +2,6 @@
 
 #include <google/protobuf/field_mask.pb.h>
 #include <google/protobuf/util/field_mask_util.h>
-#include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/control/job_spec_flag_rows.h"
 #include "common/status_macros.h"
+#include "jobspec/job_spec_json.h"
 
 namespace gradsync {
 namespace cli {
@@ -53,24 +53,6 @@ void AddJobSpecFlags(JobSpecFlags* out, std::vector<FlagSpec>* flags) {
                                 return absl::OkStatus();
                               }});
   }
-}
-
-absl::StatusOr<JobSpec> JobSpecFromJson(absl::string_view json,
-                                        absl::string_view source) {
-  JobSpec spec;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  const auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source,
-        ": not a valid job spec (protobuf JSON of gradsync.JobSpec, see "
-        "proto/job.proto; fields in camelCase, e.g. {\"numWorkers\": 2, "
-        "\"model\": {\"kind\": \"mlp\"}}): ",
-        std::string(status.message())));
-  }
-  return spec;
 }
 
 absl::Status ApplyJobSpecFlags(const JobSpecFlags& flags, JobSpec* spec) {
@@ -150,7 +132,7 @@ absl::StatusOr<JobSpec> BuildJobSpec(const JobSpecFlags& flags) {
   JobSpec spec;
   if (!flags.file.empty()) {
     ASSIGN_OR_RETURN(std::string text, ReadTextFile(flags.file));
-    ASSIGN_OR_RETURN(spec, JobSpecFromJson(text, flags.file));
+    ASSIGN_OR_RETURN(spec, ParseJobSpecJson(text, flags.file));
   }
   RETURN_IF_ERROR(ApplyJobSpecFlags(flags, &spec));
   FillJobSpecDefaults(&spec);

@@ -1,5 +1,6 @@
 // Builds the JobSpec of `gradsync submit` from a JSON file (--file, in
-// protobuf's JSON mapping, see proto/job.proto) and command-line flags.
+// protobuf's JSON mapping, see proto/job.proto; read by jobspec's one
+// parser, ParseJobSpecJson) and command-line flags.
 // Flags given on the command line override the file's fields; fields that
 // neither sets get the CLI's defaults (FillJobSpecDefaults), and the
 // coordinator checks the result.
@@ -51,10 +52,6 @@ struct JobSpecFlags {
 // order), --device, --ring-backend, --ring-algo, --checkpoint-dir,
 // --checkpoint-every, --file) to `flags`, writing into `out`.
 void AddJobSpecFlags(JobSpecFlags* out, std::vector<FlagSpec>* flags);
-
-// Parses `json` as a JobSpec; `source` (the file name) leads the error.
-[[nodiscard]] absl::StatusOr<JobSpec> JobSpecFromJson(absl::string_view json,
-                                                      absl::string_view source);
 
 // Copies the fields named in flags.paths from flags.values into `spec`
 // (repeated fields are replaced, not appended). --epochs without --steps

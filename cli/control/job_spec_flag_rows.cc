@@ -18,6 +18,7 @@
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "jobspec/grad_dtype.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace cli {
@@ -59,8 +60,9 @@ std::string AbsolutePath(absl::string_view path) {
   }
   ASSIGN_OR_RETURN(int64_t step, ParseIntValue("--switch-at (the step)",
                                                value.substr(0, colon), 1));
-  const absl::string_view mode = value.substr(colon + 1);
-  RETURN_IF_ERROR(OneOf("--switch-at (the mode)", mode, {"ring", "ps"}));
+  ASSIGN_OR_RETURN(
+      const SyncMode mode,
+      ParseSyncModeName(value.substr(colon + 1), "--switch-at (the mode)"));
   auto* switches = spec->mutable_switches();
   auto at =
       std::find_if(switches->begin(), switches->end(),
@@ -71,7 +73,7 @@ std::string AbsolutePath(absl::string_view path) {
   }
   SwitchSpec added;
   added.set_step(step);
-  added.set_mode(mode == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING);
+  added.set_mode(mode);
   const int index = static_cast<int>(at - switches->begin());
   *switches->Add() = std::move(added);
   for (int i = switches->size() - 1; i > index; --i) {
@@ -304,8 +306,13 @@ const SpecFlagRow kSpecRows[] = {
      "mode,auto_mode.enabled",
      [](absl::string_view v, JobSpec* s) {
        RETURN_IF_ERROR(OneOf("--mode", v, {"ring", "ps", "auto"}));
-       s->set_mode(v == "ps" ? SYNC_MODE_PS : SYNC_MODE_RING);
-       s->mutable_auto_mode()->set_enabled(v == "auto");
+       // auto starts on the ring; the coordinator's policy measures both.
+       const bool automatic = v == "auto";
+       ASSIGN_OR_RETURN(const SyncMode mode,
+                        automatic ? absl::StatusOr<SyncMode>(SYNC_MODE_RING)
+                                  : ParseSyncModeName(v, "--mode"));
+       s->set_mode(mode);
+       s->mutable_auto_mode()->set_enabled(automatic);
        return absl::OkStatus();
      }},
     {"auto-recheck-every", "N",

@@ -282,7 +282,7 @@ std::vector<StepBreakdown> ComputeModeBreakdown(
     const std::vector<StepMetrics>& metrics) {
   std::map<std::string, StepBreakdown> by_mode;
   for (const StepMetrics& m : metrics) {
-    const std::string mode = m.mode() == SYNC_MODE_PS ? "ps" : "ring";
+    const std::string mode = SyncModeName(m.mode());
     StepBreakdown& row = by_mode[mode];
     row.label = mode;
     Accumulate(m, &row);

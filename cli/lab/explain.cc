@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "jobspec/sync_mode_name.h"
+#include "jobspec/sync_model_inputs.h"
 
 namespace gradsync {
 namespace lab {
@@ -15,7 +17,6 @@ namespace {
 
 // Steps after a mode starts that carry the switch or the warm-up.
 constexpr int kSettleSteps = 2;
-constexpr int64_t kDefaultPartitionBytes = 4 << 20;
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -26,10 +27,6 @@ double Median(std::vector<double> v) {
 
 std::string Ms(double s) { return absl::StrFormat("%.1f ms", 1e3 * s); }
 std::string MiB(double b) { return absl::StrFormat("%.1f MiB", b / 1048576); }
-
-absl::string_view ModeName(SyncMode m) {
-  return m == SYNC_MODE_PS ? "ps" : "ring";
-}
 
 // ", over the tensor plane", ...; "" when the workers did not say.
 std::string TransportText(absl::string_view transport) {
@@ -59,29 +56,23 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   e.job_id = job.job_id();
   e.workers = job.ranks_size();
   e.links = links.source;
-  std::vector<std::string> hosts;
-  for (const RankPlacement& r : job.ranks()) {
-    if (std::find(hosts.begin(), hosts.end(), r.host()) == hosts.end()) {
-      hosts.push_back(r.host());
-    }
-  }
-  e.hosts = static_cast<int>(hosts.size());
   std::map<std::string, std::string> server_host;  // address -> host
   for (const ParameterServerInfo& p : cluster.parameter_servers()) {
     server_host[p.address()] = p.host();
   }
-  std::vector<std::string> servers;
-  e.colocated = job.ps_addresses_size() > 0;
+  std::vector<std::string> rank_hosts;
+  for (const RankPlacement& r : job.ranks()) rank_hosts.push_back(r.host());
+  std::vector<std::pair<std::string, std::string>> shard_servers;
   for (const std::string& address : job.ps_addresses()) {
-    if (std::find(servers.begin(), servers.end(), address) != servers.end()) {
-      continue;
-    }
-    servers.push_back(address);
-    const std::string& host = server_host[address];
-    e.colocated = e.colocated &&
-                  std::find(hosts.begin(), hosts.end(), host) != hosts.end();
+    shard_servers.emplace_back(address, server_host[address]);
   }
+  // As `--mode auto` counts them (jobspec/sync_model_inputs.h).
+  const SyncPlacement placement = SyncPlacementOf(rank_hosts, shard_servers);
+  const std::vector<std::string>& hosts = placement.hosts;
+  const std::vector<std::string>& servers = placement.servers;
+  e.hosts = static_cast<int>(hosts.size());
   e.servers = static_cast<int>(servers.size());
+  e.colocated = placement.colocated;
 
   std::map<int64_t, StepView> steps;
   for (const StepMetrics& m : metrics.metrics()) {
@@ -112,22 +103,13 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   // On one host no link carries the ring (shared memory or loopback), and
   // none carries a PS whose servers share that host: the link model has
   // nothing to predict there, and says nothing rather than "0 ms".
-  SyncCase ring{SyncLayout::kRing, e.hosts, 1, s};
+  const SyncModelInputs in =
+      SyncModelInputsFromSpec(job.spec(), placement, e.sync_bytes);
   e.ring_links = e.hosts >= 2;
-  if (e.ring_links) e.ring_predicted_s = PredictSeconds(ring, model);
-  SyncCase ps;
-  ps.layout = e.colocated ? SyncLayout::kPsColocated : SyncLayout::kPsSeparate;
-  ps.workers = e.hosts;
-  ps.shards =
-      std::max(1, e.colocated ? std::min(e.servers, e.hosts) : e.servers);
-  ps.bytes = s;
-  ps.pipelined = true;
-  const int64_t partition = job.spec().ps().partition_bytes();
-  ps.partition_bytes =
-      static_cast<double>(partition > 0 ? partition : kDefaultPartitionBytes);
-  const bool have_ps = e.servers > 0 && ValidateSyncCase(ps).ok();
+  if (e.ring_links) e.ring_predicted_s = PredictSeconds(in.ring, model);
+  const bool have_ps = e.servers > 0 && ValidateSyncCase(in.ps).ok();
   e.ps_links = have_ps && !(e.colocated && e.hosts == 1);
-  if (e.ps_links) e.ps_predicted_s = PredictSeconds(ps, model);
+  if (e.ps_links) e.ps_predicted_s = PredictSeconds(in.ps, model);
 
   // Per mode: the settled steps every rank reported.
   std::map<SyncMode, std::vector<const StepView*>> by_mode;
@@ -308,8 +290,10 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   }
   if (e.hosts >= 2) {
     const double k_star = CrossoverShards(e.hosts, /*pipelined=*/true);
-    SyncCase best{SyncLayout::kPsSeparate, e.hosts, e.hosts, s, true,
-                  ps.partition_bytes};
+    // This job's PS, on K = N separate hosts.
+    SyncCase best = in.ps;
+    best.layout = SyncLayout::kPsSeparate;
+    best.shards = e.hosts;
     absl::StrAppend(
         &verdict,
         absl::StrFormat(
@@ -341,8 +325,8 @@ std::string FormatExplanation(const Explanation& e) {
         absl::StrFormat(
             "\n%s (%s), median of %d steps: step %s = compute %s + exposed "
             "comm %s + idle %s\n  %s\n  bottleneck: %s\n",
-            ModeName(m.mode), m.layout, m.steps, Ms(m.step_s), Ms(m.compute_s),
-            Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
+            SyncModeName(m.mode), m.layout, m.steps, Ms(m.step_s),
+            Ms(m.compute_s), Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
   }
   if (e.modes.empty()) {
     absl::StrAppend(&out,

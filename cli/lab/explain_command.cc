@@ -18,6 +18,7 @@
 #include "common/flags.h"
 #include "common/json.h"
 #include "common/status_macros.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace lab {
@@ -167,8 +168,8 @@ int RunExplain(const std::vector<std::string>& args,
              << ",\"verdict\":" << JsonQuote(e->verdict) << ",\"modes\":[";
     for (size_t i = 0; i < e->modes.size(); ++i) {
       const ModeExplanation& m = e->modes[i];
-      *env.out << (i ? "," : "") << "{\"mode\":"
-               << JsonQuote(m.mode == SYNC_MODE_PS ? "ps" : "ring")
+      *env.out << (i ? "," : "")
+               << "{\"mode\":" << JsonQuote(SyncModeName(m.mode))
                << ",\"steps\":" << m.steps
                << ",\"stepS\":" << JsonNumber(m.step_s)
                << ",\"syncS\":" << JsonNumber(m.sync_s)
@@ -179,11 +180,10 @@ int RunExplain(const std::vector<std::string>& args,
   } else if (common.output == "csv") {
     *env.out << "mode,steps,step_s,sync_s,predicted_s,bottleneck\n";
     for (const ModeExplanation& m : e->modes) {
-      *env.out << (m.mode == SYNC_MODE_PS ? "ps" : "ring") << "," << m.steps
-               << "," << JsonNumber(m.step_s) << "," << JsonNumber(m.sync_s)
-               << "," << (m.predicted_s > 0 ? JsonNumber(m.predicted_s) : "")
-               << ",\"" << absl::StrReplaceAll(m.bottleneck, {{"\"", "\"\""}})
-               << "\"\n";
+      *env.out << SyncModeName(m.mode) << "," << m.steps << ","
+               << JsonNumber(m.step_s) << "," << JsonNumber(m.sync_s) << ","
+               << (m.predicted_s > 0 ? JsonNumber(m.predicted_s) : "") << ",\""
+               << absl::StrReplaceAll(m.bottleneck, {{"\"", "\"\""}}) << "\"\n";
     }
   } else {  // table and wide
     *env.out << FormatExplanation(*e);

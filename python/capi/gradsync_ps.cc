@@ -19,6 +19,7 @@
 #include "common/model_init/parameter_state.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
+#include "jobspec/job_spec.h"
 #include "proto/coordinator.pb.h"
 #include "proto/ps.pb.h"
 #include "python/capi/capi_internal.h"
@@ -40,7 +41,6 @@ struct gs_ps {
 namespace gradsync {
 namespace {
 
-constexpr size_t kDefaultPartitionBytes = 4 << 20;  // as train_config.h
 constexpr absl::Duration kDefaultTimeout = absl::Minutes(5);
 
 absl::Duration CollectiveTimeout(const RankLaunch& launch) {
@@ -174,9 +174,7 @@ int gs_ps_open(gs_session* s, size_t total, const gs_ps_optimizer* optimizer,
                              "with a gradsync-ps registered"));
   }
   const PsSpec& ps_spec = assignment.spec().ps();
-  const size_t partition = ps_spec.partition_bytes() > 0
-                               ? static_cast<size_t>(ps_spec.partition_bytes())
-                               : kDefaultPartitionBytes;
+  const size_t partition = static_cast<size_t>(PsPartitionBytes(ps_spec));
   absl::StatusOr<std::vector<PsShardLocation>> shards =
       PartitionedShardLocations(total, addresses, partition);
   if (!shards.ok()) return Fail(shards.status());

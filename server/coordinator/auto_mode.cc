@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace {
@@ -15,10 +16,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t mid = v.size() / 2;
   return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
-absl::string_view Name(SyncMode mode) {
-  return mode == SYNC_MODE_PS ? "ps" : "ring";
 }
 
 SyncMode Other(SyncMode mode) {
@@ -51,8 +48,8 @@ std::string ModelText(const AutoModelView& model, absl::string_view transport,
   std::string text = absl::StrFormat(
       "the alpha-beta model predicts ring %s and ps%s %s of sync, %s faster "
       "by x%.2f",
-      Ms(model.ring_s), TransportText(transport), Ms(model.ps_s), Name(faster),
-      ratio);
+      Ms(model.ring_s), TransportText(transport), Ms(model.ps_s),
+      SyncModeName(faster), ratio);
   if (transport != "plane" && !transport.empty() &&
       ps_sync_s > 1.5 * model.ps_s) {
     absl::StrAppend(
@@ -67,37 +64,6 @@ std::string ModelText(const AutoModelView& model, absl::string_view transport,
 }
 
 }  // namespace
-
-absl::StatusOr<AutoModeConfig> AutoModeConfigFromSpec(
-    const AutoModeSpec& spec) {
-  AutoModeConfig config;
-  if (spec.settle_steps() < 0 || spec.probe_steps() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "autoMode.settleSteps and autoMode.probeSteps must be >= 0 (0: the "
-        "defaults 2 and 5); got ",
-        spec.settle_steps(), " and ", spec.probe_steps()));
-  }
-  if (spec.recheck_every() < -1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("autoMode.recheckEvery is ", spec.recheck_every(),
-                     "; use a step count, 0 (200) or -1 (never)"));
-  }
-  if (spec.change_threshold() < 0 || spec.change_threshold() > 10 ||
-      std::isnan(spec.change_threshold())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("autoMode.changeThreshold is ", spec.change_threshold(),
-                     "; use a share of the step time in (0, 10] (0: 0.25)"));
-  }
-  if (spec.settle_steps() > 0) config.settle_steps = spec.settle_steps();
-  if (spec.probe_steps() > 0) config.probe_steps = spec.probe_steps();
-  if (spec.recheck_every() != 0) {
-    config.recheck_every = spec.recheck_every() < 0 ? 0 : spec.recheck_every();
-  }
-  if (spec.change_threshold() > 0) {
-    config.change_threshold = spec.change_threshold();
-  }
-  return config;
-}
 
 void AutoStepCollector::Add(const StepMetrics& metrics) {
   Partial& p = partial_[metrics.step()];
@@ -169,17 +135,17 @@ std::optional<AutoSwitch> AutoModePolicy::Decide(const AutoStep& step,
   std::string reason = absl::StrFormat(
       "auto: measured %s %s and %s %s per step (median of %d steps each); "
       "%s is faster by x%.2f; %s",
-      Name(first_), Ms(t_first), Name(second), Ms(t_second),
-      config_.probe_steps, Name(best), ratio,
+      SyncModeName(first_), Ms(t_first), SyncModeName(second), Ms(t_second),
+      config_.probe_steps, SyncModeName(best), ratio,
       ModelText(model, ps_transport_, Median(ps_sync_times_)));
   settled_ = best;
   baseline_s_ = best == first_ ? t_first : t_second;
   settled_at_ = step.step;
   window_.clear();
   const bool move = best != step.mode;
-  absl::StrAppend(&reason,
-                  move ? absl::StrCat("; switching back to ", Name(best))
-                       : absl::StrCat("; staying on ", Name(best)));
+  absl::StrAppend(
+      &reason, move ? absl::StrCat("; switching back to ", SyncModeName(best))
+                    : absl::StrCat("; staying on ", SyncModeName(best)));
   Record(step.step, best, reason, model);
   decisions_.back().set_switch_requested(move);
   if (!move) {
@@ -199,8 +165,8 @@ std::optional<AutoSwitch> AutoModePolicy::Remeasure(const AutoStep& step,
   window_.clear();
   phase_ = Phase::kAwaitingSecond;
   const SyncMode other = Other(step.mode);
-  std::string reason =
-      absl::StrCat("auto: re-measuring: ", why, "; trying ", Name(other));
+  std::string reason = absl::StrCat("auto: re-measuring: ", why, "; trying ",
+                                    SyncModeName(other));
   ModeDecision d;
   d.set_step(step.step);
   d.set_chosen(other);
@@ -242,8 +208,8 @@ std::optional<AutoSwitch> AutoModePolicy::Observe(const AutoStep& step,
         const SyncMode other = Other(mode);
         std::string reason = absl::StrFormat(
             "auto: measured %s %s per step (median of %d steps); trying %s",
-            Name(mode), Ms(Median(first_times_)), config_.probe_steps,
-            Name(other));
+            SyncModeName(mode), Ms(Median(first_times_)), config_.probe_steps,
+            SyncModeName(other));
         ModeDecision d;
         d.set_step(s.step);
         d.set_chosen(other);
@@ -296,7 +262,7 @@ std::optional<AutoSwitch> AutoModePolicy::Observe(const AutoStep& step,
       if (std::abs(change) > config_.change_threshold) {
         return Remeasure(
             s, absl::StrFormat("the %s step time moved from %s to %s (%+.0f%%)",
-                               Name(mode), Ms(baseline_s_), Ms(now),
+                               SyncModeName(mode), Ms(baseline_s_), Ms(now),
                                100 * change));
       }
       if (config_.recheck_every > 0 &&

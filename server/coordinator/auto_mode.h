@@ -21,6 +21,9 @@
 // tensor plane reaches and gRPC streams may not on a host short of CPU, so
 // a PS on gRPC measured well above its prediction is named as such.
 //
+// Its settings (AutoModeConfig, from JobSpec.auto_mode) are the spec's:
+// jobspec/auto_mode_spec.h.
+//
 // Not thread-safe (a part of Job, under the coordinator's lock). Pure: no
 // clock, no I/O.
 #ifndef GRADSYNC_SERVER_COORDINATOR_AUTO_MODE_H_
@@ -34,22 +37,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "jobspec/auto_mode_spec.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
 
 namespace gradsync {
-
-struct AutoModeConfig {
-  int settle_steps = 2;
-  int probe_steps = 5;
-  int64_t recheck_every = 200;  // 0: never re-measure on a schedule
-  double change_threshold = 0.25;
-};
-
-// JobSpec.auto_mode with defaults filled in; INVALID_ARGUMENT naming the
-// field for negative counts or a threshold outside (0, 10].
-[[nodiscard]] absl::StatusOr<AutoModeConfig> AutoModeConfigFromSpec(
-    const AutoModeSpec& spec);
 
 // One step every rank has finished.
 struct AutoStep {

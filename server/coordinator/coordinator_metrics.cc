@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace {
@@ -56,10 +57,6 @@ std::vector<const StepMetrics*> LeadWindow(const Job& job) {
 }
 
 }  // namespace
-
-const char* ModeLabel(SyncMode mode) {
-  return mode == SYNC_MODE_PS ? "ps" : "ring";
-}
 
 void CollectCoordinatorMetricsLocked(const CoordinatorState& state,
                                      absl::Time now,
@@ -137,7 +134,7 @@ void CollectCoordinatorMetricsLocked(const CoordinatorState& state,
     const MetricLabels labels = {{"job", job->id()}};
     Add(&info,
         {{"job", job->id()},
-         {"mode", ModeLabel(job->CurrentMode())},
+         {"mode", SyncModeName(job->CurrentMode())},
          {"model", job->spec().model().kind()}},
         1);
     Add(&step, labels, static_cast<double>(job->MinStep()));
@@ -168,7 +165,7 @@ void CollectCoordinatorMetricsLocked(const CoordinatorState& state,
          --i, ++seen) {
       const StepMetrics& m = all[i - 1];
       if (m.rank() == 0 && m.busbw_gbps() > 0) {
-        latest.emplace(ModeLabel(m.mode()), m.busbw_gbps() * 1e9);
+        latest.emplace(SyncModeName(m.mode()), m.busbw_gbps() * 1e9);
       }
     }
     for (const auto& [mode, bytes_per_s] : latest) {

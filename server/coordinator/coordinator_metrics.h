@@ -42,9 +42,6 @@ void CollectCoordinatorMetricsLocked(const CoordinatorState& state,
                                      std::vector<MetricFamily>* out)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu);
 
-// "ring" or "ps": the label value of a sync mode (UNSPECIFIED is ring).
-const char* ModeLabel(SyncMode mode);
-
 }  // namespace gradsync
 
 #endif  // GRADSYNC_SERVER_COORDINATOR_COORDINATOR_METRICS_H_

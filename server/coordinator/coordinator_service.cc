@@ -16,7 +16,7 @@
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
 #include "server/coordinator/coordinator_metrics.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
 
 namespace gradsync {
 

@@ -1,67 +1,41 @@
 #include "server/coordinator/job_auto.h"
 
-#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/sync_model.h"
+#include "jobspec/sync_model_inputs.h"
 
 namespace gradsync {
-namespace {
-
-// The partitions a job's PS slices are pushed in (PsSpec.partition_bytes;
-// 0: the default of 4 MiB the workers use).
-constexpr int64_t kDefaultPartitionBytes = 4 << 20;
-
-}  // namespace
 
 AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
                                   int64_t sync_bytes) {
   AutoModelView view;
   if (state.links.bandwidth_Bps <= 0 || sync_bytes <= 0) return view;
-  // The hosts of the ranks, and of the distinct servers of the shards.
-  std::vector<std::string> rank_hosts, servers;
+  // The hosts of the ranks, and the servers of the shards with theirs.
+  std::vector<std::string> rank_hosts;
   for (const RankRecord& rank : job.ranks()) {
-    if (std::find(rank_hosts.begin(), rank_hosts.end(), rank.slot.host) ==
-        rank_hosts.end()) {
-      rank_hosts.push_back(rank.slot.host);
-    }
+    rank_hosts.push_back(rank.slot.host);
   }
-  bool colocated = !job.ps_shards().empty();
+  std::vector<std::pair<std::string, std::string>> shard_servers;
   for (const ShardPlacement& shard : job.ps_shards()) {
-    if (std::find(servers.begin(), servers.end(), shard.ps_id) !=
-        servers.end()) {
-      continue;
-    }
-    servers.push_back(shard.ps_id);
     const PsRecord* server = state.servers.Find(shard.ps_id);
-    colocated = colocated && server != nullptr &&
-                std::find(rank_hosts.begin(), rank_hosts.end(), server->host) !=
-                    rank_hosts.end();
+    shard_servers.emplace_back(shard.ps_id,
+                               server != nullptr ? server->host : "");
   }
-  // The model counts hosts: ranks that share one share its link.
-  const int hosts = static_cast<int>(rank_hosts.size());
+  const SyncPlacement placement = SyncPlacementOf(rank_hosts, shard_servers);
+  // The same inputs as `gradsync explain` (jobspec/sync_model_inputs.h).
+  const SyncModelInputs in =
+      SyncModelInputsFromSpec(job.spec(), placement, sync_bytes);
   const LinkModel& links = state.links;
-  SyncCase ring;
-  ring.layout = SyncLayout::kRing;
-  ring.workers = hosts;
-  ring.bytes = static_cast<double>(sync_bytes);
-  view.ring_s = PredictSeconds(ring, links);
-  if (servers.empty()) return view;
-  SyncCase ps;
-  ps.layout = colocated ? SyncLayout::kPsColocated : SyncLayout::kPsSeparate;
-  ps.workers = hosts;
-  ps.shards =
-      std::min<int>(static_cast<int>(servers.size()),
-                    colocated ? hosts : static_cast<int>(servers.size()));
-  ps.bytes = static_cast<double>(sync_bytes);
-  ps.pipelined = true;
-  const int64_t partition = job.spec().ps().partition_bytes();
-  ps.partition_bytes =
-      static_cast<double>(partition > 0 ? partition : kDefaultPartitionBytes);
-  if (!ValidateSyncCase(ps).ok() || !ValidateSyncCase(ring).ok()) return view;
-  view.ps_s = PredictSeconds(ps, links);
+  view.ring_s = PredictSeconds(in.ring, links);
+  if (placement.servers.empty()) return view;
+  if (!ValidateSyncCase(in.ps).ok() || !ValidateSyncCase(in.ring).ok()) {
+    return view;
+  }
+  view.ps_s = PredictSeconds(in.ps, links);
   view.known = true;
   return view;
 }

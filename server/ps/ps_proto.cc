@@ -5,14 +5,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "jobspec/optimizer_spec.h"
 
 namespace gradsync {
 namespace {
 
-constexpr double kDefaultMomentum = 0.9;
-constexpr double kDefaultBeta1 = 0.9;
-constexpr double kDefaultBeta2 = 0.999;
-constexpr double kDefaultEpsilon = 1e-8;
 constexpr absl::Duration kDefaultMaxWait = absl::Minutes(5);
 
 [[nodiscard]] absl::Status Invalid(absl::string_view field,
@@ -22,28 +19,6 @@ constexpr absl::Duration kDefaultMaxWait = absl::Minutes(5);
 }
 
 }  // namespace
-
-absl::StatusOr<OptimizerConfig> OptimizerConfigFromSpec(
-    const OptimizerSpec& spec) {
-  OptimizerConfig config;
-  absl::StatusOr<OptimizerKind> kind = ParseOptimizerKind(spec.name());
-  if (!kind.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer.name is '", spec.name(),
-                     "'; use \"sgd\", \"momentum\", \"adam\", \"adamw\" or "
-                     "\"sum\""));
-  }
-  config.kind = *kind;
-  config.lr = spec.learning_rate();
-  config.weight_decay = spec.weight_decay();
-  config.nesterov = spec.nesterov();
-  config.momentum = spec.momentum() == 0 ? kDefaultMomentum : spec.momentum();
-  config.beta1 = spec.beta1() == 0 ? kDefaultBeta1 : spec.beta1();
-  config.beta2 = spec.beta2() == 0 ? kDefaultBeta2 : spec.beta2();
-  config.eps = spec.epsilon() == 0 ? kDefaultEpsilon : spec.epsilon();
-  RETURN_IF_ERROR(ValidateOptimizerConfig(config));
-  return config;
-}
 
 absl::StatusOr<UpdateMode> UpdateModeFromProto(ps::UpdateMode mode) {
   switch (mode) {
@@ -94,8 +69,11 @@ absl::StatusOr<ShardSpec> ShardSpecFromProto(
   spec.total_elements = static_cast<size_t>(request.total_elements());
   spec.num_shards = request.num_shards();
   config.num_workers = request.num_workers();
+  // The job spec's optimizer, with the defaults the ranks use in ring
+  // mode (jobspec/optimizer_spec.h).
   ASSIGN_OR_RETURN(config.optimizer,
                    OptimizerConfigFromSpec(request.optimizer()));
+  RETURN_IF_ERROR(ValidateOptimizerConfig(config.optimizer));
   ASSIGN_OR_RETURN(config.mode, UpdateModeFromProto(request.mode()));
   config.staleness = request.staleness();
   config.first_step = request.first_step();

@@ -18,11 +18,6 @@
 
 namespace gradsync {
 
-// The optimizer of a job spec, with the same defaults as the ranks use in
-// ring mode (unset momentum 0.9, beta1 0.9, beta2 0.999, epsilon 1e-8).
-[[nodiscard]] absl::StatusOr<OptimizerConfig> OptimizerConfigFromSpec(
-    const OptimizerSpec& spec);
-
 [[nodiscard]] absl::StatusOr<UpdateMode> UpdateModeFromProto(
     ps::UpdateMode mode);
 ps::UpdateMode UpdateModeToProto(UpdateMode mode);

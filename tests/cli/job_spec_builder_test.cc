@@ -3,7 +3,6 @@
 // the file).
 #include "cli/control/job_spec_builder.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "common/flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jobspec/job_spec_json.h"
 
 namespace gradsync {
 namespace cli {
@@ -273,8 +273,7 @@ TEST(JobSpecBuilderTest, RingAlgoFlag_NormalisedAndRoundTripsThroughAFile) {
     EXPECT_EQ(spec->ring_algorithm(), want) << name;
     EXPECT_EQ(spec->ring_backend(), "tcp");
     // What `gradsync submit` sends, written back as a spec file.
-    std::string json;
-    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(*spec, &json).ok());
+    const std::string json = JobSpecToJson(*spec);
     TempFile file(json);
     absl::StatusOr<JobSpec> again = Build({"--file", file.path()});
     ASSERT_TRUE(again.ok()) << again.status();

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_service.h"
+#include "tests/jobspec/job_spec_test_util.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
@@ -39,30 +40,6 @@ class FakeClock {
   mutable absl::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_) = absl::FromUnixSeconds(1700000000);
 };
-
-// A valid spec: an MLP on Fashion-MNIST with `num_workers` ranks.
-inline JobSpec ValidSpec(int num_workers, const std::string& device = "") {
-  JobSpec spec;
-  spec.set_name("test");
-  spec.mutable_model()->set_kind("mlp");
-  for (int width : {784, 32, 10}) spec.mutable_model()->add_layer_sizes(width);
-  spec.mutable_dataset()->set_name("fashion-mnist");
-  spec.set_num_workers(num_workers);
-  spec.mutable_optimizer()->set_name("sgd");
-  spec.mutable_optimizer()->set_learning_rate(0.1);
-  spec.set_batch_size(64);
-  spec.set_steps(10);
-  spec.set_device(device);
-  return spec;
-}
-
-// A valid spec in PS mode with `shards` shards (0: one per server).
-inline JobSpec PsJobSpec(int num_workers, int shards) {
-  JobSpec spec = ValidSpec(num_workers);
-  spec.set_mode(SYNC_MODE_PS);
-  spec.mutable_ps()->set_shards(shards);
-  return spec;
-}
 
 inline StoreScope Scope(const std::string& worker_id, const std::string& job_id,
                         int64_t generation = 1) {

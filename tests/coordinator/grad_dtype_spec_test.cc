@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_service.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
 #include "tests/coordinator/coordinator_test_util.h"
 #include "tests/util/status_matchers.h"
 

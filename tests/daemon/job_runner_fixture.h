@@ -47,6 +47,7 @@ inline JobSpec SyntheticSpec(int64_t steps, double compute_ms) {
   spec.mutable_dataset()->set_name("synthetic");
   spec.mutable_optimizer()->set_name("sgd");
   spec.mutable_optimizer()->set_learning_rate(0.001);
+  spec.set_num_workers(2);  // the worker checks the spec as the coordinator
   spec.set_batch_size(4);
   spec.set_steps(steps);
   return spec;

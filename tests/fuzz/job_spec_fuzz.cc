@@ -8,7 +8,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
+#include "jobspec/job_spec_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view json(reinterpret_cast<const char*>(data), size);

@@ -19,7 +19,8 @@
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
+#include "jobspec/job_spec_json.h"
 #include "tests/integration/cluster_test_base.h"
 #include "tests/util/status_matchers.h"
 

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "jobspec/job_spec.h"
 #include "tests/util/status_matchers.h"
 #include "worker/model/param_hash_terms.h"
 #include "worker/train/param_hash.h"
@@ -165,8 +166,12 @@ TEST(TrainConfigTest, FromJobSpec_BadPsOrSwitches_NameTheField) {
       TrainerConfigFromJobSpec(spec),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("ps.sync")));
   spec = MinimalSpec();
-  spec.add_switches()->set_step(4);
-  spec.add_switches()->set_step(4);
+  SwitchSpec* first = spec.add_switches();
+  first->set_step(4);
+  first->set_mode(SYNC_MODE_PS);
+  SwitchSpec* second = spec.add_switches();
+  second->set_step(4);
+  second->set_mode(SYNC_MODE_RING);
   EXPECT_THAT(TrainerConfigFromJobSpec(spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("switches[1].step")));
@@ -177,6 +182,98 @@ TEST(TrainConfigTest, FromJobSpec_BadPsOrSwitches_NameTheField) {
   EXPECT_THAT(TrainerConfigFromJobSpec(spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("switches[0].mode")));
+}
+
+// The worker checks a spec again on receipt with the coordinator's rules:
+// what the coordinator would refuse, the worker refuses with the same
+// status, message and all.
+TEST(TrainConfigTest, FromJobSpec_WhatTheCoordinatorRefuses_RefusedAlike) {
+  struct Case {
+    const char* what;
+    void (*mutate)(JobSpec*);
+  };
+  const Case cases[] = {
+      // Partitions: 4 KiB .. 1 GiB, a multiple of 4.
+      {"partition below 4 KiB",
+       [](JobSpec* s) { s->mutable_ps()->set_partition_bytes(1000); }},
+      {"partition not a multiple of 4",
+       [](JobSpec* s) { s->mutable_ps()->set_partition_bytes(4098); }},
+      {"partition above 1 GiB",
+       [](JobSpec* s) {
+         s->mutable_ps()->set_partition_bytes(int64_t{2} << 30);
+       }},
+      {"negative partition",
+       [](JobSpec* s) { s->mutable_ps()->set_partition_bytes(-4096); }},
+      {"chunk not a multiple of 4",
+       [](JobSpec* s) { s->mutable_ps()->set_chunk_bytes(4097); }},
+      {"no workers", [](JobSpec* s) { s->set_num_workers(0); }},
+      {"batch below the ranks", [](JobSpec* s) { s->set_batch_size(2); }},
+      {"fashion-mnist widths",
+       [](JobSpec* s) { s->mutable_model()->set_layer_sizes(0, 100); }},
+      {"staleness without ssp",
+       [](JobSpec* s) { s->mutable_ps()->set_staleness(2); }},
+      {"switch at step 0",
+       [](JobSpec* s) {
+         SwitchSpec* sw = s->add_switches();
+         sw->set_step(0);
+         sw->set_mode(SYNC_MODE_PS);
+       }},
+      {"too many restarts", [](JobSpec* s) { s->set_max_restarts(1000); }},
+      {"a terminal escape in the name",
+       [](JobSpec* s) { s->set_name("job\x1b[2J"); }},
+      {"epochs beyond any step count",
+       [](JobSpec* s) {
+         s->set_steps(0);
+         s->set_epochs(1e300);
+       }},
+      {"nccl for the synthetic model",
+       [](JobSpec* s) {
+         s->mutable_model()->Clear();
+         s->mutable_model()->set_kind("synthetic");
+         s->mutable_model()->set_synthetic_floats(1000);
+         s->set_device("cuda");
+         s->set_ring_backend("nccl");
+       }},
+  };
+  for (const Case& c : cases) {
+    JobSpec spec = MinimalSpec();
+    c.mutate(&spec);
+    const absl::Status coordinator = ValidateJobSpec(spec).status();
+    EXPECT_EQ(coordinator.code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_EQ(TrainerConfigFromJobSpec(spec).status(), coordinator) << c.what;
+  }
+}
+
+// The defaults the coordinator leaves at 0 in the spec are read the way
+// it means them (jobspec/job_spec.h).
+TEST(TrainConfigTest, FromJobSpec_PsDefaults_AreTheSpecsDefaults) {
+  absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(MinimalSpec());
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->ps.partition_bytes, size_t{4} << 20);
+  EXPECT_EQ(c->ps.partition_bytes,
+            static_cast<size_t>(kDefaultPsPartitionBytes));
+  EXPECT_EQ(c->ps.chunk_bytes, kDefaultChunkBytes);
+  EXPECT_EQ(c->bucket_bytes, static_cast<size_t>(kDefaultBucketBytes));
+  JobSpec spec = MinimalSpec();
+  spec.mutable_ps()->set_partition_bytes(65536);
+  c = TrainerConfigFromJobSpec(spec);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->ps.partition_bytes, 65536u);
+}
+
+// Kinds that are valid specs but not the trainer's: the worker runs them
+// with their own runners (worker/launch, the link probe).
+TEST(TrainConfigTest, FromJobSpec_AnEntrypoint_IsNotTheTrainers) {
+  JobSpec spec;
+  spec.set_num_workers(1);
+  spec.mutable_model()->set_kind("entrypoint");
+  spec.mutable_model()->mutable_entrypoint()->add_argv("python3");
+  spec.mutable_model()->mutable_entrypoint()->set_workdir("/tmp");
+  ASSERT_THAT(ValidateJobSpec(spec), IsOk());
+  EXPECT_THAT(
+      TrainerConfigFromJobSpec(spec),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("model.kind"), HasSubstr("'entrypoint'"))));
 }
 
 TEST(TrainConfigTest, FromJobSpec_CudaOrCpuDevice_IsAccepted) {

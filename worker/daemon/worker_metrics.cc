@@ -3,11 +3,10 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace {
-
-const char* Mode(SyncMode mode) { return mode == SYNC_MODE_PS ? "ps" : "ring"; }
 
 // Series of a family that the registry made: WithLabels only fails on a
 // wrong number of values, which the calls below never pass.
@@ -74,7 +73,8 @@ absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Create(
                        {}, AllReduceSecondsBuckets()));
   owned.allreduce = Series(allreduce, {});
   // Both modes' series exist from the start, at 0.
-  for (const char* mode : {"ring", "ps"}) {
+  for (const SyncMode sync : {SYNC_MODE_RING, SYNC_MODE_PS}) {
+    const std::string mode = SyncModeName(sync);
     Series(owned.steps, {mode});
     Series(owned.sent, {mode});
     Series(owned.received, {mode});
@@ -113,7 +113,7 @@ void WorkerMetrics::RankEnded(const std::string& device) {
 }
 
 void WorkerMetrics::AddStep(const StepMetrics& step) {
-  const std::string mode = Mode(step.mode());
+  const std::string mode = SyncModeName(step.mode());
   if (Counter* c = Series(owned_.steps, {mode})) c->Increment();
   if (Counter* c = Series(owned_.phase, {mode, "compute"})) {
     c->Increment(step.compute_s());

@@ -50,7 +50,7 @@
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
 #include "worker/daemon/job_runner.h"
 #include "worker/daemon/metrics_reporter.h"
 

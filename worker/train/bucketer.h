@@ -45,12 +45,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "jobspec/job_spec.h"
 
 namespace gradsync {
 
-// PyTorch DDP's default bucket_cap_mb = 25 (the coordinator fills the same
-// default into JobSpec.bucket_bytes).
-inline constexpr size_t kDefaultAllReduceBucketBytes = size_t{25} << 20;
+// PyTorch DDP's default bucket_cap_mb = 25: the job spec's default
+// (JobSpec.bucket_bytes, jobspec/job_spec.h).
+inline constexpr size_t kDefaultAllReduceBucketBytes =
+    static_cast<size_t>(kDefaultBucketBytes);
 
 // One bucket: elements [begin, end) of the flat gradient.
 struct Bucket {

@@ -1,13 +1,15 @@
 #include "worker/train/train_config.h"
 
 #include <cmath>
-#include <limits>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "jobspec/grad_dtype.h"
+#include "jobspec/job_spec.h"
+#include "jobspec/optimizer_spec.h"
 
 namespace gradsync {
 namespace {
@@ -18,149 +20,65 @@ namespace {
       absl::StrCat("training config field ", field, " ", problem));
 }
 
-// The coordinator's defaults (server/coordinator/job_spec.h).
-constexpr double kDefaultMomentum = 0.9;
-constexpr double kDefaultBeta1 = 0.9;
-constexpr double kDefaultBeta2 = 0.999;
-constexpr double kDefaultEpsilon = 1e-8;
-
+// The model of a checked spec: its kind, widths or gradient length, and a
+// profile's layers and their compute costs.
 [[nodiscard]] absl::Status ModelFromSpec(const ModelSpec& model,
                                          TrainerConfig* config) {
   if (model.kind() == "mlp") {
     config->model = ModelKind::kMlp;
-    for (int i = 0; i < model.layer_sizes_size(); ++i) {
-      if (model.layer_sizes(i) <= 0) {
-        return Invalid(absl::StrCat("model.layerSizes[", i, "]"),
-                       absl::StrCat("is ", model.layer_sizes(i),
-                                    "; widths must be positive"));
-      }
-      config->layer_sizes.push_back(static_cast<size_t>(model.layer_sizes(i)));
+    for (int64_t width : model.layer_sizes()) {
+      config->layer_sizes.push_back(static_cast<size_t>(width));
     }
     return absl::OkStatus();
   }
-  if (model.kind() == "synthetic") {
-    config->model = ModelKind::kSynthetic;
-    if (model.synthetic_floats() <= 0) {
-      return Invalid(
-          "model.syntheticFloats",
-          absl::StrCat("is ", model.synthetic_floats(), "; it must be > 0"));
-    }
-    const double ms = model.synthetic_compute_ms();
-    if (!(ms >= 0) || !std::isfinite(ms)) {
-      return Invalid("model.syntheticComputeMs",
-                     absl::StrCat("is ", ms, "; it must be finite and >= 0"));
-    }
-    config->synthetic_floats = static_cast<size_t>(model.synthetic_floats());
-    config->synthetic_compute = absl::Microseconds(std::llround(ms * 1000));
-    if (!model.profile().empty()) {
-      absl::StatusOr<std::vector<ProfileTensor>> tensors =
-          ModelProfile(model.profile());
-      if (!tensors.ok())
-        return Invalid("model.profile", tensors.status().message());
-      absl::StatusOr<std::vector<size_t>> layers = ScaledLayerFloats(
-          *tensors, model.profile_scale() == 0 ? 1 : model.profile_scale());
-      if (!layers.ok()) {
-        return Invalid("model.profileScale", layers.status().message());
-      }
-      size_t total = 0;
-      for (size_t f : *layers) total += f;
-      if (total != config->synthetic_floats) {
-        return Invalid("model.syntheticFloats",
-                       absl::StrCat("is ", config->synthetic_floats, " but ",
-                                    model.profile(), " has ", total));
-      }
-      config->synthetic_layers = *std::move(layers);
-      config->synthetic_layer_cost.clear();
-      for (const ProfileTensor& t : *tensors) {
-        config->synthetic_layer_cost.push_back(t.flops);
-      }
-    }
-    return absl::OkStatus();
+  if (model.kind() != "synthetic") {
+    // A valid spec of another kind (an entrypoint, a link probe) has its
+    // own runner on the worker; the trainer runs gradsync's own models.
+    return Invalid("model.kind", absl::StrCat("is '", model.kind(),
+                                              "'; the trainer runs \"mlp\" or "
+                                              "\"synthetic\""));
   }
-  return Invalid("model.kind", absl::StrCat("is '", model.kind(),
-                                            "'; use \"mlp\" or \"synthetic\""));
-}
-
-[[nodiscard]] absl::Status OptimizerFromSpec(const OptimizerSpec& spec,
-                                             OptimizerConfig* config) {
-  absl::StatusOr<OptimizerKind> kind = ParseOptimizerKind(spec.name());
-  // "sum" is the torch PS path's sum-only flavour: a built-in model's
-  // ranks would train on the summed gradient as their parameters.
-  if (!kind.ok() || *kind == OptimizerKind::kSum) {
-    return Invalid("optimizer.name",
-                   absl::StrCat("is '", spec.name(),
-                                "'; use \"sgd\", \"momentum\", \"adam\" or "
-                                "\"adamw\""));
+  config->model = ModelKind::kSynthetic;
+  config->synthetic_floats = static_cast<size_t>(model.synthetic_floats());
+  config->synthetic_compute =
+      absl::Microseconds(std::llround(model.synthetic_compute_ms() * 1000));
+  if (model.profile().empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<ProfileTensor>> tensors =
+      ModelProfile(model.profile());
+  if (!tensors.ok())
+    return Invalid("model.profile", tensors.status().message());
+  absl::StatusOr<std::vector<size_t>> layers = ScaledLayerFloats(
+      *tensors, model.profile_scale() == 0 ? 1 : model.profile_scale());
+  if (!layers.ok()) {
+    return Invalid("model.profileScale", layers.status().message());
   }
-  config->kind = *kind;
-  config->lr = spec.learning_rate();
-  config->weight_decay = spec.weight_decay();
-  config->nesterov = spec.nesterov();
-  config->momentum = spec.momentum() == 0 ? kDefaultMomentum : spec.momentum();
-  config->beta1 = spec.beta1() == 0 ? kDefaultBeta1 : spec.beta1();
-  config->beta2 = spec.beta2() == 0 ? kDefaultBeta2 : spec.beta2();
-  config->eps = spec.epsilon() == 0 ? kDefaultEpsilon : spec.epsilon();
+  config->synthetic_layers = *std::move(layers);
+  config->synthetic_layer_cost.clear();
+  for (const ProfileTensor& t : *tensors) {
+    config->synthetic_layer_cost.push_back(t.flops);
+  }
   return absl::OkStatus();
 }
 
-[[nodiscard]] absl::StatusOr<SyncPath> PathFromMode(absl::string_view field,
-                                                    SyncMode mode) {
-  switch (mode) {
-    case SYNC_MODE_UNSPECIFIED:
-    case SYNC_MODE_RING:
-      return SyncPath::kRing;
-    case SYNC_MODE_PS:
-      return SyncPath::kPs;
-    default:
-      return Invalid(field, absl::StrCat("is ", static_cast<int>(mode),
-                                         "; use SYNC_MODE_RING or "
-                                         "SYNC_MODE_PS"));
-  }
+SyncPath PathOf(SyncMode mode) {
+  return mode == SYNC_MODE_PS ? SyncPath::kPs : SyncPath::kRing;
 }
 
-[[nodiscard]] absl::Status PsFromSpec(const JobSpec& spec,
-                                      TrainerConfig* config) {
+// The PS settings and scripted switches of a checked spec.
+void PsFromSpec(const JobSpec& spec, TrainerConfig* config) {
   const PsSpec& ps = spec.ps();
-  if (ps.sync().empty() || ps.sync() == "sync") {
-    config->ps.update = PsUpdate::kSync;
-  } else if (ps.sync() == "async") {
-    config->ps.update = PsUpdate::kAsync;
-  } else if (ps.sync() == "ssp") {
-    config->ps.update = PsUpdate::kSsp;
-  } else {
-    return Invalid("ps.sync", absl::StrCat("is '", ps.sync(),
-                                           "'; use \"sync\", \"async\" "
-                                           "or \"ssp\""));
-  }
-  if (ps.staleness() < 0) return Invalid("ps.staleness", "must be >= 0");
+  config->ps.update = ps.sync() == "async" ? PsUpdate::kAsync
+                      : ps.sync() == "ssp" ? PsUpdate::kSsp
+                                           : PsUpdate::kSync;
   config->ps.staleness = ps.staleness();
-  if (ps.partition_bytes() < 0) {
-    return Invalid("ps.partitionBytes", "must be >= 0");
-  }
-  if (ps.partition_bytes() > 0) {
-    config->ps.partition_bytes = static_cast<size_t>(ps.partition_bytes());
-  }
-  if (ps.chunk_bytes() < 0) return Invalid("ps.chunkBytes", "must be >= 0");
+  config->ps.partition_bytes = static_cast<size_t>(PsPartitionBytes(ps));
   if (ps.chunk_bytes() > 0) {
     config->ps.chunk_bytes = static_cast<size_t>(ps.chunk_bytes());
   }
   config->ps.optimizer = spec.optimizer();
-  int64_t last = 0;
-  for (int i = 0; i < spec.switches_size(); ++i) {
-    const SwitchSpec& sw = spec.switches(i);
-    const std::string field = absl::StrCat("switches[", i, "]");
-    if (sw.step() <= last) {
-      return Invalid(absl::StrCat(field, ".step"),
-                     absl::StrCat("is ", sw.step(),
-                                  "; switch steps must be "
-                                  ">= 1 and increasing"));
-    }
-    last = sw.step();
-    ASSIGN_OR_RETURN(SyncPath path,
-                     PathFromMode(absl::StrCat(field, ".mode"), sw.mode()));
-    config->switches.push_back({sw.step(), path});
+  for (const SwitchSpec& sw : spec.switches()) {
+    config->switches.push_back({sw.step(), PathOf(sw.mode())});
   }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -233,95 +151,37 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(const JobSpec& spec) {
+absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(
+    const JobSpec& received) {
+  // The coordinator's rules, again: what it would refuse is refused here
+  // with its message, and every default comes from the checked copy.
+  ASSIGN_OR_RETURN(const JobSpec spec, ValidateJobSpec(received));
   TrainerConfig config;
   RETURN_IF_ERROR(ModelFromSpec(spec.model(), &config));
-  const std::string& dataset = spec.dataset().name();
-  if (dataset == "fashion-mnist" || dataset.empty()) {
-    config.dataset = DatasetKind::kFashionMnist;
-  } else if (dataset == "synthetic") {
-    config.dataset = DatasetKind::kSynthetic;
-  } else {
-    return Invalid("dataset.name",
-                   absl::StrCat("is '", dataset,
-                                "'; use \"fashion-mnist\" or \"synthetic\""));
-  }
+  config.dataset = spec.dataset().name() == "synthetic"
+                       ? DatasetKind::kSynthetic
+                       : DatasetKind::kFashionMnist;
   config.dataset_path = spec.dataset().path();
-  RETURN_IF_ERROR(OptimizerFromSpec(spec.optimizer(), &config.optimizer));
-  if (spec.batch_size() <= 0) {
-    return Invalid("batchSize",
-                   absl::StrCat("is ", spec.batch_size(), "; it must be > 0"));
-  }
+  ASSIGN_OR_RETURN(config.optimizer, OptimizerConfigFromSpec(spec.optimizer()));
   config.global_batch_size = static_cast<size_t>(spec.batch_size());
   config.steps = spec.steps();
   config.epochs = spec.epochs();
   config.seed = spec.seed();
-  if (spec.bucket_bytes() < 0) {
-    return Invalid("bucketBytes", "must be >= 0 (0: 25 MiB)");
-  }
-  if (spec.bucket_bytes() > 0) {
-    config.bucket_bytes = static_cast<size_t>(spec.bucket_bytes());
-  }
-  if (spec.grad_accumulation_steps() > 0) {
-    config.grad_accumulation_steps = spec.grad_accumulation_steps();
-  } else if (spec.grad_accumulation_steps() < 0) {
-    return Invalid("gradAccumulationSteps", "must be >= 0 (0: 1)");
-  }
+  config.bucket_bytes = static_cast<size_t>(spec.bucket_bytes());
+  config.grad_accumulation_steps = spec.grad_accumulation_steps();
   config.eval_every_steps = spec.eval_every_steps();
   config.checkpoint_dir = spec.checkpoint().directory();
-  if (spec.checkpoint().every_steps() < 0) {
-    return Invalid("checkpoint.everySteps", "must be >= 0 (0: at the end)");
-  }
   config.checkpoint_every = spec.checkpoint().every_steps();
   config.checkpoint_on_every_host = spec.checkpoint().on_every_host();
   config.resume_from = spec.checkpoint().resume_from();
-  if (spec.blas_threads() > 0) {
-    config.blas_threads = spec.blas_threads();
-  } else if (spec.blas_threads() < 0) {
-    return Invalid("blasThreads", "must be >= 0 (0: 1)");
-  }
-  ASSIGN_OR_RETURN(config.initial_path, PathFromMode("mode", spec.mode()));
-  RETURN_IF_ERROR(PsFromSpec(spec, &config));
+  config.blas_threads = spec.blas_threads();
+  config.initial_path = PathOf(spec.mode());
+  PsFromSpec(spec, &config);
   // The placement (which rank on which device) comes with the Assignment.
-  if (!spec.device().empty() && spec.device() != "cpu" &&
-      spec.device() != "cuda") {
-    return Invalid("device", absl::StrCat("is '", spec.device(),
-                                          "'; use \"cpu\" or \"cuda\""));
-  }
-  const bool mlp_on_cuda =
-      spec.device() == "cuda" && config.model == ModelKind::kMlp;
-  if (spec.ring_backend() == "nccl") {
-    if (!mlp_on_cuda) {
-      return Invalid("ringBackend",
-                     "is \"nccl\", which needs an mlp on device \"cuda\"");
-    }
-    config.ring_backend = RingBackend::kNccl;
-  } else if (spec.ring_backend().empty() || spec.ring_backend() == "auto") {
-    config.ring_backend = mlp_on_cuda ? RingBackend::kNccl : RingBackend::kTcp;
-  } else if (spec.ring_backend() != "tcp") {
-    return Invalid("ringBackend", absl::StrCat("is '", spec.ring_backend(),
-                                               "'; use auto, tcp or nccl"));
-  }
-  if (!spec.ring_algorithm().empty()) {
-    absl::StatusOr<AllReduceAlgorithm> algorithm =
-        ParseAllReduceAlgorithm(spec.ring_algorithm());
-    if (!algorithm.ok()) {
-      return Invalid("ringAlgorithm",
-                     absl::StrCat("is '", spec.ring_algorithm(),
-                                  "'; use auto, ring, hd or hierarchical"));
-    }
-    config.ring_algorithm = *algorithm;
-  }
-  if (config.ring_algorithm != AllReduceAlgorithm::kAuto &&
-      config.ring_backend == RingBackend::kNccl) {
-    return Invalid("ringAlgorithm",
-                   absl::StrCat("is '", spec.ring_algorithm(),
-                                "', an algorithm of the TCP ring, but this "
-                                "job runs on NCCL, which picks its own; use "
-                                "ringBackend \"tcp\""));
-  }
-  RETURN_IF_ERROR(
-      ValidateGradDtype(spec, config.ring_backend == RingBackend::kNccl));
+  config.ring_backend =
+      RingRunsOnNccl(spec) ? RingBackend::kNccl : RingBackend::kTcp;
+  ASSIGN_OR_RETURN(config.ring_algorithm,
+                   ParseAllReduceAlgorithm(spec.ring_algorithm()));
   ASSIGN_OR_RETURN(config.grad_dtype, ParseGradDtype(spec.grad_dtype()));
   RETURN_IF_ERROR(ValidateTrainerConfig(config));
   return config;

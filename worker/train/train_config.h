@@ -5,16 +5,19 @@
 //
 //   ASSIGN_OR_RETURN(TrainerConfig config, TrainerConfigFromJobSpec(spec));
 //
-// Defaults for fields a spec leaves at 0 are the coordinator's
-// (server/coordinator/job_spec.h), so a spec that skipped validation still
-// trains the same way.
+// TrainerConfigFromJobSpec checks the spec again on receipt, with the
+// coordinator's rules (ValidateJobSpec, jobspec/job_spec.h): a spec the
+// coordinator would refuse is refused here with the same message, and
+// every default comes from there.
 //
 // The rank's device is not in the spec (JobSpec.device only says which
 // kind of device the coordinator places the ranks on): the daemon sets
 // cuda_device for each rank from the coordinator's Assignment.
 //
-// Errors: INVALID_ARGUMENT naming the first bad field (by its JSON name,
-// as users write specs). Pure functions; thread-safe.
+// Errors: INVALID_ARGUMENT naming the first bad field: "job spec field
+// <JSON name> ..." for the spec's rules, "training config field ..." for
+// what only the trainer needs (a built-in model; steps, not epochs, for
+// the synthetic model). Pure functions; thread-safe.
 #ifndef GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
 #define GRADSYNC_WORKER_TRAIN_TRAIN_CONFIG_H_
 
@@ -30,7 +33,9 @@
 #include "collectives/types.h"
 #include "common/optimizer.h"
 #include "common/tls.h"
+#include "jobspec/job_spec.h"
 #include "proto/job.pb.h"
+#include "server/ps/tensor_codec.h"
 #include "worker/train/bucketer.h"
 
 namespace gradsync {
@@ -74,11 +79,12 @@ struct PsConfig {
   // Assignment; runtime switches may bring new ones.
   std::vector<std::string> addresses;
   PsUpdate update = PsUpdate::kSync;
-  int staleness = 0;             // kSsp bound
-  size_t chunk_bytes = 1 << 20;  // largest stream message
+  int staleness = 0;  // kSsp bound
+  // Largest stream message (the codec's default for a spec's 0).
+  size_t chunk_bytes = kDefaultChunkBytes;
   // Each server's slice in partitions of at most this many bytes
   // (PartitionedShardLocations); 0: one shard per server.
-  size_t partition_bytes = 4 << 20;
+  size_t partition_bytes = static_cast<size_t>(kDefaultPsPartitionBytes);
   OptimizerSpec optimizer;  // as the shards are created with it
   // TCP congestion control of the connections to the shards
   // (common/tcp_congestion.h); the daemon's --tcp-congestion.

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
 
 namespace gradsync {
 

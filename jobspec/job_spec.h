@@ -1,21 +1,26 @@
-// JobSpec checks and defaults: what the coordinator accepts as a training
-// job (proto/job.proto), and the JSON form users write specs in.
+// JobSpec checks and defaults: what a training job (proto/job.proto) may
+// ask for, defined once for the coordinator, which checks a spec at
+// submit, the workers, which check it again on receipt with the same
+// rules, and the CLI. The JSON form users write is job_spec_json.h.
 //
 //   ASSIGN_OR_RETURN(JobSpec spec, ParseJobSpecJson(file_contents));
 //   ASSIGN_OR_RETURN(JobSpec full, ValidateJobSpec(spec));  // defaults in
 //
-// Error messages name fields by their JSON names ("numWorkers"), since that
-// is what users write, and say which values are allowed.
+// Validation is a fixed point: a spec it returns validates again,
+// unchanged. Error messages name fields by their JSON names
+// ("numWorkers"), since that is what users write, and say which values
+// are allowed.
 //
 // Pure functions; thread-safe.
-#ifndef GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
-#define GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
+#ifndef GRADSYNC_JOBSPEC_JOB_SPEC_H_
+#define GRADSYNC_JOBSPEC_JOB_SPEC_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/optimizer.h"
 #include "proto/job.pb.h"
 
 namespace gradsync {
@@ -24,14 +29,21 @@ namespace gradsync {
 // per rank (EntrypointSpec, worker/launch/).
 inline constexpr absl::string_view kEntrypointModelKind = "entrypoint";
 
-// Defaults filled in for fields left at 0 or empty.
+// Defaults filled in for fields left at 0 or empty. The optimizer's are
+// those of the optimizer the ranks build (common/optimizer.h).
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;  // DDP's
 inline constexpr absl::string_view kDefaultDevice = "cpu";
-inline constexpr double kDefaultMomentum = 0.9;
+inline constexpr double kDefaultMomentum = OptimizerConfig{}.momentum;
 inline constexpr int32_t kMaxRestarts = 100;  // JobSpec.max_restarts
-inline constexpr double kDefaultAdamBeta1 = 0.9;
-inline constexpr double kDefaultAdamBeta2 = 0.999;
-inline constexpr double kDefaultAdamEpsilon = 1e-8;
+inline constexpr double kDefaultAdamBeta1 = OptimizerConfig{}.beta1;
+inline constexpr double kDefaultAdamBeta2 = OptimizerConfig{}.beta2;
+inline constexpr double kDefaultAdamEpsilon = OptimizerConfig{}.eps;
+// A default that stays 0 in the spec (so that a spec says what its user
+// set) and is read through PsPartitionBytes: each server's slice goes in
+// partitions of 4 MiB (pipelined pushes and pulls, server/ps/ps_client.h).
+// (PsSpec.chunk_bytes 0 is the PS codec's own default,
+// server/ps/tensor_codec.h's kDefaultChunkBytes.)
+inline constexpr int64_t kDefaultPsPartitionBytes = int64_t{4} << 20;
 
 // Bounds that catch typos before a worker tries to allocate the model.
 inline constexpr int64_t kMaxLayerWidth = int64_t{1} << 20;
@@ -41,9 +53,12 @@ inline constexpr int32_t kMaxNumWorkers = 4096;
 inline constexpr int32_t kMaxPsShards = 1024;
 inline constexpr int64_t kMinPsChunkBytes = 4;
 inline constexpr int64_t kMaxPsChunkBytes = int64_t{64} << 20;
-// PsSpec.partition_bytes: 0 (4 MiB) or 4 KiB .. 1 GiB.
+// PsSpec.partition_bytes: 0 (kDefaultPsPartitionBytes) or 4 KiB .. 1 GiB.
 inline constexpr int64_t kMinPsPartitionBytes = 4096;
 inline constexpr int64_t kMaxPsPartitionBytes = int64_t{1} << 30;
+
+// bucketBytes: 0 (kDefaultBucketBytes) or at least one float.
+inline constexpr int64_t kMinBucketBytes = sizeof(float);
 
 // JobSpec.name: printable, at most this long (it is shown in tables).
 inline constexpr size_t kMaxJobNameBytes = 256;
@@ -86,13 +101,16 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 //   switches            steps >= 1 in strictly increasing order, each mode
 //                       RING or PS
 //   device              "cpu" or "cuda"
-//   ringBackend         "auto" (default), "tcp" or "nccl" (device "cuda")
+//   ringBackend         "auto" (default), "tcp" or "nccl" (device "cuda",
+//                       not the synthetic model, which has no device
+//                       kernels)
 //   ringAlgorithm       "auto" (default), "ring", "hd" or "hierarchical"
 //                       (other spellings ParseAllReduceAlgorithm accepts
 //                       are normalised to these); a forced one needs the
 //                       TCP ring, not ringBackend "nccl" (nor "auto" on an
 //                       mlp on cuda, which is NCCL)
-//   counts              bucketBytes, gradAccumulationSteps, blasThreads,
+//   bucketBytes         0 or >= 4 (one float)
+//   counts              gradAccumulationSteps, blasThreads,
 //                       evalEverySteps, checkpoint.everySteps >= 0
 [[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
@@ -105,6 +123,11 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // names what it refuses.
 [[nodiscard]] absl::Status InvalidSpecField(absl::string_view field,
                                             absl::string_view problem);
+
+// OK for `value` >= 0, else InvalidSpecField(field, "is <value>; it must
+// be >= 0").
+[[nodiscard]] absl::Status NonNegativeSpecField(absl::string_view field,
+                                                int64_t value);
 
 // numWorkers in 1..kMaxNumWorkers, else INVALID_ARGUMENT ending in
 // "(<unit>)", e.g. "one rank per device".
@@ -119,12 +142,14 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // point: its mode is PS or a scripted switch goes to PS.
 bool JobNeedsPs(const JobSpec& spec);
 
-// Parses a JobSpec from JSON in protobuf's JSON mapping (camelCase or
-// proto field names; enums by name, e.g. "SYNC_MODE_RING"). Does not
-// validate (call ValidateJobSpec). INVALID_ARGUMENT, with the parser's
-// reason, for malformed JSON or unknown fields.
-[[nodiscard]] absl::StatusOr<JobSpec> ParseJobSpecJson(absl::string_view json);
+// Whether `spec`'s ring runs on NCCL: ringBackend "nccl", or "auto" (or
+// unset) for an mlp on device "cuda"; otherwise the TCP ring.
+bool RingRunsOnNccl(const JobSpec& spec);
+
+// PsSpec.partition_bytes as the PS path uses it: the spec's own, or
+// kDefaultPsPartitionBytes for 0.
+int64_t PsPartitionBytes(const PsSpec& ps);
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_SERVER_COORDINATOR_JOB_SPEC_H_
+#endif  // GRADSYNC_JOBSPEC_JOB_SPEC_H_

@@ -1,6 +1,6 @@
-// ValidateJobSpec and ParseJobSpecJson: what the coordinator accepts as a
+// ValidateJobSpec: what the coordinator accepts as a
 // job, the defaults it fills in, and the errors users see.
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
 
 #include <functional>
 #include <string>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/coordinator/coordinator_test_util.h"
+#include "tests/jobspec/job_spec_test_util.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
@@ -473,6 +473,19 @@ INSTANTIATE_TEST_SUITE_P(
                     "ringBackend"},
         BadSpecCase{"NegativeBucket",
                     [](JobSpec* s) { s->set_bucket_bytes(-1); }, "bucketBytes"},
+        // A bucket holds at least one float (the worker's rule too).
+        BadSpecCase{"BucketBelowOneFloat",
+                    [](JobSpec* s) { s->set_bucket_bytes(3); }, "bucketBytes"},
+        // The synthetic model has no device kernels for NCCL to reduce.
+        BadSpecCase{"NcclForTheSyntheticModel",
+                    [](JobSpec* s) {
+                      s->mutable_model()->Clear();
+                      s->mutable_model()->set_kind("synthetic");
+                      s->mutable_model()->set_synthetic_floats(1000);
+                      s->set_device("cuda");
+                      s->set_ring_backend("nccl");
+                    },
+                    "ringBackend"},
         BadSpecCase{"NegativeAccumulation",
                     [](JobSpec* s) { s->set_grad_accumulation_steps(-2); },
                     "gradAccumulationSteps"},
@@ -499,38 +512,6 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadSpecCase>& info) {
       return info.param.name;
     });
-
-TEST(ParseJobSpecJsonTest, ExampleFromJobProto_ParsesAndValidates) {
-  absl::StatusOr<JobSpec> spec = ParseJobSpecJson(R"json(
-    {"name": "fmnist", "numWorkers": 4, "mode": "SYNC_MODE_RING",
-     "model": {"kind": "mlp", "layerSizes": [784, 256, 256, 10]},
-     "dataset": {"name": "fashion-mnist"},
-     "optimizer": {"name": "momentum", "learningRate": 0.05, "momentum": 0.9},
-     "batchSize": 256, "steps": 500, "seed": 1})json");
-  ASSERT_THAT(spec, IsOk());
-  EXPECT_EQ(spec->num_workers(), 4);
-  EXPECT_THAT(spec->model().layer_sizes(),
-              ::testing::ElementsAre(784, 256, 256, 10));
-  EXPECT_EQ(spec->seed(), 1u);
-  EXPECT_THAT(ValidateJobSpec(*spec), IsOk());
-}
-
-TEST(ParseJobSpecJsonTest, MalformedJson_ReturnsInvalidArgument) {
-  EXPECT_THAT(ParseJobSpecJson("{\"numWorkers\": 4,"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("could not be parsed")));
-}
-
-TEST(ParseJobSpecJsonTest, UnknownField_ReturnsInvalidArgument) {
-  EXPECT_THAT(
-      ParseJobSpecJson(R"({"numWorkerz": 4})"),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("numWorkerz")));
-}
-
-TEST(ParseJobSpecJsonTest, WrongType_ReturnsInvalidArgument) {
-  EXPECT_THAT(ParseJobSpecJson(R"({"numWorkers": "many"})"),
-              StatusIs(absl::StatusCode::kInvalidArgument));
-}
 
 }  // namespace
 }  // namespace gradsync

@@ -4,7 +4,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/job_spec.h"
+#include "jobspec/job_spec.h"
+#include "jobspec/job_spec_json.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
