@@ -9,35 +9,19 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "collectives/tcp/link_timing.h"
+#include "common/little_endian.h"
 
 namespace gradsync {
 namespace {
 
 constexpr size_t kHeadBytes = 24;
 
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 void EncodeHead(int round, const LinkProbeConfig& config, char* out) {
-  PutU32(out, kLinkProbeMagic);
-  PutU32(out + 4, static_cast<uint32_t>(round));
-  PutU32(out + 8, static_cast<uint32_t>(config.round_trips));
-  PutU32(out + 12, 0);
-  PutU64(out + 16, static_cast<uint64_t>(config.stream_bytes));
+  PutLittleEndian32(out, kLinkProbeMagic);
+  PutLittleEndian32(out + 4, static_cast<uint32_t>(round));
+  PutLittleEndian32(out + 8, static_cast<uint32_t>(config.round_trips));
+  PutLittleEndian32(out + 12, 0);
+  PutLittleEndian64(out + 16, static_cast<uint64_t>(config.stream_bytes));
 }
 
 // Who `rank` calls in `round` and who calls it; -1: nobody.
@@ -118,9 +102,10 @@ class Answerer {
     if (std::memcmp(head, want, kHeadBytes) != 0) {
       return absl::InternalError(absl::StrCat(
           "link probe round ", r + 1, ": rank ", from,
-          " sent a head for round ", GetU32(head + 4), " with ",
-          GetU32(head + 8), " round trips and ", GetU64(head + 16),
-          " bytes (magic ", GetU32(head) == kLinkProbeMagic ? "ok" : "wrong",
+          " sent a head for round ", GetLittleEndian32(head + 4), " with ",
+          GetLittleEndian32(head + 8), " round trips and ",
+          GetLittleEndian64(head + 16), " bytes (magic ",
+          GetLittleEndian32(head) == kLinkProbeMagic ? "ok" : "wrong",
           "); this rank expected its own spec's. Are both workers of one "
           "build?"));
     }
@@ -142,7 +127,7 @@ class Answerer {
     char reply[8];
     uint64_t bits = 0;
     std::memcpy(&bits, &goodput, sizeof(bits));
-    PutU64(reply, bits);
+    PutLittleEndian64(reply, bits);
     if (absl::Status st = s.SendAll(reply, sizeof(reply), deadline, abort_);
         !st.ok()) {
       return InPhase(st, r, from, "the stream's answer");
@@ -198,7 +183,7 @@ class Answerer {
       !st.ok()) {
     return InPhase(st, r, to, "the stream's answer");
   }
-  const uint64_t bits = GetU64(reply);
+  const uint64_t bits = GetLittleEndian64(reply);
   double goodput = 0;
   std::memcpy(&goodput, &bits, sizeof(goodput));
   link->goodput_Bps = goodput;

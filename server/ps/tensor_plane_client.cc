@@ -63,7 +63,7 @@ absl::Status TensorPlaneChannel::ReadHead(absl::Time deadline,
   return s.ok() ? s : Named(s);
 }
 
-absl::StatusOr<std::string> TensorPlaneChannel::ReadHandshakeReply(
+absl::StatusOr<std::string> TensorPlaneChannel::ReadOkHeader(
     absl::Time deadline) {
   tensor_plane::ReplyHead head;
   std::string bytes;
@@ -84,7 +84,7 @@ absl::Status TensorPlaneChannel::Handshake(const PlaneIdentity& identity,
   absl::Status s =
       socket_.SendAll(out.data(), out.size(), deadline, &shut_down_);
   if (!s.ok()) return Named(s);
-  ASSIGN_OR_RETURN(const std::string challenge, ReadHandshakeReply(deadline));
+  ASSIGN_OR_RETURN(const std::string challenge, ReadOkHeader(deadline));
   if (challenge.size() != tensor_plane::kChallengeBytes) {
     return Named(absl::InvalidArgumentError(absl::StrCat(
         "a handshake challenge of ", challenge.size(), " bytes, not ",
@@ -108,7 +108,7 @@ absl::Status TensorPlaneChannel::Handshake(const PlaneIdentity& identity,
                                hello, identity.job_id, nonce);
   s = socket_.SendAll(mine.data(), mine.size(), deadline, &shut_down_);
   if (!s.ok()) return Named(s);
-  return ReadHandshakeReply(deadline).status();
+  return ReadOkHeader(deadline).status();
 }
 
 absl::StatusOr<uint64_t> TensorPlaneChannel::StartProbe(
@@ -150,13 +150,7 @@ absl::StatusOr<double> TensorPlaneChannel::ProbeUpload(
   if (absl::Status s = SendFiller(socket_, bytes, deadline, abort); !s.ok()) {
     return Named(s);
   }
-  tensor_plane::ReplyHead reply;
-  std::string answer;
-  RETURN_IF_ERROR(ReadHead(deadline, &reply, &answer));
-  if (reply.code != 0) {
-    return Named(
-        absl::Status(static_cast<absl::StatusCode>(reply.code), answer));
-  }
+  ASSIGN_OR_RETURN(const std::string answer, ReadOkHeader(deadline));
   if (answer.size() != tensor_plane::kGoodputBytes) {
     return Named(absl::InternalError(absl::StrCat(
         "a probe's answer of ", answer.size(), " bytes, not ",

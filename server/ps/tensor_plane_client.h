@@ -107,9 +107,9 @@ class TensorPlaneChannel {
   [[nodiscard]] absl::Status ReadHead(absl::Time deadline,
                                       tensor_plane::ReplyHead* head,
                                       std::string* header);
-  // A reply head and its header (the server's error as a status).
-  [[nodiscard]] absl::StatusOr<std::string> ReadHandshakeReply(
-      absl::Time deadline);
+  // A reply head and its header (the server's error as a status): the
+  // handshake's replies and a probe's answer.
+  [[nodiscard]] absl::StatusOr<std::string> ReadOkHeader(absl::Time deadline);
   // Sends a probe's head and reads the server's acceptance (its error as
   // a status): the bytes it will send.
   [[nodiscard]] absl::StatusOr<uint64_t> StartProbe(

@@ -3,31 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/little_endian.h"
 
 namespace gradsync {
 namespace tensor_plane {
 namespace {
-
-void Put32(uint32_t v, char* out) {
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>(v >> (8 * i));
-}
-void Put64(uint64_t v, char* out) {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t Get32(const char* in) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) {
-    v |= static_cast<uint32_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-  }
-  return v;
-}
-uint64_t Get64(const char* in) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) {
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(in[i])) << (8 * i);
-  }
-  return v;
-}
 
 [[nodiscard]] absl::Status CheckHeaderBytes(uint32_t bytes,
                                             absl::string_view what) {
@@ -42,21 +22,21 @@ uint64_t Get64(const char* in) {
 }  // namespace
 
 void EncodeRequestHead(const RequestHead& head, char* out) {
-  Put32(head.magic, out);
-  Put32(head.header_bytes, out + 4);
+  PutLittleEndian32(out, head.magic);
+  PutLittleEndian32(out + 4, head.header_bytes);
 }
 
 void EncodeChunkHead(const ChunkHead& head, char* out) {
-  Put64(static_cast<uint64_t>(head.offset), out);
-  Put64(head.bytes, out + 8);
+  PutLittleEndian64(out, static_cast<uint64_t>(head.offset));
+  PutLittleEndian64(out + 8, head.bytes);
 }
 
 void EncodeReplyHead(const ReplyHead& head, char* out) {
-  Put32(head.magic, out);
-  Put32(head.code, out + 4);
-  Put32(head.header_bytes, out + 8);
-  Put32(head.reserved, out + 12);
-  Put64(head.param_bytes, out + 16);
+  PutLittleEndian32(out, head.magic);
+  PutLittleEndian32(out + 4, head.code);
+  PutLittleEndian32(out + 8, head.header_bytes);
+  PutLittleEndian32(out + 12, head.reserved);
+  PutLittleEndian64(out + 16, head.param_bytes);
 }
 
 std::string EncodeErrorReply(const absl::Status& error) {
@@ -73,8 +53,8 @@ std::string EncodeErrorReply(const absl::Status& error) {
 
 absl::StatusOr<RequestHead> DecodeRequestHead(const char* in) {
   RequestHead head;
-  head.magic = Get32(in);
-  head.header_bytes = Get32(in + 4);
+  head.magic = GetLittleEndian32(in);
+  head.header_bytes = GetLittleEndian32(in + 4);
   if (head.magic != kRequestMagic) {
     return absl::InvalidArgumentError(absl::StrCat(
         "not a tensor plane request (magic 0x", absl::Hex(head.magic),
@@ -90,11 +70,11 @@ absl::StatusOr<RequestHead> DecodeRequestHead(const char* in) {
 
 absl::StatusOr<ReplyHead> DecodeReplyHead(const char* in) {
   ReplyHead head;
-  head.magic = Get32(in);
-  head.code = Get32(in + 4);
-  head.header_bytes = Get32(in + 8);
-  head.reserved = Get32(in + 12);
-  head.param_bytes = Get64(in + 16);
+  head.magic = GetLittleEndian32(in);
+  head.code = GetLittleEndian32(in + 4);
+  head.header_bytes = GetLittleEndian32(in + 8);
+  head.reserved = GetLittleEndian32(in + 12);
+  head.param_bytes = GetLittleEndian64(in + 16);
   if (head.magic != kReplyMagic) {
     return absl::InvalidArgumentError(absl::StrCat(
         "not a tensor plane reply (magic 0x", absl::Hex(head.magic),
@@ -114,8 +94,8 @@ absl::StatusOr<ReplyHead> DecodeReplyHead(const char* in) {
 
 ChunkHead DecodeChunkHead(const char* in) {
   ChunkHead head;
-  head.offset = static_cast<int64_t>(Get64(in));
-  head.bytes = Get64(in + 8);
+  head.offset = static_cast<int64_t>(GetLittleEndian64(in));
+  head.bytes = GetLittleEndian64(in + 8);
   return head;
 }
 

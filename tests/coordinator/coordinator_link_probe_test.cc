@@ -34,21 +34,6 @@ JobSpec ProbeSpec(int hosts) {
   return spec;
 }
 
-LinkMeasurement PsLink(int from, const std::string& ps, bool from_ps,
-                       double goodput = 100e6) {
-  LinkMeasurement m;
-  m.set_from_rank(from);
-  m.set_ps_id(ps);
-  m.set_ps_host("psbox");
-  m.set_from_ps(from_ps);
-  m.set_goodput_bytes_per_s(goodput);
-  m.set_stream_bytes(8 << 20);
-  m.set_rtt_median_us(200);
-  m.set_rtt_min_us(150);
-  m.set_round_trips(20);
-  return m;
-}
-
 LinkMeasurement Link(int from, int to, double goodput = 100e6) {
   LinkMeasurement m;
   m.set_from_rank(from);
@@ -58,6 +43,17 @@ LinkMeasurement Link(int from, int to, double goodput = 100e6) {
   m.set_rtt_median_us(200);
   m.set_rtt_min_us(150);
   m.set_round_trips(20);
+  return m;
+}
+
+// Rank `from`'s link with parameter server `ps` on host psbox, one way.
+LinkMeasurement PsLink(int from, const std::string& ps, bool from_ps,
+                       double goodput = 100e6) {
+  LinkMeasurement m = Link(from, 0, goodput);
+  m.clear_to_rank();
+  m.set_ps_id(ps);
+  m.set_ps_host("psbox");
+  m.set_from_ps(from_ps);
   return m;
 }
 
