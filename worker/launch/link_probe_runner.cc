@@ -246,7 +246,17 @@ absl::Status LinkProbeRunner::ProbeOneServer(
       TensorPlaneChannel::Connect(
           server.plane_address(), config_.tcp_congestion_control, identity,
           absl::Now() + config_.rendezvous_timeout, abort);
-  if (!channel.ok()) return named("connecting", channel.status());
+  if (!channel.ok()) {
+    // A PS job's ranks would fail the same way: say what to check.
+    return named(
+        "connecting",
+        absl::Status(channel.status().code(),
+                     absl::StrCat(channel.status().message(),
+                                  "; a PS job's ranks would not reach it "
+                                  "either: check that this host reaches that "
+                                  "address and port (a firewall?), or start "
+                                  "the server with --advertise")));
+  }
   const absl::Duration timeout = config_.collective_timeout;
   absl::StatusOr<RoundTripTimes> times = (*channel)->ProbeRoundTrips(
       probe_.round_trips(), absl::Now() + timeout, abort);
