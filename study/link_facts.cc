@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/median.h"
 
 namespace gradsync {
 namespace study {
@@ -13,12 +14,6 @@ namespace {
 
 constexpr int kTcpIpHeaders = 52;  // IPv4 20, TCP 20, timestamps 12
 constexpr int kEthernetHeader = 14;
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 bool PositiveFinite(double x) { return std::isfinite(x) && x > 0; }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/median.h"
 #include "jobspec/sync_mode_name.h"
 #include "jobspec/sync_model_inputs.h"
 
@@ -17,13 +18,6 @@ namespace {
 
 // Steps after a mode starts that carry the switch or the warm-up.
 constexpr int kSettleSteps = 2;
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
 
 std::string Ms(double s) { return absl::StrFormat("%.1f ms", 1e3 * s); }
 std::string MiB(double b) { return absl::StrFormat("%.1f MiB", b / 1048576); }

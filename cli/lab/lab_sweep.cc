@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "cli/lab/cpu_meter.h"
+#include "common/median.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
@@ -22,14 +23,6 @@ namespace {
 
 constexpr absl::Duration kCpuSampleEvery = absl::Milliseconds(100);
 constexpr absl::Duration kJobPoll = absl::Milliseconds(200);
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid]
-                                : (values[mid - 1] + values[mid]) / 2;
-}
 
 // Samples /proc/stat in the background, so that a cell's CPU share can be
 // taken over exactly the window its measured steps ran in.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/median.h"
 
 namespace gradsync {
 namespace {
@@ -18,13 +19,6 @@ constexpr int64_t kMinPieceBytes = int64_t{4} << 10;
 size_t PieceBytes(int64_t stream_bytes) {
   return static_cast<size_t>(
       std::clamp(stream_bytes / 64, kMinPieceBytes, kMaxPieceBytes));
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace

@@ -6,17 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/median.h"
 #include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t mid = v.size() / 2;
-  return v.size() % 2 == 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
 
 SyncMode Other(SyncMode mode) {
   return mode == SYNC_MODE_PS ? SYNC_MODE_RING : SYNC_MODE_PS;

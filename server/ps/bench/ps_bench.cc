@@ -50,6 +50,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/flags.h"
+#include "common/median.h"
 #include "common/tcp_congestion.h"
 #include "common/units.h"
 #include "server/ps/bench/bench_process.h"
@@ -60,13 +61,6 @@ namespace gradsync {
 namespace {
 
 constexpr absl::Duration kReplyTimeout = absl::Minutes(2);
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct RoundResult {
   double seconds = 0;
