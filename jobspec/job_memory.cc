@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/optimizer.h"
 #include "common/units.h"
+#include "models/model_kinds.h"
 
 namespace gradsync {
 namespace {
@@ -16,21 +17,6 @@ constexpr int64_t kFloat = 4;
 // fp32 pixels, and an int32 label each (worker/data/dataset.h).
 constexpr int64_t kFashionMnistImages = 70000;
 constexpr int64_t kFashionMnistPixels = 784;
-
-// Weights and biases of an mlp with `widths`, and the floats of one
-// batch's activations: every layer's output plus two deltas of the widest.
-void MlpShape(const ModelSpec& model, int64_t batch, int64_t* parameters,
-              int64_t* activations) {
-  int64_t widest = 0;
-  int64_t outputs = 0;
-  for (int i = 0; i < model.layer_sizes_size(); ++i) {
-    const int64_t width = model.layer_sizes(i);
-    widest = std::max(widest, width);
-    outputs += width;
-    if (i > 0) *parameters += (model.layer_sizes(i - 1) + 1) * width;
-  }
-  *activations = batch * (outputs + 2 * widest);
-}
 
 }  // namespace
 
@@ -57,31 +43,30 @@ RankMemoryEstimate EstimateRankMemory(const JobSpec& spec) {
   RankMemoryEstimate estimate;
   const ModelSpec& model = spec.model();
   const int64_t batch = std::max<int64_t>(spec.batch_size(), 1);
-  int64_t parameters = 0;
-  int64_t activations = 0;
-  int64_t input_width = 0;
-  if (model.kind() == "mlp") {
-    MlpShape(model, batch, &parameters, &activations);
-    input_width = model.layer_sizes_size() > 0 ? model.layer_sizes(0) : 0;
-  } else if (model.kind() == "synthetic") {
-    parameters = model.synthetic_floats();
-  } else {
-    return estimate;  // entrypoint: the user's program
+  const ModelKindSpec* kind = FindModelKind(model.kind());
+  if (kind == nullptr || kind->runner != ModelKindSpec::Runner::kTrainer) {
+    return estimate;  // an entrypoint: the user's program
   }
+  const int64_t parameters = ModelParameterCount(model);
+  const int64_t activations = kind->activation_floats == nullptr
+                                  ? 0
+                                  : kind->activation_floats(model, batch);
   estimate.estimated = true;
   estimate.parameters = parameters * kFloat;
   estimate.gradients = parameters * kFloat;
-  absl::StatusOr<OptimizerKind> kind =
+  absl::StatusOr<OptimizerKind> optimizer =
       ParseOptimizerKind(spec.optimizer().name());
   const int64_t buffers =
-      kind.ok() ? static_cast<int64_t>(NumStateBuffers(*kind)) : 2;
+      optimizer.ok() ? static_cast<int64_t>(NumStateBuffers(*optimizer)) : 2;
   estimate.optimizer = buffers * parameters * kFloat;
   estimate.sync = parameters * kFloat;
   estimate.activations = activations * kFloat;
   if (spec.dataset().name() == "fashion-mnist") {
     estimate.data = kFashionMnistImages * (kFashionMnistPixels + 1) * kFloat;
-  } else if (model.kind() == "mlp") {
-    estimate.data = batch * (input_width + 1) * kFloat;
+  } else if (kind->input_floats != nullptr) {
+    // Synthetic data for a model that reads it: one batch of inputs and
+    // labels.
+    estimate.data = batch * (kind->input_floats(model) + 1) * kFloat;
   }
   return estimate;
 }

@@ -9,9 +9,10 @@
 #include "common/status_macros.h"
 #include "jobspec/auto_mode_spec.h"
 #include "jobspec/grad_dtype.h"
-#include "jobspec/link_probe_spec.h"
 #include "jobspec/model_spec.h"
 #include "jobspec/optimizer_spec.h"
+#include "models/link_probe/link_probe_spec.h"
+#include "models/model_kinds.h"
 
 namespace gradsync {
 
@@ -162,12 +163,16 @@ namespace {
         "all-reduces GPU buffers); use \"tcp\" or \"auto\" for "
         "CPU ranks");
   }
-  if (out->ring_backend() == "nccl" && out->model().kind() == "synthetic") {
+  const ModelKindSpec* kind = FindModelKind(out->model().kind());
+  if (out->ring_backend() == "nccl" && kind != nullptr &&
+      kind->runner == ModelKindSpec::Runner::kTrainer && !kind->runs_on_cuda) {
     return InvalidSpecField(
         "ringBackend",
-        "is \"nccl\", which needs an mlp on device \"cuda\": the "
-        "synthetic model has no device kernels and stays on the host; use "
-        "\"tcp\" or \"auto\"");
+        absl::StrCat("is \"nccl\", which needs a model with CUDA kernels "
+                     "on device \"cuda\": the ",
+                     out->model().kind(),
+                     " model has no device kernels and stays on the host; use "
+                     "\"tcp\" or \"auto\""));
   }
   if (out->ring_algorithm().empty()) out->set_ring_algorithm("auto");
   absl::StatusOr<AllReduceAlgorithm> algorithm =
@@ -216,19 +221,21 @@ namespace {
 
 absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec) {
   JobSpec out = spec;
-  const bool entrypoint = spec.model().kind() == kEntrypointModelKind;
-  const bool probe = IsLinkProbe(spec);
-  if (entrypoint) {
-    RETURN_IF_ERROR(ValidateEntrypoint(spec));
-  } else if (probe) {
-    RETURN_IF_ERROR(ValidateNumWorkers(spec, "one rank per host"));
-    RETURN_IF_ERROR(ValidateLinkProbe(spec, &out));
+  const ModelKindSpec* kind = FindModelKind(spec.model().kind());
+  if (kind == nullptr) {
+    return InvalidSpecField("model.kind",
+                            absl::StrCat("is '", spec.model().kind(), "'; use ",
+                                         ModelKindChoices()));
+  }
+  const bool trained = kind->runner == ModelKindSpec::Runner::kTrainer;
+  if (trained) {
+    RETURN_IF_ERROR(ValidateTrainedModel(spec, *kind, &out));
   } else {
-    RETURN_IF_ERROR(ValidateBuiltInModel(spec, &out));
+    RETURN_IF_ERROR(kind->validate(spec, &out));
   }
   RETURN_IF_ERROR(NonNegativeSpecField("restartCount", spec.restart_count()));
   RETURN_IF_ERROR(ValidateName(spec.name()));
-  if ((!entrypoint && !probe) || !spec.optimizer().name().empty()) {
+  if (trained || !spec.optimizer().name().empty()) {
     RETURN_IF_ERROR(ValidateOptimizerSpec(out.mutable_optimizer()));
   }
   switch (spec.mode()) {
@@ -307,8 +314,11 @@ bool JobNeedsPs(const JobSpec& spec) { return SpecUsesPs(spec); }
 bool RingRunsOnNccl(const JobSpec& spec) {
   const bool automatic =
       spec.ring_backend().empty() || spec.ring_backend() == "auto";
+  const ModelKindSpec* kind = FindModelKind(spec.model().kind());
   return spec.ring_backend() == "nccl" ||
-         (automatic && spec.device() == "cuda" && spec.model().kind() == "mlp");
+         (automatic && spec.device() == "cuda" && kind != nullptr &&
+          kind->runner == ModelKindSpec::Runner::kTrainer &&
+          kind->runs_on_cuda);
 }
 
 int64_t PsPartitionBytes(const PsSpec& ps) {

@@ -114,11 +114,6 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 //                       evalEverySteps, checkpoint.everySteps >= 0
 [[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
-// The synthetic gradient's length for model.profile at model.profile_scale
-// (common/model_profiles.h). INVALID_ARGUMENT for an unknown profile or a
-// scale outside (0, 1].
-[[nodiscard]] absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model);
-
 // INVALID_ARGUMENT "job spec field <field> <problem>": how every check
 // names what it refuses.
 [[nodiscard]] absl::Status InvalidSpecField(absl::string_view field,
@@ -133,10 +128,6 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 // "(<unit>)", e.g. "one rank per device".
 [[nodiscard]] absl::Status ValidateNumWorkers(const JobSpec& spec,
                                               absl::string_view unit);
-
-// The entrypoint part of ValidateJobSpec (entrypoint_spec.cc):
-// INVALID_ARGUMENT naming the field.
-[[nodiscard]] absl::Status ValidateEntrypoint(const JobSpec& spec);
 
 // True when the job synchronises through parameter-server shards at some
 // point: its mode is PS or a scripted switch goes to PS.

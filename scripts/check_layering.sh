@@ -20,6 +20,12 @@
 # also stays free of gRPC (it sees the rendezvous only through Store), so
 # it includes no <grpc...> header.
 #
+# models/ holds the model kinds, a folder each (models/model_kind_spec.h):
+# a kind's spec part (models/model_kinds.*, models/model_kind_spec.h and
+# models/<kind>/<kind>_spec.*, compiled into gradsync_jobspec) is in the
+# job spec's room, with its rules; the rest of models/ (the builders, on
+# worker/train/'s interfaces) shares the worker floor.
+#
 # Inside the cli floor, rooms (a room includes itself and those listed):
 #
 #   cli/framework  commands, flags, CommandEnv, output formats: no room
@@ -39,7 +45,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-files=$(for dir in common collectives study jobspec server worker cli python tests; do
+files=$(for dir in common collectives study jobspec models server worker cli python tests; do
   if [ -d "$dir" ]; then
     find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \
       -o -name '*.cuh' \)
@@ -62,10 +68,19 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (path ~ /^study\//) return 2
     if (path ~ /^(proto|jobspec|server\/store|server\/coordinator|server\/ps)\//)
       return 3
-    if (path ~ /^worker\//) return 4
+    if (spec_room(path)) return 3
+    if (path ~ /^(worker|models)\//) return 4
     if (path ~ /^(cli|python)\//) return 5
     if (path ~ /^tests\//) return 6
     return -1
+  }
+  # True for the job spec'"'"'s room: jobspec/ and the model kinds'"'"' spec
+  # parts (models/model_kind_spec.h, models/model_kinds.*,
+  # models/<kind>/<kind>_spec.*), which gradsync_jobspec compiles.
+  function spec_room(path) {
+    return path ~ /^jobspec\// ||
+      path ~ /^models\/model_kinds?(_spec)?\.(h|cc)$/ ||
+      path ~ /^models\/[^\/]+\/[^\/]+_spec\.(h|cc)$/
   }
   # The room of a path under cli/: framework, bench, control, lab or plan;
   # "top" for cli/*.{h,cc}; "" outside cli/ (or in a folder not listed).
@@ -102,9 +117,9 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
       next
     }
     to = floor_of(target)
-    if (file ~ /^jobspec\// && to >= 0 &&
-        target !~ /^(common|collectives|proto|jobspec)\//) {
-      printf "%s:%s: jobspec/ includes \"%s\"; jobspec sees only common/, collectives/ and proto/ (the servers, workers and CLI include it, not the other way round)\n", file, line, target
+    if (spec_room(file) && to >= 0 && !spec_room(target) &&
+        target !~ /^(common|collectives|proto)\//) {
+      printf "%s:%s: %s includes \"%s\"; the job spec'"'"'s room (jobspec/ and the model kinds'"'"' spec parts) sees only common/, collectives/, proto/ and itself (the servers, workers and CLI include it, not the other way round)\n", file, line, (file ~ /^jobspec\// ? "jobspec/" : "a model kind'"'"'s spec part"), target
       violations++
       next
     }

@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/framework/format.h"
+#include "jobspec/job_spec.h"
+#include "models/model_kinds.h"
 
 namespace gradsync {
 namespace cli {
@@ -125,8 +127,7 @@ std::string RingTransport(const JobSpec& spec) {
   if (!backend.empty() && backend != "auto") {
     text = backend;
   } else {
-    const bool nccl = spec.device() == "cuda" && spec.model().kind() == "mlp";
-    text = absl::StrCat(nccl ? "nccl" : "tcp", " (auto)");
+    text = absl::StrCat(RingRunsOnNccl(spec) ? "nccl" : "tcp", " (auto)");
   }
   const std::string& algorithm = spec.ring_algorithm();
   if (!algorithm.empty() && algorithm != "auto") {
@@ -225,17 +226,13 @@ std::string FormatJobDetail(const JobStatus& job, double now) {
                         ? absl::StrCat(" (from step ", job.first_step(), ")")
                         : ""));
   std::string model = spec.model().kind();
-  if (spec.model().kind() == "mlp") {
-    absl::StrAppend(&model, " ",
-                    absl::StrJoin(spec.model().layer_sizes(), ","));
-  } else if (spec.model().kind() == "synthetic") {
-    absl::StrAppend(&model, " ", spec.model().synthetic_floats(), " floats, ",
-                    spec.model().synthetic_compute_ms(), " ms compute");
+  const ModelKindSpec* kind = FindModelKind(spec.model().kind());
+  if (kind != nullptr && kind->describe != nullptr) {
+    const std::string described = kind->describe(spec.model());
+    absl::StrAppend(&model, absl::StartsWith(described, ":") ? "" : " ",
+                    described);
   }
-  if (spec.model().kind() == "entrypoint") {
-    const EntrypointSpec& e = spec.model().entrypoint();
-    absl::StrAppend(&model, ": ", absl::StrJoin(e.argv(), " "), " (in ",
-                    e.workdir(), ")");
+  if (kind != nullptr && kind->runner == ModelKindSpec::Runner::kOwnRunner) {
     line("model", model);
     line("training",
          absl::StrFormat("%s, %d workers", SyncModeName(spec.mode()),

@@ -16,7 +16,7 @@
 #include "common/flags.h"
 #include "common/json.h"
 #include "common/units.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 #include "study/link_facts.h"
 
 namespace gradsync {

@@ -6,17 +6,16 @@
 //                        [--tolerance 0.15] [--no-set] [--wait 10m]
 //   gradsync links show
 //
-// probe submits a link-probe job (jobspec/link_probe_spec.h) with one rank
-// on each worker host (which also measures the links of the parameter-server
-// hosts without a worker, over their tensor planes), waits for it, prints
-// each link's goodput and round
-// trip against the expected payload rate of --expect-gbit (the NICs' line
-// rate in Gbit/s; else against the median), and stores the median goodput
-// and half the median round trip as the coordinator's link facts
-// (SetLinkFacts, with the job named as their source), unless --no-set.
-// Exit 0, or 1 when a link is below --expect-gbit's rate (the facts are
-// set all the same: they are what the cluster does; a link far below the
-// median is named, but without an expectation it fails nothing) or the
+// probe submits a link-probe job (models/link_probe/link_probe_spec.h) with one
+// rank on each worker host (which also measures the links of the
+// parameter-server hosts without a worker, over their tensor planes), waits for
+// it, prints each link's goodput and round trip against the expected payload
+// rate of --expect-gbit (the NICs' line rate in Gbit/s; else against the
+// median), and stores the median goodput and half the median round trip as the
+// coordinator's link facts (SetLinkFacts, with the job named as their source),
+// unless --no-set. Exit 0, or 1 when a link is below --expect-gbit's rate (the
+// facts are set all the same: they are what the cluster does; a link far below
+// the median is named, but without an expectation it fails nothing) or the
 // probe failed, 2 for a bad command line. show prints the facts the coordinator
 // holds and where they came from.
 #ifndef GRADSYNC_CLI_CONTROL_LINKS_COMMAND_H_

@@ -1,6 +1,6 @@
 // MeasureLinks: what one rank of a link-probe job measures
-// (jobspec/link_probe_spec.h, `gradsync links probe`): the round trip and
-// the goodput of its links to other ranks, over TCP connections the ring's
+// (models/link_probe/link_probe_spec.h, `gradsync links probe`): the round trip
+// and the goodput of its links to other ranks, over TCP connections the ring's
 // rendezvous made and authenticated (collectives/tcp/rendezvous.h: the
 // HMAC handshake over the job secret), so a probe uses the cluster's own
 // channels and reaches only the job's ranks.

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/secret.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 
 namespace gradsync {
 namespace {

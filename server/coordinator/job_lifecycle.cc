@@ -12,7 +12,7 @@
 #include "common/secret.h"
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 #include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
 

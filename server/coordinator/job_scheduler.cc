@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "jobspec/job_memory.h"
-#include "jobspec/link_probe_spec.h"
 #include "jobspec/job_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 #include "server/coordinator/ps_placement.h"
 
 namespace gradsync {

@@ -1,6 +1,6 @@
 // Link probes on the PS tensor plane: how `gradsync links probe` measures
-// the links of a parameter server's host (jobspec/link_probe_spec.h). A
-// link-probe job's rank connects to the server's tensor port, proves the
+// the links of a parameter server's host (models/link_probe/link_probe_spec.h).
+// A link-probe job's rank connects to the server's tensor port, proves the
 // job's PS token with the plane's own handshake
 // (tensor_plane_handshake.h), and then sends probe requests instead of
 // pushes, timed as the probe between workers times its links
@@ -36,7 +36,7 @@ namespace tensor_plane {
 inline constexpr uint32_t kProbeMagic = 0x42505347;  // "GSPB"
 inline constexpr size_t kProbeHeadBytes = 24;
 // What a probe may ask of a server at once: as much as a link-probe job's
-// spec allows (jobspec/link_probe_spec.h).
+// spec allows (models/link_probe/link_probe_spec.h).
 inline constexpr int64_t kMaxProbeBytes = int64_t{4} << 30;
 inline constexpr uint32_t kMaxProbeRoundTrips = 10000;
 

@@ -20,7 +20,7 @@
 #include "collectives/tcp/tcp_communicator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 
 namespace gradsync::testing {
 namespace {

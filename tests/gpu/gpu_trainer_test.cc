@@ -1,4 +1,4 @@
-// GPU ranks with host-staged syncs (worker/train/cuda_train_model.h): two
+// GPU ranks with host-staged syncs (models/mlp/cuda_train_model.h): two
 // ranks as threads over TCP communicators, rank 0 on CUDA device 0 and
 // rank 1 on the CPU, through the ring and through two in-process parameter
 // servers. After every step both ranks hold bitwise-identical parameters

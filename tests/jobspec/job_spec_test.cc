@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "models/synthetic/synthetic_spec.h"
 #include "tests/jobspec/job_spec_test_util.h"
 #include "tests/util/status_matchers.h"
 
@@ -251,7 +252,9 @@ TEST(ValidateJobSpecTest, OptimizerDefaults_AreFilledPerKind) {
   EXPECT_DOUBLE_EQ(adam->optimizer().epsilon(), 1e-8);
 }
 
-TEST(ValidateJobSpecTest, SyntheticModelAndEpochs_Accepted) {
+// A synthetic model reads no dataset, so it has no epochs to count: the
+// coordinator used to accept such a job, which every worker then refused.
+TEST(ValidateJobSpecTest, SyntheticModelAndEpochs_RefusedAtSubmit) {
   JobSpec in = ValidSpec(4);
   in.mutable_model()->Clear();
   in.mutable_model()->set_kind("synthetic");
@@ -260,6 +263,10 @@ TEST(ValidateJobSpecTest, SyntheticModelAndEpochs_Accepted) {
   in.mutable_dataset()->set_name("synthetic");
   in.set_steps(0);
   in.set_epochs(1.5);
+  EXPECT_THAT(ValidateJobSpec(in),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("epochs"), HasSubstr("set steps"))));
+  in.set_steps(10);
   EXPECT_THAT(ValidateJobSpec(in), IsOk());
 }
 

@@ -1,9 +1,9 @@
-// The link-probe kind's spec (jobspec/link_probe_spec.h): the rounds load
-// every host's link once per direction per round and cover exactly the
+// The link-probe kind's spec (models/link_probe/link_probe_spec.h): the rounds
+// load every host's link once per direction per round and cover exactly the
 // pairs asked for; the checks fill the defaults and refuse what a probe
 // cannot do, naming the field. The rounds with parameter servers load
 // each rank and each server once per round.
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 
 #include <algorithm>
 #include <map>

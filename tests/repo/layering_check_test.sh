@@ -15,7 +15,7 @@ trap 'rm -rf "$dir"' EXIT
 good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
-  mkdir -p "$dir/tree"/{cli/bench,cli/plan}
+  mkdir -p "$dir/tree"/{cli/bench,cli/plan,jobspec,models/mlp}
   cd "$dir/tree"
   echo '#include "common/flags.h"' >cli/framework/command_env.h
   echo '#include "cli/framework/command_env.h"' >cli/control/job_commands.cc
@@ -25,6 +25,12 @@ good_tree() {
   echo '#include "cli/lab/lab_config.h"' >cli/plan/sim_flags.cc
   echo '#include "cli/bench/bench_command.h"' >cli/commands.cc
   echo '#include "common/flags.h"' >worker/main.cc
+  # A model kind: its spec part in the job spec's room, its builder on
+  # the worker's floor.
+  echo '#include "models/mlp/mlp_spec.h"' >jobspec/job_spec.cc
+  echo '#include "jobspec/job_spec.h"' >models/mlp/mlp_spec.cc
+  echo '#include "worker/train/train_model.h"' >models/mlp/mlp_builder.cc
+  echo '#include "models/mlp/mlp_builder.h"' >models/model_builders.cc
   cd - >/dev/null
 }
 
@@ -60,4 +66,10 @@ expect_caught cli/control/job_commands.cc '#include "cli/lab/lab_up.h"' \
   'cli/control includes "cli/lab/lab_up.h" (cli/lab)'
 expect_caught cli/plan/sim_flags.cc '#include "cli/bench/sizes.h"' \
   'cli/plan includes "cli/bench/sizes.h" (cli/bench)'
+expect_caught models/mlp/mlp_spec.cc '#include "worker/train/train_model.h"' \
+  "models/mlp/mlp_spec.cc:2: a model kind's spec part includes \"worker/train/train_model.h\""
+expect_caught models/mlp/mlp_spec.cc '#include "server/ps/ps_shard.h"' \
+  "models/mlp/mlp_spec.cc:2: a model kind's spec part includes \"server/ps/ps_shard.h\""
+expect_caught jobspec/job_spec.cc '#include "models/mlp/mlp_builder.h"' \
+  'jobspec/job_spec.cc:2: jobspec/ includes "models/mlp/mlp_builder.h"'
 echo "layering-check-test-ok"

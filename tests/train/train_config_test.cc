@@ -40,7 +40,7 @@ JobSpec MinimalSpec() {
 TEST(TrainConfigTest, FromJobSpec_FillsDefaults) {
   absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(MinimalSpec());
   ASSERT_THAT(c, IsOk());
-  EXPECT_EQ(c->model, ModelKind::kMlp);
+  EXPECT_EQ(c->model, "mlp");
   EXPECT_EQ(c->layer_sizes, (std::vector<size_t>{784, 128, 10}));
   EXPECT_EQ(c->dataset, DatasetKind::kFashionMnist);
   EXPECT_EQ(c->optimizer.kind, OptimizerKind::kMomentum);
@@ -91,7 +91,7 @@ TEST(TrainConfigTest, FromJobSpec_Synthetic) {
   spec.mutable_model()->set_synthetic_compute_ms(2.5);
   absl::StatusOr<TrainerConfig> c = TrainerConfigFromJobSpec(spec);
   ASSERT_THAT(c, IsOk());
-  EXPECT_EQ(c->model, ModelKind::kSynthetic);
+  EXPECT_EQ(c->model, "synthetic");
   EXPECT_EQ(c->synthetic_floats, 1000u);
   EXPECT_EQ(c->synthetic_compute, absl::Microseconds(2500));
 }

@@ -34,7 +34,7 @@ TEST(TrainerCancelTest, CancelDuringAsyncDrainBeforeASwitch_StopsPromptly) {
       PsServer::Start("127.0.0.1:0");
   ASSERT_THAT(server, IsOk());
   TrainerConfig config;
-  config.model = ModelKind::kMlp;
+  config.model = "mlp";
   config.layer_sizes = {32, 16, 10};
   config.dataset = DatasetKind::kSynthetic;
   config.optimizer.kind = OptimizerKind::kSgd;

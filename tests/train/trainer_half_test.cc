@@ -44,7 +44,7 @@ class TrainerHalfTest : public ::testing::TestWithParam<DataType> {
 
 TEST_P(TrainerHalfTest, SyntheticModel_HalfTheBytes_RanksBitwiseEqual) {
   TrainerConfig config;
-  config.model = ModelKind::kSynthetic;
+  config.model = "synthetic";
   config.synthetic_floats = 100000;
   config.synthetic_compute = absl::Milliseconds(1);
   config.optimizer.lr = 0.001;

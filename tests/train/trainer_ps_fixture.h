@@ -84,7 +84,7 @@ class TrainerPsTest : public ::testing::Test {
 
   TrainerConfig Config(OptimizerKind optimizer, int64_t steps) {
     TrainerConfig c;
-    c.model = ModelKind::kMlp;
+    c.model = "mlp";
     c.layer_sizes = {32, 24, 16, 10};
     c.dataset = DatasetKind::kSynthetic;
     c.optimizer.kind = optimizer;

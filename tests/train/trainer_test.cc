@@ -232,7 +232,7 @@ TEST_F(TrainerTest, EpochsInsteadOfSteps_CountsStepsPerEpoch) {
 
 TEST_F(TrainerTest, SyntheticModel_ExactBytesAndIdenticalHashes) {
   TrainerConfig config;
-  config.model = ModelKind::kSynthetic;
+  config.model = "synthetic";
   config.synthetic_floats = 100000;
   config.synthetic_compute = absl::Milliseconds(2);
   config.optimizer.lr = 0.001;
@@ -281,7 +281,7 @@ TEST_F(TrainerTest, Cancelled_BeforeStart_ReturnsCancelled) {
 // blocked in a collective.
 TEST_F(TrainerTest, Cancelled_MidRun_StopsPromptly) {
   TrainerConfig config;
-  config.model = ModelKind::kSynthetic;
+  config.model = "synthetic";
   config.synthetic_floats = 50000;
   config.synthetic_compute = absl::Milliseconds(20);
   config.global_batch_size = 4;
@@ -314,7 +314,7 @@ TEST_F(TrainerTest, Cancelled_MidRun_StopsPromptly) {
 // and the operation, instead of hanging.
 TEST_F(TrainerTest, PeerFailure_NamesStepAndOperation) {
   TrainerConfig config;
-  config.model = ModelKind::kSynthetic;
+  config.model = "synthetic";
   config.synthetic_floats = 10000;
   config.synthetic_compute = absl::Milliseconds(5);
   config.global_batch_size = 4;

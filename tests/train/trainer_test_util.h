@@ -74,7 +74,7 @@ inline JobOutcome RunJob(const TrainerConfig& config, const TrainData& data,
 
 inline TrainerConfig SmallMlpConfig() {
   TrainerConfig c;
-  c.model = ModelKind::kMlp;
+  c.model = "mlp";
   c.layer_sizes = {32, 24, 16, 10};
   c.dataset = DatasetKind::kSynthetic;
   c.optimizer.kind = OptimizerKind::kMomentum;

@@ -10,7 +10,7 @@
 #include "common/units.h"
 #include "common/wire_version.h"
 #include "jobspec/job_memory.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 #include "worker/daemon/devices.h"
 
 namespace gradsync {

@@ -10,7 +10,7 @@
 //   cuda_device set (-1 for cpu); a cuda rank trains its mlp on that GPU,
 //   syncing through NCCL on the ring when the job's ring backend resolves
 //   to it ("auto" does for an mlp on cuda; worker/train/cuda_device_ring.h),
-//   host-staged otherwise (worker/train/cuda_train_model.h):
+//   host-staged otherwise (models/mlp/cuda_train_model.h):
 //     rendezvous: a TCP communicator through a CoordinatorStore scoped to
 //       (worker, job, generation), TcpOptions.job_id "<job>/<generation>",
 //       listening on the worker's address

@@ -11,7 +11,7 @@
 #include "collectives/tcp/tcp_communicator.h"
 #include "common/status_macros.h"
 #include "common/units.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 #include "server/ps/tensor_plane_client.h"
 #include "worker/daemon/rank_report.h"
 

@@ -1,5 +1,5 @@
 // LinkProbeRunner: runs the rank of a link-probe job (JobSpec.model.kind
-// "link_probe", jobspec/link_probe_spec.h) placed on this worker, for
+// "link_probe", models/link_probe/link_probe_spec.h) placed on this worker, for
 // `gradsync links probe`. The coordinator places one rank on each worker
 // host; each measures its links to the others and reports them with its
 // success (ReportRankRequest.links), where the CLI reads them and sets the
@@ -41,7 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/coordinator_store.h"

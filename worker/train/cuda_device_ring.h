@@ -24,7 +24,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "worker/train/cuda_train_model.h"
+#include "models/mlp/cuda_train_model.h"
 #include "worker/train/device_ring.h"
 
 namespace gradsync {

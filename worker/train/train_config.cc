@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "jobspec/grad_dtype.h"
 #include "jobspec/job_spec.h"
 #include "jobspec/optimizer_spec.h"
+#include "models/model_builders.h"
 
 namespace gradsync {
 namespace {
@@ -18,46 +18,6 @@ namespace {
                                    absl::string_view problem) {
   return absl::InvalidArgumentError(
       absl::StrCat("training config field ", field, " ", problem));
-}
-
-// The model of a checked spec: its kind, widths or gradient length, and a
-// profile's layers and their compute costs.
-[[nodiscard]] absl::Status ModelFromSpec(const ModelSpec& model,
-                                         TrainerConfig* config) {
-  if (model.kind() == "mlp") {
-    config->model = ModelKind::kMlp;
-    for (int64_t width : model.layer_sizes()) {
-      config->layer_sizes.push_back(static_cast<size_t>(width));
-    }
-    return absl::OkStatus();
-  }
-  if (model.kind() != "synthetic") {
-    // A valid spec of another kind (an entrypoint, a link probe) has its
-    // own runner on the worker; the trainer runs gradsync's own models.
-    return Invalid("model.kind", absl::StrCat("is '", model.kind(),
-                                              "'; the trainer runs \"mlp\" or "
-                                              "\"synthetic\""));
-  }
-  config->model = ModelKind::kSynthetic;
-  config->synthetic_floats = static_cast<size_t>(model.synthetic_floats());
-  config->synthetic_compute =
-      absl::Microseconds(std::llround(model.synthetic_compute_ms() * 1000));
-  if (model.profile().empty()) return absl::OkStatus();
-  absl::StatusOr<std::vector<ProfileTensor>> tensors =
-      ModelProfile(model.profile());
-  if (!tensors.ok())
-    return Invalid("model.profile", tensors.status().message());
-  absl::StatusOr<std::vector<size_t>> layers = ScaledLayerFloats(
-      *tensors, model.profile_scale() == 0 ? 1 : model.profile_scale());
-  if (!layers.ok()) {
-    return Invalid("model.profileScale", layers.status().message());
-  }
-  config->synthetic_layers = *std::move(layers);
-  config->synthetic_layer_cost.clear();
-  for (const ProfileTensor& t : *tensors) {
-    config->synthetic_layer_cost.push_back(t.flops);
-  }
-  return absl::OkStatus();
 }
 
 SyncPath PathOf(SyncMode mode) {
@@ -84,27 +44,13 @@ void PsFromSpec(const JobSpec& spec, TrainerConfig* config) {
 }  // namespace
 
 absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
-  if (config.model == ModelKind::kMlp) {
-    if (config.layer_sizes.size() < 2) {
-      return Invalid("model.layerSizes",
-                     absl::StrCat("has ", config.layer_sizes.size(),
-                                  " entries; an mlp needs at least 2"));
-    }
-    for (size_t w : config.layer_sizes) {
-      if (w == 0) return Invalid("model.layerSizes", "has a zero width");
-    }
-  } else if (config.synthetic_floats == 0) {
-    return Invalid("model.syntheticFloats", "is 0; it must be > 0");
-  }
+  ASSIGN_OR_RETURN(const ModelBuilder* builder, FindModelBuilder(config.model));
+  if (builder->validate != nullptr) RETURN_IF_ERROR(builder->validate(config));
   if (config.cuda_device < -1) {
     return Invalid("cuda_device",
                    absl::StrCat("is ", config.cuda_device,
                                 "; use a CUDA device index, or -1 for the "
                                 "CPU"));
-  }
-  if (config.synthetic_compute < absl::ZeroDuration() ||
-      config.synthetic_compute == absl::InfiniteDuration()) {
-    return Invalid("model.syntheticComputeMs", "must be finite and >= 0");
   }
   if (config.global_batch_size == 0) {
     return Invalid("batchSize", "is 0; it must be > 0");
@@ -118,10 +64,10 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
   if (config.steps == 0 && config.epochs == 0) {
     return Invalid("steps", "and epochs are both 0; set one of them > 0");
   }
-  if (config.steps == 0 && config.model == ModelKind::kSynthetic) {
-    return Invalid("steps",
-                   "is 0; a synthetic model has no dataset to count "
-                   "epochs over, so set steps");
+  if (config.steps == 0 && builder->data_shape == nullptr) {
+    return Invalid("steps", absl::StrCat("is 0; a ", config.model,
+                                         " model has no dataset to count "
+                                         "epochs over, so set steps"));
   }
   if (config.bucket_bytes < sizeof(float)) {
     return Invalid("bucketBytes",
@@ -157,7 +103,10 @@ absl::StatusOr<TrainerConfig> TrainerConfigFromJobSpec(
   // with its message, and every default comes from the checked copy.
   ASSIGN_OR_RETURN(const JobSpec spec, ValidateJobSpec(received));
   TrainerConfig config;
-  RETURN_IF_ERROR(ModelFromSpec(spec.model(), &config));
+  config.model = spec.model().kind();
+  config.model_spec = spec.model();
+  ASSIGN_OR_RETURN(const ModelBuilder* builder, FindModelBuilder(config.model));
+  RETURN_IF_ERROR(builder->configure(spec.model(), &config));
   config.dataset = spec.dataset().name() == "synthetic"
                        ? DatasetKind::kSynthetic
                        : DatasetKind::kFashionMnist;

@@ -40,11 +40,6 @@
 
 namespace gradsync {
 
-enum class ModelKind {
-  kMlp,        // worker/model/mlp.h
-  kSynthetic,  // worker/model/synthetic.h: emulated compute, no data
-};
-
 enum class DatasetKind {
   kFashionMnist,  // worker/data/fashion_mnist.h
   kSynthetic,     // a generated classification task (train_data.h)
@@ -104,10 +99,14 @@ struct ScriptedSwitch {
 };
 
 struct TrainerConfig {
-  ModelKind model = ModelKind::kMlp;
-  std::vector<size_t> layer_sizes;  // kMlp: input first, classes last
-  size_t synthetic_floats = 0;      // kSynthetic: gradient length
-  // kSynthetic with a model profile: its layers (summing to
+  // The model's kind (JobSpec.model.kind): its builder
+  // (models/model_builders.h) reads the fields below that are its own, or
+  // model_spec.
+  std::string model = "mlp";
+  ModelSpec model_spec;             // the checked spec's model
+  std::vector<size_t> layer_sizes;  // mlp: input first, classes last
+  size_t synthetic_floats = 0;      // synthetic: gradient length
+  // synthetic with a model profile: its layers (summing to
   // synthetic_floats) and their compute costs (SyntheticConfig).
   std::vector<size_t> synthetic_layers;
   std::vector<double> synthetic_layer_cost;

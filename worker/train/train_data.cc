@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/model_init/portable_random.h"
 #include "common/status_macros.h"
+#include "models/model_builders.h"
 #include "worker/data/fashion_mnist.h"
 
 namespace gradsync {
@@ -22,16 +23,15 @@ constexpr uint64_t kNoiseStream = 0x6e6f6973'65000000ULL;
 // Uniform in [-1, 1).
 float Symmetric(uint64_t bits) { return 2.0f * BitsToFloat01(bits) - 1.0f; }
 
-[[nodiscard]] absl::Status CheckShape(const Dataset& data,
+[[nodiscard]] absl::Status CheckShape(const Dataset& data, DataShape shape,
                                       const TrainerConfig& config,
                                       absl::string_view what) {
-  const size_t in = config.layer_sizes.front();
-  const size_t classes = config.layer_sizes.back();
-  if (data.feature_size != in || data.num_classes != classes) {
+  if (data.feature_size != shape.features ||
+      data.num_classes != shape.classes) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, " has ", data.feature_size, " features and ", data.num_classes,
-        " classes, but the model's layerSizes start with ", in,
-        " and end with ", classes));
+        " classes, but the ", config.model, " model takes ", shape.features,
+        " features and ", shape.classes, " classes"));
   }
   if (data.num_examples == 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
@@ -87,11 +87,10 @@ absl::StatusOr<Dataset> MakeSyntheticDataset(size_t examples, size_t features,
 
 absl::StatusOr<TrainData> LoadTrainData(const TrainerConfig& config) {
   TrainData data;
-  if (config.model == ModelKind::kSynthetic) return data;
-  if (config.layer_sizes.size() < 2) {
-    return absl::InvalidArgumentError(
-        "an mlp needs at least 2 layer sizes to load data for");
-  }
+  ASSIGN_OR_RETURN(const ModelBuilder* builder, FindModelBuilder(config.model));
+  if (builder->data_shape == nullptr) return data;  // it reads no data
+  if (builder->validate != nullptr) RETURN_IF_ERROR(builder->validate(config));
+  const DataShape shape = builder->data_shape(config);
   Dataset train, test;
   if (config.dataset == DatasetKind::kFashionMnist) {
     const std::string dir = config.dataset_path.empty()
@@ -102,15 +101,15 @@ absl::StatusOr<TrainData> LoadTrainData(const TrainerConfig& config) {
     ASSIGN_OR_RETURN(test, LoadFashionMnist(dir, DataSplit::kTest,
                                             PixelScaling::kStandardize));
   } else {
-    const size_t in = config.layer_sizes.front();
-    const size_t classes = config.layer_sizes.back();
-    ASSIGN_OR_RETURN(train, MakeSyntheticDataset(kSyntheticTrainExamples, in,
-                                                 classes, config.seed, 0));
-    ASSIGN_OR_RETURN(test, MakeSyntheticDataset(kSyntheticTestExamples, in,
-                                                classes, config.seed, 1));
+    ASSIGN_OR_RETURN(
+        train, MakeSyntheticDataset(kSyntheticTrainExamples, shape.features,
+                                    shape.classes, config.seed, 0));
+    ASSIGN_OR_RETURN(
+        test, MakeSyntheticDataset(kSyntheticTestExamples, shape.features,
+                                   shape.classes, config.seed, 1));
   }
-  RETURN_IF_ERROR(CheckShape(train, config, "the training set"));
-  RETURN_IF_ERROR(CheckShape(test, config, "the test set"));
+  RETURN_IF_ERROR(CheckShape(train, shape, config, "the training set"));
+  RETURN_IF_ERROR(CheckShape(test, shape, config, "the test set"));
   data.train = std::make_shared<const Dataset>(std::move(train));
   data.test = std::make_shared<const Dataset>(std::move(test));
   return data;

@@ -86,7 +86,8 @@ class TrainModel {
 };
 
 // The model of `config` for global rank `rank`, with its initial
-// parameters (a pure function of config.seed: identical on every rank).
+// parameters (a pure function of config.seed: identical on every rank):
+// its kind's builder (models/model_builders.h) builds it.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<TrainModel>> CreateTrainModel(
     const TrainerConfig& config, int rank);
 

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
+#include "models/model_builders.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/checkpoint_share.h"
 #include "worker/train/param_hash.h"
@@ -32,20 +33,21 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
     return absl::InvalidArgumentError("the trainer needs a communicator");
   }
   RETURN_IF_ERROR(ValidateTrainerConfig(config));
-  if (config.model == ModelKind::kMlp &&
-      (data.train == nullptr || data.test == nullptr)) {
-    return absl::InvalidArgumentError(
-        "an mlp needs training and test data (LoadTrainData)");
-  }
-  if (config.model == ModelKind::kMlp) {
+  ASSIGN_OR_RETURN(const ModelBuilder* builder, FindModelBuilder(config.model));
+  if (builder->data_shape != nullptr) {
+    if (data.train == nullptr || data.test == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ", config.model,
+                       " model needs training and test data (LoadTrainData)"));
+    }
+    const DataShape shape = builder->data_shape(config);
     for (const Dataset* d : {data.train.get(), data.test.get()}) {
-      if (d->feature_size != config.layer_sizes.front() ||
-          d->num_classes != config.layer_sizes.back()) {
+      if (d->feature_size != shape.features ||
+          d->num_classes != shape.classes) {
         return absl::InvalidArgumentError(absl::StrCat(
             "the data has ", d->feature_size, " features and ", d->num_classes,
-            " classes, but the model's layerSizes start with ",
-            config.layer_sizes.front(), " and end with ",
-            config.layer_sizes.back()));
+            " classes, but the ", config.model, " model takes ", shape.features,
+            " features and ", shape.classes, " classes"));
       }
     }
   }

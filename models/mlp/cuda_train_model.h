@@ -2,7 +2,7 @@
 // device, for the host-memory gradient syncs (the TCP ring of
 // ring_sync.h and the parameter server of ps_sync.h), which read and write
 // params() and grads() as host memory. Built only with the CUDA kernels
-// (GRADSYNC_HAVE_CUDA_KERNELS); CreateTrainModel picks it for an MLP when
+// (GRADSYNC_HAVE_CUDA_KERNELS); the mlp builder (mlp_builder.h) picks it when
 // TrainerConfig.cuda_device >= 0.
 //
 // The forward and backward passes run on the device (CudaMlp, with
@@ -57,8 +57,8 @@
 //   ASSIGN_OR_RETURN(std::unique_ptr<TrainModel> model,
 //                    CudaTrainModel::Create(config.layer_sizes, config.seed,
 //                                           /*device=*/0));
-#ifndef GRADSYNC_WORKER_TRAIN_CUDA_TRAIN_MODEL_H_
-#define GRADSYNC_WORKER_TRAIN_CUDA_TRAIN_MODEL_H_
+#ifndef GRADSYNC_MODELS_MLP_CUDA_TRAIN_MODEL_H_
+#define GRADSYNC_MODELS_MLP_CUDA_TRAIN_MODEL_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -148,4 +148,4 @@ class CudaTrainModel final : public TrainModel {
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_WORKER_TRAIN_CUDA_TRAIN_MODEL_H_
+#endif  // GRADSYNC_MODELS_MLP_CUDA_TRAIN_MODEL_H_

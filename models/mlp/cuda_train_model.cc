@@ -1,4 +1,4 @@
-#include "worker/train/cuda_train_model.h"
+#include "models/mlp/cuda_train_model.h"
 
 #include <cstring>
 #include <string>

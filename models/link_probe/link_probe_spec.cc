@@ -1,10 +1,11 @@
-#include "jobspec/link_probe_spec.h"
+#include "models/link_probe/link_probe_spec.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/units.h"
 #include "jobspec/job_spec.h"
 
@@ -121,6 +122,11 @@ absl::Status ValidateLinkProbe(const JobSpec& spec, JobSpec* out) {
                      ")"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateLinkProbeModel(const JobSpec& spec, JobSpec* out) {
+  RETURN_IF_ERROR(ValidateNumWorkers(spec, "one rank per host"));
+  return ValidateLinkProbe(spec, out);
 }
 
 }  // namespace gradsync

@@ -2,6 +2,8 @@
 // what job_spec.cc checks for gradsync's own models, for the user's
 // program instead. Which workers may run it, and in which directories, is
 // each worker's own decision (worker/launch/entrypoint_runner.h).
+#include "models/entrypoint/entrypoint_spec.h"
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -91,6 +93,16 @@ absl::Status ValidateEntrypoint(const JobSpec& spec) {
                      "steps every rank with the same averaged gradient)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateEntrypointModel(const JobSpec& spec, JobSpec* out) {
+  return ValidateEntrypoint(spec);
+}
+
+std::string DescribeEntrypoint(const ModelSpec& model) {
+  const EntrypointSpec& e = model.entrypoint();
+  return absl::StrCat(": ", absl::StrJoin(e.argv(), " "), " (in ", e.workdir(),
+                      ")");
 }
 
 }  // namespace gradsync

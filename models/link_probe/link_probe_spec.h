@@ -7,8 +7,8 @@
 // builds).
 //
 // Pure functions; thread-safe.
-#ifndef GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
-#define GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
+#ifndef GRADSYNC_MODELS_LINK_PROBE_LINK_PROBE_SPEC_H_
+#define GRADSYNC_MODELS_LINK_PROBE_LINK_PROBE_SPEC_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "models/model_kind_spec.h"
 #include "proto/job.pb.h"
 
 namespace gradsync {
@@ -76,6 +77,24 @@ inline bool IsLinkProbe(const JobSpec& spec) {
 // of the training models' fields (layers, data, batch, steps).
 [[nodiscard]] absl::Status ValidateLinkProbe(const JobSpec& spec, JobSpec* out);
 
+// ValidateLinkProbe after numWorkers (one rank per host): the kind's
+// validate.
+[[nodiscard]] absl::Status ValidateLinkProbeModel(const JobSpec& spec,
+                                                  JobSpec* out);
+
+// The link probe as a model kind (models/model_kind_spec.h): its own
+// runner on the workers (worker/launch/link_probe_runner.h), no
+// parameters.
+inline constexpr ModelKindSpec kLinkProbeModelKindSpec = {
+    kLinkProbeModelKind,
+    /*summary=*/
+    "a measurement of the links between the worker hosts "
+    "(`gradsync links probe`)",
+    ModelKindSpec::Runner::kOwnRunner,
+    /*runs_on_cuda=*/false,
+    ValidateLinkProbeModel,
+};
+
 }  // namespace gradsync
 
-#endif  // GRADSYNC_JOBSPEC_LINK_PROBE_SPEC_H_
+#endif  // GRADSYNC_MODELS_LINK_PROBE_LINK_PROBE_SPEC_H_
