@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
 # rule (a lower layer including a higher one; the CLI framework including
-# a room of commands; a room including one it may not use) and must fail
+# a room of commands; a room including one it may not use; a collectives
+# transport including an algorithm, or the other way round) and must fail
 # naming the file, line and include; the same tree with the rooms' allowed
 # includes passes.
 #
@@ -16,6 +17,7 @@ good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
   mkdir -p "$dir/tree"/{cli/bench,cli/plan}
+  mkdir -p "$dir/tree"/collectives/{transports/tcp,algorithms,tcp,nccl}
   cd "$dir/tree"
   echo '#include "common/flags.h"' >cli/framework/command_env.h
   echo '#include "cli/framework/command_env.h"' >cli/control/job_commands.cc
@@ -25,6 +27,13 @@ good_tree() {
   echo '#include "cli/lab/lab_config.h"' >cli/plan/sim_flags.cc
   echo '#include "cli/bench/bench_command.h"' >cli/commands.cc
   echo '#include "common/flags.h"' >worker/main.cc
+  echo '#include "common/status.h"' >collectives/pair.h
+  echo '#include "collectives/pair.h"' >collectives/transports/tcp/socket.h
+  echo '#include "collectives/pair.h"' >collectives/algorithms/ring.h
+  printf '%s\n' '#include "collectives/algorithms/ring.h"' \
+    '#include "collectives/transports/tcp/socket.h"' \
+    >collectives/tcp/tcp_communicator.cc
+  echo '#include "collectives/communicator.h"' >collectives/nccl/nccl.cc
   cd - >/dev/null
 }
 
@@ -60,4 +69,18 @@ expect_caught cli/control/job_commands.cc '#include "cli/lab/lab_up.h"' \
   'cli/control includes "cli/lab/lab_up.h" (cli/lab)'
 expect_caught cli/plan/sim_flags.cc '#include "cli/bench/sizes.h"' \
   'cli/plan includes "cli/bench/sizes.h" (cli/bench)'
+expect_caught collectives/transports/tcp/socket.h \
+  '#include "collectives/algorithms/ring.h"' \
+  'collectives/transports/tcp/socket.h:2: collectives/transports includes "collectives/algorithms/ring.h" (collectives/algorithms), a room it may not use (it may use: root)'
+expect_caught collectives/algorithms/ring.h \
+  '#include "collectives/transports/tcp/wire.h"' \
+  'collectives/algorithms includes "collectives/transports/tcp/wire.h" (collectives/transports)'
+expect_caught collectives/algorithms/ring.h \
+  '#include "collectives/tcp/tcp_communicator.h"' \
+  'collectives/algorithms includes "collectives/tcp/tcp_communicator.h" (collectives/tcp)'
+expect_caught collectives/pair.h '#include "collectives/tcp/socket.h"' \
+  'collectives/* includes "collectives/tcp/socket.h" (collectives/tcp), a room it may not use (it may use: none)'
+expect_caught collectives/nccl/nccl.cc \
+  '#include "collectives/tcp/tcp_communicator.h"' \
+  'collectives/nccl includes "collectives/tcp/tcp_communicator.h" (collectives/tcp)'
 echo "layering-check-test-ok"
