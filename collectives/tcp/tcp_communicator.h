@@ -19,8 +19,9 @@
 // a header (sequence number, op, type, count), so stray connections, garbage
 // bytes and mismatched calls fail fast with an error naming the ranks.
 // Pairs of ranks on one host then move their bytes through shared memory
-// instead, unless TcpOptions::transport says tcp (shm_upgrade.h); the
-// algorithms and their checks are the same on either transport.
+// instead, unless TcpOptions::transport says tcp
+// (collectives/transports/tcp/shm_upgrade.h); the algorithms and their
+// checks are the same on either transport.
 //
 // Threading: the returned communicator is thread-safe; collectives run in
 // issue order on a progress thread (or inline for synchronous calls when
@@ -28,15 +29,10 @@
 #ifndef GRADSYNC_COLLECTIVES_TCP_TCP_COMMUNICATOR_H_
 #define GRADSYNC_COLLECTIVES_TCP_TCP_COMMUNICATOR_H_
 
-#include <atomic>
 #include <cstddef>
-#include <functional>
 #include <memory>
-#include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 #include "collectives/communicator.h"
 #include "collectives/store.h"
 #include "collectives/transports/tcp/tcp_options.h"  // TcpOptions

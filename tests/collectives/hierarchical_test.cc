@@ -1,8 +1,10 @@
-// Exact tests of the hierarchical all-reduce (collectives/
-// hierarchical_communicator.h), ranks as threads over a MemoryStore that
-// pretend to live on several hosts (HierarchicalOptions::host_id):
-// host layouts x element counts, checked against a naive reduction, against
-// the flat ring's result, and for identical bits on every rank.
+// Exact tests of the hierarchical all-reduce (collectives/algorithms/
+// hierarchical_communicator.h, made over TCP communicators by
+// collectives/tcp/host_aware_communicator.h), ranks as threads over a
+// MemoryStore that pretend to live on several hosts
+// (HierarchicalOptions::host_id): host layouts x element counts, checked
+// against a naive reduction, against the flat ring's result, and for
+// identical bits on every rank.
 #include <cstring>
 #include <string>
 #include <thread>
