@@ -1,7 +1,7 @@
 // Host identity: a string that is equal for two ranks exactly when they run
 // on the same machine (the same kernel), published in the rendezvous store
 // so that ranks can tell which peers share their host (for the hierarchical
-// all-reduce, collectives/hierarchical_communicator.h).
+// all-reduce, collectives/algorithms/hierarchical_communicator.h).
 //
 // The host name alone is not enough (containers and cloned VMs share
 // names), so the kernel's boot id (/proc/sys/kernel/random/boot_id, new

@@ -1,6 +1,6 @@
 // HostPlacement: which ranks of a job share a host, and how the
-// hierarchical all-reduce (collectives/hierarchical_communicator.h) splits
-// a buffer into slices and gives each slice an owner on every host.
+// hierarchical all-reduce (collectives/algorithms/hierarchical_communicator.h)
+// splits a buffer into slices and gives each slice an owner on every host.
 //
 // Pure arithmetic over the ranks' host identities, so that every rank
 // computes the same placement from the same store contents, and tests can

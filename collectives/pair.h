@@ -1,9 +1,9 @@
 // Pair: the transport under the CPU collectives, one per peer of a rank
 // (after gloo/transport/pair.h). The ring and halving-doubling algorithms
-// (collectives/tcp/ring.h, halving_doubling.h) see only this interface, so
-// they do not know whether a step crosses a TCP connection
-// (collectives/tcp/connection.h) or a shared-memory channel to a rank on
-// the same host (collectives/shm/shm_pair.h).
+// (collectives/algorithms/ring.h, halving_doubling.h) see only this interface,
+// so they do not know whether a step crosses a TCP connection
+// (collectives/transports/tcp/connection.h) or a shared-memory channel to a
+// rank on the same host (collectives/transports/shm/shm_pair.h).
 //
 // A pair is an ordered, reliable byte stream in each direction. Sends are
 // asynchronous and identified by increasing tickets: the caller keeps the

@@ -38,6 +38,22 @@
 # so the framework never reaches into a command's room, and a room reaches
 # another only where the table says.
 #
+# Inside the collectives floor, rooms (as Gloo puts its allreduce_*
+# algorithms above transport/; a room includes itself and those listed):
+#
+#   collectives/*.{h,cc}     the root: Communicator, Store, Pair, types,
+#                            the all-reduce algorithm's names and choice:
+#                            no room
+#   collectives/transports   root (tcp/ and shm/: Pairs, rendezvous, wire)
+#   collectives/algorithms   root (ring, halving-doubling over Pairs;
+#                            hierarchical over Communicators)
+#   collectives/tcp          root, transports, algorithms (the TCP backend:
+#                            where a transport meets the algorithms)
+#   collectives/nccl         root (the NCCL backend, beside tcp/)
+#
+# so no transport knows an algorithm, no algorithm knows a transport, and
+# only a backend puts them together.
+#
 # Usage: scripts/check_layering.sh [ROOT]
 # Prints each offending include as "file:line: ..." and exits 1 when there
 # is one; prints a one-line summary and exits 0 otherwise.
@@ -89,8 +105,21 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (split(path, parts, "/") == 2) return "top"
     return (parts[2] in uses) ? parts[2] : ""
   }
+  # The room of a path under collectives/: root, transports, algorithms,
+  # tcp or nccl; "" outside collectives/ (or in a folder not listed).
+  function coll_room(path,    parts) {
+    if (path !~ /^collectives\//) return ""
+    if (split(path, parts, "/") == 2) return "root"
+    return (parts[2] in coll_uses) ? parts[2] : ""
+  }
   BEGIN {
     split("common collectives study server worker cli tests", names, " ")
+    # coll_uses[ROOM]: the collectives rooms it may include besides itself.
+    coll_uses["root"] = ""
+    coll_uses["transports"] = "root"
+    coll_uses["algorithms"] = "root"
+    coll_uses["tcp"] = "root transports algorithms"
+    coll_uses["nccl"] = "root"
     # uses[ROOM]: the rooms it may include besides itself.
     uses["framework"] = ""
     uses["bench"] = "framework"
@@ -128,6 +157,14 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
       violations++
       next
     }
+    room = coll_room(file)
+    into = coll_room(target)
+    if (room != "" && into != "" && into != room &&
+        index(" " coll_uses[room] " ", " " into " ") == 0) {
+      printf "%s:%s: collectives/%s includes \"%s\" (collectives/%s), a room it may not use (it may use: %s); transports and algorithms meet only in a backend (collectives/tcp)\n", file, line, (room == "root" ? "*" : room), target, (into == "root" ? "*" : into), (coll_uses[room] == "" ? "none" : coll_uses[room])
+      violations++
+      next
+    }
     room = cli_room(file)
     into = cli_room(target)
     if (room != "" && room != "top" && into != "" && into != room &&
@@ -138,7 +175,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
   }
   END {
     if (violations > 0) {
-      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests, or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
+      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests, the collectives rooms (the root beneath transports and algorithms, both beneath the tcp backend) or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
       exit 1
     }
     printf "check_layering: %d files, %d includes, layering holds\n", nfiles, includes

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/bench/ps_cluster.h"
 #include "cli/bench/verifiable.h"
-#include "collectives/hierarchical_communicator.h"
+#include "collectives/tcp/host_aware_communicator.h"
 #include "common/status_macros.h"
 
 #if GRADSYNC_HAVE_NCCL

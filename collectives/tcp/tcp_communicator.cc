@@ -10,36 +10,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "collectives/algorithms/collective_context.h"
+#include "collectives/algorithms/collective_header.h"
+#include "collectives/algorithms/halving_doubling.h"
+#include "collectives/algorithms/ring.h"
+#include "collectives/all_reduce_algorithm.h"
 #include "collectives/progress_work.h"
-#include "collectives/tcp/collective_context.h"
-#include "collectives/tcp/connection.h"
-#include "collectives/tcp/halving_doubling.h"
-#include "collectives/tcp/rendezvous.h"
-#include "collectives/tcp/ring.h"
-#include "collectives/tcp/shm_upgrade.h"
-#include "collectives/tcp/socket.h"
+#include "collectives/transports/tcp/connection.h"
+#include "collectives/transports/tcp/rendezvous.h"
+#include "collectives/transports/tcp/shm_upgrade.h"
+#include "collectives/transports/tcp/socket.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
-
-int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes) {
-  if (options.socket_buffer_bytes <= 0 ||
-      options.small_socket_buffer_bytes <= 0) {
-    return options.socket_buffer_bytes;
-  }
-  if (message_bytes <= static_cast<size_t>(options.socket_buffer_bytes)) {
-    return 0;  // fits either way: barriers and scalars switch nothing
-  }
-  return message_bytes <= options.spin_max_bytes
-             ? options.small_socket_buffer_bytes
-             : options.socket_buffer_bytes;
-}
-
-int ReceiveBufferBytes(const TcpOptions& options) {
-  if (options.socket_buffer_bytes <= 0) return options.socket_buffer_bytes;
-  return std::max(options.socket_buffer_bytes,
-                  options.small_socket_buffer_bytes);
-}
 
 namespace {
 
@@ -157,17 +140,15 @@ class TcpCommunicator final : public Communicator {
   std::unique_ptr<Work> AllReduceAsync(const void* send, void* recv,
                                        size_t count, DataType type,
                                        ReduceOp op) override {
-    AllReduceAlgorithm algo = core_->options().algorithm;
-    if ((algo == AllReduceAlgorithm::kAuto ||
-         algo == AllReduceAlgorithm::kHierarchical) &&
-        IsValid(type)) {
-      algo = count * DataTypeSize(type) <=
-                     core_->options().halving_doubling_max_bytes
-                 ? AllReduceAlgorithm::kHalvingDoubling
-                 : AllReduceAlgorithm::kRing;
-    }
+    // A flat communicator: no placement, so never the hierarchy (an
+    // invalid type fails in Enqueue whatever is chosen).
+    AllReduceChoice choice;
+    choice.configured = core_->options().algorithm;
+    choice.bytes = IsValid(type) ? count * DataTypeSize(type) : 0;
+    choice.halving_doubling_max_bytes =
+        core_->options().halving_doubling_max_bytes;
     return Enqueue(CollectiveKind::kAllReduce, send, recv, count, count, type,
-                   op, 0, algo);
+                   op, 0, ChooseAllReduceAlgorithm(choice));
   }
 
   std::unique_ptr<Work> ReduceScatterAsync(const void* send, void* recv,
@@ -304,7 +285,7 @@ class TcpCommunicator final : public Communicator {
     ctx.rank = rank();
     ctx.size = size();
     ctx.peers = core_->peers();
-    ctx.options = &core_->options();
+    ctx.segment_bytes = core_->options().segment_bytes;
     ctx.header = op.header;
     ctx.deadline = absl::Now() + core_->options().timeout;
     ctx.scratch = scratch_.data();

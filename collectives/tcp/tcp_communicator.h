@@ -1,7 +1,9 @@
 // TCP backend of Communicator, for CPU hosts: ranks are connected by
-// persistent TCP connections found through a Store, and collectives run the
-// bandwidth-optimal ring (pipelined in segments) or, for small messages, the
-// latency-optimal recursive halving-doubling algorithm.
+// persistent TCP connections found through a Store (the TCP transport,
+// collectives/transports/tcp/), and collectives run the bandwidth-optimal
+// ring (pipelined in segments) or, for small messages, the latency-optimal
+// recursive halving-doubling algorithm (collectives/algorithms/). This
+// backend is where the two meet, so it sits above both, beside nccl/.
 //
 //   MemoryStore store;  // or a gRPC store client for processes
 //   TcpOptions options;
@@ -17,8 +19,9 @@
 // a header (sequence number, op, type, count), so stray connections, garbage
 // bytes and mismatched calls fail fast with an error naming the ranks.
 // Pairs of ranks on one host then move their bytes through shared memory
-// instead, unless TcpOptions::transport says tcp (shm_upgrade.h); the
-// algorithms and their checks are the same on either transport.
+// instead, unless TcpOptions::transport says tcp
+// (collectives/transports/tcp/shm_upgrade.h); the algorithms and their
+// checks are the same on either transport.
 //
 // Threading: the returned communicator is thread-safe; collectives run in
 // issue order on a progress thread (or inline for synchronous calls when
@@ -26,112 +29,16 @@
 #ifndef GRADSYNC_COLLECTIVES_TCP_TCP_COMMUNICATOR_H_
 #define GRADSYNC_COLLECTIVES_TCP_TCP_COMMUNICATOR_H_
 
-#include <atomic>
 #include <cstddef>
-#include <functional>
 #include <memory>
-#include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "absl/time/time.h"
-#include "collectives/all_reduce_algorithm.h"  // AllReduceAlgorithm
 #include "collectives/communicator.h"
 #include "collectives/store.h"
-#include "common/tcp_congestion.h"  // CheckCongestionControl
+#include "collectives/transports/tcp/tcp_options.h"  // TcpOptions
+#include "common/tcp_congestion.h"                   // CheckCongestionControl
 
 namespace gradsync {
-
-// What carries the bytes between two ranks (collectives/pair.h).
-enum class Transport {
-  kAuto,  // shared memory to ranks on this host, TCP to the others
-  kTcp,   // TCP everywhere
-  kShm,   // shared memory to every peer; rendezvous fails if one cannot
-};
-// "auto", "tcp" or "shm"; INVALID_ARGUMENT otherwise.
-[[nodiscard]] absl::StatusOr<Transport> ParseTransport(absl::string_view name);
-absl::string_view TransportName(Transport transport);
-
-struct TcpOptions {
-  // Identifies the job and rendezvous generation; peers with another id are
-  // refused at the handshake.
-  std::string job_id = "default";
-  // The job's secret (Assignment.job_secret): peers prove it to each other
-  // at the handshake (collectives/tcp/wire.h), so that a connection from
-  // or to anything else is refused and named. Empty: no proof (benches,
-  // tests); a rank with a secret refuses a peer without one.
-  std::string job_secret;
-  // Called (on the rendezvous thread) for each connection refused at
-  // rendezvous: strays, garbage, another job, or no proof of the secret;
-  // "<peer address> <why>". Such connections are also counted in the
-  // error if rendezvous times out. May be empty.
-  std::function<void(absl::string_view)> on_rejected;
-  // Address to listen on and to publish to peers. Port 0 picks a free port.
-  std::string listen_host = "127.0.0.1";
-  int listen_port = 0;
-  // Host published to peers (defaults to listen_host; set it when listening
-  // on 0.0.0.0 across hosts).
-  std::string advertise_host;
-  // Deadline of rendezvous (all connections up) and of each synchronous
-  // collective.
-  absl::Duration connect_timeout = absl::Seconds(60);
-  absl::Duration timeout = absl::Seconds(60);
-  // If set, rendezvous gives up with CANCELLED soon after it becomes true
-  // (checked every 100 ms while waiting for peers). Must outlive the call.
-  const std::atomic<bool>* cancelled = nullptr;
-  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
-  // kAuto uses halving-doubling for messages up to this many bytes.
-  size_t halving_doubling_max_bytes = 2 << 20;
-  // Ring pipelining: the sender forwards a segment as soon as it is reduced;
-  // segments are received and reduced in sub-blocks that stay in L2.
-  size_t segment_bytes = 1 << 20;
-  size_t sub_block_bytes = 256 << 10;
-  // Kernel socket buffers; 0 keeps the kernel's defaults. Send buffers
-  // (SO_SNDBUF) follow the size of each collective: socket_buffer_bytes
-  // for large ones, where little data in flight keeps the ring's bytes
-  // cache-warm; small_socket_buffer_bytes for collectives of more than
-  // socket_buffer_bytes and at most spin_max_bytes, so that each step's
-  // sends fit in the kernel whole (on a 2-core host, twice the busbw at
-  // 1 MiB). The communicator switches them only when the size class of a
-  // collective differs from the last one's. Receive buffers (SO_RCVBUF)
-  // are the larger size, set once at connect time. small_socket_buffer_bytes
-  // 0: socket_buffer_bytes for everything.
-  int socket_buffer_bytes = 256 << 10;
-  int small_socket_buffer_bytes = 4 << 20;
-  // TCP congestion control of the connections (TCP_CONGESTION).
-  // "auto": "reno" on connections between ranks of one host, the system's
-  // default on all others. Loopback has no queue for a congestion control
-  // to protect, but a pacing one (BBR, the default on many hosts) still
-  // paces there: hrtimer wake-ups and smaller packets cost a 2-core host
-  // a fifth of its 64 MiB busbw (docs/performance/allreduce.md). If the kernel
-  // refuses reno, "auto" keeps the default. "default" (or ""): the
-  // system's default everywhere. Any other name: that algorithm on every
-  // connection; rendezvous fails with FAILED_PRECONDITION, before it
-  // publishes this rank's address, if the kernel refuses it.
-  std::string congestion_control = "auto";
-  // Collectives of at most spin_max_bytes are latency-bound: their receives
-  // poll up to spin_polls times (yielding the core in between) before they
-  // block, which saves a sleep and a wake-up per step. Larger collectives
-  // never spin: there the cores are better spent copying and reducing.
-  int spin_polls = 10000;
-  size_t spin_max_bytes = 2 << 20;
-  // Same-host transport (collectives/tcp/shm_upgrade.h). Every pair of
-  // ranks first connects over TCP as above (job id, secret proof); then
-  // the two tell each other their transport choice and host identity, and
-  // a pair where both allow shared memory and the identities match moves
-  // its data through a shared memory segment instead, keeping the TCP
-  // connection idle as a liveness probe.
-  Transport transport = Transport::kAuto;
-  // This rank's host identity; empty: the kernel's boot id and the host
-  // name (LocalHostIdentity(), collectives/host_identity.h). Tests set it to
-  // pretend ranks are on different hosts.
-  std::string host_id;
-  // Bytes of each direction's ring in a shared memory pair.
-  size_t shm_ring_bytes = 1 << 20;
-  // Called once per peer at rendezvous with the transport chosen ("tcp" or
-  // "shm"); may be empty.
-  std::function<void(int peer, absl::string_view transport)> on_transport;
-};
 
 // Open MPI's rule for oversubscribed hosts (its yield_when_idle): with
 // more ranks on a host than cores, a waiting rank gives up its core at
@@ -142,12 +49,6 @@ struct TcpOptions {
 // model: ring steps of 5.6-5.9 ms without spinning, 6.8-8.7 ms with
 // 10000 polls (docs/collectives.md).
 int SpinPollsForHost(int spin_polls, int ranks_on_host, int cores);
-
-// The send buffer size for a collective of `message_bytes` under `options`,
-// 0 if any size will do (the message fits in either, or the kernel's
-// default is kept); and the receive buffer size of every connection.
-int SendBufferBytesFor(const TcpOptions& options, size_t message_bytes);
-int ReceiveBufferBytes(const TcpOptions& options);
 
 // Connects rank `rank` of `size` to its peers through `store` and returns
 // the communicator. Blocks until every peer is connected or

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "collectives/tcp/link_timing.h"
+#include "collectives/transports/tcp/link_timing.h"
 #include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"

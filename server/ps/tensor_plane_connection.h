@@ -31,7 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "collectives/tcp/socket.h"
+#include "collectives/transports/tcp/socket.h"
 #include "proto/ps.pb.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/ps_shard.h"

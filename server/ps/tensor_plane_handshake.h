@@ -1,7 +1,7 @@
 // The PS tensor plane's connection handshake: before its first request, a
 // connection proves that both ends know the job's PS token, the way the
-// TCP ring's peers prove the job secret (collectives/tcp/wire.h). The
-// token never crosses the wire, and the tensors that follow are plaintext,
+// TCP ring's peers prove the job secret (collectives/transports/tcp/wire.h).
+// The token never crosses the wire, and the tensors that follow are plaintext,
 // as the ring's are (docs/security.md, "What travels encrypted").
 //
 //   C -> S  Hello      magic "GSPH", version, the rank, the job id's byte

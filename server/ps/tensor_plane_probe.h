@@ -4,7 +4,7 @@
 // job's PS token with the plane's own handshake
 // (tensor_plane_handshake.h), and then sends probe requests instead of
 // pushes, timed as the probe between workers times its links
-// (collectives/tcp/link_timing.h):
+// (collectives/transports/tcp/link_timing.h):
 //
 //   C -> S  ProbeHead   magic "GSPB", the op, the round trips, 0, and the
 //                       bytes (u64); little-endian, kProbeHeadBytes

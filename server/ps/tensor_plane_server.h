@@ -44,7 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "collectives/tcp/socket.h"
+#include "collectives/transports/tcp/socket.h"
 #include "server/ps/ps_service.h"
 
 namespace gradsync {

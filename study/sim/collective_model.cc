@@ -45,7 +45,7 @@ std::vector<CollectiveStep> RingSteps(int n, int g, int m) {
   return {step};
 }
 
-// collectives/tcp/halving_doubling.cc, message by message.
+// collectives/algorithms/halving_doubling.cc, message by message.
 std::vector<CollectiveStep> HalvingDoublingSteps(int n, int g, int m) {
   int p = 1;
   while (p * 2 <= n) p *= 2;

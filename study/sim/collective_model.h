@@ -14,14 +14,14 @@
 //   hd            (N not a power of two: a fold of S to a partner first
 //                 and an unfold after) log2 P halving steps of S/2, S/4,
 //                 ..., S/P at distances P/2, ..., 1, then the same in
-//                 reverse, as collectives/tcp/halving_doubling.cc does;
+//                 reverse, as collectives/algorithms/halving_doubling.cc does;
 //                 the NIC carries as many messages as the node's ranks
 //                 have partners on other nodes.
 //   hierarchical  a reduce-scatter in each node (G-1 steps of S/G on the
 //                 intra links), G rings across the M nodes at once, one
 //                 per slice (2(M-1) steps of S/(G M), G messages per NIC),
 //                 an all-gather in each node (G-1 steps of S/G), as
-//                 collectives/hierarchical_communicator.h does.
+//                 collectives/algorithms/hierarchical_communicator.h does.
 //
 // Aggregation: identical consecutive steps (the ring's 2(N-1), each ring
 // of the hierarchical one) are one flow group whose latency is the sum of

@@ -1,8 +1,10 @@
-// Exact tests of the hierarchical all-reduce (collectives/
-// hierarchical_communicator.h), ranks as threads over a MemoryStore that
-// pretend to live on several hosts (HierarchicalOptions::host_id):
-// host layouts x element counts, checked against a naive reduction, against
-// the flat ring's result, and for identical bits on every rank.
+// Exact tests of the hierarchical all-reduce (collectives/algorithms/
+// hierarchical_communicator.h, made over TCP communicators by
+// collectives/tcp/host_aware_communicator.h), ranks as threads over a
+// MemoryStore that pretend to live on several hosts
+// (HierarchicalOptions::host_id): host layouts x element counts, checked
+// against a naive reduction, against the flat ring's result, and for
+// identical bits on every rank.
 #include <cstring>
 #include <string>
 #include <thread>
@@ -12,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collectives/half.h"
-#include "collectives/hierarchical_communicator.h"
 #include "collectives/host_placement.h"
 #include "collectives/subgroup_store.h"
+#include "collectives/tcp/host_aware_communicator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"

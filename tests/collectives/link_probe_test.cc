@@ -1,10 +1,10 @@
-// The link probe's measurement (collectives/tcp/link_probe.h) between
-// ranks on real TCP connections the ring's rendezvous authenticated: every
-// link asked for is measured once, with a goodput and round trips; the
+// The link probe's measurement (collectives/transports/tcp/link_probe.h)
+// between ranks on real TCP connections the ring's rendezvous authenticated:
+// every link asked for is measured once, with a goodput and round trips; the
 // two directions of a pair do not mix (two ranks); a rank whose spec
 // differs is refused with both sides named; a rank that stops fails its
 // peers at once, not at their deadlines.
-#include "collectives/tcp/link_probe.h"
+#include "collectives/transports/tcp/link_probe.h"
 
 #include <atomic>
 #include <memory>
@@ -16,8 +16,8 @@
 #include "absl/time/clock.h"
 #include "collectives/memory_store.h"
 #include "collectives/prefix_store.h"
-#include "collectives/tcp/rendezvous.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "collectives/transports/tcp/rendezvous.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "models/link_probe/link_probe_spec.h"

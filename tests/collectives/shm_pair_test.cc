@@ -1,7 +1,7 @@
-// Unit tests of the shared-memory pair (collectives/shm/): both ends in one
-// process, so the ring's wrap-around, tickets, deadlines and a closed peer
-// can be driven exactly.
-#include "collectives/shm/shm_pair.h"
+// Unit tests of the shared-memory pair (collectives/transports/shm/): both ends
+// in one process, so the ring's wrap-around, tickets, deadlines and a closed
+// peer can be driven exactly.
+#include "collectives/transports/shm/shm_pair.h"
 
 #include <sys/mman.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "collectives/shm/shm_segment.h"
+#include "collectives/transports/shm/shm_segment.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

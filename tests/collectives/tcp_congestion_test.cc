@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "collectives/memory_store.h"
-#include "collectives/tcp/rendezvous.h"
-#include "collectives/tcp/socket.h"
+#include "collectives/transports/tcp/rendezvous.h"
+#include "collectives/transports/tcp/socket.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"

@@ -14,8 +14,8 @@
 
 #include "absl/strings/match.h"
 #include "collectives/file_store.h"
-#include "collectives/tcp/socket.h"
-#include "collectives/tcp/wire.h"
+#include "collectives/transports/tcp/socket.h"
+#include "collectives/transports/tcp/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/kill_one_rank.h"

@@ -1,8 +1,8 @@
-// The ring handshake's proof of the job secret (collectives/tcp/wire.h):
-// ranks that share the secret connect and reduce exactly; a client that
-// knows the job id and a rank but not the secret is refused, named, and
-// does not stall the real ranks; a listener at a forged address is
-// refused by the connecting rank before it proves anything itself.
+// The ring handshake's proof of the job secret
+// (collectives/transports/tcp/wire.h): ranks that share the secret connect and
+// reduce exactly; a client that knows the job id and a rank but not the secret
+// is refused, named, and does not stall the real ranks; a listener at a forged
+// address is refused by the connecting rank before it proves anything itself.
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "collectives/memory_store.h"
-#include "collectives/tcp/socket.h"
 #include "collectives/tcp/tcp_communicator.h"
-#include "collectives/tcp/wire.h"
+#include "collectives/transports/tcp/socket.h"
+#include "collectives/transports/tcp/wire.h"
 #include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

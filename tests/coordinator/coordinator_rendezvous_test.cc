@@ -98,7 +98,8 @@ TEST_F(RendezvousTest, StoreSet_KeyOfAnotherWorkersRank_IsRefusedAndUnchanged) {
 // identity, then "tcp/addr/<sub-rank>" of each inner communicator through a
 // SubgroupStore) end in the writer's global rank, so each worker may set
 // those of its own ranks. Placement as above: 0 and 1 on host-a, 2 on
-// host-b; keys as collectives/hierarchical_communicator.cc names them.
+// host-b; keys as collectives/algorithms/hierarchical_communicator.cc names
+// them.
 TEST_F(RendezvousTest, HierarchicalCommunicatorKeys_EachWorkerSetsItsOwn) {
   const HostPlacement p =
       HostPlacement::FromHostIds({"host-a", "host-a", "host-b"});

@@ -9,7 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "collectives/tcp/wire.h"
+#include "collectives/algorithms/collective_header.h"
+#include "collectives/transports/tcp/wire.h"
 #include "common/wire_version.h"
 #include "proto/coordinator.pb.h"
 #include "proto/ps.pb.h"

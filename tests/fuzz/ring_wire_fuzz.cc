@@ -1,15 +1,16 @@
 // Fuzz target: what a ring rank reads from a socket before it trusts it,
 // the handshake (fields, then the proof of the job secret) and the header
-// of every collective (collectives/tcp/wire.h). Any bytes must be answered
-// with a reply code or a status, never a crash or an out-of-bounds read;
-// only a well-formed handshake with the right proof may be accepted.
+// of every collective (collectives/transports/tcp/wire.h). Any bytes must be
+// answered with a reply code or a status, never a crash or an out-of-bounds
+// read; only a well-formed handshake with the right proof may be accepted.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "collectives/tcp/wire.h"
+#include "collectives/algorithms/collective_header.h"
+#include "collectives/transports/tcp/wire.h"
 
 namespace {
 

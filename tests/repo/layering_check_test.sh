@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
 # rule (a lower layer including a higher one; the CLI framework including
-# a room of commands; a room including one it may not use) and must fail
+# a room of commands; a room including one it may not use; a collectives
+# transport including an algorithm, or the other way round) and must fail
 # naming the file, line and include; the same tree with the rooms' allowed
 # includes passes.
 #
@@ -16,6 +17,7 @@ good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
   mkdir -p "$dir/tree"/{cli/bench,cli/plan,jobspec,models/mlp}
+  mkdir -p "$dir/tree"/collectives/{transports/tcp,algorithms,tcp,nccl}
   cd "$dir/tree"
   echo '#include "common/flags.h"' >cli/framework/command_env.h
   echo '#include "cli/framework/command_env.h"' >cli/control/job_commands.cc
@@ -31,6 +33,13 @@ good_tree() {
   echo '#include "jobspec/job_spec.h"' >models/mlp/mlp_spec.cc
   echo '#include "worker/train/train_model.h"' >models/mlp/mlp_builder.cc
   echo '#include "models/mlp/mlp_builder.h"' >models/model_builders.cc
+  echo '#include "common/status.h"' >collectives/pair.h
+  echo '#include "collectives/pair.h"' >collectives/transports/tcp/socket.h
+  echo '#include "collectives/pair.h"' >collectives/algorithms/ring.h
+  printf '%s\n' '#include "collectives/algorithms/ring.h"' \
+    '#include "collectives/transports/tcp/socket.h"' \
+    >collectives/tcp/tcp_communicator.cc
+  echo '#include "collectives/communicator.h"' >collectives/nccl/nccl.cc
   cd - >/dev/null
 }
 
@@ -72,4 +81,18 @@ expect_caught models/mlp/mlp_spec.cc '#include "server/ps/ps_shard.h"' \
   "models/mlp/mlp_spec.cc:2: a model kind's spec part includes \"server/ps/ps_shard.h\""
 expect_caught jobspec/job_spec.cc '#include "models/mlp/mlp_builder.h"' \
   'jobspec/job_spec.cc:2: jobspec/ includes "models/mlp/mlp_builder.h"'
+expect_caught collectives/transports/tcp/socket.h \
+  '#include "collectives/algorithms/ring.h"' \
+  'collectives/transports/tcp/socket.h:2: collectives/transports includes "collectives/algorithms/ring.h" (collectives/algorithms), a room it may not use (it may use: root)'
+expect_caught collectives/algorithms/ring.h \
+  '#include "collectives/transports/tcp/wire.h"' \
+  'collectives/algorithms includes "collectives/transports/tcp/wire.h" (collectives/transports)'
+expect_caught collectives/algorithms/ring.h \
+  '#include "collectives/tcp/tcp_communicator.h"' \
+  'collectives/algorithms includes "collectives/tcp/tcp_communicator.h" (collectives/tcp)'
+expect_caught collectives/pair.h '#include "collectives/tcp/socket.h"' \
+  'collectives/* includes "collectives/tcp/socket.h" (collectives/tcp), a room it may not use (it may use: none)'
+expect_caught collectives/nccl/nccl.cc \
+  '#include "collectives/tcp/tcp_communicator.h"' \
+  'collectives/nccl includes "collectives/tcp/tcp_communicator.h" (collectives/tcp)'
 echo "layering-check-test-ok"

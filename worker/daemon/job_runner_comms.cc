@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "collectives/hierarchical_communicator.h"
 #include "collectives/host_identity.h"
 #include "collectives/prefix_store.h"
+#include "collectives/tcp/host_aware_communicator.h"
 #include "collectives/tcp/tcp_communicator.h"
 #include "worker/daemon/job_runner.h"
 #if GRADSYNC_HAVE_NCCL
@@ -70,8 +70,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(
                      " cores: collectives wait without spinning"));
   }
   // Host-aware: on several hosts with several of the job's ranks on one,
-  // large all-reduces run hierarchically (collectives/
-  // hierarchical_communicator.h); otherwise this is the flat TCP
+  // large all-reduces run hierarchically (collectives/tcp/
+  // host_aware_communicator.h); otherwise this is the flat TCP
   // communicator. JobSpec.ring_algorithm may force either (kHierarchical
   // applies on any placement, degenerate ones included). Hosts are told
   // apart by the name the worker registered with plus the kernel's boot
@@ -81,8 +81,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> JobRunner::Rendezvous(
   options.host_id =
       HostIdentity(config_.host.empty() ? HostName() : config_.host);
   options.algorithm = algorithm;
-  if (algorithm == AllReduceAlgorithm::kRing ||
-      algorithm == AllReduceAlgorithm::kHalvingDoubling) {  // no on_placement
+  if (!MayChooseHierarchical(algorithm)) {  // then no on_placement
     Log(absl::StrCat("rank ", rank, ": ", AllReduceAlgorithmName(algorithm),
                      " all-reduce (forced)"));
   }

@@ -6,9 +6,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "collectives/prefix_store.h"
-#include "collectives/tcp/link_probe.h"
-#include "collectives/tcp/rendezvous.h"
 #include "collectives/tcp/tcp_communicator.h"
+#include "collectives/transports/tcp/link_probe.h"
+#include "collectives/transports/tcp/rendezvous.h"
 #include "common/status_macros.h"
 #include "common/units.h"
 #include "models/link_probe/link_probe_spec.h"
@@ -121,7 +121,7 @@ void LinkProbeRunner::RunRank(int rank, std::atomic<bool>* abort) {
   };
 
   // Two rendezvous, so that each direction of a pair has its own
-  // connection (collectives/tcp/link_probe.h).
+  // connection (collectives/transports/tcp/link_probe.h).
   std::vector<Socket> sockets[2];
   for (int set = 0; set < 2; ++set) {
     const std::string name = set == 0 ? "a" : "b";

@@ -10,7 +10,7 @@
 //   two TCP rendezvous through the job's store ("link-probe/a/",
 //     "link-probe/b/"), each with the ring's HMAC handshake over the job
 //     secret, listening on the worker's address: one connection per peer
-//     and direction (collectives/tcp/link_probe.h)
+//     and direction (collectives/transports/tcp/link_probe.h)
 //   ReportRank READY
 //   MeasureLinks: the spec's rounds of round trips and streams, barriers
 //     through the store

@@ -121,7 +121,7 @@ struct TrainerConfig {
   // The TCP ring's all-reduce algorithm (JobSpec.ring_algorithm): kAuto
   // lets the communicator choose by size and placement; any other is
   // forced on every all-reduce (the daemon's HierarchicalOptions, in
-  // collectives/hierarchical_communicator.h). Not with kNccl.
+  // collectives/algorithms/hierarchical_communicator.h). Not with kNccl.
   AllReduceAlgorithm ring_algorithm = AllReduceAlgorithm::kAuto;
   // Gradients on the ring's wire (JobSpec.grad_dtype): kFloat32, or
   // kBFloat16 / kFloat16 on the host rings (RingSyncOptions::wire_type).
