@@ -2,7 +2,8 @@
 # The Debian package (deploy/debian), built by cpack from this build and
 # checked without installing it (seconds; scripts/deploy/deb_chroot_test.sh
 # installs it into a Debian chroot with dpkg -i, and purges it):
-#   - gradsync_<version>_amd64.deb, named after the project's version;
+#   - gradsync_<version>_amd64.deb and gradsync-dev_<version>_amd64.deb,
+#     named after the project's version;
 #   - its control data: Depends from dpkg-shlibdeps, non-empty and sane,
 #     adduser among them; the maintainer scripts; /etc/default/gradsync a
 #     conffile;
@@ -11,7 +12,9 @@
 #     setting every variable the units expand;
 #   - the unpacked binaries' --version, with this host's libraries;
 #   - `systemd-analyze verify` of the packaged units (starting the unpacked
-#     binaries), where systemd-analyze is installed.
+#     binaries), where systemd-analyze is installed;
+#   - gradsync-dev: the CMake package, which a consumer project builds
+#     against where it is unpacked (tests/deploy/package_test.sh).
 # Exits 77 (ctest: skipped) when a tool cpack needs is not installed.
 #
 #   tests/deploy/deb_package_test.sh BUILD_DIR
@@ -42,6 +45,8 @@ cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/out" \
   >"$work/cpack.log" 2>&1 || { cat "$work/cpack.log" >&2; fail "cpack exited non-zero"; }
 deb="$work/out/gradsync_${version}_amd64.deb"
 [[ -f "$deb" ]] || { ls -l "$work/out" >&2; fail "cpack did not write $(basename "$deb")"; }
+dev_deb="$work/out/gradsync-dev_${version}_amd64.deb"
+[[ -f "$dev_deb" ]] || { ls -l "$work/out" >&2; fail "cpack did not write $(basename "$dev_deb")"; }
 
 # Control data.
 field() { dpkg-deb --field "$deb" "$1"; }
@@ -132,4 +137,28 @@ else
   echo "deb_package_test: systemd-analyze is not installed, so the packaged" \
     "units were not verified"
 fi
-echo "deb_package_test: OK ($(basename "$deb"), $(du -h "$deb" | cut -f1))"
+# gradsync-dev: the CMake package, on the -dev packages it builds against,
+# and usable where it is unpacked (its config finds its own prefix).
+[[ $(dpkg-deb --field "$dev_deb" Package) == gradsync-dev ]] ||
+  fail "gradsync-dev's Package is '$(dpkg-deb --field "$dev_deb" Package)'"
+dev_depends=$(dpkg-deb --field "$dev_deb" Depends)
+for needed in 'libgrpc\+\+-dev' 'libabsl-dev' 'libprotobuf-dev'; do
+  grep -qE "(^|[,|] *)$needed( |,|$)" <<<"$dev_depends" ||
+    fail "gradsync-dev's Depends lacks $needed: $dev_depends"
+done
+dpkg-deb --contents "$dev_deb" | awk '{print $NF}' >"$work/dev-contents"
+for path in ./usr/lib/cmake/gradsync/gradsyncConfig.cmake \
+  ./usr/include/gradsync/collectives/communicator.h \
+  ./usr/include/gradsync/proto/job.pb.h; do
+  grep -qx -- "$path" "$work/dev-contents" || fail "gradsync-dev has no ${path#.}"
+done
+! grep -q '^\./usr/include/' "$work/contents" ||
+  fail "the runtime package gradsync carries headers"
+! grep -q '^\./usr/bin/' "$work/dev-contents" ||
+  fail "gradsync-dev carries binaries"
+dpkg-deb -x "$dev_deb" "$work/dev-root"
+"$(dirname "$0")/package_test.sh" "$build" "$work/dev-root/usr" ||
+  fail "a project could not build against the unpacked gradsync-dev"
+echo "deb_package_test: a consumer built and ran against gradsync-dev"
+
+echo "deb_package_test: OK ($(basename "$deb"), $(basename "$dev_deb"))"
