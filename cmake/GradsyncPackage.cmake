@@ -140,7 +140,7 @@ install(EXPORT gradsyncTargets NAMESPACE gradsync::
 # The headers: every header of the rooms the libraries come from, by their
 # repository paths (installed headers include each other as the sources
 # do), and the generated protos.
-foreach(room common security observability jobspec collectives study server)
+foreach(room common security observability jobspec models collectives study server)
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${room})
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${room}
             DESTINATION ${GRADSYNC_PACKAGE_INCLUDEDIR} COMPONENT dev
