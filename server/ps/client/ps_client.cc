@@ -72,18 +72,15 @@ int ServerCount(const std::vector<PsShardLocation>& shards) {
 
 PsClient::PsClient(std::string job_id, int rank, size_t total,
                    const PsClientOptions& options)
-    : job_id_(std::move(job_id)),
-      rank_(rank),
-      total_(total),
-      options_(options) {}
+    : core_(std::move(job_id), rank, total, options) {}
 
 PsClient::~PsClient() = default;
 
 int PsClient::num_servers() const {
   int servers = 0;
-  for (size_t k = 0; k < shards_.size(); ++k) {
-    if (k == 0 ||
-        shards_[k].location.address != shards_[k - 1].location.address) {
+  for (size_t k = 0; k < core_.shards.size(); ++k) {
+    if (k == 0 || core_.shards[k].location.address !=
+                      core_.shards[k - 1].location.address) {
       ++servers;
     }
   }
@@ -128,79 +125,64 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
   // and the next step's.
   std::shared_ptr<grpc::Channel> channel;
   for (PsShardLocation& location : shards) {
-    if (client->shards_.empty() ||
-        client->shards_.back().location.address != location.address) {
+    if (client->core_.shards.empty() ||
+        client->core_.shards.back().location.address != location.address) {
       channel = CreatePsChannel(location.address, options.transport);
     }
-    Shard& shard = client->shards_.emplace_back();
+    Shard& shard = client->core_.shards.emplace_back();
     shard.location = std::move(location);
     shard.channel = channel;
   }
-  client->last_versions_.assign(client->shards_.size(), 0);
+  client->core_.last_versions.assign(client->core_.shards.size(), 0);
   return client;
 }
 
 PsClientStats PsClient::stats() const {
   PsClientStats stats;
-  stats.calls = calls_.load();
-  stats.bytes_sent = bytes_sent_.load();
-  stats.bytes_received = bytes_received_.load();
-  stats.credit_waits = credit_waits_.load();
+  stats.calls = core_.calls.load();
+  stats.bytes_sent = core_.bytes_sent.load();
+  stats.bytes_received = core_.bytes_received.load();
+  stats.credit_waits = core_.credit_waits.load();
   return stats;
 }
 
 absl::Status PsClient::ForEachShard(
     const std::function<absl::Status(size_t)>& fn) {
-  calls_.fetch_add(1);
-  std::vector<absl::Status> results(shards_.size());
+  core_.calls.fetch_add(1);
+  std::vector<absl::Status> results(core_.shards.size());
   std::vector<std::thread> threads;
   auto connect_and_run = [this, &fn](size_t k) {
     const absl::Status connected = ConnectShard(k);
     return connected.ok() ? fn(k) : connected;
   };
-  for (size_t k = 1; k < shards_.size(); ++k) {
+  for (size_t k = 1; k < core_.shards.size(); ++k) {
     threads.emplace_back(
         [&connect_and_run, &results, k]() { results[k] = connect_and_run(k); });
   }
   results[0] = connect_and_run(0);
   for (std::thread& t : threads) t.join();
-  for (size_t k = 0; k < shards_.size(); ++k) {
-    if (!results[k].ok()) return CancelledOr(NameShard(k, results[k]));
+  for (size_t k = 0; k < core_.shards.size(); ++k) {
+    if (!results[k].ok()) return core_.CancelledOr(NameShard(k, results[k]));
   }
   return absl::OkStatus();
 }
 
 absl::Status PsClient::ConnectShard(size_t k) {
-  return ConnectChannel(shards_[k].channel.get(),
-                        absl::Now() + options_.timeout, [this]() {
-                          absl::MutexLock lock(&cancel_mu_);
-                          return cancelled_;
-                        });
-}
-
-std::vector<PsClient::ServerRun> PsClient::ServerRuns() const {
-  std::vector<ServerRun> runs;
-  for (size_t k = 0; k < shards_.size(); ++k) {
-    if (!runs.empty() &&
-        shards_[k].location.address == shards_[k - 1].location.address) {
-      runs.back().last = k;
-    } else {
-      runs.push_back({k, k});
-    }
-  }
-  return runs;
+  return ConnectChannel(core_.shards[k].channel.get(),
+                        absl::Now() + core_.options.timeout,
+                        [this]() { return core_.cancelled(); });
 }
 
 absl::Status PsClient::NameShard(size_t k, const absl::Status& status) const {
-  return ShardError(shards_[k].location, "", status);
+  return ShardError(core_.shards[k].location, "", status);
 }
 
 absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
     int64_t step, absl::Span<const float> grads, absl::Span<float> params,
     PsStepControl control) {
-  if (grads.size() != total_ || params.size() != total_) {
+  if (grads.size() != core_.total || params.size() != core_.total) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "StartStep needs ", total_, " gradients and parameters; got ",
+        "StartStep needs ", core_.total, " gradients and parameters; got ",
         grads.size(), " and ", params.size()));
   }
   const float* g = grads.data();
@@ -216,48 +198,45 @@ absl::StatusOr<std::unique_ptr<PsStep>> PsClient::StartStep(
         "(late_scalars and SetScalars), not both");
   }
   bool idle = false;
-  if (!step_in_flight_.compare_exchange_strong(idle, true)) {
+  if (!core_.step_in_flight.compare_exchange_strong(idle, true)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "rank ", rank_, ": StartStep of step ", step,
+        "rank ", core_.rank, ": StartStep of step ", step,
         " while another step is in flight; Finish or drop it first"));
   }
-  if (options_.tensor_plane) {
+  if (core_.options.tensor_plane) {
     if (absl::Status resolved = ResolveTensorPlanes(); !resolved.ok()) {
-      step_in_flight_.store(false);
+      core_.step_in_flight.store(false);
       return resolved;
     }
-    DropClosedPlanes();
+    core_.DropClosedPlanes();
   }
-  calls_.fetch_add(1);
-  std::unique_ptr<PsStep> ps_step(new PsStep(this, step, grads, params,
-                                             std::move(control),
-                                             absl::Now() + options_.timeout));
-  ps_step->Start();
-  return ps_step;
+  core_.calls.fetch_add(1);
+  return PsStep::Launch(core_, step, grads, params, std::move(control),
+                        absl::Now() + core_.options.timeout);
 }
 
 absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
                                 absl::Span<float> params) {
-  if (grads.size() != total_ || params.size() != total_) {
+  if (grads.size() != core_.total || params.size() != core_.total) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "PushPull needs ", total_, " gradients and parameters; got ",
+        "PushPull needs ", core_.total, " gradients and parameters; got ",
         grads.size(), " and ", params.size()));
   }
   const float* g = grads.data();
   const float* p = params.data();
   const bool overlap = g < p + params.size() && p < g + grads.size();
-  if (!overlap && (num_servers() < static_cast<int>(shards_.size()) ||
-                   options_.tensor_plane)) {
+  if (!overlap && (num_servers() < static_cast<int>(core_.shards.size()) ||
+                   core_.options.tensor_plane)) {
     // Partitions: PsStep pushes them in turn per server (ps_step.h); the
     // tensor plane is PsStep's too.
     ASSIGN_OR_RETURN(std::unique_ptr<PsStep> ps_step,
                      StartStep(step, grads, params, PsStepControl()));
-    ps_step->Ready(0, total_);
-    return ps_step->Finish(absl::Now() + options_.timeout).status();
+    ps_step->Ready(0, core_.total);
+    return ps_step->Finish(absl::Now() + core_.options.timeout).status();
   }
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = absl::Now() + core_.options.timeout;
   return ForEachShard([&](size_t k) {
-    const PsShardLocation& l = shards_[k].location;
+    const PsShardLocation& l = core_.shards[k].location;
     return PushPullShard(k, step, /*pull_only=*/false,
                          grads.subspan(l.begin, l.end - l.begin),
                          params.subspan(l.begin, l.end - l.begin), deadline);
@@ -265,82 +244,49 @@ absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
 }
 
 absl::Status PsClient::Pull(int64_t step, absl::Span<float> params) {
-  if (params.size() != total_) {
+  if (params.size() != core_.total) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Pull needs ", total_, " parameters; got ", params.size()));
+        "Pull needs ", core_.total, " parameters; got ", params.size()));
   }
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = absl::Now() + core_.options.timeout;
   return ForEachShard([&](size_t k) {
-    const PsShardLocation& l = shards_[k].location;
+    const PsShardLocation& l = core_.shards[k].location;
     return PushPullShard(k, step, /*pull_only=*/true, {},
                          params.subspan(l.begin, l.end - l.begin), deadline);
   });
 }
 
-PsClient::LiveCall::LiveCall(PsClient* client, grpc::ClientContext* context)
-    : client_(client), context_(context) {
-  absl::MutexLock lock(&client_->cancel_mu_);
-  status_ = client_->cancelled_;
-  client_->live_.push_back(context_);
-}
-
-PsClient::LiveCall::~LiveCall() {
-  absl::MutexLock lock(&client_->cancel_mu_);
-  std::vector<grpc::ClientContext*>& live = client_->live_;
-  live.erase(std::find(live.begin(), live.end(), context_));
-}
-
-void PsClient::Cancel(const absl::Status& reason) {
-  {
-    absl::MutexLock lock(&cancel_mu_);
-    if (cancelled_.ok()) {
-      cancelled_ = reason.ok() ? absl::CancelledError("cancelled") : reason;
-    }
-    // TryCancel only flags the call; it neither blocks nor calls back.
-    for (grpc::ClientContext* context : live_) context->TryCancel();
-  }
-  cancel_flag_.store(true);
-  ShutdownPlanes();
-}
-
-absl::Status PsClient::CancelledOr(absl::Status status) const {
-  if (status.ok()) return status;
-  absl::MutexLock lock(&cancel_mu_);
-  if (cancelled_.ok()) return status;
-  return absl::Status(cancelled_.code(),
-                      absl::StrCat("ps call cancelled: ", cancelled_.message(),
-                                   " (", status.message(), ")"));
-}
+void PsClient::Cancel(const absl::Status& reason) { core_.Cancel(reason); }
 
 absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
                                      absl::Span<const float> grads,
                                      absl::Span<float> params,
                                      absl::Time deadline) {
-  const PsShardLocation& location = shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   SendPin pin;
   absl::Status status;
   {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
-    LiveCall live(this, &context);
+    LiveCall live(&core_, &context);
     if (!live.status().ok()) return live.status();
     std::unique_ptr<RawClientStream> stream =
-        StartPushPull(shards_[k].channel.get(), &context);
+        StartPushPull(core_.shards[k].channel.get(), &context);
     ps::PushHeader header;
-    header.set_job_id(job_id_);
-    header.set_token(options_.token);
+    header.set_job_id(core_.job_id);
+    header.set_token(core_.options.token);
     header.set_shard(location.shard);
-    header.set_rank(rank_);
+    header.set_rank(core_.rank);
     header.set_step(step);
-    header.set_chunk_bytes(static_cast<int64_t>(options_.chunk_bytes));
+    header.set_chunk_bytes(static_cast<int64_t>(core_.options.chunk_bytes));
     header.set_pull_only(pull_only);
     const absl::Span<const float> tensors[] = {grads};
     const bool sent = WriteTensors(
         stream.get(), &header,
         pull_only ? absl::Span<const absl::Span<const float>>() : tensors,
-        options_.chunk_bytes, pin.pin());
+        core_.options.chunk_bytes, pin.pin());
     if (sent) {
-      bytes_sent_.fetch_add(grads.size() * sizeof(float));
+      core_.bytes_sent.fetch_add(grads.size() * sizeof(float));
       stream->WritesDone();
     }
 
@@ -348,8 +294,8 @@ absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
     if (sent) {
       ps::PullHeader reply;
       status = ReadPullReply(stream.get(), location, params, &reply,
-                             &bytes_received_, &complete);
-      last_versions_[k] = reply.version();
+                             &core_.bytes_received, &complete);
+      core_.last_versions[k] = reply.version();
     }
     status = FinishPushPull(&context, stream.get(), std::move(status), sent,
                             complete, location);

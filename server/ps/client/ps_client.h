@@ -9,6 +9,9 @@
 // it ready, with the step control (scalars, switch epoch) in the header.
 // FetchState, SeedShards and CreateAndSeedShard move parameters plus
 // optimizer state for a mode switch; ReleaseShards drops the job's shards.
+// The client's state (shards, channels, tensor plane connections, counters,
+// cancel reason) is a PsClientCore (ps_client_core.h, also home of
+// PsShardLocation and PsClientOptions), which the PsSteps it starts share.
 //
 //   ASSIGN_OR_RETURN(std::vector<PsShardLocation> shards,
 //                    BalancedShardLocations(n, {"10.0.0.5:29600",
@@ -44,10 +47,6 @@
 #ifndef GRADSYNC_SERVER_PS_CLIENT_PS_CLIENT_H_
 #define GRADSYNC_SERVER_PS_CLIENT_PS_CLIENT_H_
 
-#include <grpcpp/channel.h>
-#include <grpcpp/client_context.h>
-
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -55,28 +54,16 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/model_init/parameter_state.h"
 #include "proto/ps.pb.h"
+#include "server/ps/client/ps_client_core.h"
 #include "server/ps/client/ps_step.h"
-#include "server/ps/transport/ps_transport.h"
-#include "server/ps/transport/tensor_codec.h"
-#include "server/ps/transport/tensor_plane_client.h"
 
 namespace gradsync {
-
-// Where one shard of a job lives and what it owns.
-struct PsShardLocation {
-  std::string address;  // "host:port" of the gradsync-ps holding it
-  int shard = 0;
-  size_t begin = 0;  // elements [begin, end) of the flat vector
-  size_t end = 0;
-};
 
 // Shard k of addresses.size() on addresses[k], with the balanced ranges of
 // shard_range.h.
@@ -105,26 +92,6 @@ std::vector<std::string> PartitionAddresses(
 
 // The number of servers (distinct consecutive addresses) of `shards`.
 int ServerCount(const std::vector<PsShardLocation>& shards);
-
-struct PsClientOptions {
-  // Largest message of the tensor streams (4 B .. 64 MiB).
-  size_t chunk_bytes = kDefaultChunkBytes;
-  // Deadline of every call, from its start.
-  absl::Duration timeout = absl::Minutes(5);
-  PsTransportOptions transport;
-  // The job's token (Assignment.ps_token), sent with every call; servers
-  // that registered with a coordinator refuse calls without it. Empty for
-  // open servers (the benches').
-  std::string token;
-  // Steps (StartStep, and PushPull) over the servers' tensor planes
-  // (tensor_plane_client.h: plain TCP after an HMAC handshake, one
-  // connection per server or solo shard, kept between steps) instead of
-  // gRPC streams; the other calls stay on gRPC. Each server's tensor port
-  // comes from its GetShardStats at the first step; the shards of a server
-  // that serves none (gradsync-ps --tensor-port -1, or an older one) go
-  // over gRPC streams, the fallback.
-  bool tensor_plane = false;
-};
 
 // Cumulative counters of one PsClient.
 struct PsClientStats {
@@ -212,61 +179,30 @@ class PsClient {
 
   // The version each shard reported in the last PushPull or Pull (sync:
   // the step the parameters are for).
-  std::vector<int64_t> last_versions() const { return last_versions_; }
+  std::vector<int64_t> last_versions() const { return core_.last_versions; }
   PsClientStats stats() const;
 
-  const std::string& job_id() const { return job_id_; }
+  const std::string& job_id() const { return core_.job_id; }
   // The transport the steps use: "plane" or "grpc", "mixed" when some
   // servers serve no plane, "" before the first step resolved it.
   std::string transport() const;
-  int rank() const { return rank_; }
-  size_t total_elements() const { return total_; }
-  size_t num_shards() const { return shards_.size(); }
+  int rank() const { return core_.rank; }
+  size_t total_elements() const { return core_.total; }
+  size_t num_shards() const { return core_.shards.size(); }
   // Distinct servers: shards are partitions of fewer servers
   // (PartitionedShardLocations).
   int num_servers() const;
   const PsShardLocation& shard_location(size_t k) const {
-    return shards_[k].location;
+    return core_.shards[k].location;
   }
 
  private:
-  friend class PsStep;
-
-  struct Shard {
-    PsShardLocation location;
-    std::shared_ptr<grpc::Channel> channel;
-    // With options.tensor_plane, once resolved: "host:port" of its
-    // server's tensor plane, and the connection it uses (its own, or its
-    // server's partitions' first shard's).
-    std::string tensor_address;
-    size_t plane_slot = 0;
-    // Its steps go over the tensor plane (else gRPC streams).
-    bool plane = false;
-  };
+  using Shard = PsClientCore::Shard;
+  using ServerRun = PsClientCore::ServerRun;
+  using LiveCall = PsClientCore::LiveCall;
 
   PsClient(std::string job_id, int rank, size_t total,
            const PsClientOptions& options);
-
-  // An RPC's context while it is in flight, where Cancel reaches it.
-  class LiveCall {
-   public:
-    LiveCall(PsClient* client, grpc::ClientContext* context);
-    ~LiveCall();
-    LiveCall(const LiveCall&) = delete;
-    LiveCall& operator=(const LiveCall&) = delete;
-    // The cancel reason if the client was cancelled before the call
-    // started (then do not start it); OK otherwise.
-    const absl::Status& status() const { return status_; }
-
-   private:
-    PsClient* const client_;
-    grpc::ClientContext* const context_;
-    absl::Status status_;
-  };
-
-  // `status`, or the cancel reason when the client was cancelled and the
-  // call failed (gRPC says only CANCELLED; the reason says why).
-  [[nodiscard]] absl::Status CancelledOr(absl::Status status) const;
 
   // Brings shard k's channel to READY (ConnectChannel) within the
   // client's timeout; stops early with the cancel reason once cancelled.
@@ -291,51 +227,12 @@ class PsClient {
   [[nodiscard]] absl::Status SeedShard(size_t k, const ParameterState& state,
                                        absl::Time deadline);
 
-  // Shards [first, last] on one server, consecutive in shards_: a
-  // server's partitions, which share a tensor plane connection and a
-  // step's lanes (ps_step.h).
-  struct ServerRun {
-    size_t first = 0;
-    size_t last = 0;
-  };
-  // The runs of consecutive shards on one address, in order; they tile
-  // shards_.
-  std::vector<ServerRun> ServerRuns() const;
-
   // The tensor plane (ps_client_plane.cc). Asks each server for its
   // tensor port, once.
   [[nodiscard]] absl::Status ResolveTensorPlanes();
-  // Shard k's tensor plane connection, connected on first use.
-  [[nodiscard]] absl::StatusOr<TensorPlaneChannel*> PlaneChannel(
-      size_t k, absl::Time deadline);
-  // Shuts down every tensor plane connection (wakes their users).
-  void ShutdownPlanes();
-  // Drops them: the next step connects again (after a failed step, whose
-  // connections may be in mid-request).
-  void DropPlanes();
-  // Drops those their server closed (it times idle ones out): before a
-  // step, so that it connects again instead of failing.
-  void DropClosedPlanes();
 
-  const std::string job_id_;
-  const int rank_;
-  const size_t total_;
-  const PsClientOptions options_;
-  std::vector<Shard> shards_;
-  std::vector<int64_t> last_versions_;
-  std::atomic<uint64_t> calls_{0};
-  std::atomic<uint64_t> bytes_sent_{0};
-  std::atomic<uint64_t> bytes_received_{0};
-  std::atomic<uint64_t> credit_waits_{0};
-  std::atomic<bool> step_in_flight_{false};  // a PsStep is alive
-  bool planes_resolved_ = false;             // by the thread that starts steps
-  std::atomic<bool> cancel_flag_{false};     // Cancel was called
-  absl::Mutex plane_mu_;
-  std::vector<std::unique_ptr<TensorPlaneChannel>> planes_
-      ABSL_GUARDED_BY(plane_mu_);  // by plane slot
-  mutable absl::Mutex cancel_mu_;
-  absl::Status cancelled_ ABSL_GUARDED_BY(cancel_mu_);
-  std::vector<grpc::ClientContext*> live_ ABSL_GUARDED_BY(cancel_mu_);
+  // What this client's calls and its PsStep share (ps_client_core.h).
+  PsClientCore core_;
 };
 
 }  // namespace gradsync

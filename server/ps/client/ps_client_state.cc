@@ -27,22 +27,22 @@ absl::StatusOr<ParameterState> PsClient::FetchState(int64_t step) {
     return absl::InvalidArgumentError(absl::StrCat(
         "FetchState: step ", step, " is negative; use 0 for the current one"));
   }
-  const absl::Time deadline = absl::Now() + options_.timeout;
-  std::vector<ParameterState> parts(shards_.size());
+  const absl::Time deadline = absl::Now() + core_.options.timeout;
+  std::vector<ParameterState> parts(core_.shards.size());
   RETURN_IF_ERROR(ForEachShard([&](size_t k) -> absl::Status {
     ASSIGN_OR_RETURN(parts[k], FetchShard(k, step, deadline));
     return absl::OkStatus();
   }));
   ParameterState state;
   state.step = parts[0].step;
-  state.params.reserve(total_);
+  state.params.reserve(core_.total);
   std::vector<OptimizerState> optimizer_parts;
   for (size_t k = 0; k < parts.size(); ++k) {
     if (parts[k].step != state.step) {
       return absl::FailedPreconditionError(
           absl::StrCat("the shards are at different steps: shard ",
-                       shards_[0].location.shard, " at ", state.step,
-                       ", shard ", shards_[k].location.shard, " at ",
+                       core_.shards[0].location.shard, " at ", state.step,
+                       ", shard ", core_.shards[k].location.shard, " at ",
                        parts[k].step, "; fetch the state at a step boundary"));
     }
     state.params.insert(state.params.end(), parts[k].params.begin(),
@@ -55,19 +55,19 @@ absl::StatusOr<ParameterState> PsClient::FetchState(int64_t step) {
 
 absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k, int64_t step,
                                                     absl::Time deadline) {
-  const PsShardLocation& location = shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(deadline));
-  LiveCall live(this, &context);
+  LiveCall live(&core_, &context);
   if (!live.status().ok()) return live.status();
   ps::FetchStateRequest request;
-  request.set_job_id(job_id_);
-  request.set_token(options_.token);
+  request.set_job_id(core_.job_id);
+  request.set_token(core_.options.token);
   request.set_shard(location.shard);
-  request.set_chunk_bytes(static_cast<int64_t>(options_.chunk_bytes));
+  request.set_chunk_bytes(static_cast<int64_t>(core_.options.chunk_bytes));
   request.set_step(step);
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader =
-      StartFetchState(shards_[k].channel.get(), &context, request);
+      StartFetchState(core_.shards[k].channel.get(), &context, request);
 
   ParameterState part;
   std::unique_ptr<TensorReceiver> receiver;
@@ -91,7 +91,7 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k, int64_t step,
       status = absl::DataLossError("the state did not start with a header");
     }
     if (status.ok()) status = receiver->Take(message);
-    if (status.ok()) bytes_received_.fetch_add(message.data_size());
+    if (status.ok()) core_.bytes_received.fetch_add(message.data_size());
   }
   const bool ours = !status.ok();
   if (ours) context.TryCancel();
@@ -107,38 +107,39 @@ absl::StatusOr<ParameterState> PsClient::FetchShard(size_t k, int64_t step,
 }
 
 absl::Status PsClient::SeedShards(const ParameterState& state) {
-  if (state.params.size() != total_ || state.optimizer.size != total_) {
+  if (state.params.size() != core_.total ||
+      state.optimizer.size != core_.total) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "SeedShards needs the state of all ", total_, " elements; got ",
+        "SeedShards needs the state of all ", core_.total, " elements; got ",
         state.params.size(), " parameters and an optimizer state of ",
         state.optimizer.size));
   }
   RETURN_IF_ERROR(ValidateOptimizerState(state.optimizer));
-  const absl::Time deadline = absl::Now() + options_.timeout;
+  const absl::Time deadline = absl::Now() + core_.options.timeout;
   return ForEachShard([&](size_t k) { return SeedShard(k, state, deadline); });
 }
 
 absl::Status PsClient::SeedShard(size_t k, const ParameterState& state,
                                  absl::Time deadline) {
-  const PsShardLocation& location = shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   const size_t size = location.end - location.begin;
   SendPin pin;
   absl::Status status;
   {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
-    LiveCall live(this, &context);
+    LiveCall live(&core_, &context);
     if (!live.status().ok()) return live.status();
     ps::SeedShardResponse response;
     std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
-        StartSeedShard(shards_[k].channel.get(), &context, &response);
-    ps::SeedShardHeader header = SeedHeader(job_id_, location, state);
-    header.set_token(options_.token);
+        StartSeedShard(core_.shards[k].channel.get(), &context, &response);
+    ps::SeedShardHeader header = SeedHeader(core_.job_id, location, state);
+    header.set_token(core_.options.token);
     const std::vector<absl::Span<const float>> tensors =
         ShardSlices(location, state);
-    if (WriteTensors(writer.get(), &header, tensors, options_.chunk_bytes,
+    if (WriteTensors(writer.get(), &header, tensors, core_.options.chunk_bytes,
                      pin.pin())) {
-      bytes_sent_.fetch_add(size * sizeof(float) * tensors.size());
+      core_.bytes_sent.fetch_add(size * sizeof(float) * tensors.size());
       writer->WritesDone();
     }
     status = StreamOutcome(writer->Finish(), absl::OkStatus());

@@ -10,7 +10,7 @@
 #include "common/grpc_status.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
-#include "server/ps/client/ps_client.h"
+#include "server/ps/client/ps_client_core.h"
 #include "server/ps/transport/tensor_codec.h"
 #include "server/ps/transport/tensor_stream.h"
 

@@ -13,7 +13,7 @@
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
-#include "server/ps/client/ps_client.h"
+#include "server/ps/client/ps_client_core.h"
 #include "server/ps/client/ps_step_call.h"
 
 namespace gradsync {
@@ -27,18 +27,29 @@ constexpr size_t kPipelineDepth = 4;
 
 }  // namespace
 
-PsStep::PsStep(PsClient* client, int64_t step, absl::Span<const float> grads,
+std::unique_ptr<PsStep> PsStep::Launch(PsClientCore& core, int64_t step,
+                                       absl::Span<const float> grads,
+                                       absl::Span<float> params,
+                                       PsStepControl control,
+                                       absl::Time call_deadline) {
+  std::unique_ptr<PsStep> ps_step(
+      new PsStep(core, step, grads, params, std::move(control), call_deadline));
+  ps_step->Start();
+  return ps_step;
+}
+
+PsStep::PsStep(PsClientCore& core, int64_t step, absl::Span<const float> grads,
                absl::Span<float> params, PsStepControl control,
                absl::Time call_deadline)
-    : client_(client),
+    : core_(core),
       step_(step),
       grads_(grads),
       params_(params),
       control_(std::move(control)),
       call_deadline_(call_deadline) {
-  push_written_.assign(client_->shards_.size(), false);
-  pushed_.assign(client_->shards_.size(), false);
-  for (size_t k = 0; k < client_->shards_.size(); ++k) {
+  push_written_.assign(core_.shards.size(), false);
+  pushed_.assign(core_.shards.size(), false);
+  for (size_t k = 0; k < core_.shards.size(); ++k) {
     calls_.push_back(std::make_unique<ShardCall>());
     calls_.back()->context = std::make_unique<grpc::ClientContext>();
     calls_.back()->context->set_deadline(absl::ToChronoTime(call_deadline));
@@ -52,7 +63,7 @@ PsStep::~PsStep() {
 }
 
 void PsStep::Start() {
-  for (const PsClient::ServerRun& run : client_->ServerRuns()) {
+  for (const PsClientCore::ServerRun& run : core_.ServerRuns()) {
     const size_t first = run.first;
     const size_t last = run.last;
     if (first == last) {
@@ -194,7 +205,7 @@ absl::StatusOr<std::vector<double>> PsStep::WaitScalars() {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", client_->rank_, ", step ", step_,
+        "rank ", core_.rank, ", step ", step_,
         ": the step's scalars were never given (SetScalars) before the "
         "client's timeout"));
   }
@@ -204,18 +215,17 @@ absl::StatusOr<std::vector<double>> PsStep::WaitScalars() {
 
 absl::Status PsStep::WaitPushTurn(size_t k) {
   const size_t before = k + 1;
-  if (before >= client_->shards_.size() ||
-      client_->shards_[before].location.address !=
-          client_->shards_[k].location.address) {
+  if (before >= core_.shards.size() || core_.shards[before].location.address !=
+                                           core_.shards[k].location.address) {
     return absl::OkStatus();
   }
   // The partition kPipelineDepth turns back must have its reply: no rank
   // runs further ahead of the server's applied partitions than that (see
   // the top of ps_step.h).
   const size_t credit = k + kPipelineDepth;
-  const bool wait_credit = credit < client_->shards_.size() &&
-                           client_->shards_[credit].location.address ==
-                               client_->shards_[k].location.address;
+  const bool wait_credit =
+      credit < core_.shards.size() &&
+      core_.shards[credit].location.address == core_.shards[k].location.address;
   auto turn = [this, before]() {
     return !cancelled_.ok() || failed_shard_ >= 0 || push_written_[before];
   };
@@ -228,12 +238,12 @@ absl::Status PsStep::WaitPushTurn(size_t k) {
   // (PsClientStats::credit_waits).
   const bool turn_came =
       mu_.AwaitWithDeadline(absl::Condition(&turn), call_deadline_);
-  if (turn_came && !go()) client_->credit_waits_.fetch_add(1);
+  if (turn_came && !go()) core_.credit_waits.fetch_add(1);
   if (!turn_came ||
       !mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
     return absl::DeadlineExceededError(
-        absl::StrCat("rank ", client_->rank_, ", step ", step_, ": partition ",
-                     before, " on ", client_->shards_[k].location.address,
+        absl::StrCat("rank ", core_.rank, ", step ", step_, ": partition ",
+                     before, " on ", core_.shards[k].location.address,
                      " did not finish its push before the client's timeout"));
   }
   return StoppedLocked();
@@ -245,7 +255,7 @@ void PsStep::PushWritten(size_t k) {
 }
 
 absl::StatusOr<size_t> PsStep::WaitReady(size_t k, size_t sent_begin) {
-  const size_t floor = client_->shards_[k].location.begin;
+  const size_t floor = core_.shards[k].location.begin;
   // The start of the ready run that ends at sent_begin (sent_begin if
   // element sent_begin - 1 is not ready).
   auto run_begin = [this, sent_begin, floor]() {
@@ -261,7 +271,7 @@ absl::StatusOr<size_t> PsStep::WaitReady(size_t k, size_t sent_begin) {
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithDeadline(absl::Condition(&go), call_deadline_)) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", client_->rank_, ", step ", step_, ": gradient elements ",
+        "rank ", core_.rank, ", step ", step_, ": gradient elements ",
         MissingLocked(),
         " were never marked ready before the client's timeout; did "
         "backward report every bucket?"));
@@ -305,19 +315,19 @@ void PsStep::Join() {
   }
   // A failed step may leave its tensor plane connections in mid-request:
   // the next one connects again.
-  if (failed && client_->options_.tensor_plane) client_->DropPlanes();
-  client_->step_in_flight_.store(false);
+  if (failed && core_.options.tensor_plane) core_.DropPlanes();
+  core_.step_in_flight.store(false);
 }
 
 absl::Status PsStep::ErrorLocked() const {
   if (!cancelled_.ok()) {
     return Annotate(cancelled_,
-                    absl::StrCat("rank ", client_->rank_, ", step ", step_));
+                    absl::StrCat("rank ", core_.rank, ", step ", step_));
   }
   if (failed_shard_ < 0) return absl::OkStatus();
   const size_t k = static_cast<size_t>(failed_shard_);
-  return ShardError(client_->shards_[k].location,
-                    absl::StrCat("rank ", client_->rank_, ", step ", step_),
+  return ShardError(core_.shards[k].location,
+                    absl::StrCat("rank ", core_.rank, ", step ", step_),
                     calls_[k]->status);
 }
 
@@ -349,7 +359,7 @@ absl::StatusOr<PsStepResult> PsStep::Finish(absl::Time deadline) {
       std::vector<std::string> waiting;
       for (size_t k = 0; k < calls_.size(); ++k) {
         if (calls_[k]->done) continue;
-        const PsShardLocation& l = client_->shards_[k].location;
+        const PsShardLocation& l = core_.shards[k].location;
         waiting.push_back(absl::StrCat(l.shard, " at ", l.address));
       }
       cancelled_ = absl::DeadlineExceededError(absl::StrCat(
@@ -375,12 +385,12 @@ absl::StatusOr<PsStepResult> PsStep::Finish(absl::Time deadline) {
   result.bytes_received = bytes_received_.load();
   std::vector<TimeInterval> busy;
   for (size_t k = 0; k < calls_.size(); ++k) {
-    client_->last_versions_[k] = calls_[k]->reply.version();
+    core_.last_versions[k] = calls_[k]->reply.version();
     busy.insert(busy.end(), calls_[k]->busy.begin(), calls_[k]->busy.end());
   }
   result.busy = BusyTime(std::move(busy));
-  client_->bytes_sent_.fetch_add(result.bytes_sent);
-  client_->bytes_received_.fetch_add(result.bytes_received);
+  core_.bytes_sent.fetch_add(result.bytes_sent);
+  core_.bytes_received.fetch_add(result.bytes_received);
   return result;
 }
 

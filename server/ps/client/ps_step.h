@@ -64,8 +64,9 @@
 // one; each unpartitioned shard's stream runs on a thread of its own, each
 // partitioned server's on two (above). Lock order: mu_
 // only (gRPC's TryCancel is called under it; it never calls back). The PsClient
-// that started the step must outlive it; it takes no other call until the step
-// is finished or destroyed. Destroying an unfinished step cancels it and
+// that started the step (and so its PsClientCore, ps_client_core.h, which the
+// step holds by reference) must outlive it; it takes no other call until the
+// step is finished or destroyed. Destroying an unfinished step cancels it and
 // waits for its streams (a bounded time).
 #ifndef GRADSYNC_SERVER_PS_CLIENT_PS_STEP_H_
 #define GRADSYNC_SERVER_PS_CLIENT_PS_STEP_H_
@@ -86,10 +87,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
+#include "server/ps/client/ps_client_core.h"
 
 namespace gradsync {
-
-class PsClient;
 
 // What a rank's push says besides its gradient (proto/ps.proto, "Step
 // control").
@@ -127,6 +127,15 @@ struct PsStepResult {
 
 class PsStep {
  public:
+  // Starts step `step` on `core`'s shards: the shards' threads start at
+  // once. This is PsClient::StartStep's last act, after it checked the
+  // arguments and claimed core.step_in_flight (which the step clears when
+  // it is joined); call StartStep instead.
+  [[nodiscard]] static std::unique_ptr<PsStep> Launch(
+      PsClientCore& core, int64_t step, absl::Span<const float> grads,
+      absl::Span<float> params, PsStepControl control,
+      absl::Time call_deadline);
+
   PsStep(const PsStep&) = delete;
   PsStep& operator=(const PsStep&) = delete;
   ~PsStep();
@@ -156,10 +165,9 @@ class PsStep {
   int64_t step() const { return step_; }
 
  private:
-  friend class PsClient;
   struct ShardCall;
 
-  PsStep(PsClient* client, int64_t step, absl::Span<const float> grads,
+  PsStep(PsClientCore& core, int64_t step, absl::Span<const float> grads,
          absl::Span<float> params, PsStepControl control,
          absl::Time call_deadline);
   // Starts the shards' threads.
@@ -222,7 +230,7 @@ class PsStep {
   // The elements not yet marked ready, for errors: "[0, 10), [20, 30)".
   std::string MissingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  PsClient* const client_;
+  PsClientCore& core_;  // the client's, shared with it
   const int64_t step_;
   const absl::Span<const float> grads_;
   const absl::Span<float> params_;

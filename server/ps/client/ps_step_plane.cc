@@ -8,18 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
-#include "server/ps/client/ps_client.h"
+#include "server/ps/client/ps_client_core.h"
 #include "server/ps/client/ps_step.h"
 #include "server/ps/client/ps_step_call.h"
 
 namespace gradsync {
 
 void PsStep::PushPlane(size_t k) {
-  const PsShardLocation& location = client_->shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   ShardCall& call = *calls_[k];
   absl::Status& status = call.status;
   absl::StatusOr<TensorPlaneChannel*> channel =
-      client_->PlaneChannel(k, call_deadline_);
+      core_.PlaneChannel(k, call_deadline_);
   if (!channel.ok()) {
     status = channel.status();
     return;
@@ -40,7 +40,7 @@ void PsStep::PushPlane(size_t k) {
   status = plane.SendHeader(header, call_deadline_);
   call.open = status.ok();
   const size_t chunk_floats =
-      std::max<size_t>(1, client_->options_.chunk_bytes / sizeof(float));
+      std::max<size_t>(1, core_.options.chunk_bytes / sizeof(float));
   size_t sent_begin = location.end;
   // The previous partition on this server goes first (see ps_step.h).
   if (status.ok()) status = WaitPushTurn(k);
@@ -78,7 +78,7 @@ void PsStep::PushPlane(size_t k) {
 
 absl::Status PsStep::PullPlane(size_t k) {
   ShardCall& call = *calls_[k];
-  const PsShardLocation& location = client_->shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   absl::Status status = std::move(call.status);
   TensorPlaneChannel* plane;
   {

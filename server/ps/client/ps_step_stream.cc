@@ -11,7 +11,7 @@
 #include "common/grpc_connect.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
-#include "server/ps/client/ps_client.h"
+#include "server/ps/client/ps_client_core.h"
 #include "server/ps/client/ps_client_stream.h"
 #include "server/ps/client/ps_step.h"
 #include "server/ps/client/ps_step_call.h"
@@ -34,14 +34,14 @@ absl::Status PsStep::RunShard(size_t k) {
 }
 
 ps::PushHeader PsStep::HeaderFor(size_t k) const {
-  const PsShardLocation& location = client_->shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   ps::PushHeader header;
-  header.set_job_id(client_->job_id_);
-  header.set_token(client_->options_.token);
+  header.set_job_id(core_.job_id);
+  header.set_token(core_.options.token);
   header.set_shard(location.shard);
-  header.set_rank(client_->rank_);
+  header.set_rank(core_.rank);
   header.set_step(step_);
-  header.set_chunk_bytes(static_cast<int64_t>(client_->options_.chunk_bytes));
+  header.set_chunk_bytes(static_cast<int64_t>(core_.options.chunk_bytes));
   header.set_descending(true);
   header.mutable_scalars()->Add(control_.scalars.begin(),
                                 control_.scalars.end());
@@ -56,9 +56,9 @@ ps::PushHeader PsStep::HeaderFor(size_t k) const {
 }
 
 void PsStep::Push(size_t k) {
-  if (client_->shards_[k].plane) return PushPlane(k);
-  const PsShardLocation& location = client_->shards_[k].location;
-  const PsClientOptions& options = client_->options_;
+  if (core_.shards[k].plane) return PushPlane(k);
+  const PsShardLocation& location = core_.shards[k].location;
+  const PsClientOptions& options = core_.options;
   ShardCall& call = *calls_[k];
   grpc::ClientContext* context;
   {
@@ -67,18 +67,17 @@ void PsStep::Push(size_t k) {
   }
   // A connection attempt that gRPC fails spuriously must not fail the step
   // (see ConnectChannel); a cancelled step stops waiting.
-  call.status = ConnectChannel(client_->shards_[k].channel.get(),
-                               call_deadline_, [this]() -> absl::Status {
+  call.status = ConnectChannel(core_.shards[k].channel.get(), call_deadline_,
+                               [this]() -> absl::Status {
                                  {
                                    absl::MutexLock lock(&mu_);
                                    if (!cancelled_.ok()) return cancelled_;
                                  }
-                                 absl::MutexLock lock(&client_->cancel_mu_);
-                                 return client_->cancelled_;
+                                 return core_.cancelled();
                                });
   if (!call.status.ok()) return;
   call.pin = std::make_unique<SendPin>();
-  call.stream = StartPushPull(client_->shards_[k].channel.get(), context);
+  call.stream = StartPushPull(core_.shards[k].channel.get(), context);
   const ps::PushHeader header = HeaderFor(k);
   const bool trailer = CarriesTrailer(k);
   // The header goes at once: the shard starts the push (and checks it)
@@ -134,10 +133,10 @@ void PsStep::Push(size_t k) {
 }
 
 absl::Status PsStep::Pull(size_t k) {
-  if (client_->shards_[k].plane) return PullPlane(k);
+  if (core_.shards[k].plane) return PullPlane(k);
   ShardCall& call = *calls_[k];
   if (call.stream == nullptr) return call.status;  // never connected
-  const PsShardLocation& location = client_->shards_[k].location;
+  const PsShardLocation& location = core_.shards[k].location;
   grpc::ClientContext* context;
   {
     absl::MutexLock lock(&mu_);
@@ -183,10 +182,9 @@ void PsStep::RunLaneReader(size_t first, size_t last) {
       if (!mu_.AwaitWithDeadline(absl::Condition(&pushed),
                                  call_deadline_ + kLaneGrace)) {
         mu_.Unlock();
-        Cancel(absl::DeadlineExceededError(
-            absl::StrCat("rank ", client_->rank_, ", step ", step_,
-                         ": the push of ps shard ", k,
-                         " did not end by the client's timeout")));
+        Cancel(absl::DeadlineExceededError(absl::StrCat(
+            "rank ", core_.rank, ", step ", step_, ": the push of ps shard ", k,
+            " did not end by the client's timeout")));
         mu_.Lock();
         mu_.Await(absl::Condition(&pushed));
       }
