@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
 # rule (a lower layer including a higher one; the CLI framework including
-# a room of commands; a room including one it may not use) and must fail
-# naming the file, line and include; the same tree with the rooms' allowed
+# a room of commands; a room including one it may not use; the same for the
+# parameter server's rooms, and a file outside them) and must fail naming
+# the file, line and include; the same tree with the rooms' allowed
 # includes passes.
 #
 #   tests/repo/layering_check_test.sh scripts/check_layering.sh
@@ -25,6 +26,18 @@ good_tree() {
   echo '#include "cli/lab/lab_config.h"' >cli/plan/sim_flags.cc
   echo '#include "cli/bench/bench_command.h"' >cli/commands.cc
   echo '#include "common/flags.h"' >worker/main.cc
+  mkdir -p server/ps/{shard,transport,client,daemon,bench}
+  echo '#include "common/flags.h"' >server/ps/shard/ps_shard.h
+  echo '#include "proto/ps.pb.h"' >server/ps/transport/tensor_stream.h
+  echo '#include "server/ps/transport/tensor_stream.h"' \
+    >server/ps/client/ps_step.h
+  echo '#include "server/ps/shard/ps_shard.h"' >server/ps/daemon/ps_service.h
+  echo '#include "server/ps/transport/tensor_stream.h"' \
+    >>server/ps/daemon/ps_service.h
+  echo '#include "server/ps/client/ps_step.h"' >server/ps/bench/bench_roles.cc
+  echo '#include "server/ps/daemon/ps_service.h"' \
+    >>server/ps/bench/bench_roles.cc
+  echo '#include "server/ps/client/ps_step.h"' >worker/ps_sync.h
   cd - >/dev/null
 }
 
@@ -60,4 +73,18 @@ expect_caught cli/control/job_commands.cc '#include "cli/lab/lab_up.h"' \
   'cli/control includes "cli/lab/lab_up.h" (cli/lab)'
 expect_caught cli/plan/sim_flags.cc '#include "cli/bench/sizes.h"' \
   'cli/plan includes "cli/bench/sizes.h" (cli/bench)'
+expect_caught server/ps/shard/ps_shard.h \
+  '#include "server/ps/transport/tensor_codec.h"' \
+  'server/ps/shard/ps_shard.h:2: server/ps/shard includes "server/ps/transport/tensor_codec.h" (server/ps/transport), a room it may not use (it may use: none)'
+expect_caught server/ps/transport/tensor_stream.h \
+  '#include "server/ps/client/ps_client.h"' \
+  'server/ps/transport includes "server/ps/client/ps_client.h" (server/ps/client)'
+expect_caught server/ps/client/ps_step.h \
+  '#include "server/ps/daemon/ps_service.h"' \
+  'server/ps/client includes "server/ps/daemon/ps_service.h" (server/ps/daemon), a room it may not use (it may use: transport)'
+expect_caught server/ps/daemon/ps_service.h \
+  '#include "server/ps/client/ps_step.h"' \
+  'server/ps/daemon includes "server/ps/client/ps_step.h" (server/ps/client)'
+expect_caught server/ps/ps_client.h '#include "common/flags.h"' \
+  'server/ps/ps_client.h sits at server/ps/, outside its rooms'
 echo "layering-check-test-ok"
