@@ -16,9 +16,10 @@
 // IdealBusBandwidth is the busbw the links of a cluster allow an
 // all-reduce (docs/architecture.md, "Measuring"): N ranks on Q nodes, at
 // most P on one node, ranks on links of B, nodes on links of I. A
-// hierarchical all-reduce (NCCL's, or collectives/hierarchical_communicator.h)
-// moves 2(P-1)/P S over the links of the fullest node's ranks and
-// 2(Q-1)/Q S over every node's link; with busbw = algbw 2(N-1)/N:
+// hierarchical all-reduce (NCCL's, or
+// collectives/tcp/host_aware_communicator.h) moves 2(P-1)/P S over the links of
+// the fullest node's ranks and 2(Q-1)/Q S over every node's link; with busbw =
+// algbw 2(N-1)/N:
 //   Q = 1: B;   Q > 1: min(I(N-1)Q / (N(Q-1)), B P(N-1) / (N(P-1))),
 // the second term only when P > 1 (with one rank per node, every ring hop
 // crosses the node link). With P ranks on every node (N = PQ) the second

@@ -1,7 +1,7 @@
 // TCP congestion control (TCP_CONGESTION) of the job's connections, one
 // policy for both data paths: the TCP ring's sockets
-// (collectives/tcp/rendezvous.cc) and the parameter server's gRPC
-// connections (server/ps/ps_socket_mutator.h).
+// (collectives/transports/tcp/rendezvous.cc) and the parameter server's gRPC
+// connections (server/ps/transport/ps_socket_mutator.h).
 //
 // Policies, as `--tcp-congestion` takes them:
 //   "auto"            reno on connections between processes of one host,

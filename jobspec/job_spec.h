@@ -40,9 +40,9 @@ inline constexpr double kDefaultAdamBeta2 = OptimizerConfig{}.beta2;
 inline constexpr double kDefaultAdamEpsilon = OptimizerConfig{}.eps;
 // A default that stays 0 in the spec (so that a spec says what its user
 // set) and is read through PsPartitionBytes: each server's slice goes in
-// partitions of 4 MiB (pipelined pushes and pulls, server/ps/ps_client.h).
-// (PsSpec.chunk_bytes 0 is the PS codec's own default,
-// server/ps/tensor_codec.h's kDefaultChunkBytes.)
+// partitions of 4 MiB (pipelined pushes and pulls,
+// server/ps/client/ps_client.h). (PsSpec.chunk_bytes 0 is the PS codec's own
+// default, server/ps/transport/tensor_codec.h's kDefaultChunkBytes.)
 inline constexpr int64_t kDefaultPsPartitionBytes = int64_t{4} << 20;
 
 // Bounds that catch typos before a worker tries to allocate the model.

@@ -54,6 +54,18 @@
 # so no transport knows an algorithm, no algorithm knows a transport, and
 # only a backend puts them together.
 #
+# Inside server/ps, rooms the same way, one library each:
+#
+#   server/ps/shard      the shard and its update rules: no room
+#   server/ps/transport  gRPC tensor streams, the tensor plane, codecs: no room
+#   server/ps/client     PsClient, PsStep, the admin client: transport
+#   server/ps/daemon     the service, its server, registration, metrics,
+#                        gradsync-ps: shard, transport
+#   server/ps/bench      gradsync-ps-bench: shard, transport, client, daemon
+#
+# so the shard logic stays free of the wire, the client never links the
+# server, and no file sits at server/ps/ outside a room.
+#
 # Usage: scripts/check_layering.sh [ROOT]
 # Prints each offending include as "file:line: ..." and exits 1 when there
 # is one; prints a one-line summary and exits 0 otherwise.
@@ -105,6 +117,14 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     if (split(path, parts, "/") == 2) return "top"
     return (parts[2] in uses) ? parts[2] : ""
   }
+  # The room of a path under server/ps/: shard, transport, client, daemon
+  # or bench; "top" for server/ps/*.{h,cc}; "" elsewhere (or in a folder
+  # not listed).
+  function ps_room(path,    parts) {
+    if (path !~ /^server\/ps\//) return ""
+    if (split(path, parts, "/") == 3) return "top"
+    return (parts[3] in ps_uses) ? parts[3] : ""
+  }
   # The room of a path under collectives/: root, transports, algorithms,
   # tcp or nccl; "" outside collectives/ (or in a folder not listed).
   function coll_room(path,    parts) {
@@ -120,6 +140,12 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     coll_uses["algorithms"] = "root"
     coll_uses["tcp"] = "root transports algorithms"
     coll_uses["nccl"] = "root"
+    # ps_uses[ROOM]: the server/ps rooms it may include besides itself.
+    ps_uses["shard"] = ""
+    ps_uses["transport"] = ""
+    ps_uses["client"] = "transport"
+    ps_uses["daemon"] = "shard transport"
+    ps_uses["bench"] = "shard transport client daemon"
     # uses[ROOM]: the rooms it may include besides itself.
     uses["framework"] = ""
     uses["bench"] = "framework"
@@ -165,6 +191,19 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
       violations++
       next
     }
+    ps_from = ps_room(file)
+    ps_into = ps_room(target)
+    if (ps_from == "top") {
+      printf "%s:%s: %s sits at server/ps/, outside its rooms; put it in the room of its library (shard, transport, client, daemon or bench)\n", file, line, file
+      violations++
+      next
+    }
+    if (ps_from != "" && ps_into != "" && ps_into != ps_from &&
+        index(" " ps_uses[ps_from] " ", " " ps_into " ") == 0) {
+      printf "%s:%s: server/ps/%s includes \"%s\" (server/ps/%s), a room it may not use (it may use: %s); what both ends of the wire share goes into server/ps/transport\n", file, line, ps_from, target, (ps_into == "top" ? "*" : ps_into), (ps_uses[ps_from] == "" ? "none" : ps_uses[ps_from])
+      violations++
+      next
+    }
     room = cli_room(file)
     into = cli_room(target)
     if (room != "" && room != "top" && into != "" && into != room &&
@@ -175,7 +214,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
   }
   END {
     if (violations > 0) {
-      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests, the collectives rooms (the root beneath transports and algorithms, both beneath the tcp backend) or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
+      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests, the collectives rooms (the root beneath transports and algorithms, both beneath the tcp backend), the server/ps rooms (shard and transport beneath client and daemon) or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
       exit 1
     }
     printf "check_layering: %d files, %d includes, layering holds\n", nfiles, includes

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "common/flags.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 #include "worker/daemon/worker_daemon.h"
 
 int main(int argc, char** argv) {

@@ -20,7 +20,7 @@
 #include "cli/bench/ps_options.h"
 #include "cli/framework/parse_command.h"
 #include "cli/framework/plot_script.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 
 namespace gradsync {
 namespace cli {

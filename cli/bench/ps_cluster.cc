@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/ps/ps_admin_client.h"
+#include "server/ps/client/ps_admin_client.h"
 
 namespace gradsync {
 namespace cli {

@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 
 namespace gradsync {
 namespace cli {

@@ -15,9 +15,9 @@
 #include "common/status_macros.h"
 #include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
-#include "server/ps/ps_admin_client.h"
-#include "server/ps/ps_client.h"
-#include "server/ps/shard_range.h"
+#include "server/ps/client/ps_admin_client.h"
+#include "server/ps/client/ps_client.h"
+#include "server/ps/transport/shard_range.h"
 
 namespace gradsync {
 namespace cli {

@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 
 namespace gradsync {
 namespace cli {
@@ -143,8 +143,8 @@ struct LocalUpConfig {
   // Plaintext daemons (--insecure); false: mutual TLS with a fresh CA and
   // certificates in <run_dir>/tls (kTlsDirName), made on every start.
   bool insecure = false;
-  // The workers' --ps-transport (server/ps/ps_transport.h): "plane" (the
-  // default; every gradsync-ps serves one) or "grpc".
+  // The workers' --ps-transport (server/ps/transport/ps_transport.h): "plane"
+  // (the default; every gradsync-ps serves one) or "grpc".
   std::string ps_transport = kDefaultPsTransport;
   // How long the coordinator, every worker and parameter server get to
   // come up.

@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 
 namespace gradsync {
 namespace lab {
@@ -68,8 +68,8 @@ struct LabConfig {
   // --tcp-congestion) and of the probe: "default" is the machine's
   // (net.ipv4.tcp_congestion_control, which namespaces inherit).
   std::string tcp_congestion = "default";
-  // The workers' --ps-transport (server/ps/ps_transport.h): "plane" (the
-  // default; every gradsync-ps serves one) or "grpc".
+  // The workers' --ps-transport (server/ps/transport/ps_transport.h): "plane"
+  // (the default; every gradsync-ps serves one) or "grpc".
   std::string ps_transport = kDefaultPsTransport;
   // Entrypoint jobs: the coordinator gets a fresh users' token
   // (RUN_DIR/user-token, which the CLI then needs) and every worker

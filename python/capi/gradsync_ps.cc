@@ -1,8 +1,8 @@
 // The C API's parameter-server part (gradsync_c.h, "the job's parameter
-// server"): a PsClient (server/ps/ps_client.h) over the job's shards, as a
-// built-in rank's PsSync uses it, with the shards' layout, token,
-// transport and timeouts taken from the rank's RankLaunch. Also the job's
-// mode, scripted switches and runtime switch directives.
+// server"): a PsClient (server/ps/client/ps_client.h) over the job's shards, as
+// a built-in rank's PsSync uses it, with the shards' layout, token, transport
+// and timeouts taken from the rank's RankLaunch. Also the job's mode, scripted
+// switches and runtime switch directives.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -24,8 +24,8 @@
 #include "proto/ps.pb.h"
 #include "python/capi/capi_internal.h"
 #include "python/capi/gradsync_c.h"
-#include "server/ps/ps_client.h"
-#include "server/ps/ps_step.h"
+#include "server/ps/client/ps_client.h"
+#include "server/ps/client/ps_step.h"
 
 struct gs_ps {
   gs_session* session = nullptr;

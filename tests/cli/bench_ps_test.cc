@@ -15,7 +15,7 @@
 #include "collectives/memory_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_admin_client.h"
+#include "server/ps/client/ps_admin_client.h"
 #include "tests/cli/bench_test_util.h"
 
 namespace gradsync {

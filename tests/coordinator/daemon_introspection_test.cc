@@ -23,7 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_server.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 #include "server/store/store_server.h"
 #include "tests/util/health_check.h"
 #include "tests/util/status_matchers.h"

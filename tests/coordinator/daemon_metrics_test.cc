@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator_server.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/coordinator/coordinator_test_util.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/util/metrics_scrape.h"

@@ -14,7 +14,7 @@
 #include "common/wire_version.h"
 #include "proto/coordinator.pb.h"
 #include "proto/ps.pb.h"
-#include "server/ps/tensor_codec.h"
+#include "server/ps/transport/tensor_codec.h"
 #include "worker/train/checkpoint.h"
 
 namespace {

@@ -1,7 +1,7 @@
 // Fuzz target: the parameter server's tensor messages as they arrive
-// (server/ps/tensor_codec.h), at a server (PushPull's pushes and trailers,
-// SeedShard) or a client (pull replies, FetchState): a protobuf message of
-// header, tensor, offset and data parsed in place from the received
+// (server/ps/transport/tensor_codec.h), at a server (PushPull's pushes and
+// trailers, SeedShard) or a client (pull replies, FetchState): a protobuf
+// message of header, tensor, offset and data parsed in place from the received
 // buffer, split into slices as gRPC may hand it over, its header read as
 // each of those header types. Any bytes must parse or fail with a status;
 // what parses must copy out exactly data_size() bytes, within the input.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "proto/ps.pb.h"
-#include "server/ps/tensor_codec.h"
+#include "server/ps/transport/tensor_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The first byte picks where the buffer splits into two slices.

@@ -1,18 +1,18 @@
 // Fuzz target: what a parameter server's tensor plane reads from a socket
-// (server/ps/tensor_plane_handshake.h, tensor_plane_wire.h): the client's
-// hello and its proof of the job's token, then request heads and gradient
-// chunks, and what a client reads back (reply heads). Any bytes must be
-// answered with a status, never a crash or an out-of-bounds read; a chunk
-// is accepted only inside the shard and in order; random bytes never prove
-// the token.
+// (server/ps/transport/tensor_plane_handshake.h, tensor_plane_wire.h): the
+// client's hello and its proof of the job's token, then request heads and
+// gradient chunks, and what a client reads back (reply heads). Any bytes must
+// be answered with a status, never a crash or an out-of-bounds read; a chunk is
+// accepted only inside the shard and in order; random bytes never prove the
+// token.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "server/ps/tensor_plane_handshake.h"
-#include "server/ps/tensor_plane_wire.h"
+#include "server/ps/transport/tensor_plane_handshake.h"
+#include "server/ps/transport/tensor_plane_wire.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/train/trainer_test_util.h"

@@ -1,4 +1,4 @@
-#include "server/ps/gradient_sum.h"
+#include "server/ps/shard/gradient_sum.h"
 
 #include <atomic>
 #include <cstring>

@@ -1,5 +1,5 @@
 // The PS's gRPC connections follow the TCP ring's congestion control policy
-// (server/ps/ps_socket_mutator.h): "auto" runs reno at both ends of a
+// (server/ps/transport/ps_socket_mutator.h): "auto" runs reno at both ends of a
 // connection between processes of one host, also through a dual-stack
 // listener that sees IPv4 peers as ::ffff:a.b.c.d; "default" keeps the
 // system's algorithm; a named one is set at both ends; a target on
@@ -23,11 +23,11 @@
 #include "common/tcp_congestion.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_client.h"
-#include "server/ps/ps_daemon.h"
-#include "server/ps/ps_server.h"
-#include "server/ps/ps_socket_mutator.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/client/ps_client.h"
+#include "server/ps/daemon/ps_daemon.h"
+#include "server/ps/daemon/ps_server.h"
+#include "server/ps/transport/ps_socket_mutator.h"
+#include "server/ps/transport/ps_transport.h"
 #include "tests/util/tcp_congestion_test_util.h"
 
 namespace gradsync {

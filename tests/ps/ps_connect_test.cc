@@ -16,9 +16,9 @@
 #include "common/grpc_connect.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_admin_client.h"
-#include "server/ps/ps_server.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/client/ps_admin_client.h"
+#include "server/ps/daemon/ps_server.h"
+#include "server/ps/transport/ps_transport.h"
 #include "tests/ps/ps_grpc_test_util.h"
 
 namespace gradsync {

@@ -14,11 +14,11 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
-#include "server/ps/ps_admin_client.h"
-#include "server/ps/ps_client.h"
-#include "server/ps/ps_server.h"
-#include "server/ps/shard_range.h"
-#include "server/ps/tensor_codec.h"
+#include "server/ps/client/ps_admin_client.h"
+#include "server/ps/client/ps_client.h"
+#include "server/ps/daemon/ps_server.h"
+#include "server/ps/transport/shard_range.h"
+#include "server/ps/transport/tensor_codec.h"
 
 namespace gradsync {
 namespace testing {

@@ -22,8 +22,8 @@
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_admin_client.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/client/ps_admin_client.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/two_clusters.h"
 

@@ -2,7 +2,7 @@
 // registration fields, heartbeats with every shard of every job, releases,
 // re-registration on NOT_FOUND, outages logged once, the registration
 // timeout, refusals, and prompt stops.
-#include "server/ps/ps_registration.h"
+#include "server/ps/daemon/ps_registration.h"
 
 #include <atomic>
 #include <memory>
@@ -18,7 +18,7 @@
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_service.h"
+#include "server/ps/daemon/ps_service.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/util/fake_coordinator.h"
 #include "tests/util/status_matchers.h"

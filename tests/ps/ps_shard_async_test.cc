@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_shard.h"
+#include "server/ps/shard/ps_shard.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/util/status_matchers.h"
 

@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_shard.h"
+#include "server/ps/shard/ps_shard.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/util/status_matchers.h"
 
@@ -32,8 +32,8 @@ using ::gradsync::testing::PullParams;
 using ::gradsync::testing::PushGradient;
 using ::gradsync::testing::ShardConfig;
 using ::gradsync::testing::Snapshot;
-using ::gradsync::testing::StatsSnapshot;
 using ::gradsync::testing::Soon;
+using ::gradsync::testing::StatsSnapshot;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;

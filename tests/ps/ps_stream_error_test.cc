@@ -13,8 +13,8 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
-#include "server/ps/ps_admin_client.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/client/ps_admin_client.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"
 #include "tests/util/status_matchers.h"
 

@@ -15,8 +15,8 @@
 #include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_shard.h"
-#include "server/ps/tensor_codec.h"
+#include "server/ps/shard/ps_shard.h"
+#include "server/ps/transport/tensor_codec.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {

@@ -15,9 +15,9 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_admin_client.h"
-#include "server/ps/ps_client.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/client/ps_admin_client.h"
+#include "server/ps/client/ps_client.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"
 #include "tests/util/status_matchers.h"
 

@@ -9,8 +9,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/switch_decider.h"
-#include "server/ps/view_guard.h"
+#include "server/ps/shard/switch_decider.h"
+#include "server/ps/shard/view_guard.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {

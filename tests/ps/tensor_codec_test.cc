@@ -2,7 +2,7 @@
 // slices, interoperability with protobuf's own encoding in both
 // directions, zero-copy sends, malformed input, and TensorReceiver's
 // ordering checks.
-#include "server/ps/tensor_codec.h"
+#include "server/ps/transport/tensor_codec.h"
 
 #include <grpc/grpc.h>
 
@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
-#include "server/ps/tensor_stream.h"
+#include "server/ps/transport/tensor_stream.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {

@@ -1,10 +1,10 @@
-// Link probes on the PS tensor plane (server/ps/tensor_plane_probe.h), on
-// 127.0.0.1: a link-probe job's rank, admitted by its job's PS token
-// though the server holds no shard of it, times round trips and streams
-// both ways; what a probe may ask is bounded and a refusal is named; a
-// connection carries probes or pushes, never both; the head's codec
-// refuses what is not a probe.
-#include "server/ps/tensor_plane_probe.h"
+// Link probes on the PS tensor plane
+// (server/ps/transport/tensor_plane_probe.h), on 127.0.0.1: a link-probe job's
+// rank, admitted by its job's PS token though the server holds no shard of it,
+// times round trips and streams both ways; what a probe may ask is bounded and
+// a refusal is named; a connection carries probes or pushes, never both; the
+// head's codec refuses what is not a probe.
+#include "server/ps/transport/tensor_plane_probe.h"
 
 #include <memory>
 #include <string>
@@ -13,9 +13,9 @@
 #include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_service.h"
-#include "server/ps/tensor_plane_client.h"
-#include "server/ps/tensor_plane_server.h"
+#include "server/ps/daemon/ps_service.h"
+#include "server/ps/daemon/tensor_plane_server.h"
+#include "server/ps/transport/tensor_plane_client.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/util/status_matchers.h"
 

@@ -1,8 +1,8 @@
-// The PS tensor plane (server/ps/tensor_plane_*.h) on 127.0.0.1: exact
-// synchronous steps over partitions through one connection per rank, and
-// the failures: a bad token, garbage, wrong sizes, a client that dies in
-// mid-push. Each failure gets an error reply and leaves the shard as it
-// was.
+// The PS tensor plane (server/ps/transport/tensor_plane_*.h,
+// server/ps/daemon/tensor_plane_*.h) on 127.0.0.1: exact synchronous steps over
+// partitions through one connection per rank, and the failures: a bad token,
+// garbage, wrong sizes, a client that dies in mid-push. Each failure gets an
+// error reply and leaves the shard as it was.
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -17,10 +17,10 @@
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_service.h"
-#include "server/ps/tensor_plane_client.h"
-#include "server/ps/tensor_plane_server.h"
-#include "server/ps/tensor_plane_wire.h"
+#include "server/ps/daemon/ps_service.h"
+#include "server/ps/daemon/tensor_plane_server.h"
+#include "server/ps/transport/tensor_plane_client.h"
+#include "server/ps/transport/tensor_plane_wire.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/util/socket_flood.h"
 #include "tests/util/status_matchers.h"

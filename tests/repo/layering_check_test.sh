@@ -2,8 +2,10 @@
 # scripts/check_layering.sh against small trees made here: each breaks one
 # rule (a lower layer including a higher one; the CLI framework including
 # a room of commands; a room including one it may not use; a collectives
-# transport including an algorithm, or the other way round) and must fail
-# naming the file, line and include; the same tree with the rooms' allowed
+# transport including an algorithm, or the other way round; the same for
+# the parameter server's rooms, and a file outside them; a model kind's
+# spec part leaving the job spec's room) and must fail naming the file,
+# line and include; the same tree with the rooms' allowed
 # includes passes.
 #
 #   tests/repo/layering_check_test.sh scripts/check_layering.sh
@@ -40,6 +42,18 @@ good_tree() {
     '#include "collectives/transports/tcp/socket.h"' \
     >collectives/tcp/tcp_communicator.cc
   echo '#include "collectives/communicator.h"' >collectives/nccl/nccl.cc
+  mkdir -p server/ps/{shard,transport,client,daemon,bench}
+  echo '#include "common/flags.h"' >server/ps/shard/ps_shard.h
+  echo '#include "proto/ps.pb.h"' >server/ps/transport/tensor_stream.h
+  echo '#include "server/ps/transport/tensor_stream.h"' \
+    >server/ps/client/ps_step.h
+  echo '#include "server/ps/shard/ps_shard.h"' >server/ps/daemon/ps_service.h
+  echo '#include "server/ps/transport/tensor_stream.h"' \
+    >>server/ps/daemon/ps_service.h
+  echo '#include "server/ps/client/ps_step.h"' >server/ps/bench/bench_roles.cc
+  echo '#include "server/ps/daemon/ps_service.h"' \
+    >>server/ps/bench/bench_roles.cc
+  echo '#include "server/ps/client/ps_step.h"' >worker/ps_sync.h
   cd - >/dev/null
 }
 
@@ -77,8 +91,8 @@ expect_caught cli/plan/sim_flags.cc '#include "cli/bench/sizes.h"' \
   'cli/plan includes "cli/bench/sizes.h" (cli/bench)'
 expect_caught models/mlp/mlp_spec.cc '#include "worker/train/train_model.h"' \
   "models/mlp/mlp_spec.cc:2: a model kind's spec part includes \"worker/train/train_model.h\""
-expect_caught models/mlp/mlp_spec.cc '#include "server/ps/ps_shard.h"' \
-  "models/mlp/mlp_spec.cc:2: a model kind's spec part includes \"server/ps/ps_shard.h\""
+expect_caught models/mlp/mlp_spec.cc '#include "server/ps/shard/ps_shard.h"' \
+  "models/mlp/mlp_spec.cc:2: a model kind's spec part includes \"server/ps/shard/ps_shard.h\""
 expect_caught jobspec/job_spec.cc '#include "models/mlp/mlp_builder.h"' \
   'jobspec/job_spec.cc:2: jobspec/ includes "models/mlp/mlp_builder.h"'
 expect_caught collectives/transports/tcp/socket.h \
@@ -95,4 +109,18 @@ expect_caught collectives/pair.h '#include "collectives/tcp/socket.h"' \
 expect_caught collectives/nccl/nccl.cc \
   '#include "collectives/tcp/tcp_communicator.h"' \
   'collectives/nccl includes "collectives/tcp/tcp_communicator.h" (collectives/tcp)'
+expect_caught server/ps/shard/ps_shard.h \
+  '#include "server/ps/transport/tensor_codec.h"' \
+  'server/ps/shard/ps_shard.h:2: server/ps/shard includes "server/ps/transport/tensor_codec.h" (server/ps/transport), a room it may not use (it may use: none)'
+expect_caught server/ps/transport/tensor_stream.h \
+  '#include "server/ps/client/ps_client.h"' \
+  'server/ps/transport includes "server/ps/client/ps_client.h" (server/ps/client)'
+expect_caught server/ps/client/ps_step.h \
+  '#include "server/ps/daemon/ps_service.h"' \
+  'server/ps/client includes "server/ps/daemon/ps_service.h" (server/ps/daemon), a room it may not use (it may use: transport)'
+expect_caught server/ps/daemon/ps_service.h \
+  '#include "server/ps/client/ps_step.h"' \
+  'server/ps/daemon includes "server/ps/client/ps_step.h" (server/ps/client)'
+expect_caught server/ps/ps_client.h '#include "common/flags.h"' \
+  'server/ps/ps_client.h sits at server/ps/, outside its rooms'
 echo "layering-check-test-ok"

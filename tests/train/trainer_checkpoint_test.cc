@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/train/trainer_test_util.h"
 #include "tests/util/status_matchers.h"
 #include "worker/train/checkpoint.h"

@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/util/status_matchers.h"
 #include "worker/train/trainer.h"

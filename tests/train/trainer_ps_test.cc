@@ -29,7 +29,7 @@
 #include "common/sync_bandwidth.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/daemon/ps_server.h"
 #include "tests/collectives/rank_group.h"
 #include "tests/train/trainer_ps_fixture.h"
 #include "tests/util/status_matchers.h"

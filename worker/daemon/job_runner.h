@@ -64,7 +64,7 @@
 #include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/daemon/metrics_reporter.h"
@@ -115,7 +115,7 @@ struct JobRunnerConfig {
   // (common/tls.h); the daemon's --tls-dir.
   GrpcSecurity grpc_security;
   // How PS steps move tensors unless the job's spec says (--ps-transport;
-  // server/ps/ps_transport.h).
+  // server/ps/transport/ps_transport.h).
   std::string ps_transport = kDefaultPsTransport;
   // TcpOptions::spin_polls for every job; unset: TcpOptions' default, or
   // none on a host with more of the job's ranks than cores

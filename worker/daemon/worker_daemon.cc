@@ -23,7 +23,7 @@
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/coordinator/grpc_coordinator_client.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 #include "worker/daemon/agent.h"
 #include "worker/daemon/blas_policy.h"
 #include "worker/daemon/devices.h"

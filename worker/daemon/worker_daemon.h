@@ -65,7 +65,7 @@ struct WorkerDaemonConfig {
   // says (the coordinator channel keeps it).
   bool ps_plaintext = false;
   // --ps-transport: how the jobs' PS steps move tensors when their spec
-  // does not say (server/ps/ps_transport.h): "plane" (the default) or
+  // does not say (server/ps/transport/ps_transport.h): "plane" (the default) or
   // "grpc".
   std::string ps_transport = kDefaultPsTransport;
   // --max-jobs: AgentConfig::max_jobs (0: one per device).

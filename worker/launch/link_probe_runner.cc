@@ -12,7 +12,7 @@
 #include "common/status_macros.h"
 #include "common/units.h"
 #include "models/link_probe/link_probe_spec.h"
-#include "server/ps/tensor_plane_client.h"
+#include "server/ps/transport/tensor_plane_client.h"
 #include "worker/daemon/rank_report.h"
 
 namespace gradsync {

@@ -17,7 +17,7 @@
 //   then the links with the parameter servers of
 //     Assignment.probe_servers (hosts without a worker), over their
 //     tensor planes after the plane's handshake over the job's PS token
-//     (server/ps/tensor_plane_probe.h), in PsProbeRounds' rounds
+//     (server/ps/transport/tensor_plane_probe.h), in PsProbeRounds' rounds
 //   ReportRank SUCCEEDED with the links, or FAILED naming the peer, the
 //     round and the phase
 //

@@ -1,6 +1,6 @@
 // PsSync: the parameter-server strategy (GradientSync over a PsClient). As
 // backward reports gradient ranges, the rank's push to every shard streams
-// them at once (server/ps/ps_client.h, PsStep: each shard's stream sends
+// them at once (server/ps/client/ps_client.h, PsStep: each shard's stream sends
 // its range from the end toward the start, the order backward finishes
 // it), so the push overlaps the rest of backward as the ring's bucket
 // all-reduces do; FinishStep waits for every shard's reply, which carries
@@ -41,7 +41,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "collectives/communicator.h"
-#include "server/ps/ps_client.h"
+#include "server/ps/client/ps_client.h"
 #include "worker/train/sync_strategy.h"
 #include "worker/train/train_config.h"
 

@@ -10,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
-#include "server/ps/ps_client.h"
+#include "server/ps/client/ps_client.h"
 #include "worker/train/checkpoint.h"
 #include "worker/train/ring_sync.h"
 

@@ -35,7 +35,7 @@
 #include "common/tls.h"
 #include "jobspec/job_spec.h"
 #include "proto/job.pb.h"
-#include "server/ps/tensor_codec.h"
+#include "server/ps/transport/tensor_codec.h"
 #include "worker/train/bucketer.h"
 
 namespace gradsync {

@@ -1,7 +1,8 @@
 // Link timing over one connected socket: the measurements a link probe
 // takes (`gradsync links probe`), shared by the probe between workers'
 // ranks (link_probe.h) and the one between a rank and a parameter server's
-// tensor plane (server/ps/tensor_plane_probe.h), so both measure alike.
+// tensor plane (server/ps/transport/tensor_plane_probe.h), so both measure
+// alike.
 //
 //   round trips   the caller sends kPingBytes, the other end echoes them;
 //                 the caller times each and checks the echo

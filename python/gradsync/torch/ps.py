@@ -16,7 +16,7 @@ switch``, ``--mode auto``):
 - **PS**: each bucket is copied into a flat gradient (the parameters of
   ``model.module`` that need a gradient, in order) and its ranges are
   pushed to the job's shards as backward produces them (every shard's
-  stream at once, in partitions: server/ps/ps_step.h); the shards average
+  stream at once, in partitions: server/ps/client/ps_step.h); the shards average
   the ranks' gradients in rank order. Two flavours:
 
   * sum-only (default): the shards hand the average back, and the wrapped

@@ -25,8 +25,8 @@
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/tcp_baseline.h"
 #include "server/ps/bench/tcp_pipelined.h"
-#include "server/ps/ps_client.h"
-#include "server/ps/ps_server.h"
+#include "server/ps/client/ps_client.h"
+#include "server/ps/daemon/ps_server.h"
 
 namespace gradsync {
 namespace {

@@ -33,7 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/certs.h"
-#include "server/ps/ps_transport.h"
+#include "server/ps/transport/ps_transport.h"
 
 namespace gradsync {
 
@@ -47,7 +47,7 @@ struct BenchOptions {
   bool tune_malloc = true;  // TuneMalloc in every process
   // The transports each round runs, in turn: gRPC (g), raw TCP (t), the
   // pipelined raw-TCP server (p), gRPC with mutual TLS (s), the PS's tensor
-  // plane (l: the same shards behind server/ps/tensor_plane_server.h).
+  // plane (l: the same shards behind server/ps/daemon/tensor_plane_server.h).
   std::string transports = "gtp";
   // The CA and certificates of the "tls" transport (NewClusterCertificates,
   // made before the processes fork); unused without it.

@@ -55,7 +55,7 @@
 #include "common/units.h"
 #include "server/ps/bench/bench_process.h"
 #include "server/ps/bench/bench_roles.h"
-#include "server/ps/ps_socket_mutator.h"
+#include "server/ps/transport/ps_socket_mutator.h"
 
 namespace gradsync {
 namespace {

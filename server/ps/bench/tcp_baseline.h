@@ -29,7 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "server/ps/ps_shard.h"
+#include "server/ps/shard/ps_shard.h"
 
 namespace gradsync {
 

@@ -11,7 +11,7 @@
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/bench/raw_socket.h"
-#include "server/ps/gradient_sum.h"
+#include "server/ps/shard/gradient_sum.h"
 
 namespace gradsync {
 

@@ -19,7 +19,7 @@
 #include "collectives/communicator.h"
 #include "collectives/tcp/tcp_communicator.h"
 #include "server/coordinator/grpc_coordinator_client.h"
-#include "server/ps/ps_client.h"
+#include "server/ps/client/ps_client.h"
 #include "server/store/grpc_store.h"
 #include "server/store/store_server.h"
 
