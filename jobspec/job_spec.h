@@ -115,7 +115,7 @@ inline constexpr int64_t kFashionMnistClasses = 10;
 [[nodiscard]] absl::StatusOr<JobSpec> ValidateJobSpec(const JobSpec& spec);
 
 // The synthetic gradient's length for model.profile at model.profile_scale
-// (common/model_profiles.h). INVALID_ARGUMENT for an unknown profile or a
+// (study/model_profiles.h). INVALID_ARGUMENT for an unknown profile or a
 // scale outside (0, 1].
 [[nodiscard]] absl::StatusOr<int64_t> ProfileFloats(const ModelSpec& model);
 

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "jobspec/job_spec.h"
+#include "study/model_profiles.h"
 
 namespace gradsync {
 

@@ -1,6 +1,6 @@
-// The inputs of the alpha-beta model (common/sync_model.h) for a placed
-// job: its ring and its PS as the model counts them. `--mode auto` on the
-// coordinator (server/coordinator/job_auto.h) and `gradsync explain`
+// The inputs of the alpha-beta model (study/alpha_beta/sync_model.h) for a
+// placed job: its ring and its PS as the model counts them. `--mode auto` on
+// the coordinator (server/coordinator/job_auto.h) and `gradsync explain`
 // (cli/lab/explain.h) both predict from these, so that they predict the
 // same job the same way.
 //
@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/sync_model.h"
 #include "proto/job.pb.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 

@@ -1,6 +1,6 @@
 // `gradsync explain JOB`: a job's synchronisation measured against the
-// alpha-beta model (common/sync_model.h), where the time goes, and which
-// path the model says is faster for this job's N, K, S and links.
+// alpha-beta model (study/alpha_beta/sync_model.h), where the time goes, and
+// which path the model says is faster for this job's N, K, S and links.
 //
 // Explain is a pure function of what the coordinator reports (the job's
 // status and step metrics, the parameter servers' hosts) and of the
@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/sync_model.h"
 #include "proto/coordinator.pb.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 namespace lab {

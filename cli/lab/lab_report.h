@@ -4,7 +4,7 @@
 // recorded sweep.
 //
 // AnalyseSweep:
-//  1. gives each cell its model coefficients (common/sync_model.h);
+//  1. gives each cell its model coefficients (study/alpha_beta/sync_model.h);
 //  2. fits alpha and B by least squares over the trusted cells: the job
 //     succeeded, the link probe at its rate passed, and the CPUs were not
 //     saturated (cpu_bound). Where the cells cannot separate alpha from B
@@ -29,8 +29,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/sync_model.h"
 #include "proto/lab.pb.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 namespace lab {

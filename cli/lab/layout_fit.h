@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/sync_model.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 namespace lab {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/sync_model.h"
 #include "jobspec/sync_model_inputs.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 

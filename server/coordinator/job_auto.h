@@ -1,7 +1,7 @@
 // `--mode auto` on the coordinator's side (auto_mode.h has the policy):
 // every step all ranks reported goes to the job's policy, with the
-// alpha-beta model's view of its two paths (common/sync_model.h, from the
-// config's link facts), and the switches the policy wants are asked for
+// alpha-beta model's view of its two paths (study/alpha_beta/sync_model.h, from
+// the config's link facts), and the switches the policy wants are asked for
 // like `gradsync switch` asks (JobLifecycle::RequestSwitchLocked).
 //
 // Threading: with the state's mutex held.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
-# rule (a lower layer including a higher one; the CLI framework including
-# a room of commands; a room including one it may not use) and must fail
+# rule (a lower layer including a higher one; the study including anything
+# but common/; the CLI framework including a room of commands; a room
+# including one it may not use) and must fail
 # naming the file, line and include; the same tree with the rooms' allowed
 # includes passes.
 #
@@ -15,8 +16,10 @@ trap 'rm -rf "$dir"' EXIT
 good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
-  mkdir -p "$dir/tree"/{cli/bench,cli/plan}
+  mkdir -p "$dir/tree"/{cli/bench,cli/plan,study/alpha_beta,jobspec}
   cd "$dir/tree"
+  echo '#include "common/status_macros.h"' >study/alpha_beta/sync_model.cc
+  echo '#include "study/alpha_beta/sync_model.h"' >jobspec/sync_model_inputs.h
   echo '#include "common/flags.h"' >cli/framework/command_env.h
   echo '#include "cli/framework/command_env.h"' >cli/control/job_commands.cc
   echo '#include "cli/control/local_cluster.h"' >cli/lab/lab_up.cc
@@ -49,6 +52,15 @@ good_tree
 "$check" "$dir/tree"
 expect_caught worker/main.cc '#include "cli/commands.h"' \
   'worker/main.cc:2: worker includes "cli/commands.h" (cli, a higher layer)'
+expect_caught study/alpha_beta/sync_model.cc '#include "proto/job.pb.h"' \
+  'study/alpha_beta/sync_model.cc:2: study/ includes "proto/job.pb.h"; the study sees only common/ and absl'
+expect_caught study/alpha_beta/sync_model.cc '#include "jobspec/job_spec.h"' \
+  'study/ includes "jobspec/job_spec.h"; the study sees only common/'
+expect_caught study/alpha_beta/sync_model.cc \
+  '#include "collectives/types.h"' \
+  'study/ includes "collectives/types.h"; the study sees only common/'
+expect_caught study/alpha_beta/sync_model.cc '#include <grpcpp/grpcpp.h>' \
+  'study/ includes the gRPC header <grpcpp/grpcpp.h>'
 expect_caught cli/framework/command_env.h \
   '#include "cli/control/command_common.h"' \
   'cli/framework/command_env.h:2: cli/framework includes "cli/control/command_common.h" (cli/control), a room it may not use (it may use: none)'

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "jobspec/grad_dtype.h"
 #include "jobspec/job_spec.h"
 #include "jobspec/optimizer_spec.h"
+#include "study/model_profiles.h"
 
 namespace gradsync {
 namespace {
