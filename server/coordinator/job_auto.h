@@ -1,4 +1,5 @@
-// `--mode auto` on the coordinator's side (auto_mode.h has the policy):
+// `--mode auto` on the coordinator's side (the policy, its decisions, is
+// the study's: study/auto_mode_policy.h; auto_mode_io.h gathers its steps):
 // every step all ranks reported goes to the job's policy, with the
 // alpha-beta model's view of its two paths (study/alpha_beta/sync_model.h, from
 // the config's link facts), and the switches the policy wants are asked for
@@ -10,7 +11,7 @@
 
 #include <cstdint>
 
-#include "server/coordinator/auto_mode.h"
+#include "server/coordinator/auto_mode_io.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/job.h"
 #include "server/coordinator/job_lifecycle.h"
