@@ -6,8 +6,8 @@
 namespace gradsync {
 namespace {
 
-constexpr absl::string_view kRingName = "ring";
-constexpr absl::string_view kPsName = "ps";
+constexpr absl::string_view kRingName = SyncPathName(SyncPath::kRing);
+constexpr absl::string_view kPsName = SyncPathName(SyncPath::kPs);
 
 }  // namespace
 
@@ -29,6 +29,14 @@ absl::StatusOr<SyncMode> ParseSyncModeName(absl::string_view name,
   if (name == kPsName) return SYNC_MODE_PS;
   return absl::InvalidArgumentError(
       absl::StrCat(what, " is '", name, "'; use ", kPsName, " or ", kRingName));
+}
+
+SyncPath SyncPathOf(SyncMode mode) {
+  return mode == SYNC_MODE_PS ? SyncPath::kPs : SyncPath::kRing;
+}
+
+SyncMode SyncModeOf(SyncPath path) {
+  return path == SyncPath::kPs ? SYNC_MODE_PS : SYNC_MODE_RING;
 }
 
 }  // namespace gradsync

@@ -1,7 +1,9 @@
 // The names of a job's sync modes (proto SyncMode), as users type them
 // (`gradsync submit --mode`, `--switch-at STEP:MODE`, `gradsync switch`)
 // and as the CLI, the logs and the metrics show them: "ring" and "ps".
-// One mapping, both ways, for the coordinator, the workers and the CLI.
+// One mapping, both ways, for the coordinator, the workers and the CLI;
+// the names themselves are the study's (SyncPathName, study/sync_path.h),
+// and SyncPathOf / SyncModeOf map the proto's modes onto its paths.
 //
 // Pure functions; thread-safe.
 #ifndef GRADSYNC_JOBSPEC_SYNC_MODE_NAME_H_
@@ -12,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/job.pb.h"
+#include "study/sync_path.h"
 
 namespace gradsync {
 
@@ -24,6 +27,13 @@ std::string SyncModeName(SyncMode mode);
 // '<name>'; use ps or ring" otherwise.
 [[nodiscard]] absl::StatusOr<SyncMode> ParseSyncModeName(
     absl::string_view name, absl::string_view what = "the sync mode");
+
+// The study's path of `mode`: kPs for SYNC_MODE_PS, kRing for every other
+// value (SYNC_MODE_UNSPECIFIED is the ring).
+SyncPath SyncPathOf(SyncMode mode);
+
+// The proto's mode of `path`.
+SyncMode SyncModeOf(SyncPath path);
 
 }  // namespace gradsync
 

@@ -6,17 +6,22 @@
 #          -> worker -> cli
 #
 # (python/, the C API under the Python package, shares the cli floor)
-# with the tests above all. study/ (the alpha-beta model's successors: the
-# step simulator) sits between collectives and the servers, so that the
-# servers, the workers and the CLI may use it and it sees only what is
-# below (in practice common/). A file may include its own layer and the layers
+# with the tests above all. study/ (what the project studies, as plain
+# functions: the alpha-beta model and its fits, the sync bandwidth, the
+# model profiles, the explanation's logic, the sweep analysis, the auto
+# mode's policy, the step simulator) sits between collectives and the
+# servers, so that jobspec/, the servers, the workers and the CLI may use
+# it; it sees only common/ (and absl), never collectives/, proto/,
+# jobspec/, server/ or a <grpc...> header: the study is arithmetic on
+# numbers, not on the wire. A file may include its own layer and the layers
 # to its left, never one to its right; the three server rooms share a floor.
 # The generated protos (proto/) count as the server floor: the wire starts
 # there. jobspec/, what a spec means (its defaults, checks, JSON and
 # names), shares it, so that the coordinator, the workers and the CLI read
 # a spec one way; but it is the room below the servers, not one of them:
 # it includes only common/, collectives/ (data types, all-reduce
-# algorithms), proto/ and itself, never server/ or study/. collectives/
+# algorithms), study/ (the alpha-beta model its inputs feed, the auto
+# mode's settings), proto/ and itself, never server/. collectives/
 # also stays free of gRPC (it sees the rendezvous only through Store), so
 # it includes no <grpc...> header.
 #
@@ -171,10 +176,20 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
       violations++
       next
     }
+    if (from == 2 && target ~ /^grpc/) {
+      printf "%s:%s: study/ includes the gRPC header <%s>; the study sees only common/ and absl\n", file, line, target
+      violations++
+      next
+    }
     to = floor_of(target)
+    if (from == 2 && to >= 0 && target !~ /^(common|study)\//) {
+      printf "%s:%s: study/ includes \"%s\"; the study sees only common/ and absl (jobspec/, the servers, workers and CLI include it, not the other way round)\n", file, line, target
+      violations++
+      next
+    }
     if (spec_room(file) && to >= 0 && !spec_room(target) &&
-        target !~ /^(common|collectives|proto)\//) {
-      printf "%s:%s: %s includes \"%s\"; the job spec'"'"'s room (jobspec/ and the model kinds'"'"' spec parts) sees only common/, collectives/, proto/ and itself (the servers, workers and CLI include it, not the other way round)\n", file, line, (file ~ /^jobspec\// ? "jobspec/" : "a model kind'"'"'s spec part"), target
+        target !~ /^(common|collectives|study|proto)\//) {
+      printf "%s:%s: %s includes \"%s\"; the job spec'"'"'s room (jobspec/ and the model kinds'"'"' spec parts) sees only common/, collectives/, study/, proto/ and itself (the servers, workers and CLI include it, not the other way round)\n", file, line, (file ~ /^jobspec\// ? "jobspec/" : "a model kind'"'"'s spec part"), target
       violations++
       next
     }

@@ -47,7 +47,7 @@ def series_name(c):
 
 
 def model_time(r, layout, n, k, s, partition_bytes=0):
-    """The fitted alpha-beta time: common/sync_model.cc ModelCost, continuous
+    """The fitted alpha-beta time: study/alpha_beta/sync_model.cc ModelCost, continuous
     in k (the crossover plot draws it between the measured shard counts)."""
     alpha, bw = r.get("alpha_s", 0.0), r["bandwidth_Bps"]
     pipelined = any(c.get("pipelined") for c in r["cells"])

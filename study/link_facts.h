@@ -3,9 +3,9 @@
 // which `explain` and `--mode auto` model a cluster with), and how each
 // link compares with what the operator expects.
 //
-// The alpha-beta model (common/sync_model.h) sees one link per host: B,
-// the payload each host's link carries per second, and alpha, the latency
-// of one message. From N measured links:
+// The alpha-beta model (study/alpha_beta/sync_model.h) sees one link per host:
+// B, the payload each host's link carries per second, and alpha, the latency of
+// one message. From N measured links:
 //   B      the median goodput (a single slow link is reported, not
 //          averaged in: the ring runs at its slowest link, so a link far
 //          below the median is named as the thing to fix)

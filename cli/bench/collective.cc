@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
-#include "common/sync_bandwidth.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
 namespace cli {

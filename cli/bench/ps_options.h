@@ -10,10 +10,10 @@
 //
 //   t >= 2 * max(S, N*S/K) / B,
 //
-// so busbw = algbw * 2 * max(1, N/K) (PsBusFactor, common/sync_bandwidth.h)
-// reaches B when the PS runs at link
-// speed, as busbw = algbw * 2(N-1)/N does for the ring (whose pushes and
-// pulls, reduce-scatter and all-gather, also follow each other).
+// so busbw = algbw * 2 * max(1, N/K) (PsBusFactor,
+// study/alpha_beta/sync_bandwidth.h) reaches B when the PS runs at link speed,
+// as busbw = algbw * 2(N-1)/N does for the ring (whose pushes and pulls,
+// reduce-scatter and all-gather, also follow each other).
 #ifndef GRADSYNC_CLI_BENCH_PS_OPTIONS_H_
 #define GRADSYNC_CLI_BENCH_PS_OPTIONS_H_
 

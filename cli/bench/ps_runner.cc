@@ -13,11 +13,11 @@
 #include "cli/bench/runner.h"
 #include "cli/bench/verifiable.h"
 #include "common/status_macros.h"
-#include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
 #include "server/ps/client/ps_admin_client.h"
 #include "server/ps/client/ps_client.h"
 #include "server/ps/transport/shard_range.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
 namespace cli {

@@ -72,7 +72,7 @@ struct ReportHeader {
   bool check = true;
   std::vector<RankInfo> rank_info;
   // Backend "ps": the address of each shard k (K = its size), and what
-  // busbw is (PsBusFactor, common/sync_bandwidth.h).
+  // busbw is (PsBusFactor, study/alpha_beta/sync_bandwidth.h).
   std::vector<std::string> ps_shard_addresses;
 };
 

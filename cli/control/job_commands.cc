@@ -19,8 +19,8 @@
 #include "cli/framework/output_format.h"
 #include "cli/framework/plot_script.h"
 #include "common/status_macros.h"
-#include "common/sync_bandwidth.h"
 #include "jobspec/sync_mode_name.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
 namespace cli {

@@ -1,8 +1,11 @@
 #include "cli/lab/explain_command.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,18 +14,22 @@
 #include "cli/control/local_command.h"
 #include "cli/framework/format.h"
 #include "cli/framework/output_format.h"
-#include "cli/lab/explain.h"
 #include "cli/lab/lab_command.h"
 #include "cli/lab/lab_state.h"
 #include "cli/lab/lab_up.h"
 #include "common/flags.h"
 #include "common/json.h"
 #include "common/status_macros.h"
+#include "jobspec/job_spec.h"
 #include "jobspec/sync_mode_name.h"
 
 namespace gradsync {
 namespace lab {
 namespace {
+
+using study::Explanation;
+using study::LinkFacts;
+using study::ModeExplanation;
 
 // A prediction in JSON: null where no link is in play (none was made).
 std::string OrNull(double predicted_s) {
@@ -108,6 +115,41 @@ bool OnOneHost(const JobStatus& job, const ListWorkersResponse& cluster) {
 
 }  // namespace
 
+study::ExplainInput ExplainInputOf(const JobStatus& job,
+                                   const GetMetricsResponse& metrics,
+                                   const ListWorkersResponse& cluster) {
+  study::ExplainInput in;
+  in.job_id = job.job_id();
+  for (const RankPlacement& r : job.ranks()) in.rank_hosts.push_back(r.host());
+  std::map<std::string, std::string> server_host;  // address -> host
+  for (const ParameterServerInfo& p : cluster.parameter_servers()) {
+    server_host[p.address()] = p.host();
+  }
+  for (const std::string& address : job.ps_addresses()) {
+    in.shard_servers.emplace_back(address, server_host[address]);
+  }
+  in.ps_partition_bytes = PsPartitionBytes(job.spec().ps());
+  for (const StepMetrics& m : metrics.metrics()) {
+    study::ExplainStep step;
+    step.step = m.step();
+    step.rank = m.rank();
+    step.mode = SyncPathOf(m.mode());
+    step.step_s = m.step_s();
+    step.compute_s = m.compute_s();
+    step.comm_s = m.comm_s();
+    step.idle_s = m.idle_s();
+    step.sync_busy_s = m.sync_busy_s();
+    step.sync_bytes = m.sync_bytes();
+    step.switch_s = m.switch_s();
+    step.ps_transport = m.ps_transport();
+    in.steps.push_back(std::move(step));
+  }
+  for (const ps::ShardStats& shard : metrics.shards()) {
+    in.shards.push_back({shard.shard(), shard.bytes_in(), shard.bytes_out()});
+  }
+  return in;
+}
+
 int RunExplain(const std::vector<std::string>& args,
                const cli::CommandEnv& env) {
   double gbps = 0, alpha_us = 0;
@@ -159,7 +201,8 @@ int RunExplain(const std::vector<std::string>& args,
   if (!metrics.ok()) {
     return cli::ReportError(env, "explain", common.json, metrics.status());
   }
-  absl::StatusOr<Explanation> e = ExplainJob(*job, *metrics, *cluster, *links);
+  absl::StatusOr<Explanation> e =
+      study::ExplainJob(ExplainInputOf(*job, *metrics, *cluster), *links);
   if (!e.ok()) return cli::ReportError(env, "explain", common.json, e.status());
   if (common.json) {
     *env.out << "{\"job\":" << JsonQuote(e->job_id)
@@ -169,7 +212,7 @@ int RunExplain(const std::vector<std::string>& args,
     for (size_t i = 0; i < e->modes.size(); ++i) {
       const ModeExplanation& m = e->modes[i];
       *env.out << (i ? "," : "")
-               << "{\"mode\":" << JsonQuote(SyncModeName(m.mode))
+               << "{\"mode\":" << JsonQuote(SyncPathName(m.mode))
                << ",\"steps\":" << m.steps
                << ",\"stepS\":" << JsonNumber(m.step_s)
                << ",\"syncS\":" << JsonNumber(m.sync_s)
@@ -180,7 +223,7 @@ int RunExplain(const std::vector<std::string>& args,
   } else if (common.output == "csv") {
     *env.out << "mode,steps,step_s,sync_s,predicted_s,bottleneck\n";
     for (const ModeExplanation& m : e->modes) {
-      *env.out << SyncModeName(m.mode) << "," << m.steps << ","
+      *env.out << SyncPathName(m.mode) << "," << m.steps << ","
                << JsonNumber(m.step_s) << "," << JsonNumber(m.sync_s) << ","
                << (m.predicted_s > 0 ? JsonNumber(m.predicted_s) : "") << ",\""
                << absl::StrReplaceAll(m.bottleneck, {{"\"", "\"\""}}) << "\"\n";

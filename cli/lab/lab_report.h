@@ -1,10 +1,13 @@
 // The sweep's report: the alpha-beta model next to every measured cell,
 // the fit, the errors and the four qualitative results of the PS-vs-ring
 // study (docs/lab.md). Pure functions of a SweepResults, unit-tested on a
-// recorded sweep.
+// recorded sweep. The analysis on plain numbers is the study's: the fits
+// (study/alpha_beta/layout_fit.h) and the findings (a) to (d)
+// (study/sweep_findings.h); this file reads and fills the lab's records
+// (proto/lab.proto) around them.
 //
 // AnalyseSweep:
-//  1. gives each cell its model coefficients (common/sync_model.h);
+//  1. gives each cell its model coefficients (study/alpha_beta/sync_model.h);
 //  2. fits alpha and B by least squares over the trusted cells: the job
 //     succeeded, the link probe at its rate passed, and the CPUs were not
 //     saturated (cpu_bound). Where the cells cannot separate alpha from B
@@ -20,7 +23,8 @@
 //       (b) the ring stays nearly flat in N (it grows as 2(N-1)/N);
 //       (c) PS with K = N server hosts against the ring: the model's ratio
 //           (2(N-1)/N in the PS's favour when pushes and pulls overlap);
-//       (d) the crossover shard count K* observed within +-1 of the model;
+//       (d) the crossover shard count K* observed within +-1 of the model
+//           (study::SweepFindings);
 //     and, for every cell off by more than 20%, why it may be (CPU-bound,
 //     an unverified link, too few steps).
 #ifndef GRADSYNC_CLI_LAB_LAB_REPORT_H_
@@ -29,20 +33,15 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/sync_model.h"
 #include "proto/lab.pb.h"
+#include "study/alpha_beta/sync_model.h"
+#include "study/sweep_findings.h"
 
 namespace gradsync {
 namespace lab {
 
-struct ReportOptions {
-  // The PS model: true when the sync PS overlaps pull and push, as
-  // partitions make it (SweepCell.partition_bytes gives the fill term; one
-  // partition per server is the unpipelined case).
-  bool pipelined_ps = true;
-  double max_mean_error = 0.10;
-  double max_cell_error = 0.20;
-};
+// The PS model (pipelined or not) and the error targets.
+using ReportOptions = study::SweepOptions;
 
 // The model's case for a cell. INVALID_ARGUMENT for an unknown layout or
 // bad counts.

@@ -28,10 +28,10 @@
 #include "absl/time/time.h"
 #include "cli/control/control_client.h"
 #include "cli/lab/lab_config.h"
-#include "common/sync_model.h"
 #include "proto/coordinator.pb.h"
 #include "proto/job.pb.h"
 #include "proto/lab.pb.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 namespace lab {

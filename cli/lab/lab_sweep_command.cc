@@ -27,9 +27,9 @@
 #include "cli/lab/lab_sweep.h"
 #include "cli/lab/lab_up.h"
 #include "common/flags.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "common/units.h"
+#include "study/model_profiles.h"
 
 namespace gradsync {
 namespace lab {

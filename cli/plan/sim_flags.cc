@@ -10,9 +10,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/lab/lab_config.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "common/units.h"
+#include "study/model_profiles.h"
 #include "study/sim/calibration.h"
 #include "study/sim/plan_sweep.h"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
+#include "study/model_profiles.h"
 #include "worker/model/synthetic.h"
 
 namespace gradsync {

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/model_profiles.h"
 #include "common/status_macros.h"
 #include "jobspec/job_spec.h"
+#include "study/model_profiles.h"
 
 namespace gradsync {
 

@@ -17,7 +17,7 @@
 
 namespace gradsync {
 
-// A profile's scaled tensor sizes (common/model_profiles.h); without a
+// A profile's scaled tensor sizes (study/model_profiles.h); without a
 // profile, one tensor of synthetic_floats. INVALID_ARGUMENT for an unknown
 // profile or a scale outside (0, 1].
 [[nodiscard]] absl::StatusOr<std::vector<int64_t>> SyntheticTensorFloats(

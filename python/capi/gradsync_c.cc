@@ -26,11 +26,11 @@
 #include "collectives/tcp/tcp_communicator.h"
 #include "common/host.h"
 #include "common/status_macros.h"
-#include "common/sync_bandwidth.h"
 #include "common/tls.h"
 #include "proto/coordinator.pb.h"
 #include "python/capi/capi_internal.h"
 #include "server/coordinator/grpc_coordinator_client.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 #include "worker/daemon/coordinator_store.h"
 #include "worker/launch/report_wire.h"
 
@@ -239,7 +239,7 @@ int gs_report_step(gs_session* s, const gs_step_report* r) {
     m.set_ps_transport(s->launch.ps_tensor_plane() ? "plane" : "grpc");
   }
   // nccl-tests' terms, as the built-in ranks report them
-  // (common/sync_bandwidth.h): algbw = S / busy; on the ring busbw =
+  // (study/alpha_beta/sync_bandwidth.h): algbw = S / busy; on the ring busbw =
   // algbw * 2(N-1)/N.
   const double algbw =
       AlgorithmBandwidth(r->sync_bytes, absl::Seconds(r->sync_busy_s));

@@ -5,7 +5,7 @@
 # second half through the ring; the script then prints the job's own means
 # per mode from `gradsync metrics JOB --format table`: step time, exposed
 # communication time, algbw and busbw (nccl-tests' definitions, see
-# common/sync_bandwidth.h), and with --link-gbps their share of the ideal
+# study/alpha_beta/sync_bandwidth.h), and with --link-gbps their share of the ideal
 # busbw.
 #
 #   scripts/bench/job_bandwidth.sh                       # N = 2 3 4, 64 MB

@@ -34,8 +34,8 @@ struct CoordinatorConfig {
   // blocking calls are always in real time (absl::Now).
   std::function<absl::Time()> clock;
   // The links of the cluster, for the alpha-beta model behind `--mode
-  // auto`'s reasons (common/sync_model.h): B, each host's link in bytes/s
-  // of payload (0: unknown, the model stays silent), and alpha, the
+  // auto`'s reasons (study/alpha_beta/sync_model.h): B, each host's link in
+  // bytes/s of payload (0: unknown, the model stays silent), and alpha, the
   // latency per message.
   double link_bandwidth_Bps = 0;
   double link_alpha_s = 0;

@@ -21,13 +21,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
-#include "common/sync_model.h"
 #include "proto/coordinator_state.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/job.h"
 #include "server/coordinator/ps_registry.h"
 #include "server/coordinator/state_saver.h"
 #include "server/coordinator/worker_registry.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/secret.h"
+#include "jobspec/auto_mode_spec.h"
 #include "models/link_probe/link_probe_spec.h"
 
 namespace gradsync {
@@ -320,8 +321,8 @@ JobStatus Job::Status() const {
     *status.add_switches() = std::move(record);
   }
   if (auto_mode_ != nullptr) {
-    for (const ModeDecision& d : auto_mode_->policy.decisions()) {
-      *status.add_mode_decisions() = d;
+    for (const AutoDecision& d : auto_mode_->policy.decisions()) {
+      *status.add_mode_decisions() = ModeDecisionOf(d);
     }
   }
   for (const ShardPlacement& shard : ps_shards_) {

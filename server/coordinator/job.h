@@ -56,7 +56,7 @@
 #include "absl/time/time.h"
 #include "proto/coordinator.pb.h"
 #include "proto/coordinator_state.pb.h"
-#include "server/coordinator/auto_mode.h"
+#include "server/coordinator/auto_mode_io.h"
 #include "server/coordinator/job_log.h"
 #include "server/coordinator/mode_history.h"
 #include "server/coordinator/worker_registry.h"

@@ -5,8 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/sync_model.h"
+#include "jobspec/sync_mode_name.h"
 #include "jobspec/sync_model_inputs.h"
+#include "study/alpha_beta/sync_model.h"
 
 namespace gradsync {
 
@@ -49,8 +50,8 @@ void RunAutoModeLocked(CoordinatorState& state, JobLifecycle& lifecycle,
     std::optional<AutoSwitch> wanted = automatic->policy.Observe(
         step, AutoModelViewLocked(state, job, step.sync_bytes));
     if (!wanted.has_value()) continue;
-    absl::StatusOr<int64_t> epoch =
-        lifecycle.RequestSwitchLocked(job, wanted->mode, wanted->reason);
+    absl::StatusOr<int64_t> epoch = lifecycle.RequestSwitchLocked(
+        job, SyncModeOf(wanted->mode), wanted->reason);
     if (!epoch.ok()) {
       state.LogLocked(absl::StrCat(
           "job ", job.id(),

@@ -1,7 +1,8 @@
-// `--mode auto` on the coordinator's side (auto_mode.h has the policy):
+// `--mode auto` on the coordinator's side (the policy, its decisions, is
+// the study's: study/auto_mode_policy.h; auto_mode_io.h gathers its steps):
 // every step all ranks reported goes to the job's policy, with the
-// alpha-beta model's view of its two paths (common/sync_model.h, from the
-// config's link facts), and the switches the policy wants are asked for
+// alpha-beta model's view of its two paths (study/alpha_beta/sync_model.h, from
+// the config's link facts), and the switches the policy wants are asked for
 // like `gradsync switch` asks (JobLifecycle::RequestSwitchLocked).
 //
 // Threading: with the state's mutex held.
@@ -10,7 +11,7 @@
 
 #include <cstdint>
 
-#include "server/coordinator/auto_mode.h"
+#include "server/coordinator/auto_mode_io.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/job.h"
 #include "server/coordinator/job_lifecycle.h"

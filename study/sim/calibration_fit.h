@@ -7,8 +7,8 @@
 //   ASSIGN_OR_RETURN(CalibrationFit fit, FitCalibration(cells, options));
 //   WriteFile(path, CalibrationToJson(fit.calibration));
 //
-// The objective, as common/sync_model.cc's FitAlphaBeta: the sum over the
-// cells of the squared relative error, (simulated / measured - 1)^2, so
+// The objective, as study/alpha_beta/sync_model.cc's FitAlphaBeta: the sum over
+// the cells of the squared relative error, (simulated / measured - 1)^2, so
 // that a 10 ms cell counts as much as a 1 s one. Each cell is simulated
 // under the candidate calibration (SimulateCell: no compute, one bucket),
 // and the fit is a bounded Levenberg-Marquardt (least_squares.h) over the

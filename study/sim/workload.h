@@ -2,7 +2,7 @@
 // network in forward order, each with its gradient's element count and its
 // backward time, and when each gradient element becomes final.
 //
-// From a model profile (common/model_profiles.h), compute is one of:
+// From a model profile (study/model_profiles.h), compute is one of:
 //   - derived from FLOPs: the profile counts forward multiply-adds per
 //     sample (2 FLOPs each); backward costs twice the forward (the
 //     gradients of the inputs and of the weights), so a layer's backward
@@ -31,7 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/model_profiles.h"
+#include "study/model_profiles.h"
 
 namespace gradsync {
 namespace sim {

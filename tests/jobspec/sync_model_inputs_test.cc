@@ -1,5 +1,6 @@
-// The alpha-beta model's inputs for a placed job, which `--mode auto` and
-// `gradsync explain` both predict from.
+// The alpha-beta model's inputs for a placed job with its spec's
+// partitions, which `--mode auto` and `gradsync explain` both predict from
+// (the placement itself: tests/study/sync_placement_test.cc).
 #include "jobspec/sync_model_inputs.h"
 
 #include <string>
@@ -13,29 +14,7 @@
 namespace gradsync {
 namespace {
 
-using ::testing::ElementsAre;
-
 using Shards = std::vector<std::pair<std::string, std::string>>;
-
-TEST(SyncPlacementTest, CountsDistinctHostsAndServers) {
-  const SyncPlacement p =
-      SyncPlacementOf({"a", "a", "b", "a"},
-                      Shards{{"ps-1", "a"}, {"ps-2", "b"}, {"ps-1", "a"}});
-  EXPECT_THAT(p.hosts, ElementsAre("a", "b"));
-  EXPECT_THAT(p.servers, ElementsAre("ps-1", "ps-2"));
-  EXPECT_TRUE(p.colocated);
-}
-
-TEST(SyncPlacementTest, ColocatedOnlyWhenEveryServerIsOnARanksHost) {
-  EXPECT_FALSE(SyncPlacementOf({"a", "b"}, Shards{{"ps-1", "a"}, {"ps-2", "c"}})
-                   .colocated);
-  // A server whose host is unknown is on none of the ranks' hosts.
-  EXPECT_FALSE(SyncPlacementOf({"a", ""}, Shards{{"ps-1", ""}}).colocated);
-  // No shards: no PS at all.
-  const SyncPlacement ring = SyncPlacementOf({"a", "b"}, Shards{});
-  EXPECT_FALSE(ring.colocated);
-  EXPECT_TRUE(ring.servers.empty());
-}
 
 TEST(SyncModelInputsTest, RingOverHostsPsPipelinedInTheSpecsPartitions) {
   JobSpec spec;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
-# rule (a lower layer including a higher one; the CLI framework including
-# a room of commands; a room including one it may not use; a collectives
-# transport including an algorithm, or the other way round; the same for
-# the parameter server's rooms, and a file outside them; a model kind's
-# spec part leaving the job spec's room) and must fail naming the file,
-# line and include; the same tree with the rooms' allowed
+# rule (a lower layer including a higher one; the study including anything
+# but common/; the CLI framework including a room of commands; a room
+# including one it may not use; a collectives transport including an
+# algorithm, or the other way round; the same for the parameter server's
+# rooms, and a file outside them; a model kind's spec part leaving the job
+# spec's room) and must fail naming the file, line and include; the same
+# tree with the rooms' allowed
 # includes passes.
 #
 #   tests/repo/layering_check_test.sh scripts/check_layering.sh
@@ -18,9 +19,11 @@ trap 'rm -rf "$dir"' EXIT
 good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
-  mkdir -p "$dir/tree"/{cli/bench,cli/plan,jobspec,models/mlp}
+  mkdir -p "$dir/tree"/{cli/bench,cli/plan,study/alpha_beta,jobspec,models/mlp}
   mkdir -p "$dir/tree"/collectives/{transports/tcp,algorithms,tcp,nccl}
   cd "$dir/tree"
+  echo '#include "common/status_macros.h"' >study/alpha_beta/sync_model.cc
+  echo '#include "study/alpha_beta/sync_model.h"' >jobspec/sync_model_inputs.h
   echo '#include "common/flags.h"' >cli/framework/command_env.h
   echo '#include "cli/framework/command_env.h"' >cli/control/job_commands.cc
   echo '#include "cli/control/local_cluster.h"' >cli/lab/lab_up.cc
@@ -78,6 +81,15 @@ good_tree
 "$check" "$dir/tree"
 expect_caught worker/main.cc '#include "cli/commands.h"' \
   'worker/main.cc:2: worker includes "cli/commands.h" (cli, a higher layer)'
+expect_caught study/alpha_beta/sync_model.cc '#include "proto/job.pb.h"' \
+  'study/alpha_beta/sync_model.cc:2: study/ includes "proto/job.pb.h"; the study sees only common/ and absl'
+expect_caught study/alpha_beta/sync_model.cc '#include "jobspec/job_spec.h"' \
+  'study/ includes "jobspec/job_spec.h"; the study sees only common/'
+expect_caught study/alpha_beta/sync_model.cc \
+  '#include "collectives/types.h"' \
+  'study/ includes "collectives/types.h"; the study sees only common/'
+expect_caught study/alpha_beta/sync_model.cc '#include <grpcpp/grpcpp.h>' \
+  'study/ includes the gRPC header <grpcpp/grpcpp.h>'
 expect_caught cli/framework/command_env.h \
   '#include "cli/control/command_common.h"' \
   'cli/framework/command_env.h:2: cli/framework includes "cli/control/command_common.h" (cli/control), a room it may not use (it may use: none)'

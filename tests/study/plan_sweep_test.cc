@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "common/model_profiles.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "study/model_profiles.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {

@@ -1,5 +1,5 @@
 // The simulator's parameter-server layouts against hand-computed cases and
-// common/sync_model.h's formulas in the limit of no compute: separate
+// study/alpha_beta/sync_model.h's formulas in the limit of no compute: separate
 // servers unpipelined and pipelined, colocated servers, the incast
 // penalty, the server CPU, the per-partition overhead, and the server
 // classes that aggregate many servers.
@@ -8,9 +8,9 @@
 #include <cmath>
 #include <vector>
 
-#include "common/sync_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "study/alpha_beta/sync_model.h"
 #include "study/sim/step_simulator.h"
 #include "tests/util/status_matchers.h"
 
@@ -124,7 +124,7 @@ TEST(PsModelTest, Colocated_Pipelined_HasNoFillTerm) {
   // K = N = 4, P = 4 partitions of q = S/16. The first push and the last
   // pull have a host's link to themselves (3 flows each way); in between
   // push j+1 and pull j share it (6 flows): 2 (alpha + 3q/B) +
-  // 3 (alpha + 6q/B) = 5 alpha + (N+K-2)/K S/B. common/sync_model.h's
+  // 3 (alpha + 6q/B) = 5 alpha + (N+K-2)/K S/B. study/alpha_beta/sync_model.h's
   // pipelined colocated formula adds a fill term of 1/P on top, which
   // holds for separate servers (push and pull on different links) but
   // over-counts here.

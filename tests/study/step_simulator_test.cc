@@ -1,6 +1,6 @@
 // The step simulator against hand-computed cases and the alpha-beta model
-// of common/sync_model.h in its limits: one bucket on one link, the ring,
-// halving-doubling and hierarchical all-reduce with no compute, overlap
+// of study/alpha_beta/sync_model.h in its limits: one bucket on one link, the
+// ring, halving-doubling and hierarchical all-reduce with no compute, overlap
 // with a long backward, and 16-bit gradients. The PS cases are in
 // ps_model_test.cc.
 #include "study/sim/step_simulator.h"
@@ -8,9 +8,9 @@
 #include <cmath>
 #include <vector>
 
-#include "common/sync_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "study/alpha_beta/sync_model.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
@@ -76,7 +76,7 @@ TEST(StepSimulatorTest, Ring_NoCompute_MatchesAlphaBeta) {
     absl::StatusOr<SimResult> r =
         SimulateStep(Cluster(SimLayout::kRing, n), Layers({int64_t(s / 4)}));
     ASSERT_THAT(r, IsOk());
-    // 2(N-1)(alpha + S/(N B)), as common/sync_model.h has it.
+    // 2(N-1)(alpha + S/(N B)), as study/alpha_beta/sync_model.h has it.
     SyncCase ring;
     ring.workers = n;
     ring.bytes = s;

@@ -52,7 +52,7 @@ enum class EmulatedWait {
 struct SyntheticConfig {
   size_t num_floats = 0;    // gradient length
   size_t chunk_floats = 0;  // callback granularity; 0 = one chunk
-  // A network's layers instead of chunks (common/model_profiles.h): their
+  // A network's layers instead of chunks (study/model_profiles.h): their
   // sizes in forward order (summing to num_floats), reported last first,
   // each when its share of `layer_cost` (e.g. FLOPs; all zero or empty:
   // its share of the floats) of compute_time has passed since the start.

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "common/sync_bandwidth.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 #include "worker/train/ring_sync.h"
 
 namespace gradsync {

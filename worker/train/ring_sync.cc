@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "collectives/half.h"
 #include "common/status_macros.h"
-#include "common/sync_bandwidth.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
 namespace {

@@ -57,7 +57,7 @@ struct SyncStats {
   int64_t bytes_received = 0;
   // Collectives (or pushes) issued for the step.
   int64_t operations = 0;
-  // For the step's algbw and busbw (common/sync_bandwidth.h): S, the
+  // For the step's algbw and busbw (study/alpha_beta/sync_bandwidth.h): S, the
   // gradient bytes this rank synchronised; how long the synchronisation
   // was busy (zero when it could not be read): the sum of the
   // bucket collectives' own durations (ring, Work::Elapsed), or how long

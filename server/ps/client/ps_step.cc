@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
 #include "server/ps/client/ps_client_core.h"
 #include "server/ps/client/ps_step_call.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
 namespace {

@@ -121,7 +121,8 @@ struct PsStepResult {
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
   // How long at least one shard stream was busy: moving bytes or awaiting
-  // its reply, not waiting for Ready (common/sync_bandwidth.h BusyTime).
+  // its reply, not waiting for Ready (study/alpha_beta/sync_bandwidth.h
+  // BusyTime).
   absl::Duration busy = absl::ZeroDuration();
 };
 

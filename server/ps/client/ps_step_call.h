@@ -11,12 +11,12 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/sync_bandwidth.h"
 #include "proto/ps.pb.h"
 #include "server/ps/client/ps_client_stream.h"
 #include "server/ps/client/ps_step.h"
 #include "server/ps/transport/raw_tensor_rpc.h"
 #include "server/ps/transport/tensor_plane_client.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
 

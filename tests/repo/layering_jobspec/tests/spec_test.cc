@@ -1,4 +1,4 @@
 // A fixture of scripts/check_layering.sh: the tests include anything.
 // Not compiled.
 #include "jobspec/job_spec.h"
-#include "server/coordinator/auto_mode.h"
+#include "server/coordinator/job_auto.h"

@@ -1,11 +1,13 @@
 // `gradsync explain JOB`: a job's synchronisation measured against the
-// alpha-beta model (common/sync_model.h), where the time goes, and which
-// path the model says is faster for this job's N, K, S and links.
+// alpha-beta model (study/alpha_beta/sync_model.h), where the time goes, and
+// which path the model says is faster for this job's N, K, S and links.
 //
 // Explain is a pure function of what the coordinator reports (the job's
-// status and step metrics, the parameter servers' hosts) and of the
-// cluster's link facts: the lab's settings (lab.json) or the operator's
-// --link-gbps. It reports, per mode the job ran in:
+// ranks and shards, its step metrics, the parameter servers' hosts: an
+// ExplainInput, which `gradsync explain` reads from the coordinator's
+// protos in cli/lab/explain_command.h) and of the cluster's link facts:
+// the lab's settings (lab.json) or the operator's --link-gbps. It reports,
+// per mode the job ran in:
 //   - the median over its steps of the slowest rank's step, compute,
 //     exposed communication, idle time and sync time;
 //   - the model's sync time for that layout, and the error;
@@ -23,19 +25,55 @@
 // machine (its measured busbw) instead.
 //
 // Errors: FAILED_PRECONDITION when the job reported no step with a sync
-// size yet.
-#ifndef GRADSYNC_CLI_LAB_EXPLAIN_H_
-#define GRADSYNC_CLI_LAB_EXPLAIN_H_
+// size yet. Pure functions; thread-safe.
+#ifndef GRADSYNC_STUDY_EXPLAIN_H_
+#define GRADSYNC_STUDY_EXPLAIN_H_
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/sync_model.h"
-#include "proto/coordinator.pb.h"
+#include "study/alpha_beta/sync_model.h"
+#include "study/sync_path.h"
 
 namespace gradsync {
-namespace lab {
+namespace study {
+
+// One rank's report of one step (the coordinator's StepMetrics).
+struct ExplainStep {
+  int64_t step = 0;
+  int rank = 0;
+  SyncPath mode = SyncPath::kRing;
+  double step_s = 0, compute_s = 0, comm_s = 0, idle_s = 0;
+  double sync_busy_s = 0;
+  int64_t sync_bytes = 0;
+  double switch_s = 0;  // > 0: the step carried a mode switch
+  // PS steps: "plane", "grpc"; "" when the worker did not say.
+  std::string ps_transport;
+};
+
+// One PS shard's traffic (the parameter servers' ShardStats).
+struct ExplainShard {
+  int shard = 0;
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+};
+
+// What explain reads of a job.
+struct ExplainInput {
+  std::string job_id;
+  // The host of each rank, in rank order.
+  std::vector<std::string> rank_hosts;
+  // Per shard: (its server's address, that server's host; "" unknown).
+  std::vector<std::pair<std::string, std::string>> shard_servers;
+  // The PS's partition size, as the job's spec says
+  // (PsPartitionBytes, jobspec/job_spec.h).
+  int64_t ps_partition_bytes = 0;
+  std::vector<ExplainStep> steps;  // every rank's, any order
+  std::vector<ExplainShard> shards;
+};
 
 struct LinkFacts {
   LinkModel model;     // alpha and B (payload bytes/s)
@@ -44,7 +82,7 @@ struct LinkFacts {
 
 // One mode's measurement.
 struct ModeExplanation {
-  SyncMode mode = SYNC_MODE_RING;
+  SyncPath mode = SyncPath::kRing;
   int steps = 0;
   double step_s = 0, compute_s = 0, comm_s = 0, idle_s = 0, sync_s = 0;
   double predicted_s = 0;  // 0: no link is in play (one host)
@@ -78,14 +116,13 @@ struct Explanation {
   std::string verdict;  // which path the model says, by how much, and K*
 };
 
-[[nodiscard]] absl::StatusOr<Explanation> ExplainJob(
-    const JobStatus& job, const GetMetricsResponse& metrics,
-    const ListWorkersResponse& cluster, const LinkFacts& links);
+[[nodiscard]] absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
+                                                     const LinkFacts& links);
 
 // The text `gradsync explain` prints.
 std::string FormatExplanation(const Explanation& e);
 
-}  // namespace lab
+}  // namespace study
 }  // namespace gradsync
 
-#endif  // GRADSYNC_CLI_LAB_EXPLAIN_H_
+#endif  // GRADSYNC_STUDY_EXPLAIN_H_

@@ -1,19 +1,19 @@
-#include "cli/lab/explain.h"
+#include "study/explain.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/median.h"
-#include "jobspec/sync_mode_name.h"
-#include "jobspec/sync_model_inputs.h"
+#include "study/alpha_beta/sync_placement.h"
 
 namespace gradsync {
-namespace lab {
+namespace study {
 namespace {
 
 // Steps after a mode starts that carry the switch or the warm-up.
@@ -32,9 +32,9 @@ std::string TransportText(absl::string_view transport) {
 
 // The slowest rank of one step, and the step's mode (rank 0's).
 struct StepView {
-  SyncMode mode = SYNC_MODE_RING;
+  SyncPath mode = SyncPath::kRing;
   std::string ps_transport;  // "mixed" when the ranks differ
-  const StepMetrics* slowest = nullptr;
+  const ExplainStep* slowest = nullptr;
   double sync_s = 0;
   bool switched = false;
   int ranks = 0;
@@ -42,26 +42,19 @@ struct StepView {
 
 }  // namespace
 
-absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
-                                       const GetMetricsResponse& metrics,
-                                       const ListWorkersResponse& cluster,
+absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
                                        const LinkFacts& links) {
   Explanation e;
-  e.job_id = job.job_id();
-  e.workers = job.ranks_size();
+  e.job_id = job.job_id;
+  e.workers = static_cast<int>(job.rank_hosts.size());
   e.links = links.source;
   std::map<std::string, std::string> server_host;  // address -> host
-  for (const ParameterServerInfo& p : cluster.parameter_servers()) {
-    server_host[p.address()] = p.host();
+  for (const auto& [address, host] : job.shard_servers) {
+    server_host[address] = host;
   }
-  std::vector<std::string> rank_hosts;
-  for (const RankPlacement& r : job.ranks()) rank_hosts.push_back(r.host());
-  std::vector<std::pair<std::string, std::string>> shard_servers;
-  for (const std::string& address : job.ps_addresses()) {
-    shard_servers.emplace_back(address, server_host[address]);
-  }
-  // As `--mode auto` counts them (jobspec/sync_model_inputs.h).
-  const SyncPlacement placement = SyncPlacementOf(rank_hosts, shard_servers);
+  // As `--mode auto` counts them (study/alpha_beta/sync_placement.h).
+  const SyncPlacement placement =
+      SyncPlacementOf(job.rank_hosts, job.shard_servers);
   const std::vector<std::string>& hosts = placement.hosts;
   const std::vector<std::string>& servers = placement.servers;
   e.hosts = static_cast<int>(hosts.size());
@@ -69,27 +62,26 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   e.colocated = placement.colocated;
 
   std::map<int64_t, StepView> steps;
-  for (const StepMetrics& m : metrics.metrics()) {
-    e.sync_bytes = std::max(e.sync_bytes, m.sync_bytes());
-    StepView& v = steps[m.step()];
+  for (const ExplainStep& m : job.steps) {
+    e.sync_bytes = std::max(e.sync_bytes, m.sync_bytes);
+    StepView& v = steps[m.step];
     ++v.ranks;
-    if (m.rank() == 0)
-      v.mode = m.mode() == SYNC_MODE_PS ? SYNC_MODE_PS : SYNC_MODE_RING;
-    v.switched = v.switched || m.switch_s() > 0;
-    if (!m.ps_transport().empty()) {
+    if (m.rank == 0) v.mode = m.mode;
+    v.switched = v.switched || m.switch_s > 0;
+    if (!m.ps_transport.empty()) {
       v.ps_transport =
-          v.ps_transport.empty() || v.ps_transport == m.ps_transport()
-              ? m.ps_transport()
+          v.ps_transport.empty() || v.ps_transport == m.ps_transport
+              ? m.ps_transport
               : "mixed";
     }
-    v.sync_s = std::max(v.sync_s, m.sync_busy_s());
-    if (v.slowest == nullptr || m.step_s() > v.slowest->step_s()) {
+    v.sync_s = std::max(v.sync_s, m.sync_busy_s);
+    if (v.slowest == nullptr || m.step_s > v.slowest->step_s) {
       v.slowest = &m;
     }
   }
   if (e.sync_bytes <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job.job_id(),
+        "job ", job.job_id,
         " has reported no synchronised step yet; explain it once it runs"));
   }
   const double s = static_cast<double>(e.sync_bytes);
@@ -98,7 +90,7 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   // none carries a PS whose servers share that host: the link model has
   // nothing to predict there, and says nothing rather than "0 ms".
   const SyncModelInputs in =
-      SyncModelInputsFromSpec(job.spec(), placement, e.sync_bytes);
+      SyncModelInputsOf(placement, e.sync_bytes, job.ps_partition_bytes);
   e.ring_links = e.hosts >= 2;
   if (e.ring_links) e.ring_predicted_s = PredictSeconds(in.ring, model);
   const bool have_ps = e.servers > 0 && ValidateSyncCase(in.ps).ok();
@@ -106,8 +98,8 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   if (e.ps_links) e.ps_predicted_s = PredictSeconds(in.ps, model);
 
   // Per mode: the settled steps every rank reported.
-  std::map<SyncMode, std::vector<const StepView*>> by_mode;
-  SyncMode previous = SYNC_MODE_UNSPECIFIED;
+  std::map<SyncPath, std::vector<const StepView*>> by_mode;
+  std::optional<SyncPath> previous;  // none before the first step
   int since = 0;
   for (const auto& [index, view] : steps) {
     since = view.mode == previous ? since + 1 : 1;
@@ -119,13 +111,13 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
   }
   // Busiest server: shard (partition) bytes summed per server.
   std::map<std::string, double> server_bytes;
-  const int shard_count = static_cast<int>(metrics.shards_size());
+  const int shard_count = static_cast<int>(job.shards.size());
   const int per_server =
       e.servers > 0 ? std::max(1, shard_count / e.servers) : 1;
-  for (const ps::ShardStats& shard : metrics.shards()) {
-    const int k = std::min(shard.shard() / per_server, e.servers - 1);
+  for (const ExplainShard& shard : job.shards) {
+    const int k = std::min(shard.shard / per_server, e.servers - 1);
     if (k >= 0 && k < static_cast<int>(servers.size())) {
-      server_bytes[servers[k]] += shard.bytes_in() + shard.bytes_out();
+      server_bytes[servers[k]] += shard.bytes_in + shard.bytes_out;
     }
   }
   for (const auto& [mode, views] : by_mode) {
@@ -140,10 +132,10 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
                 ? v->ps_transport
                 : "mixed";
       }
-      step_s.push_back(v->slowest->step_s());
-      compute.push_back(v->slowest->compute_s());
-      comm.push_back(v->slowest->comm_s());
-      idle.push_back(v->slowest->idle_s());
+      step_s.push_back(v->slowest->step_s);
+      compute.push_back(v->slowest->compute_s);
+      comm.push_back(v->slowest->comm_s);
+      idle.push_back(v->slowest->idle_s);
       sync.push_back(v->sync_s);
     }
     m.step_s = Median(step_s);
@@ -151,7 +143,7 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     m.comm_s = Median(comm);
     m.idle_s = Median(idle);
     m.sync_s = Median(sync);
-    const bool is_ps = mode == SYNC_MODE_PS;
+    const bool is_ps = mode == SyncPath::kPs;
     m.predicted_s = is_ps ? e.ps_predicted_s : e.ring_predicted_s;
     m.error = m.sync_s > 0 && m.predicted_s > 0
                   ? RelativeError(m.predicted_s, m.sync_s)
@@ -239,7 +231,7 @@ absl::StatusOr<Explanation> ExplainJob(const JobStatus& job,
     const ModeExplanation* ring_m = nullptr;
     const ModeExplanation* ps_m = nullptr;
     for (const ModeExplanation& m : e.modes) {
-      (m.mode == SYNC_MODE_PS ? ps_m : ring_m) = &m;
+      (m.mode == SyncPath::kPs ? ps_m : ring_m) = &m;
     }
     verdict = absl::StrFormat(
         "every rank%s shares one host, so no link is in play and the link "
@@ -319,7 +311,7 @@ std::string FormatExplanation(const Explanation& e) {
         absl::StrFormat(
             "\n%s (%s), median of %d steps: step %s = compute %s + exposed "
             "comm %s + idle %s\n  %s\n  bottleneck: %s\n",
-            SyncModeName(m.mode), m.layout, m.steps, Ms(m.step_s),
+            SyncPathName(m.mode), m.layout, m.steps, Ms(m.step_s),
             Ms(m.compute_s), Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
   }
   if (e.modes.empty()) {
@@ -331,5 +323,5 @@ std::string FormatExplanation(const Explanation& e) {
   return out;
 }
 
-}  // namespace lab
+}  // namespace study
 }  // namespace gradsync

@@ -25,8 +25,8 @@
 // crosses the node link). With P ranks on every node (N = PQ) the second
 // term is nccl-tests' B(N-1)/(N-Q); on uneven nodes (3 + 1 ranks) the
 // fullest node binds.
-#ifndef GRADSYNC_COMMON_SYNC_BANDWIDTH_H_
-#define GRADSYNC_COMMON_SYNC_BANDWIDTH_H_
+#ifndef GRADSYNC_STUDY_ALPHA_BETA_SYNC_BANDWIDTH_H_
+#define GRADSYNC_STUDY_ALPHA_BETA_SYNC_BANDWIDTH_H_
 
 #include <cstdint>
 #include <vector>
@@ -73,4 +73,4 @@ struct ClusterLinks {
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_COMMON_SYNC_BANDWIDTH_H_
+#endif  // GRADSYNC_STUDY_ALPHA_BETA_SYNC_BANDWIDTH_H_

@@ -1,6 +1,7 @@
 // The bandwidth arithmetic of per-step metrics and `gradsync bench`
-// (common/sync_bandwidth.h), on inputs whose results are known exactly.
-#include "common/sync_bandwidth.h"
+// (study/alpha_beta/sync_bandwidth.h), on inputs whose results are known
+// exactly.
+#include "study/alpha_beta/sync_bandwidth.h"
 
 #include <gtest/gtest.h>
 

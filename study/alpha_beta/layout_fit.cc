@@ -1,4 +1,4 @@
-#include "cli/lab/layout_fit.h"
+#include "study/alpha_beta/layout_fit.h"
 
 #include <cmath>
 
@@ -6,11 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/lab/lab_probe.h"
 #include "common/status_macros.h"
 
 namespace gradsync {
-namespace lab {
+namespace study {
 
 absl::StatusOr<LinkFit> FitWithinLinks(
     const std::vector<SyncObservation>& observations, double payload_Bps) {
@@ -25,14 +24,13 @@ absl::StatusOr<LinkFit> FitWithinLinks(
 
 std::string PerLayoutFits(
     const std::map<std::string, std::vector<SyncObservation>>& by_layout,
-    double reference_bps) {
+    double reference_bps, double payload_Bps) {
   std::vector<std::string> parts;
   for (const auto& [layout, observations] : by_layout) {
     // Fewer cells than this, or cells that vary only one term, leave alpha
     // and B free to trade against each other.
     if (observations.size() < 3) continue;
-    absl::StatusOr<LinkFit> fit =
-        FitWithinLinks(observations, LabPayloadBytesPerSecond(reference_bps));
+    absl::StatusOr<LinkFit> fit = FitWithinLinks(observations, payload_Bps);
     if (!fit.ok()) continue;
     const LinkModel& model = fit->model;
     double sum = 0;
@@ -56,5 +54,5 @@ std::string PerLayoutFits(
   return absl::StrCat("fit per layout: ", absl::StrJoin(parts, "; "));
 }
 
-}  // namespace lab
+}  // namespace study
 }  // namespace gradsync

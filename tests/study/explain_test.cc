@@ -1,14 +1,16 @@
-// `gradsync explain` on a crafted job: per mode, the settled steps'
-// medians against the model, the bottleneck named, and the verdict.
+// The explanation's logic (study/explain.h) on a crafted job: per mode,
+// the settled steps' medians against the model, the bottleneck named, and
+// the verdict.
+#include "study/explain.h"
+
 #include <string>
 
-#include "cli/lab/explain.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {
-namespace lab {
+namespace study {
 namespace {
 
 using ::gradsync::testing::IsOk;
@@ -20,38 +22,30 @@ constexpr int64_t kBytes = 8 << 20;
 
 // Two ranks on h1 and h2, one PS server on s1; 10 ring steps, then 10 PS
 // steps. Rank 1 is the slower one each step.
-struct Crafted {
-  JobStatus job;
-  GetMetricsResponse metrics;
-  ListWorkersResponse cluster;
-};
+// The PS's partitions: the spec's default, 4 MiB.
+constexpr int64_t kPartition = 4 << 20;
 
-Crafted MakeJob(double compute_s = 0.001) {
-  Crafted c;
-  c.job.set_job_id("job-7");
-  for (int r = 0; r < 2; ++r) {
-    RankPlacement* p = c.job.add_ranks();
-    p->set_rank(r);
-    p->set_host(r == 0 ? "h1" : "h2");
-  }
-  c.job.add_ps_addresses("10.0.0.9:1");
-  ParameterServerInfo* ps = c.cluster.add_parameter_servers();
-  ps->set_address("10.0.0.9:1");
-  ps->set_host("s1");
+ExplainInput MakeJob(double compute_s = 0.001) {
+  ExplainInput c;
+  c.job_id = "job-7";
+  c.rank_hosts = {"h1", "h2"};
+  c.shard_servers = {{"10.0.0.9:1", "s1"}};
+  c.ps_partition_bytes = kPartition;
   for (int64_t step = 0; step < 20; ++step) {
     const bool on_ps = step >= 10;
     for (int r = 0; r < 2; ++r) {
-      StepMetrics* m = c.metrics.add_metrics();
-      m->set_rank(r);
-      m->set_step(step);
-      m->set_mode(on_ps ? SYNC_MODE_PS : SYNC_MODE_RING);
-      m->set_sync_bytes(kBytes);
+      ExplainStep m;
+      m.rank = r;
+      m.step = step;
+      m.mode = on_ps ? SyncPath::kPs : SyncPath::kRing;
+      m.sync_bytes = kBytes;
       const double sync = (on_ps ? 0.30 : 0.09) + 0.001 * r;
-      m->set_sync_busy_s(sync);
-      m->set_compute_s(compute_s);
-      m->set_comm_s(sync);
-      m->set_step_s(sync + compute_s + 0.002 * r);
-      if (step == 10) m->set_switch_s(0.5);  // the switch's own step
+      m.sync_busy_s = sync;
+      m.compute_s = compute_s;
+      m.comm_s = sync;
+      m.step_s = sync + compute_s + 0.002 * r;
+      if (step == 10) m.switch_s = 0.5;  // the switch's own step
+      c.steps.push_back(m);
     }
   }
   return c;
@@ -65,9 +59,8 @@ LinkFacts Links() {
 }
 
 TEST(ExplainTest, MeasuredNextToPredictedPerModeWithTheBottleneck) {
-  const Crafted c = MakeJob();
-  absl::StatusOr<Explanation> e =
-      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  const ExplainInput c = MakeJob();
+  absl::StatusOr<Explanation> e = ExplainJob(c, Links());
   ASSERT_THAT(e, IsOk());
   EXPECT_EQ(e->hosts, 2);
   EXPECT_EQ(e->servers, 1);
@@ -80,9 +73,9 @@ TEST(ExplainTest, MeasuredNextToPredictedPerModeWithTheBottleneck) {
   // The settled steps: 2 left out after each start (the ring's first two,
   // the PS's switch step and the next).
   const ModeExplanation& ring =
-      e->modes[0].mode == SYNC_MODE_RING ? e->modes[0] : e->modes[1];
+      e->modes[0].mode == SyncPath::kRing ? e->modes[0] : e->modes[1];
   const ModeExplanation& ps =
-      e->modes[0].mode == SYNC_MODE_PS ? e->modes[0] : e->modes[1];
+      e->modes[0].mode == SyncPath::kPs ? e->modes[0] : e->modes[1];
   EXPECT_EQ(ring.steps, 8);
   EXPECT_EQ(ps.steps, 8);
   EXPECT_NEAR(ring.sync_s, 0.091, 1e-12);
@@ -98,25 +91,23 @@ TEST(ExplainTest, MeasuredNextToPredictedPerModeWithTheBottleneck) {
 }
 
 TEST(ExplainTest, ComputeHeavyStepsBlameCompute) {
-  const Crafted c = MakeJob(/*compute_s=*/1.0);
-  absl::StatusOr<Explanation> e =
-      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  const ExplainInput c = MakeJob(/*compute_s=*/1.0);
+  absl::StatusOr<Explanation> e = ExplainJob(c, Links());
   ASSERT_THAT(e, IsOk());
   for (const ModeExplanation& m : e->modes) {
-    EXPECT_THAT(m.bottleneck, HasSubstr("compute:")) << m.mode;
+    EXPECT_THAT(m.bottleneck, HasSubstr("compute:")) << SyncPathName(m.mode);
   }
 }
 
 TEST(ExplainTest, LinksThatExplainLittleSaySo) {
-  Crafted c = MakeJob();
+  ExplainInput c = MakeJob();
   // 10x slower than the links allow.
-  for (StepMetrics& m : *c.metrics.mutable_metrics()) {
-    m.set_sync_busy_s(m.sync_busy_s() * 10);
-    m.set_step_s(m.step_s() * 10);
-    m.set_comm_s(m.comm_s() * 10);
+  for (ExplainStep& m : c.steps) {
+    m.sync_busy_s *= 10;
+    m.step_s *= 10;
+    m.comm_s *= 10;
   }
-  absl::StatusOr<Explanation> e =
-      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  absl::StatusOr<Explanation> e = ExplainJob(c, Links());
   ASSERT_THAT(e, IsOk());
   EXPECT_THAT(e->modes[0].bottleneck, HasSubstr("the links explain only"));
 }
@@ -126,21 +117,20 @@ TEST(ExplainTest, LinksThatExplainLittleSaySo) {
 // plane as the remedy; a PS on the plane measured as slow is not.
 TEST(ExplainTest, KnowsThePsTransportAndBlamesGrpcWhenTheLinksDoNot) {
   for (const std::string transport : {"grpc", "plane"}) {
-    Crafted c = MakeJob();
-    for (StepMetrics& m : *c.metrics.mutable_metrics()) {
-      if (m.mode() != SYNC_MODE_PS) continue;
-      m.set_ps_transport(transport);
-      m.set_sync_busy_s(m.sync_busy_s() * 10);
-      m.set_step_s(m.step_s() * 10);
-      m.set_comm_s(m.comm_s() * 10);
+    ExplainInput c = MakeJob();
+    for (ExplainStep& m : c.steps) {
+      if (m.mode != SyncPath::kPs) continue;
+      m.ps_transport = transport;
+      m.sync_busy_s *= 10;
+      m.step_s *= 10;
+      m.comm_s *= 10;
     }
-    absl::StatusOr<Explanation> e =
-        ExplainJob(c.job, c.metrics, c.cluster, Links());
+    absl::StatusOr<Explanation> e = ExplainJob(c, Links());
     ASSERT_THAT(e, IsOk());
     const ModeExplanation& ps =
-        e->modes[0].mode == SYNC_MODE_PS ? e->modes[0] : e->modes[1];
+        e->modes[0].mode == SyncPath::kPs ? e->modes[0] : e->modes[1];
     const ModeExplanation& ring =
-        e->modes[0].mode == SYNC_MODE_PS ? e->modes[1] : e->modes[0];
+        e->modes[0].mode == SyncPath::kPs ? e->modes[1] : e->modes[0];
     EXPECT_EQ(ps.ps_transport, transport);
     EXPECT_EQ(ring.ps_transport, "");
     EXPECT_THAT(ps.bottleneck, HasSubstr("the links explain only"));
@@ -160,11 +150,10 @@ TEST(ExplainTest, KnowsThePsTransportAndBlamesGrpcWhenTheLinksDoNot) {
 // the PS's server shares the host. explain predicts nothing, never prints
 // "0.0 ms predicted" or "x0.00", and compares what each path reached.
 TEST(ExplainTest, OneHost_NoLinkInPlay_NoZeroPredictionMeasuredComparison) {
-  Crafted c = MakeJob();
-  c.job.mutable_ranks(1)->set_host("h1");
-  c.cluster.mutable_parameter_servers(0)->set_host("h1");
-  absl::StatusOr<Explanation> e =
-      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ExplainInput c = MakeJob();
+  c.rank_hosts[1] = "h1";
+  c.shard_servers[0].second = "h1";
+  absl::StatusOr<Explanation> e = ExplainJob(c, Links());
   ASSERT_THAT(e, IsOk());
   EXPECT_EQ(e->hosts, 1);
   EXPECT_TRUE(e->colocated);
@@ -181,7 +170,7 @@ TEST(ExplainTest, OneHost_NoLinkInPlay_NoZeroPredictionMeasuredComparison) {
   }
   // The ring: 8 MiB in 91 ms, busbw = algbw * 2(N-1)/N = algbw.
   const ModeExplanation& ring =
-      e->modes[0].mode == SYNC_MODE_RING ? e->modes[0] : e->modes[1];
+      e->modes[0].mode == SyncPath::kRing ? e->modes[0] : e->modes[1];
   EXPECT_NEAR(ring.busbw, kBytes / 0.091, 1);
   EXPECT_THAT(e->verdict, HasSubstr("no link is in play"));
   EXPECT_THAT(e->verdict,
@@ -199,10 +188,9 @@ TEST(ExplainTest, OneHost_NoLinkInPlay_NoZeroPredictionMeasuredComparison) {
 // Ranks on one host, the server on another: the PS still crosses a link
 // and is predicted; the ring is not.
 TEST(ExplainTest, OneWorkerHostSeparateServer_PsPredictedRingNot) {
-  Crafted c = MakeJob();
-  c.job.mutable_ranks(1)->set_host("h1");
-  absl::StatusOr<Explanation> e =
-      ExplainJob(c.job, c.metrics, c.cluster, Links());
+  ExplainInput c = MakeJob();
+  c.rank_hosts[1] = "h1";
+  absl::StatusOr<Explanation> e = ExplainJob(c, Links());
   ASSERT_THAT(e, IsOk());
   EXPECT_FALSE(e->ring_links);
   EXPECT_TRUE(e->ps_links);
@@ -212,13 +200,13 @@ TEST(ExplainTest, OneWorkerHostSeparateServer_PsPredictedRingNot) {
 }
 
 TEST(ExplainTest, NoSynchronisedStepYetIsAnError) {
-  Crafted c = MakeJob();
-  c.metrics.clear_metrics();
-  EXPECT_THAT(ExplainJob(c.job, c.metrics, c.cluster, Links()),
+  ExplainInput c = MakeJob();
+  c.steps.clear();
+  EXPECT_THAT(ExplainJob(c, Links()),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("no synchronised step yet")));
 }
 
 }  // namespace
-}  // namespace lab
+}  // namespace study
 }  // namespace gradsync

@@ -1,4 +1,4 @@
-#include "common/sync_model.h"
+#include "study/alpha_beta/sync_model.h"
 
 #include <cmath>
 #include <vector>

@@ -1,6 +1,6 @@
 // The published networks' parameter tensors: the totals their papers and
 // torchvision/Hugging Face give, FLOPs of the right size, and the scaling.
-#include "common/model_profiles.h"
+#include "study/model_profiles.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "common/sync_bandwidth.h"
+#include "study/alpha_beta/sync_bandwidth.h"
 
 #include <algorithm>
 

@@ -23,8 +23,8 @@
 // sequence products are counted with the attention output projection.
 //
 // Pure functions; thread-safe.
-#ifndef GRADSYNC_COMMON_MODEL_PROFILES_H_
-#define GRADSYNC_COMMON_MODEL_PROFILES_H_
+#ifndef GRADSYNC_STUDY_MODEL_PROFILES_H_
+#define GRADSYNC_STUDY_MODEL_PROFILES_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -61,4 +61,4 @@ int64_t TotalParams(const std::vector<ProfileTensor>& tensors);
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_COMMON_MODEL_PROFILES_H_
+#endif  // GRADSYNC_STUDY_MODEL_PROFILES_H_

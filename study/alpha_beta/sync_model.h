@@ -44,8 +44,8 @@
 // much as a 1 s one.
 //
 // Threading: plain functions of their arguments.
-#ifndef GRADSYNC_COMMON_SYNC_MODEL_H_
-#define GRADSYNC_COMMON_SYNC_MODEL_H_
+#ifndef GRADSYNC_STUDY_ALPHA_BETA_SYNC_MODEL_H_
+#define GRADSYNC_STUDY_ALPHA_BETA_SYNC_MODEL_H_
 
 #include <string>
 #include <vector>
@@ -141,4 +141,4 @@ double RelativeError(double predicted, double measured);
 
 }  // namespace gradsync
 
-#endif  // GRADSYNC_COMMON_SYNC_MODEL_H_
+#endif  // GRADSYNC_STUDY_ALPHA_BETA_SYNC_MODEL_H_

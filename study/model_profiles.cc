@@ -1,4 +1,4 @@
-#include "common/model_profiles.h"
+#include "study/model_profiles.h"
 
 #include <cmath>
 #include <utility>
