@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/secret.h"
 #include "jobspec/link_probe_spec.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace {

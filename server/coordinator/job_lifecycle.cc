@@ -9,10 +9,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
 #include "jobspec/link_probe_spec.h"
+#include "security/secret.h"
 #include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
 

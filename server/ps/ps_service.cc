@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/model_init/mlp_layout.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
+#include "security/secret.h"
 #include "server/ps/shard_range.h"
 
 namespace gradsync {

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/certs.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/certs.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"

@@ -11,9 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/secret.h"
 #include "server/ps/ps_client.h"
 #include "server/ps/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/secret.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/tensor_plane_client.h"
 #include "server/ps/tensor_plane_server.h"

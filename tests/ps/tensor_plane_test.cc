@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/secret.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/tensor_plane_client.h"
 #include "server/ps/tensor_plane_server.h"
