@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
-# rule (a lower layer including a higher one; the CLI framework including
-# a room of commands; a room including one it may not use) and must fail
+# rule (a lower layer including a higher one; common/ including security/
+# or observability/, or those two including each other; the CLI framework
+# including a room of commands; a room including one it may not use) and
+# must fail
 # naming the file, line and include; the same tree with the rooms' allowed
 # includes passes.
 #
@@ -15,7 +17,7 @@ trap 'rm -rf "$dir"' EXIT
 good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
-  mkdir -p "$dir/tree"/{cli/bench,cli/plan}
+  mkdir -p "$dir/tree"/{cli/bench,cli/plan,security,observability}
   cd "$dir/tree"
   echo '#include "common/flags.h"' >cli/framework/command_env.h
   echo '#include "cli/framework/command_env.h"' >cli/control/job_commands.cc
@@ -25,6 +27,13 @@ good_tree() {
   echo '#include "cli/lab/lab_config.h"' >cli/plan/sim_flags.cc
   echo '#include "cli/bench/bench_command.h"' >cli/commands.cc
   echo '#include "common/flags.h"' >worker/main.cc
+  echo '#include "security/tls.h"' >>worker/main.cc
+  echo '#include "observability/metrics_http.h"' >>worker/main.cc
+  echo '#include "common/flags.h"' >security/tls.cc
+  echo '#include "security/tls_dir.h"' >>security/tls.cc
+  echo '#include "common/flags.h"' >observability/metrics_http.cc
+  echo '#include "observability/prometheus.h"' >>observability/metrics_http.cc
+  echo '#include "common/units.h"' >common/flags.cc
   cd - >/dev/null
 }
 
@@ -48,7 +57,17 @@ expect_caught() {
 good_tree
 "$check" "$dir/tree"
 expect_caught worker/main.cc '#include "cli/commands.h"' \
-  'worker/main.cc:2: worker includes "cli/commands.h" (cli, a higher layer)'
+  'worker/main.cc:4: worker includes "cli/commands.h" (cli, a higher layer)'
+expect_caught common/flags.cc '#include "security/tls.h"' \
+  'common/flags.cc:2: common/ includes "security/tls.h" (security/), a room beside it'
+expect_caught common/flags.cc '#include "observability/prometheus.h"' \
+  'common/flags.cc:2: common/ includes "observability/prometheus.h" (observability/)'
+expect_caught security/tls.cc '#include "observability/prometheus.h"' \
+  'security/tls.cc:3: security/ includes "observability/prometheus.h" (observability/)'
+expect_caught observability/metrics_http.cc '#include "security/secret.h"' \
+  'observability/metrics_http.cc:3: observability/ includes "security/secret.h" (security/)'
+expect_caught security/tls.cc '#include "worker/main.h"' \
+  'security/tls.cc:3: security includes "worker/main.h" (worker, a higher layer)'
 expect_caught cli/framework/command_env.h \
   '#include "cli/control/command_common.h"' \
   'cli/framework/command_env.h:2: cli/framework includes "cli/control/command_common.h" (cli/control), a room it may not use (it may use: none)'
