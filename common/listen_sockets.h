@@ -1,5 +1,5 @@
 // The listening sockets of a gRPC port that gradsync accepts itself
-// (grpc_listener.h), bound as gRPC 1.51 binds "host:port": a wildcard
+// (security/grpc_listener.h), bound as gRPC 1.51 binds "host:port": a wildcard
 // host (0.0.0.0, ::) as one dual-stack [::] socket when the machine has
 // IPv6 (else 0.0.0.0), a name as every address it resolves to, on one
 // port (port 0: the first bind picks it). SO_REUSEADDR, so that a

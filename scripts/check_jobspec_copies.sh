@@ -22,7 +22,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-files=$(for dir in common collectives study models server worker cli python; do
+files=$(for dir in common security observability collectives study models server worker cli python; do
   if [ -d "$dir" ]; then
     find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \
       -o -name '*.cuh' \)

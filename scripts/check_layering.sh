@@ -2,8 +2,8 @@
 # The layering rule, checked over every C++/CUDA source under ROOT (default:
 # the repository this script sits in):
 #
-#   common -> collectives -> study -> server/{store,coordinator,ps}
-#          -> worker -> cli
+#   common · security · observability -> collectives -> study
+#          -> server/{store,coordinator,ps} -> worker -> cli
 #
 # (python/, the C API under the Python package, shares the cli floor)
 # with the tests above all. study/ (what the project studies, as plain
@@ -24,6 +24,13 @@
 # mode's settings), proto/ and itself, never server/. collectives/
 # also stays free of gRPC (it sees the rendezvous only through Store), so
 # it includes no <grpc...> header.
+#
+# The bottom floor holds three rooms: common/ (the foundations: status,
+# units, flags, threads, JSON, hosts, gRPC helpers), security/ (secrets,
+# certificates, TLS, refused handshakes, path roots) and observability/
+# (Prometheus, /metrics, the health port). security/ and observability/
+# each include common/ and themselves, not each other (nothing needs it);
+# common/ includes neither; every floor above may include all three.
 #
 # models/ holds the model kinds, a folder each (models/model_kind_spec.h):
 # a kind's spec part (models/model_kinds.*, models/model_kind_spec.h and
@@ -78,7 +85,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-files=$(for dir in common collectives study jobspec models server worker cli python tests; do
+files=$(for dir in common security observability collectives study jobspec models server worker cli python tests; do
   if [ -d "$dir" ]; then
     find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \
       -o -name '*.cuh' \)
@@ -96,7 +103,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
   # The floor of a path relative to the root, or -1 when it is outside
   # the layered tree (absl/, gtest/, system headers, ...).
   function floor_of(path) {
-    if (path ~ /^common\//) return 0
+    if (path ~ /^(common|security|observability)\//) return 0
     if (path ~ /^collectives\//) return 1
     if (path ~ /^study\//) return 2
     if (path ~ /^(proto|jobspec|server\/store|server\/coordinator|server\/ps)\//)
@@ -114,6 +121,13 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
     return path ~ /^jobspec\// ||
       path ~ /^models\/model_kinds?(_spec)?\.(h|cc)$/ ||
       path ~ /^models\/[^\/]+\/[^\/]+_spec\.(h|cc)$/
+  }
+  # The room of a path on the bottom floor: common, security or
+  # observability; "" elsewhere.
+  function bottom_room(path,    parts) {
+    if (path !~ /^(common|security|observability)\//) return ""
+    split(path, parts, "/")
+    return parts[1]
   }
   # The room of a path under cli/: framework, bench, control, lab or plan;
   # "top" for cli/*.{h,cc}; "" outside cli/ (or in a folder not listed).
@@ -194,7 +208,14 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
       next
     }
     if (to > from) {
-      printf "%s:%s: %s includes \"%s\" (%s, a higher layer); move the shared code down to the lower layer (common/ for what several rooms need)\n", file, line, names[from + 1], target, names[to + 1]
+      printf "%s:%s: %s includes \"%s\" (%s, a higher layer); move the shared code down to the lower layer (common/ for what several rooms need)\n", file, line, (from == 0 ? bottom_room(file) : names[from + 1]), target, names[to + 1]
+      violations++
+      next
+    }
+    below = bottom_room(file)
+    under = bottom_room(target)
+    if (below != "" && under != "" && under != below && under != "common") {
+      printf "%s:%s: %s/ includes \"%s\" (%s/), a room beside it; common/ includes neither security/ nor observability/, and those two include only common/ and themselves\n", file, line, below, target, under
       violations++
       next
     }
@@ -229,7 +250,7 @@ awk -F: -v nfiles="$(wc -l <<<"$files")" '
   }
   END {
     if (violations > 0) {
-      printf "check_layering: %d include(s) break the layering common -> collectives -> study -> server -> worker -> cli -> tests, the collectives rooms (the root beneath transports and algorithms, both beneath the tcp backend), the server/ps rooms (shard and transport beneath client and daemon) or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
+      printf "check_layering: %d include(s) break the layering common (security, observability) -> collectives -> study -> server -> worker -> cli -> tests, the collectives rooms (the root beneath transports and algorithms, both beneath the tcp backend), the server/ps rooms (shard and transport beneath client and daemon) or the cli rooms (cli/framework beneath bench, control, lab and plan)\n", violations
       exit 1
     }
     printf "check_layering: %d files, %d includes, layering holds\n", nfiles, includes

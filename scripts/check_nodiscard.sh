@@ -23,7 +23,7 @@ set -euo pipefail
 ROOT=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$ROOT"
 
-sources=$(for dir in common collectives study jobspec models server worker cli tests; do
+sources=$(for dir in common security observability collectives study jobspec models server worker cli tests; do
   [ -d "$dir" ] && find "$dir" -type f \( -name '*.h' -o -name '*.cc' \
     -o -name '*.cu' -o -name '*.cuh' \)
 done | sort)

@@ -9,11 +9,11 @@ PACKAGES=(
   lld
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev
-  # credentials, job secrets and their HMACs (common/secret.h)
+  # credentials, job secrets and their HMACs (security/secret.h)
   libssl-dev
   # the coordinator's state database (--state-db), which outlives restarts
   libsqlite3-dev
-  # every daemon's Prometheus /metrics endpoint (common/metrics_http.h)
+  # every daemon's Prometheus /metrics endpoint (observability/metrics_http.h)
   libcpp-httplib-dev
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
   # the bottleneck lab (gradsync lab): namespaces, veths and tc; its plots

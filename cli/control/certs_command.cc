@@ -6,10 +6,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/framework/output_format.h"
-#include "common/certs.h"
 #include "common/flags.h"
 #include "common/json.h"
-#include "common/tls_dir.h"
+#include "security/certs.h"
+#include "security/tls_dir.h"
 
 namespace gradsync {
 namespace cli {

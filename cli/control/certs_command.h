@@ -1,6 +1,6 @@
 // `gradsync certs init DIR [--days N] [--force]`: a cluster CA and the
 // certificates it signs for the daemons and the users, written to DIR
-// (common/tls_dir.h lists the files; common/certs.h what each carries).
+// (security/tls_dir.h lists the files; security/certs.h what each carries).
 //
 //   gradsync certs init /etc/gradsync/tls
 //   gradsync-coordinator --tls-dir /etc/gradsync/tls ...

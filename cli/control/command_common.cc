@@ -13,7 +13,7 @@
 #include "cli/control/local_command.h"
 #include "cli/control/progress.h"
 #include "cli/framework/format.h"
-#include "common/secret.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace cli {

@@ -20,7 +20,7 @@
 #include "cli/framework/command_env.h"
 #include "cli/framework/parse_command.h"
 #include "common/flags.h"
-#include "common/tls.h"
+#include "security/tls.h"
 
 namespace gradsync {
 namespace cli {

@@ -28,8 +28,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/tls.h"
 #include "proto/coordinator.pb.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
@@ -51,7 +51,7 @@ struct ClientConfig {
   absl::Duration rpc_timeout = absl::Seconds(10);
   // The users' token, sent with every call (empty: none).
   std::string token;
-  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  // Mutual TLS or plaintext (security/tls.h); default plaintext.
   GrpcSecurity security;
   // Not OK when the token or the TLS files could not be had (an
   // unreadable --token-file, a --tls-dir without client.pem): every call

@@ -48,7 +48,7 @@ inline constexpr absl::string_view kStateDbFileName = "coordinator.db";
 // The daemons' join token (their --join-token-file), beside it.
 inline constexpr absl::string_view kJoinTokenFileName = "join-token";
 // The local cluster's TLS directory under the run directory: its own CA
-// and certificates (common/tls_dir.h), made fresh by each `local up`.
+// and certificates (security/tls_dir.h), made fresh by each `local up`.
 inline constexpr absl::string_view kTlsDirName = "tls";
 
 // One daemon of the cluster.

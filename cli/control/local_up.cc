@@ -25,12 +25,12 @@
 #include "absl/time/clock.h"
 #include "cli/control/control_client.h"
 #include "cli/control/local_cluster.h"
-#include "common/certs.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
-#include "common/tls.h"
-#include "common/tls_dir.h"
 #include "common/wait_status.h"
+#include "security/certs.h"
+#include "security/secret.h"
+#include "security/tls.h"
+#include "security/tls_dir.h"
 #include "server/coordinator/state_db_files.h"
 
 namespace gradsync {

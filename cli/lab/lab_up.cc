@@ -20,8 +20,8 @@
 #include "cli/control/local_cluster.h"
 #include "cli/lab/lab_probe.h"
 #include "cli/lab/lab_state.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace lab {

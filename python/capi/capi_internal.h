@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "common/tls.h"
 #include "proto/coordinator.pb.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/coordinator_store.h"
 

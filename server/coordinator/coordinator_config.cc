@@ -1,7 +1,7 @@
 #include "server/coordinator/coordinator_config.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/path_roots.h"
+#include "security/path_roots.h"
 
 namespace gradsync {
 namespace {

@@ -39,7 +39,7 @@ struct CoordinatorConfig {
   // latency per message.
   double link_bandwidth_Bps = 0;
   double link_alpha_s = 0;
-  // Where jobs may keep checkpoints (common/path_roots.h, NormalizeRoot'ed):
+  // Where jobs may keep checkpoints (security/path_roots.h, NormalizeRoot'ed):
   // a spec whose checkpoint.directory or checkpoint.resumeFrom lies
   // elsewhere is refused at submit. Empty: any path.
   std::vector<std::string> checkpoint_roots;

@@ -1,5 +1,5 @@
-// The coordinator's Prometheus series (common/prometheus.h), read at scrape
-// time from the state it already keeps under CoordinatorState::mu: no
+// The coordinator's Prometheus series (observability/prometheus.h), read at
+// scrape time from the state it already keeps under CoordinatorState::mu: no
 // counter here is kept twice. CoordinatorService::CollectMetrics takes the
 // lock and calls CollectCoordinatorMetricsLocked; the daemon registers
 // that as a collector of its MetricsRegistry.
@@ -28,7 +28,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
-#include "common/prometheus.h"
+#include "observability/prometheus.h"
 #include "server/coordinator/coordinator_state.h"
 
 namespace gradsync {

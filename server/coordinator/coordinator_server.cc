@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   // The coordinator accepts its connections itself, so that a client it
   // turns away (plaintext against TLS, a certificate of another CA) is
-  // named in its log (common/grpc_listener.h). The port is bound
+  // named in its log (security/grpc_listener.h). The port is bound
   // exclusively: a second coordinator on it would split the workers.
   GrpcListenerOptions listener;
   listener.server = "coordinator";

@@ -14,7 +14,7 @@
 // max_threads calls can wait while others still get a thread. Past that
 // bound new calls fail at once with RESOURCE_EXHAUSTED. One more thread
 // accepts the connections and hands them to gRPC, reporting those it
-// turns away before any call (common/grpc_listener.h).
+// turns away before any call (security/grpc_listener.h).
 //
 // Errors (Start): INVALID_ARGUMENT for an address that is not host:port or
 // a bad config; UNAVAILABLE if the address cannot be bound.
@@ -31,10 +31,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_listener.h"
-#include "common/metrics_http.h"
-#include "common/prometheus.h"
-#include "common/tls.h"
+#include "observability/metrics_http.h"
+#include "observability/prometheus.h"
+#include "security/grpc_listener.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/coordinator_rpc.h"
 #include "server/coordinator/coordinator_service.h"
@@ -46,13 +46,13 @@ struct CoordinatorServerOptions {
   // can wait at the same time (about 2 per worker plus one per rank in a
   // store wait or barrier, plus one per watching CLI).
   int max_threads = 4096;
-  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  // Mutual TLS or plaintext (security/tls.h); default plaintext.
   GrpcSecurity security;
-  // Where to serve Prometheus metrics (common/metrics_http.h; the daemon's
-  // --metrics-listen); empty: nowhere.
+  // Where to serve Prometheus metrics (observability/metrics_http.h; the
+  // daemon's --metrics-listen); empty: nowhere.
   std::string metrics_listen;
   // Where the connections it turns away before any call are reported (the
-  // peer, the likely cause, what to do; common/grpc_listener.h), and the
+  // peer, the likely cause, what to do; security/grpc_listener.h), and the
   // process's GrpcLogTap, without which a TLS handshake that fails inside
   // gRPC is not named. Default: stderr, no tap.
   HandshakeReporting handshakes;

@@ -11,12 +11,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/advertised_address.h"
-#include "common/path_roots.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
-#include "server/coordinator/coordinator_metrics.h"
 #include "jobspec/job_spec.h"
+#include "security/path_roots.h"
+#include "security/secret.h"
+#include "server/coordinator/coordinator_metrics.h"
 
 namespace gradsync {
 

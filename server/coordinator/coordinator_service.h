@@ -42,7 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
-#include "common/prometheus.h"
+#include "observability/prometheus.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_config.h"
 #include "server/coordinator/coordinator_state.h"

@@ -77,7 +77,7 @@ struct CoordinatorState {
   const CoordinatorConfig config;
   // Random for each state (each run without a state store): parameter
   // servers get it at registration, a job's workers get
-  // PsTokenForJob(shard_key, job) with their assignment (common/secret.h).
+  // PsTokenForJob(shard_key, job) with their assignment (security/secret.h).
   const std::string shard_key;
   // How many coordinators started on this state, this one included (1
   // without a state store).

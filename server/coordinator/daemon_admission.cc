@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/certs.h"
-#include "common/secret.h"
+#include "security/certs.h"
+#include "security/secret.h"
 
 namespace gradsync {
 

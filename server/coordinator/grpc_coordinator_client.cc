@@ -14,8 +14,8 @@
 #include "common/grpc_status.h"
 #include "common/rpc_deadline.h"
 #include "common/status_macros.h"
-#include "common/tls.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "security/tls.h"
 
 namespace gradsync {
 namespace {

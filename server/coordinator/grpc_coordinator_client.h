@@ -19,7 +19,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "common/tls.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 
 namespace gradsync {
@@ -33,7 +33,7 @@ struct CoordinatorChannelOptions {
   // No limit on received messages (the metrics of long jobs pass gRPC's
   // default 4 MiB).
   bool unlimited_receive = false;
-  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  // Mutual TLS or plaintext (security/tls.h); default plaintext.
   GrpcSecurity security;
 };
 

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/secret.h"
 #include "jobspec/auto_mode_spec.h"
 #include "models/link_probe/link_probe_spec.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace {

@@ -9,7 +9,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
 #include "models/link_probe/link_probe_spec.h"

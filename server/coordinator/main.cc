@@ -23,12 +23,12 @@
 #include "absl/time/time.h"
 #include "common/advertised_address.h"
 #include "common/flags.h"
-#include "common/grpc_log_tap.h"
-#include "common/health_server.h"
-#include "common/metrics_http.h"
-#include "common/path_roots.h"
-#include "common/secret.h"
-#include "common/tls.h"
+#include "observability/health_server.h"
+#include "observability/metrics_http.h"
+#include "security/grpc_log_tap.h"
+#include "security/path_roots.h"
+#include "security/secret.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_server.h"
 #include "server/coordinator/sqlite_state_store.h"
 
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
               << " gradsync-coordinator: " << line << std::endl;
   };
   // gRPC's log function from here on, so that its "Handshake failed" lines
-  // reach the server, which names the peer (common/grpc_log_tap.h). Made
+  // reach the server, which names the peer (security/grpc_log_tap.h). Made
   // before the server and destroyed after it.
   absl::StatusOr<std::unique_ptr<gradsync::GrpcLogTap>> grpc_log =
       gradsync::GrpcLogTap::Install();

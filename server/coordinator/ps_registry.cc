@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/host.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/wire_version.h"
+#include "security/secret.h"
 #include "server/coordinator/worker_registry.h"
 
 namespace gradsync {

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/wire_version.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace {

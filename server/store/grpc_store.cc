@@ -13,8 +13,8 @@
 #include "common/grpc_connect.h"
 #include "common/grpc_status.h"
 #include "common/rpc_deadline.h"
-#include "common/tls.h"
 #include "proto/store.grpc.pb.h"
+#include "security/tls.h"
 
 namespace gradsync {
 namespace {

@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collectives/store.h"
-#include "common/tls.h"
+#include "security/tls.h"
 
 namespace gradsync {
 
@@ -38,7 +38,7 @@ inline constexpr absl::Duration kRpcGrace = absl::Seconds(2);
 inline constexpr absl::Duration kUnaryRpcTimeout = absl::Seconds(30);
 
 // Connects to the store server at `target` ("host:port"), secured as
-// `security` says (common/tls.h), waiting up to `connect_timeout` for the
+// `security` says (security/tls.h), waiting up to `connect_timeout` for the
 // connection to be ready.
 // Errors: INVALID_ARGUMENT for an empty target; UNAVAILABLE "store at
 // <target> is unreachable after <timeout>; ..." when no connection could be

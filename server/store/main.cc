@@ -18,8 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
-#include "common/health_server.h"
-#include "common/tls.h"
+#include "observability/health_server.h"
+#include "security/tls.h"
 #include "server/store/store_server.h"
 
 namespace {

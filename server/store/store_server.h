@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "collectives/memory_store.h"
-#include "common/tls.h"
+#include "security/tls.h"
 #include "server/store/store_service.h"
 
 namespace gradsync {
@@ -42,7 +42,7 @@ struct StoreServerOptions {
   // beyond it fail at once with RESOURCE_EXHAUSTED. Threads are only made
   // as calls need them.
   int max_threads = 4096;
-  // Mutual TLS or plaintext (common/tls.h); default plaintext.
+  // Mutual TLS or plaintext (security/tls.h); default plaintext.
   GrpcSecurity security;
 };
 

@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/health_server.h"  // EnableHealthAndReflection
+#include "observability/health_server.h"  // EnableHealthAndReflection
 
 namespace gradsync {
 

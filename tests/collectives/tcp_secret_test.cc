@@ -16,9 +16,9 @@
 #include "collectives/tcp/tcp_communicator.h"
 #include "collectives/transports/tcp/socket.h"
 #include "collectives/transports/tcp/wire.h"
-#include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/secret.h"
 #include "tests/collectives/rank_group.h"
 
 namespace gradsync::testing {

@@ -2,7 +2,7 @@
 // (grpc.health.v1.Health/Check: SERVING) and server reflection
 // (grpc.reflection.v1alpha: its services listed), as Kubernetes probes,
 // grpc_health_probe, grpcurl and grpc_cli expect; so does the plaintext
-// probe port (--health-listen, common/health_server.h), with readiness.
+// probe port (--health-listen, observability/health_server.h), with readiness.
 // The calls are made with raw bytes, as those tools send them: the tests
 // link no generated code for either protocol.
 #include <grpcpp/channel.h>
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/health_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "observability/health_server.h"
 #include "server/coordinator/coordinator_server.h"
 #include "server/ps/daemon/ps_server.h"
 #include "server/store/store_server.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "common/prometheus.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "observability/prometheus.h"
 #include "server/coordinator/coordinator_server.h"
 #include "server/ps/daemon/ps_server.h"
 #include "tests/coordinator/coordinator_test_util.h"

@@ -1,5 +1,5 @@
 // The coordinator names the clients it turns away before any call
-// (common/grpc_listener.h), over real handshakes with a coordinator in
+// (security/grpc_listener.h), over real handshakes with a coordinator in
 // this process: at a TLS coordinator, a plaintext gRPC client, one that
 // speaks no TLS, a client with a certificate of another CA, one with
 // another cluster's whole TLS directory (it hangs up on ours) and one with
@@ -29,12 +29,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/grpc_log_tap.h"
 #include "common/grpc_status.h"
-#include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "security/grpc_log_tap.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_server.h"
 #include "tests/util/status_matchers.h"
 #include "tests/util/two_clusters.h"

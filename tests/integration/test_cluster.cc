@@ -16,11 +16,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "common/certs.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
-#include "common/tls.h"
-#include "common/tls_dir.h"
+#include "security/certs.h"
+#include "security/tls.h"
+#include "security/tls_dir.h"
 
 namespace gradsync {
 namespace testing {

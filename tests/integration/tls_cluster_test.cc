@@ -12,13 +12,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
-#include "common/certs.h"
 #include "common/grpc_status.h"
-#include "common/tls.h"
-#include "common/tls_dir.h"
 #include "common/wire_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/certs.h"
+#include "security/tls.h"
+#include "security/tls_dir.h"
 #include "tests/integration/child_process.h"
 #include "tests/integration/cluster_test_base.h"
 

@@ -1,5 +1,5 @@
 // A parameter server names the clients its gRPC port turns away
-// (common/grpc_listener.h, as the coordinator does): at a TLS server in
+// (security/grpc_listener.h, as the coordinator does): at a TLS server in
 // this process, a plaintext gRPC client and a client with a certificate of
 // another CA are each reported with their address, the cause and what to
 // do, in the words of a parameter server. Every wait has a deadline.
@@ -18,8 +18,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/grpc_log_tap.h"
-#include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/client/ps_admin_client.h"

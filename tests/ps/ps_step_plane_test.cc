@@ -8,7 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/certs.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -11,7 +11,6 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/client/ps_client.h"

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/secret.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/ps/daemon/ps_service.h"

@@ -13,7 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check_layering.sh against small trees made here: each breaks one
-# rule (a lower layer including a higher one; the study including anything
-# but common/; the CLI framework including a room of commands; a room
+# rule (a lower layer including a higher one; common/ including security/
+# or observability/, or those two including each other; the study
+# including anything but common/; the CLI framework including a room of commands; a room
 # including one it may not use; a collectives transport including an
 # algorithm, or the other way round; the same for the parameter server's
 # rooms, and a file outside them; a model kind's spec part leaving the job
@@ -20,6 +21,7 @@ good_tree() {
   rm -rf "$dir/tree"
   mkdir -p "$dir/tree"/{common,worker,cli/framework,cli/control,cli/lab}
   mkdir -p "$dir/tree"/{cli/bench,cli/plan,study/alpha_beta,jobspec,models/mlp}
+  mkdir -p "$dir/tree"/{security,observability}
   mkdir -p "$dir/tree"/collectives/{transports/tcp,algorithms,tcp,nccl}
   cd "$dir/tree"
   echo '#include "common/status_macros.h"' >study/alpha_beta/sync_model.cc
@@ -32,6 +34,13 @@ good_tree() {
   echo '#include "cli/lab/lab_config.h"' >cli/plan/sim_flags.cc
   echo '#include "cli/bench/bench_command.h"' >cli/commands.cc
   echo '#include "common/flags.h"' >worker/main.cc
+  echo '#include "security/tls.h"' >>worker/main.cc
+  echo '#include "observability/metrics_http.h"' >>worker/main.cc
+  echo '#include "common/flags.h"' >security/tls.cc
+  echo '#include "security/tls_dir.h"' >>security/tls.cc
+  echo '#include "common/flags.h"' >observability/metrics_http.cc
+  echo '#include "observability/prometheus.h"' >>observability/metrics_http.cc
+  echo '#include "common/units.h"' >common/flags.cc
   # A model kind: its spec part in the job spec's room, its builder on
   # the worker's floor.
   echo '#include "models/mlp/mlp_spec.h"' >jobspec/job_spec.cc
@@ -80,7 +89,17 @@ expect_caught() {
 good_tree
 "$check" "$dir/tree"
 expect_caught worker/main.cc '#include "cli/commands.h"' \
-  'worker/main.cc:2: worker includes "cli/commands.h" (cli, a higher layer)'
+  'worker/main.cc:4: worker includes "cli/commands.h" (cli, a higher layer)'
+expect_caught common/flags.cc '#include "security/tls.h"' \
+  'common/flags.cc:2: common/ includes "security/tls.h" (security/), a room beside it'
+expect_caught common/flags.cc '#include "observability/prometheus.h"' \
+  'common/flags.cc:2: common/ includes "observability/prometheus.h" (observability/)'
+expect_caught security/tls.cc '#include "observability/prometheus.h"' \
+  'security/tls.cc:3: security/ includes "observability/prometheus.h" (observability/)'
+expect_caught observability/metrics_http.cc '#include "security/secret.h"' \
+  'observability/metrics_http.cc:3: observability/ includes "security/secret.h" (security/)'
+expect_caught security/tls.cc '#include "worker/main.h"' \
+  'security/tls.cc:3: security includes "worker/main.h" (worker, a higher layer)'
 expect_caught study/alpha_beta/sync_model.cc '#include "proto/job.pb.h"' \
   'study/alpha_beta/sync_model.cc:2: study/ includes "proto/job.pb.h"; the study sees only common/ and absl'
 expect_caught study/alpha_beta/sync_model.cc '#include "jobspec/job_spec.h"' \

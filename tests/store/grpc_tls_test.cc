@@ -1,4 +1,4 @@
-// Mutual TLS in real gRPC handshakes (common/tls.h), on the rendezvous
+// Mutual TLS in real gRPC handshakes (security/tls.h), on the rendezvous
 // store's server: a client with the cluster CA and a certificate it signed
 // gets through; a client without a certificate, with one of another CA,
 // or in plaintext is refused; a TLS client refuses a plaintext server, a
@@ -14,12 +14,12 @@
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/certs.h"
 #include "common/grpc_status.h"
-#include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/store.grpc.pb.h"
+#include "security/certs.h"
+#include "security/tls.h"
 #include "server/store/grpc_store.h"
 #include "server/store/store_server.h"
 #include "tests/util/status_matchers.h"

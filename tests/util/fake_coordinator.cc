@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
-#include "common/secret.h"
+#include "security/secret.h"
 #include "server/coordinator/grpc_coordinator_client.h"
 
 namespace gradsync::testing {

@@ -30,8 +30,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collectives/memory_store.h"
-#include "common/tls.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 
 namespace gradsync::testing {
@@ -157,7 +157,7 @@ class FakeCoordinator final : public Coordinator::Service {
   // RegisterParameterServer answers UNIMPLEMENTED from now on.
   void RefusePsRegistrations();
   // The shard key registered parameter servers get, and the token of job
-  // `job_id` under it (common/secret.h PsTokenForJob).
+  // `job_id` under it (security/secret.h PsTokenForJob).
   static constexpr absl::string_view kShardKey = "fake coordinator shard key";
   static std::string PsToken(absl::string_view job_id);
 
@@ -232,7 +232,7 @@ class FakeCoordinator final : public Coordinator::Service {
 };
 
 // The fake served on 127.0.0.1:`port` (0: a free port), with `security`
-// (common/tls.h; default plaintext); port() is 0 when that failed.
+// (security/tls.h; default plaintext); port() is 0 when that failed.
 class FakeCoordinatorServer {
  public:
   explicit FakeCoordinatorServer(int port = 0, int64_t ps_heartbeat_ms = 50,

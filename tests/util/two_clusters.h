@@ -1,5 +1,5 @@
 // TwoClustersTest: a fixture holding two clusters' certificates
-// (common/certs.h), made once per test suite because key generation is
+// (security/certs.h), made once per test suite because key generation is
 // slow: certs(), the cluster under test, and other(), a stranger's whose
 // certificates the first must refuse.
 #ifndef GRADSYNC_TESTS_UTIL_TWO_CLUSTERS_H_
@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "common/certs.h"
 #include "gtest/gtest.h"
+#include "security/certs.h"
 #include "tests/util/status_matchers.h"
 
 namespace gradsync {

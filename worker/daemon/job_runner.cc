@@ -12,8 +12,8 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/host.h"
-#include "common/path_roots.h"
 #include "common/status_macros.h"
+#include "security/path_roots.h"
 #include "worker/daemon/rank_report.h"
 #include "worker/daemon/timed_communicator.h"
 

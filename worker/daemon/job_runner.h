@@ -61,8 +61,8 @@
 #include "absl/time/time.h"
 #include "collectives/all_reduce_algorithm.h"
 #include "collectives/communicator.h"
-#include "common/tls.h"
 #include "proto/coordinator.pb.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "server/ps/transport/ps_transport.h"
 #include "worker/daemon/blas_policy.h"
@@ -112,7 +112,7 @@ struct JobRunnerConfig {
   // ParseTransport.
   std::string transport = "auto";
   // Mutual TLS or plaintext of the jobs' connections to the PS shards
-  // (common/tls.h); the daemon's --tls-dir.
+  // (security/tls.h); the daemon's --tls-dir.
   GrpcSecurity grpc_security;
   // How PS steps move tensors unless the job's spec says (--ps-transport;
   // server/ps/transport/ps_transport.h).
@@ -121,7 +121,7 @@ struct JobRunnerConfig {
   // none on a host with more of the job's ranks than cores
   // (SpinPollsForHost).
   std::optional<int> spin_polls;
-  // Where a job's checkpoints may be (common/path_roots.h); a job naming
+  // Where a job's checkpoints may be (security/path_roots.h); a job naming
   // another path fails before it starts, and the roots hold until it ends
   // (TrainerConfig::checkpoint_roots: a directory swapped for a link
   // mid-job fails its next checkpoint). Empty: anywhere.

@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
-#include "common/tls.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "worker/daemon/job_runner.h"
 
@@ -43,7 +43,7 @@ struct WorkerDaemonConfig {
   std::string tcp_congestion = "auto";
   std::string transport = "auto";  // JobRunnerConfig::transport
   std::optional<int> spin_polls;   // unset: auto
-  // Directories jobs may read and write checkpoints in (common/path_roots.h);
+  // Directories jobs may read and write checkpoints in (security/path_roots.h);
   // empty: anywhere this process may.
   std::vector<std::string> checkpoint_roots;
   // --allow-entrypoints: run entrypoint jobs (the user's own program, one
@@ -76,7 +76,7 @@ struct WorkerDaemonConfig {
   // --metrics-listen: where to serve Prometheus metrics
   // (worker_metrics.h); empty: nowhere.
   std::string metrics_listen;
-  // --health-listen: the plaintext probe port (common/health_server.h),
+  // --health-listen: the plaintext probe port (observability/health_server.h),
   // ready while registered with the coordinator; empty: none.
   std::string health_listen;
   bool help = false;

@@ -1,8 +1,8 @@
-// WorkerMetrics: a worker daemon's Prometheus series (common/prometheus.h):
-// how busy its devices are, what its ranks' steps cost, and how long its
-// all-reduce calls take. The job runner feeds it (RankStarted/RankEnded
-// around each rank, AddStep with each step's metrics, and a
-// TimedCommunicator, timed_communicator.h, around each rank's ring);
+// WorkerMetrics: a worker daemon's Prometheus series
+// (observability/prometheus.h): how busy its devices are, what its ranks' steps
+// cost, and how long its all-reduce calls take. The job runner feeds it
+// (RankStarted/RankEnded around each rank, AddStep with each step's metrics,
+// and a TimedCommunicator, timed_communicator.h, around each rank's ring);
 // device time is read at scrape time, so a long rank counts while it runs.
 //
 //   gradsync_worker_device_ranks{device}                       gauge
@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/prometheus.h"
+#include "observability/prometheus.h"
 #include "proto/coordinator.pb.h"
 
 namespace gradsync {

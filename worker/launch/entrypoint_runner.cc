@@ -16,8 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/path_roots.h"
 #include "common/wait_status.h"
+#include "security/path_roots.h"
 #include "worker/daemon/rank_report.h"
 #include "worker/launch/rank_env.h"
 #include "worker/launch/rank_process.h"

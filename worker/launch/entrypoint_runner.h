@@ -48,9 +48,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "jobspec/job_spec.h"
 #include "proto/coordinator.pb.h"
 #include "server/coordinator/coordinator_client.h"
-#include "jobspec/job_spec.h"
 #include "worker/daemon/job_runner.h"
 #include "worker/daemon/metrics_reporter.h"
 
@@ -61,7 +61,7 @@ struct EntrypointConfig {
   // --allow-entrypoints: without it every entrypoint job is refused.
   bool allow = false;
   // --workdir-root: the directories a job's workdir must lie under
-  // (common/path_roots.h); empty: anywhere.
+  // (security/path_roots.h); empty: anywhere.
   std::vector<std::string> workdir_roots;
   // The daemon's --tls-dir (the processes reach the coordinator with it);
   // empty: plaintext.

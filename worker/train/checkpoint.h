@@ -15,7 +15,7 @@
 // a reader never sees a half-written checkpoint, and a written one
 // survives a crash. A job's writes go through its checkpoint directory's
 // descriptor, opened once beneath the worker's --checkpoint-root
-// (common/rooted_dir.h) and verified before and after each file. No call
+// (security/rooted_dir.h) and verified before and after each file. No call
 // throws; every filesystem error is a Status.
 #ifndef GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
 #define GRADSYNC_WORKER_TRAIN_CHECKPOINT_H_
@@ -27,7 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/optimizer.h"
-#include "common/rooted_dir.h"
+#include "security/rooted_dir.h"
 
 namespace gradsync {
 

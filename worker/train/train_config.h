@@ -32,7 +32,6 @@
 #include "collectives/all_reduce_algorithm.h"
 #include "collectives/types.h"
 #include "common/optimizer.h"
-#include "common/tls.h"
 #include "jobspec/job_spec.h"
 #include "proto/job.pb.h"
 #include "server/ps/transport/tensor_codec.h"
@@ -85,7 +84,7 @@ struct PsConfig {
   // (common/tcp_congestion.h); the daemon's --tcp-congestion.
   std::string tcp_congestion = "auto";
   // Mutual TLS or plaintext of the connections to the shards
-  // (common/tls.h); the daemon's --tls-dir.
+  // (security/tls.h); the daemon's --tls-dir.
   GrpcSecurity security;
   // Steps over the servers' tensor planes (PsClientOptions::tensor_plane);
   // the job's ps.transport, else the daemon's --ps-transport, is "plane".
@@ -154,10 +153,10 @@ struct TrainerConfig {
   // every rank runs steps [its steps_done, steps) from its parameters and
   // optimizer state, in the mode the spec gives that step.
   std::string resume_from;
-  // The worker's --checkpoint-root (common/path_roots.h; the daemon sets
+  // The worker's --checkpoint-root (security/path_roots.h; the daemon sets
   // it). A writing rank opens checkpoint_dir once, when the trainer starts,
   // beneath the root that holds it and without following any link below
-  // that root (common/rooted_dir.h), and writes every checkpoint through
+  // that root (security/rooted_dir.h), and writes every checkpoint through
   // that descriptor after checking that the path still leads to it;
   // resume_from is read the same way. Empty: the paths as named.
   std::vector<std::string> checkpoint_roots;

@@ -53,8 +53,8 @@
 #include "collectives/communicator.h"
 #include "common/model_init/parameter_state.h"
 #include "common/optimizer.h"
-#include "common/rooted_dir.h"
 #include "proto/coordinator.pb.h"
+#include "security/rooted_dir.h"
 #include "worker/data/batcher.h"
 #include "worker/train/device_ring.h"
 #include "worker/train/sync_path.h"
@@ -164,7 +164,7 @@ class Trainer {
   // the lowest rank of each host.
   bool writes_checkpoints_ = false;
   // Where it writes them: config.checkpoint_dir, opened by Init (after
-  // Resume) beneath its root for the whole run (common/rooted_dir.h; a link
+  // Resume) beneath its root for the whole run (security/rooted_dir.h; a link
   // below the root fails Create with FAILED_PRECONDITION naming
   // checkpoint.directory). Empty on the other ranks.
   std::optional<RootedDir> checkpoint_dir_;

@@ -14,7 +14,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/secret.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace {

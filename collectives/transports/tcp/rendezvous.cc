@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collectives/transports/tcp/wire.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace {

@@ -11,7 +11,7 @@
 //   A -> C  the final HandshakeReply (kAccepted, or kBadProof)
 // A proof is HMAC-SHA256(job secret, role || both nonces || the fields),
 // so it is good for this connection only and the secret never crosses
-// the wire (common/secret.h). A job without a secret (TcpOptions.job_secret
+// the wire (security/secret.h). A job without a secret (TcpOptions.job_secret
 // empty: benches, tests) sends zero proofs and checks none; a rank with a
 // secret refuses a peer without it.
 //

@@ -32,7 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/certs.h"
+#include "security/certs.h"
 #include "server/ps/transport/ps_transport.h"
 
 namespace gradsync {

@@ -24,8 +24,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/tls.h"
 #include "proto/ps.grpc.pb.h"
+#include "security/tls.h"
 
 namespace gradsync {
 

@@ -18,10 +18,7 @@
 #include "absl/time/time.h"
 #include "common/advertised_address.h"
 #include "common/flags.h"
-#include "common/grpc_log_tap.h"
-#include "common/health_server.h"
 #include "common/host.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
 #include "server/ps/daemon/ps_registration.h"
@@ -182,7 +179,7 @@ int RunPsDaemon(const PsDaemonConfig& config, const PsDaemonHooks& hooks) {
   if (!config.ps_plaintext) options.transport.security = *security;
   options.require_tokens = !config.coordinator.empty();
   // gRPC's log function from here on, so that a refused TLS handshake is
-  // named with its peer (common/grpc_log_tap.h); destroyed after the
+  // named with its peer (security/grpc_log_tap.h); destroyed after the
   // server. A process that has one already (a test running the daemon in
   // it) lends it no second: the refusals of non-TLS clients are still said.
   absl::StatusOr<std::unique_ptr<GrpcLogTap>> grpc_log = GrpcLogTap::Install();

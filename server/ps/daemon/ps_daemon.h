@@ -27,7 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/tls.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "server/ps/daemon/ps_server.h"
 
@@ -65,7 +65,7 @@ struct PsDaemonConfig {
   // --ps-plaintext: the server itself in plaintext, whatever `tls` says
   // (the coordinator channel keeps it).
   bool ps_plaintext = false;
-  // --health-listen: the plaintext probe port (common/health_server.h),
+  // --health-listen: the plaintext probe port (observability/health_server.h),
   // ready while registered with the coordinator (or, without one, while
   // serving); empty: none.
   std::string health_listen;

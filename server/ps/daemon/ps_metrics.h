@@ -1,4 +1,4 @@
-// A parameter server's Prometheus series (common/prometheus.h), read at
+// A parameter server's Prometheus series (observability/prometheus.h), read at
 // scrape time from the counters each shard already keeps
 // (PsShard::Stats(), shard_types.h): one series per (job, shard) the
 // server holds now; a released shard's series go with it.
@@ -23,7 +23,7 @@
 
 #include <vector>
 
-#include "common/prometheus.h"
+#include "observability/prometheus.h"
 #include "server/ps/daemon/ps_service.h"
 
 namespace gradsync {

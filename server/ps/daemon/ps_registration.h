@@ -50,8 +50,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/cancellable_calls.h"
-#include "common/tls.h"
 #include "proto/coordinator.pb.h"
+#include "security/tls.h"
 #include "server/coordinator/coordinator_client.h"
 #include "server/ps/daemon/ps_service.h"
 

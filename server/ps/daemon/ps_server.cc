@@ -9,7 +9,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
-#include "common/tls.h"
+#include "security/tls.h"
 #include "server/ps/daemon/ps_metrics.h"
 #include "server/ps/transport/ps_socket_mutator.h"
 #include "server/store/sync_server.h"
@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(
       new PsServer(std::move(host), options.compute_threads));
   if (options.require_tokens) server->service_.RequireTokens();
 
-  // The server accepts its connections itself (common/grpc_listener.h):
+  // The server accepts its connections itself (security/grpc_listener.h):
   // a client it turns away is named in its log, and each connection gets
   // its TCP congestion control as it is accepted.
   GrpcListenerOptions listener;

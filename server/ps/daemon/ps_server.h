@@ -16,7 +16,7 @@
 // holds one server thread, so max_threads bounds those open at once (a
 // few per switch); calls beyond it fail at once with RESOURCE_EXHAUSTED.
 // One more thread accepts the connections and hands them to gRPC
-// (common/grpc_listener.h).
+// (security/grpc_listener.h).
 //
 // Errors (Start): INVALID_ARGUMENT for an address that is not host:port or
 // too few threads; UNAVAILABLE if the address cannot be bound.
@@ -34,9 +34,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_listener.h"
-#include "common/metrics_http.h"
-#include "common/prometheus.h"
+#include "observability/metrics_http.h"
+#include "observability/prometheus.h"
+#include "security/grpc_listener.h"
 #include "server/ps/daemon/ps_rpc.h"
 #include "server/ps/daemon/ps_service.h"
 #include "server/ps/daemon/tensor_plane_server.h"
@@ -59,8 +59,8 @@ struct PsServerOptions {
   // example to register it with a coordinator). An error stops Start,
   // which returns it.
   std::function<absl::Status(const std::string& address)> on_serving;
-  // Where to serve Prometheus metrics (common/metrics_http.h, ps_metrics.h;
-  // the daemon's --metrics-listen); empty: nowhere.
+  // Where to serve Prometheus metrics (observability/metrics_http.h,
+  // ps_metrics.h; the daemon's --metrics-listen); empty: nowhere.
   std::string metrics_listen;
   // Also serve the step's tensors over the tensor plane
   // (tensor_plane_server.h: plain TCP after an HMAC handshake that proves
@@ -69,7 +69,7 @@ struct PsServerOptions {
   int tensor_port = -1;
   // Where the connections its gRPC port turns away before any call are
   // reported (the peer, the likely cause, what to do;
-  // common/grpc_listener.h), and the process's GrpcLogTap, without which
+  // security/grpc_listener.h), and the process's GrpcLogTap, without which
   // a TLS handshake that fails inside gRPC is not named. Default: stderr,
   // no tap.
   HandshakeReporting handshakes;

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/model_init/mlp_layout.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "server/ps/transport/shard_range.h"
 

@@ -104,7 +104,7 @@ class PsService {
 
   // ---- who may use a job's shards (docs/security.md) ----
   // From now on every call for job J's shards must carry J's token,
-  // PsTokenForJob(shard key, J) (common/secret.h); until SetShardKey such
+  // PsTokenForJob(shard key, J) (security/secret.h); until SetShardKey such
   // calls are UNAVAILABLE. A service never told so is open: the in-process
   // servers of `gradsync bench` and gradsync-ps-bench.
   void RequireTokens();

@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/transports/tcp/link_timing.h"
-#include "common/secret.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "security/secret.h"
 #include "server/ps/daemon/call_waits.h"
 #include "server/ps/daemon/ps_proto.h"
 #include "server/ps/transport/tensor_plane_handshake.h"

@@ -41,7 +41,7 @@ void SetClientCongestionControl(grpc::ChannelArguments* args,
                                 const std::string& target);
 
 // Gives `fd`, a connection the server accepted (GrpcListener's on_accept:
-// the server accepts its own, common/grpc_listener.h, so no mutator is
+// the server accepts its own, security/grpc_listener.h, so no mutator is
 // involved), the algorithm that `policy` gives its peer; nothing for
 // "default". Best effort, as above.
 void SetAcceptedCongestionControl(int fd, const std::string& policy);

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_connect.h"
 #include "common/status_macros.h"
-#include "common/tls.h"
+#include "security/tls.h"
 #include "server/ps/transport/ps_socket_mutator.h"
 #include "server/ps/transport/tensor_codec.h"
 

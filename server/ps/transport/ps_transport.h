@@ -29,7 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/flags.h"
-#include "common/tls.h"
+#include "security/tls.h"
 
 namespace gradsync {
 
@@ -47,7 +47,7 @@ struct PsTransportOptions {
   // host), "default", or an algorithm's name, which the daemon checks with
   // CheckCongestionControl at start.
   std::string congestion_control = "auto";
-  // Mutual TLS or plaintext (common/tls.h) of the server and its clients'
+  // Mutual TLS or plaintext (security/tls.h) of the server and its clients'
   // channels; default plaintext.
   GrpcSecurity security;
 };

@@ -1,7 +1,7 @@
 #include "server/ps/transport/tensor_plane_handshake.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/secret.h"
+#include "security/secret.h"
 
 namespace gradsync {
 namespace tensor_plane {

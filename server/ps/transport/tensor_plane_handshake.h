@@ -17,7 +17,7 @@
 //                      PERMISSION_DENIED and the close
 //
 // A proof is HMAC-SHA256(token, role || C's nonce || S's nonce || job ||
-// rank) (common/secret.h): good for this connection only. An open server
+// rank) (security/secret.h): good for this connection only. An open server
 // (no coordinator: `gradsync bench`'s in-process PS) has no token; it
 // proves with zeros and accepts any proof, and a client with no token
 // accepts any server's. A client with a token refuses an open server, as a
