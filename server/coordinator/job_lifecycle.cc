@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "jobspec/job_memory.h"
 #include "models/link_probe/link_probe_spec.h"
+#include "security/secret.h"
 #include "server/coordinator/job_scheduler.h"
 #include "server/coordinator/ps_placement.h"
 

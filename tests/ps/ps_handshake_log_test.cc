@@ -20,6 +20,8 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/grpc_log_tap.h"
+#include "security/tls.h"
 #include "server/ps/client/ps_admin_client.h"
 #include "server/ps/daemon/ps_server.h"
 #include "tests/util/status_matchers.h"

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/certs.h"
 #include "server/ps/client/ps_client.h"
 #include "server/ps/daemon/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"

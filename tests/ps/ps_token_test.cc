@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/secret.h"
 #include "server/ps/client/ps_client.h"
 #include "server/ps/daemon/ps_server.h"
 #include "tests/ps/ps_grpc_test_util.h"

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "security/secret.h"
 #include "server/ps/daemon/ps_service.h"
 #include "server/ps/daemon/tensor_plane_server.h"
 #include "server/ps/transport/tensor_plane_client.h"

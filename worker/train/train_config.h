@@ -34,6 +34,7 @@
 #include "common/optimizer.h"
 #include "jobspec/job_spec.h"
 #include "proto/job.pb.h"
+#include "security/tls.h"
 #include "server/ps/transport/tensor_codec.h"
 #include "worker/train/bucketer.h"
 

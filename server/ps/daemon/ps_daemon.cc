@@ -21,6 +21,9 @@
 #include "common/host.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "observability/health_server.h"
+#include "security/grpc_log_tap.h"
+#include "security/secret.h"
 #include "server/ps/daemon/ps_registration.h"
 
 namespace gradsync {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/model_init/mlp_layout.h"
 #include "common/status_macros.h"
+#include "security/secret.h"
 #include "server/ps/transport/shard_range.h"
 
 namespace gradsync {
