@@ -62,30 +62,6 @@ class SyntheticModel final : public TrainModel {
   std::vector<float> grads_;
 };
 
-[[nodiscard]] absl::StatusOr<std::unique_ptr<TrainModel>> CreateSynthetic(
-    const TrainerConfig& config, int rank) {
-  SyntheticConfig sc;
-  sc.num_floats = config.synthetic_floats;
-  sc.chunk_floats = kSyntheticChunkFloats;
-  sc.layer_floats = config.synthetic_layers;
-  sc.layer_cost = config.synthetic_layer_cost;
-  sc.compute_time =
-      config.synthetic_compute / std::max(1, config.grad_accumulation_steps);
-  sc.wait = EmulatedWait::kSleep;
-  ASSIGN_OR_RETURN(SyntheticWorkload work, SyntheticWorkload::Create(sc));
-  std::vector<float> params, grads;
-  try {
-    params.assign(config.synthetic_floats, 0.0f);
-    grads.assign(config.synthetic_floats, 0.0f);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate the synthetic model's ",
-                     config.synthetic_floats, " parameters and gradients"));
-  }
-  return std::unique_ptr<TrainModel>(
-      new SyntheticModel(work, rank, std::move(params), std::move(grads)));
-}
-
 }  // namespace
 
 absl::Status ConfigureSynthetic(const ModelSpec& model, TrainerConfig* config) {
