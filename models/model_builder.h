@@ -34,6 +34,12 @@ struct DataShape {
   size_t classes = 0;
 };
 
+// INVALID_ARGUMENT "training config field <field> <problem>": how the
+// trainer's config checks (ValidateTrainerConfig and each builder's
+// validate) name what they refuse.
+[[nodiscard]] absl::Status InvalidTrainerConfigField(absl::string_view field,
+                                                     absl::string_view problem);
+
 struct ModelBuilder {
   // JobSpec.model.kind, as in the kind's ModelKindSpec.
   absl::string_view kind;

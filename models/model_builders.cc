@@ -18,6 +18,12 @@ constexpr const ModelBuilder* kModelBuilders[] = {
 
 }  // namespace
 
+absl::Status InvalidTrainerConfigField(absl::string_view field,
+                                       absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("training config field ", field, " ", problem));
+}
+
 absl::StatusOr<const ModelBuilder*> FindModelBuilder(absl::string_view kind) {
   for (const ModelBuilder* builder : kModelBuilders) {
     if (builder->kind == kind) return builder;
@@ -27,9 +33,8 @@ absl::StatusOr<const ModelBuilder*> FindModelBuilder(absl::string_view kind) {
     absl::StrAppend(&kinds, kinds.empty() ? "" : " or ", "\"", builder->kind,
                     "\"");
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("training config field model.kind is '", kind,
-                   "'; the trainer runs ", kinds));
+  return InvalidTrainerConfigField(
+      "model.kind", absl::StrCat("is '", kind, "'; the trainer runs ", kinds));
 }
 
 }  // namespace gradsync

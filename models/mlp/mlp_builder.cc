@@ -12,12 +12,6 @@
 namespace gradsync {
 namespace {
 
-[[nodiscard]] absl::Status Invalid(absl::string_view field,
-                                   absl::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("training config field ", field, " ", problem));
-}
-
 class MlpModel final : public TrainModel {
  public:
   explicit MlpModel(Mlp mlp) : mlp_(std::move(mlp)) {}
@@ -85,12 +79,13 @@ absl::Status ConfigureMlp(const ModelSpec& model, TrainerConfig* config) {
 
 absl::Status ValidateMlpConfig(const TrainerConfig& config) {
   if (config.layer_sizes.size() < 2) {
-    return Invalid("model.layerSizes",
-                   absl::StrCat("has ", config.layer_sizes.size(),
-                                " entries; an mlp needs at least 2"));
+    return InvalidTrainerConfigField(
+        "model.layerSizes", absl::StrCat("has ", config.layer_sizes.size(),
+                                         " entries; an mlp needs at least 2"));
   }
   for (size_t w : config.layer_sizes) {
-    if (w == 0) return Invalid("model.layerSizes", "has a zero width");
+    if (w == 0)
+      return InvalidTrainerConfigField("model.layerSizes", "has a zero width");
   }
   return absl::OkStatus();
 }

@@ -18,12 +18,6 @@ namespace {
 // layers of 1 MiB.
 constexpr size_t kSyntheticChunkFloats = size_t{1} << 18;
 
-[[nodiscard]] absl::Status Invalid(absl::string_view field,
-                                   absl::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("training config field ", field, " ", problem));
-}
-
 class SyntheticModel final : public TrainModel {
  public:
   SyntheticModel(SyntheticWorkload work, int rank, std::vector<float> params,
@@ -72,11 +66,13 @@ absl::Status ConfigureSynthetic(const ModelSpec& model, TrainerConfig* config) {
   absl::StatusOr<std::vector<ProfileTensor>> tensors =
       ModelProfile(model.profile());
   if (!tensors.ok())
-    return Invalid("model.profile", tensors.status().message());
+    return InvalidTrainerConfigField("model.profile",
+                                     tensors.status().message());
   absl::StatusOr<std::vector<size_t>> layers = ScaledLayerFloats(
       *tensors, model.profile_scale() == 0 ? 1 : model.profile_scale());
   if (!layers.ok()) {
-    return Invalid("model.profileScale", layers.status().message());
+    return InvalidTrainerConfigField("model.profileScale",
+                                     layers.status().message());
   }
   config->synthetic_layers = *std::move(layers);
   config->synthetic_layer_cost.clear();
@@ -88,11 +84,13 @@ absl::Status ConfigureSynthetic(const ModelSpec& model, TrainerConfig* config) {
 
 absl::Status ValidateSyntheticConfig(const TrainerConfig& config) {
   if (config.synthetic_floats == 0) {
-    return Invalid("model.syntheticFloats", "is 0; it must be > 0");
+    return InvalidTrainerConfigField("model.syntheticFloats",
+                                     "is 0; it must be > 0");
   }
   if (config.synthetic_compute < absl::ZeroDuration() ||
       config.synthetic_compute == absl::InfiniteDuration()) {
-    return Invalid("model.syntheticComputeMs", "must be finite and >= 0");
+    return InvalidTrainerConfigField("model.syntheticComputeMs",
+                                     "must be finite and >= 0");
   }
   return absl::OkStatus();
 }

@@ -14,12 +14,6 @@
 namespace gradsync {
 namespace {
 
-[[nodiscard]] absl::Status Invalid(absl::string_view field,
-                                   absl::string_view problem) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("training config field ", field, " ", problem));
-}
-
 SyncPath PathOf(SyncMode mode) {
   return mode == SYNC_MODE_PS ? SyncPath::kPs : SyncPath::kRing;
 }
@@ -47,50 +41,55 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& config) {
   ASSIGN_OR_RETURN(const ModelBuilder* builder, FindModelBuilder(config.model));
   if (builder->validate != nullptr) RETURN_IF_ERROR(builder->validate(config));
   if (config.cuda_device < -1) {
-    return Invalid("cuda_device",
-                   absl::StrCat("is ", config.cuda_device,
-                                "; use a CUDA device index, or -1 for the "
-                                "CPU"));
+    return InvalidTrainerConfigField(
+        "cuda_device", absl::StrCat("is ", config.cuda_device,
+                                    "; use a CUDA device index, or -1 for the "
+                                    "CPU"));
   }
   if (config.global_batch_size == 0) {
-    return Invalid("batchSize", "is 0; it must be > 0");
+    return InvalidTrainerConfigField("batchSize", "is 0; it must be > 0");
   }
   if (config.steps < 0) {
-    return Invalid("steps", absl::StrCat("is ", config.steps, "; need >= 0"));
+    return InvalidTrainerConfigField(
+        "steps", absl::StrCat("is ", config.steps, "; need >= 0"));
   }
   if (!(config.epochs >= 0) || !std::isfinite(config.epochs)) {
-    return Invalid("epochs", "must be finite and >= 0");
+    return InvalidTrainerConfigField("epochs", "must be finite and >= 0");
   }
   if (config.steps == 0 && config.epochs == 0) {
-    return Invalid("steps", "and epochs are both 0; set one of them > 0");
+    return InvalidTrainerConfigField(
+        "steps", "and epochs are both 0; set one of them > 0");
   }
   if (config.steps == 0 && builder->data_shape == nullptr) {
-    return Invalid("steps", absl::StrCat("is 0; a ", config.model,
-                                         " model has no dataset to count "
-                                         "epochs over, so set steps"));
+    return InvalidTrainerConfigField(
+        "steps", absl::StrCat("is 0; a ", config.model,
+                              " model has no dataset to count "
+                              "epochs over, so set steps"));
   }
   if (config.bucket_bytes < sizeof(float)) {
-    return Invalid("bucketBytes",
-                   absl::StrCat("is ", config.bucket_bytes,
-                                "; a bucket holds at least one float (4)"));
+    return InvalidTrainerConfigField(
+        "bucketBytes", absl::StrCat("is ", config.bucket_bytes,
+                                    "; a bucket holds at least one float (4)"));
   }
   if (config.grad_accumulation_steps < 1) {
-    return Invalid("gradAccumulationSteps",
-                   absl::StrCat("is ", config.grad_accumulation_steps,
-                                "; it must be >= 1"));
+    return InvalidTrainerConfigField(
+        "gradAccumulationSteps",
+        absl::StrCat("is ", config.grad_accumulation_steps,
+                     "; it must be >= 1"));
   }
   if (config.eval_every_steps < 0) {
-    return Invalid("evalEverySteps", "must be >= 0");
+    return InvalidTrainerConfigField("evalEverySteps", "must be >= 0");
   }
   if (config.eval_batch_size == 0) {
-    return Invalid("eval_batch_size", "is 0; it must be > 0");
+    return InvalidTrainerConfigField("eval_batch_size", "is 0; it must be > 0");
   }
   if (config.blas_threads < 1) {
-    return Invalid("blasThreads", absl::StrCat("is ", config.blas_threads,
-                                               "; it must be >= 1"));
+    return InvalidTrainerConfigField(
+        "blasThreads",
+        absl::StrCat("is ", config.blas_threads, "; it must be >= 1"));
   }
   if (config.comm_timeout <= absl::ZeroDuration()) {
-    return Invalid("comm_timeout", "must be positive");
+    return InvalidTrainerConfigField("comm_timeout", "must be positive");
   }
   absl::Status optimizer = ValidateOptimizerConfig(config.optimizer);
   if (!optimizer.ok()) return Annotate(optimizer, "training config optimizer");
