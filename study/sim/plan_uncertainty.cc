@@ -56,8 +56,8 @@ std::vector<Uncertainty> UncertainRegimes(const SimConfig& config,
           {'I', absl::StrFormat(
                     "incast: %d flows into each server's NIC at once, %g "
                     "workers per server, partitions of %.0f KiB; an earlier "
-                    "lab validation missed N = 8, K = 2 with 128 KiB "
-                    "partitions by -25%%",
+                    "lab validation missed N = 8, K = 2 with small "
+                    "partitions by -25%% (issue 41)",
                     fan_in, static_cast<double>(t.workers) / config.servers,
                     config.partition_bytes / 1024)});
     }

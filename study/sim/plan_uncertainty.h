@@ -18,7 +18,7 @@
 //      at once, at least 4 workers per server, partitions of at most
 //      kIncastMaxPartitionBytes). The simulator's incast term is one
 //      efficiency past a threshold, fitted at small N if at all; an
-//      earlier lab validation missed N = 8, K = 2 with 128 KiB partitions
+//      earlier lab validation missed N = 8, K = 2 with small partitions
 //      by -25 % (issue 41).
 // The range markers (N, L) need a calibration that says what it was
 // fitted on (calibration.h, the fit* members); CalibrationCaveat speaks
