@@ -320,7 +320,8 @@ std::string FormatExplanation(const Explanation& e) {
                           "predicted; step %s measured, %s predicted (%s)\n",
                           Ms(m.comm_s), Ms(m.predicted_exposed_s), Ms(m.step_s),
                           Ms(m.predicted_step_s), m.predictor_reason));
-    } else if (!m.predictor_reason.empty()) {
+    } else if (m.predicted_s > 0 && !m.predictor_reason.empty()) {
+      // Where no link is in play the formula predicted nothing either.
       absl::StrAppend(&out, "  predicted by the ", m.predictor, ": ",
                       m.predictor_reason, "\n");
     }

@@ -128,6 +128,20 @@ TEST(SimExplainTest, NoLayerProfileKeepsTheFormulaAndSaysWhy) {
                         "model (kind mlp) has no layer profile"));
 }
 
+// On one host no link is in play: neither predictor says anything.
+TEST(SimExplainTest, OneHostPredictsNothing) {
+  ExplainInput c = MakeJob(SyncPath::kRing);
+  c.rank_hosts = {"h1", "h1"};
+  absl::StatusOr<Explanation> e = ExplainJobWithSimulator(c, Links());
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(e->modes[0].predictor, "alpha-beta formula");
+  EXPECT_EQ(e->modes[0].predicted_s, 0);
+  EXPECT_THAT(e->modes[0].predictor_reason, HasSubstr("shares one host"));
+  const std::string text = study::FormatExplanation(*e);
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("predicted by the")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("simulator:")));
+}
+
 TEST(SimExplainTest, UnevenRanksKeepTheFormula) {
   ExplainInput c = MakeJob(SyncPath::kRing);
   c.rank_hosts = {"h1", "h1", "h2"};
