@@ -35,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --out) out="$2"; shift 2 ;;
     --images) images="$2"; shift 2 ;;
     --calibration) calibration=(--calibration "$2"); shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "sim_tables.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
