@@ -313,6 +313,18 @@ std::string FormatExplanation(const Explanation& e) {
             "comm %s + idle %s\n  %s\n  bottleneck: %s\n",
             SyncPathName(m.mode), m.layout, m.steps, Ms(m.step_s),
             Ms(m.compute_s), Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
+    if (m.predicted_step_s >= 0) {
+      absl::StrAppend(
+          &out,
+          absl::StrFormat("  simulator: exposed comm %s measured, %s "
+                          "predicted; step %s measured, %s predicted (%s)\n",
+                          Ms(m.comm_s), Ms(m.predicted_exposed_s), Ms(m.step_s),
+                          Ms(m.predicted_step_s), m.predictor_reason));
+    } else if (m.predicted_s > 0 && !m.predictor_reason.empty()) {
+      // Where no link is in play the formula predicted nothing either.
+      absl::StrAppend(&out, "  predicted by the ", m.predictor, ": ",
+                      m.predictor_reason, "\n");
+    }
   }
   if (e.modes.empty()) {
     absl::StrAppend(&out,

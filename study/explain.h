@@ -36,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "study/alpha_beta/sync_model.h"
+#include "study/model_profiles.h"
 #include "study/sync_path.h"
 
 namespace gradsync {
@@ -73,6 +74,18 @@ struct ExplainInput {
   int64_t ps_partition_bytes = 0;
   std::vector<ExplainStep> steps;  // every rank's, any order
   std::vector<ExplainShard> shards;
+  // The job's model, for the simulator (study/sim/sim_explain.h): its kind
+  // ("mlp", "synthetic", ...), the layer profile of a synthetic job
+  // (model.profile's tensors, unscaled, in forward order; empty for none:
+  // another kind, or a flat synthetic gradient), its name and scale, the
+  // emulated backward time (model.synthetic_compute_ms, in s), and the
+  // all-reduce bucket size (spec.bucket_bytes; 0: 25 MiB).
+  std::string model_kind;
+  std::string profile_name;
+  std::vector<ProfileTensor> profile;
+  double profile_scale = 1;
+  double compute_s = 0;
+  int64_t bucket_bytes = 0;
 };
 
 struct LinkFacts {
@@ -95,6 +108,15 @@ struct ModeExplanation {
   // PS: how its steps' tensors travelled (StepMetrics.ps_transport: "plane",
   // "grpc", "mixed"; "" from workers that do not say).
   std::string ps_transport;
+  // How the step was predicted: "alpha-beta formula" (predicted_s only:
+  // the synchronisation's busy time, all of it as if exposed) or
+  // "simulator" (study/sim/sim_explain.h: also the exposed communication
+  // and the step, with the buckets' or partitions' overlap with
+  // backward), and why that one.
+  std::string predictor = "alpha-beta formula";
+  std::string predictor_reason;
+  double predicted_exposed_s = -1;  // simulator only; -1 otherwise
+  double predicted_step_s = -1;     // simulator only; -1 otherwise
 };
 
 struct Explanation {

@@ -22,6 +22,8 @@
 #include "common/status_macros.h"
 #include "jobspec/job_spec.h"
 #include "jobspec/sync_mode_name.h"
+#include "study/model_profiles.h"
+#include "study/sim/sim_explain.h"
 
 namespace gradsync {
 namespace lab {
@@ -44,6 +46,10 @@ constexpr char kUsage[] =
     "idle), the measured and predicted sync time, and the bottleneck (the\n"
     "busiest link, compute, or a slow rank); then which path the model\n"
     "says is faster at this job's N, K and S, and by how much.\n"
+    "A synthetic job with a --model-profile whose layout is known is also\n"
+    "run through the step simulator, which predicts its exposed\n"
+    "communication and step with backward's overlap; each mode says which\n"
+    "predictor it used and why (docs/simulator.md).\n"
     "Link facts: --link-gbps (each host's link, GB/s of payload); else, on\n"
     "the lab, its settings and its newest sweep's fit; else the\n"
     "coordinator's own (its --link-gbps flag).\n";
@@ -147,6 +153,20 @@ study::ExplainInput ExplainInputOf(const JobStatus& job,
   for (const ps::ShardStats& shard : metrics.shards()) {
     in.shards.push_back({shard.shard(), shard.bytes_in(), shard.bytes_out()});
   }
+  const ModelSpec& model = job.spec().model();
+  in.model_kind = model.kind();
+  if (model.kind() == "synthetic" && !model.profile().empty()) {
+    // An unknown profile leaves none: explain then says the formula's.
+    absl::StatusOr<std::vector<ProfileTensor>> tensors =
+        ModelProfile(model.profile());
+    if (tensors.ok()) {
+      in.profile_name = model.profile();
+      in.profile = *std::move(tensors);
+    }
+  }
+  in.profile_scale = model.profile_scale() == 0 ? 1 : model.profile_scale();
+  in.compute_s = model.synthetic_compute_ms() / 1e3;
+  in.bucket_bytes = job.spec().bucket_bytes();
   return in;
 }
 
@@ -201,8 +221,8 @@ int RunExplain(const std::vector<std::string>& args,
   if (!metrics.ok()) {
     return cli::ReportError(env, "explain", common.json, metrics.status());
   }
-  absl::StatusOr<Explanation> e =
-      study::ExplainJob(ExplainInputOf(*job, *metrics, *cluster), *links);
+  absl::StatusOr<Explanation> e = sim::ExplainJobWithSimulator(
+      ExplainInputOf(*job, *metrics, *cluster), *links);
   if (!e.ok()) return cli::ReportError(env, "explain", common.json, e.status());
   if (common.json) {
     *env.out << "{\"job\":" << JsonQuote(e->job_id)
@@ -211,13 +231,19 @@ int RunExplain(const std::vector<std::string>& args,
              << ",\"verdict\":" << JsonQuote(e->verdict) << ",\"modes\":[";
     for (size_t i = 0; i < e->modes.size(); ++i) {
       const ModeExplanation& m = e->modes[i];
-      *env.out << (i ? "," : "")
-               << "{\"mode\":" << JsonQuote(SyncPathName(m.mode))
-               << ",\"steps\":" << m.steps
-               << ",\"stepS\":" << JsonNumber(m.step_s)
-               << ",\"syncS\":" << JsonNumber(m.sync_s)
-               << ",\"predictedS\":" << OrNull(m.predicted_s)
-               << ",\"bottleneck\":" << JsonQuote(m.bottleneck) << "}";
+      *env.out
+          << (i ? "," : "") << "{\"mode\":" << JsonQuote(SyncPathName(m.mode))
+          << ",\"steps\":" << m.steps << ",\"stepS\":" << JsonNumber(m.step_s)
+          << ",\"syncS\":" << JsonNumber(m.sync_s)
+          << ",\"predictedS\":" << OrNull(m.predicted_s)
+          << ",\"predictor\":" << JsonQuote(m.predictor)
+          << ",\"predictorReason\":" << JsonQuote(m.predictor_reason)
+          << ",\"predictedExposedS\":"
+          << (m.predicted_exposed_s >= 0 ? JsonNumber(m.predicted_exposed_s)
+                                         : "null")
+          << ",\"predictedStepS\":"
+          << (m.predicted_step_s >= 0 ? JsonNumber(m.predicted_step_s) : "null")
+          << ",\"bottleneck\":" << JsonQuote(m.bottleneck) << "}";
     }
     *env.out << "]}\n";
   } else if (common.output == "csv") {

@@ -4,7 +4,8 @@
 // and prints what it says). The link facts come from
 // --link-gbps (each host's link, GB/s of payload) and --link-alpha-us, or
 // from the lab (lab.json: its link rate, and its newest sweep's fit) when
-// the job runs on one.
+// the job runs on one. Where the job's model has a layer profile and its
+// layout is known, each mode is also simulated (study/sim/sim_explain.h).
 #ifndef GRADSYNC_CLI_LAB_EXPLAIN_COMMAND_H_
 #define GRADSYNC_CLI_LAB_EXPLAIN_COMMAND_H_
 
@@ -20,8 +21,9 @@ namespace lab {
 
 // What study::ExplainJob reads of `job`, from the coordinator's answers:
 // its ranks' hosts, its shards' servers with their hosts (from `cluster`),
-// its spec's PS partition size, and its step metrics and shards' traffic
-// (from `metrics`). A rank's SYNC_MODE_UNSPECIFIED is the ring.
+// its spec's PS partition size, bucket size and model (kind, profile
+// tensors, scale, emulated compute), and its step metrics and shards'
+// traffic (from `metrics`). A rank's SYNC_MODE_UNSPECIFIED is the ring.
 study::ExplainInput ExplainInputOf(const JobStatus& job,
                                    const GetMetricsResponse& metrics,
                                    const ListWorkersResponse& cluster);

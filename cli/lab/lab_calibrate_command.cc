@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cli/lab/lab_calibrate.h"
+#include "cli/lab/lab_calibrate_bench.h"
+#include "cli/lab/lab_config.h"
 #include "cli/lab/lab_probe.h"
 #include "common/flags.h"
 #include "study/sim/calibration.h"
@@ -29,7 +32,10 @@ constexpr char kUsage[] =
     "                              [-o calibration.json] [--max-workers 4]\n"
     "                              [--validate] [--markdown FILE] [flags]\n"
     "       gradsync lab calibrate --calibration FILE --sweep ... "
-    "--validate\n\n"
+    "--validate\n"
+    "       gradsync lab calibrate --from-bench FILE [--from-bench ...]\n"
+    "                              --link RATE [--bench-colocated]\n"
+    "                              [--bench-partition SIZE] [-o FILE]\n\n"
     "Fits the step simulator's calibration (alpha per message, the link's\n"
     "payload share, the PS's per-partition overhead, each transport's\n"
     "server CPU seconds per byte, incast where the cells show it) to the\n"
@@ -39,10 +45,20 @@ constexpr char kUsage[] =
     "(N > --max-workers) and prints their errors against the target: mean\n"
     "|error| <= 8%, no cell beyond 20%. With --calibration FILE it fits\n"
     "nothing and validates that file. Reads files only; no lab needed.\n"
+    "--from-bench fits on a real cluster's `gradsync bench allreduce\n"
+    "--backend ring|ps -o json` output instead (or as well): every row is a\n"
+    "cell of the fit, one rank per host on links of --link RATE; say where\n"
+    "the bench's PS servers ran (--bench-colocated: on the ranks' hosts)\n"
+    "and its --ps-partition and --ps-transport, which its rows do not.\n"
     "See docs/simulator.md, \"Calibration and validation\".\n";
 
 struct CalibrateFlags {
   std::vector<std::string> sweeps;
+  std::vector<std::string> benches;
+  std::string link;  // --from-bench: each host's line rate
+  bool bench_colocated = false;
+  uint64_t bench_partition = kDefaultPsPartitionBytes;
+  std::string bench_ps_transport = "plane";
   std::string out = "calibration.json";
   int64_t max_workers = 4;
   bool validate = false;
@@ -63,6 +79,25 @@ std::vector<FlagSpec> Flags(CalibrateFlags* f) {
                  f->sweeps.emplace_back(v);
                  return absl::OkStatus();
                }},
+      FlagSpec{"from-bench", "FILE",
+               "a `gradsync bench allreduce -o json` output of a real "
+               "cluster (repeat for more)",
+               [f](absl::string_view v) {
+                 f->benches.emplace_back(v);
+                 return absl::OkStatus();
+               }},
+      StringFlag("link", "RATE",
+                 "--from-bench: each host's line rate (100gbit, 25gbit, ...)",
+                 &f->link),
+      SwitchFlag("bench-colocated",
+                 "--from-bench: the PS servers ran on the ranks' hosts",
+                 &f->bench_colocated),
+      SizeFlag("bench-partition",
+               "--from-bench: the bench's --ps-partition (4M; 0: off)", 0,
+               &f->bench_partition),
+      StringFlag("bench-ps-transport", "plane|grpc",
+                 "--from-bench: the bench's --ps-transport (plane)",
+                 &f->bench_ps_transport),
       StringFlag("out", "FILE", "the calibration to write (calibration.json)",
                  &f->out)
           .Short('o'),
@@ -135,6 +170,27 @@ std::string Hostname() {
   return name;
 }
 
+// What the fit saw, for plan's uncertain regimes (calibration.h's fit*
+// members): the largest N, the line rates, the members it determined.
+void RecordFitRange(const std::vector<sim::MeasuredCell>& cells,
+                    const sim::CalibrationFit& fit,
+                    sim::SimCalibration* calibration) {
+  for (const sim::MeasuredCell& c : cells) {
+    calibration->fit_max_workers =
+        std::max<double>(calibration->fit_max_workers, c.workers);
+    if (calibration->fit_min_link_Bps == 0 ||
+        c.nic_Bps < calibration->fit_min_link_Bps) {
+      calibration->fit_min_link_Bps = c.nic_Bps;
+    }
+    calibration->fit_max_link_Bps =
+        std::max(calibration->fit_max_link_Bps, c.nic_Bps);
+  }
+  calibration->fitted.clear();
+  for (const sim::FittedParameter& p : fit.parameters) {
+    if (p.fitted) calibration->fitted.push_back(p.name);
+  }
+}
+
 int Fail(const CommandEnv& env, const absl::Status& status) {
   return cli::ReportError(env, "lab calibrate", false, status);
 }
@@ -165,12 +221,32 @@ int RunLabCalibrate(const std::vector<std::string>& args,
     *env.out << kUsage << "\nflags:\n" << FlagsHelp(flags, env.terminal_width);
     return kExitOk;
   }
-  if (f.sweeps.empty()) {
+  if (f.sweeps.empty() && f.benches.empty()) {
     return cli::ReportUsageError(
         env, "lab calibrate", args,
         absl::InvalidArgumentError(
             "name at least one sweep: --sweep DIR/sweep.json (written by "
-            "gradsync lab sweep --out DIR)"));
+            "gradsync lab sweep --out DIR), or a bench output: --from-bench "
+            "FILE (gradsync bench allreduce -o json)"));
+  }
+  BenchCluster bench;
+  if (!f.benches.empty()) {
+    absl::StatusOr<int64_t> rate =
+        f.link.empty()
+            ? absl::InvalidArgumentError(
+                  "--from-bench needs --link RATE: each host's line rate")
+            : ParseLinkRate(f.link);
+    absl::StatusOr<sim::PsTransport> transport =
+        sim::ParsePsTransport(f.bench_ps_transport);
+    absl::Status bad = !rate.ok() ? rate.status() : transport.status();
+    if (!bad.ok()) {
+      return cli::ReportUsageError(env, "lab calibrate", args, bad);
+    }
+    bench.link_bps = *rate;
+    bench.ps_colocated = f.bench_colocated;
+    bench.ps_partition_bytes = static_cast<double>(f.bench_partition);
+    bench.ps_transport = *transport;
+    bench.server_cores = static_cast<int>(f.server_cores);
   }
   const bool fit = f.calibration.empty();
   const bool validate = f.validate || !fit;
@@ -187,9 +263,24 @@ int RunLabCalibrate(const std::vector<std::string>& args,
   split.max_workers = static_cast<int>(f.max_workers);
   split.server_cores = static_cast<int>(f.server_cores);
   split.unverified_links = f.unverified_links;
-  const SplitCells cells = SplitSweepCells(sweeps, split);
+  SplitCells cells = SplitSweepCells(sweeps, split);
+  // A real cluster's bench rows are all the fit's: it has no held-out N.
+  size_t bench_cells = 0;
+  for (const std::string& path : f.benches) {
+    absl::StatusOr<std::string> text = ReadText(path);
+    if (!text.ok()) return Fail(env, text.status());
+    absl::StatusOr<BenchCells> parsed = ParseBenchJson(*text, path, bench);
+    if (!parsed.ok()) return Fail(env, parsed.status());
+    bench_cells += parsed->cells.size();
+    for (sim::MeasuredCell& c : parsed->cells) cells.fit.push_back(c);
+    for (std::string& why : parsed->skipped) cells.skipped.push_back(why);
+  }
   *env.out << "cells: " << cells.fit.size() << " with N <= " << f.max_workers
-           << " (the fit's), " << cells.held_out.size() << " held out, "
+           << " (the fit's"
+           << (bench_cells > 0 ? absl::StrCat(", ", bench_cells,
+                                              " of them from bench outputs")
+                               : "")
+           << "), " << cells.held_out.size() << " held out, "
            << cells.skipped.size() << " left out\n";
   for (const std::string& s : cells.skipped)
     *env.out << "  left out: " << s << "\n";
@@ -213,10 +304,20 @@ int RunLabCalibrate(const std::vector<std::string>& args,
     DescribeSource(sweeps, Hostname(),
                    static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)),
                    absl::ToUnixSeconds(absl::Now()), &options.start);
+    if (!f.benches.empty()) {
+      const std::string from_bench =
+          absl::StrCat("bench outputs ", absl::StrJoin(f.benches, ", "), " (",
+                       DescribeLinkRate(bench.link_bps), " links)");
+      options.start.machine =
+          sweeps.empty()
+              ? absl::StrCat(from_bench, ", fitted on ", Hostname())
+              : absl::StrCat(options.start.machine, "; ", from_bench);
+    }
     absl::StatusOr<sim::CalibrationFit> result =
         sim::FitCalibration(cells.fit, options);
     if (!result.ok()) return Fail(env, result.status());
     calibration = result->calibration;
+    RecordFitRange(cells.fit, *result, &calibration);
     *env.out << "\n" << FormatFit(*result, false);
     if (absl::Status s =
             WriteText(f.out, sim::CalibrationToJson(calibration) + "\n");

@@ -33,7 +33,9 @@ constexpr char kUsage[] =
     "node). Per worker count: the best layout and its step, the ring's\n"
     "and the hierarchical all-reduce's step, the speedup over the ring,\n"
     "K* (the fewest separate servers as fast as the ring, found exactly)\n"
-    "and what bounds the best layout. Without --calibration the latency\n"
+    "and what bounds the best layout; \"?\" marks figures in regimes the\n"
+    "calibration never saw or the lab validation missed (a footnote says\n"
+    "why). Without --calibration the latency\n"
     "and CPU costs are documented defaults, not fitted\n"
     "(docs/simulator.md): compare layouts, do not quote absolute times.\n";
 
@@ -89,6 +91,30 @@ std::string MillisOrDash(double seconds) {
   return seconds >= 0 ? absl::StrFormat("%.1f", seconds * 1e3) : "-";
 }
 
+// The "?" column's footnote: each marker of a best cell once, with the
+// reason of its first row, then the calibration's own caveat.
+std::string UncertaintyFootnote(const sim::SimConfig& base,
+                                const std::vector<sim::PlanRow>& rows) {
+  std::string out;
+  std::string seen;
+  for (const sim::PlanRow& row : rows) {
+    for (const sim::Uncertainty& u : row.cells[row.best].uncertain) {
+      if (seen.find(u.marker) != std::string::npos) continue;
+      seen.push_back(u.marker);
+      absl::StrAppend(&out, "  ", std::string(1, u.marker), ": ", u.reason,
+                      " (first at N = ", row.workers, ")\n");
+    }
+  }
+  if (!out.empty()) {
+    out = absl::StrCat(
+        "?: uncertain regimes (docs/simulator.md, \"Uncertain regimes\"):\n",
+        out);
+  }
+  const std::string caveat = sim::CalibrationCaveat(base.calibration);
+  if (!caveat.empty()) absl::StrAppend(&out, "Note: ", caveat, ".\n");
+  return out;
+}
+
 void PrintTable(const PlanOptions& o, const sim::SimConfig& base,
                 const std::vector<sim::PlanRow>& rows, const CommandEnv& env) {
   *env.out << DescribeSetup(o.sim, base) << "\n\n";
@@ -104,15 +130,18 @@ void PrintTable(const PlanOptions& o, const sim::SimConfig& base,
          row.ring_s > 0 ? absl::StrFormat("x%.2f", row.ring_s / best.step_s)
                         : "-",
          row.k_star > 0 ? absl::StrCat(row.k_star) : "-",
-         FormatPercent(best.exposed_comm_s / best.step_s), best.bottleneck});
+         FormatPercent(best.exposed_comm_s / best.step_s), best.bottleneck,
+         best.uncertain.empty() ? "" : sim::Markers(best.uncertain)});
   }
-  *env.out << FormatTable({"N", "BEST", "STEP ms", "SAMPLES/s", "RING ms",
-                           "HIER ms", "VS RING", "K*", "EXPOSED", "BOTTLENECK"},
-                          table)
+  *env.out << FormatTable(
+                  {"N", "BEST", "STEP ms", "SAMPLES/s", "RING ms", "HIER ms",
+                   "VS RING", "K*", "EXPOSED", "BOTTLENECK", "?"},
+                  table)
            << "\nK*: the fewest servers on hosts of their own whose step is "
               "no slower than the ring's (- : none in --servers).\n"
               "EXPOSED: the share of the best step that backward does not "
-              "hide. -o json lists every cell.\n";
+              "hide. -o json lists every cell.\n"
+           << UncertaintyFootnote(base, rows);
 }
 
 void PrintJson(const PlanOptions& o, const std::vector<sim::PlanRow>& rows,
@@ -135,7 +164,14 @@ void PrintJson(const PlanOptions& o, const std::vector<sim::PlanRow>& rows,
                << ",\"servers\":" << c.servers
                << ",\"stepS\":" << JsonNumber(c.step_s)
                << ",\"exposedCommS\":" << JsonNumber(c.exposed_comm_s)
-               << ",\"bottleneck\":" << JsonQuote(c.bottleneck) << "}";
+               << ",\"bottleneck\":" << JsonQuote(c.bottleneck)
+               << ",\"uncertain\":[";
+      for (size_t u = 0; u < c.uncertain.size(); ++u) {
+        *env.out << (u ? "," : "") << "{\"marker\":"
+                 << JsonQuote(std::string(1, c.uncertain[u].marker))
+                 << ",\"reason\":" << JsonQuote(c.uncertain[u].reason) << "}";
+      }
+      *env.out << "]}";
     }
     *env.out << "]}";
   }
@@ -143,14 +179,16 @@ void PrintJson(const PlanOptions& o, const std::vector<sim::PlanRow>& rows,
 }
 
 void PrintCsv(const std::vector<sim::PlanRow>& rows, const CommandEnv& env) {
-  *env.out << "workers,layout,servers,step_s,exposed_comm_s,bottleneck,best\n";
+  *env.out << "workers,layout,servers,step_s,exposed_comm_s,bottleneck,best,"
+              "uncertain\n";
   for (const sim::PlanRow& row : rows) {
     for (size_t j = 0; j < row.cells.size(); ++j) {
       const sim::PlanCell& c = row.cells[j];
       *env.out << row.workers << "," << sim::SimLayoutName(c.layout) << ","
                << c.servers << "," << JsonNumber(c.step_s) << ","
                << JsonNumber(c.exposed_comm_s) << ",\"" << c.bottleneck << "\","
-               << (j == row.best ? 1 : 0) << "\n";
+               << (j == row.best ? 1 : 0) << "," << sim::Markers(c.uncertain)
+               << "\n";
     }
   }
 }

@@ -84,6 +84,10 @@ void AddSimFlags(SimFlags* f, std::vector<FlagSpec>* flags) {
       SwitchFlag("ps-unpipelined",
                  "PS: pull only after every push to the server is in",
                  &f->ps_unpipelined),
+      SwitchFlag("ps-flat-push",
+                 "PS with G > 1: every GPU pushes its own copy, instead of "
+                 "reducing in the node first (BytePS)",
+                 &f->ps_flat_push),
       IntFlag("server-cores", "cores of each PS server (16)", 1,
               &f->server_cores),
       StringFlag("calibration", "FILE",
@@ -184,6 +188,7 @@ absl::StatusOr<sim::SimConfig> BuildConfig(const SimFlags& f) {
   c.partition_bytes = static_cast<double>(f.partition_bytes);
   ASSIGN_OR_RETURN(c.transport, sim::ParsePsTransport(f.ps_transport));
   c.ps_pipelined = !f.ps_unpipelined;
+  c.ps_node_reduce = !f.ps_flat_push;
   c.server_cores = f.server_cores;
   if (!f.calibration.empty()) {
     absl::StatusOr<sim::SimCalibration> calibration =
@@ -231,7 +236,10 @@ std::string DescribeSetup(const SimFlags& f, const sim::SimConfig& config) {
           ? absl::StrCat(" of ", config.topology.gpus_per_node, " GPUs (",
                          lab::DescribeLinkRate(static_cast<int64_t>(
                              std::llround(config.topology.intra_Bps * 8))),
-                         " each in the node)")
+                         " each in the node; the PS ",
+                         f.ps_flat_push ? "pushes from every GPU"
+                                        : "reduces in the node first",
+                         ")")
           : "",
       "; calibration: ", calibration);
 }

@@ -53,6 +53,7 @@ struct SimFlags {
   uint64_t partition_bytes = 4096000;
   std::string ps_transport = "plane";
   bool ps_unpipelined = false;
+  bool ps_flat_push = false;  // PS, G > 1: no reduction in the node
   int server_cores = 16;
   std::string calibration;  // a file; empty: the defaults
 };

@@ -39,6 +39,15 @@ constexpr StringField kStringFields[] = {
     {"commit", &SimCalibration::commit},
 };
 
+// What the fit saw: numbers that are not parameters (the fit does not
+// walk them), and the list of fitted members.
+constexpr CalibrationNumber kRangeFields[] = {
+    {"fitMaxWorkers", &SimCalibration::fit_max_workers},
+    {"fitMinLinkBps", &SimCalibration::fit_min_link_Bps},
+    {"fitMaxLinkBps", &SimCalibration::fit_max_link_Bps},
+};
+constexpr char kFittedName[] = "fitted";
+
 [[nodiscard]] absl::Status NonNegative(const char* name, double value) {
   if (value >= 0 && std::isfinite(value)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
@@ -56,6 +65,8 @@ std::vector<std::string> KnownNames() {
   std::vector<std::string> names;
   for (const CalibrationNumber& f : kNumberFields) names.push_back(f.name);
   for (const StringField& f : kStringFields) names.push_back(f.name);
+  for (const CalibrationNumber& f : kRangeFields) names.push_back(f.name);
+  names.push_back(kFittedName);
   return names;
 }
 
@@ -71,7 +82,17 @@ absl::Status ValidateCalibration(const SimCalibration& c) {
   RETURN_IF_ERROR(
       NonNegative("incastThresholdFlows", c.incast_threshold_flows));
   RETURN_IF_ERROR(Efficiency("incastEfficiency", c.incast_efficiency));
+  for (const CalibrationNumber& f : kRangeFields) {
+    RETURN_IF_ERROR(NonNegative(f.name, c.*f.field));
+  }
   return absl::OkStatus();
+}
+
+bool WasFitted(const SimCalibration& c, absl::string_view name) {
+  for (const std::string& f : c.fitted) {
+    if (f == name) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<SimCalibration> ParseCalibration(absl::string_view json) {
@@ -83,6 +104,31 @@ absl::StatusOr<SimCalibration> ParseCalibration(absl::string_view json) {
   SimCalibration c;
   for (const auto& [name, value] : doc.members()) {
     bool known = false;
+    for (const CalibrationNumber& f : kRangeFields) {
+      if (name != f.name) continue;
+      if (!value.is_number()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("calibration member \"", name, "\" is a ",
+                         JsonTypeName(value.type()), "; it must be a number"));
+      }
+      c.*f.field = value.number();
+      known = true;
+    }
+    if (name == kFittedName) {
+      if (!value.is_array()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "calibration member \"fitted\" is a ", JsonTypeName(value.type()),
+            "; it must be an array of member names"));
+      }
+      for (const JsonValue& item : value.items()) {
+        if (!item.is_string()) {
+          return absl::InvalidArgumentError(
+              "calibration member \"fitted\" holds a non-string");
+        }
+        c.fitted.push_back(item.string());
+      }
+      known = true;
+    }
     for (const CalibrationNumber& f : kNumberFields) {
       if (name != f.name) continue;
       if (!value.is_number()) {
@@ -141,7 +187,14 @@ std::string CalibrationToJson(const SimCalibration& c) {
     absl::StrAppend(&out, separator, JsonQuote(f.name), ":",
                     JsonQuote(c.*f.field));
   }
-  return out + "}";
+  for (const CalibrationNumber& f : kRangeFields) {
+    absl::StrAppend(&out, ",", JsonQuote(f.name), ":", JsonNumber(c.*f.field));
+  }
+  absl::StrAppend(&out, ",", JsonQuote(kFittedName), ":[");
+  for (size_t i = 0; i < c.fitted.size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", JsonQuote(c.fitted[i]));
+  }
+  return out + "]}";
 }
 
 absl::Span<const CalibrationNumber> CalibrationNumbers() {

@@ -16,7 +16,14 @@
 //    "partitionOverheadS": 0, "planeCpuSPerByte": 1e-10,
 //    "grpcCpuSPerByte": 3e-10, "incastThresholdFlows": 0,
 //    "incastEfficiency": 1, "machine": "lab on vm-3", "date": "2027-01-04",
-//    "commit": "abc1234"}
+//    "commit": "abc1234", "fitMaxWorkers": 4, "fitMinLinkBps": 1.25e7,
+//    "fitMaxLinkBps": 1.25e7, "fitted": ["alphaS", "linkEfficiency"]}
+//
+// The fit* members say what the calibration was fitted on, so that `plan`
+// can mark the regimes it never saw (plan_uncertainty.h): the largest N
+// among the fitted cells, the slowest and fastest line rates (bytes/s),
+// and the members the cells determined. 0 or [] (the defaults, or a file
+// from before these members): unknown.
 //
 // Errors: INVALID_ARGUMENT for a malformed file, an unknown member (a
 // misspelt parameter would otherwise be silently ignored), a member of the
@@ -27,6 +34,7 @@
 #define GRADSYNC_STUDY_SIM_CALIBRATION_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -70,11 +78,19 @@ struct SimCalibration {
   std::string machine;
   std::string date;
   std::string commit;
+  // What the fit saw (the top); 0 / empty: unknown.
+  double fit_max_workers = 0;
+  double fit_min_link_Bps = 0;
+  double fit_max_link_Bps = 0;
+  std::vector<std::string> fitted;  // members' names in the file
 };
+
+// Whether `c` says its member `name` ("planeCpuSPerByte") was fitted.
+bool WasFitted(const SimCalibration& c, absl::string_view name);
 
 // OK, or INVALID_ARGUMENT naming the first field out of range: negative or
 // non-finite latencies, overheads or CPU costs; an efficiency outside
-// (0, 1]; a negative threshold.
+// (0, 1]; a negative threshold or fit range.
 [[nodiscard]] absl::Status ValidateCalibration(const SimCalibration& c);
 
 // The calibration in `json` (the format at the top), over the defaults.

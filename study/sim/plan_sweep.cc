@@ -35,6 +35,7 @@ namespace {
         FindBottleneck(config, request.workload, *r);
     if (!b.ok()) return Annotate(b.status(), where);
     cell.bottleneck = *std::move(b);
+    cell.uncertain = UncertainRegimes(config, cell.bottleneck);
   }
   return cell;
 }

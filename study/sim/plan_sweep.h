@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "study/sim/plan_uncertainty.h"
 #include "study/sim/sim_config.h"
 #include "study/sim/step_simulator.h"
 #include "study/sim/workload.h"
@@ -51,6 +52,8 @@ struct PlanCell {
   double step_s = 0;
   double exposed_comm_s = 0;
   std::string bottleneck;  // FindBottleneck (step_simulator.h)
+  // Why its figure may be off (plan_uncertainty.h); empty: no known reason.
+  std::vector<Uncertainty> uncertain;
 };
 
 struct PlanRow {

@@ -78,10 +78,16 @@ PsStep::PsStep(const SimConfig& config, std::vector<ServerClass> classes,
   state_.resize(classes_.size());
 }
 
+bool PsStep::NodeReduce() const {
+  return config_.ps_node_reduce && config_.topology.gpus_per_node > 1;
+}
+
 void PsStep::AddResources() {
   const SimTopology& t = config_.topology;
-  const int g = t.gpus_per_node;
-  const double n = t.workers;
+  const bool reduce = NodeReduce();
+  // Pushers per node, and pushers in all, into each server.
+  const double g = reduce ? 1 : t.gpus_per_node;
+  const double n = reduce ? t.nodes() : t.workers;
   const bool colocated = config_.layout == SimLayout::kPsColocated;
   const int plain = colocated ? t.nodes() - config_.servers : t.nodes();
   const double rate = t.nic_Bps * config_.calibration.link_efficiency;
@@ -93,6 +99,14 @@ void PsStep::AddResources() {
         colocated ? "node NIC (no server)" : "worker node NIC";
     plain_out = network_->AddResource({what + " out", rate, plain, false});
     plain_in = network_->AddResource({what + " in", rate, plain, true});
+  }
+  int intra_out = -1, intra_in = -1;
+  if (reduce) {
+    const double intra = t.intra_Bps * config_.calibration.link_efficiency;
+    intra_out =
+        network_->AddResource({"GPU intra-node out", intra, t.workers, false});
+    intra_in =
+        network_->AddResource({"GPU intra-node in", intra, t.workers, false});
   }
   const size_t count = classes_.size();
   std::vector<int> host_out(count), host_in(count), cpu(count, -1);
@@ -112,7 +126,7 @@ void PsStep::AddResources() {
     }
   }
   // Loads: flows of one class's push (pull) on the busiest copy of each
-  // resource. A node's G workers each push to every server of the class.
+  // resource. A node's g pushers each push to every server of the class.
   auto add = [](std::vector<FlowLoad>* loads, int resource, double flows) {
     if (resource >= 0 && flows > 0) loads->push_back({resource, flows});
   };
@@ -125,7 +139,7 @@ void PsStep::AddResources() {
       add(&f.pull, host_out[m], n);
       add(&f.pull, plain_in, g * members);
     } else {
-      // A server's own node's workers reach it inside the node.
+      // A server's own node's pushers reach it inside the node.
       add(&f.push, plain_out, g * members);
       add(&f.pull, plain_in, g * members);
       for (size_t o = 0; o < count; ++o) {
@@ -138,6 +152,9 @@ void PsStep::AddResources() {
     }
     add(&f.push, cpu[m], n);
     add(&f.pull, cpu[m], n);
+    // Each GPU takes part in the reduce of every member's partition.
+    add(&f.intra, intra_out, members);
+    add(&f.intra, intra_in, members);
   }
 }
 
@@ -153,23 +170,48 @@ void PsStep::Start(std::function<void()> done) {
     });
     return;
   }
-  for (size_t m = 0; m < classes_.size(); ++m) SchedulePush(m);
+  for (size_t m = 0; m < classes_.size(); ++m) ScheduleReduce(m);
 }
 
-void PsStep::SchedulePush(size_t m) {
+FlowGroup PsStep::IntraGroup(size_t m, size_t j, const char* what) const {
+  const double g = config_.topology.gpus_per_node;
+  FlowGroup group;
+  group.name = absl::StrCat(what, " ", j);
+  group.lane = absl::StrCat(flows_[m].lane, " node ", what);
+  group.bytes = 2 * (g - 1) / g * classes_[m].partition_bytes[j];
+  group.latency_s = g * config_.calibration.intra_alpha_s;
+  group.loads = flows_[m].intra;
+  return group;
+}
+
+void PsStep::ScheduleReduce(size_t m) {
   const ServerClass& c = classes_[m];
-  const size_t j = state_[m].next_push;
-  if (j >= c.partition_bytes.size()) return;
-  const double wait = c.ready_s[j] - network_->now();
-  if (wait > 0) {
-    network_->After(wait, [this, m] { IssuePush(m); });
-  } else {
-    IssuePush(m);
+  ClassState& s = state_[m];
+  while (s.next_reduce < c.partition_bytes.size()) {
+    const double wait = c.ready_s[s.next_reduce] - network_->now();
+    if (wait > 0) {
+      network_->After(wait, [this, m] { ScheduleReduce(m); });
+      return;
+    }
+    const size_t j = s.next_reduce++;
+    if (NodeReduce()) {
+      network_->Start(IntraGroup(m, j, "reduce"), [this, m] {
+        ++state_[m].reduced;
+        TryPush(m);
+        ScheduleReduce(m);
+      });
+      return;
+    }
+    ++s.reduced;
+    TryPush(m);
   }
 }
 
-void PsStep::IssuePush(size_t m) {
-  const size_t j = state_[m].next_push++;
+void PsStep::TryPush(size_t m) {
+  ClassState& s = state_[m];
+  if (s.pushing || s.next_push >= s.reduced) return;
+  const size_t j = s.next_push++;
+  s.pushing = true;
   FlowGroup push;
   push.name = absl::StrCat("push ", j);
   push.lane = absl::StrCat(flows_[m].lane, " push");
@@ -177,7 +219,8 @@ void PsStep::IssuePush(size_t m) {
   push.latency_s = config_.calibration.alpha_s;
   push.loads = flows_[m].push;
   network_->Start(std::move(push), [this, m] {
-    SchedulePush(m);
+    state_[m].pushing = false;
+    TryPush(m);
     network_->After(config_.calibration.partition_overhead_s, [this, m] {
       ++state_[m].pull_ready;
       TryPull(m);
@@ -198,15 +241,39 @@ void PsStep::TryPull(size_t m) {
   pull.bytes = classes_[m].partition_bytes[j];
   pull.latency_s = config_.calibration.alpha_s;
   pull.loads = flows_[m].pull;
-  network_->Start(std::move(pull), [this, m, parts] {
+  network_->Start(std::move(pull), [this, m] {
     ClassState& state = state_[m];
     state.pulling = false;
-    if (state.next_pull == parts) {
-      if (--classes_left_ == 0 && done_) done_();
-      return;
-    }
+    ++state.pulled;
+    TryBroadcast(m);
     TryPull(m);
   });
+}
+
+void PsStep::TryBroadcast(size_t m) {
+  ClassState& s = state_[m];
+  const size_t parts = classes_[m].partition_bytes.size();
+  if (!NodeReduce()) {
+    s.next_broadcast = s.pulled;
+    if (s.next_broadcast == parts) ClassDone();
+    return;
+  }
+  if (s.broadcasting || s.next_broadcast >= s.pulled) return;
+  const size_t j = s.next_broadcast++;
+  s.broadcasting = true;
+  network_->Start(IntraGroup(m, j, "broadcast"), [this, m, parts] {
+    ClassState& state = state_[m];
+    state.broadcasting = false;
+    if (state.next_broadcast == parts) {
+      ClassDone();
+      return;
+    }
+    TryBroadcast(m);
+  });
+}
+
+void PsStep::ClassDone() {
+  if (--classes_left_ == 0 && done_) done_();
 }
 
 }  // namespace sim

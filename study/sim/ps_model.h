@@ -20,6 +20,19 @@
 // So the pull of one partition overlaps the push of the next on the
 // full-duplex links. Each message costs alpha before its first byte.
 //
+// Reduction in the node (ps_node_reduce, G > 1; BytePS's design). Before
+// push j, the node's G workers reduce partition j of size P onto one of
+// them: a reduce-scatter (G-1 steps of P/G) and a gather of the G-1 other
+// slices, 2(G-1)/G * P into the gathering GPU (the busiest intra-node
+// link; simulated as that much on every GPU's link, each way), after G
+// intra alphas. Only that worker pushes: one flow per node to each
+// server, M = N/G into each server's NIC. After pull j, it broadcasts the
+// result in the node (a scatter and an all-gather, the same bytes and
+// alphas). Reductions run one after another, as do broadcasts, each
+// overlapping the pushes and pulls of other partitions; the step ends
+// with the last broadcast. In the limit of infinitely fast intra-node
+// links that is the PS of M workers, one per node.
+//
 // Links. Separate: each server host has its own NIC; the workers' nodes
 // theirs. Colocated: server k runs on node k and shares that node's NIC
 // with its G workers; their pushes to it and its pulls to them stay in the
@@ -86,19 +99,31 @@ class PsStep {
   struct ClassFlows {
     std::vector<FlowLoad> push;
     std::vector<FlowLoad> pull;
-    std::string lane;  // "server 3", "servers 16-31"
+    std::vector<FlowLoad> intra;  // node reduce and broadcast; none: off
+    std::string lane;             // "server 3", "servers 16-31"
   };
   struct ClassState {
+    size_t next_reduce = 0;
+    size_t reduced = 0;  // partitions reduced in the node (all: no reduce)
     size_t next_push = 0;
+    bool pushing = false;
     size_t pull_ready = 0;  // partitions whose pull may start
     size_t next_pull = 0;
     bool pulling = false;
+    size_t pulled = 0;  // partitions whose broadcast may start
+    size_t next_broadcast = 0;
+    bool broadcasting = false;
   };
 
   void AddResources();
-  void SchedulePush(size_t m);
-  void IssuePush(size_t m);
+  bool NodeReduce() const;
+  // The reduce and broadcast in the node of one of class m's partitions.
+  FlowGroup IntraGroup(size_t m, size_t j, const char* what) const;
+  void ScheduleReduce(size_t m);
+  void TryPush(size_t m);
   void TryPull(size_t m);
+  void TryBroadcast(size_t m);
+  void ClassDone();
 
   SimConfig config_;
   std::vector<ServerClass> classes_;

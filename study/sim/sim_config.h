@@ -103,6 +103,13 @@ struct SimConfig {
   bool ps_pipelined = true;
   PsTransport transport = PsTransport::kPlane;
   int server_cores = 16;  // each server's cores for the transport's CPU
+  // PS layouts on nodes of G > 1 workers: each node first reduces its G
+  // workers' copy of a partition over the intra-node links, one worker
+  // pushes the node's sum, and after the pull it broadcasts the result in
+  // the node (BytePS's design: M = N / G flows into each server instead
+  // of N). false: every worker pushes and pulls its own copy. No effect
+  // at G = 1.
+  bool ps_node_reduce = true;
   int max_server_classes = kDefaultMaxServerClasses;
 
   SimCalibration calibration;

@@ -1,8 +1,10 @@
-// `gradsync lab calibrate`: a sweep.json in the lab's own format (built as
-// the SweepResults proto and written with the lab's JSON) parses and
-// splits into the fit's cells and the held-out ones, old sweeps' transport
-// is read right, the tables mark what they should, and the command fits a
-// calibration that `gradsync simulate --calibration` then loads.
+// `gradsync lab calibrate`: a real cluster's `gradsync bench -o json`
+// output (made here by the simulator under known parameters) parses, and
+// the fit recovers those parameters exactly; a sweep.json in the lab's own
+// format (built as the SweepResults proto and written with the lab's JSON)
+// parses and splits into the fit's cells and the held-out ones, old sweeps'
+// transport is read right, the tables mark what they should, and the command
+// fits a calibration that `gradsync simulate --calibration` then loads.
 #include "cli/lab/lab_calibrate.h"
 
 #include <unistd.h>
@@ -14,7 +16,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/framework/command_env.h"
+#include "cli/lab/lab_calibrate_bench.h"
 #include "cli/lab/lab_calibrate_command.h"
 #include "cli/lab/lab_state.h"
 #include "cli/plan/simulate_command.h"
@@ -297,6 +301,124 @@ TEST_F(LabCalibrateTest, FitsValidatesAndSimulateLoadsTheFile) {
   std::remove(sweep.c_str());
   std::remove(cal.c_str());
   std::remove(md.c_str());
+}
+
+// One `gradsync bench allreduce -o json` row, as cli/bench/report.cc
+// writes it (the ps row with its shards, no in-place form).
+std::string BenchRow(const std::string& backend, const std::string& algo,
+                     int ranks, int shards, int64_t size, double time_us) {
+  return absl::StrFormat(
+      "{\"collective\":\"allreduce\",\"backend\":\"%s\",\"algo\":\"%s\","
+      "\"ranks\":%d%s,\"tcp_congestion\":\"auto\",\"transport\":\"tcp\","
+      "\"size\":%d,\"count\":%d,\"type\":\"float32\",\"redop\":\"sum\","
+      "\"root\":-1,\"out_of_place\":{\"time_us\":%.17g,\"algbw\":1,"
+      "\"busbw\":1,\"wrong\":0},\"in_place\":%s}\n",
+      backend, algo, ranks,
+      shards > 0 ? absl::StrCat(",\"shards\":", shards) : "", size, size / 4,
+      time_us,
+      backend == "ps" ? "null"
+                      : "{\"time_us\":1,\"algbw\":1,\"busbw\":1,\"wrong\":0}");
+}
+
+TEST(BenchCellsTest, RowsBecomeCellsAndTheRestIsLeftOutWithAReason) {
+  const std::string text = absl::StrCat(
+      "# gradsync bench allreduce: backend ring, algo auto, 4 ranks\n",
+      BenchRow("ring", "auto", 4, 0, 1 << 20, 1500),
+      BenchRow("ring", "auto", 4, 0, 8 << 20, 9000),
+      BenchRow("ring", "hierarchical", 4, 0, 8 << 20, 9000),
+      BenchRow("nccl", "nccl", 4, 0, 8 << 20, 900),
+      BenchRow("ring", "ring", 1, 0, 8 << 20, 10),
+      BenchRow("ps", "ps", 4, 2, 16 << 20, 40000),
+      "{\"summary\":true,\"collective\":\"allreduce\",\"backend\":\"ps\","
+      "\"ranks\":4,\"wrong\":0,\"ok\":true,\"checked\":true,"
+      "\"avg_busbw\":1}\n");
+  BenchCluster cluster;
+  cluster.link_bps = 25'000'000'000;
+  cluster.ps_partition_bytes = 1 << 20;
+  absl::StatusOr<BenchCells> got = ParseBenchJson(text, "b.json", cluster);
+  ASSERT_THAT(got, IsOk());
+  ASSERT_EQ(got->cells.size(), 3u);
+  EXPECT_EQ(got->cells[0].layout, sim::SimLayout::kHalvingDoubling);  // 1M
+  EXPECT_EQ(got->cells[1].layout, sim::SimLayout::kRing);             // 8M
+  const sim::MeasuredCell& ps = got->cells[2];
+  EXPECT_EQ(ps.layout, sim::SimLayout::kPsSeparate);
+  EXPECT_EQ(ps.workers, 4);
+  EXPECT_EQ(ps.servers, 2);
+  EXPECT_EQ(ps.bytes, 16 << 20);
+  EXPECT_EQ(ps.nic_Bps, 25e9 / 8);
+  EXPECT_EQ(ps.partition_bytes, 1 << 20);
+  EXPECT_DOUBLE_EQ(ps.measured_s, 0.04);
+  EXPECT_EQ(ps.label, "bench ps K=2 N=4 16M 25 Gbit/s");
+  ASSERT_EQ(got->skipped.size(), 3u);
+  EXPECT_THAT(got->skipped[0], HasSubstr("b.json:4: ring algorithm "
+                                         "hierarchical"));
+  EXPECT_THAT(got->skipped[1], HasSubstr("b.json:5: backend nccl"));
+  EXPECT_THAT(got->skipped[2], HasSubstr("b.json:6: one rank"));
+
+  EXPECT_THAT(ParseBenchJson("not json\n", "b.json", cluster),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("b.json:1: not a JSON row")));
+  cluster.link_bps = 0;
+  EXPECT_THAT(
+      ParseBenchJson(text, "b.json", cluster),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--link RATE")));
+}
+
+// A 10 Gbit/s cluster's bench output whose times are what the simulator
+// says under Truth(): ring and PS at N = 2..8. Fitted from it, the
+// calibration is Truth() again, and it records what it was fitted on.
+TEST_F(LabCalibrateTest, FromBench_RecoversTheParametersExactly) {
+  BenchCluster cluster;
+  cluster.link_bps = 10'000'000'000;
+  cluster.ps_partition_bytes = 256 << 10;
+  std::string shape;
+  for (int n : {2, 4, 8}) {
+    for (int64_t mib : {1, 4, 32}) {
+      shape += BenchRow("ring", "ring", n, 0, mib << 20, 1);
+      for (int k : {1, n / 2}) {
+        shape += BenchRow("ps", "ps", n, k, mib << 20, 1);
+      }
+    }
+  }
+  absl::StatusOr<BenchCells> cells = ParseBenchJson(shape, "shape", cluster);
+  ASSERT_THAT(cells, IsOk());
+  std::string text;
+  for (const sim::MeasuredCell& c : cells->cells) {
+    absl::StatusOr<double> t = sim::SimulateCell(c, Truth());
+    ASSERT_THAT(t, IsOk());
+    text +=
+        BenchRow(c.servers > 0 ? "ps" : "ring", c.servers > 0 ? "ps" : "ring",
+                 c.workers, c.servers, static_cast<int64_t>(c.bytes), *t * 1e6);
+  }
+  const std::string bench = WriteTemp("bench.json", text);
+  const std::string cal = TempPath("bench_cal.json");
+  ASSERT_EQ(Calibrate({"--from-bench", bench, "--link", "10gbit",
+                       "--bench-partition", "256K", "-o", cal}),
+            cli::kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(),
+              HasSubstr("cells: 27 with N <= 4 (the fit's, 27 of them from "
+                        "bench outputs), 0 held out, 0 left out"));
+  absl::StatusOr<sim::SimCalibration> got = sim::LoadCalibration(cal);
+  ASSERT_THAT(got, IsOk());
+  const sim::SimCalibration want = Truth();
+  EXPECT_NEAR(got->alpha_s, want.alpha_s, 1e-6 * want.alpha_s);
+  EXPECT_NEAR(got->link_efficiency, want.link_efficiency, 1e-6);
+  EXPECT_NEAR(got->partition_overhead_s, want.partition_overhead_s,
+              1e-6 * want.partition_overhead_s);
+  EXPECT_EQ(got->fit_max_workers, 8);
+  EXPECT_EQ(got->fit_min_link_Bps, 10e9 / 8);
+  EXPECT_EQ(got->fit_max_link_Bps, 10e9 / 8);
+  EXPECT_TRUE(sim::WasFitted(*got, "alphaS"));
+  EXPECT_TRUE(sim::WasFitted(*got, "linkEfficiency"));
+  EXPECT_FALSE(sim::WasFitted(*got, "intraAlphaS"));
+  EXPECT_THAT(got->machine, HasSubstr("bench outputs " + bench));
+
+  // No --link: a usage error that says what is missing.
+  EXPECT_EQ(Calibrate({"--from-bench", bench}), cli::kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--from-bench needs --link RATE"));
+  std::remove(bench.c_str());
+  std::remove(cal.c_str());
 }
 
 TEST_F(LabCalibrateTest, BadInput_ExitsWithTheRightStatus) {

@@ -1,13 +1,14 @@
 // What `gradsync explain` hands the study's explanation
 // (ExplainInputOf, cli/lab/explain_command.h): the coordinator's answers
-// read field by field, the servers' hosts found by address, and the
-// spec's partition size.
+// read field by field, the servers' hosts found by address, the spec's
+// partition size, and a synthetic job's model profile for the simulator.
 #include <string>
 #include <utility>
 
 #include "cli/lab/explain_command.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "study/model_profiles.h"
 
 namespace gradsync {
 namespace lab {
@@ -76,6 +77,35 @@ TEST(ExplainInputTest, ReadsTheCoordinatorsAnswers) {
   EXPECT_EQ(in.shards[0].shard, 1);
   EXPECT_EQ(in.shards[0].bytes_in, 10);
   EXPECT_EQ(in.shards[0].bytes_out, 20);
+  // An mlp: no layer profile for the simulator.
+  EXPECT_TRUE(in.profile.empty());
+  EXPECT_EQ(in.profile_scale, 1);
+}
+
+// A synthetic job with a model profile: the profile's tensors, its scale,
+// its emulated compute and the bucket size, for explain's simulator.
+TEST(ExplainInputTest, ReadsTheSyntheticModelsProfile) {
+  JobStatus job;
+  job.mutable_spec()->set_bucket_bytes(4 << 20);
+  ModelSpec* model = job.mutable_spec()->mutable_model();
+  model->set_kind("synthetic");
+  model->set_profile("resnet50");
+  model->set_profile_scale(0.25);
+  model->set_synthetic_compute_ms(120);
+  const study::ExplainInput in =
+      ExplainInputOf(job, GetMetricsResponse(), ListWorkersResponse());
+  EXPECT_EQ(in.model_kind, "synthetic");
+  EXPECT_EQ(in.profile_name, "resnet50");
+  absl::StatusOr<std::vector<ProfileTensor>> want = ModelProfile("resnet50");
+  ASSERT_TRUE(want.ok());
+  EXPECT_THAT(in.profile, SizeIs(want->size()));
+  EXPECT_EQ(in.profile_scale, 0.25);
+  EXPECT_DOUBLE_EQ(in.compute_s, 0.12);
+  EXPECT_EQ(in.bucket_bytes, 4 << 20);
+  // An unknown profile leaves none (explain then keeps the formula).
+  model->set_profile("alexnet");
+  EXPECT_TRUE(ExplainInputOf(job, GetMetricsResponse(), ListWorkersResponse())
+                  .profile.empty());
 }
 
 }  // namespace

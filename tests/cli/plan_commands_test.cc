@@ -1,9 +1,11 @@
 // `gradsync simulate` and `gradsync plan` in-process: their output agrees
 // with the simulator called directly, the trace file parses, bad input
-// exits 2, and the shared flags parse rates and ranges.
+// exits 2, plan marks uncertain regimes, and the shared flags parse rates
+// and ranges.
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -184,6 +186,59 @@ TEST_F(PlanCommandsTest, Plan_JsonAndCsv_ListEveryCell) {
   csv.insert(csv.end(), {"-o", "csv"});
   ASSERT_EQ(Plan(csv), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("workers,layout,servers,step_s,"));
+}
+
+// A calibration fitted at N <= 4 on 100 Mbit/s links, asked about 16
+// workers on 100 Gbit/s pushing to 2 servers in 128 KiB partitions: every
+// range it never saw, and incast, are marked, with a footnote each.
+TEST_F(PlanCommandsTest, Plan_MarksUncertainRegimesWithAFootnote) {
+  const std::string cal =
+      absl::StrCat(::testing::TempDir(), "/plan_cal_", getpid(), ".json");
+  std::ofstream(cal) << R"({"alphaS": 1e-4, "machine": "lab",)"
+                     << R"( "fitMaxWorkers": 4, "fitMinLinkBps": 1.25e7,)"
+                     << R"( "fitMaxLinkBps": 1.25e7, "fitted": ["alphaS"]})";
+  const std::vector<std::string> args = {"--model-profile",
+                                         "resnet50",
+                                         "-w",
+                                         "16",
+                                         "--link",
+                                         "100gbit",
+                                         "--layouts",
+                                         "ps",
+                                         "--servers",
+                                         "2",
+                                         "--partition",
+                                         "128K",
+                                         "--compute-ms",
+                                         "1",
+                                         "--calibration",
+                                         cal};
+  ASSERT_EQ(Plan(args), kExitOk) << err_.str();
+  std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("BOTTLENECK"));
+  EXPECT_THAT(out, HasSubstr("  NLI\n"));
+  EXPECT_THAT(out, HasSubstr("?: uncertain regimes"));
+  EXPECT_THAT(out, HasSubstr("  N: N beyond twice the largest calibrated N "
+                             "(4)"));
+  EXPECT_THAT(out, HasSubstr("  L: links of 100 Gbit/s were never measured"));
+  EXPECT_THAT(out, HasSubstr("  I: incast: 16 flows into each server's NIC"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("Note: calibration")));
+  std::vector<std::string> json = args;
+  json.insert(json.end(), {"-o", "json"});
+  ASSERT_EQ(Plan(json), kExitOk) << err_.str();
+  absl::StatusOr<sim::JsonValue> doc = sim::ParseJson(out_.str());
+  ASSERT_THAT(doc, IsOk()) << out_.str();
+  const sim::JsonValue& c =
+      doc->Find("rows")->items()[0].Find("cells")->items()[0];
+  ASSERT_EQ(c.Find("uncertain")->items().size(), 3u);
+  EXPECT_EQ(c.Find("uncertain")->items()[2].Find("marker")->string(), "I");
+  // Without a calibration: no range to mark, and the footnote says so.
+  ASSERT_EQ(Plan({"--model-profile", "resnet50", "-w", "16", "--link",
+                  "100gbit", "--layouts", "ring"}),
+            kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("Note: calibration: the defaults, "
+                                    "fitted to nothing"));
+  std::remove(cal.c_str());
 }
 
 TEST_F(PlanCommandsTest, Plan_BadRanges_ExitTwo) {

@@ -125,6 +125,28 @@ TEST(CalibrationTest, ToJson_RoundTrips) {
   EXPECT_EQ(back->machine, c.machine);
 }
 
+TEST(CalibrationTest, FitRange_RoundTripsAndIsChecked) {
+  SimCalibration c;
+  c.fit_max_workers = 4;
+  c.fit_min_link_Bps = 12.5e6;
+  c.fit_max_link_Bps = 125e6;
+  c.fitted = {"alphaS", "linkEfficiency"};
+  absl::StatusOr<SimCalibration> back = ParseCalibration(CalibrationToJson(c));
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->fit_max_workers, 4);
+  EXPECT_EQ(back->fit_min_link_Bps, 12.5e6);
+  EXPECT_EQ(back->fit_max_link_Bps, 125e6);
+  EXPECT_THAT(back->fitted, ::testing::ElementsAre("alphaS", "linkEfficiency"));
+  EXPECT_TRUE(WasFitted(*back, "alphaS"));
+  EXPECT_FALSE(WasFitted(*back, "planeCpuSPerByte"));
+  EXPECT_THAT(ParseCalibration(R"({"fitted": "alphaS"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("array of member names")));
+  EXPECT_THAT(
+      ParseCalibration(R"({"fitMaxWorkers": -2})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fitMaxWorkers")));
+}
+
 TEST(CalibrationTest, LoadCalibration_ReadsAFileAndNamesItOnError) {
   const std::string path = ::testing::TempDir() + "/calibration.json";
   {

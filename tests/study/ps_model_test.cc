@@ -1,8 +1,9 @@
 // The simulator's parameter-server layouts against hand-computed cases and
 // study/alpha_beta/sync_model.h's formulas in the limit of no compute: separate
 // servers unpipelined and pipelined, colocated servers, the incast
-// penalty, the server CPU, the per-partition overhead, and the server
-// classes that aggregate many servers.
+// penalty, the server CPU, the per-partition overhead, the server
+// classes that aggregate many servers, and the reduction in the node
+// before the push on nodes of several GPUs.
 #include "study/sim/ps_model.h"
 
 #include <cmath>
@@ -249,12 +250,75 @@ TEST(PsModelTest, Aggregation_KeepsALargeSweepCheap) {
   c.topology.intra_Bps = 10 * kRate;
   c.ps_pipelined = true;
   c.partition_bytes = kDefaultPartitionBytes;
+  c.ps_node_reduce = false;  // every GPU pushes its own copy
   absl::StatusOr<SimResult> r = SimulateStep(c, Gradient(335 << 20));
   ASSERT_THAT(r, IsOk());
   EXPECT_LT(r->events, 100000);
   // A worker node's NIC carries its 8 workers' gradients each way.
   const double s = (335 << 20) * 4.0;
   ExpectClose(r->links[0].bytes_per_copy, 8 * s);
+  // Reduced in the node first: one gradient per node, and still cheap.
+  c.ps_node_reduce = true;
+  r = SimulateStep(c, Gradient(335 << 20));
+  ASSERT_THAT(r, IsOk());
+  EXPECT_LT(r->events, 100000);
+  ExpectClose(r->links[0].bytes_per_copy, s);
+}
+
+// N = 4 workers on 2 nodes of G = 2, one separate server, one partition
+// of S = 8 MiB, no alpha; NICs at B, intra-node links at 2B.
+//   reduced in the node:  reduce 2(G-1)/G S / 2B = S/2B, push 2 flows
+//                         into the server 2S/B, pull 2S/B, broadcast
+//                         S/2B: 5 S/B in all;
+//   every GPU pushes:     4 flows into the server each way, 8 S/B.
+TEST(PsModelTest, NodeReduce_HandComputed) {
+  const double s = 8 * kMiB;
+  SimConfig c = Ps(SimLayout::kPsSeparate, 4, 1);
+  c.topology.gpus_per_node = 2;
+  c.topology.intra_Bps = 2 * kRate;
+  c.calibration.alpha_s = 0;
+  c.calibration.intra_alpha_s = 0;
+  absl::StatusOr<SimResult> r = SimulateStep(c, Gradient(s / 4));
+  ASSERT_THAT(r, IsOk());
+  ExpectClose(r->step_s, 5 * s / kRate);
+  c.ps_node_reduce = false;
+  r = SimulateStep(c, Gradient(s / 4));
+  ASSERT_THAT(r, IsOk());
+  ExpectClose(r->step_s, 8 * s / kRate);
+  // Intra alpha: G per reduce and per broadcast.
+  c.ps_node_reduce = true;
+  c.calibration.intra_alpha_s = kAlpha;
+  r = SimulateStep(c, Gradient(s / 4));
+  ASSERT_THAT(r, IsOk());
+  ExpectClose(r->step_s, 5 * s / kRate + 4 * kAlpha);
+}
+
+// In the limit of infinitely fast intra-node links with no latency, a
+// node-reduced PS of N = 64 on 8 nodes of 8 is the PS of 8 workers, one
+// per node: pipelined partitions, compute to overlap, separate and
+// colocated.
+TEST(PsModelTest, NodeReduce_FastIntraLinks_IsThePsOfOneWorkerPerNode) {
+  const double s = 64 * kMiB;
+  for (SimLayout layout : {SimLayout::kPsSeparate, SimLayout::kPsColocated}) {
+    SimConfig per_gpu = Ps(layout, 64, 4);
+    per_gpu.topology.gpus_per_node = 8;
+    per_gpu.topology.intra_Bps = 1e18;
+    per_gpu.calibration.intra_alpha_s = 0;
+    per_gpu.ps_pipelined = true;
+    per_gpu.partition_bytes = 2 * kMiB;
+    SimConfig per_node = per_gpu;
+    per_node.topology.workers = 8;
+    per_node.topology.gpus_per_node = 1;
+    SimWorkload w;
+    for (int i = 0; i < 8; ++i) w.layers.push_back({"l", s / 32, 0.01});
+    absl::StatusOr<SimResult> a = SimulateStep(per_gpu, w);
+    absl::StatusOr<SimResult> b = SimulateStep(per_node, w);
+    ASSERT_THAT(a, IsOk());
+    ASSERT_THAT(b, IsOk());
+    EXPECT_NEAR(a->step_s, b->step_s, 1e-6 * b->step_s)
+        << SimLayoutName(layout);
+    EXPECT_GT(b->exposed_comm_s, 0);
+  }
 }
 
 }  // namespace
