@@ -1,7 +1,8 @@
 """The exposed part of a gradsync group's communication: the time the
 training thread could not overlap with compute.
 
-Definition (the same cut as the PS path's, docs/pytorch.md "Metrics"):
+Definition (the same cut as the PS path's; docs/pytorch.md, "Step
+metrics: exposed communication"):
 
 - A collective issued **during a backward pass** (DDP's bucket
   all-reduces, from its reducer or a comm hook) belongs to that backward.
