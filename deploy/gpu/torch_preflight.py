@@ -9,8 +9,8 @@ recorded in ``python/NEEDS`` (GLIBC, GLIBCXX, CXXABI: the newest each of
 the library and its gRPC, protobuf and Abseil needs). Those libraries
 come from the bundle (``pylib/``, found through the library's RPATH)
 unless the process loaded a library of the same soname first (said, not
-failed: a soname is an ABI promise), and the library exports only ``gs_*`` C symbols,
-so torch's C++ ABI (old before 2.7) does not matter.
+failed: a soname is an ABI promise), and the library exports only
+``gs_*`` C symbols, so torch's C++ ABI (old before 2.7) does not matter.
 
 Prints what it found, one fact a line; exit 0 when the package loaded,
 1 with the reason otherwise.
