@@ -14,7 +14,16 @@
 #                               data/     Fashion-MNIST: the first 10,000
 #                                         training images and the whole test set
 #                               scripts/  check_job.sh, gpu_checks.sh,
-#                                         gpu_compare.py, ddp_mlp.py
+#                                         gpu_compare.py, ddp_mlp.py,
+#                                         torch_pip_step.sh, torch_preflight.py
+#                               python/   the gradsync package with
+#                                         libgradsync_c.so, and NEEDS (the
+#                                         newest GLIBC, GLIBCXX and CXXABI
+#                                         versions it and its libraries need)
+#                               pylib/    links into lib/ to the libraries
+#                                         libgradsync_c.so needs but the C and
+#                                         C++ runtimes (the torch process's own)
+#                               examples/torch/  mlp.py, fashion_mnist.py
 #
 # The binaries are stripped, their loader (PT_INTERP) set to
 # /tmp/gradsync-bundle/lib/ld-linux-x86-64.so.2, where the runner unpacks
@@ -156,7 +165,7 @@ FROM_BUILD="$(cd "${FROM_BUILD}" && pwd)"
 stage="$(mktemp -d "${TMPDIR:-/tmp}/gradsync-bundle-stage.XXXXXX")"
 trap 'rm -rf "${stage}"' EXIT
 payload="${stage}/payload"
-mkdir -p "${payload}"/{bin,tests,lib,data/fashion-mnist,scripts}
+mkdir -p "${payload}"/{bin,tests,lib,pylib,python,examples/torch,data/fashion-mnist,scripts}
 
 echo "== binaries from ${FROM_BUILD}"
 for path in "${BINARIES[@]}" "${TESTS[@]}"; do
@@ -213,6 +222,47 @@ for binary in "${payload}"/bin/* "${payload}"/tests/*; do
     die "$(basename "${binary}"): its loader did not come out as ${BUNDLE_ROOT}/lib/ld-linux-x86-64.so.2"
 done
 
+echo "== the Python package, for the machine's own python and torch"
+# libgradsync_c.so is loaded into the torch process: it runs on the
+# machine's C library and on the C++ runtime torch loaded, so pylib/ holds
+# everything else it needs (gRPC, protobuf, Abseil, OpenSSL: links into
+# lib/) and its RPATH points there. Carrying glibc's parts there would mix
+# two C libraries in one process. NEEDS records the newest symbol versions
+# of the C and C++ runtimes it and those libraries need, which the torch
+# step's preflight compares with the machine's.
+capi="${FROM_BUILD}/python/gradsync/libgradsync_c.so"
+[[ -f "${capi}" ]] || die "${capi} is missing (the gradsync_python target makes it)"
+cp -r "${FROM_BUILD}/python/gradsync" "${payload}/python/"
+find "${payload}/python" -name '__pycache__' -prune -exec rm -rf {} +
+strip --strip-unneeded "${payload}/python/gradsync/libgradsync_c.so"
+PY_RUNTIMES='^(libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libutil\.so|ld-linux|libstdc\+\+\.so|libgcc_s\.so|linux-vdso)'
+while read -r name path; do
+  [[ "${path}" == "not found" ]] && die "ldd finds no ${name} for libgradsync_c.so"
+  [[ -f "${payload}/lib/${name}" ]] || cp -L "${path}" "${payload}/lib/${name}"
+  ln -sf "../lib/${name}" "${payload}/pylib/${name}"
+done < <(ldd "${capi}" | awk '
+    $2 == "=>" && $3 == "not" { print $1, "not found"; next }
+    $2 == "=>" { print $1, $3 }' | grep -Ev "${PY_RUNTIMES}" | sort -u)
+patchelf --force-rpath --set-rpath '$ORIGIN/../../pylib' \
+  "${payload}/python/gradsync/libgradsync_c.so"
+readelf -d "${payload}/python/gradsync/libgradsync_c.so" |
+  grep -q '(RPATH) *Library rpath: \[\$ORIGIN/\.\./\.\./pylib\]' ||
+  die "libgradsync_c.so: its RPATH did not come out as \$ORIGIN/../../pylib"
+newest() {  # PREFIX: the newest PREFIX_x.y version the package's libraries need
+  for lib in "${payload}/python/gradsync/libgradsync_c.so" "${payload}"/pylib/*; do
+    objdump -T "$(readlink -f "${lib}")"
+  done | grep -o "$1_[0-9][0-9.]*" | sed "s/^$1_//" | sort -uV | tail -n 1
+}
+{
+  echo "GLIBC $(newest GLIBC)"
+  echo "GLIBCXX $(newest GLIBCXX)"
+  echo "CXXABI $(newest CXXABI)"
+} >"${payload}/python/NEEDS"
+grep -q '^GLIBC [0-9]' "${payload}/python/NEEDS" ||
+  die "could not read the GLIBC versions libgradsync_c.so needs (objdump)"
+cp "${ROOT}/examples/torch/mlp.py" "${ROOT}/examples/torch/fashion_mnist.py" \
+  "${payload}/examples/torch/"
+
 echo "== Fashion-MNIST: the first ${TRAIN_SUBSET} training images, the test set"
 # The subset keeps the IDX layout: a big-endian header (magic, count, and
 # rows and columns for images), then the first examples' bytes.
@@ -238,6 +288,7 @@ cp "${DATASET}"/t10k-{images-idx3,labels-idx1}-ubyte.gz "${payload}/data/fashion
 echo "== scripts"
 cp "${ROOT}/scripts/check_job.sh" "${ROOT}/deploy/gpu/gpu_checks.sh" \
   "${ROOT}/deploy/gpu/gpu_compare.py" "${ROOT}/scripts/bench/ddp_mlp.py" \
+  "${ROOT}/deploy/gpu/torch_pip_step.sh" "${ROOT}/deploy/gpu/torch_preflight.py" \
   "${payload}/scripts/"
 
 commit="$(git -C "${ROOT}" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
@@ -255,6 +306,7 @@ archs="$({ grep -o -- '--generate-code=arch=[^ ]*' "${FROM_BUILD}/build.ninja" |
   echo "- C library: ${glibc}, carried with its loader"
   echo "- data: Fashion-MNIST in IDX form (gzip): the first ${TRAIN_SUBSET} of the 60,000 training images and their labels, and the whole test set (10,000)"
   echo "- not carried: NCCL, cuBLAS, libcuda (the GPU machine's own; the runner says which it used)"
+  echo "- python/gradsync: the torch package for the machine's python; libgradsync_c.so needs $(tr '\n' ' ' <"${payload}/python/NEEDS")(C and C++ runtimes: the machine's)"
   echo
   echo "Contents (bytes, stripped):"
   echo

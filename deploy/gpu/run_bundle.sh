@@ -34,11 +34,18 @@
 #                after step 100 and back after 200 steps on the PS; 20000
 #                steps (CPU: 5000), so that the ring's fast steps do not end
 #                the job before the switches land
+#   torch-pip    example (a) (examples/torch/mlp.py) on the machine's own
+#                PyTorch, on cuda:0 through torch's NCCL process group
+#                rendezvoused through gradsync's store, switched to the PS
+#                at step 100 and back at 200 (scripts/torch_pip_step.sh);
+#                SKIP, not a failure, without python, torch, CUDA or NCCL
 # Every job is checked with scripts/check_job.sh (every step once, in its
 # switch table's mode, parameters bitwise equal across ranks).
 # --cpu runs: env (the bundle's binaries start), cluster (cpu devices),
 # job-scripted, job-2ranks and job-runtime on a small MLP on the CPU, and
-# the ring all-reduce bench, with neither GPU nor python.
+# the ring all-reduce bench, with neither GPU nor python; and torch-pip as
+# a CPU dry run (torch's Gloo group) when PYTHON names a python with torch,
+# else its skip.
 #
 # Output, in $OUT (./gpu-bundle-out unless set): summary.md (also printed at
 # the end) and logs.tar.gz (every step's log, the daemons' logs, the bench
@@ -181,6 +188,12 @@ step_mlp-torch() {
     --warmup 20 --steps 200 | tee "${SECTIONS}/mlp.md"
 }
 
+step_torch-pip() {
+  local device=cuda
+  [[ "${MODE}" == cpu ]] && device=cpu
+  ROOT="${ROOT}" G="${G}" "${ROOT}/scripts/torch_pip_step.sh" "${device}"
+}
+
 step_ring-bench() {
   "${G}" bench allreduce --ranks 2 -b 1M -e 16M | tee "${SECTIONS}/ring-bench.md"
 }
@@ -309,6 +322,9 @@ if [[ "${MODE}" == gpu ]]; then
     fi
   done
   [[ -n "${PYTHON}" ]] || PYTHON="$(command -v python3 || echo python3)"
+else
+  # The CPU run uses python only when told (the torch-pip dry run).
+  PYTHON="${WANTED_PYTHON}"
 fi
 find_image_libs
 [[ -n "${IMAGE_LIB_DIRS}" ]] &&
@@ -339,7 +355,7 @@ wanted() {  # name
   local steps=",${GRADSYNC_RUN_STEPS:-},"
   [[ -z "${GRADSYNC_RUN_STEPS:-}" || "$1" == env ]] && return 0
   [[ "${steps}" == *",$1,"* ]] && return 0
-  [[ "$1" == cluster && "${steps}" =~ ,(job-|mlp-) ]] && return 0
+  [[ "$1" == cluster && "${steps}" =~ ,(job-|mlp-|torch-) ]] && return 0
   [[ "$1" == mlp-gradsync && "${steps}" == *,mlp-torch,* ]] && return 0
   return 1
 }
@@ -362,14 +378,18 @@ run_step() {  # name seconds
   rc=$?
   status=PASS
   note=""
-  if [[ ${rc} -eq 124 || ${rc} -eq 137 ]]; then
+  if [[ ${rc} -eq 77 ]]; then
+    # The step could not apply here and said why (not a failure).
+    status=SKIP
+    note="$(grep -m1 '^SKIP: ' "${LOGS}/${name}.log" | cut -c7-200 | tr '|' '/')"
+  elif [[ ${rc} -eq 124 || ${rc} -eq 137 ]]; then
     status=TIMEOUT
     note="stopped after ${limit} s"
   elif [[ ${rc} -ne 0 ]]; then
     status=FAIL
     note="$(grep -E 'FAILED|rror' "${LOGS}/${name}.log" | tail -n 1 | cut -c1-200 | tr '|' '/')"
   fi
-  [[ "${status}" == PASS ]] || FAILED=1
+  [[ "${status}" == PASS || "${status}" == SKIP ]] || FAILED=1
   RESULTS+=("| ${name} | ${status} | $((SECONDS - begin)) | ${note} |")
   echo "   ${status} in $((SECONDS - begin)) s${note:+: ${note}}"
   tail -n 5 "${LOGS}/${name}.log" | sed 's/^/   | /'
@@ -385,12 +405,14 @@ if [[ "${MODE}" == gpu ]]; then
   run_step mlp-gradsync 120
   run_step mlp-torch 150
   run_step job-runtime 200
+  run_step torch-pip 150
 else
   run_step ring-bench 60
   run_step cluster 90
   run_step job-scripted 120
   run_step job-2ranks 120
   run_step job-runtime 150
+  run_step torch-pip 240
 fi
 cleanup
 rm -f "${WORK}/coordinator"
@@ -410,6 +432,7 @@ summary="${OUT}/summary.md"
   for part in nccl-bench:"NCCL all-reduce, gradsync against raw ncclAllReduce" \
     mlp:"MLP on the GPU, gradsync against PyTorch" \
     jobs:"Jobs through the daemons (scripts/check_job.sh)" \
+    torch-pip:"Example (a) on the machine's PyTorch (torch-pip)" \
     ring-bench:"TCP ring all-reduce, 2 ranks"; do
     if [[ -s "${SECTIONS}/${part%%:*}.md" ]]; then
       echo

@@ -1,6 +1,8 @@
 """Fashion-MNIST from Debian's dataset-fashion-mnist package, as tensors.
 
-Shared by the examples; nothing is downloaded. Each rank takes its own
+Shared by the examples; nothing is downloaded. ``DATA`` (the examples'
+``--data``) may name another folder of the same IDX files, such as the
+GPU bundle's subset. Each rank takes its own
 slice of every global batch (DistributedSampler's contract without its
 shuffling), so that N ranks see what one process with the global batch
 would.

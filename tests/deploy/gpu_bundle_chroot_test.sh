@@ -93,6 +93,9 @@ fi
 for step in env ring-bench cluster job-scripted job-2ranks job-runtime; do
   grep -q "^| $step | PASS |" "$summary" || fail "step $step did not pass"
 done
+# No python in the chroot: the torch-pip step skips and says why.
+grep -q '^| torch-pip | SKIP | [0-9]* | no python' "$summary" ||
+  fail "step torch-pip did not skip for want of python"
 jobs=$(grep -c '^job-[0-9]*: steps .* each once' "$summary" || true)
 [[ "$jobs" -eq 3 ]] || fail "check_job.sh passed $jobs jobs, not 3"
 grep -q 'parameters bitwise equal across ranks' "$summary" ||

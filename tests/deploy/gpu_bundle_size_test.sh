@@ -31,9 +31,16 @@ for file in bin/gradsync bin/gradsync-worker bin/gradsync-nccl-raw \
   tests/gpu_model_test tests/nccl_communicator_test \
   lib/ld-linux-x86-64.so.2 lib/libc.so.6 lib/libgrpc++.so.1.51 \
   lib/libopenblas.so.0 lib/libcudart.so.13 \
-  data/fashion-mnist/train-images-idx3-ubyte.gz scripts/check_job.sh; do
+  data/fashion-mnist/train-images-idx3-ubyte.gz scripts/check_job.sh \
+  python/gradsync/libgradsync_c.so python/gradsync/torch/compat.py \
+  python/NEEDS pylib/libgrpc++.so.1.51 examples/torch/mlp.py \
+  scripts/torch_pip_step.sh scripts/torch_preflight.py; do
   grep -qx "./$file" <<<"$listing" || fail "the payload has no $file"
 done
+# The package runs on the machine's C and C++ runtimes, never the bundle's.
+if grep -E '^\./pylib/(libc\.so|libm\.so|libpthread|libstdc\+\+|libgcc_s|ld-linux)' <<<"$listing"; then
+  fail "pylib/ carries a C or C++ runtime (the torch process has its own)"
+fi
 if grep -E 'libnccl|libcublas|libcuda\.so' <<<"$listing"; then
   fail "the payload carries NCCL, cuBLAS or the driver (the GPU machine's own are used)"
 fi

@@ -90,7 +90,8 @@ def digest(model: nn.Module) -> str:
 
 def train(args, rank: int, world: int, out: pathlib.Path) -> None:
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    model = nn.Sequential(nn.Linear(16, args.hidden), nn.Tanh(),
+                          nn.Linear(args.hidden, 4))
     ddp = nn.parallel.DistributedDataParallel(model)
     if args.opt == "adam":
         opt = torch.optim.Adam(ddp.parameters(), lr=0.01)
@@ -123,8 +124,9 @@ def train(args, rank: int, world: int, out: pathlib.Path) -> None:
         opt.step()
         sched.step()
         mean = loss.detach().clone()
-        dist.all_reduce(mean)
-        mean /= world
+        if not args.no_loss_sync:
+            dist.all_reduce(mean)
+            mean /= world
         losses.append(f"{mean.item():.9g}")
         digests.append(digest(model))
         gs.report(loss=mean.item(), samples=share)
@@ -148,6 +150,12 @@ def main() -> int:
     p.add_argument("--wrap", choices=("none", "sum", "server"),
                    default="none")
     p.add_argument("--opt", choices=("sgd", "adam"), default="sgd")
+    p.add_argument("--hidden", type=int, default=32,
+                   help="the hidden layer's width (wide: communication-bound)")
+    p.add_argument("--no-loss-sync", action="store_true",
+                   help="no all-reduce of the loss: each step's only "
+                   "collectives are DDP's buckets (the loss files hold "
+                   "each rank's own loss)")
     p.add_argument("--fail-first-run", action="store_true",
                    help="rank 1 fails unless TORCHELASTIC_RESTART_COUNT > 0")
     args = p.parse_args()

@@ -9,6 +9,11 @@
 #      the steps reach `gradsync metrics` and `gradsync explain` (which
 #      says that no link is in play on one host), the processes' output
 #      `gradsync logs --rank`;
+#   1b. the ring's exposed communication (python/gradsync/torch/overlap.py):
+#      in every step's metrics 0 <= comm_s <= sync_busy_s, and a
+#      communication-bound toy (a wide layer, no loss all-reduce, so the
+#      steps' only collectives are DDP's buckets) waits for some of it
+#      (comm_s > 0 summed over the steps after the first);
 #   2. a rank that raises fails the job, with the traceback's last line in
 #      `gradsync status`;
 #   3. `cancel` leaves no process of the job behind;
@@ -92,6 +97,40 @@ if echo "$explain" | grep -qE "0\.0 ms predicted|x0\.00|in 0 steps"; then
   echo "explain printed a zero prediction"; exit 1
 fi
 echo "torch ring job ok: $job"
+
+# 1b. The ring's exposed communication against its busy time.
+check_exposed() {  # METRICS.CSV WANT_POSITIVE(0|1)
+  $py - "$1" "$2" <<'PYEOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows, "no metrics"
+waited = {}
+for r in rows:
+    comm, busy = float(r["comm_s"]), float(r["sync_busy_s"])
+    assert 0.0 <= comm <= busy, ("exposed outside [0, busy]", r["rank"],
+                                 r["step"], comm, busy)
+    if int(r["step"]) >= 1:
+        waited.setdefault(r["rank"], []).append((comm, busy))
+for rank, steps in sorted(waited.items()):
+    comm = sum(c for c, _ in steps)
+    busy = sum(b for _, b in steps)
+    print(f"rank {rank}: exposed {comm * 1e3:.2f} ms of {busy * 1e3:.2f} ms "
+          f"busy over {len(steps)} steps")
+    if sys.argv[2] == "1":
+        assert comm > 0.0, f"rank {rank} waited for none of its buckets"
+PYEOF
+}
+check_exposed "$dir/metrics.csv" 0 || { echo "exposed check failed"; exit 1; }
+job=$(submit --workers 2 --workdir "$work" --entrypoint \
+  "$py ddp_check.py --out $work/wide --skip-checks --steps 20 --hidden 4096 --no-loss-sync")
+"$gradsync" watch "$job" --deadline 240 >/dev/null || true
+"$gradsync" status "$job" | grep -q SUCCEEDED || {
+  "$gradsync" status "$job"; "$gradsync" logs "$job" | tail -40; exit 1; }
+cmp "$work/wide/params.0" "$work/wide/params.1" ||
+  { echo "parameters differ across ranks (wide)"; exit 1; }
+"$gradsync" metrics "$job" -o csv > "$dir/wide.csv"
+check_exposed "$dir/wide.csv" 1 || { echo "exposed check failed"; exit 1; }
+echo "exposed comm ok: $job"
 
 # 2. A rank that raises.
 job=$(submit --workers 2 --workdir "$work" --entrypoint \

@@ -106,11 +106,12 @@ def report(loss: Optional[float] = None, samples: int = 0,
     """Reports one step of this rank to the job's metrics.
 
     Call it once per optimizer step. The step's time is the time since the
-    previous call. Its communication: on the PS path (DistributedOptimizer)
-    the wait for the shards after backward's last bucket (the exposed
-    part); on gradsync's ring the time it was busy with this rank's
-    collectives (an upper bound of the exposed part, since DDP overlaps
-    buckets with backward). Under a gradsync
+    previous call. Its communication is the exposed part, the time the
+    step waited for it: on the PS path (DistributedOptimizer) the wait for
+    the shards after backward's last bucket; on gradsync's ring the part
+    of its collectives' run after backward's compute ended, plus the
+    collectives issued outside backward (overlap.py). The time the ring
+    was busy, overlapped or not, goes as ``sync_busy_s``. Under a gradsync
     daemon it also proves the rank alive (the job's step deadline).
     Outside gradsync it only counts steps.
     """
@@ -122,11 +123,12 @@ def report(loss: Optional[float] = None, samples: int = 0,
     _clock.last = now
     this_step = _clock.step if step is None else step
     _clock.step = this_step + 1
-    busy = 0.0
+    busy = exposed_ring = 0.0
     synced = 0
     for group in gs_backend.groups():
-        b, n = group.take_counters()
+        b, e, n = group.take_counters()
         busy += b
+        exposed_ring += e
         synced += n
     session = gs_session.current()
     wrapper = gs_ps.active()
@@ -143,7 +145,8 @@ def report(loss: Optional[float] = None, samples: int = 0,
         busy, synced = ps_busy, ps_synced
         sent_bytes, received_bytes = sent, received
     else:
-        comm = min(busy, step_s)
+        # The ring: the exposed part (<= busy by construction).
+        comm = min(exposed_ring, step_s)
         sent_bytes = received_bytes = (int(synced * 2 * (n - 1) / n)
                                        if n > 1 else 0)
     r = _capi.StepReport(

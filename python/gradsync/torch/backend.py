@@ -18,9 +18,8 @@ The group rendezvous through the Store torch hands its creator (any
 Store: gradsync's coordinator store under ``gradsync.torch.init()``, a
 TCPStore or FileStore elsewhere), under the group's own prefix.
 
-torch 1.13 (Debian) subclasses ProcessGroup; torch 2.x subclasses the
-c10d Backend that ProcessGroup was split into. The class below picks its
-base at import.
+Every difference between torch 1.13 (Debian's, tested) and 2.x (pip
+wheels) is in compat.py: the base class, registration, Work objects.
 """
 
 from __future__ import annotations
@@ -35,14 +34,10 @@ from typing import Callable, List, Optional
 
 import torch
 import torch.distributed as dist
-from torch._C import _distributed_c10d as c10d
 
 from gradsync import _capi
 from gradsync import session as gs_session
-
-# torch >= 2.0 splits the process group into ProcessGroup (the front) and
-# Backend (what a backend implements); 1.13 has ProcessGroup only.
-_BASE = getattr(c10d, "Backend", None) or c10d.ProcessGroup
+from gradsync.torch import compat, overlap
 
 # Status codes of a collective that failed because of a peer (deadline
 # exceeded, aborted, unavailable), and how long such a failure waits.
@@ -54,11 +49,11 @@ _DTYPES = {torch.float32: _capi.FLOAT32, torch.float64: _capi.FLOAT64,
 
 
 def _op_code(op) -> int:
-    for name, code in (("SUM", _capi.SUM), ("AVG", _capi.AVG),
-                       ("MAX", _capi.MAX), ("MIN", _capi.MIN)):
-        candidate = getattr(dist.ReduceOp, name, None)
-        if candidate is not None and op == candidate:
-            return code
+    codes = {"SUM": _capi.SUM, "AVG": _capi.AVG, "MAX": _capi.MAX,
+             "MIN": _capi.MIN}
+    name = compat.reduce_op_name(op, tuple(codes))
+    if name is not None:
+        return codes[name]
     raise ValueError(f"the gradsync backend does not support reduce op {op};"
                      " use SUM, AVG, MAX or MIN")
 
@@ -138,12 +133,13 @@ class _StoreBridge:
 
 class _Runner:
     """One thread per group: runs its collectives in issue order and
-    completes their futures; records how long each kept the ring busy."""
+    completes their futures; records how long each kept the ring busy and
+    how much of that the training thread waited for (overlap.py)."""
 
     def __init__(self, name: str) -> None:
         self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
         self._lock = threading.Lock()
-        self.busy_s = 0.0
+        self._clock = overlap.ExposedClock()
         self.bytes_synced = 0
         self._thread = threading.Thread(target=self._loop, daemon=True,
                                         name=f"gradsync-{name}")
@@ -152,14 +148,15 @@ class _Runner:
     def submit(self, run: Callable[[], object], nbytes: int
                ) -> torch.futures.Future:
         future: torch.futures.Future = torch.futures.Future()
-        self._queue.put((run, future, nbytes))
+        self._queue.put((run, future, nbytes, self._clock.mark()))
         return future
 
     def take_counters(self) -> tuple:
+        """(busy s, exposed s, bytes all-reduced) since the last call."""
         with self._lock:
-            busy, synced = self.busy_s, self.bytes_synced
-            self.busy_s, self.bytes_synced = 0.0, 0
-        return busy, synced
+            synced, self.bytes_synced = self.bytes_synced, 0
+        busy, exposed = self._clock.take()
+        return busy, exposed, synced
 
     def close(self) -> None:
         self._queue.put(None)
@@ -172,7 +169,7 @@ class _Runner:
             item = self._queue.get()
             if item is None:
                 return
-            run, future, nbytes = item
+            run, future, nbytes, mark = item
             start = time.perf_counter()
             try:
                 result = run()
@@ -185,14 +182,15 @@ class _Runner:
                     time.sleep(_ECHO_DELAY_S)
                 future.set_exception(e)
                 continue
+            self._clock.account(start, time.perf_counter(), mark)
             with self._lock:
-                self.busy_s += time.perf_counter() - start
                 self.bytes_synced += nbytes
             future.set_result(result)
 
 
-class ProcessGroupGradsync(_BASE):
-    """A torch process group (1.13) or backend (2.x) on gradsync's ring."""
+class ProcessGroupGradsync(compat.PROCESS_GROUP_BASE):
+    """A torch process group on gradsync's ring (compat.py: on 1.13 and
+    2.x alike)."""
 
     def __init__(self, store: dist.Store, rank: int, size: int,
                  timeout: datetime.timedelta, name: Optional[str] = None
@@ -220,7 +218,7 @@ class ProcessGroupGradsync(_BASE):
         return "gradsync"
 
     def _work(self, run: Callable[[], object], nbytes: int = 0):
-        return c10d._create_work_from_future(self._runner.submit(run, nbytes))
+        return compat.work_from_future(self._runner.submit(run, nbytes))
 
     def _call(self, fn: Callable[..., int], *args) -> None:
         _capi.check(fn(self._comm, *args))
@@ -327,7 +325,8 @@ class ProcessGroupGradsync(_BASE):
         self._unsupported("recv")
 
     def take_counters(self) -> tuple:
-        """(busy seconds, bytes all-reduced) since the last call."""
+        """(busy seconds, exposed seconds, bytes all-reduced) since the
+        last call (overlap.py defines the exposed part)."""
         return self._runner.take_counters()
 
     def abort(self, reason: str = "aborted") -> None:
@@ -368,7 +367,4 @@ def _create(store, rank, size, timeout):
 
 def register() -> None:
     """Registers the backend under the name ``gradsync`` (idempotent)."""
-    if "gradsync" in dist.Backend.__dict__.values() or hasattr(
-            dist.Backend, "GRADSYNC"):
-        return
-    dist.Backend.register_backend("gradsync", _create)
+    compat.register_backend("gradsync", _create)

@@ -57,7 +57,7 @@ import torch.distributed as dist
 
 from gradsync import _capi
 from gradsync import session as gs_session
-from gradsync.torch import ps_state
+from gradsync.torch import compat, ps_state
 
 RING, PS = 1, 2
 _WATCH_POLL_MS = 1000
@@ -224,7 +224,7 @@ class DistributedOptimizer:
         # No annotations: DDP checks them against its own types, and this
         # module's are strings (from __future__ import annotations).
         if self._path == RING:
-            buffer = bucket.buffer().div_(self._world)
+            buffer = compat.bucket_buffer(bucket).div_(self._world)
             work = dist.all_reduce(buffer, group=self._group, async_op=True)
             return work.get_future().then(lambda f: f.value()[0])
         return self._push_bucket(bucket)
@@ -245,7 +245,8 @@ class DistributedOptimizer:
                 self._in_step = True
                 self._ready = 0
             slots = []
-            for p, g in zip(bucket.parameters(), bucket.gradients()):
+            for p, g in zip(compat.bucket_parameters(bucket),
+                            compat.bucket_gradients(bucket)):
                 offset, n = self._layout.slot(p)
                 self._grad[offset:offset + n].copy_(g.reshape(-1))
                 slots.append((offset, offset + n))
@@ -256,7 +257,7 @@ class DistributedOptimizer:
             self._fail(e)
             fut.set_exception(e)
             return fut
-        self._pending.append((fut, slots, bucket.buffer()))
+        self._pending.append((fut, slots, compat.bucket_buffer(bucket)))
         if self._ready == self._layout.total:
             self._last_ready = time.perf_counter()
             threading.Thread(target=self._finish, name="gradsync-ps-step",
