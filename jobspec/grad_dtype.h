@@ -7,8 +7,8 @@
 //
 // (The aliases of collectives/types.h's ParseDataType are accepted too:
 // "float", "bfloat16", "half", ...). 16-bit gradients are built for the
-// host rings (TCP, shared memory, halving-doubling, hierarchical), not yet
-// for NCCL or the parameter server: ValidateGradDtype refuses those.
+// host rings (TCP, shared memory, halving-doubling, hierarchical) and the
+// NCCL ring; ValidateGradDtype refuses the parameter server.
 #ifndef GRADSYNC_JOBSPEC_GRAD_DTYPE_H_
 #define GRADSYNC_JOBSPEC_GRAD_DTYPE_H_
 
@@ -34,8 +34,9 @@ std::string GradDtypeName(DataType type);
 bool SpecUsesPs(const JobSpec& spec);
 
 // OK when the spec's grad_dtype parses and, if 16-bit, the job runs only on
-// a host ring: INVALID_ARGUMENT for a PS mode, auto mode, a scripted switch
-// to PS, or the NCCL ring (`nccl_ring`: the spec's ring runs on NCCL).
+// a ring (host or NCCL): INVALID_ARGUMENT for a PS mode, auto mode or a
+// scripted switch to PS. (`nccl_ring`, the spec's ring runs on NCCL, no
+// longer changes the answer: NCCL carries 16-bit gradients too.)
 [[nodiscard]] absl::Status ValidateGradDtype(const JobSpec& spec,
                                              bool nccl_ring);
 

@@ -43,10 +43,19 @@ echo "== training MLP 784-256-256-10 on Fashion-MNIST, 4 ranks: parameter" \
   --mode ps --ps-shards 2 --switch-at "$half:ring" --follow "$@" |
   tee "$run_dir/demo.out"
 # Where each half's time went: measured against this machine's own limits
-# (one host: no link is in play), with the PS's transport named.
+# (one host: no link is in play), with the PS's transport named. The
+# closing lines split the PS's sync time into what the model gives the
+# server (its link; on one host its CPU and memory copies) and the rest,
+# the transport's overhead (explain's "split" line).
 job=$(sed -n 's/^submitted job \([^ ]*\) .*/\1/p' "$run_dir/demo.out")
 if [[ -n "$job" ]]; then
   echo
   echo "== where the time went (gradsync explain $job)"
-  "$gradsync" explain "$job"
+  explained=$("$gradsync" explain "$job")
+  echo "$explained"
+  split=$(sed -n 's/^  split: //p' <<<"$explained")
+  if [[ -n "$split" ]]; then
+    echo
+    echo "== the PS step, server vs transport: $split"
+  fi
 fi

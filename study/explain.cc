@@ -30,6 +30,34 @@ std::string TransportText(absl::string_view transport) {
   return "";
 }
 
+// The server CPU model of a PS transport ("grpc" and "mixed": gRPC's).
+const ServerCpuModel& CpuOf(const LinkFacts& links,
+                            absl::string_view transport) {
+  return transport == "grpc" || transport == "mixed" ? links.grpc_cpu
+                                                     : links.plane_cpu;
+}
+
+// The split of a PS mode's measured sync (ModeExplanation::split).
+void Split(bool links_in_play, ModeExplanation* m) {
+  const double model_s = links_in_play ? m->predicted_s : m->cpu_s;
+  if (!(m->sync_s > 0) || !(model_s > 0)) return;
+  m->model_part_s = std::min(model_s, m->sync_s);
+  m->transport_s = m->sync_s - m->model_part_s;
+  const std::string what =
+      !links_in_play ? "the server's CPU and memory copies (one host: no "
+                       "link)"
+      : m->cpu_binds ? "the server's CPU"
+                     : "the server's link";
+  const std::string transport =
+      m->ps_transport.empty() ? "the transport" : m->ps_transport;
+  m->split = absl::StrFormat(
+      "of the %s PS sync, the model gives %s (%.0f%%) to %s for these "
+      "bytes; the other %s (%.0f%%) is the transport's own overhead (%s: "
+      "messages, copies and waits beyond the model)",
+      Ms(m->sync_s), Ms(m->model_part_s), 100 * m->model_part_s / m->sync_s,
+      what, Ms(m->transport_s), 100 * m->transport_s / m->sync_s, transport);
+}
+
 // The slowest rank of one step, and the step's mode (rank 0's).
 struct StepView {
   SyncPath mode = SyncPath::kRing;
@@ -62,7 +90,13 @@ absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
   e.colocated = placement.colocated;
 
   std::map<int64_t, StepView> steps;
+  std::string job_transport;  // of every PS step, as for a mode
   for (const ExplainStep& m : job.steps) {
+    if (m.mode == SyncPath::kPs && !m.ps_transport.empty()) {
+      job_transport = job_transport.empty() || job_transport == m.ps_transport
+                          ? m.ps_transport
+                          : "mixed";
+    }
     e.sync_bytes = std::max(e.sync_bytes, m.sync_bytes);
     StepView& v = steps[m.step];
     ++v.ranks;
@@ -95,7 +129,11 @@ absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
   if (e.ring_links) e.ring_predicted_s = PredictSeconds(in.ring, model);
   const bool have_ps = e.servers > 0 && ValidateSyncCase(in.ps).ok();
   e.ps_links = have_ps && !(e.colocated && e.hosts == 1);
-  if (e.ps_links) e.ps_predicted_s = PredictSeconds(in.ps, model);
+  if (e.ps_links) {
+    e.ps_predicted_s =
+        PredictWithCpu(in.ps, e.workers, model, CpuOf(links, job_transport))
+            .seconds;
+  }
 
   // Per mode: the settled steps every rank reported.
   std::map<SyncPath, std::vector<const StepView*>> by_mode;
@@ -145,6 +183,15 @@ absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
     m.sync_s = Median(sync);
     const bool is_ps = mode == SyncPath::kPs;
     m.predicted_s = is_ps ? e.ps_predicted_s : e.ring_predicted_s;
+    if (is_ps && have_ps) {
+      const SyncPrediction p =
+          PredictWithCpu(in.ps, e.workers, e.ps_links ? model : LinkModel{},
+                         CpuOf(links, m.ps_transport));
+      m.link_s = p.link_s;
+      m.cpu_s = p.cpu_s;
+      m.cpu_binds = p.cpu_binds;
+      if (e.ps_links) m.predicted_s = p.seconds;
+    }
     m.error = m.sync_s > 0 && m.predicted_s > 0
                   ? RelativeError(m.predicted_s, m.sync_s)
                   : 0;
@@ -183,6 +230,12 @@ absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
           hosts.empty() ? "?" : hosts.front(), is_ps ? "the PS" : "the ring",
           is_ps ? "loopback TCP" : "shared memory (or loopback TCP)",
           m.busbw / 1e9, m.algbw / 1e9);
+    } else if (is_ps && m.cpu_binds) {
+      where = absl::StrFormat(
+          "the servers' CPU: each of the %d moves 2*R*S/K = %s per step "
+          "through its transport (%s in the model, above the links' %s)",
+          e.servers, MiB(2.0 * e.workers * s / std::max(1, e.servers)),
+          Ms(m.cpu_s), Ms(m.link_s));
     } else if (is_ps && e.servers > 0 &&
                (e.colocated || e.hosts >= e.servers)) {
       std::string busiest = servers.empty() ? "" : servers.front();
@@ -222,6 +275,7 @@ absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
                   : "");
     }
     m.bottleneck = std::move(where);
+    if (is_ps) Split(e.ps_links, &m);
     e.modes.push_back(std::move(m));
   }
 
@@ -306,13 +360,23 @@ std::string FormatExplanation(const Explanation& e) {
                   "sync %s measured (busbw %.2f GB/s); no link "
                   "prediction: no link is in play",
                   Ms(m.sync_s), m.busbw / 1e9);
+    std::string terms;
+    if (m.mode == SyncPath::kPs && m.predicted_s > 0) {
+      terms = absl::StrFormat(
+          "\n  model terms: link %s, server CPU %s (%s binds)", Ms(m.link_s),
+          Ms(m.cpu_s), m.cpu_binds ? "the CPU" : "the link");
+    } else if (m.mode == SyncPath::kPs && m.cpu_s > 0) {
+      terms = absl::StrFormat("\n  model terms: server CPU %s (no link)",
+                              Ms(m.cpu_s));
+    }
     absl::StrAppend(
         &out,
         absl::StrFormat(
             "\n%s (%s), median of %d steps: step %s = compute %s + exposed "
-            "comm %s + idle %s\n  %s\n  bottleneck: %s\n",
+            "comm %s + idle %s\n  %s%s\n  bottleneck: %s\n",
             SyncPathName(m.mode), m.layout, m.steps, Ms(m.step_s),
-            Ms(m.compute_s), Ms(m.comm_s), Ms(m.idle_s), sync, m.bottleneck));
+            Ms(m.compute_s), Ms(m.comm_s), Ms(m.idle_s), sync, terms,
+            m.bottleneck));
     if (m.predicted_step_s >= 0) {
       absl::StrAppend(
           &out,
@@ -325,6 +389,7 @@ std::string FormatExplanation(const Explanation& e) {
       absl::StrAppend(&out, "  predicted by the ", m.predictor, ": ",
                       m.predictor_reason, "\n");
     }
+    if (!m.split.empty()) absl::StrAppend(&out, "  split: ", m.split, "\n");
   }
   if (e.modes.empty()) {
     absl::StrAppend(&out,

@@ -22,7 +22,11 @@
 // prediction is blamed on its transport, with the plane as the remedy. When
 // every rank (and server) shares one host, no link is in play: explain
 // says so, predicts nothing, and compares what each path reached on this
-// machine (its measured busbw) instead.
+// machine (its measured busbw) instead. A PS's prediction also has its
+// servers' CPU term (max(link, CPU), sync_model.h), per transport, and
+// explain says which term binds; each PS mode gets a split of its measured
+// sync time into the model's part (the server's link, or its CPU on one
+// host) and the remainder, the transport's overhead.
 //
 // Errors: FAILED_PRECONDITION when the job reported no step with a sync
 // size yet. Pure functions; thread-safe.
@@ -91,6 +95,10 @@ struct ExplainInput {
 struct LinkFacts {
   LinkModel model;     // alpha and B (payload bytes/s)
   std::string source;  // "the lab in /x/.lab: 1 Gbit/s links", ...
+  // A PS server's CPU per transport (sync_model.h's CPU term): the
+  // simulator calibration's defaults unless the caller knows better.
+  ServerCpuModel plane_cpu = DefaultServerCpu("plane");
+  ServerCpuModel grpc_cpu = DefaultServerCpu("grpc");
 };
 
 // One mode's measurement.
@@ -117,6 +125,18 @@ struct ModeExplanation {
   std::string predictor_reason;
   double predicted_exposed_s = -1;  // simulator only; -1 otherwise
   double predicted_step_s = -1;     // simulator only; -1 otherwise
+  // PS: the model's terms for these bytes (sync_model.h): the links'
+  // (0 on one host) and the servers' CPU on this transport, and which
+  // binds.
+  double link_s = 0, cpu_s = 0;
+  bool cpu_binds = false;
+  // PS: the measured sync split into what the model gives the server's
+  // link (or, on one host or CPU-bound, its CPU and memory copies) for
+  // these bytes, and the rest, the transport's own overhead (messages,
+  // gRPC and TLS, copies beyond the model's); model_part_s + transport_s
+  // = sync_s. `split` is the sentence; "" on the ring.
+  double model_part_s = 0, transport_s = 0;
+  std::string split;
 };
 
 struct Explanation {

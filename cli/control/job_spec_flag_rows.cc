@@ -446,8 +446,8 @@ const SpecFlagRow kSpecRows[] = {
      }},
     {"grad-dtype", "fp32|bf16|fp16",
      "gradients on the ring's wire: fp32, or 16 bits summed in fp32 where "
-     "received (fp16 clamps at +-65504); host rings only, not the PS or "
-     "NCCL yet",
+     "received (fp16 clamps at +-65504); the host rings and NCCL, not the "
+     "PS yet",
      "grad_dtype",
      [](absl::string_view v, JobSpec* s) {
        ASSIGN_OR_RETURN(const DataType type, ParseGradDtype(v));

@@ -78,5 +78,6 @@ gpu_cluster_up "${run_dir}" || die "see above"
 gpu_job_scripted_switch || die "see above"
 gpu_job_runtime_switch || die "see above"
 gpu_job_two_ranks || die "see above"
+gpu_job_sixteen_bit_nccl || die "see above"
 
 echo "check.sh: all GPU checks passed"

@@ -201,6 +201,24 @@ gpu_job_runtime_switch() {  # [device] [steps]
   gpu_finish "${job}" "the runtime-switched job" 2
 }
 
+# The MLP on cuda:0 on the NCCL ring with bf16 gradients (rounded on the
+# device, ncclAllReduce in ncclBfloat16, widened back), then fp16: each
+# job's every step checked, and its status must show NCCL and the type.
+gpu_job_sixteen_bit_nccl() {  # [device]
+  local job dtype
+  for dtype in bf16 fp16; do
+    echo "-- NCCL ring, ${dtype} gradients"
+    job="$(gpu_submit --device "${1:-cuda}" --workers 1 --steps 300 \
+      --grad-dtype "${dtype}")" || return 1
+    gpu_finish "${job}" "the ${dtype} NCCL job" 0 || return 1
+    if [[ "${1:-cuda}" == cuda ]]; then
+      "${G}" status "${job}" | grep -q "^ring: *nccl.*${dtype} gradients" ||
+        gpu_fail "the ${dtype} job did not use the NCCL ring in ${dtype}" ||
+        return 1
+    fi
+  done
+}
+
 # Two ranks on the two workers (both on cuda:0 in the GPU cluster) on the
 # host-staged TCP ring, on the PS from step 100 to 200.
 gpu_job_two_ranks() {  # [device]

@@ -27,6 +27,8 @@
 #                the PS at step 200 and back at 400
 #   job-2ranks   two ranks (the two daemons, both on cuda:0) on the
 #                host-staged TCP ring, on the PS from step 100 to 200
+#   job-16bit    an MLP on cuda:0 on the NCCL ring with bf16, then fp16
+#                gradients (issue 40)
 #   mlp-gradsync one rank on the NCCL ring, 221 steps, for its step times
 #   mlp-torch    the same MLP, batch and data in PyTorch on the same GPU;
 #                gradsync within 1.2x of PyTorch's time per sample
@@ -164,6 +166,7 @@ job_step() {  # function [args]
 }
 step_job-scripted() { job_step gpu_job_scripted_switch "${DEVICE}"; }
 step_job-2ranks() { job_step gpu_job_two_ranks "${DEVICE}"; }
+step_job-16bit() { job_step gpu_job_sixteen_bit_nccl "${DEVICE}"; }
 step_job-runtime() { job_step gpu_job_runtime_switch "${DEVICE}" "${RUNTIME_STEPS}"; }
 
 step_mlp-gradsync() {
@@ -402,6 +405,7 @@ if [[ "${MODE}" == gpu ]]; then
   run_step cluster 90
   run_step job-scripted 150
   run_step job-2ranks 150
+  run_step job-16bit 150
   run_step mlp-gradsync 120
   run_step mlp-torch 150
   run_step job-runtime 200

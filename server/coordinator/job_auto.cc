@@ -36,7 +36,11 @@ AutoModelView AutoModelViewLocked(const CoordinatorState& state, const Job& job,
   if (!ValidateSyncCase(in.ps).ok() || !ValidateSyncCase(in.ring).ok()) {
     return view;
   }
-  view.ps_s = PredictSeconds(in.ps, links);
+  // With the servers' CPU term for the spec's transport ("" is the
+  // workers' default, the plane).
+  view.ps_s = PredictWithCpu(in.ps, static_cast<int>(rank_hosts.size()), links,
+                             DefaultServerCpu(job.spec().ps().transport()))
+                  .seconds;
   view.known = true;
   return view;
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "study/sim/calibration.h"
 
 namespace gradsync {
 namespace {
@@ -143,6 +144,40 @@ double PredictSeconds(const SyncCost& cost, const LinkModel& model) {
 
 double PredictSeconds(const SyncCase& c, const LinkModel& model) {
   return PredictSeconds(ModelCost(c), model);
+}
+
+ServerCpuModel DefaultServerCpu(absl::string_view transport) {
+  // The calibration's documented defaults, header-only: one source.
+  const sim::SimCalibration defaults;
+  ServerCpuModel cpu;
+  cpu.cpu_s_per_byte = transport == "grpc" || transport == "mixed"
+                           ? defaults.grpc_cpu_s_per_byte
+                           : defaults.plane_cpu_s_per_byte;
+  return cpu;
+}
+
+double ServerCpuSeconds(const SyncCase& c, int ranks,
+                        const ServerCpuModel& cpu) {
+  if (c.layout == SyncLayout::kRing || c.shards < 1 || !(cpu.cores > 0)) {
+    return 0;
+  }
+  return 2.0 * std::max(ranks, c.workers) * c.bytes / c.shards *
+         cpu.cpu_s_per_byte / cpu.cores;
+}
+
+SyncPrediction PredictWithCpu(const SyncCase& c, int ranks,
+                              const LinkModel& links,
+                              const ServerCpuModel& cpu) {
+  SyncPrediction p;
+  const SyncCost cost = ModelCost(c);
+  if (links.bandwidth_Bps > 0) {
+    p.latency_s = cost.latency_terms * links.alpha_s;
+    p.link_s = cost.link_bytes / links.bandwidth_Bps;
+  }
+  p.cpu_s = ServerCpuSeconds(c, ranks, cpu);
+  p.cpu_binds = p.cpu_s > p.link_s;
+  p.seconds = p.latency_s + std::max(p.link_s, p.cpu_s);
+  return p;
 }
 
 double BytePsSeconds(int n, int k, double bytes, double bandwidth_Bps) {

@@ -34,6 +34,26 @@
 //                       servers (BytePsSeconds). Pipelined, a shard host
 //                       carries (N+K-2)*S/K each way.
 //
+// The servers' CPU (PS layouts only). Every byte a server receives or sends
+// crosses its transport's CPU (the reads and writes, the summation, the
+// copies): c core-seconds per byte, on `cores` cores. With R ranks (every
+// rank pushes, so here ranks count, not hosts: R >= N), a server takes
+// R*S/K of pushes in and sends as much out, colocated or not (its own
+// host's pushes cross the transport too), so its CPU term is
+//
+//   t_cpu = 2 * R * S / K * c / cores.
+//
+// The server pipelines: its reader takes partition j + 1 off the socket
+// while the summed partition j is written out, and the links carry bytes
+// while the CPU works on others. So the two overlap, and the slower one
+// bounds the step, as in the simulator (study/sim/ps_model.h: the CPU is a
+// resource every byte crosses beside the NIC):
+//
+//   t = latency_terms * alpha + max(link_bytes / B, t_cpu).
+//
+// c per transport defaults to the simulator's calibration defaults
+// (study/sim/calibration.h: the tensor plane 1e-10 s/B, gRPC 3e-10 s/B).
+//
 // The crossover: a PS of K separate server hosts is as fast as the ring at
 // K* = N^2 / (2(N-1)) pipelined (N^2 / (N-1) unpipelined, which is more
 // than N: an unpipelined PS never catches the ring with K <= N).
@@ -104,6 +124,36 @@ struct LinkModel {
 // latency_terms * alpha + link_bytes / B; `model.bandwidth_Bps` > 0.
 double PredictSeconds(const SyncCost& cost, const LinkModel& model);
 double PredictSeconds(const SyncCase& c, const LinkModel& model);
+
+// A PS server's CPU (see the top).
+struct ServerCpuModel {
+  double cpu_s_per_byte = 0;  // c, core-seconds per byte; 0: no CPU term
+  double cores = 1;           // > 0
+};
+
+// c for a PS transport: "grpc" (and "mixed", part gRPC) gets gRPC's
+// calibration default, anything else (the plane, the default) the plane's.
+ServerCpuModel DefaultServerCpu(absl::string_view transport);
+
+// The CPU term of `c` with `ranks` pushing ranks: 2 R S / K * c / cores on
+// a PS, 0 on the ring.
+double ServerCpuSeconds(const SyncCase& c, int ranks,
+                        const ServerCpuModel& cpu);
+
+// One prediction with both terms, and which binds.
+struct SyncPrediction {
+  double latency_s = 0;  // latency_terms * alpha
+  double link_s = 0;     // link_bytes / B
+  double cpu_s = 0;      // ServerCpuSeconds
+  double seconds = 0;    // latency_s + max(link_s, cpu_s)
+  bool cpu_binds = false;
+};
+
+// `links.bandwidth_Bps` > 0, or 0 for "no link in play": then only the CPU
+// term (and no latency) counts.
+SyncPrediction PredictWithCpu(const SyncCase& c, int ranks,
+                              const LinkModel& links,
+                              const ServerCpuModel& cpu);
 
 // BytePS's time for n workers (each also a colocated server) plus k
 // servers on hosts of their own, with the load split optimally:

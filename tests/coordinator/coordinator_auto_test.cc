@@ -223,6 +223,44 @@ TEST_F(AutoTest, SetLinkFactsFeedsTheModelAndBadFactsChangeNothing) {
               2 * 20e-6 + (8 << 20) / 50e6, 1e-12);
 }
 
+// The model's PS time has its servers' CPU term for the spec's transport
+// (study/alpha_beta/sync_model.h): on 100 GB/s links the link term of the
+// two colocated shards is only 2 S / B = 0.168 ms, and each server moves
+// 2 R S / K = 16 MiB through its transport: at gRPC's 3e-10 s/B 5.033 ms,
+// at the plane's 1e-10 s/B (the default, "") 1.678 ms, and that binds.
+class AutoCpuTest : public AutoTest {
+ protected:
+  double PsModelSeconds(const std::string& transport) {
+    SetLinkFactsRequest request;
+    request.mutable_facts()->set_link_gbps(100);
+    EXPECT_THAT(service_->SetLinkFacts(request), IsOk());
+    TwoHostsThreeServers();
+    JobSpec spec = AutoSpec();
+    spec.mutable_ps()->set_transport(transport);
+    absl::StatusOr<std::string> job = Submit(spec);
+    EXPECT_THAT(job, IsOk());
+    if (!job.ok()) return -1;
+    Poll(w1_);
+    Poll(w2_);
+    Steps(*job, 0, 5, SYNC_MODE_RING, 0.100);
+    Steps(*job, 5, 1, SYNC_MODE_RING, 0.100);
+    Steps(*job, 6, 5, SYNC_MODE_PS, 0.300, /*epoch=*/1);
+    const JobStatus status = Status(*job);
+    EXPECT_THAT(status.mode_decisions(), SizeIs(2));
+    return status.mode_decisions_size() < 2
+               ? -1
+               : status.mode_decisions(1).ps_model_s();
+  }
+};
+
+TEST_F(AutoCpuTest, GrpcPs_PredictedWithGrpcsCpu) {
+  EXPECT_NEAR(PsModelSeconds("grpc"), 2.0 * 2 * (8 << 20) / 2 * 3e-10, 1e-12);
+}
+
+TEST_F(AutoCpuTest, PlanePs_PredictedWithThePlanesCpu) {
+  EXPECT_NEAR(PsModelSeconds(""), 2.0 * 2 * (8 << 20) / 2 * 1e-10, 1e-12);
+}
+
 TEST_F(AutoTest, AutoWithScriptedSwitchesIsRejected) {
   TwoHostsThreeServers();
   JobSpec spec = ValidSpec(2);

@@ -1,12 +1,13 @@
 // The coordinator and 16-bit gradients (JobSpec.grad_dtype): the spec is
-// spelled canonically, refused where 16 bits are not built (the PS, NCCL,
-// entrypoint jobs), and a runtime switch to PS is refused for such a job.
+// spelled canonically, refused where 16 bits are not built (the PS,
+// entrypoint jobs), taken by the NCCL ring, and a runtime switch to PS is
+// refused for such a job.
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/coordinator_service.h"
 #include "jobspec/job_spec.h"
+#include "server/coordinator/coordinator_service.h"
 #include "tests/coordinator/coordinator_test_util.h"
 #include "tests/util/status_matchers.h"
 
@@ -34,12 +35,11 @@ TEST(GradDtypeSpecTest, RefusedWhereSixteenBitsAreNotBuilt) {
   EXPECT_THAT(ValidateJobSpec(ps),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("carries fp32 gradients only")));
+  // The NCCL ring of a GPU job takes 16 bits, as does its host ring.
   JobSpec nccl = ValidSpec(2, "cuda");
   nccl.set_grad_dtype("fp16");
-  EXPECT_THAT(
-      ValidateJobSpec(nccl),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("runs on NCCL")));
-  nccl.set_ring_backend("tcp");  // the host ring of a GPU job takes it
+  EXPECT_THAT(ValidateJobSpec(nccl), IsOk());
+  nccl.set_ring_backend("tcp");
   EXPECT_THAT(ValidateJobSpec(nccl), IsOk());
   JobSpec bad = ValidSpec(2);
   bad.set_grad_dtype("fp8");

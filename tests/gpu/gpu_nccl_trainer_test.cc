@@ -10,6 +10,7 @@
 //   - one GPU rank (world size 1 still builds the communicator from a
 //     unique id published through the store, and destroys it);
 //   - two ranks on two GPUs (skipped with fewer);
+//   - 16-bit gradients (bf16, fp16) on one and two GPUs;
 //   - a run that switches NCCL ring -> PS -> NCCL ring, which moves the
 //     parameters and the optimizer state device -> host -> shards -> host
 //     -> device, and rebuilds the NCCL communicator.
@@ -143,6 +144,33 @@ TEST_F(NcclTrainerTest, TwoGpus_MatchTheHostStagedPathBitwise) {
     GTEST_SKIP() << "needs two CUDA devices (NCCL puts one rank per device)";
   }
   ExpectSameRun(NcclMlpConfig(), /*world=*/2);
+}
+
+// 16-bit gradients (gradDtype bf16|fp16): the device rounds each bucket as
+// half.h does on the host (the fp16 clamp included), NCCL sums bf16/fp16,
+// and the device widens back. One rank: the same rounding on both paths.
+// Two ranks: one sum per element, correctly rounded on both (NCCL's
+// __hadd; the host's fp32 add then one rounding, exact enough that the
+// double rounding is harmless: 24 >= 2 * 11 + 2 bits).
+TEST_F(NcclTrainerTest, SixteenBit_OneGpu_MatchesTheHostStagedPathBitwise) {
+  for (DataType type : {DataType::kBFloat16, DataType::kFloat16}) {
+    SCOPED_TRACE(DataTypeName(type));
+    TrainerConfig config = NcclMlpConfig();
+    config.grad_dtype = type;
+    ExpectSameRun(config, /*world=*/1);
+  }
+}
+
+TEST_F(NcclTrainerTest, SixteenBit_TwoGpus_MatchTheHostStagedPathBitwise) {
+  if (gpu::VisibleCudaDeviceCount() < 2) {
+    GTEST_SKIP() << "needs two CUDA devices (NCCL puts one rank per device)";
+  }
+  for (DataType type : {DataType::kBFloat16, DataType::kFloat16}) {
+    SCOPED_TRACE(DataTypeName(type));
+    TrainerConfig config = NcclMlpConfig();
+    config.grad_dtype = type;
+    ExpectSameRun(config, /*world=*/2);
+  }
 }
 
 TEST_F(NcclTrainerTest, SwitchToPsAndBack_MovesDeviceStateExactly) {

@@ -32,13 +32,15 @@ TEST(GradDtypeTest, RefusesOtherTypes_NamingTheField) {
   }
 }
 
-TEST(GradDtypeTest, SixteenBits_OnlyOnAHostRing) {
+TEST(GradDtypeTest, SixteenBits_OnAnyRing_HostOrNccl) {
   JobSpec spec;
   spec.set_grad_dtype("bf16");
   spec.set_mode(SYNC_MODE_RING);
   EXPECT_TRUE(ValidateGradDtype(spec, /*nccl_ring=*/false).ok());
-  EXPECT_THAT(ValidateGradDtype(spec, /*nccl_ring=*/true).message(),
-              HasSubstr("runs on NCCL"));
+  EXPECT_TRUE(ValidateGradDtype(spec, /*nccl_ring=*/true).ok());
+  spec.set_grad_dtype("fp16");
+  EXPECT_TRUE(ValidateGradDtype(spec, /*nccl_ring=*/true).ok());
+  spec.set_grad_dtype("bf16");
   spec.set_mode(SYNC_MODE_PS);
   EXPECT_THAT(ValidateGradDtype(spec, false).message(),
               HasSubstr("parameter server"));

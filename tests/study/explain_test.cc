@@ -207,6 +207,105 @@ TEST(ExplainTest, NoSynchronisedStepYetIsAnError) {
                        HasSubstr("no synchronised step yet")));
 }
 
+// The servers' CPU term (sync_model.h) per transport, hand-computed: two
+// ranks, one server, S = 8 MiB, so the server moves 2 R S / K = 32 MiB;
+// at 1e-9 s/B (gRPC here) that is 33.554 ms, above the link's
+// N S (1 + 1/P) / B = 3 * 8 MiB / 1 GB/s = 25.166 ms, so the CPU binds; at
+// 1e-10 s/B (the plane) 3.355 ms, and the link binds.
+TEST(ExplainTest, ServerCpuTerm_PerTransport_SaysWhichBinds) {
+  LinkFacts links = Links();
+  links.model = {0, 1e9};
+  links.grpc_cpu.cpu_s_per_byte = 1e-9;
+  links.plane_cpu.cpu_s_per_byte = 1e-10;
+  for (const std::string transport : {"grpc", "plane"}) {
+    ExplainInput c = MakeJob();
+    for (ExplainStep& m : c.steps) {
+      if (m.mode == SyncPath::kPs) m.ps_transport = transport;
+    }
+    absl::StatusOr<Explanation> e = ExplainJob(c, links);
+    ASSERT_THAT(e, IsOk());
+    const ModeExplanation& ps =
+        e->modes[0].mode == SyncPath::kPs ? e->modes[0] : e->modes[1];
+    EXPECT_NEAR(ps.link_s, 3.0 * kBytes / 1e9, 1e-12);
+    const std::string text = FormatExplanation(*e);
+    if (transport == "grpc") {
+      EXPECT_NEAR(ps.cpu_s, 4.0 * kBytes * 1e-9, 1e-12);
+      EXPECT_TRUE(ps.cpu_binds);
+      EXPECT_NEAR(ps.predicted_s, 4.0 * kBytes * 1e-9, 1e-12);
+      EXPECT_NEAR(e->ps_predicted_s, 4.0 * kBytes * 1e-9, 1e-12);
+      EXPECT_THAT(ps.bottleneck, HasSubstr("the servers' CPU"));
+      EXPECT_THAT(text, HasSubstr("model terms: link 25.2 ms, server CPU "
+                                  "33.6 ms (the CPU binds)"));
+    } else {
+      EXPECT_NEAR(ps.cpu_s, 4.0 * kBytes * 1e-10, 1e-12);
+      EXPECT_FALSE(ps.cpu_binds);
+      EXPECT_NEAR(ps.predicted_s, 3.0 * kBytes / 1e9, 1e-12);
+      EXPECT_THAT(text, HasSubstr("model terms: link 25.2 ms, server CPU "
+                                  "3.4 ms (the link binds)"));
+    }
+  }
+}
+
+// The split of the measured PS sync (301 ms here): the model's part for
+// the binding term, the rest the transport's. Over links at 100 MB/s the
+// link's 251.658 ms is 84% and 49.342 ms (16%) is left to the transport.
+TEST(ExplainTest, Split_ModelPartAndTransportRemainder_AddUp) {
+  ExplainInput c = MakeJob();
+  for (ExplainStep& m : c.steps) {
+    if (m.mode == SyncPath::kPs) m.ps_transport = "grpc";
+  }
+  absl::StatusOr<Explanation> e = ExplainJob(c, Links());
+  ASSERT_THAT(e, IsOk());
+  const ModeExplanation& ps =
+      e->modes[0].mode == SyncPath::kPs ? e->modes[0] : e->modes[1];
+  const ModeExplanation& ring =
+      e->modes[0].mode == SyncPath::kPs ? e->modes[1] : e->modes[0];
+  EXPECT_NEAR(ps.model_part_s, 3.0 * kBytes / 100e6, 1e-12);
+  EXPECT_NEAR(ps.transport_s, 0.301 - 3.0 * kBytes / 100e6, 1e-12);
+  EXPECT_NEAR(ps.model_part_s + ps.transport_s, ps.sync_s, 1e-15);
+  EXPECT_THAT(ps.split,
+              HasSubstr("of the 301.0 ms PS sync, the model gives 251.7 ms "
+                        "(84%) to the server's link for these bytes; the "
+                        "other 49.3 ms (16%) is the transport's own "
+                        "overhead (grpc:"));
+  EXPECT_EQ(ring.split, "");
+  EXPECT_THAT(FormatExplanation(*e), HasSubstr("\n  split: of the 301.0 ms"));
+  // Faster than the model: all of it is the model's, none the transport's.
+  for (ExplainStep& m : c.steps) m.sync_busy_s = 0.1;
+  e = ExplainJob(c, Links());
+  ASSERT_THAT(e, IsOk());
+  const ModeExplanation& fast =
+      e->modes[0].mode == SyncPath::kPs ? e->modes[0] : e->modes[1];
+  EXPECT_NEAR(fast.model_part_s, 0.1, 1e-12);
+  EXPECT_EQ(fast.transport_s, 0);
+}
+
+// On one host no link is in play: the split is against the server's CPU
+// and memory copies, 2 R S / K * c = 4 * 8 MiB * 1e-10 s/B = 3.355 ms of
+// the 301 ms (1%), the other 297.645 ms (99%) the transport's.
+TEST(ExplainTest, OneHost_SplitAgainstTheServersCpu) {
+  ExplainInput c = MakeJob();
+  c.rank_hosts[1] = "h1";
+  c.shard_servers[0].second = "h1";
+  LinkFacts links = Links();
+  links.plane_cpu.cpu_s_per_byte = 1e-10;
+  absl::StatusOr<Explanation> e = ExplainJob(c, links);
+  ASSERT_THAT(e, IsOk());
+  const ModeExplanation& ps =
+      e->modes[0].mode == SyncPath::kPs ? e->modes[0] : e->modes[1];
+  EXPECT_EQ(ps.predicted_s, 0);
+  EXPECT_NEAR(ps.cpu_s, 4.0 * kBytes * 1e-10, 1e-12);
+  EXPECT_NEAR(ps.model_part_s, 4.0 * kBytes * 1e-10, 1e-12);
+  EXPECT_NEAR(ps.transport_s, 0.301 - 4.0 * kBytes * 1e-10, 1e-12);
+  EXPECT_THAT(ps.split,
+              HasSubstr("the model gives 3.4 ms (1%) to the server's CPU "
+                        "and memory copies (one host: no link)"));
+  EXPECT_THAT(ps.split, HasSubstr("the other 297.6 ms (99%)"));
+  const std::string text = FormatExplanation(*e);
+  EXPECT_THAT(text, HasSubstr("model terms: server CPU 3.4 ms (no link)"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("0.0 ms predicted")));
+}
+
 }  // namespace
 }  // namespace study
 }  // namespace gradsync

@@ -47,6 +47,66 @@ TEST(SyncModelTest, RingMovesTwoNMinusOneOverNOfSInTwoNMinusOneSteps) {
                    6 * (0.001 + 1 * kMiB / (100 * kMiB)));
 }
 
+// The servers' CPU term, by hand: 4 ranks, 2 servers, S = 100 MB, c =
+// 3e-10 s/B on 2 cores: 2 * 4 * 100e6 / 2 * 3e-10 / 2 = 60 ms. The ring has
+// no server, so no CPU term.
+TEST(SyncModelTest, ServerCpuSeconds_TwoRSOverKTimesCOverCores) {
+  SyncCase ps;
+  ps.layout = SyncLayout::kPsSeparate;
+  ps.workers = 4;
+  ps.shards = 2;
+  ps.bytes = 100e6;
+  ServerCpuModel cpu;
+  cpu.cpu_s_per_byte = 3e-10;
+  cpu.cores = 2;
+  EXPECT_NEAR(ServerCpuSeconds(ps, 4, cpu), 0.060, 1e-15);
+  // Ranks count, not hosts: 8 ranks on the 4 hosts double it.
+  EXPECT_NEAR(ServerCpuSeconds(ps, 8, cpu), 0.120, 1e-15);
+  ps.layout = SyncLayout::kPsColocated;
+  EXPECT_NEAR(ServerCpuSeconds(ps, 4, cpu), 0.060, 1e-15);
+  SyncCase ring = ps;
+  ring.layout = SyncLayout::kRing;
+  EXPECT_EQ(ServerCpuSeconds(ring, 4, cpu), 0);
+}
+
+// t = alpha terms + max(link, CPU): unpipelined, K = 2, N = 4, S = 100 MB,
+// B = 1 GB/s: the link 2 * 2 * 100e6 / 1e9 = 400 ms; alpha 1 ms * 2.
+TEST(SyncModelTest, PredictWithCpu_TakesTheSlowerOfLinkAndCpu) {
+  SyncCase ps;
+  ps.layout = SyncLayout::kPsSeparate;
+  ps.workers = 4;
+  ps.shards = 2;
+  ps.bytes = 100e6;
+  const LinkModel links{1e-3, 1e9};
+  ServerCpuModel cpu;
+  cpu.cpu_s_per_byte = 1e-9;  // 2 * 4 * 100e6 / 2 * 1e-9 = 400 ms: a tie
+  SyncPrediction p = PredictWithCpu(ps, 4, links, cpu);
+  EXPECT_NEAR(p.link_s, 0.400, 1e-15);
+  EXPECT_NEAR(p.cpu_s, 0.400, 1e-15);
+  EXPECT_FALSE(p.cpu_binds);
+  EXPECT_NEAR(p.seconds, 0.402, 1e-15);
+  cpu.cpu_s_per_byte = 2e-9;  // 800 ms: the CPU binds
+  p = PredictWithCpu(ps, 4, links, cpu);
+  EXPECT_TRUE(p.cpu_binds);
+  EXPECT_NEAR(p.seconds, 0.802, 1e-15);
+  // No link in play (B = 0): the CPU term alone, no latency.
+  p = PredictWithCpu(ps, 4, LinkModel{}, cpu);
+  EXPECT_EQ(p.link_s, 0);
+  EXPECT_NEAR(p.seconds, 0.800, 1e-15);
+  // Without a CPU cost the prediction is PredictSeconds'.
+  EXPECT_NEAR(PredictWithCpu(ps, 4, links, ServerCpuModel{}).seconds,
+              PredictSeconds(ps, links), 1e-15);
+}
+
+// The defaults are the simulator calibration's documented ones.
+TEST(SyncModelTest, DefaultServerCpu_PerTransport) {
+  EXPECT_EQ(DefaultServerCpu("plane").cpu_s_per_byte, 1e-10);
+  EXPECT_EQ(DefaultServerCpu("").cpu_s_per_byte, 1e-10);
+  EXPECT_EQ(DefaultServerCpu("grpc").cpu_s_per_byte, 3e-10);
+  EXPECT_EQ(DefaultServerCpu("mixed").cpu_s_per_byte, 3e-10);
+  EXPECT_EQ(DefaultServerCpu("grpc").cores, 1);
+}
+
 TEST(SyncModelTest, RingOfOneRankCostsNothing) {
   const SyncCost cost = ModelCost(Ring(1, 4 * kMiB));
   EXPECT_EQ(cost.latency_terms, 0);

@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "collectives/half.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/collectives/rank_group.h"
@@ -254,6 +256,91 @@ TEST(RingSyncTest, BeforeLaunchError_FailsTheStepNamingTheBucket) {
                              HasSubstr("cudaStreamWaitEvent failed"))));
   EXPECT_FALSE(status[0].ok());
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+// A caller's 16-bit staging (the NCCL path's device buffer and kernels)
+// replaces the host's: each bucket is rounded through it before
+// before_launch and widened through it after its all-reduce, and the sum
+// arrives exactly. (Host lambdas here; tests/gpu runs the CUDA ones.)
+TEST(RingSyncTest, WireStaging_NarrowsBeforeLaunch_WidensAfterTheSum) {
+  RankGroup group(2, SmallPipelineOptions());
+  std::vector<absl::Status> status = group.Run([&](int r) -> absl::Status {
+    std::vector<float> grads(100, 3.0f);
+    std::vector<uint16_t> staging(grads.size());
+    std::string log;
+    RingSyncOptions options;
+    options.bucket_bytes = 30 * 4;
+    options.wire_type = DataType::kBFloat16;
+    options.before_launch = [&log]() {
+      log += 'b';
+      return absl::OkStatus();
+    };
+    options.wire_staging.buffer = staging.data();
+    options.wire_staging.narrow = [&](const float* from, uint16_t* to,
+                                      size_t n) {
+      EXPECT_EQ(to - staging.data(), from - grads.data());
+      log += 'n';
+      FloatsToBFloat16(from, to, n);
+      return absl::OkStatus();
+    };
+    options.wire_staging.widen = [&](const uint16_t* from, float* to,
+                                     size_t n) {
+      log += 'w';
+      BFloat16ToFloats(from, to, n);
+      return absl::OkStatus();
+    };
+    absl::StatusOr<std::unique_ptr<RingSync>> sync =
+        RingSync::Create(&group.comm(r), absl::MakeSpan(grads), options);
+    if (!sync.ok()) return sync.status();
+    if (absl::Status s = (*sync)->BeginStep(0, 0); !s.ok()) return s;
+    (*sync)->OnGradReady(0, 100);
+    absl::StatusOr<SyncStats> stats = (*sync)->FinishStep({}, Deadline());
+    if (!stats.ok()) return stats.status();
+    EXPECT_EQ(log, "nbnbnbnbwwww") << "rank " << r;  // 4 buckets
+    for (size_t i = 0; i < grads.size(); ++i) {
+      EXPECT_EQ(grads[i], 6.0f) << "rank " << r << " at index " << i;
+    }
+    return absl::OkStatus();
+  });
+  for (const absl::Status& s : status) EXPECT_THAT(s, IsOk());
+}
+
+TEST(RingSyncTest, WireStaging_InPart_ReturnsInvalidArgument) {
+  RankGroup group(1, SmallPipelineOptions());
+  std::vector<float> grads(10);
+  std::vector<uint16_t> staging(grads.size());
+  RingSyncOptions options;
+  options.wire_type = DataType::kFloat16;
+  options.wire_staging.buffer = staging.data();
+  EXPECT_THAT(RingSync::Create(&group.comm(0), absl::MakeSpan(grads), options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("buffer, narrow and widen together")));
+}
+
+// A failing rounding (a kernel launch) fails the step, naming the bucket.
+TEST(RingSyncTest, WireStagingError_FailsTheStepNamingTheBucket) {
+  RankGroup group(1, SmallPipelineOptions());
+  std::vector<float> grads(10, 1.0f);
+  std::vector<uint16_t> staging(grads.size());
+  RingSyncOptions options;
+  options.wire_type = DataType::kFloat16;
+  options.wire_staging.buffer = staging.data();
+  options.wire_staging.narrow = [](const float*, uint16_t*, size_t) {
+    return absl::InternalError("16-bit rounding kernel: launch failed");
+  };
+  options.wire_staging.widen = [](const uint16_t*, float*, size_t) {
+    return absl::OkStatus();
+  };
+  absl::StatusOr<std::unique_ptr<RingSync>> sync =
+      RingSync::Create(&group.comm(0), absl::MakeSpan(grads), options);
+  ASSERT_THAT(sync.status(), IsOk());
+  ASSERT_THAT((*sync)->BeginStep(7, 0), IsOk());
+  (*sync)->OnGradReady(0, 10);
+  EXPECT_THAT(
+      (*sync)->FinishStep({}, Deadline()).status(),
+      StatusIs(absl::StatusCode::kInternal,
+               AllOf(HasSubstr("step 7: rounding bucket 0"),
+                     HasSubstr("to half"), HasSubstr("launch failed"))));
 }
 
 // With a scalar communicator, the step's scalars and the switch requests

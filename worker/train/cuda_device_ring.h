@@ -15,6 +15,16 @@
 // compute stream afterwards, read the summed gradients; the next step's
 // passes follow them on the same stream.
 //
+// 16-bit gradients (options.wire_type kBFloat16 / kFloat16): a bucket is
+// rounded into a 16-bit device copy by a kernel on the compute stream
+// (half_kernels.h: half.h's rounding and fp16 clamp), after the backward
+// kernels that wrote it; the ready event is recorded again after that
+// kernel, so the ncclAllReduce (ncclBfloat16 / ncclFloat16) waits for it.
+// Once FinishStep saw a bucket complete, a kernel on the compute stream
+// widens its sums back into the fp32 gradient, before the optimizer
+// kernels enqueued after it. NCCL's all-reduce leaves the same bits on
+// every rank, so the ranks stay bitwise equal.
+//
 // Errors: Create returns the CUDA/NCCL error naming the device, or
 // INVALID_ARGUMENT for a state of the wrong size or kind.
 // Threading: as DeviceRing.

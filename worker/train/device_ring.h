@@ -64,6 +64,10 @@ struct DeviceRingOptions {
   // null: a fresh optimizer.
   const OptimizerState* state = nullptr;
   size_t bucket_bytes = 0;
+  // Gradients on the wire (JobSpec grad_dtype): kFloat32, or kBFloat16 /
+  // kFloat16, rounded into a 16-bit device copy by a kernel before each
+  // ncclAllReduce and widened back after it (cuda_device_ring.h).
+  DataType wire_type = DataType::kFloat32;
 };
 
 class DeviceRing {

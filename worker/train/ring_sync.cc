@@ -48,6 +48,14 @@ absl::StatusOr<std::unique_ptr<RingSync>> RingSync::Create(
                      "half, not ",
                      DataTypeName(options.wire_type)));
   }
+  const RingSyncOptions::WireStaging& staging = options.wire_staging;
+  const int staging_parts = (staging.buffer != nullptr) +
+                            static_cast<bool>(staging.narrow) +
+                            static_cast<bool>(staging.widen);
+  if (staging_parts != 0 && staging_parts != 3) {
+    return absl::InvalidArgumentError(
+        "ring sync: wire_staging needs its buffer, narrow and widen together");
+  }
   ASSIGN_OR_RETURN(Bucketer bucketer,
                    Bucketer::Create(grads.size(), options.bucket_bytes));
   return std::unique_ptr<RingSync>(
@@ -61,8 +69,34 @@ RingSync::RingSync(Communicator* comm, absl::Span<float> grads,
       before_launch_(std::move(options.before_launch)),
       grads_(grads),
       wire_type_(options.wire_type),
-      wire_(options.wire_type == DataType::kFloat32 ? 0 : grads.size()),
+      host_wire_(options.wire_type == DataType::kFloat32 ||
+                         options.wire_staging.buffer != nullptr
+                     ? 0
+                     : grads.size()),
+      wire_(options.wire_staging.buffer != nullptr ? options.wire_staging.buffer
+                                                   : host_wire_.data()),
+      wire_staging_(std::move(options.wire_staging)),
       bucketer_(std::move(bucketer)) {}
+
+absl::Status RingSync::Narrow(const float* from, uint16_t* to, size_t n) {
+  if (wire_staging_.narrow) return wire_staging_.narrow(from, to, n);
+  if (wire_type_ == DataType::kBFloat16) {
+    FloatsToBFloat16(from, to, n);
+  } else {
+    FloatsToFloat16(from, to, n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RingSync::Widen(const uint16_t* from, float* to, size_t n) {
+  if (wire_staging_.widen) return wire_staging_.widen(from, to, n);
+  if (wire_type_ == DataType::kBFloat16) {
+    BFloat16ToFloats(from, to, n);
+  } else {
+    Float16ToFloats(from, to, n);
+  }
+  return absl::OkStatus();
+}
 
 RingSync::~RingSync() {
   if (in_flight_.empty()) return;
@@ -102,6 +136,20 @@ void RingSync::OnGradReady(size_t begin, size_t end) {
 }
 
 absl::Status RingSync::Launch(const Bucket& bucket) {
+  void* data = grads_.data() + bucket.begin;
+  if (wire_type_ != DataType::kFloat32) {
+    uint16_t* wire = wire_ + bucket.begin;
+    absl::Status narrowed =
+        Narrow(grads_.data() + bucket.begin, wire, bucket.size());
+    if (!narrowed.ok()) {
+      return Annotate(
+          narrowed,
+          absl::StrCat("step ", step_, ": rounding bucket ", bucket.index,
+                       " (elements [", bucket.begin, ", ", bucket.end, ")) to ",
+                       DataTypeName(wire_type_)));
+    }
+    data = wire;
+  }
   if (before_launch_) {
     absl::Status ordered = before_launch_();
     if (!ordered.ok()) {
@@ -111,22 +159,8 @@ absl::Status RingSync::Launch(const Bucket& bucket) {
                                    ", ", bucket.end, ")) after backward"));
     }
   }
-  if (wire_type_ == DataType::kFloat32) {
-    float* data = grads_.data() + bucket.begin;
-    in_flight_.push_back(
-        {bucket, comm_->AllReduceAsync(data, data, bucket.size(),
-                                       DataType::kFloat32, ReduceOp::kSum)});
-    return absl::OkStatus();
-  }
-  const float* from = grads_.data() + bucket.begin;
-  uint16_t* wire = wire_.data() + bucket.begin;
-  if (wire_type_ == DataType::kBFloat16) {
-    FloatsToBFloat16(from, wire, bucket.size());
-  } else {
-    FloatsToFloat16(from, wire, bucket.size());
-  }
   in_flight_.push_back(
-      {bucket, comm_->AllReduceAsync(wire, wire, bucket.size(), wire_type_,
+      {bucket, comm_->AllReduceAsync(data, data, bucket.size(), wire_type_,
                                      ReduceOp::kSum)});
   return absl::OkStatus();
 }
@@ -147,13 +181,8 @@ absl::Status RingSync::WaitAll(absl::Time deadline, absl::Duration* busy) {
     if (s.ok() && wire_type_ != DataType::kFloat32) {
       // Every rank widens the same 16-bit sums: the ranks stay bitwise
       // equal.
-      const uint16_t* wire = wire_.data() + f.bucket.begin;
-      float* to = grads_.data() + f.bucket.begin;
-      if (wire_type_ == DataType::kBFloat16) {
-        BFloat16ToFloats(wire, to, f.bucket.size());
-      } else {
-        Float16ToFloats(wire, to, f.bucket.size());
-      }
+      s = Widen(wire_ + f.bucket.begin, grads_.data() + f.bucket.begin,
+                f.bucket.size());
     }
     if (!s.ok() && first.ok()) {
       first = Annotate(

@@ -67,11 +67,23 @@ struct RingSyncOptions {
   // ready event), without a host round trip.
   std::function<absl::Status()> before_launch;
   // Gradients on the wire: kFloat32, or kBFloat16 / kFloat16 (JobSpec
-  // grad_dtype). A 16-bit bucket is rounded into a host staging buffer,
-  // all-reduced in 16 bits (each sum in fp32, rounded once, the same bits
-  // on every rank) and widened back into the gradient. Host gradients
-  // only: the NCCL path keeps kFloat32.
+  // grad_dtype). A 16-bit bucket is rounded into a staging buffer (before
+  // before_launch), all-reduced in 16 bits (the same bits on every rank)
+  // and widened back into the gradient once its all-reduce completed.
   DataType wire_type = DataType::kFloat32;
+  // Where a 16-bit bucket is staged and how it converts. All unset (the
+  // host rings): a host buffer and half.h's vectorized kernels. The NCCL
+  // path's gradients are in device memory: it passes a device buffer of
+  // grads.size() elements and CUDA kernels (cuda_device_ring.cc). An
+  // error from either fails the step, naming the bucket.
+  struct WireStaging {
+    uint16_t* buffer = nullptr;
+    std::function<absl::Status(const float* from, uint16_t* to, size_t n)>
+        narrow;
+    std::function<absl::Status(const uint16_t* from, float* to, size_t n)>
+        widen;
+  };
+  WireStaging wire_staging;
 };
 
 // Bytes one rank sends (and receives) to all-reduce `bytes` over `world`
@@ -87,8 +99,8 @@ int64_t RingAllReduceBytes(size_t bytes, int world);
 
 class RingSync final : public GradientSync {
  public:
-  // INVALID_ARGUMENT for a null communicator, a bad bucket size or a wire
-  // type other than fp32, bf16 and fp16.
+  // INVALID_ARGUMENT for a null communicator, a bad bucket size, a wire
+  // type other than fp32, bf16 and fp16, or a wire_staging set in part.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RingSync>> Create(
       Communicator* comm, absl::Span<float> grads,
       const RingSyncOptions& options);
@@ -112,8 +124,13 @@ class RingSync final : public GradientSync {
   RingSync(Communicator* comm, absl::Span<float> grads, Bucketer bucketer,
            RingSyncOptions options);
 
-  // Starts the all-reduce of `bucket` (after before_launch).
+  // Starts the all-reduce of `bucket` (rounding it to the wire type, then
+  // before_launch).
   [[nodiscard]] absl::Status Launch(const Bucket& bucket);
+  // Rounds n gradients into the wire buffer / widens them back, with
+  // wire_staging_'s functions or half.h's.
+  [[nodiscard]] absl::Status Narrow(const float* from, uint16_t* to, size_t n);
+  [[nodiscard]] absl::Status Widen(const uint16_t* from, float* to, size_t n);
   // Waits for every launched collective (even after an error: their
   // buffers must not be reused while they run); returns the first error.
   // `busy`, if given, gets the sum of their durations (Work::Elapsed; zero
@@ -131,8 +148,11 @@ class RingSync final : public GradientSync {
   const std::function<absl::Status()> before_launch_;
   const absl::Span<float> grads_;
   const DataType wire_type_;
-  // The 16-bit copy of grads_ that travels (empty for kFloat32).
-  std::vector<uint16_t> wire_;
+  // The 16-bit copy of grads_ that travels: wire_staging_.buffer, or the
+  // host's own (empty for kFloat32).
+  std::vector<uint16_t> host_wire_;
+  uint16_t* wire_ = nullptr;
+  const RingSyncOptions::WireStaging wire_staging_;
   Bucketer bucketer_;
   int64_t step_ = -1;
   int64_t switch_epoch_ = 0;  // heard by this rank, for the step's scalars

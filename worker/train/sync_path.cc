@@ -205,6 +205,7 @@ absl::Status SyncPathController::StartDeviceRing(int64_t step,
   options.optimizer = config_.optimizer;
   options.state = state;
   options.bucket_bytes = config_.bucket_bytes;
+  options.wire_type = config_.grad_dtype;
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceRing> ring,
                    model_->StartDeviceRing(std::move(options)));
   {
