@@ -41,13 +41,8 @@ absl::Status ValidateGradDtype(const JobSpec& spec, bool nccl_ring) {
   absl::StatusOr<DataType> type = ParseGradDtype(spec.grad_dtype());
   if (!type.ok()) return type.status();
   if (*type == DataType::kFloat32) return absl::OkStatus();
-  if (SpecUsesPs(spec)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job spec field gradDtype is '", spec.grad_dtype(),
-        "', but the job uses the parameter server (mode PS or auto, or a "
-        "scripted switch to PS), which carries fp32 gradients only so far; "
-        "run it on the ring, or with fp32"));
-  }
+  // The parameter server takes 16-bit gradients too (CreateShardRequest.
+  // wire_dtype), so a PS, auto or switching job is fine.
   if (nccl_ring) {
     return absl::InvalidArgumentError(absl::StrCat(
         "job spec field gradDtype is '", spec.grad_dtype(),

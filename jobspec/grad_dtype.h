@@ -1,4 +1,5 @@
-// JobSpec.grad_dtype: the element type gradients travel in on the ring.
+// JobSpec.grad_dtype: the element type gradients travel in, on the ring
+// and to the parameter server.
 // One parser for the coordinator, the workers and the CLI.
 //
 //   "" or "fp32"  float (the default)
@@ -7,8 +8,9 @@
 //
 // (The aliases of collectives/types.h's ParseDataType are accepted too:
 // "float", "bfloat16", "half", ...). 16-bit gradients are built for the
-// host rings (TCP, shared memory, halving-doubling, hierarchical), not yet
-// for NCCL or the parameter server: ValidateGradDtype refuses those.
+// host rings (TCP, shared memory, halving-doubling, hierarchical) and the
+// parameter server (both transports: CreateShardRequest.wire_dtype), not
+// yet for NCCL: ValidateGradDtype refuses that.
 #ifndef GRADSYNC_JOBSPEC_GRAD_DTYPE_H_
 #define GRADSYNC_JOBSPEC_GRAD_DTYPE_H_
 
@@ -33,9 +35,10 @@ std::string GradDtypeName(DataType type);
 // PS or auto, or a scripted switch to PS.
 bool SpecUsesPs(const JobSpec& spec);
 
-// OK when the spec's grad_dtype parses and, if 16-bit, the job runs only on
-// a host ring: INVALID_ARGUMENT for a PS mode, auto mode, a scripted switch
-// to PS, or the NCCL ring (`nccl_ring`: the spec's ring runs on NCCL).
+// OK when the spec's grad_dtype parses and, if 16-bit, the job's ring is
+// not NCCL's: INVALID_ARGUMENT for the NCCL ring (`nccl_ring`: the spec's
+// ring runs on NCCL). PS modes, auto mode and scripted switches to PS take
+// any of the three types.
 [[nodiscard]] absl::Status ValidateGradDtype(const JobSpec& spec,
                                              bool nccl_ring);
 

@@ -1,12 +1,13 @@
 // The coordinator and 16-bit gradients (JobSpec.grad_dtype): the spec is
-// spelled canonically, refused where 16 bits are not built (the PS, NCCL,
-// entrypoint jobs), and a runtime switch to PS is refused for such a job.
+// spelled canonically, refused where 16 bits are not built (NCCL,
+// entrypoint jobs), accepted for PS jobs, and a runtime switch to PS of
+// such a job is accepted like an fp32 job's.
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/coordinator_service.h"
 #include "jobspec/job_spec.h"
+#include "server/coordinator/coordinator_service.h"
 #include "tests/coordinator/coordinator_test_util.h"
 #include "tests/util/status_matchers.h"
 
@@ -29,11 +30,14 @@ TEST(GradDtypeSpecTest, SpelledCanonically) {
 }
 
 TEST(GradDtypeSpecTest, RefusedWhereSixteenBitsAreNotBuilt) {
-  JobSpec ps = PsJobSpec(2, 1);
-  ps.set_grad_dtype("bf16");
-  EXPECT_THAT(ValidateJobSpec(ps),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("carries fp32 gradients only")));
+  // The parameter server takes both 16-bit types.
+  for (const char* dtype : {"bf16", "fp16"}) {
+    JobSpec ps = PsJobSpec(2, 1);
+    ps.set_grad_dtype(dtype);
+    absl::StatusOr<JobSpec> out = ValidateJobSpec(ps);
+    ASSERT_THAT(out, IsOk());
+    EXPECT_EQ(out->grad_dtype(), dtype);
+  }
   JobSpec nccl = ValidSpec(2, "cuda");
   nccl.set_grad_dtype("fp16");
   EXPECT_THAT(
@@ -49,7 +53,7 @@ TEST(GradDtypeSpecTest, RefusedWhereSixteenBitsAreNotBuilt) {
 
 using GradDtypeSwitchTest = CoordinatorTest;
 
-TEST_F(GradDtypeSwitchTest, SwitchToPs_RefusedForA16BitJob_NothingChanged) {
+TEST_F(GradDtypeSwitchTest, SwitchToPs_AcceptedForA16BitJob) {
   Register("host-a", 2);
   RegisterPs("10.0.0.9:1");
   JobSpec spec = ValidSpec(2);
@@ -59,11 +63,12 @@ TEST_F(GradDtypeSwitchTest, SwitchToPs_RefusedForA16BitJob_NothingChanged) {
   SwitchJobRequest request;
   request.set_job_id(*job);
   request.set_mode(SYNC_MODE_PS);
-  EXPECT_THAT(service_->SwitchJob(request),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("sends bf16 gradients")));
-  EXPECT_EQ(Status(*job).switch_requests(), 0);
-  EXPECT_THAT(Status(*job).ps_addresses(), ::testing::IsEmpty());
+  absl::StatusOr<SwitchJobResponse> response = service_->SwitchJob(request);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->epoch(), 1);
+  EXPECT_EQ(Status(*job).switch_requests(), 1);
+  EXPECT_THAT(Status(*job).ps_addresses(),
+              ::testing::ElementsAre("10.0.0.9:1"));
   // An fp32 job switches as before.
   JobSpec fp32 = ValidSpec(1);
   Register("host-b", 1);

@@ -32,24 +32,29 @@ TEST(GradDtypeTest, RefusesOtherTypes_NamingTheField) {
   }
 }
 
-TEST(GradDtypeTest, SixteenBits_OnlyOnAHostRing) {
+TEST(GradDtypeTest, SixteenBits_AnywhereButTheNcclRing) {
   JobSpec spec;
   spec.set_grad_dtype("bf16");
   spec.set_mode(SYNC_MODE_RING);
   EXPECT_TRUE(ValidateGradDtype(spec, /*nccl_ring=*/false).ok());
   EXPECT_THAT(ValidateGradDtype(spec, /*nccl_ring=*/true).message(),
               HasSubstr("runs on NCCL"));
+  // The parameter server takes 16-bit gradients: PS, auto and a scripted
+  // switch to PS are accepted (an NCCL ring still is not).
   spec.set_mode(SYNC_MODE_PS);
-  EXPECT_THAT(ValidateGradDtype(spec, false).message(),
-              HasSubstr("parameter server"));
+  EXPECT_TRUE(ValidateGradDtype(spec, false).ok());
   spec.set_mode(SYNC_MODE_RING);
   spec.mutable_auto_mode()->set_enabled(true);
-  EXPECT_FALSE(ValidateGradDtype(spec, false).ok());
+  EXPECT_TRUE(ValidateGradDtype(spec, false).ok());
   spec.mutable_auto_mode()->set_enabled(false);
   SwitchSpec* to_ps = spec.add_switches();
   to_ps->set_step(10);
   to_ps->set_mode(SYNC_MODE_PS);
-  EXPECT_FALSE(ValidateGradDtype(spec, false).ok());
+  EXPECT_TRUE(ValidateGradDtype(spec, false).ok());
+  spec.set_grad_dtype("fp16");
+  EXPECT_TRUE(ValidateGradDtype(spec, false).ok());
+  EXPECT_THAT(ValidateGradDtype(spec, true).message(),
+              HasSubstr("runs on NCCL"));
   // fp32 goes anywhere.
   spec.set_grad_dtype("fp32");
   EXPECT_TRUE(ValidateGradDtype(spec, true).ok());
