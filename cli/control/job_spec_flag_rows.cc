@@ -445,9 +445,9 @@ const SpecFlagRow kSpecRows[] = {
        return absl::OkStatus();
      }},
     {"grad-dtype", "fp32|bf16|fp16",
-     "gradients on the ring's wire: fp32, or 16 bits summed in fp32 where "
-     "received (fp16 clamps at +-65504); host rings only, not the PS or "
-     "NCCL yet",
+     "gradients on the wire (host rings and the PS): fp32, or 16 bits "
+     "summed in fp32 where received (fp16 clamps at +-65504); not the NCCL "
+     "ring yet",
      "grad_dtype",
      [](absl::string_view v, JobSpec* s) {
        ASSIGN_OR_RETURN(const DataType type, ParseGradDtype(v));

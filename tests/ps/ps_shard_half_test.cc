@@ -62,8 +62,9 @@ std::vector<uint16_t> ToWire(DataType type, const std::vector<float>& v) {
 }
 
 // The bytes rank `rank`'s pull of `step` sends.
-absl::StatusOr<std::string> PullWireBytes(PsShard& shard, int rank,
-                                          int64_t step) {
+[[nodiscard]] absl::StatusOr<std::string> PullWireBytes(PsShard& shard,
+                                                        int rank,
+                                                        int64_t step) {
   absl::StatusOr<ShardViewRef> view = shard.Pull(rank, step, Soon());
   if (!view.ok()) return view.status();
   const absl::Span<const char> bytes = (*view)->PullBytes();
