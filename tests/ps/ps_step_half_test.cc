@@ -5,7 +5,8 @@
 // both transports get the same bits, and the bytes on the wire are 2 per
 // element. A raw 16-bit stream: a chunk of an odd byte count, or of fp32
 // size, is refused and changes nothing. A bad wire_dtype at CreateShard is
-// INVALID_ARGUMENT and creates nothing.
+// INVALID_ARGUMENT and creates nothing; a client with another wire type
+// is refused.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -322,6 +323,15 @@ TEST(PsHalfCreateTest, BadWireDtype_InvalidArgumentNothingCreated) {
   // The same shard with a good type is created (nothing was left behind).
   request.set_wire_dtype("fp16");
   EXPECT_THAT(admin->CreateShard(request), IsOk());
+}
+
+TEST(PsHalfCreateTest, ClientWireTypeNotFp32Bf16Fp16_InvalidArgument) {
+  PsClientOptions options;
+  options.wire_dtype = DataType::kInt32;
+  EXPECT_THAT(
+      PsClient::Create("w", 0, 10, {{"127.0.0.1:1", 0, 0, 10}}, options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("gradient wire type is int32")));
 }
 
 }  // namespace

@@ -102,6 +102,14 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the PS client timeout must be > 0");
   }
+  if (options.wire_dtype != DataType::kFloat32 &&
+      options.wire_dtype != DataType::kBFloat16 &&
+      options.wire_dtype != DataType::kFloat16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the PS client's gradient wire type is ",
+                     DataTypeName(options.wire_dtype),
+                     "; use float (fp32), bfloat16 or half (fp16)"));
+  }
   RETURN_IF_ERROR(CheckCongestionControl(options.transport.congestion_control));
   if (shards.empty()) {
     return absl::InvalidArgumentError("a PS client needs at least one shard");
