@@ -37,18 +37,4 @@ bool SpecUsesPs(const JobSpec& spec) {
       [](const SwitchSpec& s) { return s.mode() == SYNC_MODE_PS; });
 }
 
-absl::Status ValidateGradDtype(const JobSpec& spec, bool nccl_ring) {
-  absl::StatusOr<DataType> type = ParseGradDtype(spec.grad_dtype());
-  if (!type.ok()) return type.status();
-  if (*type == DataType::kFloat32) return absl::OkStatus();
-  if (SpecUsesPs(spec)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "job spec field gradDtype is '", spec.grad_dtype(),
-        "', but the job uses the parameter server (mode PS or auto, or a "
-        "scripted switch to PS), which carries fp32 gradients only so far; "
-        "run it on the ring, or with fp32"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace gradsync

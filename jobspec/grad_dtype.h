@@ -1,4 +1,5 @@
-// JobSpec.grad_dtype: the element type gradients travel in on the ring.
+// JobSpec.grad_dtype: the element type gradients travel in, on the ring
+// and to the parameter server.
 // One parser for the coordinator, the workers and the CLI.
 //
 //   "" or "fp32"  float (the default)
@@ -7,8 +8,11 @@
 //
 // (The aliases of collectives/types.h's ParseDataType are accepted too:
 // "float", "bfloat16", "half", ...). 16-bit gradients are built for the
-// host rings (TCP, shared memory, halving-doubling, hierarchical) and the
-// NCCL ring; ValidateGradDtype refuses the parameter server.
+// host rings (TCP, shared memory, halving-doubling, hierarchical), the NCCL
+// ring and the parameter server (both transports:
+// CreateShardRequest.wire_dtype), so a spec's only error is the name
+// (entrypoint jobs, whose gradients are their program's, refuse 16 bits in
+// job_spec.cc).
 #ifndef GRADSYNC_JOBSPEC_GRAD_DTYPE_H_
 #define GRADSYNC_JOBSPEC_GRAD_DTYPE_H_
 
@@ -32,13 +36,6 @@ std::string GradDtypeName(DataType type);
 // True when `spec` ever synchronises through parameter-server shards: mode
 // PS or auto, or a scripted switch to PS.
 bool SpecUsesPs(const JobSpec& spec);
-
-// OK when the spec's grad_dtype parses and, if 16-bit, the job runs only on
-// a ring (host or NCCL): INVALID_ARGUMENT for a PS mode, auto mode or a
-// scripted switch to PS. (`nccl_ring`, the spec's ring runs on NCCL, no
-// longer changes the answer: NCCL carries 16-bit gradients too.)
-[[nodiscard]] absl::Status ValidateGradDtype(const JobSpec& spec,
-                                             bool nccl_ring);
 
 }  // namespace gradsync
 

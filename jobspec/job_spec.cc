@@ -212,7 +212,6 @@ namespace {
                      "', but an entrypoint job's gradients are its own "
                      "program's: use DDP's bf16_compress_hook there"));
   }
-  RETURN_IF_ERROR(ValidateGradDtype(*out, RingRunsOnNccl(*out)));
   out->set_grad_dtype(GradDtypeName(type));
   return absl::OkStatus();
 }

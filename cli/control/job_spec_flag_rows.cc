@@ -445,9 +445,8 @@ const SpecFlagRow kSpecRows[] = {
        return absl::OkStatus();
      }},
     {"grad-dtype", "fp32|bf16|fp16",
-     "gradients on the ring's wire: fp32, or 16 bits summed in fp32 where "
-     "received (fp16 clamps at +-65504); the host rings and NCCL, not the "
-     "PS yet",
+     "gradients on the wire (host rings, NCCL and the PS): fp32, or 16 bits "
+     "summed in fp32 where received (fp16 clamps at +-65504)",
      "grad_dtype",
      [](absl::string_view v, JobSpec* s) {
        ASSIGN_OR_RETURN(const DataType type, ParseGradDtype(v));

@@ -19,6 +19,7 @@
 #include "common/model_init/parameter_state.h"
 #include "common/optimizer.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 #include "jobspec/job_spec.h"
 #include "proto/coordinator.pb.h"
 #include "proto/ps.pb.h"
@@ -190,6 +191,14 @@ int gs_ps_open(gs_session* s, size_t total, const gs_ps_optimizer* optimizer,
   options.transport.security = s->security;
   options.token = assignment.ps_token();
   options.tensor_plane = launch.ps_tensor_plane();
+  // The job's gradient wire type. The spec refuses a 16-bit type for an
+  // entrypoint job today (jobspec/job_spec.cc: DDP's compress hooks do
+  // that there), so this is fp32; taken from the spec all the same, so
+  // the shards and this client always agree.
+  absl::StatusOr<DataType> wire =
+      ParseGradDtype(assignment.spec().grad_dtype());
+  if (!wire.ok()) return Fail(wire.status());
+  options.wire_dtype = *wire;
   const size_t num_shards = shards->size();
   absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(
       assignment.job_id(), launch.rank(), total, *std::move(shards), options);
@@ -206,6 +215,7 @@ int gs_ps_open(gs_session* s, size_t total, const gs_ps_optimizer* optimizer,
   base.set_wait_timeout_ms(absl::ToInt64Milliseconds(ps->timeout));
   // The shards average (rank order), as DDP's all-reduce hook does.
   base.set_sum_gradients(false);
+  base.set_wire_dtype(GradDtypeName(*wire));
   *out = ps.release();
   return 0;
 }

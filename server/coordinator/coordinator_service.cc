@@ -384,13 +384,8 @@ absl::StatusOr<SwitchJobResponse> CoordinatorService::SwitchJob(
   }
   absl::MutexLock lock(&state_.mu);
   ASSIGN_OR_RETURN(Job * job, state_.FindJobLocked(request.job_id()));
-  const std::string& dtype = job->spec().grad_dtype();
-  if (mode == SYNC_MODE_PS && !dtype.empty() && dtype != "fp32") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job->id(), " sends ", dtype,
-        " gradients, and the parameter server takes fp32 only so far; the "
-        "job stays on the ring (nothing changed)"));
-  }
+  // A 16-bit job may switch to PS too: its ranks create the shards with
+  // the job's gradient type (CreateShardRequest.wire_dtype).
   ASSIGN_OR_RETURN(const int64_t epoch,
                    lifecycle_.RequestSwitchLocked(*job, mode, ""));
   SwitchJobResponse response;

@@ -1,7 +1,7 @@
 // The coordinator and 16-bit gradients (JobSpec.grad_dtype): the spec is
-// spelled canonically, refused where 16 bits are not built (the PS,
-// entrypoint jobs), taken by the NCCL ring, and a runtime switch to PS is
-// refused for such a job.
+// spelled canonically, refused where 16 bits are not built (entrypoint
+// jobs), accepted for PS jobs and on the NCCL ring, and a runtime switch
+// to PS of such a job is accepted like an fp32 job's.
 #include <string>
 
 #include "gmock/gmock.h"
@@ -29,12 +29,15 @@ TEST(GradDtypeSpecTest, SpelledCanonically) {
   EXPECT_EQ(out->grad_dtype(), "fp32");
 }
 
-TEST(GradDtypeSpecTest, RefusedWhereSixteenBitsAreNotBuilt) {
-  JobSpec ps = PsJobSpec(2, 1);
-  ps.set_grad_dtype("bf16");
-  EXPECT_THAT(ValidateJobSpec(ps),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("carries fp32 gradients only")));
+TEST(GradDtypeSpecTest, TakenByThePsAndNccl_ABadNameRefused) {
+  // The parameter server takes both 16-bit types.
+  for (const char* dtype : {"bf16", "fp16"}) {
+    JobSpec ps = PsJobSpec(2, 1);
+    ps.set_grad_dtype(dtype);
+    absl::StatusOr<JobSpec> out = ValidateJobSpec(ps);
+    ASSERT_THAT(out, IsOk());
+    EXPECT_EQ(out->grad_dtype(), dtype);
+  }
   // The NCCL ring of a GPU job takes 16 bits, as does its host ring.
   JobSpec nccl = ValidSpec(2, "cuda");
   nccl.set_grad_dtype("fp16");
@@ -49,7 +52,7 @@ TEST(GradDtypeSpecTest, RefusedWhereSixteenBitsAreNotBuilt) {
 
 using GradDtypeSwitchTest = CoordinatorTest;
 
-TEST_F(GradDtypeSwitchTest, SwitchToPs_RefusedForA16BitJob_NothingChanged) {
+TEST_F(GradDtypeSwitchTest, SwitchToPs_AcceptedForA16BitJob) {
   Register("host-a", 2);
   RegisterPs("10.0.0.9:1");
   JobSpec spec = ValidSpec(2);
@@ -59,11 +62,12 @@ TEST_F(GradDtypeSwitchTest, SwitchToPs_RefusedForA16BitJob_NothingChanged) {
   SwitchJobRequest request;
   request.set_job_id(*job);
   request.set_mode(SYNC_MODE_PS);
-  EXPECT_THAT(service_->SwitchJob(request),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr("sends bf16 gradients")));
-  EXPECT_EQ(Status(*job).switch_requests(), 0);
-  EXPECT_THAT(Status(*job).ps_addresses(), ::testing::IsEmpty());
+  absl::StatusOr<SwitchJobResponse> response = service_->SwitchJob(request);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->epoch(), 1);
+  EXPECT_EQ(Status(*job).switch_requests(), 1);
+  EXPECT_THAT(Status(*job).ps_addresses(),
+              ::testing::ElementsAre("10.0.0.9:1"));
   // An fp32 job switches as before.
   JobSpec fp32 = ValidSpec(1);
   Register("host-b", 1);

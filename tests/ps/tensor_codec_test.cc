@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
+#include "server/ps/transport/tensor_plane_wire.h"
 #include "server/ps/transport/tensor_stream.h"
 #include "tests/util/status_matchers.h"
 
@@ -241,6 +242,72 @@ TEST_F(TensorCodecTest, TensorReceiver_OutOfOrderOrOversized_InvalidArgument) {
                                            HasSubstr("not whole fp32")));
   EXPECT_EQ(receiver.received_bytes(), 0u);
   EXPECT_EQ(receiver.Progress(), "tensor 0 of 2: 0 of 16 bytes");
+}
+
+// 16-bit elements (a bf16/fp16 job's PushPull): TensorMessages cuts whole
+// 2-byte elements with offsets in elements, TensorReceiver takes them and
+// refuses an odd byte count or an fp32-sized offset.
+TEST_F(TensorCodecTest, SixteenBitElements_ChunkedAndReceivedInElements) {
+  const std::vector<uint16_t> sent = {1, 2, 3, 4, 5, 6, 7};  // 14 bytes
+  const absl::Span<const char> bytes(reinterpret_cast<const char*>(sent.data()),
+                                     sent.size() * 2);
+  // 5 bytes a chunk: 2 whole elements (4 bytes).
+  TensorMessages messages(nullptr, {bytes}, 2, 5, nullptr);
+  std::vector<uint16_t> got(sent.size());
+  TensorReceiver receiver(
+      {absl::Span<char>(reinterpret_cast<char*>(got.data()), got.size() * 2)},
+      2);
+  std::vector<int64_t> offsets;
+  while (!messages.done()) {
+    DecodedTensorMessage message;
+    ASSERT_THAT(message.Parse(messages.Next()), IsOk());
+    offsets.push_back(message.offset());
+    ASSERT_THAT(receiver.Take(message), IsOk());
+  }
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_TRUE(receiver.complete());
+  EXPECT_EQ(got, sent);
+
+  std::vector<uint16_t> into(4);
+  TensorReceiver strict(
+      {absl::Span<char>(reinterpret_cast<char*>(into.data()), 8)}, 2);
+  DecodedTensorMessage odd;
+  ASSERT_THAT(odd.Parse(EncodeTensorMessage(nullptr, 0, 0, bytes.subspan(0, 3),
+                                            nullptr)),
+              IsOk());
+  EXPECT_THAT(strict.Take(odd), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("not whole 16-bit")));
+  DecodedTensorMessage late;
+  ASSERT_THAT(late.Parse(EncodeTensorMessage(nullptr, 0, 1, bytes.subspan(0, 2),
+                                             nullptr)),
+              IsOk());
+  EXPECT_THAT(strict.Take(late),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("starts at element 1, expected 0")));
+  EXPECT_EQ(strict.received_bytes(), 0u);
+}
+
+// The tensor plane's chunk check in 2-byte elements.
+TEST_F(TensorCodecTest, PlaneValidateChunk_SixteenBitElements) {
+  using tensor_plane::ChunkHead;
+  using tensor_plane::ValidateChunk;
+  // A push of 10 elements: 20 bytes.
+  EXPECT_THAT(ValidateChunk(ChunkHead{0, 4}, 20, 0, false, 2), IsOk());
+  EXPECT_THAT(ValidateChunk(ChunkHead{2, 4}, 20, 4, false, 2), IsOk());
+  EXPECT_THAT(ValidateChunk(ChunkHead{8, 4}, 20, 0, true, 2), IsOk());
+  EXPECT_THAT(ValidateChunk(ChunkHead{0, 3}, 20, 0, false, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("whole 16-bit values")));
+  EXPECT_THAT(ValidateChunk(ChunkHead{8, 8}, 20, 0, false, 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("outside the shard's 10 elements")));
+  EXPECT_THAT(
+      ValidateChunk(ChunkHead{1, 4}, 20, 0, false, 2),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 0")));
+  // fp32 as before: 2 bytes is no whole fp32 value.
+  EXPECT_THAT(ValidateChunk(ChunkHead{0, 2}, 40, 0, false),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("whole fp32 values")));
 }
 
 }  // namespace

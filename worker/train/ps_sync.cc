@@ -149,7 +149,9 @@ absl::StatusOr<SyncStats> PsSync::FinishStep(absl::Span<double> scalars,
   stats.bytes_sent = static_cast<int64_t>(result->bytes_sent);
   stats.bytes_received = static_cast<int64_t>(result->bytes_received);
   stats.operations = static_cast<int64_t>(client_->num_shards());
-  stats.payload_bytes = static_cast<int64_t>(grads_.size() * sizeof(float));
+  // S: the gradient bytes that went, each element once (2 per element
+  // for a 16-bit job, as the ring counts them).
+  stats.payload_bytes = static_cast<int64_t>(result->bytes_sent);
   stats.busy = result->busy;
   stats.bus_factor = PsBusFactor(comm_->size(), client_->num_servers());
   stats.switch_epoch = result->switch_epoch;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 #include "proto/ps.pb.h"
 #include "server/ps/client/ps_client.h"
 #include "worker/train/checkpoint.h"
@@ -250,6 +251,9 @@ absl::Status SyncPathController::SeedShards(int64_t step, int num_shards,
   base.set_seeded(true);
   base.set_wait_timeout_ms(absl::ToInt64Milliseconds(config_.comm_timeout));
   base.set_sum_gradients(config_.ps.update == PsUpdate::kSync);
+  // The job's gradient type: a 16-bit job's shards take 16-bit gradients
+  // and send 16-bit parameters (the seed above stays fp32).
+  base.set_wire_dtype(GradDtypeName(config_.grad_dtype));
   for (int k = rank_; k < num_shards; k += world_) {
     RETURN_IF_ERROR(
         client->CreateAndSeedShard(static_cast<size_t>(k), base, state));
@@ -289,6 +293,7 @@ absl::Status SyncPathController::EnterPs(int64_t step) {
   options.transport.security = config_.ps.security;
   options.token = config_.ps.token;
   options.tensor_plane = config_.ps.tensor_plane;
+  options.wire_dtype = config_.grad_dtype;
   ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client,
                    PsClient::Create(config_.ps.job_id, rank_, n,
                                     std::move(shards), options));

@@ -123,8 +123,9 @@ struct TrainerConfig {
   // forced on every all-reduce (the daemon's HierarchicalOptions, in
   // collectives/algorithms/hierarchical_communicator.h). Not with kNccl.
   AllReduceAlgorithm ring_algorithm = AllReduceAlgorithm::kAuto;
-  // Gradients on the ring's wire (JobSpec.grad_dtype): kFloat32, or
-  // kBFloat16 / kFloat16 on the host rings (RingSyncOptions::wire_type).
+  // Gradients on the wire (JobSpec.grad_dtype): kFloat32, or kBFloat16 /
+  // kFloat16 on the host rings (RingSyncOptions::wire_type) and to the
+  // parameter server (CreateShardRequest.wire_dtype, PsClientOptions).
   DataType grad_dtype = DataType::kFloat32;
 
   DatasetKind dataset = DatasetKind::kFashionMnist;

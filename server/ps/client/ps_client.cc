@@ -3,10 +3,13 @@
 #include <grpcpp/client_context.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "collectives/half.h"
 #include "common/grpc_connect.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
@@ -98,6 +101,14 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(
       ResolveChunkBytes(static_cast<int64_t>(options.chunk_bytes)).status());
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the PS client timeout must be > 0");
+  }
+  if (options.wire_dtype != DataType::kFloat32 &&
+      options.wire_dtype != DataType::kBFloat16 &&
+      options.wire_dtype != DataType::kFloat16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the PS client's gradient wire type is ",
+                     DataTypeName(options.wire_dtype),
+                     "; use float (fp32), bfloat16 or half (fp16)"));
   }
   RETURN_IF_ERROR(CheckCongestionControl(options.transport.congestion_control));
   if (shards.empty()) {
@@ -225,10 +236,16 @@ absl::Status PsClient::PushPull(int64_t step, absl::Span<const float> grads,
   const float* g = grads.data();
   const float* p = params.data();
   const bool overlap = g < p + params.size() && p < g + grads.size();
+  const bool wire16 = core_.options.wire_dtype != DataType::kFloat32;
+  if (overlap && wire16) {
+    return absl::InvalidArgumentError(
+        "PushPull of a 16-bit job needs gradients and parameters that do not "
+        "overlap");
+  }
   if (!overlap && (num_servers() < static_cast<int>(core_.shards.size()) ||
-                   core_.options.tensor_plane)) {
+                   core_.options.tensor_plane || wire16)) {
     // Partitions: PsStep pushes them in turn per server (ps_step.h); the
-    // tensor plane is PsStep's too.
+    // tensor plane and 16-bit gradients are PsStep's too.
     ASSIGN_OR_RETURN(std::unique_ptr<PsStep> ps_step,
                      StartStep(step, grads, params, PsStepControl()));
     ps_step->Ready(0, core_.total);
@@ -291,14 +308,32 @@ absl::Status PsClient::PushPullShard(size_t k, int64_t step, bool pull_only,
     }
 
     bool complete = false;
+    // A 16-bit job's parameters (only a pull comes here: PushPull sends
+    // 16-bit gradients through PsStep) arrive in 2-byte elements.
+    const DataType wire = core_.options.wire_dtype;
+    std::vector<uint16_t> wire_params(
+        wire == DataType::kFloat32 ? 0 : params.size());
     if (sent) {
       ps::PullHeader reply;
-      status = ReadPullReply(stream.get(), location, params, &reply,
-                             &core_.bytes_received, &complete);
+      status =
+          wire_params.empty()
+              ? ReadPullReply(stream.get(), location, params, &reply,
+                              &core_.bytes_received, &complete)
+              : ReadPullReply(stream.get(), location,
+                              absl::Span<char>(
+                                  reinterpret_cast<char*>(wire_params.data()),
+                                  wire_params.size() * sizeof(uint16_t)),
+                              sizeof(uint16_t), &reply, &core_.bytes_received,
+                              &complete);
       core_.last_versions[k] = reply.version();
     }
     status = FinishPushPull(&context, stream.get(), std::move(status), sent,
                             complete, location);
+    if (status.ok() && wire == DataType::kBFloat16) {
+      BFloat16ToFloats(wire_params.data(), params.data(), params.size());
+    } else if (status.ok() && wire == DataType::kFloat16) {
+      Float16ToFloats(wire_params.data(), params.data(), params.size());
+    }
   }
   RETURN_IF_ERROR(pin.Release());
   return status;

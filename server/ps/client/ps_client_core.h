@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "collectives/types.h"
 #include "server/ps/transport/ps_transport.h"
 #include "server/ps/transport/tensor_codec.h"
 #include "server/ps/transport/tensor_plane_client.h"
@@ -72,6 +73,12 @@ struct PsClientOptions {
   // that serves none (gradsync-ps --tensor-port -1, or an older one) go
   // over gRPC streams, the fallback.
   bool tensor_plane = false;
+  // The job's gradient wire type (CreateShardRequest.wire_dtype, which
+  // the shards were created with): kFloat32, or kBFloat16 / kFloat16,
+  // when a step sends its gradient rounded to 16 bits and receives 16-bit
+  // parameters, widened into the caller's fp32 buffer (StartStep's API
+  // stays fp32). State calls (FetchState, SeedShard) stay fp32.
+  DataType wire_dtype = DataType::kFloat32;
 };
 
 class PsClientCore {

@@ -59,7 +59,17 @@ absl::Status ReadPullReply(RawClientStream* stream,
                            absl::Span<float> params, ps::PullHeader* reply,
                            std::atomic<uint64_t>* bytes_received,
                            bool* complete) {
-  TensorReceiver receiver({AsWritableBytes(params)});
+  return ReadPullReply(stream, location, AsWritableBytes(params), sizeof(float),
+                       reply, bytes_received, complete);
+}
+
+absl::Status ReadPullReply(RawClientStream* stream,
+                           const PsShardLocation& location,
+                           absl::Span<char> bytes, size_t element_bytes,
+                           ps::PullHeader* reply,
+                           std::atomic<uint64_t>* bytes_received,
+                           bool* complete) {
+  TensorReceiver receiver({bytes}, element_bytes);
   grpc::ByteBuffer buffer;
   DecodedTensorMessage message;
   bool have_header = false;

@@ -75,6 +75,12 @@ class SendPin {
                                          ps::PullHeader* reply,
                                          std::atomic<uint64_t>* bytes_received,
                                          bool* complete);
+// The same into `bytes` (the range's elements of `element_bytes` each: 4,
+// or 2 for a 16-bit job's reply).
+[[nodiscard]] absl::Status ReadPullReply(
+    RawClientStream* stream, const PsShardLocation& location,
+    absl::Span<char> bytes, size_t element_bytes, ps::PullHeader* reply,
+    std::atomic<uint64_t>* bytes_received, bool* complete);
 
 // The DATA_LOSS of a reply that ended before all of `params` arrived.
 [[nodiscard]] absl::Status ShortReplyError(const PsShardLocation& location);

@@ -10,10 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collectives/half.h"
 #include "common/status_macros.h"
 #include "proto/ps.pb.h"
 #include "server/ps/client/ps_client_core.h"
 #include "server/ps/client/ps_step_call.h"
+#include "server/ps/transport/tensor_codec.h"
 #include "study/alpha_beta/sync_bandwidth.h"
 
 namespace gradsync {
@@ -46,7 +48,13 @@ PsStep::PsStep(PsClientCore& core, int64_t step, absl::Span<const float> grads,
       grads_(grads),
       params_(params),
       control_(std::move(control)),
-      call_deadline_(call_deadline) {
+      call_deadline_(call_deadline),
+      wire_dtype_(core.options.wire_dtype),
+      element_bytes_(DataTypeSize(core.options.wire_dtype)) {
+  if (element_bytes_ == sizeof(uint16_t)) {
+    wire_grads_.resize(grads.size());
+    wire_params_.resize(params.size());
+  }
   push_written_.assign(core_.shards.size(), false);
   pushed_.assign(core_.shards.size(), false);
   for (size_t k = 0; k < core_.shards.size(); ++k) {
@@ -94,6 +102,7 @@ absl::Status PsStep::MarkReady(size_t begin, size_t end) {
                      " elements; check the bucket ranges backward reports"));
   }
   const size_t count = end - begin;
+  const size_t first = begin;
   absl::MutexLock lock(&mu_);
   auto next = ready_.upper_bound(begin);
   if (next != ready_.end() && next->first < end) {
@@ -117,9 +126,44 @@ absl::Status PsStep::MarkReady(size_t begin, size_t end) {
     end = next->second;
     ready_.erase(next);
   }
+  if (!wire_grads_.empty()) {
+    // Rounded (once) before the range is marked: no stream reads it
+    // until then.
+    if (wire_dtype_ == DataType::kBFloat16) {
+      FloatsToBFloat16(grads_.data() + first, wire_grads_.data() + first,
+                       count);
+    } else {
+      FloatsToFloat16(grads_.data() + first, wire_grads_.data() + first, count);
+    }
+  }
   ready_[begin] = end;
   ready_count_ += count;
   return absl::OkStatus();
+}
+
+absl::Span<const char> PsStep::GradBytes(size_t at, size_t n) const {
+  if (wire_grads_.empty()) return AsBytes(grads_.subspan(at, n));
+  return absl::Span<const char>(
+      reinterpret_cast<const char*>(wire_grads_.data() + at),
+      n * sizeof(uint16_t));
+}
+
+absl::Span<char> PsStep::ReplyBytes(size_t begin, size_t n) {
+  if (wire_params_.empty()) {
+    return absl::Span<char>(reinterpret_cast<char*>(params_.data() + begin),
+                            n * sizeof(float));
+  }
+  return absl::Span<char>(reinterpret_cast<char*>(wire_params_.data() + begin),
+                          n * sizeof(uint16_t));
+}
+
+void PsStep::WidenReply(size_t begin, size_t n) {
+  if (wire_params_.empty()) return;
+  if (wire_dtype_ == DataType::kBFloat16) {
+    BFloat16ToFloats(wire_params_.data() + begin, params_.data() + begin, n);
+  } else {
+    Float16ToFloats(wire_params_.data() + begin, params_.data() + begin, n);
+  }
 }
 
 std::string PsStep::MissingLocked() const {

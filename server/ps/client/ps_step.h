@@ -48,6 +48,13 @@
 // created afresh (a ring -> PS switch) knows no earlier decisions: a rank
 // ignores epochs it has acted on already.
 //
+// 16-bit gradients (PsClientOptions::wire_dtype bf16 or fp16): Ready()
+// rounds its range into a 16-bit staging copy (round to nearest even;
+// fp16 clamps finite values to +-65504) that the streams send, and each
+// shard's 16-bit reply lands in a second staging copy and is widened into
+// `params` once whole: the caller's buffers stay fp32, the wire carries
+// half the bytes, and bytes_sent/bytes_received count what really went.
+//
 // Errors (Finish): the status of the shard that failed first, prefixed
 // "ps shard K at HOST:PORT (rank R, step T)" (ps_client.h lists the codes;
 // UNAVAILABLE when a server is down or went away mid-step); the reason
@@ -173,6 +180,14 @@ class PsStep {
          absl::Time call_deadline);
   // Starts the shards' threads.
   void Start();
+  // The bytes of gradient elements [at, at + n) as they go on the wire
+  // (16-bit: the staging copy Ready filled), and their element size.
+  absl::Span<const char> GradBytes(size_t at, size_t n) const;
+  size_t element_bytes() const { return element_bytes_; }
+  // Where shard k's reply lands: params_' bytes, or the 16-bit staging.
+  absl::Span<char> ReplyBytes(size_t begin, size_t n);
+  // After shard k's whole reply: widens the 16-bit staging into params_.
+  void WidenReply(size_t begin, size_t n);
   // Ready's work; INVALID_ARGUMENT for a bad range (nothing marked).
   [[nodiscard]] absl::Status MarkReady(size_t begin, size_t end);
   // Shard k's stream: Push, then Pull.
@@ -237,6 +252,13 @@ class PsStep {
   const absl::Span<float> params_;
   const PsStepControl control_;
   const absl::Time call_deadline_;
+  const DataType wire_dtype_;
+  const size_t element_bytes_;  // 4, or 2 for a 16-bit wire
+  // 16-bit wire: the gradient rounded as Ready() marks it (written under
+  // mu_ before its range is marked, read by the streams after), and the
+  // replies before they are widened into params_. Empty for fp32.
+  std::vector<uint16_t> wire_grads_;
+  std::vector<uint16_t> wire_params_;
   std::vector<std::unique_ptr<ShardCall>> calls_;
   std::vector<std::thread> lanes_;  // partitioned servers' writers, readers
   std::atomic<uint64_t> bytes_sent_{0};

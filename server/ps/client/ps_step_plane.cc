@@ -39,8 +39,8 @@ void PsStep::PushPlane(size_t k) {
   header.clear_token();
   status = plane.SendHeader(header, call_deadline_);
   call.open = status.ok();
-  const size_t chunk_floats =
-      std::max<size_t>(1, core_.options.chunk_bytes / sizeof(float));
+  const size_t chunk_elements =
+      std::max<size_t>(1, core_.options.chunk_bytes / element_bytes());
   size_t sent_begin = location.end;
   // The previous partition on this server goes first (see ps_step.h).
   if (status.ok()) status = WaitPushTurn(k);
@@ -55,13 +55,13 @@ void PsStep::PushPlane(size_t k) {
       break;
     }
     while (status.ok() && sent_begin > *low) {
-      const size_t n = std::min(chunk_floats, sent_begin - *low);
+      const size_t n = std::min(chunk_elements, sent_begin - *low);
       const size_t at = sent_begin - n;
       status = plane.SendChunk(static_cast<int64_t>(at - location.begin),
-                               grads_.subspan(at, n), call_deadline_);
+                               GradBytes(at, n), call_deadline_);
       if (status.ok()) {
         sent_begin = at;
-        bytes_sent_.fetch_add(n * sizeof(float));
+        bytes_sent_.fetch_add(n * element_bytes());
       }
     }
   }
@@ -89,8 +89,8 @@ absl::Status PsStep::PullPlane(size_t k) {
   const size_t size = location.end - location.begin;
   if (status.ok()) {
     // Straight into the parameters: the reply is this shard's range.
-    status = plane->ReadReply(
-        &call.reply, params_.subspan(location.begin, size), call_deadline_);
+    status = plane->ReadReply(&call.reply, ReplyBytes(location.begin, size),
+                              call_deadline_);
   }
   if (status.ok() &&
       (call.reply.begin() != static_cast<int64_t>(location.begin) ||
@@ -100,7 +100,10 @@ absl::Status PsStep::PullPlane(size_t k) {
         "), not the shard's [", location.begin, ", ", location.end,
         "); the server's shards do not match the job's layout"));
   }
-  if (status.ok()) bytes_received_.fetch_add(size * sizeof(float));
+  if (status.ok()) {
+    WidenReply(location.begin, size);
+    bytes_received_.fetch_add(size * element_bytes());
+  }
   call.busy.push_back({call.busy_since, absl::Now()});
   return status;
 }

@@ -85,8 +85,8 @@ void PsStep::Push(size_t k) {
   bool& open = call.open;
   absl::Status& status = call.status;
   open = call.stream->Write(EncodeTensorMessage(&header, 0, 0, {}, nullptr));
-  const size_t chunk_floats =
-      std::max<size_t>(1, options.chunk_bytes / sizeof(float));
+  const size_t chunk_elements =
+      std::max<size_t>(1, options.chunk_bytes / element_bytes());
   size_t sent_begin = location.end;
   // The previous partition on this server goes first (see the top).
   if (open) status = WaitPushTurn(k);
@@ -102,14 +102,14 @@ void PsStep::Push(size_t k) {
       break;
     }
     while (open && sent_begin > *low) {
-      const size_t n = std::min(chunk_floats, sent_begin - *low);
+      const size_t n = std::min(chunk_elements, sent_begin - *low);
       const size_t at = sent_begin - n;
       open = call.stream->Write(EncodeTensorMessage(
           nullptr, 0, static_cast<int64_t>(at - location.begin),
-          AsBytes(grads_.subspan(at, n)), call.pin->pin()));
+          GradBytes(at, n), call.pin->pin()));
       if (open) {
         sent_begin = at;
-        bytes_sent_.fetch_add(n * sizeof(float));
+        bytes_sent_.fetch_add(n * element_bytes());
       }
     }
   }
@@ -147,11 +147,12 @@ absl::Status PsStep::Pull(size_t k) {
   absl::Status status = std::move(call.status);
   if (call.open && status.ok()) {
     status = ReadPullReply(call.stream.get(), location,
-                           params_.subspan(location.begin, size), &call.reply,
-                           &bytes_received_, &complete);
+                           ReplyBytes(location.begin, size), element_bytes(),
+                           &call.reply, &bytes_received_, &complete);
   }
   status = FinishPushPull(context, call.stream.get(), std::move(status),
                           call.open, complete, location);
+  if (status.ok()) WidenReply(location.begin, size);
   call.busy.push_back({call.busy_since, absl::Now()});
   call.stream.reset();
   {

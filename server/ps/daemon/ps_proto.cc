@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 #include "jobspec/optimizer_spec.h"
 
 namespace gradsync {
@@ -81,6 +82,15 @@ absl::StatusOr<ShardSpec> ShardSpecFromProto(
     return Invalid("wait_timeout_ms", "is negative");
   }
   config.sum_gradients = request.sum_gradients();
+  // The job's gradient wire type (JobSpec.grad_dtype's spelling); old
+  // clients send nothing: fp32.
+  absl::StatusOr<DataType> wire = ParseGradDtype(request.wire_dtype());
+  if (!wire.ok()) {
+    return Invalid("wire_dtype",
+                   absl::StrCat("is '", request.wire_dtype(),
+                                "'; use fp32 (or nothing), bf16 or fp16"));
+  }
+  config.wire_dtype = *wire;
   config.max_wait = request.wait_timeout_ms() == 0
                         ? kDefaultMaxWait
                         : absl::Milliseconds(request.wait_timeout_ms());

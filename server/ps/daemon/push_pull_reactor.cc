@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "jobspec/grad_dtype.h"
 #include "server/ps/daemon/call_waits.h"
 #include "server/ps/daemon/ps_proto.h"
 
@@ -18,6 +19,7 @@ namespace {
 // applied. Chunks tile the gradient from its start up (ascending) or from
 // its end down (descending), each ascending inside.
 [[nodiscard]] absl::Status TakeGradientChunk(DecodedTensorMessage& message,
+                                             DataType wire_dtype,
                                              PsShard::Push* push) {
   const size_t n = message.data_size();
   if (n == 0) return absl::OkStatus();
@@ -26,34 +28,37 @@ namespace {
         absl::StrCat("a gradient chunk names tensor ", message.tensor(),
                      "; PushPull carries tensor 0 only"));
   }
-  if (n % sizeof(float) != 0) {
+  // fp32, or 2-byte elements for a 16-bit job (the shard's wire type).
+  const size_t element = WireElementBytes(wire_dtype);
+  if (n % element != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a chunk of ", n, " bytes is not whole fp32 values"));
+        absl::StrCat("a chunk of ", n, " bytes is not whole ",
+                     GradDtypeName(wire_dtype), " values"));
   }
   const size_t size = push->size_bytes();
-  const size_t floats = size / sizeof(float);
+  const size_t elements = size / element;
   const int64_t offset = message.offset();
-  if (offset < 0 || static_cast<uint64_t>(offset) > floats ||
-      n / sizeof(float) > floats - static_cast<size_t>(offset)) {
+  if (offset < 0 || static_cast<uint64_t>(offset) > elements ||
+      n / element > elements - static_cast<size_t>(offset)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a gradient chunk of ", n / sizeof(float), " elements at element ",
-        offset, " is outside the shard's ", floats,
+        "a gradient chunk of ", n / element, " elements at element ", offset,
+        " is outside the shard's ", elements,
         " elements; the sender's sizes do not match the shard's"));
   }
   const size_t filled = push->filled_bytes();
-  const size_t at = static_cast<size_t>(offset) * sizeof(float);
+  const size_t at = static_cast<size_t>(offset) * element;
   if (!push->descending() && at != filled) {
     return absl::InvalidArgumentError(
         absl::StrCat("a gradient chunk starts at element ", offset,
-                     ", expected ", filled / sizeof(float),
+                     ", expected ", filled / element,
                      "; ascending chunks must follow each other "
                      "without gaps or overlaps"));
   }
   if (push->descending() && at + n != size - filled) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a descending gradient chunk covers elements [", offset, ", ",
-        (at + n) / sizeof(float), "), expected one that ends at element ",
-        (size - filled) / sizeof(float),
+        (at + n) / element, "), expected one that ends at element ",
+        (size - filled) / element,
         "; descending chunks must precede each other without gaps or "
         "overlaps"));
   }
@@ -120,7 +125,9 @@ void PushPullReactor::OnReadDone(bool ok) {
         status = absl::InvalidArgumentError(
             "a second header arrived in the middle of the stream");
       }
-      if (status.ok()) status = TakeGradientChunk(message_, &*push_);
+      if (status.ok())
+        status =
+            TakeGradientChunk(message_, shard_->config().wire_dtype, &*push_);
       if (!status.ok()) return Fail(ReceiveError(status));
       phase_ = PhaseAfterChunk();
       StartRead(&in_);
@@ -204,7 +211,8 @@ absl::Status PushPullReactor::DoBegin() {
                          return shard_->BeginPush(rank, step, d, options);
                        }));
   push_.emplace(std::move(push));
-  RETURN_IF_ERROR(ReceiveError(TakeGradientChunk(first_, &*push_)));
+  RETURN_IF_ERROR(ReceiveError(
+      TakeGradientChunk(first_, shard_->config().wire_dtype, &*push_)));
   pull_step_ = step + 1;
   phase_ = PhaseAfterChunk();
   StartRead(&in_);
@@ -232,9 +240,11 @@ absl::Status PushPullReactor::PullAndReply() {
                               }));
   reply_ = PullHeaderFromView(*view_, *shard_);
   phase_ = Phase::kReply;
-  reply_messages_.emplace(&reply_,
-                          std::vector<absl::Span<const float>>{view_->params},
-                          chunk_bytes_, view_);
+  // A 16-bit job's pull sends the parameters rounded once on the shard.
+  const DataType wire = shard_->config().wire_dtype;
+  reply_messages_.emplace(
+      &reply_, std::vector<absl::Span<const char>>{view_->PullBytes()},
+      WireElementBytes(wire), chunk_bytes_, view_);
   WriteNext();
   return absl::OkStatus();
 }

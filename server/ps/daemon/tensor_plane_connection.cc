@@ -246,7 +246,9 @@ absl::Status TensorPlaneConnection::TakeRequest(uint32_t header_bytes) {
       deadline, [this] { return Alive(); },
       [&](absl::Time d) { return shard->BeginPush(rank, step, d, options); });
   if (!push.ok()) return named(push.status());
-  if (absl::Status s = ReceiveGradient(header, &*push, deadline); !s.ok()) {
+  if (absl::Status s =
+          ReceiveGradient(header, shard->config().wire_dtype, &*push, deadline);
+      !s.ok()) {
     return named(s);  // the push is abandoned: the shard is unchanged
   }
   if (absl::Status s = shard->Commit(*std::move(push), deadline); !s.ok()) {
@@ -301,14 +303,16 @@ absl::Status TensorPlaneConnection::ServeProbe(const char* start) {
 }
 
 absl::Status TensorPlaneConnection::ReceiveGradient(
-    const ps::PushHeader& header, PsShard::Push* push, absl::Time deadline) {
+    const ps::PushHeader& header, DataType wire_dtype, PsShard::Push* push,
+    absl::Time deadline) {
   const size_t size = push->size_bytes();
   char head[kChunkHeadBytes];
   while (push->filled_bytes() < size) {
     RETURN_IF_ERROR(socket_.RecvAll(head, sizeof(head), deadline, &stopping_));
     const ChunkHead chunk = tensor_plane::DecodeChunkHead(head);
     RETURN_IF_ERROR(tensor_plane::ValidateChunk(
-        chunk, size, push->filled_bytes(), push->descending()));
+        chunk, size, push->filled_bytes(), push->descending(),
+        DataTypeSize(wire_dtype)));
     // Straight into the shard's staging buffer: the first unfilled bytes
     // (ascending) or the last (descending).
     const absl::Span<char> unfilled = push->unfilled();
@@ -373,15 +377,16 @@ absl::Status TensorPlaneConnection::SendReply(const Reply& reply) {
       PullHeaderFromView(**view, *reply.shard).SerializeAsString();
   ReplyHead head;
   head.header_bytes = static_cast<uint32_t>(header.size());
-  head.param_bytes = (*view)->params.size() * sizeof(float);
+  // A 16-bit job's pull: the parameters rounded once on the shard.
+  const absl::Span<const char> params = (*view)->PullBytes();
+  head.param_bytes = params.size();
   std::string out(kReplyHeadBytes, '\0');
   tensor_plane::EncodeReplyHead(head, out.data());
   out += header;
   RETURN_IF_ERROR(
       socket_.SendAll(out.data(), out.size(), deadline, &stopping_));
   // From the shard's own memory; the view keeps it unchanged until sent.
-  return socket_.SendAll((*view)->params.data(), head.param_bytes, deadline,
-                         &stopping_);
+  return socket_.SendAll(params.data(), head.param_bytes, deadline, &stopping_);
 }
 
 absl::Status TensorPlaneConnection::SendError(const absl::Status& error) {

@@ -80,8 +80,10 @@ class TensorPlaneConnection {
   // One link probe request (tensor_plane_probe.h) whose first
   // kRequestHeadBytes are at `start`: OK once it was served.
   [[nodiscard]] absl::Status ServeProbe(const char* start);
-  // The gradient (and trailer) of `push`, as the request sends them.
+  // The gradient (and trailer) of `push`, as the request sends them, in
+  // elements of the shard's `wire_dtype` (fp32, or 16-bit).
   [[nodiscard]] absl::Status ReceiveGradient(const ps::PushHeader& header,
+                                             DataType wire_dtype,
                                              PsShard::Push* push,
                                              absl::Time deadline);
   // Sends the parameters `reply` asks for, or its error.

@@ -97,9 +97,13 @@ absl::Status AsyncUpdate::CommitLocked(ShardCore& core, PushedGradient& push,
       GatherSegments(push.segments, absl::MakeSpan(push.data, push.size_bytes));
     }
     push.holds.clear();
+    // A 16-bit job's gradient fills the first half of the staging buffer;
+    // widen it to fp32 where it is (the buffer holds size() floats).
+    WidenInPlace(core.config.wire_dtype, push.data, core.size());
     const absl::Time t0 = absl::Now();
     status = core.optimizer.Step(absl::MakeSpan(core.params),
                                  absl::MakeConstSpan(grads, core.size()));
+    if (status.ok()) core.RoundParamsForWire();
     optimize = absl::Now() - t0;
   }
   core.mu.Lock();

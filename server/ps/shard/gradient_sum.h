@@ -10,6 +10,11 @@
 // only on the gradients, not on how they arrived or were split: bitwise the
 // same run to run.
 //
+// 16-bit gradients (a job whose wire type is bf16 or fp16): the segments
+// hold 2-byte little-endian elements, widened to fp32 as they are read, so
+// the sums are fp32 sums of the exact 16-bit values, in the same rank
+// order.
+//
 // With a ComputePool the sums are cut into element ranges that run on its
 // threads at once; each element is still summed in rank order, so the
 // result is bitwise the same with or without one.
@@ -19,10 +24,12 @@
 #define GRADSYNC_SERVER_PS_SHARD_GRADIENT_SUM_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
+#include "collectives/types.h"
 #include "common/compute_pool.h"
 
 namespace gradsync {
@@ -66,9 +73,25 @@ using ReducedBlockFn =
 // within each of the pool's parts. For a consumer that uses the sums at
 // once (a shard's optimizer update), this saves writing n floats out and
 // reading them back.
+// `element`: the segments' element type, kFloat32 (4 bytes each) or
+// kBFloat16 / kFloat16 (2 bytes each, widened to fp32; the sums are fp32).
 void ReduceInBlocks(absl::Span<const GradientSegments* const> ranks,
                     bool average, size_t n, ComputePool* pool,
-                    const ReducedBlockFn& consume);
+                    const ReducedBlockFn& consume,
+                    DataType element = DataType::kFloat32);
+
+// True for the 16-bit wire types (kBFloat16, kFloat16).
+bool IsWire16(DataType element);
+// Bytes of one gradient element on the wire: 2 for a 16-bit type, else 4.
+size_t WireElementBytes(DataType element);
+
+// Widens `n` 16-bit elements at the start of `data` into `n` floats in
+// the same buffer (which holds n * 4 bytes); nothing for kFloat32.
+void WidenInPlace(DataType element, char* data, size_t n);
+
+// out[i] = in[i] rounded to `element` (bf16 or fp16: round to nearest
+// even, fp16 clamping finite values to +-65504; collectives/half.h).
+void RoundForWire(DataType element, absl::Span<const float> in, uint16_t* out);
 
 }  // namespace gradsync
 

@@ -76,7 +76,8 @@ absl::StatusOr<PsShard::Push> PsShard::BeginPush(int rank, int64_t step,
   slot.accepted_slowest = slowest;
   return Push(shared_from_this(), rank, step,
               reinterpret_cast<char*>(slot.staging.get()),
-              size() * sizeof(float), std::move(options));
+              size() * WireElementBytes(core_.config.wire_dtype),
+              std::move(options));
 }
 
 void PsShard::Abandon(int rank) {
@@ -133,6 +134,11 @@ ShardViewRef PsShard::MakeViewLocked(bool with_state, int64_t version,
   }
   view->params = absl::MakeConstSpan(core_.params);
   uint64_t bytes = core_.params.size() * sizeof(float);
+  if (!with_state && !core_.wire_params.empty()) {
+    // A pull of a 16-bit job sends the rounded copy.
+    view->wire_params = absl::MakeConstSpan(core_.wire_params);
+    bytes = core_.wire_params.size() * sizeof(uint16_t);
+  }
   if (with_state) {
     view->optimizer_kind = core_.optimizer.kind();
     view->optimizer_step = core_.optimizer.step_count();

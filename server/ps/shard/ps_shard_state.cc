@@ -73,6 +73,7 @@ absl::Status PsShard::ImportState(ParameterState state, absl::Time deadline) {
   if (!status.ok()) return Annotate(status, core_.Describe());
   core_.life = ShardLife::kServing;
   core_.params.swap(state.params);
+  core_.RoundParamsForWire();
   core_.version = state.step;
   // The decision and the reported epochs stay: an epoch is decided once.
   core_.decider.ResetForSeed();

@@ -27,6 +27,13 @@ ShardCore::ShardCore(const PsShardConfig& shard_config,
       params(std::move(initial_params)),
       optimizer(std::move(shard_optimizer)) {
   for (RankSlot& slot : ranks) slot.next_step = config.first_step;
+  RoundParamsForWire();
+}
+
+void ShardCore::RoundParamsForWire() {
+  if (!IsWire16(config.wire_dtype)) return;
+  wire_params.resize(params.size());
+  RoundForWire(config.wire_dtype, params, wire_params.data());
 }
 
 std::string ShardCore::Describe() const {

@@ -111,8 +111,14 @@ struct ShardCore {
   ViewGuard views{&mu};
   std::atomic<uint64_t> bytes_in{0};
 
+  // Rounds params into wire_params (16-bit wire types; nothing for fp32).
+  // The caller is the writer `views` admits.
+  void RoundParamsForWire();
+
   // Written only by the writer `views` admits; read through views.
   std::vector<float> params;
+  // 16-bit wire types: params rounded once, what every pull sends.
+  std::vector<uint16_t> wire_params;
   Optimizer optimizer;
 };
 

@@ -45,6 +45,12 @@ absl::Status ValidatePsShardConfig(const PsShardConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("first_step is ", config.first_step, "; it must be >= 0"));
   }
+  if (config.wire_dtype != DataType::kFloat32 &&
+      config.wire_dtype != DataType::kBFloat16 &&
+      config.wire_dtype != DataType::kFloat16) {
+    return absl::InvalidArgumentError(
+        "the gradient wire type must be fp32, bf16 or fp16");
+  }
   if (config.max_wait <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("max_wait must be positive");
   }

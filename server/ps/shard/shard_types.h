@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "collectives/types.h"
 #include "common/compute_pool.h"
 #include "common/optimizer.h"
 #include "server/ps/shard/switch_decider.h"
@@ -47,6 +48,13 @@ struct PsShardConfig {
   // kSync: apply the plain sum of the ranks' gradients instead of their
   // mean (the ranks pre-scaled them, as on the ring).
   bool sum_gradients = false;
+  // The gradient wire type, fixed for the shard's life: kFloat32, or
+  // kBFloat16 / kFloat16, whose pushes hold 2-byte elements that the shard
+  // widens and sums in fp32; the optimizer runs in fp32 on fp32 parameters
+  // and state, and pulls get the parameters rounded once to the wire type
+  // (ShardView::wire_params), the same bits for every rank. State
+  // (AcquireState, ImportState) stays fp32.
+  DataType wire_dtype = DataType::kFloat32;
   // Threads that share a synchronous step's sum and optimizer update with
   // the thread that applies it (shared by the shards of a server); null:
   // that thread alone.
@@ -102,6 +110,19 @@ struct PushOptions {
 struct ShardView {
   int64_t version = 0;
   absl::Span<const float> params;
+  // A 16-bit wire type (PsShardConfig::wire_dtype): `params` rounded to it
+  // once, after each update; empty for kFloat32. Pulls send these.
+  absl::Span<const uint16_t> wire_params;
+  // The bytes a pull sends: wire_params' if any, else params'.
+  absl::Span<const char> PullBytes() const {
+    if (!wire_params.empty()) {
+      return absl::Span<const char>(
+          reinterpret_cast<const char*>(wire_params.data()),
+          wire_params.size() * sizeof(uint16_t));
+    }
+    return absl::Span<const char>(reinterpret_cast<const char*>(params.data()),
+                                  params.size() * sizeof(float));
+  }
   // Pull only: step control (see above).
   std::vector<double> scalar_sums;
   SwitchDecision decision;

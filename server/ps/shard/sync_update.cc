@@ -132,18 +132,25 @@ absl::Status SyncUpdate::ApplyMean(
   }
   absl::Mutex mu;
   absl::Status first_error;
-  ReduceInBlocks(parts, /*average=*/!core.config.sum_gradients, core.size(),
-                 core.config.compute.get(),
-                 [&](size_t begin, absl::Span<const float> mean) {
-                   absl::Status status = core.optimizer.StepRange(
-                       begin,
-                       absl::MakeSpan(core.params).subspan(begin, mean.size()),
-                       mean);
-                   if (!status.ok()) {
-                     absl::MutexLock lock(&mu);
-                     first_error.Update(status);
-                   }
-                 });
+  ReduceInBlocks(
+      parts, /*average=*/!core.config.sum_gradients, core.size(),
+      core.config.compute.get(),
+      [&](size_t begin, absl::Span<const float> mean) {
+        absl::Status status = core.optimizer.StepRange(
+            begin, absl::MakeSpan(core.params).subspan(begin, mean.size()),
+            mean);
+        if (!status.ok()) {
+          absl::MutexLock lock(&mu);
+          first_error.Update(status);
+        } else if (!core.wire_params.empty()) {
+          // A 16-bit job: round the block once, while in L1.
+          RoundForWire(
+              core.config.wire_dtype,
+              absl::MakeConstSpan(core.params).subspan(begin, mean.size()),
+              core.wire_params.data() + begin);
+        }
+      },
+      core.config.wire_dtype);
   RETURN_IF_ERROR(first_error);
   core.optimizer.EndStep();
   return absl::OkStatus();

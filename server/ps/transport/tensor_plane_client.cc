@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/tcp_congestion.h"
+#include "server/ps/transport/tensor_codec.h"
 #include "server/ps/transport/tensor_plane_handshake.h"
 #include "server/ps/transport/tensor_plane_wire.h"
 
@@ -200,12 +201,17 @@ absl::Status TensorPlaneChannel::SendHeader(const ps::PushHeader& header,
 absl::Status TensorPlaneChannel::SendChunk(int64_t offset,
                                            absl::Span<const float> data,
                                            absl::Time deadline) {
+  return SendChunk(offset, AsBytes(data), deadline);
+}
+
+absl::Status TensorPlaneChannel::SendChunk(int64_t offset,
+                                           absl::Span<const char> data,
+                                           absl::Time deadline) {
   char head[tensor_plane::kChunkHeadBytes];
-  tensor_plane::EncodeChunkHead({offset, data.size() * sizeof(float)}, head);
+  tensor_plane::EncodeChunkHead({offset, data.size()}, head);
   absl::Status s = socket_.SendAll(head, sizeof(head), deadline, &shut_down_);
   if (s.ok()) {
-    s = socket_.SendAll(data.data(), data.size() * sizeof(float), deadline,
-                        &shut_down_);
+    s = socket_.SendAll(data.data(), data.size(), deadline, &shut_down_);
   }
   return s.ok() ? s : Named(s);
 }
@@ -220,6 +226,15 @@ absl::Status TensorPlaneChannel::SendTrailer(absl::Span<const double> scalars,
 absl::Status TensorPlaneChannel::ReadReply(ps::PullHeader* header,
                                            absl::Span<float> params,
                                            absl::Time deadline) {
+  return ReadReply(header,
+                   absl::Span<char>(reinterpret_cast<char*>(params.data()),
+                                    params.size() * sizeof(float)),
+                   deadline);
+}
+
+absl::Status TensorPlaneChannel::ReadReply(ps::PullHeader* header,
+                                           absl::Span<char> params,
+                                           absl::Time deadline) {
   tensor_plane::ReplyHead head;
   std::string bytes;
   RETURN_IF_ERROR(ReadHead(deadline, &head, &bytes));
@@ -231,11 +246,11 @@ absl::Status TensorPlaneChannel::ReadReply(ps::PullHeader* header,
     return Named(
         absl::InvalidArgumentError("a reply whose PullHeader does not parse"));
   }
-  if (head.param_bytes != params.size() * sizeof(float)) {
-    return Named(absl::InvalidArgumentError(absl::StrCat(
-        "a reply of ", head.param_bytes, " parameter bytes for a shard of ",
-        params.size() * sizeof(float),
-        "; the server's shard does not match the job's layout")));
+  if (head.param_bytes != params.size()) {
+    return Named(absl::InvalidArgumentError(
+        absl::StrCat("a reply of ", head.param_bytes,
+                     " parameter bytes for a shard of ", params.size(),
+                     "; the server's shard does not match the job's layout")));
   }
   const absl::Status s =
       socket_.RecvAll(params.data(), head.param_bytes, deadline, &shut_down_);

@@ -65,6 +65,11 @@ class TensorPlaneChannel {
   [[nodiscard]] absl::Status SendChunk(int64_t offset,
                                        absl::Span<const float> data,
                                        absl::Time deadline);
+  // The same for raw bytes (a 16-bit job's gradient: 2 per element);
+  // `offset` still counts elements.
+  [[nodiscard]] absl::Status SendChunk(int64_t offset,
+                                       absl::Span<const char> data,
+                                       absl::Time deadline);
   // The trailer's step scalars (PushHeader.trailer_scalars of them).
   [[nodiscard]] absl::Status SendTrailer(absl::Span<const double> scalars,
                                          absl::Time deadline);
@@ -73,6 +78,10 @@ class TensorPlaneChannel {
   // the channel is broken).
   [[nodiscard]] absl::Status ReadReply(ps::PullHeader* header,
                                        absl::Span<float> params,
+                                       absl::Time deadline);
+  // The same into raw bytes (a 16-bit job's reply: 2 per parameter).
+  [[nodiscard]] absl::Status ReadReply(ps::PullHeader* header,
+                                       absl::Span<char> params,
                                        absl::Time deadline);
 
   // Link probes (tensor_plane_probe.h), on a channel that carries nothing

@@ -100,35 +100,38 @@ ChunkHead DecodeChunkHead(const char* in) {
 }
 
 absl::Status ValidateChunk(const ChunkHead& chunk, size_t size_bytes,
-                           size_t filled_bytes, bool descending) {
-  const size_t floats = size_bytes / sizeof(float);
-  if (chunk.bytes == 0 || chunk.bytes % sizeof(float) != 0) {
+                           size_t filled_bytes, bool descending,
+                           size_t element_bytes) {
+  const size_t e = element_bytes;
+  const size_t elements = size_bytes / e;
+  if (chunk.bytes == 0 || chunk.bytes % e != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("a gradient chunk of ", chunk.bytes,
-                     " bytes; it must hold one or more whole fp32 values"));
+                     " bytes; it must hold one or more "
+                     "whole ",
+                     e == sizeof(float) ? "fp32" : "16-bit", " values"));
   }
-  const uint64_t n = chunk.bytes / sizeof(float);
-  if (chunk.offset < 0 || static_cast<uint64_t>(chunk.offset) > floats ||
-      n > floats - static_cast<uint64_t>(chunk.offset)) {
+  const uint64_t n = chunk.bytes / e;
+  if (chunk.offset < 0 || static_cast<uint64_t>(chunk.offset) > elements ||
+      n > elements - static_cast<uint64_t>(chunk.offset)) {
     return absl::InvalidArgumentError(
         absl::StrCat("a gradient chunk of ", n, " elements at element ",
-                     chunk.offset, " is outside the shard's ", floats,
+                     chunk.offset, " is outside the shard's ", elements,
                      " elements; the sender's sizes do not match the shard's"));
   }
-  const size_t at = static_cast<size_t>(chunk.offset) * sizeof(float);
+  const size_t at = static_cast<size_t>(chunk.offset) * e;
   if (!descending && at != filled_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a gradient chunk starts at element ", chunk.offset, ", expected ",
-        filled_bytes / sizeof(float),
+        filled_bytes / e,
         "; ascending chunks must follow each other without gaps or "
         "overlaps"));
   }
   if (descending && at + chunk.bytes != size_bytes - filled_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a descending gradient chunk covers elements [", chunk.offset, ", ",
-        (at + chunk.bytes) / sizeof(float),
-        "), expected one that ends at element ",
-        (size_bytes - filled_bytes) / sizeof(float),
+        (at + chunk.bytes) / e, "), expected one that ends at element ",
+        (size_bytes - filled_bytes) / e,
         "; descending chunks must precede each other without gaps or "
         "overlaps"));
   }

@@ -17,7 +17,9 @@
 //             is in, in the push's order (PushHeader.descending):
 //               ChunkHead  the chunk's first element within the shard,
 //                          and its byte count (whole fp32 values, > 0)
-//               the chunk's fp32 values
+//               the chunk's fp32 values (2-byte bf16/fp16 values for a
+//               shard created with a 16-bit wire_dtype, as the reply's
+//               parameters)
 //             then, if trailer_scalars > 0, that many f64 step scalars
 //   reply     ReplyHead    magic "GSPR", a status code (absl's; 0 OK), the
 //                          byte count of what follows it: the PullHeader
@@ -93,12 +95,15 @@ std::string EncodeErrorReply(const absl::Status& error);
 ChunkHead DecodeChunkHead(const char* in);
 
 // OK when `chunk` is the next piece of a push of `size_bytes` of which
-// `filled_bytes` are in: inside the range, whole fp32 values, not empty,
-// and (ascending) starting where the last one ended, or (descending)
-// ending where the last one began. Else INVALID_ARGUMENT saying so.
+// `filled_bytes` are in: inside the range, whole values of
+// `element_bytes` (4: fp32; 2: a 16-bit job's gradient, whose push is
+// size * 2 bytes) and offsets in elements, not empty, and (ascending)
+// starting where the last one ended, or (descending) ending where the
+// last one began. Else INVALID_ARGUMENT saying so.
 [[nodiscard]] absl::Status ValidateChunk(const ChunkHead& chunk,
                                          size_t size_bytes, size_t filled_bytes,
-                                         bool descending);
+                                         bool descending,
+                                         size_t element_bytes = sizeof(float));
 
 }  // namespace tensor_plane
 }  // namespace gradsync

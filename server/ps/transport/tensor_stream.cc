@@ -6,8 +6,9 @@
 
 namespace gradsync {
 
-TensorReceiver::TensorReceiver(std::vector<absl::Span<char>> tensors)
-    : tensors_(std::move(tensors)) {}
+TensorReceiver::TensorReceiver(std::vector<absl::Span<char>> tensors,
+                               size_t element_bytes)
+    : tensors_(std::move(tensors)), element_bytes_(element_bytes) {}
 
 void TensorReceiver::SkipFilled() {
   while (current_ < tensors_.size() && filled_ == tensors_[current_].size()) {
@@ -44,15 +45,16 @@ absl::Status TensorReceiver::Take(const DecodedTensorMessage& message) {
         "a chunk of tensor ", message.tensor(), " arrived while ", Progress(),
         " had arrived; tensors must be sent in order"));
   }
-  if (n % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a chunk of ", n, " bytes is not whole fp32 values"));
+  if (n % element_bytes_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a chunk of ", n, " bytes is not whole ",
+        element_bytes_ == sizeof(float) ? "fp32" : "16-bit", " values"));
   }
   if (message.offset() < 0 ||
-      static_cast<size_t>(message.offset()) * sizeof(float) != filled_) {
+      static_cast<size_t>(message.offset()) * element_bytes_ != filled_) {
     return absl::InvalidArgumentError(
         absl::StrCat("a chunk of tensor ", current_, " starts at element ",
-                     message.offset(), ", expected ", filled_ / sizeof(float),
+                     message.offset(), ", expected ", filled_ / element_bytes_,
                      "; chunks must be sent in order"));
   }
   if (n > tensors_[current_].size() - filled_) {

@@ -15,7 +15,8 @@
 //   if (!receiver.complete()) ... receiver.Progress() says how far it got
 //
 // Errors (Take): INVALID_ARGUMENT for a chunk of the wrong tensor, at the
-// wrong offset, not whole floats, or past the tensor's end.
+// wrong offset, not whole elements (floats, or 16-bit values), or past the
+// tensor's end.
 // Threading: one thread per stream, as gRPC's streams.
 #ifndef GRADSYNC_SERVER_PS_TRANSPORT_TENSOR_STREAM_H_
 #define GRADSYNC_SERVER_PS_TRANSPORT_TENSOR_STREAM_H_
@@ -46,14 +47,26 @@ inline absl::Span<char> AsWritableBytes(absl::Span<float> floats) {
 // tensors' memory and keeps `keep_alive` referenced until gRPC has sent it.
 // For senders that write one message at a time (WriteTensors below, and
 // the callback reactors, which start each write when the last one is done).
+// Elements are fp32, or (the byte-span constructor) `element_bytes` each:
+// 2 for a 16-bit job's pulls (CreateShardRequest.wire_dtype); offsets
+// count elements either way.
 class TensorMessages {
  public:
   TensorMessages(const google::protobuf::MessageLite* header,
-                 std::vector<absl::Span<const float>> tensors,
+                 const std::vector<absl::Span<const float>>& tensors,
                  size_t chunk_bytes, std::shared_ptr<const void> keep_alive)
+      : TensorMessages(header, FloatBytes(tensors), sizeof(float), chunk_bytes,
+                       std::move(keep_alive)) {}
+  // `tensors` hold whole elements of `element_bytes` (2 or 4) each.
+  TensorMessages(const google::protobuf::MessageLite* header,
+                 std::vector<absl::Span<const char>> tensors,
+                 size_t element_bytes, size_t chunk_bytes,
+                 std::shared_ptr<const void> keep_alive)
       : header_(header),
         tensors_(std::move(tensors)),
-        chunk_floats_(std::max<size_t>(1, chunk_bytes / sizeof(float))),
+        element_bytes_(element_bytes),
+        chunk_bytes_(std::max<size_t>(1, chunk_bytes / element_bytes) *
+                     element_bytes),
         keep_alive_(std::move(keep_alive)) {
     SkipEmpty();
   }
@@ -66,11 +79,12 @@ class TensorMessages {
       header_ = nullptr;
       return EncodeTensorMessage(header, 0, 0, {}, nullptr);
     }
-    const absl::Span<const float> tensor = tensors_[tensor_];
-    const size_t n = std::min(chunk_floats_, tensor.size() - offset_);
-    grpc::ByteBuffer message = EncodeTensorMessage(
-        header_, static_cast<int32_t>(tensor_), static_cast<int64_t>(offset_),
-        AsBytes(tensor.subspan(offset_, n)), keep_alive_);
+    const absl::Span<const char> tensor = tensors_[tensor_];
+    const size_t n = std::min(chunk_bytes_, tensor.size() - offset_);
+    grpc::ByteBuffer message =
+        EncodeTensorMessage(header_, static_cast<int32_t>(tensor_),
+                            static_cast<int64_t>(offset_ / element_bytes_),
+                            tensor.subspan(offset_, n), keep_alive_);
     header_ = nullptr;
     offset_ += n;
     SkipEmpty();
@@ -78,6 +92,14 @@ class TensorMessages {
   }
 
  private:
+  static std::vector<absl::Span<const char>> FloatBytes(
+      const std::vector<absl::Span<const float>>& tensors) {
+    std::vector<absl::Span<const char>> bytes;
+    bytes.reserve(tensors.size());
+    for (absl::Span<const float> t : tensors) bytes.push_back(AsBytes(t));
+    return bytes;
+  }
+
   // Moves past finished (or empty) tensors.
   void SkipEmpty() {
     while (tensor_ < tensors_.size() && offset_ == tensors_[tensor_].size()) {
@@ -87,11 +109,12 @@ class TensorMessages {
   }
 
   const google::protobuf::MessageLite* header_;  // null once sent
-  const std::vector<absl::Span<const float>> tensors_;
-  const size_t chunk_floats_;
+  const std::vector<absl::Span<const char>> tensors_;
+  const size_t element_bytes_;
+  const size_t chunk_bytes_;  // whole elements
   const std::shared_ptr<const void> keep_alive_;
   size_t tensor_ = 0;
-  size_t offset_ = 0;  // elements of tensors_[tensor_] already sent
+  size_t offset_ = 0;  // bytes of tensors_[tensor_] already sent
 };
 
 // Writes TensorMessages(header, tensors, chunk_bytes, keep_alive) to
@@ -115,8 +138,10 @@ bool WriteTensors(Writer* writer, const google::protobuf::MessageLite* header,
 class TensorReceiver {
  public:
   // Tensor i of the stream goes to tensors[i]; their sizes are what the
-  // stream must deliver, in order.
-  explicit TensorReceiver(std::vector<absl::Span<char>> tensors);
+  // stream must deliver, in order, in elements of `element_bytes` (4:
+  // fp32; 2: a 16-bit job's pulled parameters).
+  explicit TensorReceiver(std::vector<absl::Span<char>> tensors,
+                          size_t element_bytes = sizeof(float));
 
   // Copies the data of `message` into place; messages without data (a
   // header alone) are ignored.
@@ -131,6 +156,7 @@ class TensorReceiver {
   void SkipFilled();
 
   std::vector<absl::Span<char>> tensors_;
+  size_t element_bytes_;
   size_t current_ = 0;   // the tensor being filled
   size_t filled_ = 0;    // bytes of it received
   size_t received_ = 0;  // bytes of all tensors received
