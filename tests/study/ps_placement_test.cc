@@ -67,7 +67,7 @@ double Bytes(const SimResult& r, const std::string& name) {
   return -1;
 }
 
-TEST(PsPlacementTest, ParseAndName) {
+TEST(SimPsPlacementTest, ParseAndName) {
   ASSERT_THAT(ParsePsPlacement("Spread"), IsOk());
   EXPECT_EQ(*ParsePsPlacement("Spread"), PsPlacement::kSpread);
   EXPECT_EQ(*ParsePsPlacement("contiguous"), PsPlacement::kContiguous);
@@ -82,7 +82,7 @@ TEST(PsPlacementTest, ParseAndName) {
 // Contiguous: server 0 owns [L0 L1], server 1 [L2 L3], each streamed from
 // its end. Spread: backward order L3 L2 L1 L0 dealt round-robin, so server
 // 0 gets L3 then L1 and server 1 gets L2 then L0.
-TEST(PsPlacementTest, ServerClasses_TwoServersFourPartitions) {
+TEST(SimPsPlacementTest, ServerClasses_TwoServersFourPartitions) {
   const GradientTimeline timeline(TailHeavy());
   std::vector<ServerClass> contiguous =
       ServerClasses(Ps(PsPlacement::kContiguous, 2, 2), timeline);
@@ -109,7 +109,7 @@ TEST(PsPlacementTest, ServerClasses_TwoServersFourPartitions) {
 //   spread: at 0 both servers push (L3, L2) at once; every worker NIC and
 //     server NIC carries 2 flows, B/2 each: pushes 1-21, pulls 22-42.
 //     At 100 ms likewise with L1 and L0: step 142 ms, exposed 42 ms.
-TEST(PsPlacementTest, TwoServersFourPartitions_HandComputed) {
+TEST(SimPsPlacementTest, TwoServersFourPartitions_HandComputed) {
   const SimWorkload w = TailHeavy();
   absl::StatusOr<SimResult> contiguous =
       SimulateStep(Ps(PsPlacement::kContiguous, 2, 2), w);
@@ -136,7 +136,7 @@ TEST(PsPlacementTest, TwoServersFourPartitions_HandComputed) {
 // A layer of 2.5 partitions is cut from its start into 1, 1 and 0.5 MiB,
 // dealt on from where the previous layer stopped; partition 0 cuts layers
 // whole.
-TEST(PsPlacementTest, Spread_CutsEachLayerAndDealsOn) {
+TEST(SimPsPlacementTest, Spread_CutsEachLayerAndDealsOn) {
   SimWorkload w;
   const int64_t e = static_cast<int64_t>(kMiB / 4);
   w.layers = {{"big", 5 * e / 2, 0.02}, {"small", e / 2, 0.01}};
@@ -161,7 +161,7 @@ TEST(PsPlacementTest, Spread_CutsEachLayerAndDealsOn) {
 // One partition per server and K equal layers: spread hands server k the
 // layer contiguous gives server K-1-k, and the servers are alike, so the
 // step is the same, with compute to overlap, separate and colocated.
-TEST(PsPlacementTest, OnePartitionPerServerEqualLayers_Agree) {
+TEST(SimPsPlacementTest, OnePartitionPerServerEqualLayers_Agree) {
   for (SimLayout layout : {SimLayout::kPsSeparate, SimLayout::kPsColocated}) {
     SimConfig contiguous = Ps(PsPlacement::kContiguous, 4, 4);
     contiguous.layout = layout;
