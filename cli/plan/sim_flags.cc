@@ -75,9 +75,14 @@ void AddSimFlags(SimFlags* f, std::vector<FlagSpec>* flags) {
       SizeFlag("first-bucket", "the first bucket's cap (0: like the others)", 0,
                &f->first_bucket_bytes),
       SizeFlag("partition",
-               "PS: each server's slice in partitions of at most SIZE "
-               "(4096000, BytePS's)",
+               "PS: each server's slice (contiguous) or each layer (spread) "
+               "in partitions of at most SIZE (4096000, BytePS's)",
                0, &f->partition_bytes),
+      StringFlag("ps-placement", "contiguous|spread",
+                 "PS: each server owns one slice of the gradient, as "
+                 "gradsync's PS (contiguous), or the partitions go "
+                 "round-robin over the servers, as BytePS's (spread)",
+                 &f->ps_placement),
       StringFlag("ps-transport", "plane|grpc",
                  "the PS transport, for its CPU cost per byte (plane)",
                  &f->ps_transport),
@@ -186,6 +191,15 @@ absl::StatusOr<sim::SimConfig> BuildConfig(const SimFlags& f) {
   c.bucket_bytes = static_cast<double>(f.bucket_bytes);
   c.first_bucket_bytes = static_cast<double>(f.first_bucket_bytes);
   c.partition_bytes = static_cast<double>(f.partition_bytes);
+  {
+    absl::StatusOr<sim::PsPlacement> placement =
+        sim::ParsePsPlacement(f.ps_placement);
+    if (!placement.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--ps-placement: ", placement.status().message()));
+    }
+    c.ps_placement = *placement;
+  }
   ASSIGN_OR_RETURN(c.transport, sim::ParsePsTransport(f.ps_transport));
   c.ps_pipelined = !f.ps_unpipelined;
   c.ps_node_reduce = !f.ps_flat_push;
@@ -240,6 +254,9 @@ std::string DescribeSetup(const SimFlags& f, const sim::SimConfig& config) {
                          f.ps_flat_push ? "pushes from every GPU"
                                         : "reduces in the node first",
                          ")")
+          : "",
+      config.ps_placement == sim::PsPlacement::kSpread
+          ? "; PS partitions spread round-robin over the servers (BytePS's)"
           : "",
       "; calibration: ", calibration);
 }

@@ -16,9 +16,9 @@
 //
 // Errors: INVALID_ARGUMENT naming the flag: a missing --model-profile or
 // --link, a rate, a range, a dtype, a transport or a GPU it does not
-// know, and a calibration file that cannot be read or is malformed
-// (calibration.h's errors, all as INVALID_ARGUMENT: the file is input).
-// Threading: pure functions; thread-safe.
+// know, a PS placement other than contiguous or spread, and a calibration file
+// that cannot be read or is malformed (calibration.h's errors, all as
+// INVALID_ARGUMENT: the file is input). Threading: pure functions; thread-safe.
 #ifndef GRADSYNC_CLI_PLAN_SIM_FLAGS_H_
 #define GRADSYNC_CLI_PLAN_SIM_FLAGS_H_
 
@@ -51,6 +51,7 @@ struct SimFlags {
   uint64_t bucket_bytes = 25 << 20;
   uint64_t first_bucket_bytes = 0;
   uint64_t partition_bytes = 4096000;
+  std::string ps_placement = "contiguous";  // or "spread" (BytePS's)
   std::string ps_transport = "plane";
   bool ps_unpipelined = false;
   bool ps_flat_push = false;  // PS, G > 1: no reduction in the node

@@ -48,7 +48,7 @@ struct SimulateOptions {
   bool help = false;
 };
 
-// "ps, 8 servers (plane, partitions of 3.91 MiB, pipelined)".
+// "ps, 8 servers (plane, contiguous, partitions of 3.91 MiB, pipelined)".
 std::string DescribeLayout(const sim::SimConfig& c) {
   if (!sim::IsPsLayout(c.layout)) {
     return absl::StrCat(
@@ -63,9 +63,12 @@ std::string DescribeLayout(const sim::SimConfig& c) {
       sim::SimLayoutName(c.layout), ", ", c.servers,
       c.servers == 1 ? " server (" : " servers (",
       sim::PsTransportName(c.transport), ", ",
+      sim::PsPlacementName(c.ps_placement), ", ",
       c.partition_bytes > 0
           ? absl::StrCat("partitions of ", FormatBytes(c.partition_bytes))
-          : "one partition per server",
+          : (c.ps_placement == sim::PsPlacement::kSpread
+                 ? "one partition per layer"
+                 : "one partition per server"),
       c.ps_pipelined ? ", pipelined)" : ", unpipelined)");
 }
 

@@ -14,10 +14,14 @@
 #    partitions, the PS reducing in the node first); OUT/plan-MODEL-LINK.json.
 # 2. BytePS's comparison: 8 V100s per node, batch 64 per GPU, N = 16..256,
 #    the ring (NCCL's) against the PS with K = one CPU server per node
-#    (BytePS's k = n): ResNet-50 and VGG-16 with fp32 gradients at 20 and
-#    100 Gbit/s, at an assumed sustained 8 TFLOP/s fp32 (about half of a
-#    V100's 15.7); BERT-large with fp16 gradients at 20 and 100 Gbit/s, at
-#    40 % of the V100's 125 TFLOP/s tensor peak; OUT/byteps-MODEL-LINK.json.
+#    (BytePS's k = n), the PS placing its 4096000-byte partitions as
+#    BytePS does (--ps-placement spread: every layer's partitions
+#    round-robin over the servers): ResNet-50 and VGG-16 with fp32
+#    gradients at 20 and 100 Gbit/s, at an assumed sustained 8 TFLOP/s fp32
+#    (about half of a V100's 15.7); BERT-large with fp16 gradients at 20
+#    and 100 Gbit/s, at 40 % of the V100's 125 TFLOP/s tensor peak;
+#    OUT/byteps-MODEL-LINK.json. (The K* table keeps gradsync's own
+#    placement, one contiguous slice per server.)
 # 3. scripts/bench/sim_tables.py: OUT/tables.md, and the plots in --images
 #    (OUT by default).
 #
@@ -35,7 +39,7 @@ while [[ $# -gt 0 ]]; do
     --out) out="$2"; shift 2 ;;
     --images) images="$2"; shift 2 ;;
     --calibration) calibration=(--calibration "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "sim_tables.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -56,13 +60,14 @@ for link in 20gbit 100gbit; do
   for model in resnet50 vgg16; do
     "$G" plan --model-profile "$model" --link "$link" --workers 16..256 \
       --gpus-per-node 8 --batch 64 --gpu-tflops 8 --grad-dtype fp32 \
-      --layouts ring,hierarchical,ps --servers 2..32 "${calibration[@]}" \
-      -o json > "$out/byteps-$model-$link.json"
+      --layouts ring,hierarchical,ps --servers 2..32 --ps-placement spread \
+      "${calibration[@]}" -o json > "$out/byteps-$model-$link.json"
   done
   "$G" plan --model-profile bert-large --link "$link" --workers 16..256 \
     --gpus-per-node 8 --batch 64 --gpu v100 --gpu-efficiency 0.4 \
     --grad-dtype fp16 --layouts ring,hierarchical,ps --servers 2..32 \
-    "${calibration[@]}" -o json > "$out/byteps-bert-large-$link.json"
+    --ps-placement spread "${calibration[@]}" -o json \
+    > "$out/byteps-bert-large-$link.json"
 done
 
 /usr/bin/python3 "$root/scripts/bench/sim_tables.py" "$out" \

@@ -15,7 +15,9 @@
 # 3. The held-out sweep (OUT/held-out): N = 6,8; K = 1,2,N; S = 8M,32M;
 #    the same three layouts. (Hierarchical all-reduce: `lab sweep` has no
 #    such layout; scripts/bench/lab_hier.sh measures it with `gradsync
-#    bench`, whose results `lab calibrate` does not read yet.)
+#    bench`. `lab calibrate --from-bench` reads bench output, but skips
+#    its hierarchical rows (a row does not say which ranks share a host),
+#    so the hierarchical layout is neither fitted nor validated here.)
 # 4. `gradsync lab calibrate` fits on the cells with N <= 4 (OUT/
 #    calibration.json) and predicts the held-out ones against the target
 #    (mean |error| <= 8 %, no cell beyond 20 %); `gradsync simulate

@@ -21,6 +21,59 @@ std::string ClassName(const ServerClass& c) {
              : absl::StrCat("servers ", c.first, "-", c.first + c.count - 1);
 }
 
+// One server's partition: its elements and when they are all final.
+struct Partition {
+  int64_t elements = 0;
+  double ready_s = 0;
+};
+
+// Contiguous placement: server k's slice cut into partitions of at most q
+// elements (0: the whole slice) from its end toward its start; each is
+// ready when its lowest element is.
+std::vector<std::vector<Partition>> ContiguousPartitions(
+    const GradientTimeline& timeline, int servers, int64_t q) {
+  const int64_t elements = timeline.elements();
+  std::vector<std::vector<Partition>> out(servers);
+  for (int k = 0; k < servers; ++k) {
+    const int64_t begin = SliceBegin(elements, servers, k);
+    const int64_t end = SliceBegin(elements, servers, k + 1);
+    if (end <= begin) continue;
+    const int64_t size = end - begin;
+    const int64_t parts = q > 0 ? (size + q - 1) / q : 1;
+    out[k].reserve(parts);
+    for (int64_t j = 0; j < parts; ++j) {
+      const int64_t hi = q > 0 ? end - j * q : end;
+      const int64_t lo = q > 0 ? std::max(begin, hi - q) : begin;
+      out[k].push_back({hi - lo, timeline.ReadyAt(lo)});
+    }
+  }
+  return out;
+}
+
+// Spread placement (BytePS's): the layers from the last to the first (the
+// order backward finishes them), each cut from its start into partitions
+// of at most q elements (0: the whole layer), dealt round-robin over the
+// servers; each is ready when its layer is.
+std::vector<std::vector<Partition>> SpreadPartitions(
+    const GradientTimeline& timeline, int servers, int64_t q) {
+  const std::vector<int64_t>& begins = timeline.layer_begins();
+  std::vector<std::vector<Partition>> out(servers);
+  int64_t next = 0;  // partitions dealt so far
+  for (size_t i = begins.size(); i-- > 0;) {
+    const int64_t begin = begins[i];
+    const int64_t end =
+        i + 1 < begins.size() ? begins[i + 1] : timeline.elements();
+    if (end <= begin) continue;
+    const double ready = timeline.ReadyAt(begin);
+    const int64_t step = q > 0 ? q : end - begin;
+    for (int64_t lo = begin; lo < end; lo += step) {
+      const int64_t hi = std::min(end, lo + step);
+      out[next++ % servers].push_back({hi - lo, ready});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 double ServerClass::bytes() const {
@@ -31,7 +84,6 @@ double ServerClass::bytes() const {
 
 std::vector<ServerClass> ServerClasses(const SimConfig& config,
                                        const GradientTimeline& timeline) {
-  const int64_t elements = timeline.elements();
   const int servers = config.servers;
   const int classes = std::min(servers, config.max_server_classes);
   const int width = config.grad_bytes_per_element;
@@ -40,6 +92,10 @@ std::vector<ServerClass> ServerClasses(const SimConfig& config,
           ? std::max<int64_t>(
                 1, static_cast<int64_t>(config.partition_bytes / width))
           : 0;
+  const std::vector<std::vector<Partition>> placed =
+      config.ps_placement == PsPlacement::kSpread
+          ? SpreadPartitions(timeline, servers, q)
+          : ContiguousPartitions(timeline, servers, q);
   std::vector<ServerClass> out;
   out.reserve(classes);
   for (int m = 0; m < classes; ++m) {
@@ -49,20 +105,14 @@ std::vector<ServerClass> ServerClasses(const SimConfig& config,
         static_cast<int>(static_cast<int64_t>(m + 1) * servers / classes) -
         c.first;
     for (int k = c.first; k < c.first + c.count; ++k) {
-      const int64_t begin = SliceBegin(elements, servers, k);
-      const int64_t end = SliceBegin(elements, servers, k + 1);
-      if (end <= begin) continue;
-      const int64_t size = end - begin;
-      const int64_t parts = q > 0 ? (size + q - 1) / q : 1;
-      if (static_cast<int64_t>(c.partition_bytes.size()) < parts) {
-        c.partition_bytes.resize(parts, 0);
-        c.ready_s.resize(parts, 0);
+      const std::vector<Partition>& parts = placed[k];
+      if (c.partition_bytes.size() < parts.size()) {
+        c.partition_bytes.resize(parts.size(), 0);
+        c.ready_s.resize(parts.size(), 0);
       }
-      for (int64_t j = 0; j < parts; ++j) {
-        const int64_t hi = q > 0 ? end - j * q : end;
-        const int64_t lo = q > 0 ? std::max(begin, hi - q) : begin;
-        c.partition_bytes[j] += static_cast<double>(hi - lo) * width;
-        c.ready_s[j] = std::max(c.ready_s[j], timeline.ReadyAt(lo));
+      for (size_t j = 0; j < parts.size(); ++j) {
+        c.partition_bytes[j] += static_cast<double>(parts[j].elements) * width;
+        c.ready_s[j] = std::max(c.ready_s[j], parts[j].ready_s);
       }
     }
     for (double& b : c.partition_bytes) b /= c.count;  // the members' mean

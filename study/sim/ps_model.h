@@ -1,13 +1,18 @@
-// The parameter-server layouts on a FlowNetwork: K servers, each owning a
-// contiguous slice of the flat gradient, every worker pushing its slice of
-// each server's range and pulling the result back, partition by partition
-// (docs/simulator.md has the equations).
+// The parameter-server layouts on a FlowNetwork: K servers, every worker
+// pushing its share of each server's partitions and pulling the result
+// back, partition by partition (docs/simulator.md has the equations).
 //
-// Slices and partitions. Server k owns a balanced share of the E gradient
-// elements (the first E mod K servers one element more). Its slice is cut
-// into partitions of at most partition_bytes from the slice's end toward
-// its start, the order backward finishes them (server/ps's streams send
-// their ranges that way); a partition is ready when its lowest element is.
+// Placement (SimConfig::ps_placement). Contiguous (gradsync's own PS):
+// server k owns a balanced share of the E gradient elements (the first
+// E mod K servers one element more). Its slice is cut into partitions of
+// at most partition_bytes from the slice's end toward its start, the order
+// backward finishes them (server/ps's streams send their ranges that way);
+// a partition is ready when its lowest element is. Spread (BytePS's):
+// every layer is cut from its start into partitions of at most
+// partition_bytes, and the partitions, the last layer's first, are dealt
+// round-robin over the servers: server k gets partitions k, k + K, ...;
+// each is ready when its layer is. So the last layers to finish backward
+// no longer all land on one server.
 //
 // One server's stream, per worker (as the trainer's PS client runs it):
 //   push j   starts when partition j is ready and push j-1 has ended
@@ -50,7 +55,8 @@
 // ready when its last member's is, and moves the members' mean bytes. That
 // is exact when the members' partitions are ready together (no compute,
 // or a layer spanning the class) and otherwise late by at most the
-// backward time of one class's range.
+// backward time of one class's range (contiguous) or of the class's count
+// of consecutive partitions (spread).
 //
 // Threading: thread-compatible; one PsStep per simulation.
 #ifndef GRADSYNC_STUDY_SIM_PS_MODEL_H_

@@ -68,6 +68,18 @@ absl::StatusOr<PsTransport> ParsePsTransport(absl::string_view name) {
       absl::StrCat("unknown PS transport '", name, "'; use plane or grpc"));
 }
 
+absl::string_view PsPlacementName(PsPlacement placement) {
+  return placement == PsPlacement::kSpread ? "spread" : "contiguous";
+}
+
+absl::StatusOr<PsPlacement> ParsePsPlacement(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "contiguous") return PsPlacement::kContiguous;
+  if (lower == "spread") return PsPlacement::kSpread;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown PS placement '", name, "'; use contiguous or spread"));
+}
+
 absl::StatusOr<int> ParseGradDtype(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
   if (lower == "fp32") return 4;

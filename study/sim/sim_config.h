@@ -54,6 +54,22 @@ absl::string_view PsTransportName(PsTransport transport);
 [[nodiscard]] absl::StatusOr<PsTransport> ParsePsTransport(
     absl::string_view name);
 
+// How the PS spreads the gradient over its K servers.
+enum class PsPlacement {
+  // Server k owns one contiguous slice [begin_k, end_k) of the flat
+  // gradient (a balanced split), as gradsync's own PS shards it.
+  kContiguous,
+  // BytePS's: every layer's gradient is cut into partitions of at most
+  // partition_bytes, and the partitions go round-robin over the servers in
+  // the order backward produces them (the last layer's first).
+  kSpread,
+};
+
+// "contiguous", "spread".
+absl::string_view PsPlacementName(PsPlacement placement);
+[[nodiscard]] absl::StatusOr<PsPlacement> ParsePsPlacement(
+    absl::string_view name);
+
 // Bytes per gradient element on the wire: "fp32" 4, "bf16" and "fp16" 2.
 [[nodiscard]] absl::StatusOr<int> ParseGradDtype(absl::string_view name);
 
@@ -93,12 +109,16 @@ struct SimConfig {
   double bucket_bytes = kDefaultBucketBytes;
   double first_bucket_bytes = 0;
 
-  // PS layouts: K servers, each owning a contiguous slice of the flat
-  // gradient (a balanced split); a slice streams in partitions of at most
-  // partition_bytes (0: one partition per slice), from its end toward its
-  // start. Pipelined: a partition's pull may start as soon as its pushes
-  // are in; otherwise a server's pulls start after all of its pushes.
+  // PS layouts: K servers. Contiguous placement: each owns a contiguous
+  // slice of the flat gradient (a balanced split); a slice streams in
+  // partitions of at most partition_bytes (0: one partition per slice),
+  // from its end toward its start. Spread placement: each layer is cut
+  // into partitions of at most partition_bytes (0: one per layer), dealt
+  // round-robin over the servers in backward order. Pipelined: a
+  // partition's pull may start as soon as its pushes are in; otherwise a
+  // server's pulls start after all of its pushes.
   int servers = 1;
+  PsPlacement ps_placement = PsPlacement::kContiguous;
   double partition_bytes = kDefaultPartitionBytes;
   bool ps_pipelined = true;
   PsTransport transport = PsTransport::kPlane;

@@ -92,6 +92,8 @@ class GradientTimeline {
     double end_s = 0;
   };
   const std::vector<Span>& layer_spans() const { return spans_; }
+  // Each layer's first element, in forward order.
+  const std::vector<int64_t>& layer_begins() const { return begin_; }
 
  private:
   std::vector<int64_t> begin_;  // each layer's first element

@@ -1,7 +1,7 @@
 // `gradsync simulate` and `gradsync plan` in-process: their output agrees
 // with the simulator called directly, the trace file parses, bad input
-// exits 2, plan marks uncertain regimes, and the shared flags parse rates
-// and ranges.
+// exits 2, --ps-placement reaches the simulator, plan marks uncertain regimes,
+// and the shared flags parse rates and ranges.
 #include <unistd.h>
 
 #include <cmath>
@@ -153,6 +153,43 @@ TEST_F(PlanCommandsTest, Simulate_BadInput_ExitsTwo) {
             kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("/nonexistent.json"));
   EXPECT_EQ(Simulate(with({"-w", "4", "extra"})), kExitUsage);
+  EXPECT_EQ(
+      Simulate(with({"-w", "4", "--layout", "ps", "--ps-placement", "hashed"})),
+      kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--ps-placement: unknown PS placement "
+                                    "'hashed'; use contiguous or spread"));
+}
+
+TEST_F(PlanCommandsTest, Simulate_PsPlacementSpread_AgreesWithTheSimulator) {
+  ASSERT_EQ(
+      Simulate({"--model-profile", "resnet50", "-w", "16", "--link", "10gbit",
+                "--layout", "ps", "--servers", "4", "--gpu-tflops", "50",
+                "--ps-placement", "spread", "-o", "json"}),
+      kExitOk)
+      << err_.str();
+  absl::StatusOr<sim::JsonValue> doc = sim::ParseJson(out_.str());
+  ASSERT_THAT(doc, IsOk()) << out_.str();
+  absl::StatusOr<std::vector<ProfileTensor>> tensors = ModelProfile("resnet50");
+  ASSERT_THAT(tensors, IsOk());
+  sim::ProfileCompute compute;
+  compute.sustained_tflops = 50;
+  absl::StatusOr<sim::SimWorkload> w =
+      sim::WorkloadFromProfile(*tensors, compute);
+  ASSERT_THAT(w, IsOk());
+  sim::SimConfig c;
+  c.layout = sim::SimLayout::kPsSeparate;
+  c.topology.workers = 16;
+  c.topology.nic_Bps = 10e9 / 8;
+  c.servers = 4;
+  c.ps_placement = sim::PsPlacement::kSpread;
+  absl::StatusOr<sim::SimResult> r = sim::SimulateStep(c, *w);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_DOUBLE_EQ(doc->Find("stepS")->number(), r->step_s);
+  // The default placement is another step: the flag reached the config.
+  c.ps_placement = sim::PsPlacement::kContiguous;
+  absl::StatusOr<sim::SimResult> contiguous = sim::SimulateStep(c, *w);
+  ASSERT_THAT(contiguous, IsOk());
+  EXPECT_NE(contiguous->step_s, r->step_s);
 }
 
 TEST_F(PlanCommandsTest, Plan_Table_HasARowPerWorkerCount) {
