@@ -30,6 +30,16 @@ inline std::unique_ptr<PsServer> StartServer() {
   return server.ok() ? *std::move(server) : nullptr;
 }
 
+// A server that also serves a tensor plane on an ephemeral port.
+inline std::unique_ptr<PsServer> StartPlaneServer() {
+  PsServerOptions options;
+  options.tensor_port = 0;
+  absl::StatusOr<std::unique_ptr<PsServer>> server =
+      PsServer::Start("127.0.0.1:0", options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
 // Starts `n` servers, appending them and their addresses; false (and a
 // test failure) if one does not start.
 inline bool StartServers(int n, std::vector<std::unique_ptr<PsServer>>* servers,

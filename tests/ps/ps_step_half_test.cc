@@ -32,6 +32,7 @@ namespace {
 
 using ::gradsync::testing::IsOk;
 using ::gradsync::testing::ShardRequest;
+using ::gradsync::testing::StartPlaneServer;
 using ::gradsync::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -42,15 +43,6 @@ constexpr int64_t kSteps = 3;
 
 std::string WireName(DataType type) {
   return type == DataType::kBFloat16 ? "bf16" : "fp16";
-}
-
-std::unique_ptr<PsServer> StartPlaneServer() {
-  PsServerOptions options;
-  options.tensor_port = 0;
-  absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start("127.0.0.1:0", options);
-  EXPECT_THAT(server, IsOk());
-  return server.ok() ? *std::move(server) : nullptr;
 }
 
 // Job `job`'s partitions on `addresses` (zeros, SGD at lr 1, the mean of

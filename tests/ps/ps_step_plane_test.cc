@@ -22,6 +22,7 @@ namespace gradsync {
 namespace {
 
 using ::gradsync::testing::IsOk;
+using ::gradsync::testing::StartPlaneServer;
 using ::gradsync::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -29,15 +30,6 @@ using ::testing::HasSubstr;
 constexpr int kWorkers = 3;
 constexpr size_t kTotal = 3001;
 constexpr size_t kPartitionBytes = 512 * 4;  // 3 partitions per server
-
-std::unique_ptr<PsServer> StartPlaneServer() {
-  PsServerOptions options;
-  options.tensor_port = 0;
-  absl::StatusOr<std::unique_ptr<PsServer>> server =
-      PsServer::Start("127.0.0.1:0", options);
-  EXPECT_THAT(server, IsOk());
-  return server.ok() ? *std::move(server) : nullptr;
-}
 
 // Job `job`'s partitions on `addresses` (zeros, SGD at lr 1).
 void CreatePartitions(const std::vector<std::string>& addresses,
