@@ -199,7 +199,8 @@ absl::StatusOr<Explanation> ExplainJob(const ExplainInput& job,
       m.layout = absl::StrCat(
           "ps: ", e.servers, " server", e.servers == 1 ? "" : "s",
           e.colocated ? " on the workers' hosts" : " on hosts of their own",
-          ", ", e.hosts, " worker hosts", TransportText(m.ps_transport));
+          ", ", e.hosts, e.hosts == 1 ? " worker host" : " worker hosts",
+          TransportText(m.ps_transport));
     } else {
       m.layout = absl::StrCat("ring over ", e.hosts,
                               e.hosts == 1 ? " host" : " hosts");
